@@ -1,0 +1,57 @@
+# runr regions console. Two commands on a fresh Debian machine with Go: `make run`, `make test`.
+SHELL := /bin/bash
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -X main.version=$(VERSION)
+# Screenshots of the browser tests land here (not committed).
+ARTIFACTS ?= $(CURDIR)/test-artifacts
+export ARTIFACTS
+
+.PHONY: build run test vet generate templ css check-generated sandbox sandbox-stop bench clean
+
+build:
+	go build -ldflags "$(LDFLAGS)" -o bin/runr .
+
+## run: start a private PostgreSQL (unless DATABASE_URL is set), migrate, create the first
+## administrator, and serve on :8080 (RUNR_ADDR overrides).
+run: build
+	scripts/run.sh
+
+## test: vet, regenerate templ and CSS and fail on a diff, then every test (PostgreSQL,
+## simulated clusters and Chromium are installed and started as needed).
+test:
+	scripts/test.sh
+
+vet:
+	go vet ./...
+
+generate: templ css
+
+templ:
+	go tool templ generate -path views
+
+node_modules: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch node_modules
+
+css: node_modules
+	npx tailwindcss -i static/src/app.css -o static/app.css --minify
+	cp node_modules/htmx.org/dist/htmx.min.js static/htmx.min.js
+	cp node_modules/htmx-ext-ws/dist/ws.min.js static/ws.min.js
+
+## check-generated: regenerate and fail when the committed files differ.
+check-generated: generate
+	@git diff --exit-code -- views static || { echo "Generated files are out of date: run 'make generate' and commit." >&2; exit 1; }
+
+## sandbox: one simulated cluster (1 control plane, 2 workers) and the stand-in chart repository.
+sandbox:
+	go run ./testcluster/cmd/sandbox start
+
+sandbox-stop:
+	go run ./testcluster/cmd/sandbox stop
+
+## bench: measure and write bench/RESULTS.md (never part of `make test`).
+bench: build
+	scripts/bench.sh
+
+clean:
+	rm -rf bin test-artifacts

@@ -1,0 +1,173 @@
+// Package config reads the console's settings from the environment.
+package config
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is every setting of the console, read from the environment.
+type Config struct {
+	DatabaseURL string // DATABASE_URL
+	AppKey      string // RUNR_APP_KEY
+	Addr        string // RUNR_ADDR, default :8080
+	// AppURL is the console's public URL (APP_URL / RUNR_APP_URL); the agent's last fallback.
+	AppURL string
+	// AgentWSURL is RUNR_AGENT_WS_URL, the agent address for every region without its own.
+	AgentWSURL string
+	// GatewayURL is the in-cluster gateway, used when a region is the console's own cluster.
+	GatewayURL string
+
+	// MinK8sMinor is the oldest Kubernetes minor accepted (RUNR_MIN_K8S_MINOR, default 30).
+	MinK8sMinor int
+	// ChartMirror is one Helm repository that serves every chart (RUNR_CHART_MIRROR).
+	ChartMirror string
+	// ServingCRDsURL is the template of the Knative Serving CRDs' address (%s is the version).
+	ServingCRDsURL string
+	// StorageTestTimeout is how long a test volume may take to bind (default 60 s).
+	StorageTestTimeout time.Duration
+	// InstallTimeout bounds each wait of an install (default 5 min).
+	InstallTimeout time.Duration
+	// LocalClusterHost replaces 127.0.0.1/localhost in a kubeconfig that cannot be reached
+	// that way (default host.docker.internal).
+	LocalClusterHost string
+
+	TraefikImage   string // RUNR_TRAEFIK_IMAGE
+	AgentImage     string // RUNR_AGENT_IMAGE
+	ResponderImage string // RUNR_RESPONDER_IMAGE
+	RedisImage     string // RUNR_REDIS_IMAGE
+
+	// QuotaCPU and QuotaMemoryGiB are the organisation ceiling (0: none).
+	QuotaCPU       float64
+	QuotaMemoryGiB float64
+
+	// TracingRetentionHours is Tempo's retention (default 72).
+	TracingRetentionHours int
+
+	// DNSResolver is the host:port of the DNS server the status check asks ("" = system).
+	DNSResolver string
+	// StatusInterval is how often every region is checked (default 1 min).
+	StatusInterval time.Duration
+	// StatusConcurrency bounds the regions checked at once (default 32).
+	StatusConcurrency int
+	// StatusTimeout is the per-region deadline of a check (default 10 s).
+	StatusTimeout time.Duration
+
+	// Workers is the number of job runner goroutines (default 8).
+	Workers int
+	// SecureCookies forces the Secure flag; it is also set for requests that arrive over TLS.
+	SecureCookies bool
+	// LogLevel is debug, info, warn or error.
+	LogLevel string
+}
+
+// FromEnv reads the configuration from the environment, with defaults.
+func FromEnv() (*Config, error) {
+	c := &Config{
+		DatabaseURL:      os.Getenv("DATABASE_URL"),
+		AppKey:           os.Getenv("RUNR_APP_KEY"),
+		Addr:             env("RUNR_ADDR", ":8080"),
+		AppURL:           env("RUNR_APP_URL", os.Getenv("APP_URL")),
+		AgentWSURL:       os.Getenv("RUNR_AGENT_WS_URL"),
+		GatewayURL:       os.Getenv("RUNR_GATEWAY_URL"),
+		ChartMirror:      strings.TrimRight(os.Getenv("RUNR_CHART_MIRROR"), "/"),
+		ServingCRDsURL:   os.Getenv("RUNR_SERVING_CRDS_URL"),
+		LocalClusterHost: env("RUNR_LOCAL_CLUSTER_HOST", "host.docker.internal"),
+		TraefikImage:     env("RUNR_TRAEFIK_IMAGE", "ghcr.io/brf-tech/runr/reqs/traefik:v3.7.4"),
+		AgentImage:       env("RUNR_AGENT_IMAGE", "ghcr.io/brf-tech/runr/agent:latest"),
+		ResponderImage:   env("RUNR_RESPONDER_IMAGE", "ghcr.io/brf-tech/runr/agent:latest"),
+		RedisImage:       env("RUNR_REDIS_IMAGE", "ghcr.io/brf-tech/runr/reqs/redis:7.4"),
+		DNSResolver:      os.Getenv("RUNR_DNS_RESOLVER"),
+		SecureCookies:    os.Getenv("RUNR_SECURE_COOKIES") == "1",
+		LogLevel:         env("RUNR_LOG_LEVEL", "info"),
+	}
+	var err error
+	// KNATIVE_MIN_K8S_MINOR is the spec's name for the same setting.
+	if c.MinK8sMinor, err = intEnv("RUNR_MIN_K8S_MINOR", intOr(os.Getenv("KNATIVE_MIN_K8S_MINOR"), 30)); err != nil {
+		return nil, err
+	}
+	if c.StorageTestTimeout, err = durEnv("RUNR_STORAGE_TEST_TIMEOUT", 60*time.Second); err != nil {
+		return nil, err
+	}
+	if c.InstallTimeout, err = durEnv("RUNR_INSTALL_TIMEOUT", 5*time.Minute); err != nil {
+		return nil, err
+	}
+	if c.StatusInterval, err = durEnv("RUNR_STATUS_INTERVAL", time.Minute); err != nil {
+		return nil, err
+	}
+	if c.StatusTimeout, err = durEnv("RUNR_STATUS_TIMEOUT", 10*time.Second); err != nil {
+		return nil, err
+	}
+	if c.StatusConcurrency, err = intEnv("RUNR_STATUS_CONCURRENCY", 32); err != nil {
+		return nil, err
+	}
+	if c.Workers, err = intEnv("RUNR_WORKERS", 8); err != nil {
+		return nil, err
+	}
+	if c.TracingRetentionHours, err = intEnv("RUNR_TRACING_RETENTION_HOURS", 72); err != nil {
+		return nil, err
+	}
+	if c.QuotaCPU, err = floatEnv("RUNR_QUOTA_CPU", 0); err != nil {
+		return nil, err
+	}
+	if c.QuotaMemoryGiB, err = floatEnv("RUNR_QUOTA_MEMORY_GIB", 0); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func env(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func intOr(s string, def int) int {
+	if n, err := strconv.Atoi(s); err == nil {
+		return n
+	}
+	return def
+}
+
+func intEnv(k string, def int) (int, error) {
+	v := os.Getenv(k)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, fmt.Errorf("config: %s=%q is not a whole number", k, v)
+	}
+	return n, nil
+}
+
+func floatEnv(k string, def float64) (float64, error) {
+	v := os.Getenv(k)
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return 0, fmt.Errorf("config: %s=%q is not a number", k, v)
+	}
+	return n, nil
+}
+
+func durEnv(k string, def time.Duration) (time.Duration, error) {
+	v := os.Getenv(k)
+	if v == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		if n, err2 := strconv.Atoi(v); err2 == nil {
+			return time.Duration(n) * time.Second, nil
+		}
+		return 0, fmt.Errorf("config: %s=%q is not a duration (e.g. 60s)", k, v)
+	}
+	return d, nil
+}

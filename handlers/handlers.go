@@ -1,0 +1,196 @@
+// Package handlers holds the console's HTTP handlers: one file per resource, HTML and
+// JSON side by side. Handlers are thin: they validate, call the store and the kube
+// package, and render.
+package handlers
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/a-h/templ"
+	"github.com/alexedwards/scs/v2"
+	"github.com/gofiber/fiber/v2"
+
+	"runr.dev/console/config"
+	"runr.dev/console/kube"
+	"runr.dev/console/store"
+	"runr.dev/console/views"
+)
+
+// Handlers carries what every handler needs.
+type Handlers struct {
+	Store    *store.Store
+	Cfg      *config.Config
+	Sessions *scs.SessionManager
+	Kube     *kube.Service
+	// Events lets a JSON feed wait for the next event of a job.
+	Events  EventWaiter
+	Version string
+	Log     *slog.Logger
+}
+
+// EventWaiter wakes a caller when a job emits an event.
+type EventWaiter interface {
+	// Wait returns a channel that is closed at the job's next event, and a cancel func.
+	Wait(jobID string) (<-chan struct{}, func())
+}
+
+// Principal is who makes a request: a user by session, or a user's API token.
+type Principal struct {
+	User    *store.User
+	Perms   map[string]bool
+	TokenID string
+	CSRF    string
+}
+
+// Can reports whether the principal holds a permission.
+func (p *Principal) Can(perm string) bool { return p != nil && p.Perms[perm] }
+
+// PrincipalKey is the fiber.Ctx Locals key of the request's Principal.
+const PrincipalKey = "principal"
+
+// Who returns the request's principal (nil when anonymous).
+func Who(c *fiber.Ctx) *Principal {
+	p, _ := c.Locals(PrincipalKey).(*Principal)
+	return p
+}
+
+// ctx returns the request's context (it carries the session).
+func ctx(c *fiber.Ctx) context.Context { return c.UserContext() }
+
+// IsAPI reports whether the request is for the JSON API.
+func IsAPI(c *fiber.Ctx) bool {
+	return strings.HasPrefix(c.Path(), "/api/")
+}
+
+func isHTMX(c *fiber.Ctx) bool { return c.Get("HX-Request") == "true" }
+
+// page builds the common page data.
+func (h *Handlers) page(c *fiber.Ctx, title, active string) views.Page {
+	p := views.Page{Title: title, Active: active}
+	if pr := Who(c); pr != nil {
+		p.User, p.Role, p.Perms, p.CSRF = pr.User.Email, pr.User.Role, pr.Perms, pr.CSRF
+		p.Banners = h.banners(c)
+	} else if tok, ok := c.Locals("csrf").(string); ok {
+		p.CSRF = tok
+	}
+	if hasSession(c) {
+		p.Flash = h.Sessions.PopString(ctx(c), "flash")
+	}
+	return p
+}
+
+// SessionLoadedKey marks a request whose context carries a loaded session.
+const SessionLoadedKey = "session_loaded"
+
+func hasSession(c *fiber.Ctx) bool { v, _ := c.Locals(SessionLoadedKey).(bool); return v }
+
+// flash stores a message for the next page.
+func (h *Handlers) flash(c *fiber.Ctx, msg string) { h.Sessions.Put(ctx(c), "flash", msg) }
+
+// Render writes a templ component as HTML.
+func Render(c *fiber.Ctx, status int, comp templ.Component) error {
+	c.Status(status).Type("html", "utf-8")
+	return comp.Render(ctx(c), c.Response().BodyWriter())
+}
+
+// JSONError writes {"error": msg} with a status.
+func JSONError(c *fiber.Ctx, status int, msg string) error {
+	return c.Status(status).JSON(fiber.Map{"error": msg})
+}
+
+// FieldErrors is a validation failure: field name → message.
+type FieldErrors map[string]string
+
+func (f FieldErrors) Error() string {
+	parts := make([]string, 0, len(f))
+	for k, v := range f {
+		parts = append(parts, k+": "+v)
+	}
+	return "invalid input: " + strings.Join(parts, "; ")
+}
+
+// Invalid writes a 422 with field errors.
+func Invalid(c *fiber.Ctx, errs FieldErrors) error {
+	return c.Status(fiber.StatusUnprocessableEntity).JSON(fiber.Map{"error": "The request has invalid fields.", "fields": errs})
+}
+
+// Unprocessable writes a 422 with a reason (a refusal that is not about one field).
+func Unprocessable(c *fiber.Ctx, msg string) error {
+	return JSONError(c, fiber.StatusUnprocessableEntity, msg)
+}
+
+// Fail answers an error the handler did not expect: store.ErrNotFound is a 404, a
+// FieldErrors a 422, anything else is logged and answered 500 without its detail.
+func (h *Handlers) Fail(c *fiber.Ctx, err error) error {
+	var fe FieldErrors
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		if IsAPI(c) {
+			return JSONError(c, fiber.StatusNotFound, "Not found.")
+		}
+		return Render(c, fiber.StatusNotFound, views.ErrorPage(h.page(c, "Not found", ""), 404, "This page does not exist, or what it showed was removed."))
+	case errors.As(err, &fe):
+		if IsAPI(c) {
+			return Invalid(c, fe)
+		}
+		return Render(c, fiber.StatusUnprocessableEntity, views.ErrorPage(h.page(c, "Invalid input", ""), 422, fe.Error()))
+	}
+	h.Log.Error("request failed", "path", c.Path(), "method", c.Method(), "request_id", c.Locals("requestid"), "err", err)
+	if IsAPI(c) {
+		return JSONError(c, fiber.StatusInternalServerError, "Something went wrong on our side; the error is logged with request id "+requestID(c)+".")
+	}
+	return Render(c, fiber.StatusInternalServerError, views.ErrorPage(h.page(c, "Error", ""), 500, "Something went wrong on our side; the error is logged with request id "+requestID(c)+"."))
+}
+
+func requestID(c *fiber.Ctx) string {
+	if v, ok := c.Locals("requestid").(string); ok {
+		return v
+	}
+	return ""
+}
+
+// pageParam reads ?page= (from 1) and returns it with the offset for a page size.
+func pageParam(c *fiber.Ctx, size int) (int, int) {
+	n, err := strconv.Atoi(c.Query("page", "1"))
+	if err != nil || n < 1 {
+		n = 1
+	}
+	return n, (n - 1) * size
+}
+
+func pages(total, size int) int {
+	if total == 0 {
+		return 1
+	}
+	return int(math.Ceil(float64(total) / float64(size)))
+}
+
+// bodyMap decodes a JSON object body; a malformed body is a 422 field error.
+func bodyMap(c *fiber.Ctx, v any) error {
+	if len(c.Body()) == 0 {
+		return FieldErrors{"body": "Send a JSON object."}
+	}
+	if err := c.BodyParser(v); err != nil {
+		return FieldErrors{"body": "The body is not valid JSON for this request: " + err.Error()}
+	}
+	return nil
+}
+
+// redirect answers a form post: htmx follows HX-Redirect, browsers a 303.
+func redirect(c *fiber.Ctx, to string) error {
+	if isHTMX(c) {
+		c.Set("HX-Redirect", to)
+		return c.SendStatus(fiber.StatusNoContent)
+	}
+	return c.Redirect(to, fiber.StatusSeeOther)
+}
+
+// ErrorPage renders an error page for the Fiber error handler.
+func (h *Handlers) ErrorPage(c *fiber.Ctx, code int, msg string) error {
+	return Render(c, code, views.ErrorPage(h.page(c, "Error", ""), code, msg))
+}

@@ -1,0 +1,177 @@
+package handlers
+
+import (
+	"net"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"runr.dev/console/store"
+	"runr.dev/console/views"
+)
+
+const regionsPageSize = 50
+
+// RegionJSON is a region as the API shows it: never its kubeconfig or any secret.
+type RegionJSON struct {
+	ID                    string                          `json:"id"`
+	Name                  string                          `json:"name"`
+	RegionStatus          string                          `json:"region_status"`
+	IsActive              bool                            `json:"is_active"`
+	ClusterServer         string                          `json:"cluster_server"`
+	K8sVersion            string                          `json:"k8s_version"`
+	Nodes                 []string                        `json:"nodes"`
+	DataLocation          string                          `json:"data_location"`
+	Settings              store.RegionSettings            `json:"settings"`
+	Monitoring            store.Monitoring                `json:"monitoring"`
+	RegistryMode          string                          `json:"registry_mode"`
+	RegistryStatus        string                          `json:"registry_status"`
+	RegistryStatusMessage string                          `json:"registry_status_message"`
+	RegistryAddress       string                          `json:"registry_address"`
+	RegistryStorageType   string                          `json:"registry_storage_type,omitempty"`
+	OperatorStatus        string                          `json:"operator_status"`
+	OperatorNamespace     string                          `json:"operator_namespace"`
+	ServingStatus         string                          `json:"serving_status"`
+	ServingNamespace      string                          `json:"serving_namespace"`
+	KnativeVersion        string                          `json:"knative_version"`
+	KnativeMessage        string                          `json:"knative_message"`
+	RedisMode             string                          `json:"redis_mode"`
+	RedisStatus           string                          `json:"redis_status"`
+	RedisAddress          string                          `json:"redis_address"`
+	Components            map[string]store.ComponentState `json:"components"`
+	KnativeDomain         string                          `json:"knative_domain"`
+	ExternalIP            string                          `json:"external_ip"`
+	DNSResolved           bool                            `json:"dns_resolved"`
+	DNSInstruction        string                          `json:"dns_instruction"`
+	Health                store.Health                    `json:"health"`
+	CheckedAt             *time.Time                      `json:"checked_at"`
+	AgentLastSeenAt       *time.Time                      `json:"agent_last_seen_at"`
+	FunctionTLSExpiresAt  *time.Time                      `json:"function_tls_expires_at"`
+	FaaSCPUOvercommit     float64                         `json:"faas_cpu_overcommit"`
+	FaaSMemoryOvercommit  float64                         `json:"faas_memory_overcommit"`
+	MigrationStatus       string                          `json:"migration_status"`
+	DomainMigrationStatus string                          `json:"domain_migration_status"`
+	DomainMigrationTarget string                          `json:"domain_migration_target"`
+	ProjectCount          int                             `json:"project_count"`
+	CreatedAt             time.Time                       `json:"created_at"`
+	UpdatedAt             time.Time                       `json:"updated_at"`
+}
+
+// KnativeDomain is the region's function domain: its own setting, else <region>.<base domain>.
+func KnativeDomain(r *store.Region, baseDomain string) string {
+	if d := r.Settings.V.KnativeDomain; d != "" {
+		return d
+	}
+	if baseDomain == "" {
+		return ""
+	}
+	return r.Name + "." + baseDomain
+}
+
+// DNSInstruction is the wildcard record to create for the function domain.
+func DNSInstruction(domain, addr string) string {
+	if domain == "" {
+		return "Set the platform's base domain (Administration → Platform) to give the region its function domain."
+	}
+	if addr == "" {
+		return "*." + domain + " → the external address of the region's Traefik, once Knative Serving is installed."
+	}
+	if net.ParseIP(addr) != nil {
+		rtype := "A"
+		if net.ParseIP(addr).To4() == nil {
+			rtype = "AAAA"
+		}
+		return "*." + domain + " " + rtype + " " + addr
+	}
+	return "*." + domain + " CNAME " + addr
+}
+
+// ToRegionJSON converts a region for the API.
+func ToRegionJSON(r *store.Region, baseDomain string) RegionJSON {
+	domain := KnativeDomain(r, baseDomain)
+	nodes := []string(r.Nodes)
+	if nodes == nil {
+		nodes = []string{}
+	}
+	return RegionJSON{
+		ID: r.ID, Name: r.Name, RegionStatus: r.Status, IsActive: r.Status == "active",
+		ClusterServer: r.ClusterServer, K8sVersion: r.K8sVersion, Nodes: nodes, DataLocation: r.DataLocation,
+		Settings: r.Settings.V, Monitoring: r.Monitoring.V,
+		RegistryMode: r.RegistryMode, RegistryStatus: r.RegistryStatus, RegistryStatusMessage: r.RegistryMessage,
+		RegistryAddress: r.RegistryAddress, RegistryStorageType: r.RegistryConfig.V.StorageType,
+		OperatorStatus: r.OperatorStatus, OperatorNamespace: r.OperatorNamespace,
+		ServingStatus: r.ServingStatus, ServingNamespace: r.ServingNamespace, KnativeVersion: r.KnativeVersion, KnativeMessage: r.KnativeMessage,
+		RedisMode: r.RedisMode, RedisStatus: r.RedisStatus, RedisAddress: r.RedisAddress,
+		Components: r.Components.V, KnativeDomain: domain, ExternalIP: r.ExternalIP, DNSResolved: r.DNSResolved,
+		DNSInstruction: DNSInstruction(domain, r.ExternalIP), Health: r.Health.V, CheckedAt: r.CheckedAt,
+		AgentLastSeenAt: r.AgentLastSeenAt, FunctionTLSExpiresAt: r.FunctionTLSExpiresAt,
+		FaaSCPUOvercommit: r.FaaSCPUOvercommit, FaaSMemoryOvercommit: r.FaaSMemoryOvercommit,
+		MigrationStatus: r.MigrationStatus, DomainMigrationStatus: r.DomainMigrationStatus, DomainMigrationTarget: r.DomainMigrationTarget,
+		ProjectCount: r.ProjectCount, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}
+}
+
+// RegionsPage is the regions list.
+func (h *Handlers) RegionsPage(c *fiber.Ctx) error {
+	q := c.Query("q")
+	page, offset := pageParam(c, regionsPageSize)
+	total, err := h.Store.CountRegions(ctx(c), q)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	rs, err := h.Store.ListRegions(ctx(c), store.RegionFilter{Query: q, Limit: regionsPageSize, Offset: offset}, false)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	l := views.RegionsList{Regions: rs, Query: q, Page: page, Pages: pages(total, regionsPageSize), Total: total}
+	return Render(c, fiber.StatusOK, views.Regions(h.page(c, "Knative Regions", "regions"), l))
+}
+
+// APIListRegions is GET /api/knative-regions (paginated with ?page= and ?per_page=).
+func (h *Handlers) APIListRegions(c *fiber.Ctx) error {
+	per := c.QueryInt("per_page", 100)
+	if per < 1 || per > 1000 {
+		return Invalid(c, FieldErrors{"per_page": "Use a number from 1 to 1000."})
+	}
+	page, offset := pageParam(c, per)
+	q := c.Query("q")
+	total, err := h.Store.CountRegions(ctx(c), q)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	rs, err := h.Store.ListRegions(ctx(c), store.RegionFilter{Query: q, Limit: per, Offset: offset}, false)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	base, err := h.Store.BaseDomain(ctx(c))
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	out := make([]RegionJSON, len(rs))
+	for i := range rs {
+		out[i] = ToRegionJSON(&rs[i], base)
+	}
+	return c.JSON(fiber.Map{"data": out, "meta": fiber.Map{"page": page, "per_page": per, "total": total}})
+}
+
+// APIGetRegion is GET /api/knative-regions/{id}.
+func (h *Handlers) APIGetRegion(c *fiber.Ctx) error {
+	r, err := h.Store.RegionByID(ctx(c), c.Params("id"))
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	base, err := h.Store.BaseDomain(ctx(c))
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	return c.JSON(fiber.Map{"data": ToRegionJSON(r, base)})
+}
+
+// banners lists the region moves under way, for the banner on every page.
+func (h *Handlers) banners(c *fiber.Ctx) []views.MigrationBanner {
+	bs, err := MigrationBanners(c.UserContext(), h.Store)
+	if err != nil {
+		h.Log.Warn("migration banners", "err", err)
+	}
+	return bs
+}

@@ -1,0 +1,116 @@
+package kube
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	apiextclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+
+	"runr.dev/console/store"
+)
+
+// Cluster is the console's access to one cluster, built from a kubeconfig.
+type Cluster struct {
+	KC        *Kubeconfig
+	REST      *rest.Config
+	Clientset kubernetes.Interface
+	Dynamic   dynamic.Interface
+	APIExt    apiextclient.Interface
+	Discovery discovery.CachedDiscoveryInterface
+	Mapper    *restmapper.DeferredDiscoveryRESTMapper
+}
+
+// NewCluster builds clients for a parsed kubeconfig.
+func NewCluster(kc *Kubeconfig) (*Cluster, error) {
+	rc, err := kc.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	rc.Timeout = 30 * time.Second
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kube: clientset: %w", err)
+	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kube: dynamic client: %w", err)
+	}
+	ext, err := apiextclient.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kube: apiextensions client: %w", err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kube: discovery: %w", err)
+	}
+	cached := memory.NewMemCacheClient(dc)
+	return &Cluster{KC: kc, REST: rc, Clientset: cs, Dynamic: dyn, APIExt: ext, Discovery: cached,
+		Mapper: restmapper.NewDeferredDiscoveryRESTMapper(cached)}, nil
+}
+
+// ClusterFor returns the (cached) cluster access of a kubeconfig.
+func (s *Service) ClusterFor(raw []byte) (*Cluster, error) {
+	h := sha256.Sum256(raw)
+	key := hex.EncodeToString(h[:])
+	if c, ok := s.clusters.Load(key); ok {
+		return c.(*Cluster), nil
+	}
+	kc, err := ParseKubeconfig(raw)
+	if err != nil {
+		return nil, err
+	}
+	c, err := NewCluster(kc)
+	if err != nil {
+		return nil, err
+	}
+	actual, _ := s.clusters.LoadOrStore(key, c)
+	return actual.(*Cluster), nil
+}
+
+// RegionCluster returns the cluster access of a region.
+func (s *Service) RegionCluster(r *store.Region) (*Cluster, error) {
+	c, err := s.ClusterFor([]byte(r.Kubeconfig))
+	if err != nil {
+		return nil, fmt.Errorf("region %s: %w", r.Name, err)
+	}
+	return c, nil
+}
+
+// ServerVersion asks the cluster for its version, within ctx.
+func (c *Cluster) ServerVersion(ctx context.Context) (*version.Info, error) {
+	raw, err := c.Clientset.Discovery().RESTClient().Get().AbsPath("/version").Do(ctx).Raw()
+	if err != nil {
+		return nil, err
+	}
+	var v version.Info
+	if err := jsonUnmarshal(raw, &v); err != nil {
+		return nil, fmt.Errorf("kube: /version: %w", err)
+	}
+	return &v, nil
+}
+
+// Minor returns the numeric minor version ("32+" reads as 32).
+func Minor(v *version.Info) int {
+	m := strings.TrimRight(v.Minor, "+")
+	n, err := strconv.Atoi(m)
+	if err != nil {
+		// Fall back to gitVersion v1.MINOR.PATCH.
+		parts := strings.Split(strings.TrimPrefix(v.GitVersion, "v"), ".")
+		if len(parts) >= 2 {
+			n, _ = strconv.Atoi(parts[1])
+		}
+	}
+	return n
+}

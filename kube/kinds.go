@@ -1,0 +1,5 @@
+package kube
+
+// registerKinds registers every kind of job the console runs.
+func (s *Service) registerKinds() {
+}

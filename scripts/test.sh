@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# make test: everything CI runs. Installs and starts what the tests need: PostgreSQL,
+# Chromium, the simulated clusters' binaries (built once into the user cache dir).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+step() { printf '\n== %s\n' "$*"; }
+
+step "go vet"
+go vet ./...
+
+step "regenerate templ and CSS, fail on a diff"
+make --no-print-directory check-generated
+
+step "PostgreSQL"
+RUNR_TEST_DATABASE_URL=$(PG_FAST=1 scripts/pg.sh start .data/test-pg postgres)
+export RUNR_TEST_DATABASE_URL
+trap 'scripts/pg.sh stop .data/test-pg' EXIT
+
+step "Chromium (browser tests)"
+if ! command -v chromium >/dev/null 2>&1; then
+  sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+fi
+chromium --version
+
+step "simulated cluster binaries (about 13 minutes the first time, cached afterwards)"
+go run ./testcluster/cmd/sandbox build
+
+step "tests"
+mkdir -p "${ARTIFACTS:-test-artifacts}"
+go test -count=1 -timeout 75m -p 2 ./...
+
+step "no stray processes"
+if pgrep -f 'runr-testcluster/' >/dev/null; then
+  echo "simulated cluster processes were left behind:" >&2
+  pgrep -af 'runr-testcluster/' >&2
+  exit 1
+fi
+echo "ok"

@@ -1,0 +1,300 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Job is a background install or action with ordered steps.
+type Job struct {
+	ID              string          `db:"id" json:"id"`
+	Kind            string          `db:"kind" json:"kind"`
+	Title           string          `db:"title" json:"title"`
+	RegionID        *string         `db:"region_id" json:"region_id"`
+	Params          json.RawMessage `db:"params" json:"params"`
+	SecretParams    string          `db:"secret_params" json:"-"`
+	Status          string          `db:"status" json:"status"`
+	Error           string          `db:"error" json:"error"`
+	Attempts        int             `db:"attempts" json:"attempts"`
+	LeaseOwner      string          `db:"lease_owner" json:"-"`
+	LeaseUntil      *time.Time      `db:"lease_until" json:"-"`
+	CancelRequested bool            `db:"cancel_requested" json:"cancel_requested"`
+	CreatedBy       string          `db:"created_by" json:"created_by"`
+	CreatedAt       time.Time       `db:"created_at" json:"created_at"`
+	StartedAt       *time.Time      `db:"started_at" json:"started_at"`
+	FinishedAt      *time.Time      `db:"finished_at" json:"finished_at"`
+}
+
+// Region returns the job's region id ("" when none).
+func (j *Job) Region() string {
+	if j.RegionID == nil {
+		return ""
+	}
+	return *j.RegionID
+}
+
+// Done reports whether the job has ended.
+func (j *Job) Done() bool {
+	return j.Status == "succeeded" || j.Status == "failed" || j.Status == "cancelled"
+}
+
+// JobStep is one ordered step of a job.
+type JobStep struct {
+	JobID      string     `db:"job_id" json:"-"`
+	Idx        int        `db:"idx" json:"idx"`
+	Name       string     `db:"name" json:"name"`
+	Title      string     `db:"title" json:"title"`
+	Status     string     `db:"status" json:"status"`
+	Message    string     `db:"message" json:"message"`
+	Wait       string     `db:"wait" json:"wait"`
+	StartedAt  *time.Time `db:"started_at" json:"started_at"`
+	FinishedAt *time.Time `db:"finished_at" json:"finished_at"`
+}
+
+// JobEvent is one persisted progress event: a step change, a log line, a wait or the job's end.
+type JobEvent struct {
+	ID        int64           `db:"id" json:"id"`
+	JobID     string          `db:"job_id" json:"job_id"`
+	CreatedAt time.Time       `db:"created_at" json:"created_at"`
+	Kind      string          `db:"kind" json:"kind"` // step | log | wait | job
+	StepIdx   int             `db:"step_idx" json:"step_idx"`
+	Level     string          `db:"level" json:"level"`
+	Message   string          `db:"message" json:"message"`
+	Data      json.RawMessage `db:"data" json:"data"`
+}
+
+// EventsChannel is the PostgreSQL NOTIFY channel of job events.
+const EventsChannel = "runr_job_events"
+
+// JobsChannel is the NOTIFY channel that announces new or retried jobs.
+const JobsChannel = "runr_jobs"
+
+// maxMessage caps a log line so that its event fits in one NOTIFY payload.
+const maxMessage = 2000
+
+// CreateJob inserts a queued job with its steps and announces it.
+func (s *Store) CreateJob(ctx context.Context, j *Job, steps []JobStep, secret string) error {
+	if j.ID == "" {
+		j.ID = NewID()
+	}
+	if len(j.Params) == 0 {
+		j.Params = json.RawMessage(`{}`)
+	}
+	tx, err := s.DB.BeginTxx(ctx, nil)
+	if err != nil {
+		return wrap("create job", err)
+	}
+	defer tx.Rollback()
+	if err := tx.GetContext(ctx, j, `INSERT INTO jobs (id, kind, title, region_id, params, secret_params, created_by)
+		VALUES ($1,$2,$3,$4,$5,$6,$7) RETURNING *`,
+		j.ID, j.Kind, j.Title, j.RegionID, []byte(j.Params), s.Cipher.Encrypt(secret), j.CreatedBy); err != nil {
+		return wrap("create job", err)
+	}
+	for i, st := range steps {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO job_steps (job_id, idx, name, title) VALUES ($1,$2,$3,$4)`,
+			j.ID, i, st.Name, st.Title); err != nil {
+			return wrap("create job step", err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, JobsChannel, j.ID); err != nil {
+		return wrap("create job", err)
+	}
+	return wrap("create job", tx.Commit())
+}
+
+// JobSecret returns the decrypted secret parameters of a job.
+func (s *Store) JobSecret(j *Job) (string, error) { return s.Cipher.Decrypt(j.SecretParams) }
+
+// SetJobSecret replaces a job's secret parameters (a retry with a new body).
+func (s *Store) SetJobSecret(ctx context.Context, id, secret string, params json.RawMessage) error {
+	_, err := s.DB.ExecContext(ctx, `UPDATE jobs SET secret_params = $2, params = $3 WHERE id = $1`, id, s.Cipher.Encrypt(secret), []byte(params))
+	return wrap("set job secret", err)
+}
+
+// ClaimJob takes the oldest queued job, or a running one whose lease expired (its console died),
+// for owner. It returns ErrNotFound when there is nothing to do.
+func (s *Store) ClaimJob(ctx context.Context, owner string, lease time.Duration) (*Job, error) {
+	j := &Job{}
+	err := s.DB.GetContext(ctx, j, `UPDATE jobs SET status = 'running', lease_owner = $1,
+			lease_until = now() + $2::interval, attempts = attempts + 1, started_at = coalesce(started_at, now())
+		WHERE id = (
+			SELECT id FROM jobs
+			WHERE status = 'queued' OR (status = 'running' AND lease_until < now())
+			ORDER BY created_at
+			FOR UPDATE SKIP LOCKED LIMIT 1)
+		RETURNING *`, owner, lease.String())
+	return j, wrap("claim job", err)
+}
+
+// RenewLease extends a job's lease and reports whether a cancel was requested.
+// ErrNotFound means the lease was lost.
+func (s *Store) RenewLease(ctx context.Context, id, owner string, lease time.Duration) (cancel bool, err error) {
+	err = s.DB.GetContext(ctx, &cancel, `UPDATE jobs SET lease_until = now() + $3::interval
+		WHERE id = $1 AND lease_owner = $2 AND status = 'running' RETURNING cancel_requested`, id, owner, lease.String())
+	return cancel, wrap("renew lease of job "+id, err)
+}
+
+// ReleaseJobs gives back the leases of owner's running jobs (a clean shutdown), so that
+// another console, or this one after a restart, resumes them at once.
+func (s *Store) ReleaseJobs(ctx context.Context, owner string) error {
+	_, err := s.DB.ExecContext(ctx, `UPDATE jobs SET lease_until = now() - interval '1 second'
+		WHERE lease_owner = $1 AND status = 'running'`, owner)
+	return wrap("release jobs", err)
+}
+
+// FinishJob ends a job with a status and an error message, and emits the job event.
+func (s *Store) FinishJob(ctx context.Context, id, status, errMsg string) error {
+	_, err := s.DB.ExecContext(ctx, `UPDATE jobs SET status = $2, error = $3, finished_at = now(), lease_owner = '' WHERE id = $1`,
+		id, status, truncate(errMsg, 4000))
+	if err != nil {
+		return wrap("finish job "+id, err)
+	}
+	_, err = s.AddEvent(ctx, &JobEvent{JobID: id, Kind: "job", StepIdx: -1, Level: levelOf(status), Message: errMsg,
+		Data: mustJSON(map[string]string{"status": status, "error": errMsg})})
+	return err
+}
+
+func levelOf(status string) string {
+	if status == "failed" {
+		return "error"
+	}
+	return "info"
+}
+
+// RetryJob queues a failed or cancelled job again; its finished steps are kept, so it
+// continues where it stopped.
+func (s *Store) RetryJob(ctx context.Context, id string) error {
+	tx, err := s.DB.BeginTxx(ctx, nil)
+	if err != nil {
+		return wrap("retry job", err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `UPDATE jobs SET status = 'queued', error = '', attempts = 0, cancel_requested = false,
+		finished_at = NULL WHERE id = $1 AND status IN ('failed', 'cancelled')`, id)
+	if err := affected("retry job "+id, res, err); err != nil {
+		return err
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE job_steps SET status = 'pending', message = '', wait = ''
+		WHERE job_id = $1 AND status IN ('failed', 'running')`, id); err != nil {
+		return wrap("retry job", err)
+	}
+	if _, err := tx.ExecContext(ctx, `SELECT pg_notify($1, $2)`, JobsChannel, id); err != nil {
+		return wrap("retry job", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return wrap("retry job", err)
+	}
+	_, err = s.AddEvent(ctx, &JobEvent{JobID: id, Kind: "job", StepIdx: -1, Message: "Retry requested",
+		Data: mustJSON(map[string]string{"status": "queued"})})
+	return err
+}
+
+// RequestCancel asks the runner to stop a job; a queued job is cancelled at once.
+func (s *Store) RequestCancel(ctx context.Context, id string) error {
+	var status string
+	err := s.DB.GetContext(ctx, &status, `UPDATE jobs SET cancel_requested = true WHERE id = $1 RETURNING status`, id)
+	if err != nil {
+		return wrap("cancel job "+id, err)
+	}
+	if status == "queued" {
+		return s.FinishJob(ctx, id, "cancelled", "cancelled before it started")
+	}
+	return nil
+}
+
+// JobByID returns one job.
+func (s *Store) JobByID(ctx context.Context, id string) (*Job, error) {
+	j := &Job{}
+	err := s.DB.GetContext(ctx, j, `SELECT * FROM jobs WHERE id = $1`, id)
+	return j, wrap("job "+id, err)
+}
+
+// ListJobs returns the newest jobs, of one region when regionID is set.
+func (s *Store) ListJobs(ctx context.Context, regionID string, limit int) ([]Job, error) {
+	var js []Job
+	err := s.DB.SelectContext(ctx, &js, `SELECT * FROM jobs WHERE $1 = '' OR region_id = $1 ORDER BY created_at DESC LIMIT $2`, regionID, limit)
+	return js, wrap("list jobs", err)
+}
+
+// ActiveJob returns the region's newest unfinished job of a kind ("" for any kind).
+func (s *Store) ActiveJob(ctx context.Context, regionID, kind string) (*Job, error) {
+	j := &Job{}
+	err := s.DB.GetContext(ctx, j, `SELECT * FROM jobs WHERE region_id = $1 AND ($2 = '' OR kind = $2)
+		AND status IN ('queued', 'running') ORDER BY created_at DESC LIMIT 1`, regionID, kind)
+	return j, wrap("active job", err)
+}
+
+// LatestJob returns the region's newest job of a kind.
+func (s *Store) LatestJob(ctx context.Context, regionID, kind string) (*Job, error) {
+	j := &Job{}
+	err := s.DB.GetContext(ctx, j, `SELECT * FROM jobs WHERE region_id = $1 AND kind = $2 ORDER BY created_at DESC LIMIT 1`, regionID, kind)
+	return j, wrap("latest job", err)
+}
+
+// JobSteps returns a job's steps in order.
+func (s *Store) JobSteps(ctx context.Context, jobID string) ([]JobStep, error) {
+	var st []JobStep
+	err := s.DB.SelectContext(ctx, &st, `SELECT * FROM job_steps WHERE job_id = $1 ORDER BY idx`, jobID)
+	return st, wrap("job steps", err)
+}
+
+// SetStep changes a step's status, message and wait, and emits the step event.
+func (s *Store) SetStep(ctx context.Context, jobID string, idx int, status, message, wait string) (*JobStep, error) {
+	st := &JobStep{}
+	err := s.DB.GetContext(ctx, st, `UPDATE job_steps SET status = $3, message = $4, wait = $5,
+		started_at = CASE WHEN $3 = 'running' AND (started_at IS NULL OR status <> 'running') THEN now() ELSE started_at END,
+		finished_at = CASE WHEN $3 IN ('done', 'failed', 'skipped') THEN now() WHEN $3 = 'running' THEN NULL ELSE finished_at END
+		WHERE job_id = $1 AND idx = $2 RETURNING *`, jobID, idx, status, truncate(message, maxMessage), truncate(wait, 500))
+	if err != nil {
+		return nil, wrap("set step", err)
+	}
+	_, err = s.AddEvent(ctx, &JobEvent{JobID: jobID, Kind: "step", StepIdx: idx, Level: levelOf(status), Message: message, Data: mustJSON(st)})
+	return st, err
+}
+
+// AddEvent persists an event and publishes it on EventsChannel in the same statement.
+func (s *Store) AddEvent(ctx context.Context, e *JobEvent) (int64, error) {
+	if e.Level == "" {
+		e.Level = "info"
+	}
+	if len(e.Data) == 0 {
+		e.Data = json.RawMessage(`{}`)
+	}
+	e.Message = truncate(e.Message, maxMessage)
+	err := s.DB.GetContext(ctx, e, `WITH ins AS (
+			INSERT INTO job_events (job_id, kind, step_idx, level, message, data) VALUES ($1,$2,$3,$4,$5,$6) RETURNING *)
+		SELECT ins.* FROM ins CROSS JOIN LATERAL (SELECT pg_notify($7, json_build_object('id', ins.id, 'job_id', ins.job_id,
+			'created_at', ins.created_at, 'kind', ins.kind, 'step_idx', ins.step_idx, 'level', ins.level,
+			'message', ins.message, 'data', ins.data)::text)) AS notified`, e.JobID, e.Kind, e.StepIdx, e.Level, e.Message, []byte(e.Data), EventsChannel)
+	if err != nil {
+		return 0, wrap("add event", err)
+	}
+	return e.ID, nil
+}
+
+// JobEvents returns the events of a job after an id, oldest first.
+func (s *Store) JobEvents(ctx context.Context, jobID string, after int64, limit int) ([]JobEvent, error) {
+	var es []JobEvent
+	err := s.DB.SelectContext(ctx, &es, `SELECT * FROM job_events WHERE job_id = $1 AND id > $2 ORDER BY id LIMIT $3`, jobID, after, limit)
+	return es, wrap("job events", err)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	// Cut on a rune boundary.
+	for n > 0 && (s[n]&0xC0) == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+func mustJSON(v any) json.RawMessage {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return raw
+}

@@ -1,0 +1,401 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/lib/pq"
+)
+
+func init() {
+	registerSecretColumn("projects", "id", "secret_env_vars")
+}
+
+// RegionSettings are the General settings of a region.
+type RegionSettings struct {
+	RequestTimeout    int      `json:"request_timeout"`
+	AgentWSURL        string   `json:"agent_ws_url"`
+	IngressTrustedIPs []string `json:"ingress_trusted_ips"`
+	KnativeDomain     string   `json:"knative_domain"`
+}
+
+// Monitoring is a region's choice of Prometheus and Loki ("" means RunR's own).
+type Monitoring struct {
+	PrometheusURL string `json:"prometheus_url"`
+	LokiURL       string `json:"loki_url"`
+	LokiOrgID     string `json:"loki_org_id"`
+}
+
+// RegistryConfig holds the non-secret registry fields.
+type RegistryConfig struct {
+	StorageType      string `json:"storage_type,omitempty"` // pvc | s3
+	StorageClass     string `json:"storage_class,omitempty"`
+	Size             string `json:"size,omitempty"`
+	S3Endpoint       string `json:"s3_endpoint,omitempty"`
+	S3Bucket         string `json:"s3_bucket,omitempty"`
+	S3Region         string `json:"s3_region,omitempty"`
+	S3AccessKey      string `json:"s3_access_key,omitempty"`
+	ExternalAddress  string `json:"external_address,omitempty"`
+	ExternalUsername string `json:"external_username,omitempty"`
+	CreatedNamespace bool   `json:"created_namespace,omitempty"`
+}
+
+// ComponentState is the install state of one component of a region.
+type ComponentState struct {
+	Status    string    `json:"status"`
+	Message   string    `json:"message,omitempty"`
+	Version   string    `json:"version,omitempty"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// HealthLayer is one layer of a region's status check.
+type HealthLayer struct {
+	State     string            `json:"state"` // ok | degraded | down | unknown
+	Reason    string            `json:"reason"`
+	CheckedAt time.Time         `json:"checked_at"`
+	Items     map[string]string `json:"items,omitempty"`
+}
+
+// Health is the result of the last status check, in three layers.
+type Health struct {
+	API        HealthLayer `json:"api"`
+	Components HealthLayer `json:"components"`
+	External   HealthLayer `json:"external"`
+	// Failures counts consecutive unreachable checks (the circuit breaker's memory).
+	Failures  int       `json:"failures"`
+	NextCheck time.Time `json:"next_check"`
+}
+
+// MigrationDetail records the steps of a region move.
+type MigrationDetail struct {
+	JobID     string            `json:"job_id,omitempty"`
+	StartedAt *time.Time        `json:"started_at,omitempty"`
+	Steps     []MigrationStep   `json:"steps,omitempty"`
+	Refused   map[string]string `json:"refused,omitempty"`
+	Error     string            `json:"error,omitempty"`
+}
+
+// MigrationStep is one line of a move's progress.
+type MigrationStep struct {
+	Name    string `json:"name"`
+	Status  string `json:"status"`
+	Message string `json:"message,omitempty"`
+}
+
+// Region is one Kubernetes cluster that runs functions.
+type Region struct {
+	ID                    string                          `db:"id"`
+	Name                  string                          `db:"name"`
+	Kubeconfig            string                          `db:"kubeconfig"`
+	ClusterServer         string                          `db:"cluster_server"`
+	ClusterKey            string                          `db:"cluster_key"`
+	K8sVersion            string                          `db:"k8s_version"`
+	Status                string                          `db:"region_status"`
+	Nodes                 pq.StringArray                  `db:"nodes"`
+	DataLocation          string                          `db:"data_location"`
+	Settings              JSON[RegionSettings]            `db:"settings"`
+	Monitoring            JSON[Monitoring]                `db:"monitoring"`
+	RegistryMode          string                          `db:"registry_mode"`
+	RegistryStatus        string                          `db:"registry_status"`
+	RegistryMessage       string                          `db:"registry_status_message"`
+	RegistryConfig        JSON[RegistryConfig]            `db:"registry_config"`
+	RegistrySecret        string                          `db:"registry_secret"`
+	RegistryAddress       string                          `db:"registry_address"`
+	OperatorStatus        string                          `db:"operator_status"`
+	OperatorNamespace     string                          `db:"operator_namespace"`
+	OperatorVersion       string                          `db:"operator_version"`
+	OperatorAdopted       bool                            `db:"operator_adopted"`
+	ServingStatus         string                          `db:"serving_status"`
+	ServingNamespace      string                          `db:"serving_namespace"`
+	KnativeVersion        string                          `db:"knative_version"`
+	ServingAdopted        bool                            `db:"serving_adopted"`
+	KnativeMessage        string                          `db:"knative_message"`
+	RedisMode             string                          `db:"redis_mode"`
+	RedisStatus           string                          `db:"redis_status"`
+	RedisAddress          string                          `db:"redis_address"`
+	RedisPassword         string                          `db:"redis_password"`
+	RedisMessage          string                          `db:"redis_message"`
+	Components            JSON[map[string]ComponentState] `db:"components"`
+	ExternalIP            string                          `db:"external_ip"`
+	DNSResolved           bool                            `db:"dns_resolved"`
+	Health                JSON[Health]                    `db:"health"`
+	CheckedAt             *time.Time                      `db:"checked_at"`
+	AgentToken            string                          `db:"agent_token"`
+	AgentTokenHash        string                          `db:"agent_token_hash"`
+	AgentLastSeenAt       *time.Time                      `db:"agent_last_seen_at"`
+	FunctionTLSCert       string                          `db:"function_tls_cert"`
+	FunctionTLSKey        string                          `db:"function_tls_key"`
+	FunctionTLSExpiresAt  *time.Time                      `db:"function_tls_expires_at"`
+	FaaSCPUOvercommit     float64                         `db:"faas_cpu_overcommit"`
+	FaaSMemoryOvercommit  float64                         `db:"faas_memory_overcommit"`
+	MigrationStatus       string                          `db:"migration_status"`
+	MigrationDetail       JSON[MigrationDetail]           `db:"migration_detail"`
+	MigrationDNSCheckAt   *time.Time                      `db:"migration_dns_check_at"`
+	OldKubeconfig         string                          `db:"old_kubeconfig"`
+	OldExternalIP         string                          `db:"old_external_ip"`
+	DomainMigrationStatus string                          `db:"domain_migration_status"`
+	DomainMigrationTarget string                          `db:"domain_migration_target"`
+	CreatedAt             time.Time                       `db:"created_at"`
+	UpdatedAt             time.Time                       `db:"updated_at"`
+
+	// ProjectCount is filled by the list queries.
+	ProjectCount int `db:"project_count"`
+}
+
+// Component returns the state of a named component ("not_installed" when unknown).
+func (r *Region) Component(name string) ComponentState {
+	if c, ok := r.Components.V[name]; ok {
+		return c
+	}
+	return ComponentState{Status: "not_installed"}
+}
+
+// regionSecretFields are the Region columns encrypted at rest.
+var regionSecretFields = map[string]bool{
+	"kubeconfig": true, "old_kubeconfig": true, "registry_secret": true,
+	"redis_password": true, "function_tls_key": true, "agent_token": true,
+}
+
+// regionColumns are the columns SetRegion may change.
+var regionColumns = map[string]bool{
+	"name": true, "kubeconfig": true, "cluster_server": true, "cluster_key": true, "k8s_version": true,
+	"region_status": true, "nodes": true, "data_location": true, "settings": true, "monitoring": true,
+	"registry_mode": true, "registry_status": true, "registry_status_message": true, "registry_config": true,
+	"registry_secret": true, "registry_address": true,
+	"operator_status": true, "operator_namespace": true, "operator_version": true, "operator_adopted": true,
+	"serving_status": true, "serving_namespace": true, "knative_version": true, "serving_adopted": true, "knative_message": true,
+	"redis_mode": true, "redis_status": true, "redis_address": true, "redis_password": true, "redis_message": true,
+	"components": true, "external_ip": true, "dns_resolved": true, "health": true, "checked_at": true,
+	"agent_token": true, "agent_token_hash": true, "agent_last_seen_at": true,
+	"function_tls_cert": true, "function_tls_key": true, "function_tls_expires_at": true,
+	"faas_cpu_overcommit": true, "faas_memory_overcommit": true,
+	"migration_status": true, "migration_detail": true, "migration_dns_check_at": true,
+	"old_kubeconfig": true, "old_external_ip": true,
+	"domain_migration_status": true, "domain_migration_target": true,
+}
+
+func (s *Store) decryptRegion(r *Region) error {
+	for _, f := range []*string{&r.Kubeconfig, &r.OldKubeconfig, &r.RegistrySecret, &r.RedisPassword, &r.FunctionTLSKey, &r.AgentToken} {
+		v, err := s.Cipher.Decrypt(*f)
+		if err != nil {
+			return fmt.Errorf("store: region %s: %w", r.Name, err)
+		}
+		*f = v
+	}
+	return nil
+}
+
+const regionSelect = `SELECT r.*, (SELECT count(*) FROM projects p WHERE p.region_id = r.id) AS project_count FROM regions r`
+
+// CreateRegion inserts a region; secret fields are encrypted.
+func (s *Store) CreateRegion(ctx context.Context, r *Region) error {
+	if r.ID == "" {
+		r.ID = NewID()
+	}
+	if r.Status == "" {
+		r.Status = "active"
+	}
+	if r.RegistryMode == "" {
+		r.RegistryMode = "none"
+	}
+	if r.RedisMode == "" {
+		r.RedisMode = "managed"
+	}
+	if r.Components.V == nil {
+		r.Components.V = map[string]ComponentState{}
+	}
+	if r.Nodes == nil {
+		r.Nodes = pq.StringArray{}
+	}
+	_, err := s.DB.ExecContext(ctx, `INSERT INTO regions (id, name, kubeconfig, cluster_server, cluster_key, k8s_version,
+		region_status, nodes, data_location, settings, monitoring, registry_mode, registry_config, registry_secret,
+		redis_mode, redis_address, redis_password, components, agent_token, agent_token_hash)
+		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20)`,
+		r.ID, r.Name, s.Cipher.Encrypt(r.Kubeconfig), r.ClusterServer, r.ClusterKey, r.K8sVersion,
+		r.Status, r.Nodes, r.DataLocation, r.Settings, r.Monitoring, r.RegistryMode, r.RegistryConfig, s.Cipher.Encrypt(r.RegistrySecret),
+		r.RedisMode, r.RedisAddress, s.Cipher.Encrypt(r.RedisPassword), r.Components, s.Cipher.Encrypt(r.AgentToken), r.AgentTokenHash)
+	return wrap("create region "+r.Name, err)
+}
+
+// RegionByID returns one region with its secrets decrypted.
+func (s *Store) RegionByID(ctx context.Context, id string) (*Region, error) {
+	r := &Region{}
+	if err := s.DB.GetContext(ctx, r, regionSelect+` WHERE r.id = $1`, id); err != nil {
+		return nil, wrap("region "+id, err)
+	}
+	return r, s.decryptRegion(r)
+}
+
+// RegionByName returns one region by name.
+func (s *Store) RegionByName(ctx context.Context, name string) (*Region, error) {
+	r := &Region{}
+	if err := s.DB.GetContext(ctx, r, regionSelect+` WHERE r.name = $1`, name); err != nil {
+		return nil, wrap("region "+name, err)
+	}
+	return r, s.decryptRegion(r)
+}
+
+// RegionRef resolves an id or a name to a region.
+func (s *Store) RegionRef(ctx context.Context, ref string) (*Region, error) {
+	r, err := s.RegionByID(ctx, ref)
+	if isNotFound(err) {
+		return s.RegionByName(ctx, ref)
+	}
+	return r, err
+}
+
+// RegionByAgentToken finds the region a runr-agent token belongs to.
+func (s *Store) RegionByAgentToken(ctx context.Context, token string) (*Region, error) {
+	r := &Region{}
+	if err := s.DB.GetContext(ctx, r, regionSelect+` WHERE r.agent_token_hash = $1 AND r.agent_token_hash <> ''`, HashToken(token)); err != nil {
+		return nil, wrap("region by agent token", err)
+	}
+	return r, s.decryptRegion(r)
+}
+
+// RegionFilter narrows ListRegions.
+type RegionFilter struct {
+	Query      string
+	ClusterKey string
+	ActiveOnly bool
+	Limit      int
+	Offset     int
+}
+
+// ListRegions returns regions by name, with their project counts. Secrets are not decrypted
+// unless withSecrets is set.
+func (s *Store) ListRegions(ctx context.Context, f RegionFilter, withSecrets bool) ([]Region, error) {
+	var rs []Region
+	q := regionSelect + ` WHERE ($1 = '' OR r.name LIKE '%' || $1 || '%') AND ($2 = '' OR r.cluster_key = $2)
+		AND (NOT $3 OR r.region_status = 'active') ORDER BY r.name`
+	args := []any{likeEscape(f.Query), f.ClusterKey, f.ActiveOnly}
+	if f.Limit > 0 {
+		q += fmt.Sprintf(` LIMIT %d OFFSET %d`, f.Limit, f.Offset)
+	}
+	if err := s.DB.SelectContext(ctx, &rs, q, args...); err != nil {
+		return nil, wrap("list regions", err)
+	}
+	if withSecrets {
+		for i := range rs {
+			if err := s.decryptRegion(&rs[i]); err != nil {
+				return nil, err
+			}
+		}
+	} else {
+		for i := range rs {
+			rs[i].Kubeconfig, rs[i].OldKubeconfig, rs[i].RegistrySecret = "", "", ""
+			rs[i].RedisPassword, rs[i].FunctionTLSKey, rs[i].AgentToken = "", "", ""
+		}
+	}
+	return rs, nil
+}
+
+// CountRegions counts the regions matching a query.
+func (s *Store) CountRegions(ctx context.Context, query string) (int, error) {
+	var n int
+	err := s.DB.GetContext(ctx, &n, `SELECT count(*) FROM regions WHERE $1 = '' OR name LIKE '%' || $1 || '%'`, likeEscape(query))
+	return n, wrap("count regions", err)
+}
+
+// SetRegion updates the given columns of a region; secret columns are encrypted.
+func (s *Store) SetRegion(ctx context.Context, id string, fields map[string]any) error {
+	if len(fields) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		if !regionColumns[k] {
+			return fmt.Errorf("store: set region: unknown column %q", k)
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	sets := make([]string, 0, len(keys)+1)
+	args := []any{id}
+	for i, k := range keys {
+		v := fields[k]
+		if regionSecretFields[k] {
+			v = s.Cipher.Encrypt(v.(string))
+		}
+		sets = append(sets, fmt.Sprintf("%s = $%d", k, i+2))
+		args = append(args, v)
+	}
+	sets = append(sets, "updated_at = now()")
+	res, err := s.DB.ExecContext(ctx, `UPDATE regions SET `+strings.Join(sets, ", ")+` WHERE id = $1`, args...)
+	if err := affected("set region "+id, res, err); err != nil {
+		return err
+	}
+	return s.NotifyRegion(ctx, id)
+}
+
+// RegionsChannel is the NOTIFY channel that announces a changed region.
+const RegionsChannel = "runr_regions"
+
+// NotifyRegion tells every console that a region changed (banners, lists).
+func (s *Store) NotifyRegion(ctx context.Context, id string) error {
+	_, err := s.DB.ExecContext(ctx, `SELECT pg_notify($1, $2)`, RegionsChannel, id)
+	return wrap("notify region", err)
+}
+
+// SetComponent records the state of one component of a region.
+func (s *Store) SetComponent(ctx context.Context, id, name string, c ComponentState) error {
+	c.UpdatedAt = time.Now().UTC()
+	val := JSON[ComponentState]{V: c}
+	_, err := s.DB.ExecContext(ctx, `UPDATE regions SET components = jsonb_set(components, ARRAY[$2], $3::jsonb), updated_at = now() WHERE id = $1`,
+		id, name, val)
+	return wrap("set component "+name, err)
+}
+
+// DeleteRegion removes a region's record; it refuses while projects remain.
+// Metric snapshots, sessions, events and log settings go with it (ON DELETE CASCADE);
+// its agent token goes with the row.
+func (s *Store) DeleteRegion(ctx context.Context, id string) error {
+	tx, err := s.DB.BeginTxx(ctx, nil)
+	if err != nil {
+		return wrap("delete region", err)
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM projects WHERE region_id = $1`, id); err != nil {
+		return wrap("delete region", err)
+	}
+	if n > 0 {
+		return fmt.Errorf("store: delete region %s: %w", id, &HasProjectsError{Count: n})
+	}
+	res, err := tx.ExecContext(ctx, `DELETE FROM regions WHERE id = $1`, id)
+	if err := affected("delete region "+id, res, err); err != nil {
+		return err
+	}
+	return wrap("delete region", tx.Commit())
+}
+
+// HasProjectsError refuses the removal of a region that still has projects.
+type HasProjectsError struct{ Count int }
+
+func (e *HasProjectsError) Error() string {
+	return fmt.Sprintf("the region still has %d project(s): delete them or move them to another region first", e.Count)
+}
+
+// RegionsOnCluster returns the regions that share a cluster.
+func (s *Store) RegionsOnCluster(ctx context.Context, clusterKey string) ([]Region, error) {
+	return s.ListRegions(ctx, RegionFilter{ClusterKey: clusterKey}, false)
+}
+
+// MovingRegion is a region whose move to another cluster is under way.
+type MovingRegion struct {
+	ID         string     `db:"id"`
+	Name       string     `db:"name"`
+	Status     string     `db:"migration_status"`
+	DNSCheckAt *time.Time `db:"migration_dns_check_at"`
+}
+
+// MovingRegions returns the regions with a move under way.
+func (s *Store) MovingRegions(ctx context.Context) ([]MovingRegion, error) {
+	var rs []MovingRegion
+	err := s.DB.SelectContext(ctx, &rs, `SELECT id, name, migration_status, migration_dns_check_at FROM regions
+		WHERE migration_status IN ('pending', 'in_progress', 'dns_check') ORDER BY name`)
+	return rs, wrap("moving regions", err)
+}

@@ -1,0 +1,127 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"runr.dev/console/store"
+	"runr.dev/console/store/storetest"
+)
+
+func TestUsersAndTokens(t *testing.T) {
+	st := storetest.New(t)
+	ctx := context.Background()
+	u, err := st.CreateUser(ctx, "Ada@Example.com", "Ada", "admin", "correct horse battery")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateUser(ctx, "ada@example.com", "", "viewer", "another password"); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("duplicate e-mail (case-insensitive): want ErrConflict, got %v", err)
+	}
+	got, err := st.UserByEmail(ctx, "ADA@example.com")
+	if err != nil || got.ID != u.ID {
+		t.Fatalf("lookup by e-mail: %v %+v", err, got)
+	}
+	if !got.CheckPassword("correct horse battery") || got.CheckPassword("wrong") {
+		t.Fatal("password check is wrong")
+	}
+	if strings.Contains(got.PasswordHash, "horse") {
+		t.Fatal("password stored in plain text")
+	}
+
+	tok, plain, err := st.CreateAPIToken(ctx, u.ID, "ci", []string{"regions.view"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.TokenHash == plain || strings.Contains(tok.TokenHash, plain) {
+		t.Fatal("token stored in plain text")
+	}
+	found, err := st.APITokenByPlain(ctx, plain)
+	if err != nil || found.ID != tok.ID || found.LastUsedAt == nil {
+		t.Fatalf("token lookup: %v %+v", err, found)
+	}
+	if _, err := st.APITokenByPlain(ctx, plain+"x"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("wrong token: want ErrNotFound, got %v", err)
+	}
+	if err := st.DeleteAPIToken(ctx, tok.ID, "someone-else"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("revoking another user's token must fail, got %v", err)
+	}
+	if err := st.DeleteAPIToken(ctx, tok.ID, u.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.APITokenByPlain(ctx, plain); !errors.Is(err, store.ErrNotFound) {
+		t.Fatal("revoked token still works")
+	}
+}
+
+func TestEffectivePermissions(t *testing.T) {
+	cases := []struct {
+		role   string
+		scopes []string
+		perm   string
+		want   bool
+	}{
+		{"owner", nil, store.PermBillingManage, true},
+		{"admin", nil, store.PermBillingManage, false},
+		{"admin", nil, store.PermRegionsManage, true},
+		{"viewer", nil, store.PermRegionsManage, false},
+		{"viewer", nil, store.PermRegionsView, true},
+		{"admin", []string{"*"}, store.PermRegionsManage, true},
+		{"admin", []string{store.PermRegionsView}, store.PermRegionsManage, false},
+		{"viewer", []string{store.PermRegionsManage}, store.PermRegionsManage, false}, // scopes never widen a role
+		{"member", []string{}, store.PermProjectsView, false},
+	}
+	for _, c := range cases {
+		t.Run(c.role+"/"+c.perm, func(t *testing.T) {
+			if got := store.EffectivePermissions(c.role, c.scopes)[c.perm]; got != c.want {
+				t.Fatalf("got %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+func TestLoginThrottle(t *testing.T) {
+	st := storetest.New(t)
+	ctx := context.Background()
+	for i := 0; i < 3; i++ {
+		if err := st.RecordLoginFailure(ctx, "k", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if th, _ := st.LoginThrottled(ctx, "k", 3, time.Minute); !th {
+		t.Fatal("3 failures with max 3 must throttle")
+	}
+	if th, _ := st.LoginThrottled(ctx, "k", 4, time.Minute); th {
+		t.Fatal("3 failures with max 4 must not throttle")
+	}
+	if err := st.ClearLoginFailures(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	if th, _ := st.LoginThrottled(ctx, "k", 1, time.Minute); th {
+		t.Fatal("cleared failures still throttle")
+	}
+}
+
+func TestCipher(t *testing.T) {
+	c, err := store.NewCipher(storetest.AppKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := c.Encrypt("s3cret")
+	if !store.IsEncrypted(enc) || strings.Contains(enc, "s3cret") || enc == c.Encrypt("s3cret") {
+		t.Fatalf("bad ciphertext %q", enc)
+	}
+	if got, err := c.Decrypt(enc); err != nil || got != "s3cret" {
+		t.Fatalf("decrypt: %q %v", got, err)
+	}
+	other, _ := store.NewCipher(store.GenerateKey())
+	if _, err := other.Decrypt(enc); err == nil {
+		t.Fatal("a wrong key must not decrypt")
+	}
+	if _, err := store.NewCipher("short"); err == nil {
+		t.Fatal("a short key must be refused")
+	}
+}

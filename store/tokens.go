@@ -1,0 +1,73 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"time"
+
+	"github.com/lib/pq"
+)
+
+// APIToken is a machine credential of a user; only its hash is stored.
+type APIToken struct {
+	ID         string         `db:"id" json:"id"`
+	UserID     string         `db:"user_id" json:"user_id"`
+	Name       string         `db:"name" json:"name"`
+	Prefix     string         `db:"prefix" json:"prefix"`
+	TokenHash  string         `db:"token_hash" json:"-"`
+	Scopes     pq.StringArray `db:"scopes" json:"scopes"`
+	CreatedAt  time.Time      `db:"created_at" json:"created_at"`
+	LastUsedAt *time.Time     `db:"last_used_at" json:"last_used_at"`
+}
+
+// HashToken returns the stored form of a bearer token.
+func HashToken(t string) string {
+	h := sha256.Sum256([]byte(t))
+	return hex.EncodeToString(h[:])
+}
+
+// RandomToken returns a random string with the given prefix.
+func RandomToken(prefix string) string {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return prefix + base64.RawURLEncoding.EncodeToString(b)
+}
+
+// CreateAPIToken creates a token for a user and returns it with its plaintext, shown once.
+func (s *Store) CreateAPIToken(ctx context.Context, userID, name string, scopes []string) (*APIToken, string, error) {
+	plain := RandomToken("runr_")
+	t := &APIToken{}
+	err := s.DB.GetContext(ctx, t, `INSERT INTO api_tokens (id, user_id, name, prefix, token_hash, scopes)
+		VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
+		NewID(), userID, name, plain[:12], HashToken(plain), pq.StringArray(scopes))
+	if err != nil {
+		return nil, "", wrap("create api token", err)
+	}
+	return t, plain, nil
+}
+
+// APITokenByPlain finds a token by its plaintext and records its use.
+func (s *Store) APITokenByPlain(ctx context.Context, plain string) (*APIToken, error) {
+	t := &APIToken{}
+	err := s.DB.GetContext(ctx, t, `UPDATE api_tokens SET last_used_at = now()
+		WHERE token_hash = $1 RETURNING *`, HashToken(plain))
+	return t, wrap("api token", err)
+}
+
+// ListAPITokens returns the tokens of a user ("" for every user's).
+func (s *Store) ListAPITokens(ctx context.Context, userID string) ([]APIToken, error) {
+	var ts []APIToken
+	err := s.DB.SelectContext(ctx, &ts, `SELECT * FROM api_tokens WHERE $1 = '' OR user_id = $1 ORDER BY created_at DESC`, userID)
+	return ts, wrap("list api tokens", err)
+}
+
+// DeleteAPIToken revokes a token of a user ("" for any user).
+func (s *Store) DeleteAPIToken(ctx context.Context, id, userID string) error {
+	res, err := s.DB.ExecContext(ctx, `DELETE FROM api_tokens WHERE id = $1 AND ($2 = '' OR user_id = $2)`, id, userID)
+	return affected("delete api token "+id, res, err)
+}

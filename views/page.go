@@ -1,0 +1,91 @@
+// Package views holds the console's templ pages, components and htmx fragments.
+package views
+
+import (
+	"fmt"
+	"time"
+)
+
+// Page is what every page needs to know about the request.
+type Page struct {
+	Title  string
+	Active string // navigation entry: regions, projects, users, tokens, platform
+	User   string
+	Role   string
+	Perms  map[string]bool
+	CSRF   string
+	Flash  string
+	// Banners are the region moves under way, shown on every page.
+	Banners []MigrationBanner
+}
+
+// Can reports whether the current user holds a permission.
+func (p Page) Can(perm string) bool { return p.Perms[perm] }
+
+// MigrationBanner announces a region move in dns_check, counting down its 48 hours.
+type MigrationBanner struct {
+	RegionID   string
+	RegionName string
+	Status     string
+	Deadline   time.Time
+}
+
+// Form carries submitted values and field errors back to a form.
+type Form struct {
+	Values map[string]string
+	Errors map[string]string
+	// Error is a message about the whole form.
+	Error string
+}
+
+// V returns a submitted value.
+func (f Form) V(k string) string {
+	if f.Values == nil {
+		return ""
+	}
+	return f.Values[k]
+}
+
+// E returns the error of a field.
+func (f Form) E(k string) string {
+	if f.Errors == nil {
+		return ""
+	}
+	return f.Errors[k]
+}
+
+// Ago renders a time as a short relative duration.
+func Ago(t *time.Time) string {
+	if t == nil || t.IsZero() {
+		return "never"
+	}
+	return Since(time.Since(*t)) + " ago"
+}
+
+// Since renders a duration shortly: 5 s, 3 min, 2 h, 4 d.
+func Since(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%d s", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%d min", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d h", int(d.Hours()))
+	default:
+		return fmt.Sprintf("%d d", int(d.Hours()/24))
+	}
+}
+
+// StatusColor maps a status word to badge classes.
+func StatusColor(s string) string {
+	switch s {
+	case "ready", "active", "done", "succeeded", "pass", "ok", "running", "connected", "resolved", "completed", "installed":
+		return "bg-emerald-100 text-emerald-800 dark:bg-emerald-900/60 dark:text-emerald-200"
+	case "installing", "pending", "queued", "in_progress", "dns_check", "maintenance", "warn", "degraded", "upgrading", "removing":
+		return "bg-amber-100 text-amber-800 dark:bg-amber-900/60 dark:text-amber-200"
+	case "error", "failed", "fail", "down", "inactive", "no_heartbeat", "unreachable", "cancelled":
+		return "bg-rose-100 text-rose-800 dark:bg-rose-900/60 dark:text-rose-200"
+	default:
+		return "bg-slate-100 text-slate-700 dark:bg-slate-800 dark:text-slate-300"
+	}
+}

@@ -1,0 +1,165 @@
+// Package web is the console's HTTP side: the Fiber app, the routes table, the
+// middleware (sessions, CSRF, authentication, permissions, request logging) and the
+// WebSocket hub.
+package web
+
+import (
+	"errors"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/alexedwards/scs/v2"
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/recover"
+	"github.com/gofiber/fiber/v2/middleware/requestid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"runr.dev/console/config"
+	"runr.dev/console/handlers"
+	"runr.dev/console/kube"
+	"runr.dev/console/static"
+	"runr.dev/console/store"
+)
+
+// BodyLimit is the largest request body accepted (kubeconfigs and certificates fit easily).
+const BodyLimit = 2 << 20
+
+// Server is the console's web side.
+type Server struct {
+	App      *fiber.App
+	Store    *store.Store
+	Cfg      *config.Config
+	Sessions *scs.SessionManager
+	Hub      *Hub
+	H        *handlers.Handlers
+	Log      *slog.Logger
+}
+
+var httpRequests = promauto.NewCounterVec(prometheus.CounterOpts{
+	Name: "runr_http_requests_total", Help: "HTTP requests by route and status.",
+}, []string{"method", "route", "status"})
+
+var httpDuration = promauto.NewHistogramVec(prometheus.HistogramOpts{
+	Name: "runr_http_request_duration_seconds", Help: "HTTP request duration by route.",
+	Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+}, []string{"route"})
+
+// New builds the Fiber app with every route.
+func New(st *store.Store, cfg *config.Config, svc *kube.Service, log *slog.Logger, version string) *Server {
+	sm := NewSessions(st)
+	hub := NewHub(st, log)
+	h := &handlers.Handlers{Store: st, Cfg: cfg, Sessions: sm, Kube: svc, Events: hub, Version: version, Log: log}
+	s := &Server{Store: st, Cfg: cfg, Sessions: sm, Hub: hub, H: h, Log: log}
+	s.App = fiber.New(fiber.Config{
+		AppName:               "runr-console",
+		BodyLimit:             BodyLimit,
+		DisableStartupMessage: true,
+		ReadTimeout:           60 * time.Second,
+		WriteTimeout:          60 * time.Second,
+		IdleTimeout:           120 * time.Second,
+		ErrorHandler:          s.errorHandler,
+	})
+	s.App.Use(recover.New(recover.Config{EnableStackTrace: true}))
+	s.App.Use(requestid.New())
+	s.App.Use(s.logRequests)
+	s.App.Get("/static/*", static.Handler())
+	for _, r := range s.Routes() {
+		if r.Public {
+			s.App.Add(r.Method, r.Path, r.Handler)
+			continue
+		}
+		s.App.Add(r.Method, r.Path, s.identify, s.sessionPrincipal, s.authorize(r), r.Handler)
+	}
+	s.App.Use(func(c *fiber.Ctx) error {
+		if handlers.IsAPI(c) {
+			return handlers.JSONError(c, fiber.StatusNotFound, "No such route: "+c.Method()+" "+c.Path())
+		}
+		return fiber.ErrNotFound
+	})
+	return s
+}
+
+// authorize refuses anonymous requests (401 for the API, the login page for browsers)
+// and requests without the route's permission (403).
+func (s *Server) authorize(r Route) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		p := handlers.Who(c)
+		if r.Perm == Anonymous {
+			if err := checkCSRF(c); err != nil {
+				return err
+			}
+			return c.Next()
+		}
+		if p == nil {
+			if handlers.IsAPI(c) || r.WebSocket {
+				return unauthorized(c, "Authentication required: send Authorization: Bearer <token>, or sign in.")
+			}
+			if c.Get("HX-Request") == "true" {
+				c.Set("HX-Redirect", "/login")
+				return c.SendStatus(fiber.StatusUnauthorized)
+			}
+			return c.Redirect("/login", fiber.StatusSeeOther)
+		}
+		if r.Perm != Authenticated && !p.Can(r.Perm) {
+			msg := "You need the permission " + r.Perm + " for this; your role is " + p.User.Role + "."
+			if handlers.IsAPI(c) || r.WebSocket || c.Get("HX-Request") == "true" {
+				return handlers.JSONError(c, fiber.StatusForbidden, msg)
+			}
+			return fiber.NewError(fiber.StatusForbidden, msg)
+		}
+		if err := checkCSRF(c); err != nil {
+			return err
+		}
+		return c.Next()
+	}
+}
+
+func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
+	code := fiber.StatusInternalServerError
+	msg := "Something went wrong on our side; the error is logged."
+	var fe *fiber.Error
+	if errors.As(err, &fe) {
+		code, msg = fe.Code, fe.Message
+		if code == fiber.StatusNotFound {
+			msg = "This page does not exist."
+		}
+		if code == fiber.StatusRequestEntityTooLarge {
+			msg = "The request body is too large (at most 2 MiB)."
+		}
+	} else {
+		s.Log.Error("unhandled error", "path", c.Path(), "request_id", c.Locals("requestid"), "err", err)
+	}
+	if handlers.IsAPI(c) || c.Get("Accept") == "application/json" {
+		return handlers.JSONError(c, code, msg)
+	}
+	return s.H.ErrorPage(c, code, msg)
+}
+
+func (s *Server) logRequests(c *fiber.Ctx) error {
+	start := time.Now()
+	err := c.Next()
+	if err != nil {
+		if herr := s.App.ErrorHandler(c, err); herr != nil {
+			c.Status(fiber.StatusInternalServerError)
+		}
+	}
+	status := c.Response().StatusCode()
+	route := "unmatched"
+	if r := c.Route(); r != nil && r.Path != "/" || c.Path() == "/" {
+		route = c.Route().Path
+	}
+	d := time.Since(start)
+	httpRequests.WithLabelValues(c.Method(), route, strconv.Itoa(status)).Inc()
+	httpDuration.WithLabelValues(route).Observe(d.Seconds())
+	lvl := slog.LevelDebug
+	if status >= 500 {
+		lvl = slog.LevelError
+	} else if c.Method() != fiber.MethodGet {
+		lvl = slog.LevelInfo
+	}
+	s.Log.Log(c.UserContext(), lvl, "request", "method", c.Method(), "path", c.Path(), "status", status,
+		"duration_ms", d.Milliseconds(), "request_id", c.Locals("requestid"), "ip", c.IP())
+	return nil
+}

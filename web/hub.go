@@ -1,0 +1,186 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/lib/pq"
+
+	"runr.dev/console/store"
+)
+
+// Hub fans job events out to WebSocket subscribers and JSON feeds. Events arrive
+// through PostgreSQL LISTEN/NOTIFY, so every console replica sees every job's events,
+// whichever replica runs the job.
+type Hub struct {
+	store *store.Store
+	log   *slog.Logger
+
+	mu      sync.RWMutex
+	subs    map[string]map[*Sub]struct{} // job id -> subscribers
+	regions map[*Sub]struct{}            // subscribers of region changes (banners)
+	ready   chan struct{}
+}
+
+// Sub is one subscriber; its channel is buffered, and a subscriber that falls too far
+// behind is closed (it reconnects and reads the history again).
+type Sub struct {
+	C      chan store.JobEvent
+	Closed chan struct{}
+	once   sync.Once
+}
+
+func (s *Sub) close() { s.once.Do(func() { close(s.Closed) }) }
+
+// SubBuffer is how many events a subscriber may lag behind.
+const SubBuffer = 4096
+
+// NewHub builds a hub; Run starts it.
+func NewHub(st *store.Store, log *slog.Logger) *Hub {
+	return &Hub{store: st, log: log, subs: map[string]map[*Sub]struct{}{}, regions: map[*Sub]struct{}{}, ready: make(chan struct{})}
+}
+
+// Ready is closed once the hub listens.
+func (h *Hub) Ready() <-chan struct{} { return h.ready }
+
+// Run listens for events until ctx ends.
+func (h *Hub) Run(ctx context.Context) {
+	l := pq.NewListener(h.store.URL, 100*time.Millisecond, 5*time.Second, func(ev pq.ListenerEventType, err error) {
+		if err != nil {
+			h.log.Warn("hub: listener", "event", ev, "err", err)
+		}
+	})
+	defer l.Close()
+	for _, ch := range []string{store.EventsChannel, store.RegionsChannel} {
+		if err := l.Listen(ch); err != nil {
+			h.log.Error("hub: listen", "channel", ch, "err", err)
+		}
+	}
+	close(h.ready)
+	ping := time.NewTicker(30 * time.Second)
+	defer ping.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ping.C:
+			go l.Ping()
+		case n := <-l.Notify:
+			if n == nil {
+				// The connection was re-established: subscribers may have missed events.
+				h.resyncAll()
+				continue
+			}
+			switch n.Channel {
+			case store.EventsChannel:
+				var e store.JobEvent
+				if err := json.Unmarshal([]byte(n.Extra), &e); err != nil {
+					h.log.Warn("hub: bad event", "err", err)
+					continue
+				}
+				h.publish(e)
+			case store.RegionsChannel:
+				h.publishRegion(n.Extra)
+			}
+		}
+	}
+}
+
+func (h *Hub) publish(e store.JobEvent) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for s := range h.subs[e.JobID] {
+		select {
+		case s.C <- e:
+		default:
+			s.close()
+		}
+	}
+}
+
+func (h *Hub) publishRegion(id string) {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for s := range h.regions {
+		select {
+		case s.C <- store.JobEvent{Kind: "region", Message: id}:
+		default:
+		}
+	}
+}
+
+// resyncAll closes every job subscriber so that it reloads the history.
+func (h *Hub) resyncAll() {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for _, m := range h.subs {
+		for s := range m {
+			s.close()
+		}
+	}
+}
+
+// Subscribe registers a subscriber of a job's events.
+func (h *Hub) Subscribe(jobID string) *Sub {
+	s := &Sub{C: make(chan store.JobEvent, SubBuffer), Closed: make(chan struct{})}
+	h.mu.Lock()
+	if h.subs[jobID] == nil {
+		h.subs[jobID] = map[*Sub]struct{}{}
+	}
+	h.subs[jobID][s] = struct{}{}
+	h.mu.Unlock()
+	return s
+}
+
+// Unsubscribe removes a job subscriber.
+func (h *Hub) Unsubscribe(jobID string, s *Sub) {
+	h.mu.Lock()
+	delete(h.subs[jobID], s)
+	if len(h.subs[jobID]) == 0 {
+		delete(h.subs, jobID)
+	}
+	h.mu.Unlock()
+	s.close()
+}
+
+// SubscribeRegions registers a subscriber of region changes.
+func (h *Hub) SubscribeRegions() *Sub {
+	s := &Sub{C: make(chan store.JobEvent, 16), Closed: make(chan struct{})}
+	h.mu.Lock()
+	h.regions[s] = struct{}{}
+	h.mu.Unlock()
+	return s
+}
+
+// UnsubscribeRegions removes a region subscriber.
+func (h *Hub) UnsubscribeRegions(s *Sub) {
+	h.mu.Lock()
+	delete(h.regions, s)
+	h.mu.Unlock()
+	s.close()
+}
+
+// Wait implements handlers.EventWaiter: the channel closes at the job's next event.
+func (h *Hub) Wait(jobID string) (<-chan struct{}, func()) {
+	s := h.Subscribe(jobID)
+	done := make(chan struct{})
+	stop := make(chan struct{})
+	go func() {
+		select {
+		case <-s.C:
+		case <-s.Closed:
+		case <-stop:
+		}
+		close(done)
+	}()
+	var once sync.Once
+	return done, func() {
+		once.Do(func() {
+			close(stop)
+			h.Unsubscribe(jobID, s)
+		})
+	}
+}

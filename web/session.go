@@ -1,0 +1,133 @@
+package web
+
+import (
+	"crypto/subtle"
+	"strings"
+	"time"
+
+	"github.com/alexedwards/scs/postgresstore"
+	"github.com/alexedwards/scs/v2"
+	"github.com/gofiber/fiber/v2"
+
+	"runr.dev/console/handlers"
+	"runr.dev/console/store"
+)
+
+// SessionCookie is the name of the console's session cookie.
+const SessionCookie = "runr_session"
+
+// NewSessions builds the scs session manager, stored in PostgreSQL.
+func NewSessions(st *store.Store) *scs.SessionManager {
+	sm := scs.New()
+	sm.Store = postgresstore.NewWithCleanupInterval(st.DB.DB, 30*time.Minute)
+	sm.Lifetime = 12 * time.Hour
+	sm.IdleTimeout = 2 * time.Hour
+	sm.Cookie.Name = SessionCookie
+	return sm
+}
+
+// sessions loads the scs session into the request context and writes the cookie back
+// when the session changed. (scs's own middleware is for net/http; this is its Fiber form.)
+func (s *Server) sessions(c *fiber.Ctx) error {
+	token := c.Cookies(SessionCookie)
+	sctx, err := s.Sessions.Load(c.UserContext(), token)
+	if err != nil {
+		s.Log.Warn("session load failed; starting a new one", "err", err)
+		sctx, _ = s.Sessions.Load(c.UserContext(), "")
+	}
+	c.SetUserContext(sctx)
+	c.Locals(handlers.SessionLoadedKey, true)
+	if err := c.Next(); err != nil {
+		return err
+	}
+	sctx = c.UserContext()
+	switch s.Sessions.Status(sctx) {
+	case scs.Modified:
+		tok, exp, err := s.Sessions.Commit(sctx)
+		if err != nil {
+			return err
+		}
+		c.Cookie(&fiber.Cookie{Name: SessionCookie, Value: tok, Path: "/", Expires: exp, HTTPOnly: true,
+			SameSite: fiber.CookieSameSiteLaxMode, Secure: s.secure(c)})
+	case scs.Destroyed:
+		c.Cookie(&fiber.Cookie{Name: SessionCookie, Value: "", Path: "/", Expires: time.Unix(1, 0), MaxAge: -1,
+			HTTPOnly: true, SameSite: fiber.CookieSameSiteLaxMode, Secure: s.secure(c)})
+	}
+	return nil
+}
+
+func (s *Server) secure(c *fiber.Ctx) bool { return s.Cfg.SecureCookies || c.Protocol() == "https" }
+
+// identify finds who makes the request: a bearer token, or the session's user. A bad
+// token is refused at once; the session path also checks CSRF on every unsafe method.
+func (s *Server) identify(c *fiber.Ctx) error {
+	if auth := c.Get(fiber.HeaderAuthorization); auth != "" {
+		plain, ok := strings.CutPrefix(auth, "Bearer ")
+		if !ok || plain == "" {
+			return unauthorized(c, "Send the token as Authorization: Bearer <token>.")
+		}
+		t, err := s.Store.APITokenByPlain(c.UserContext(), strings.TrimSpace(plain))
+		if err != nil {
+			return unauthorized(c, "The API token is not valid (revoked, or mistyped).")
+		}
+		u, err := s.Store.UserByID(c.UserContext(), t.UserID)
+		if err != nil {
+			return unauthorized(c, "The API token's user no longer exists.")
+		}
+		c.Locals(handlers.PrincipalKey, &handlers.Principal{User: u, Perms: store.EffectivePermissions(u.Role, t.Scopes), TokenID: t.ID})
+		return c.Next()
+	}
+	return s.sessions(c)
+}
+
+// sessionPrincipal resolves the session's user.
+func (s *Server) sessionPrincipal(c *fiber.Ctx) error {
+	if c.Locals(handlers.PrincipalKey) != nil {
+		return c.Next() // a bearer token
+	}
+	sctx := c.UserContext()
+	csrf := s.Sessions.GetString(sctx, "csrf")
+	if csrf == "" && c.Method() == fiber.MethodGet && !handlers.IsAPI(c) {
+		csrf = store.RandomToken("")
+		s.Sessions.Put(sctx, "csrf", csrf)
+	}
+	c.Locals("csrf", csrf)
+	if id := s.Sessions.GetString(sctx, "user_id"); id != "" {
+		u, err := s.Store.UserByID(sctx, id)
+		if err == nil {
+			c.Locals(handlers.PrincipalKey, &handlers.Principal{User: u, Perms: store.EffectivePermissions(u.Role, nil), CSRF: csrf})
+		}
+	}
+	return c.Next()
+}
+
+// checkCSRF refuses an unsafe request made with a session unless it carries the
+// session's CSRF token (X-CSRF-Token header, or the _csrf form field).
+func checkCSRF(c *fiber.Ctx) error {
+	p := handlers.Who(c)
+	if safeMethod(c.Method()) || (p != nil && p.TokenID != "") {
+		return nil
+	}
+	csrf, _ := c.Locals("csrf").(string)
+	sent := c.Get("X-CSRF-Token")
+	if sent == "" {
+		sent = c.FormValue("_csrf")
+	}
+	if csrf == "" || subtle.ConstantTimeCompare([]byte(sent), []byte(csrf)) != 1 {
+		msg := "CSRF token missing or wrong: reload the page and try again."
+		if handlers.IsAPI(c) {
+			return handlers.JSONError(c, fiber.StatusForbidden, msg+" (API clients: use a bearer token.)")
+		}
+		return fiber.NewError(fiber.StatusForbidden, msg)
+	}
+	return nil
+}
+
+func safeMethod(m string) bool {
+	return m == fiber.MethodGet || m == fiber.MethodHead || m == fiber.MethodOptions
+}
+
+func unauthorized(c *fiber.Ctx, msg string) error {
+	c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="runr"`)
+	return handlers.JSONError(c, fiber.StatusUnauthorized, msg)
+}

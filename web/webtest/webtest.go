@@ -1,0 +1,173 @@
+// Package webtest starts the console's web side on a fresh test database, for the
+// handler, authorisation and browser tests.
+package webtest
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"runr.dev/console/config"
+	"runr.dev/console/kube"
+	"runr.dev/console/store"
+	"runr.dev/console/store/storetest"
+	"runr.dev/console/web"
+)
+
+// Env is a console under test.
+type Env struct {
+	T     testing.TB
+	Store *store.Store
+	Cfg   *config.Config
+	Kube  *kube.Service
+	S     *web.Server
+}
+
+// Logger is quiet unless RUNR_TEST_LOG is set.
+func Logger() *slog.Logger {
+	if os.Getenv("RUNR_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// New builds the console on a fresh database; change cfg before it is used with tweak.
+func New(t testing.TB, tweak func(*config.Config)) *Env {
+	t.Helper()
+	st := storetest.New(t)
+	cfg, err := config.FromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.DatabaseURL = st.URL
+	cfg.AppKey = storetest.AppKey
+	if tweak != nil {
+		tweak(cfg)
+	}
+	log := Logger()
+	svc := kube.NewService(st, cfg, log)
+	s := web.New(st, cfg, svc, log, "test")
+	return &Env{T: t, Store: st, Cfg: cfg, Kube: svc, S: s}
+}
+
+// Do sends a request through the app in memory.
+func (e *Env) Do(req *http.Request) *http.Response {
+	e.T.Helper()
+	resp, err := e.S.App.Test(req, 30_000)
+	if err != nil {
+		e.T.Fatalf("%s %s: %v", req.Method, req.URL, err)
+	}
+	return resp
+}
+
+// User creates a user of a role and returns it with a token of the given scopes.
+func (e *Env) User(role string, scopes ...string) (*store.User, string) {
+	e.T.Helper()
+	ctx := context.Background()
+	u, err := e.Store.CreateUser(ctx, role+"-"+strings.ToLower(store.NewID())+"@example.com", "", role, "password-of-"+role)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	if len(scopes) == 0 {
+		scopes = []string{"*"}
+	}
+	_, plain, err := e.Store.CreateAPIToken(ctx, u.ID, "test", scopes)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return u, plain
+}
+
+// Req builds a request with an optional bearer token and JSON body.
+func Req(method, path, token, body string) *http.Request {
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req := httptest.NewRequest(method, path, r)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return req
+}
+
+// Browser is a cookie-keeping client of the in-memory app, with the page's CSRF token.
+type Browser struct {
+	E       *Env
+	Cookies map[string]string
+	CSRF    string
+}
+
+// NewBrowser returns a browser without a session.
+func (e *Env) NewBrowser() *Browser { return &Browser{E: e, Cookies: map[string]string{}} }
+
+var csrfRe = regexp.MustCompile(`name="csrf-token" content="([^"]*)"`)
+
+// Do sends a request with the browser's cookies and keeps the ones set.
+func (b *Browser) Do(req *http.Request) (*http.Response, string) {
+	for k, v := range b.Cookies {
+		req.AddCookie(&http.Cookie{Name: k, Value: v})
+	}
+	resp := b.E.Do(req)
+	for _, c := range resp.Cookies() {
+		if c.MaxAge < 0 || c.Value == "" {
+			delete(b.Cookies, c.Name)
+		} else {
+			b.Cookies[c.Name] = c.Value
+		}
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	body := string(raw)
+	if m := csrfRe.FindStringSubmatch(body); m != nil && m[1] != "" {
+		b.CSRF = m[1]
+	}
+	return resp, body
+}
+
+// Get fetches a page.
+func (b *Browser) Get(path string) (*http.Response, string) {
+	return b.Do(httptest.NewRequest(http.MethodGet, path, nil))
+}
+
+// PostForm posts a form with the CSRF token (unless withCSRF is false).
+func (b *Browser) PostForm(path string, form url.Values, withCSRF bool) (*http.Response, string) {
+	if withCSRF {
+		form.Set("_csrf", b.CSRF)
+	}
+	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return b.Do(req)
+}
+
+// Login signs in through the form and fails the test when it does not work.
+func (b *Browser) Login(email, password string) {
+	b.E.T.Helper()
+	b.Get("/login")
+	resp, body := b.PostForm("/login", url.Values{"email": {email}, "password": {password}}, true)
+	if resp.StatusCode != http.StatusSeeOther {
+		b.E.T.Fatalf("login as %s: status %d: %s", email, resp.StatusCode, body)
+	}
+}
+
+// Listen serves the app on a loopback port until the test ends and returns its base URL.
+func (e *Env) Listen() string {
+	e.T.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	go e.S.App.Listener(ln)
+	e.T.Cleanup(func() { e.S.App.Shutdown() })
+	return "http://" + ln.Addr().String()
+}
