@@ -44,10 +44,12 @@ check-generated: generate
 
 ## sandbox: one simulated cluster (1 control plane, 2 workers) and the stand-in chart repository.
 sandbox:
-	go run ./testcluster/cmd/sandbox start
+	go build -o bin/sandbox ./testcluster/cmd/sandbox
+	bin/sandbox start
 
 sandbox-stop:
-	go run ./testcluster/cmd/sandbox stop
+	go build -o bin/sandbox ./testcluster/cmd/sandbox
+	bin/sandbox stop
 
 ## bench: measure and write bench/RESULTS.md (never part of `make test`).
 bench: build

@@ -345,10 +345,14 @@ func (jc *JobContext) Region(ctx context.Context) (*store.Region, error) {
 }
 
 // Logf persists and publishes a log line of the current step.
-func (jc *JobContext) Logf(format string, args ...any) { jc.logLevel("info", fmt.Sprintf(format, args...)) }
+func (jc *JobContext) Logf(format string, args ...any) {
+	jc.logLevel("info", fmt.Sprintf(format, args...))
+}
 
 // Warnf logs a warning of the current step.
-func (jc *JobContext) Warnf(format string, args ...any) { jc.logLevel("warn", fmt.Sprintf(format, args...)) }
+func (jc *JobContext) Warnf(format string, args ...any) {
+	jc.logLevel("warn", fmt.Sprintf(format, args...))
+}
 
 // Note logs a line and keeps it as the step's message when the step ends.
 func (jc *JobContext) Note(format string, args ...any) {

@@ -2,4 +2,6 @@ package kube
 
 // registerKinds registers every kind of job the console runs.
 func (s *Service) registerKinds() {
+	s.registerSetupKinds()
+	s.registerRedisKinds()
 }

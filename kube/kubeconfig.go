@@ -19,7 +19,9 @@ type KubeconfigError struct{ Msg string }
 
 func (e *KubeconfigError) Error() string { return e.Msg }
 
-func kcErr(format string, args ...any) error { return &KubeconfigError{Msg: fmt.Sprintf(format, args...)} }
+func kcErr(format string, args ...any) error {
+	return &KubeconfigError{Msg: fmt.Sprintf(format, args...)}
+}
 
 // Kubeconfig is a parsed, validated kubeconfig: its current context only.
 type Kubeconfig struct {

@@ -298,3 +298,9 @@ func mustJSON(v any) json.RawMessage {
 	}
 	return raw
 }
+
+// SetJobRegion attaches a job to the region it created.
+func (s *Store) SetJobRegion(ctx context.Context, jobID, regionID string) error {
+	_, err := s.DB.ExecContext(ctx, `UPDATE jobs SET region_id = $2 WHERE id = $1`, jobID, regionID)
+	return wrap("set job region", err)
+}

@@ -2,10 +2,10 @@ package web_test
 
 import (
 	"bufio"
-	"fmt"
-	"net"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"

@@ -1,29 +1,179 @@
 // Command sandbox builds the simulated cluster's binaries and runs a sandbox cluster
-// with the stand-in chart repository (make sandbox).
+// with the stand-in chart repository, for `make sandbox`:
+//
+//	sandbox build   build the binaries into the user cache dir
+//	sandbox start   start the sandbox in the background and write .data/sandbox/{kubeconfig,env}
+//	sandbox stop    stop it
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
 
 	"runr.dev/console/testcluster"
 )
+
+const dir = ".data/sandbox"
 
 func main() {
 	if len(os.Args) < 2 {
 		fmt.Fprintln(os.Stderr, "usage: sandbox build|start|stop")
 		os.Exit(2)
 	}
+	var err error
 	switch os.Args[1] {
 	case "build":
-		b, err := testcluster.Build(os.Stderr)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "sandbox:", err)
-			os.Exit(1)
+		var b *testcluster.Binaries
+		if b, err = testcluster.Build(os.Stderr); err == nil {
+			fmt.Fprintln(os.Stderr, "simulated cluster binaries ready in", b.Dir)
 		}
-		fmt.Fprintln(os.Stderr, "simulated cluster binaries ready in", b.Dir)
+	case "start":
+		err = start()
+	case "serve":
+		err = serve()
+	case "stop":
+		err = stop()
 	default:
-		fmt.Fprintln(os.Stderr, "sandbox: unknown command", os.Args[1])
-		os.Exit(2)
+		err = fmt.Errorf("unknown command %s", os.Args[1])
 	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sandbox:", err)
+		os.Exit(1)
+	}
+}
+
+func pidFile() string { return filepath.Join(dir, "sandbox.pid") }
+
+// start builds if needed, then runs `sandbox serve` detached and waits for its files.
+func start() error {
+	if pid, ok := running(); ok {
+		return fmt.Errorf("a sandbox runs already (pid %d): `make sandbox-stop` first", pid)
+	}
+	if _, err := testcluster.Build(os.Stderr); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	os.Remove(filepath.Join(dir, "env"))
+	logf, err := os.Create(filepath.Join(dir, "sandbox.log"))
+	if err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(self, "serve")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	if err := os.WriteFile(pidFile(), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(filepath.Join(dir, "env")); err == nil {
+			abs, _ := filepath.Abs(dir)
+			fmt.Printf(`
+The sandbox runs: 1 control-plane node, 2 workers, and a chart mirror.
+
+  kubeconfig (cluster-admin):  %[1]s/kubeconfig
+  kubeconfig (read-only):      %[1]s/kubeconfig-limited
+  settings for the console:    %[1]s/env
+
+Use it with the console:
+
+  set -a; . %[1]s/env; set +a
+  make run
+
+then add a region in the browser with the content of %[1]s/kubeconfig.
+Stop it with: make sandbox-stop   (log: %[1]s/sandbox.log)
+`, abs)
+			return nil
+		}
+		if _, ok := running(); !ok {
+			raw, _ := os.ReadFile(filepath.Join(dir, "sandbox.log"))
+			return fmt.Errorf("the sandbox stopped while starting:\n%s", raw)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	return errors.New("the sandbox did not start within 3 minutes; see " + filepath.Join(dir, "sandbox.log"))
+}
+
+// serve runs the cluster and the chart repository until SIGTERM.
+func serve() error {
+	repo, err := testcluster.StartChartRepo("")
+	if err != nil {
+		return err
+	}
+	defer repo.Close()
+	c, err := testcluster.Start(testcluster.Options{LBAddress: "127.0.0.50", Log: func(f string, a ...any) { fmt.Printf(f+"\n", a...) }})
+	if err != nil {
+		return err
+	}
+	defer c.Stop()
+	if err := os.WriteFile(filepath.Join(dir, "kubeconfig"), c.Kubeconfig(), 0o600); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kubeconfig-limited"), c.LimitedKubeconfig(), 0o600); err != nil {
+		return err
+	}
+	env := strings.Join([]string{
+		"RUNR_CHART_MIRROR=" + repo.URL,
+		"RUNR_APP_URL=http://127.0.0.1:8080",
+		"RUNR_LOCAL_CLUSTER_HOST=127.0.0.1",
+	}, "\n") + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "env"), []byte(env), 0o644); err != nil {
+		return err
+	}
+	fmt.Println("sandbox ready; chart mirror", repo.URL)
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	<-sig
+	fmt.Println("sandbox stopping")
+	return nil
+}
+
+func running() (int, bool) {
+	raw, err := os.ReadFile(pidFile())
+	if err != nil {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil {
+		return 0, false
+	}
+	return pid, syscall.Kill(pid, 0) == nil
+}
+
+func stop() error {
+	pid, ok := running()
+	if !ok {
+		fmt.Println("no sandbox is running")
+		return nil
+	}
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		return err
+	}
+	for i := 0; i < 100; i++ {
+		if syscall.Kill(pid, 0) != nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	os.Remove(pidFile())
+	os.Remove(filepath.Join(dir, "env"))
+	fmt.Println("sandbox stopped")
+	return nil
 }

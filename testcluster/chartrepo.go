@@ -1,0 +1,199 @@
+package testcluster
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/repo"
+)
+
+// chartSources holds the stand-in charts (one folder each under charts/) and the
+// Knative Serving CRDs. The all: prefix keeps files such as _helpers.tpl.
+//
+//go:embed all:charts
+var chartSources embed.FS
+
+// servingCRDsFile is the stand-in for Knative Serving's serving-crds.yaml release asset.
+const servingCRDsFile = "charts/knative-serving-crds.yaml"
+
+// knativeOperatorChart is packaged once per entry of KnativeVersions.
+const knativeOperatorChart = "knative-operator"
+
+// KnativeVersions are the Knative versions the repository has an operator chart for, newest first.
+var KnativeVersions = []string{"1.20.2", "1.19.3", "1.18.4", "1.17.5", "1.16.6"}
+
+// ChartRepo is a local Helm chart repository serving the stand-in charts.
+type ChartRepo struct {
+	// URL is the repository's address, http://127.0.0.1:PORT (no trailing slash).
+	URL string
+	// Dir holds the packaged charts and index.yaml.
+	Dir string
+
+	srv       *http.Server
+	served    chan error
+	removeDir bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// StartChartRepo packages every stand-in chart into dir (a temp dir when "") and serves it.
+// It also serves the Knative Serving CRDs at <URL>/knative-serving/v<version>/serving-crds.yaml
+// for every version in KnativeVersions. A temp dir it made is removed by Close.
+func StartChartRepo(dir string) (*ChartRepo, error) {
+	removeDir := false
+	if dir == "" {
+		d, err := os.MkdirTemp("", "runr-chartrepo-")
+		if err != nil {
+			return nil, fmt.Errorf("testcluster: chart repository dir: %w", err)
+		}
+		dir, removeDir = d, true
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("testcluster: chart repository dir: %w", err)
+	}
+	fail := func(err error) (*ChartRepo, error) {
+		if removeDir {
+			os.RemoveAll(dir)
+		}
+		return nil, err
+	}
+
+	crds, err := chartSources.ReadFile(servingCRDsFile)
+	if err != nil {
+		return fail(fmt.Errorf("testcluster: serving CRDs: %w", err))
+	}
+	if err := packageCharts(dir); err != nil {
+		return fail(err)
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fail(fmt.Errorf("testcluster: chart repository listen: %w", err))
+	}
+	url := "http://" + ln.Addr().String()
+
+	idx, err := repo.IndexDirectory(dir, url)
+	if err != nil {
+		ln.Close()
+		return fail(fmt.Errorf("testcluster: index charts: %w", err))
+	}
+	idx.SortEntries()
+	if err := idx.WriteFile(filepath.Join(dir, "index.yaml"), 0o644); err != nil {
+		ln.Close()
+		return fail(fmt.Errorf("testcluster: write index.yaml: %w", err))
+	}
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /knative-serving/{version}/serving-crds.yaml", func(w http.ResponseWriter, r *http.Request) {
+		v := r.PathValue("version")
+		if len(v) < 2 || v[0] != 'v' || !slices.Contains(KnativeVersions, v[1:]) {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/yaml")
+		w.Write(crds)
+	})
+	mux.Handle("GET /", http.FileServer(http.Dir(dir)))
+
+	r := &ChartRepo{
+		URL:       url,
+		Dir:       dir,
+		srv:       &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second},
+		served:    make(chan error, 1),
+		removeDir: removeDir,
+	}
+	go func() { r.served <- r.srv.Serve(ln) }()
+	return r, nil
+}
+
+// Close stops the server (and removes the directory when StartChartRepo made it).
+func (r *ChartRepo) Close() error {
+	r.closeOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err := r.srv.Shutdown(ctx)
+		if err != nil {
+			r.srv.Close()
+		}
+		if serr := <-r.served; serr != nil && !errors.Is(serr, http.ErrServerClosed) && err == nil {
+			err = serr
+		}
+		if r.removeDir {
+			if rerr := os.RemoveAll(r.Dir); rerr != nil && err == nil {
+				err = rerr
+			}
+		}
+		if err != nil {
+			r.closeErr = fmt.Errorf("testcluster: close chart repository: %w", err)
+		}
+	})
+	return r.closeErr
+}
+
+// packageCharts writes every embedded chart as a .tgz into dir; the knative-operator
+// chart once per entry of KnativeVersions.
+func packageCharts(dir string) error {
+	entries, err := chartSources.ReadDir("charts")
+	if err != nil {
+		return fmt.Errorf("testcluster: read embedded charts: %w", err)
+	}
+	for _, e := range entries {
+		if !e.IsDir() {
+			continue
+		}
+		files, err := chartFiles(path.Join("charts", e.Name()))
+		if err != nil {
+			return err
+		}
+		ch, err := loader.LoadFiles(files)
+		if err != nil {
+			return fmt.Errorf("testcluster: load chart %s: %w", e.Name(), err)
+		}
+		versions := []string{ch.Metadata.Version}
+		if ch.Name() == knativeOperatorChart {
+			versions = KnativeVersions
+		}
+		for _, v := range versions {
+			if ch.Name() == knativeOperatorChart {
+				ch.Metadata.Version = v
+				ch.Metadata.AppVersion = "v" + v
+			}
+			if _, err := chartutil.Save(ch, dir); err != nil {
+				return fmt.Errorf("testcluster: package chart %s %s: %w", ch.Name(), v, err)
+			}
+		}
+	}
+	return nil
+}
+
+// chartFiles reads one embedded chart's files, named relative to its folder.
+func chartFiles(root string) ([]*loader.BufferedFile, error) {
+	var files []*loader.BufferedFile
+	err := fs.WalkDir(chartSources, root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := chartSources.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		files = append(files, &loader.BufferedFile{Name: p[len(root)+1:], Data: data})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("testcluster: read embedded chart %s: %w", root, err)
+	}
+	return files, nil
+}

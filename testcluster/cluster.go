@@ -1,0 +1,399 @@
+package testcluster
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// Options shape a simulated cluster.
+type Options struct {
+	// Nodes are the fake nodes; DefaultNodes() when empty.
+	Nodes []NodeSpec
+	// PresentVersion, when set (e.g. "v1.29.4"), puts a proxy in front of the API server
+	// that answers /version with that version; everything else passes through.
+	PresentVersion string
+	// LBAddress is the loopback address LoadBalancer Services get (default 127.0.0.<n>).
+	LBAddress string
+	// Log receives progress lines (nil: none).
+	Log func(format string, args ...any)
+}
+
+// Cluster is one running simulated cluster.
+type Cluster struct {
+	Name      string
+	Dir       string
+	Server    string // the API server's https URL (the proxy's when PresentVersion is set)
+	APIServer string // the real API server's URL
+	LBAddress string
+
+	AdminToken   string
+	LimitedToken string
+	CAData       []byte
+
+	Client kubernetes.Interface
+	REST   *rest.Config
+
+	procs   []*exec.Cmd
+	proxy   *http.Server
+	proxyCA []byte
+	stopCh  chan struct{}
+	wg      sync.WaitGroup
+	once    sync.Once
+	log     func(string, ...any)
+}
+
+var (
+	clusterSeq   int
+	clusterSeqMu sync.Mutex
+)
+
+// New starts a cluster for a test and stops it when the test ends.
+func New(t testing.TB, opts Options) *Cluster {
+	t.Helper()
+	if opts.Log == nil {
+		opts.Log = func(f string, a ...any) { t.Logf(f, a...) }
+	}
+	c, err := Start(opts)
+	if err != nil {
+		t.Fatalf("testcluster: %v", err)
+	}
+	t.Cleanup(c.Stop)
+	return c
+}
+
+// Start builds the binaries if needed and starts a cluster on free loopback ports.
+func Start(opts Options) (*Cluster, error) {
+	bins, err := Build(nil)
+	if err != nil {
+		return nil, err
+	}
+	clusterSeqMu.Lock()
+	clusterSeq++
+	seq := clusterSeq
+	clusterSeqMu.Unlock()
+	if opts.LBAddress == "" {
+		opts.LBAddress = fmt.Sprintf("127.0.%d.%d", 100+os.Getpid()%100, 10+seq%200)
+	}
+	if opts.Nodes == nil {
+		opts.Nodes = DefaultNodes()
+	}
+	logf := opts.Log
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	dir, err := os.MkdirTemp("", "runr-cluster-")
+	if err != nil {
+		return nil, fmt.Errorf("testcluster: %w", err)
+	}
+	c := &Cluster{Name: filepath.Base(dir), Dir: dir, LBAddress: opts.LBAddress, stopCh: make(chan struct{}), log: logf,
+		AdminToken: randHex(16), LimitedToken: randHex(16)}
+	if err := c.start(opts, bins); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cluster) start(opts Options, bins *Binaries) error {
+	dir := c.Dir
+	logf := c.log
+	start := time.Now()
+
+	if err := c.writeCredentials(); err != nil {
+		return err
+	}
+	etcdPort, peerPort, apiPort := freePort(), freePort(), freePort()
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPort)
+	if err := c.spawn("etcd", bins.Etcd,
+		"--data-dir", filepath.Join(dir, "etcd"),
+		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
+		"--listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peerPort),
+		"--initial-advertise-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peerPort),
+		"--initial-cluster", fmt.Sprintf("default=http://127.0.0.1:%d", peerPort),
+		"--listen-metrics-urls", fmt.Sprintf("http://127.0.0.1:%d", freePort()),
+		"--quota-backend-bytes", "4294967296", "--log-level", "warn"); err != nil {
+		return err
+	}
+	if err := waitHTTP(etcdURL+"/health", nil, "", 30*time.Second); err != nil {
+		return fmt.Errorf("etcd did not start: %w%s", err, c.logTail("etcd"))
+	}
+
+	certDir := filepath.Join(dir, "pki")
+	if err := c.spawn("kube-apiserver", bins.APIServer,
+		"--etcd-servers", etcdURL,
+		"--cert-dir", certDir,
+		"--secure-port", fmt.Sprint(apiPort), "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
+		"--service-account-issuer", "https://kubernetes.default.svc",
+		"--service-account-key-file", filepath.Join(dir, "sa.pub"),
+		"--service-account-signing-key-file", filepath.Join(dir, "sa.key"),
+		"--authorization-mode", "Node,RBAC",
+		"--token-auth-file", filepath.Join(dir, "tokens.csv"),
+		"--service-cluster-ip-range", "10.0.0.0/24",
+		"--allow-privileged=true",
+		"--enable-priority-and-fairness=false",
+		"--profiling=false", "--shutdown-delay-duration=0s", "--shutdown-send-retry-after=false",
+		"--v", "0"); err != nil {
+		return err
+	}
+	c.APIServer = fmt.Sprintf("https://127.0.0.1:%d", apiPort)
+	if err := waitHTTP(c.APIServer+"/readyz", insecureClient(), c.AdminToken, 90*time.Second); err != nil {
+		return fmt.Errorf("kube-apiserver did not become ready: %w%s", err, c.logTail("kube-apiserver"))
+	}
+	ca, err := os.ReadFile(filepath.Join(certDir, "apiserver.crt"))
+	if err != nil {
+		return fmt.Errorf("testcluster: read the API server's certificate: %w", err)
+	}
+	c.CAData = ca
+	c.Server = c.APIServer
+	adminKC := filepath.Join(dir, "admin.kubeconfig")
+	if err := os.WriteFile(adminKC, c.kubeconfigFor(c.APIServer, ca, "admin", c.AdminToken), 0o600); err != nil {
+		return err
+	}
+	c.REST, err = clientcmd.RESTConfigFromKubeConfig(c.kubeconfigFor(c.APIServer, ca, "admin", c.AdminToken))
+	if err != nil {
+		return err
+	}
+	c.REST.QPS, c.REST.Burst = 100, 200
+	c.Client, err = kubernetes.NewForConfig(c.REST)
+	if err != nil {
+		return err
+	}
+
+	if err := c.spawn("kube-controller-manager", bins.ControllerManager,
+		"--kubeconfig", adminKC, "--authentication-kubeconfig", adminKC, "--authorization-kubeconfig", adminKC,
+		"--leader-elect=false",
+		"--controllers", "*,-node-ipam-controller,-cloud-node-lifecycle-controller,-service-lb-controller,-node-route-controller",
+		"--service-account-private-key-file", filepath.Join(dir, "sa.key"),
+		"--root-ca-file", filepath.Join(certDir, "apiserver.crt"),
+		"--use-service-account-credentials=false",
+		"--node-monitor-grace-period", "20s",
+		"--concurrent-deployment-syncs", "10", "--concurrent-replicaset-syncs", "10",
+		"--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(freePort())); err != nil {
+		return err
+	}
+	if err := c.spawn("kube-scheduler", bins.Scheduler,
+		"--kubeconfig", adminKC, "--authentication-kubeconfig", adminKC, "--authorization-kubeconfig", adminKC,
+		"--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(freePort())); err != nil {
+		return err
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := c.installStages(ctx, bins); err != nil {
+		return err
+	}
+	emptyCfg := filepath.Join(dir, "kwok.yaml")
+	if err := os.WriteFile(emptyCfg, nil, 0o644); err != nil {
+		return err
+	}
+	if err := c.spawn("kwok", bins.Kwok,
+		"--kubeconfig", adminKC, "-c", emptyCfg,
+		"--manage-nodes-with-annotation-selector", "kwok.x-k8s.io/node=fake",
+		"--enable-crds", "Stage",
+		"--server-address", fmt.Sprintf("127.0.0.1:%d", freePort())); err != nil {
+		return err
+	}
+	if err := c.setupCluster(ctx); err != nil {
+		return err
+	}
+	if err := c.AddNodes(ctx, opts.Nodes...); err != nil {
+		return err
+	}
+	if opts.PresentVersion != "" {
+		if err := c.startVersionProxy(opts.PresentVersion); err != nil {
+			return err
+		}
+	}
+	c.wg.Add(1)
+	go c.watchCustomStages()
+	logf("testcluster %s ready in %s (API %s, load balancers on %s)", c.Name, time.Since(start).Round(time.Millisecond), c.Server, c.LBAddress)
+	return nil
+}
+
+// Kubeconfig returns a kubeconfig of a cluster-admin user (token auth, embedded CA).
+func (c *Cluster) Kubeconfig() []byte {
+	return c.kubeconfigFor(c.Server, c.caForServer(), "admin", c.AdminToken)
+}
+
+// LimitedKubeconfig returns a kubeconfig of a user who may only read (ClusterRole view).
+func (c *Cluster) LimitedKubeconfig() []byte {
+	return c.kubeconfigFor(c.Server, c.caForServer(), "limited", c.LimitedToken)
+}
+
+func (c *Cluster) caForServer() []byte {
+	if c.proxy != nil {
+		return c.proxyCA
+	}
+	return c.CAData
+}
+
+func (c *Cluster) kubeconfigFor(server string, ca []byte, user, token string) []byte {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[c.Name] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
+	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts[user+"@"+c.Name] = &clientcmdapi.Context{Cluster: c.Name, AuthInfo: user, Namespace: "default"}
+	cfg.CurrentContext = user + "@" + c.Name
+	raw, err := clientcmd.Write(*cfg)
+	if err != nil {
+		panic(err)
+	}
+	return raw
+}
+
+// Stop stops every process of the cluster and removes its files.
+func (c *Cluster) Stop() {
+	c.once.Do(func() {
+		close(c.stopCh)
+		if c.proxy != nil {
+			c.proxy.Close()
+		}
+		for i := len(c.procs) - 1; i >= 0; i-- {
+			p := c.procs[i]
+			if p.Process == nil {
+				continue
+			}
+			_ = syscall.Kill(-p.Process.Pid, syscall.SIGTERM)
+		}
+		done := make(chan struct{})
+		go func() {
+			for _, p := range c.procs {
+				_ = p.Wait()
+			}
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(2 * time.Second):
+			for _, p := range c.procs {
+				if p.Process != nil {
+					_ = syscall.Kill(-p.Process.Pid, syscall.SIGKILL)
+				}
+			}
+			<-done
+		}
+		c.wg.Wait()
+		if os.Getenv("RUNR_KEEP_CLUSTER_DIR") == "" {
+			os.RemoveAll(c.Dir)
+		}
+	})
+}
+
+func (c *Cluster) spawn(name, bin string, args ...string) error {
+	logf, err := os.Create(filepath.Join(c.Dir, name+".log"))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// Its own process group (Stop signals the group), killed if this process dies.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("testcluster: start %s: %w", name, err)
+	}
+	c.procs = append(c.procs, cmd)
+	return nil
+}
+
+func (c *Cluster) logTail(name string) string {
+	raw, _ := os.ReadFile(filepath.Join(c.Dir, name+".log"))
+	lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
+	if len(lines) > 15 {
+		lines = lines[len(lines)-15:]
+	}
+	return "\n--- " + name + ".log ---\n" + strings.Join(lines, "\n")
+}
+
+func (c *Cluster) writeCredentials() error {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return err
+	}
+	pub, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(c.Dir, "sa.key"), pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(c.Dir, "sa.pub"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o644); err != nil {
+		return err
+	}
+	tokens := fmt.Sprintf("%s,admin,1,\"system:masters\"\n%s,limited,2,\"runr:limited\"\n", c.AdminToken, c.LimitedToken)
+	return os.WriteFile(filepath.Join(c.Dir, "tokens.csv"), []byte(tokens), 0o600)
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+func freePort() int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func insecureClient() *http.Client {
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+}
+
+func waitHTTP(url string, client *http.Client, token string, timeout time.Duration) error {
+	if client == nil {
+		client = &http.Client{Timeout: 5 * time.Second}
+	}
+	deadline := time.Now().Add(timeout)
+	var last error
+	for time.Now().Before(deadline) {
+		req, _ := http.NewRequest(http.MethodGet, url, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = fmt.Errorf("%s: %s", url, resp.Status)
+		} else {
+			last = err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if last == nil {
+		last = errors.New("timeout")
+	}
+	return last
+}
+
+var _ = bytes.NewReader

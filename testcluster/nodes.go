@@ -1,0 +1,152 @@
+package testcluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// NodeSpec describes one fake node that kwok keeps Ready.
+type NodeSpec struct {
+	Name         string
+	CPU          string // e.g. "4"
+	Memory       string // e.g. "8Gi"
+	Pods         string // default "110"
+	ControlPlane bool
+	// Worker marks the node with the worker role label too (a control plane that runs workloads).
+	Worker           bool
+	Labels           map[string]string
+	Taints           []corev1.Taint
+	KubeletVersion   string // default KubernetesVersion
+	OSImage          string // default "Ubuntu 24.04.2 LTS"
+	ContainerRuntime string // default "containerd://2.1.4"
+}
+
+// DefaultNodes is one control-plane node (tainted) and two workers.
+func DefaultNodes() []NodeSpec {
+	return []NodeSpec{
+		{Name: "cp-1", CPU: "4", Memory: "8Gi", ControlPlane: true,
+			Taints: []corev1.Taint{{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule}}},
+		{Name: "worker-1", CPU: "8", Memory: "16Gi", Worker: true},
+		{Name: "worker-2", CPU: "8", Memory: "16Gi", Worker: true},
+	}
+}
+
+// Node builds the Node object of a spec.
+func (n NodeSpec) Node() *corev1.Node {
+	if n.Pods == "" {
+		n.Pods = "110"
+	}
+	if n.KubeletVersion == "" {
+		n.KubeletVersion = KubernetesVersion
+	}
+	if n.OSImage == "" {
+		n.OSImage = "Ubuntu 24.04.2 LTS"
+	}
+	if n.ContainerRuntime == "" {
+		n.ContainerRuntime = "containerd://2.1.4"
+	}
+	labels := map[string]string{
+		"kubernetes.io/hostname": n.Name,
+		"kubernetes.io/os":       "linux",
+		"kubernetes.io/arch":     "amd64",
+		"type":                   "kwok",
+	}
+	if n.ControlPlane {
+		labels["node-role.kubernetes.io/control-plane"] = ""
+	}
+	if n.Worker {
+		labels["node-role.kubernetes.io/worker"] = ""
+	}
+	for k, v := range n.Labels {
+		labels[k] = v
+	}
+	res := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse(n.CPU),
+		corev1.ResourceMemory: resource.MustParse(n.Memory),
+		corev1.ResourcePods:   resource.MustParse(n.Pods),
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        n.Name,
+			Labels:      labels,
+			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+		},
+		Spec: corev1.NodeSpec{Taints: n.Taints},
+		Status: corev1.NodeStatus{
+			Capacity:    res,
+			Allocatable: res,
+			NodeInfo: corev1.NodeSystemInfo{
+				KubeletVersion:          n.KubeletVersion,
+				OSImage:                 n.OSImage,
+				ContainerRuntimeVersion: n.ContainerRuntime,
+				KernelVersion:           "6.8.0-50-generic",
+				OperatingSystem:         "linux",
+				Architecture:            "amd64",
+			},
+			Phase: corev1.NodeRunning,
+		},
+	}
+}
+
+// AddNodes creates fake nodes and waits until kwok reports them Ready.
+func (c *Cluster) AddNodes(ctx context.Context, specs ...NodeSpec) error {
+	for _, n := range specs {
+		node := n.Node()
+		created, err := c.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("testcluster: create node %s: %w", n.Name, err)
+		}
+		// Status is written through the status subresource, as a kubelet would.
+		created.Status = node.Status
+		if _, err := c.Client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("testcluster: node %s status: %w", n.Name, err)
+		}
+	}
+	for _, n := range specs {
+		if err := c.WaitNodeReady(ctx, n.Name, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WaitNodeReady waits for a node's Ready condition to be (or not be) True.
+func (c *Cluster) WaitNodeReady(ctx context.Context, name string, ready bool) error {
+	deadline := time.Now().Add(90 * time.Second)
+	for time.Now().Before(deadline) {
+		n, err := c.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err == nil {
+			for _, cd := range n.Status.Conditions {
+				if cd.Type == corev1.NodeReady && (cd.Status == corev1.ConditionTrue) == ready {
+					return nil
+				}
+			}
+		} else if !apierrors.IsNotFound(err) {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("testcluster: node %s did not become ready=%v%s", name, ready, c.logTail("kwok"))
+}
+
+// StopHeartbeat makes kwok stop managing a node: its heartbeat stops, as when a
+// node's kubelet dies.
+func (c *Cluster) StopHeartbeat(ctx context.Context, name string) error {
+	patch := []byte(`{"metadata":{"annotations":{"kwok.x-k8s.io/node":null}}}`)
+	_, err := c.Client.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	return err
+}
+
+// ResumeHeartbeat hands a node back to kwok.
+func (c *Cluster) ResumeHeartbeat(ctx context.Context, name string) error {
+	patch := []byte(`{"metadata":{"annotations":{"kwok.x-k8s.io/node":"fake"}}}`)
+	_, err := c.Client.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	return err
+}
