@@ -4,4 +4,5 @@ package kube
 func (s *Service) registerKinds() {
 	s.registerSetupKinds()
 	s.registerRedisKinds()
+	s.registerRegionKinds()
 }

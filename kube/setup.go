@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/lib/pq"
+
 	corev1 "k8s.io/api/core/v1"
 
 	"runr.dev/console/store"
@@ -348,4 +350,99 @@ func (s *Service) setRegion(ctx context.Context, jc *JobContext, fields map[stri
 	if err := s.Store.SetRegion(ctx, jc.Job.Region(), fields); err != nil {
 		s.Log.Warn("set region", "region", jc.Job.Region(), "err", err)
 	}
+}
+
+// Job kinds of Knative (defined with their steps in knative.go).
+const (
+	KindInstallOperator = "install-operator"
+	KindInstallServing  = "install-serving"
+)
+
+// Kinds of region preparation and registry tests.
+const (
+	KindRegionInit   = "region-init"
+	KindRegistryTest = "registry-test"
+	KindApplyWorkers = "apply-workers"
+)
+
+// WorkersParams select a region's dedicated workers.
+type WorkersParams struct {
+	Nodes []string `json:"nodes"`
+}
+
+func (s *Service) registerRegionKinds() {
+	workersStep := func(p WorkersParams) Step {
+		return Step{Name: "workers", Title: "Dedicated workers", Run: func(ctx context.Context, jc *JobContext) error {
+			r, c, err := s.regionAndCluster(ctx, jc)
+			if err != nil {
+				return err
+			}
+			exist, err := c.ApplyWorkers(ctx, p.Nodes)
+			if err != nil {
+				return err
+			}
+			if len(p.Nodes) == 0 {
+				jc.Note("No dedicated workers: projects run on every schedulable node")
+			} else {
+				jc.Note("Dedicated workers: %v (label and taint %s=%s:NoSchedule)", exist, DedicatedKey, DedicatedValue)
+			}
+			return s.Store.SetRegion(ctx, r.ID, map[string]any{"nodes": stringArray(exist)})
+		}}
+	}
+	s.register(&Kind{
+		Name: KindRegionInit,
+		Plan: func(jc *JobContext) ([]Step, error) {
+			var p WorkersParams
+			if err := jc.Params(&p); err != nil {
+				return nil, err
+			}
+			return []Step{
+				{Name: "namespace", Title: "Create the project namespace", Run: func(ctx context.Context, jc *JobContext) error {
+					r, c, err := s.regionAndCluster(ctx, jc)
+					if err != nil {
+						return err
+					}
+					if _, err := c.EnsureNamespace(ctx, r.Name, map[string]string{"runr.dev/region": r.Name}); err != nil {
+						return err
+					}
+					jc.Note("Namespace %s is ready for the region's projects", r.Name)
+					return nil
+				}},
+				workersStep(p),
+			}, nil
+		},
+	})
+	s.register(&Kind{
+		Name: KindApplyWorkers,
+		Plan: func(jc *JobContext) ([]Step, error) {
+			var p WorkersParams
+			if err := jc.Params(&p); err != nil {
+				return nil, err
+			}
+			return []Step{workersStep(p)}, nil
+		},
+	})
+	s.register(&Kind{
+		Name: KindRegistryTest,
+		Plan: func(jc *JobContext) ([]Step, error) {
+			var p RegistryParams
+			if err := jc.Params(&p); err != nil {
+				return nil, err
+			}
+			return []Step{{Name: "test", Title: "Test the registry storage from the cluster", Run: func(ctx context.Context, jc *JobContext) error {
+				_, c, err := s.regionAndCluster(ctx, jc)
+				if err != nil {
+					return err
+				}
+				return s.storageTest(ctx, jc, c, p)
+			}}}, nil
+		},
+	})
+}
+
+func stringArray(v []string) pq.StringArray {
+	if v == nil {
+		return pq.StringArray{}
+	}
+	return pq.StringArray(v)
 }

@@ -89,3 +89,5 @@ func StatusColor(s string) string {
 		return "bg-slate-100 text-slate-700 dark:bg-slate-800 dark:text-slate-300"
 	}
 }
+
+func itoa(n int) string { return fmt.Sprint(n) }

@@ -102,8 +102,15 @@ func (s *Server) authorize(r Route) fiber.Handler {
 			}
 			return c.Redirect("/login", fiber.StatusSeeOther)
 		}
-		if r.Perm != Authenticated && !p.Can(r.Perm) {
-			msg := "You need the permission " + r.Perm + " for this; your role is " + p.User.Role + "."
+		missing := ""
+		for _, perm := range append([]string{r.Perm}, r.Also...) {
+			if perm != Authenticated && !p.Can(perm) {
+				missing = perm
+				break
+			}
+		}
+		if missing != "" {
+			msg := "You need the permission " + missing + " for this; your role is " + p.User.Role + "."
 			if handlers.IsAPI(c) || r.WebSocket || c.Get("HX-Request") == "true" {
 				return handlers.JSONError(c, fiber.StatusForbidden, msg)
 			}

@@ -78,7 +78,7 @@ func TestAuthorisationMatrix(t *testing.T) {
 					} else if got != http.StatusSeeOther {
 						t.Fatalf("anonymous page: got %d, want a redirect to /login", got)
 					}
-				case r.Perm == web.Authenticated || p.perms[r.Perm]:
+				case r.Perm == web.Authenticated || hasAll(p.perms, append([]string{r.Perm}, r.Also...)):
 					if got == 401 || got == 403 {
 						t.Fatalf("allowed (%s) but got %d: %s", r.Perm, got, raw)
 					}
@@ -189,4 +189,13 @@ func TestLoginCSRFThrottleLogout(t *testing.T) {
 	if resp.StatusCode != 429 || !strings.Contains(body, "Too many") {
 		t.Fatalf("throttled login: %d", resp.StatusCode)
 	}
+}
+
+func hasAll(perms map[string]bool, need []string) bool {
+	for _, p := range need {
+		if !perms[p] {
+			return false
+		}
+	}
+	return true
 }

@@ -10,9 +10,11 @@ import (
 
 // Route is one entry of the routes table: every route and the permission it needs.
 type Route struct {
-	Method  string
-	Path    string
-	Perm    string
+	Method string
+	Path   string
+	Perm   string
+	// Also lists further permissions the route needs (all of them).
+	Also    []string
 	Handler fiber.Handler
 	// Public routes skip sessions and authentication (health, metrics).
 	Public bool
@@ -61,6 +63,31 @@ func (s *Server) Routes() []Route {
 		{Method: del, Path: "/api/tokens/:id", Perm: Authenticated, Handler: h.APIDeleteToken},
 
 		{Method: get, Path: "/regions", Perm: store.PermRegionsView, Handler: h.RegionsPage},
+		{Method: get, Path: "/regions/new", Perm: store.PermRegionsManage, Handler: h.WizardNewPage},
+		{Method: post, Path: "/regions/new/check", Perm: store.PermRegionsManage, Handler: h.WizardCheck},
+		{Method: post, Path: "/regions/new/setup", Perm: store.PermRegionsManage, Also: []string{store.PermRegistryManage}, Handler: h.WizardSetup},
+		{Method: get, Path: "/regions/setups/:token", Perm: store.PermRegionsView, Handler: h.WizardSetupPage},
+		{Method: post, Path: "/regions/setups/:token/retry", Perm: store.PermRegionsManage, Also: []string{store.PermRegistryManage}, Handler: h.WizardRetry},
+
+		{Method: get, Path: "/jobs/:id", Perm: store.PermJobsView, Handler: h.JobPage},
+		{Method: post, Path: "/jobs/:id/retry", Perm: store.PermRegionsManage, Handler: h.RetryJobForm},
+		{Method: post, Path: "/jobs/:id/cancel", Perm: store.PermRegionsManage, Handler: h.CancelJobForm},
+		{Method: get, Path: "/ws/jobs/:id", Perm: store.PermJobsView, Handler: s.JobSocket(), WebSocket: true},
+		{Method: get, Path: "/ws/banners", Perm: Authenticated, Handler: s.BannerSocket(), WebSocket: true},
+		{Method: get, Path: "/api/jobs/:id", Perm: store.PermJobsView, Handler: h.APIGetJob},
+		{Method: get, Path: "/api/jobs/:id/events", Perm: store.PermJobsView, Handler: h.APIJobEvents},
+		{Method: post, Path: "/api/jobs/:id/retry", Perm: store.PermRegionsManage, Handler: h.APIRetryJob},
+		{Method: post, Path: "/api/jobs/:id/cancel", Perm: store.PermRegionsManage, Handler: h.APICancelJob},
+
+		{Method: post, Path: "/api/registry-setup/start", Perm: store.PermRegionsManage, Also: []string{store.PermRegistryManage}, Handler: h.APISetupStart},
+		{Method: get, Path: "/api/registry-setup/:token/status", Perm: store.PermRegionsView, Handler: h.APISetupStatus},
+		{Method: post, Path: "/api/registry-setup/:token/retry", Perm: store.PermRegionsManage, Also: []string{store.PermRegistryManage}, Handler: h.APISetupRetry},
+		{Method: post, Path: "/api/knative-regions/check", Perm: store.PermRegionsManage, Handler: h.APICheckRegion},
+		{Method: post, Path: "/api/knative-regions", Perm: store.PermRegionsManage, Handler: h.APICreateRegion},
+		{Method: get, Path: "/api/knative-regions/:id/kubeconfig", Perm: store.PermRegionsKubeconfig, Handler: h.APIKubeconfig},
+		{Method: post, Path: "/api/knative-regions/:id/registry", Perm: store.PermRegistryManage, Handler: h.APISetRegistry},
+		{Method: del, Path: "/api/knative-regions/:id/registry", Perm: store.PermRegistryManage, Handler: h.APIDeleteRegistry},
+		{Method: post, Path: "/api/knative-regions/:id/test-registry", Perm: store.PermRegistryManage, Handler: h.APITestRegistry},
 		{Method: get, Path: "/api/knative-regions", Perm: store.PermRegionsView, Handler: h.APIListRegions},
 		{Method: get, Path: "/api/knative-regions/:id", Perm: store.PermRegionsView, Handler: h.APIGetRegion},
 	}

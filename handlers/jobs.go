@@ -1,0 +1,151 @@
+package handlers
+
+import (
+	"context"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"runr.dev/console/kube"
+	"runr.dev/console/store"
+	"runr.dev/console/views"
+)
+
+// maxEvents is how many events a page or a feed returns at once.
+const maxEvents = 5000
+
+// JobData loads what the live view of a job needs.
+func (h *Handlers) JobData(ctx context.Context, p *Principal, id string) (views.JobData, error) {
+	j, err := h.Store.JobByID(ctx, id)
+	if err != nil {
+		return views.JobData{}, err
+	}
+	steps, err := h.Store.JobSteps(ctx, id)
+	if err != nil {
+		return views.JobData{}, err
+	}
+	events, err := h.Store.JobEvents(ctx, id, 0, maxEvents)
+	if err != nil {
+		return views.JobData{}, err
+	}
+	d := views.JobData{Job: j, Steps: steps, Events: events, CanRetry: p.Can(store.PermRegionsManage)}
+	d.NextURL, d.NextLabel = nextAfter(j)
+	return d, nil
+}
+
+// nextAfter is where the wizard continues after a job.
+func nextAfter(j *store.Job) (string, string) {
+	if j.Region() == "" {
+		return "", ""
+	}
+	switch j.Kind {
+	case kube.KindRegistrySetup, kube.KindInstallOperator, kube.KindInstallServing, kube.KindRedisInstall:
+		return "/regions/" + j.Region() + "/wizard", "Continue"
+	}
+	return "/regions/" + j.Region(), "Back to the region"
+}
+
+// JobPage shows one job live.
+func (h *Handlers) JobPage(c *fiber.Ctx) error {
+	d, err := h.JobData(ctx(c), Who(c), c.Params("id"))
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	return Render(c, fiber.StatusOK, views.JobPage(h.page(c, d.Job.Title, "regions"), d))
+}
+
+// RetryJobForm queues a failed job again; it continues where it stopped.
+func (h *Handlers) RetryJobForm(c *fiber.Ctx) error {
+	if err := h.Store.RetryJob(ctx(c), c.Params("id")); err != nil {
+		return h.Fail(c, err)
+	}
+	h.Kube.Wake()
+	return redirect(c, c.Get("Referer", "/jobs/"+c.Params("id")))
+}
+
+// CancelJobForm asks the runner to stop a job.
+func (h *Handlers) CancelJobForm(c *fiber.Ctx) error {
+	if err := h.Store.RequestCancel(ctx(c), c.Params("id")); err != nil {
+		return h.Fail(c, err)
+	}
+	return redirect(c, c.Get("Referer", "/jobs/"+c.Params("id")))
+}
+
+// JobJSON is a job with its steps, for the API.
+type JobJSON struct {
+	*store.Job
+	Steps    []store.JobStep `json:"steps"`
+	Progress int             `json:"progress"`
+	Wait     string          `json:"wait"`
+}
+
+// APIGetJob is GET /api/jobs/{id}.
+func (h *Handlers) APIGetJob(c *fiber.Ctx) error {
+	d, err := h.JobData(ctx(c), Who(c), c.Params("id"))
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	return c.JSON(fiber.Map{"data": JobJSON{Job: d.Job, Steps: d.Steps, Progress: d.Progress(), Wait: d.CurrentWait()}})
+}
+
+// APIJobEvents is GET /api/jobs/{id}/events?after=ID&wait=SECONDS: the events after an
+// id; with wait, it holds the request until the next event (long polling).
+func (h *Handlers) APIJobEvents(c *fiber.Ctx) error {
+	id := c.Params("id")
+	after := int64(c.QueryInt("after", 0))
+	wait := c.QueryInt("wait", 0)
+	if wait < 0 || wait > 60 {
+		return Invalid(c, FieldErrors{"wait": "Use 0 to 60 seconds."})
+	}
+	j, err := h.Store.JobByID(ctx(c), id)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	var done <-chan struct{}
+	var stop func()
+	if wait > 0 && h.Events != nil {
+		// Subscribe before reading, so that no event falls between the read and the wait.
+		done, stop = h.Events.Wait(id)
+		defer stop()
+	}
+	es, err := h.Store.JobEvents(ctx(c), id, after, maxEvents)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	if len(es) == 0 && done != nil && !j.Done() {
+		select {
+		case <-done:
+		case <-time.After(time.Duration(wait) * time.Second):
+		}
+		if es, err = h.Store.JobEvents(ctx(c), id, after, maxEvents); err != nil {
+			return h.Fail(c, err)
+		}
+		if j, err = h.Store.JobByID(ctx(c), id); err != nil {
+			return h.Fail(c, err)
+		}
+	}
+	if es == nil {
+		es = []store.JobEvent{}
+	}
+	return c.JSON(fiber.Map{"data": es, "job_status": j.Status})
+}
+
+// APIRetryJob is POST /api/jobs/{id}/retry.
+func (h *Handlers) APIRetryJob(c *fiber.Ctx) error {
+	if err := h.Store.RetryJob(ctx(c), c.Params("id")); err != nil {
+		if isNotFoundErr(err) {
+			return Unprocessable(c, "Only a failed or cancelled job can be retried.")
+		}
+		return h.Fail(c, err)
+	}
+	h.Kube.Wake()
+	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"job_id": c.Params("id")})
+}
+
+// APICancelJob is POST /api/jobs/{id}/cancel.
+func (h *Handlers) APICancelJob(c *fiber.Ctx) error {
+	if err := h.Store.RequestCancel(ctx(c), c.Params("id")); err != nil {
+		return h.Fail(c, err)
+	}
+	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"job_id": c.Params("id")})
+}

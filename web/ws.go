@@ -1,0 +1,231 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/a-h/templ"
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/websocket/v2"
+
+	"runr.dev/console/handlers"
+	"runr.dev/console/store"
+	"runr.dev/console/views"
+)
+
+// wsUpgrade answers 426 to requests that are not WebSocket upgrades.
+func wsUpgrade(h fiber.Handler) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if !websocket.IsWebSocketUpgrade(c) {
+			return fiber.ErrUpgradeRequired
+		}
+		return h(c)
+	}
+}
+
+// wsConn serialises writes to one connection and pings it.
+type wsConn struct {
+	mu   sync.Mutex
+	conn *websocket.Conn
+}
+
+func (w *wsConn) write(kind int, b []byte) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_ = w.conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	return w.conn.WriteMessage(kind, b)
+}
+
+// readLoop consumes client frames (and the pongs) and closes done when the client goes.
+func (w *wsConn) readLoop(done chan struct{}) {
+	defer close(done)
+	for {
+		if _, _, err := w.conn.ReadMessage(); err != nil {
+			return
+		}
+	}
+}
+
+func render(c templ.Component) []byte {
+	var b bytes.Buffer
+	_ = c.Render(context.Background(), &b)
+	return b.Bytes()
+}
+
+func pageFor(conn *websocket.Conn) views.Page {
+	p, _ := conn.Locals(handlers.PrincipalKey).(*handlers.Principal)
+	if p == nil {
+		return views.Page{}
+	}
+	csrf, _ := conn.Locals("csrf").(string)
+	return views.Page{User: p.User.Email, Role: p.User.Role, Perms: p.Perms, CSRF: csrf}
+}
+
+// JobSocket streams a job's progress: htmx fragments for browsers, or JSON events with
+// ?format=json (after ?after=ID). It first sends what the client may have missed, from
+// the database, then every new event as it is published.
+func (s *Server) JobSocket() fiber.Handler {
+	return wsUpgrade(websocket.New(func(conn *websocket.Conn) {
+		id := conn.Params("id")
+		jsonMode := conn.Query("format") == "json"
+		w := &wsConn{conn: conn}
+		sub := s.Hub.Subscribe(id)
+		defer s.Hub.Unsubscribe(id, sub)
+		p, _ := conn.Locals(handlers.PrincipalKey).(*handlers.Principal)
+		page := pageFor(conn)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+
+		d, err := s.H.JobData(ctx, p, id)
+		if err != nil {
+			_ = w.write(websocket.CloseMessage, websocket.FormatCloseMessage(4404, "job not found"))
+			return
+		}
+		var last int64
+		if jsonMode {
+			after := int64(0)
+			if v := conn.Query("after"); v != "" {
+				_ = json.Unmarshal([]byte(v), &after)
+			}
+			for _, e := range d.Events {
+				if e.ID > after {
+					raw, _ := json.Marshal(e)
+					if w.write(websocket.TextMessage, raw) != nil {
+						return
+					}
+				}
+			}
+		} else if conn.Query("refresh") != "0" {
+			if w.write(websocket.TextMessage, render(views.JobRefresh(page, d))) != nil {
+				return
+			}
+		}
+		for _, e := range d.Events {
+			last = max(last, e.ID)
+		}
+
+		done := make(chan struct{})
+		go w.readLoop(done)
+		ping := time.NewTicker(25 * time.Second)
+		defer ping.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-sub.Closed:
+				// Too far behind (or the listener reconnected): the client reconnects
+				// and reads the history again.
+				_ = w.write(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseTryAgainLater, "resync"))
+				return
+			case <-ping.C:
+				if w.write(websocket.PingMessage, nil) != nil {
+					return
+				}
+			case e := <-sub.C:
+				if e.ID <= last {
+					continue
+				}
+				last = e.ID
+				var msg []byte
+				if jsonMode {
+					msg, _ = json.Marshal(e)
+				} else {
+					msg = render(views.JobUpdate(page, applyEvent(&d, e), e, stepOf(d, e)))
+				}
+				if w.write(websocket.TextMessage, msg) != nil {
+					return
+				}
+			}
+		}
+	}))
+}
+
+// applyEvent updates the view's job and steps with one event.
+func applyEvent(d *views.JobData, e store.JobEvent) views.JobData {
+	switch e.Kind {
+	case "step":
+		var st store.JobStep
+		if json.Unmarshal(e.Data, &st) == nil && st.Idx >= 0 && st.Idx < len(d.Steps) {
+			d.Steps[st.Idx] = st
+		}
+	case "job":
+		var v struct{ Status, Error string }
+		if json.Unmarshal(e.Data, &v) == nil && v.Status != "" {
+			j := *d.Job
+			j.Status, j.Error = v.Status, v.Error
+			if j.Done() {
+				t := e.CreatedAt
+				j.FinishedAt = &t
+			} else {
+				j.FinishedAt = nil
+			}
+			if j.StartedAt == nil {
+				t := e.CreatedAt
+				j.StartedAt = &t
+			}
+			d.Job = &j
+		}
+	}
+	if d.Job.Status == "queued" && e.Kind == "step" {
+		j := *d.Job
+		j.Status = "running"
+		if j.StartedAt == nil {
+			t := e.CreatedAt
+			j.StartedAt = &t
+		}
+		d.Job = &j
+	}
+	return *d
+}
+
+func stepOf(d views.JobData, e store.JobEvent) *store.JobStep {
+	if e.Kind != "step" && e.Kind != "wait" {
+		return nil
+	}
+	if e.StepIdx < 0 || e.StepIdx >= len(d.Steps) {
+		return nil
+	}
+	st := d.Steps[e.StepIdx]
+	return &st
+}
+
+// BannerSocket pushes the migration banners whenever a region changes.
+func (s *Server) BannerSocket() fiber.Handler {
+	return wsUpgrade(websocket.New(func(conn *websocket.Conn) {
+		w := &wsConn{conn: conn}
+		sub := s.Hub.SubscribeRegions()
+		defer s.Hub.UnsubscribeRegions(sub)
+		done := make(chan struct{})
+		go w.readLoop(done)
+		ping := time.NewTicker(25 * time.Second)
+		defer ping.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ping.C:
+				if w.write(websocket.PingMessage, nil) != nil {
+					return
+				}
+			case <-sub.C:
+				// Coalesce bursts of region changes.
+				time.Sleep(200 * time.Millisecond)
+				for len(sub.C) > 0 {
+					<-sub.C
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				bs, err := handlers.MigrationBanners(ctx, s.Store)
+				cancel()
+				if err != nil {
+					continue
+				}
+				if w.write(websocket.TextMessage, render(views.Banners(bs))) != nil {
+					return
+				}
+			}
+		}
+	}))
+}
