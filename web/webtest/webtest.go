@@ -4,6 +4,7 @@ package webtest
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"runr.dev/console/config"
 	"runr.dev/console/kube"
@@ -170,4 +172,75 @@ func (e *Env) Listen() string {
 	go e.S.App.Listener(ln)
 	e.T.Cleanup(func() { e.S.App.Shutdown() })
 	return "http://" + ln.Addr().String()
+}
+
+// Run starts what `runr serve` runs besides HTTP: the hub, the job runners and the
+// periodic work, until the test ends.
+func (e *Env) Run() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{}, 3)
+	go func() { e.S.Hub.Run(ctx); done <- struct{}{} }()
+	go func() { e.Kube.RunWorkers(ctx, 8); done <- struct{}{} }()
+	go func() { e.Kube.RunBackground(ctx); done <- struct{}{} }()
+	<-e.S.Hub.Ready()
+	e.T.Cleanup(func() {
+		cancel()
+		for i := 0; i < 3; i++ {
+			<-done
+		}
+	})
+}
+
+// JSON sends a request and decodes a JSON answer into out (when not nil); it returns the status.
+func (e *Env) JSON(method, path, token string, body any, out any) int {
+	e.T.Helper()
+	var raw string
+	if body != nil {
+		if s, ok := body.(string); ok {
+			raw = s
+		} else {
+			b, err := json.Marshal(body)
+			if err != nil {
+				e.T.Fatal(err)
+			}
+			raw = string(b)
+		}
+	}
+	resp := e.Do(Req(method, path, token, raw))
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if out != nil && len(data) > 0 {
+		if err := json.Unmarshal(data, out); err != nil {
+			e.T.Fatalf("%s %s: %d, not JSON: %s", method, path, resp.StatusCode, data)
+		}
+	}
+	return resp.StatusCode
+}
+
+// WaitJob waits for a job to end and returns its final state.
+func (e *Env) WaitJob(id string, timeout time.Duration) *store.Job {
+	e.T.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		j, err := e.Store.JobByID(context.Background(), id)
+		if err != nil {
+			e.T.Fatal(err)
+		}
+		if j.Done() {
+			return j
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	steps, _ := e.Store.JobSteps(context.Background(), id)
+	e.T.Fatalf("job %s did not finish within %s; steps: %+v", id, timeout, steps)
+	return nil
+}
+
+// Raw sends a request and returns the status and the body as text.
+func (e *Env) Raw(method, path, token, body string) (int, string) {
+	e.T.Helper()
+	resp := e.Do(Req(method, path, token, body))
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(data)
 }
