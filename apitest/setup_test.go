@@ -219,4 +219,3 @@ func TestSetupRefusals(t *testing.T) {
 		t.Fatalf("%d regions created", n)
 	}
 }
-

@@ -5,4 +5,5 @@ func (s *Service) registerKinds() {
 	s.registerSetupKinds()
 	s.registerRedisKinds()
 	s.registerRegionKinds()
+	s.registerKnativeKinds()
 }

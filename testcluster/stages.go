@@ -114,6 +114,7 @@ spec:
 // customStage is a stage for a custom kind, created once the kind's CRD is established.
 type customStage struct {
 	crd  string
+	gv   string // its group/version, which must be in the OpenAPI v3 paths first
 	yaml string
 }
 
@@ -121,7 +122,7 @@ type customStage struct {
 // controllers would: a KnativeServing becomes Ready at its spec.version (the Knative
 // operator's answer), a Knative Service becomes Ready.
 var customStages = []customStage{
-	{crd: "knativeservings.operator.knative.dev", yaml: `
+	{crd: "knativeservings.operator.knative.dev", gv: "operator.knative.dev/v1beta1", yaml: `
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata:
@@ -162,7 +163,7 @@ spec:
         status: "True"
         lastTransitionTime: {{ $now | Quote }}
 `},
-	{crd: "services.serving.knative.dev", yaml: `
+	{crd: "services.serving.knative.dev", gv: "serving.knative.dev/v1", yaml: `
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage
 metadata:
@@ -226,6 +227,11 @@ func (c *Cluster) watchCustomStages() {
 			}
 			crd, err := ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, cs.crd, metav1.GetOptions{})
 			if err != nil || !established(crd) {
+				continue
+			}
+			// kwok reads the kind's OpenAPI v3 schema when it starts the stage, and gives
+			// up when the API server has not published it yet.
+			if !c.openAPIHas(cs.gv) {
 				continue
 			}
 			if err := c.applyYAML(ctx, []byte(cs.yaml)); err == nil {
@@ -377,3 +383,38 @@ func decodeYAML(raw []byte) ([]*unstructured.Unstructured, error) {
 
 var _ = apierrors.IsNotFound
 var _ = stageGVR
+
+// DynamicGet reads any object (for tests).
+func (c *Cluster) DynamicGet(ctx context.Context, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
+	dyn, err := dynamic.NewForConfig(c.REST)
+	if err != nil {
+		return nil, err
+	}
+	if ns == "" {
+		return dyn.Resource(gvr).Get(ctx, name, metav1.GetOptions{})
+	}
+	return dyn.Resource(gvr).Namespace(ns).Get(ctx, name, metav1.GetOptions{})
+}
+
+// APIExtGet reads a CustomResourceDefinition (for tests).
+func (c *Cluster) APIExtGet(ctx context.Context, name string) (*apiextv1.CustomResourceDefinition, error) {
+	ext, err := apiextclient.NewForConfig(c.REST)
+	if err != nil {
+		return nil, err
+	}
+	return ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
+}
+
+// openAPIHas reports whether the API server publishes the OpenAPI v3 schema of a group/version.
+func (c *Cluster) openAPIHas(gv string) bool {
+	dc, err := discovery.NewDiscoveryClientForConfig(c.REST)
+	if err != nil {
+		return false
+	}
+	paths, err := dc.OpenAPIV3().Paths()
+	if err != nil {
+		return false
+	}
+	_, ok := paths["apis/"+gv]
+	return ok
+}

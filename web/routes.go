@@ -5,6 +5,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"runr.dev/console/kube"
 	"runr.dev/console/store"
 )
 
@@ -88,6 +89,17 @@ func (s *Server) Routes() []Route {
 		{Method: post, Path: "/api/knative-regions/:id/registry", Perm: store.PermRegistryManage, Handler: h.APISetRegistry},
 		{Method: del, Path: "/api/knative-regions/:id/registry", Perm: store.PermRegistryManage, Handler: h.APIDeleteRegistry},
 		{Method: post, Path: "/api/knative-regions/:id/test-registry", Perm: store.PermRegistryManage, Handler: h.APITestRegistry},
+		{Method: get, Path: "/api/knative-regions/:id/compatible-versions", Perm: store.PermRegionsView, Handler: h.APICompatibleVersions},
+		{Method: post, Path: "/api/knative-regions/:id/install-operator", Perm: store.PermRegionsManage, Handler: h.KnativeAction(kube.KindInstallOperator)},
+		{Method: post, Path: "/api/knative-regions/:id/install-serving", Perm: store.PermRegionsManage, Handler: h.KnativeAction(kube.KindInstallServing)},
+		{Method: post, Path: "/api/knative-regions/:id/install-knative", Perm: store.PermRegionsManage, Handler: h.KnativeAction(kube.KindInstallKnative)},
+		{Method: post, Path: "/api/knative-regions/:id/upgrade", Perm: store.PermRegionsManage, Handler: h.KnativeAction(kube.KindUpgradeServing)},
+		{Method: post, Path: "/api/knative-regions/:id/uninstall-serving", Perm: store.PermRegionsManage, Handler: h.KnativeAction(kube.KindUninstallServing)},
+		{Method: post, Path: "/api/knative-regions/:id/uninstall-operator", Perm: store.PermRegionsManage, Handler: h.KnativeAction(kube.KindUninstallOperator)},
+		{Method: post, Path: "/api/knative-regions/:id/uninstall-knative", Perm: store.PermRegionsManage, Handler: h.KnativeAction(kube.KindUninstallKnative)},
+		{Method: post, Path: "/api/knative-regions/:id/redis", Perm: store.PermRegionsManage, Handler: h.APISetRedis},
+		{Method: del, Path: "/api/knative-regions/:id/redis", Perm: store.PermRegionsManage, Handler: h.APIDeleteRedis},
+		{Method: post, Path: "/api/knative-regions/:id/test-redis", Perm: store.PermRegionsManage, Handler: h.APITestRedis},
 		{Method: get, Path: "/api/knative-regions", Perm: store.PermRegionsView, Handler: h.APIListRegions},
 		{Method: get, Path: "/api/knative-regions/:id", Perm: store.PermRegionsView, Handler: h.APIGetRegion},
 	}

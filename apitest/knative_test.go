@@ -1,0 +1,279 @@
+package apitest
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"runr.dev/console/kube"
+	"runr.dev/console/store"
+	"runr.dev/console/testcluster"
+	"runr.dev/console/web/webtest"
+)
+
+var ksGVR = schema.GroupVersionResource{Group: "operator.knative.dev", Version: "v1beta1", Resource: "knativeservings"}
+
+// newRegion creates a region at once (POST /api/knative-regions) and waits for its
+// preparation job.
+func newRegion(t *testing.T, e *webtest.Env, tok string, c *testcluster.Cluster, name string, extra map[string]any) *store.Region {
+	t.Helper()
+	body := map[string]any{"name": name, "kubeconfig": string(c.Kubeconfig()), "redis_mode": "none"}
+	for k, v := range extra {
+		body[k] = v
+	}
+	var ans struct {
+		Data   map[string]any
+		Jobs   map[string]string
+		Fields map[string]string
+		Error  string
+	}
+	if st := e.JSON("POST", "/api/knative-regions", tok, body, &ans); st != 201 {
+		t.Fatalf("create region %s: %d %+v", name, st, ans)
+	}
+	for _, id := range ans.Jobs {
+		if j := e.WaitJob(id, 2*time.Minute); j.Status != "succeeded" {
+			t.Fatalf("job %s: %s", j.Kind, j.Error)
+		}
+	}
+	r, err := e.Store.RegionByName(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// action posts to a region route and waits for the job; it returns the job.
+func action(t *testing.T, e *webtest.Env, tok, regionID, route string, body any) *store.Job {
+	t.Helper()
+	var ans struct {
+		JobID  string `json:"job_id"`
+		Error  string
+		Fields map[string]string
+	}
+	if st := e.JSON("POST", "/api/knative-regions/"+regionID+"/"+route, tok, body, &ans); st != 202 {
+		t.Fatalf("%s: %d %+v", route, st, ans)
+	}
+	return e.WaitJob(ans.JobID, 3*time.Minute)
+}
+
+func mustSucceed(t *testing.T, j *store.Job) {
+	t.Helper()
+	if j.Status != "succeeded" {
+		t.Fatalf("%s: %s: %s", j.Kind, j.Status, j.Error)
+	}
+}
+
+func TestWizardToReadyServingAndRedis(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{})
+	e := console(t, nil)
+	_, tok := e.User("owner")
+	ctx := context.Background()
+	if err := e.Store.SetSetting(ctx, "base_domain", "fn.example.test"); err != nil {
+		t.Fatal(err)
+	}
+	var ans setupAnswer
+	if st := e.JSON("POST", "/api/registry-setup/start", tok, setupBody("eu-2", c.Kubeconfig(), nil), &ans); st != 202 {
+		t.Fatalf("start: %d", st)
+	}
+	mustSucceed(t, e.WaitJob(ans.JobID, 3*time.Minute))
+	r, _ := e.Store.RegionByName(ctx, "eu-2")
+
+	var vs struct{ Data []kube.KnativeVersion }
+	e.JSON("GET", "/api/knative-regions/"+r.ID+"/compatible-versions", tok, nil, &vs)
+	if len(vs.Data) != 5 || vs.Data[0].Minor != "1.20" || !vs.Data[0].Preselected || vs.Data[4].Minor != "1.16" {
+		t.Fatalf("compatible versions %+v", vs.Data)
+	}
+	mustSucceed(t, action(t, e, tok, r.ID, "install-operator", nil))
+	mustSucceed(t, action(t, e, tok, r.ID, "install-serving", map[string]any{"version": "1.20"}))
+
+	r, _ = e.Store.RegionByName(ctx, "eu-2")
+	if r.OperatorStatus != "ready" || r.ServingStatus != "ready" || r.KnativeVersion != "1.20.2" || r.ExternalIP != c.LBAddress {
+		t.Fatalf("region after Serving: operator %s serving %s %s ip %s", r.OperatorStatus, r.ServingStatus, r.KnativeVersion, r.ExternalIP)
+	}
+	if r.Settings.V.KnativeDomain != "eu-2.fn.example.test" {
+		t.Fatalf("function domain %q", r.Settings.V.KnativeDomain)
+	}
+	var got struct{ Data map[string]any }
+	e.JSON("GET", "/api/knative-regions/"+r.ID, tok, nil, &got)
+	if got.Data["dns_instruction"] != "*.eu-2.fn.example.test A "+c.LBAddress {
+		t.Fatalf("dns_instruction %v", got.Data["dns_instruction"])
+	}
+	// What Serving brought, on the cluster.
+	for ns, names := range map[string][]string{"knative-operator": {"knative-operator", "operator-webhook"}, "knative-serving": {"traefik"},
+		"observability": {"knative-operator", "runr-agent", "otel-collector"}} {
+		for _, n := range names {
+			if _, err := c.Client.AppsV1().Deployments(ns).Get(ctx, n, metav1.GetOptions{}); err != nil {
+				t.Errorf("Deployment %s/%s: %v", ns, n, err)
+			}
+		}
+	}
+	for _, n := range []string{"prometheus-knative", "loki-stack", "tempo"} {
+		if _, err := c.Client.AppsV1().StatefulSets("observability").Get(ctx, n, metav1.GetOptions{}); err != nil {
+			t.Errorf("StatefulSet %s: %v", n, err)
+		}
+	}
+	if _, err := c.Client.SchedulingV1().PriorityClasses().Get(ctx, kube.PriorityClassName, metav1.GetOptions{}); err != nil {
+		t.Error("PriorityClass observability-critical must exist")
+	}
+	if pdbs, _ := c.Client.PolicyV1().PodDisruptionBudgets("observability").List(ctx, metav1.ListOptions{}); len(pdbs.Items) < 2 {
+		t.Error("Prometheus and Loki need PodDisruptionBudgets")
+	}
+	sec, err := c.Client.CoreV1().Secrets("observability").Get(ctx, kube.AgentSecret, metav1.GetOptions{})
+	if err != nil || string(sec.Data["token"]) != r.AgentToken {
+		t.Fatalf("agent token Secret: %v", err)
+	}
+	ks, err := c.DynamicGet(ctx, ksGVR, "knative-serving", "knative-serving")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cls, _, _ := unstructured.NestedString(ks.Object, "spec", "config", "network", "ingress-class"); cls != kube.TraefikIngressClass {
+		t.Fatalf("ingress class %q", cls)
+	}
+	if d, _, _ := unstructured.NestedString(ks.Object, "spec", "config", "domain", "eu-2.fn.example.test"); !strings.Contains(d, "runr.dev/region: eu-2") {
+		t.Fatalf("domain config %q", d)
+	}
+	tr, _ := c.Client.AppsV1().Deployments("knative-serving").Get(ctx, "traefik", metav1.GetOptions{})
+	args := strings.Join(tr.Spec.Template.Spec.Containers[0].Args, " ")
+	if !strings.Contains(args, "readTimeout=310s") || !strings.Contains(tr.Spec.Template.Spec.Containers[0].Image, "ghcr.io/brf-tech/runr/reqs/traefik:v3.7.4") {
+		t.Fatalf("traefik: %s %s", args, tr.Spec.Template.Spec.Containers[0].Image)
+	}
+
+	// Step 5: the managed Redis (queued by step 2) runs, and a PING from a pod works.
+	rj, _ := e.Store.LatestJob(ctx, r.ID, kube.KindRedisInstall)
+	mustSucceed(t, e.WaitJob(rj.ID, time.Minute))
+	mustSucceed(t, action(t, e, tok, r.ID, "test-redis", nil))
+	if _, err := c.Client.AppsV1().Deployments("eu-2").Get(ctx, kube.RedisName, metav1.GetOptions{}); err != nil {
+		t.Fatal("runr-redis must run in the project namespace")
+	}
+	// External Redis, then removal.
+	mustSucceed(t, action(t, e, tok, r.ID, "redis", map[string]any{"mode": "external", "address": "redis.example.com:6379", "password": "REDIS-EXT-PW"}))
+	r, _ = e.Store.RegionByName(ctx, "eu-2")
+	if r.RedisMode != "external" || r.RedisPassword != "REDIS-EXT-PW" {
+		t.Fatalf("external redis %s", r.RedisMode)
+	}
+	if _, err := c.Client.AppsV1().Deployments("eu-2").Get(ctx, kube.RedisName, metav1.GetOptions{}); err == nil {
+		t.Fatal("the managed Redis goes when an external one is set")
+	}
+	if st, _ := e.Raw("DELETE", "/api/knative-regions/"+r.ID+"/redis", tok, ""); st != 202 {
+		t.Fatalf("delete redis: %d", st)
+	}
+	if st := e.JSON("POST", "/api/knative-regions/"+r.ID+"/redis", tok, map[string]any{"mode": "external", "address": "no-port"}, nil); st != 422 {
+		t.Fatalf("bad redis address: %d", st)
+	}
+}
+
+func TestAdoptOperatorAndServing(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{})
+	e := console(t, nil)
+	_, tok := e.User("owner")
+	first := newRegion(t, e, tok, c, "first", nil)
+	mustSucceed(t, action(t, e, tok, first.ID, "install-knative", map[string]any{"version": "1.19"}))
+	// A second region on the same cluster adopts both; nothing is installed twice.
+	second := newRegion(t, e, tok, c, "second", nil)
+	j := action(t, e, tok, second.ID, "install-knative", map[string]any{"version": "1.20"})
+	mustSucceed(t, j)
+	steps, _ := e.Store.JobSteps(context.Background(), j.ID)
+	for _, s := range steps {
+		if (s.Name == "operator" || s.Name == "crds" || s.Name == "previous") && s.Status != "skipped" {
+			t.Errorf("step %s must be skipped when adopting, is %s", s.Name, s.Status)
+		}
+	}
+	r, _ := e.Store.RegionByName(context.Background(), "second")
+	if !r.OperatorAdopted || !r.ServingAdopted || r.KnativeVersion != "1.19.3" || r.ServingStatus != "ready" {
+		t.Fatalf("adoption: operator %v serving %v version %s", r.OperatorAdopted, r.ServingAdopted, r.KnativeVersion)
+	}
+}
+
+func TestUpgradeOneMinorOnly(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{})
+	e := console(t, nil)
+	_, tok := e.User("owner")
+	r := newRegion(t, e, tok, c, "up", nil)
+	mustSucceed(t, action(t, e, tok, r.ID, "install-operator", map[string]any{"version": "1.18"}))
+	mustSucceed(t, action(t, e, tok, r.ID, "install-serving", map[string]any{"version": "1.18"}))
+	var ans struct{ Fields map[string]string }
+	if st := e.JSON("POST", "/api/knative-regions/"+r.ID+"/upgrade", tok, map[string]any{"version": "1.20"}, &ans); st != 422 || !strings.Contains(ans.Fields["version"], "one minor version at a time") {
+		t.Fatalf("two-minor upgrade: %d %+v", st, ans)
+	}
+	mustSucceed(t, action(t, e, tok, r.ID, "upgrade", map[string]any{"version": "1.19"}))
+	r, _ = e.Store.RegionByName(context.Background(), "up")
+	if r.KnativeVersion != "1.19.3" || r.ServingStatus != "ready" || r.OperatorVersion != "1.19.3" {
+		t.Fatalf("after the upgrade: %s %s operator %s", r.KnativeVersion, r.ServingStatus, r.OperatorVersion)
+	}
+	ks, _ := c.DynamicGet(context.Background(), ksGVR, "knative-serving", "knative-serving")
+	if v, _, _ := unstructured.NestedString(ks.Object, "status", "version"); v != "1.19.3" {
+		t.Fatalf("the operator reports %s", v)
+	}
+}
+
+func TestTraefikClassConflict(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{})
+	ctx := context.Background()
+	if err := c.ApplyYAML(ctx, `
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata:
+  name: traefik
+  annotations:
+    meta.helm.sh/release-name: traefik
+    meta.helm.sh/release-namespace: kube-system
+spec:
+  controller: traefik.io/ingress-controller
+`); err != nil {
+		t.Fatal(err)
+	}
+	e := console(t, nil)
+	_, tok := e.User("owner")
+	r := newRegion(t, e, tok, c, "k3s", nil)
+	mustSucceed(t, action(t, e, tok, r.ID, "install-knative", nil))
+	if _, err := c.Client.NetworkingV1().IngressClasses().Get(ctx, kube.TraefikFallbackClass, metav1.GetOptions{}); err != nil {
+		t.Fatalf("the region's Traefik must serve traefik-knative: %v", err)
+	}
+	ic, _ := c.Client.NetworkingV1().IngressClasses().Get(ctx, "traefik", metav1.GetOptions{})
+	if ic.Annotations["meta.helm.sh/release-namespace"] != "kube-system" {
+		t.Fatal("the existing IngressClass traefik must be left alone")
+	}
+}
+
+func TestUninstallOrderAndExistingMonitoring(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{})
+	e := console(t, nil)
+	_, tok := e.User("owner")
+	ctx := context.Background()
+	r := newRegion(t, e, tok, c, "mon", map[string]any{"prometheus_url": "http://prometheus.monitoring.svc:9090", "loki_url": "http://loki.monitoring.svc.cluster.local:3100", "loki_org_id": "acme"})
+	mustSucceed(t, action(t, e, tok, r.ID, "install-knative", nil))
+	for _, rel := range []string{"prometheus-knative", "loki-stack"} {
+		if _, err := c.Client.AppsV1().StatefulSets("observability").Get(ctx, rel, metav1.GetOptions{}); err == nil {
+			t.Errorf("%s must not be installed when an existing one is given", rel)
+		}
+	}
+	r, _ = e.Store.RegionByName(ctx, "mon")
+	if r.Component("prometheus").Status != "external" || r.Component("loki").Status != "external" {
+		t.Fatalf("components %+v", r.Components.V)
+	}
+	// The operator cannot go while Serving runs.
+	if st := e.JSON("POST", "/api/knative-regions/"+r.ID+"/uninstall-operator", tok, nil, nil); st != 422 {
+		t.Fatalf("uninstall-operator with Serving: %d", st)
+	}
+	mustSucceed(t, action(t, e, tok, r.ID, "uninstall-serving", map[string]any{"remove_traefik": true}))
+	if _, err := c.Client.AppsV1().Deployments("knative-serving").Get(ctx, "traefik", metav1.GetOptions{}); err == nil {
+		t.Fatal("Traefik must be gone")
+	}
+	mustSucceed(t, action(t, e, tok, r.ID, "uninstall-operator", nil))
+	if _, err := c.APIExtGet(ctx, kube.ServingCRD); err == nil {
+		t.Fatal("the operator's CRDs must be gone")
+	}
+	r, _ = e.Store.RegionByName(ctx, "mon")
+	if r.ServingStatus != "not_installed" || r.OperatorStatus != "not_installed" {
+		t.Fatalf("after uninstall: serving %s operator %s", r.ServingStatus, r.OperatorStatus)
+	}
+	// Prometheus stays running for others: the agent and tracing stay.
+	if _, err := c.Client.AppsV1().Deployments("observability").Get(ctx, kube.AgentName, metav1.GetOptions{}); err != nil {
+		t.Fatal("the runr-agent stays after uninstall-serving")
+	}
+}
