@@ -31,6 +31,9 @@ type Handlers struct {
 	Events  EventWaiter
 	Version string
 	Log     *slog.Logger
+
+	// extraTabs render the region tabs of later features (workers, migration).
+	extraTabs map[string]func(c *fiber.Ctx, r *store.Region) (templ.Component, error)
 }
 
 // EventWaiter wakes a caller when a job emits an event.

@@ -6,4 +6,6 @@ func (s *Service) registerKinds() {
 	s.registerRedisKinds()
 	s.registerRegionKinds()
 	s.registerKnativeKinds()
+	s.registerStatusKinds()
+	s.registerSettingsKinds()
 }

@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -58,14 +59,43 @@ func splitImage(img string) (registry, repo, tag string) {
 	return registry, img, tag
 }
 
-// traefikValues are the region Traefik's Helm values.
-func (s *Service) traefikValues(class string, timeout int) map[string]any {
+// TrustedIPs is the union of the ingress_trusted_ips of the cluster's regions.
+func TrustedIPs(regions []store.Region) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, r := range regions {
+		for _, ip := range r.Settings.V.IngressTrustedIPs {
+			if !seen[ip] {
+				seen[ip] = true
+				out = append(out, ip)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// traefikValues are the region Traefik's Helm values for the cluster's regions.
+func (s *Service) traefikValues(class string, regions []store.Region) map[string]any {
+	timeout := TraefikTimeout(regions)
 	reg, repo, tag := splitImage(s.Cfg.TraefikImage)
 	rt := map[string]any{"respondingTimeouts": map[string]any{"readTimeout": fmt.Sprintf("%ds", timeout), "writeTimeout": fmt.Sprintf("%ds", timeout)}}
+	ports := map[string]any{"web": map[string]any{"transport": rt}, "websecure": map[string]any{"transport": rt}}
+	if trusted := TrustedIPs(regions); len(trusted) > 0 {
+		// A load balancer in front of Traefik that sends PROXY protocol or X-Forwarded-For.
+		ips := make([]any, len(trusted))
+		for i, ip := range trusted {
+			ips[i] = ip
+		}
+		for _, p := range []string{"web", "websecure"} {
+			ports[p].(map[string]any)["forwardedHeaders"] = map[string]any{"trustedIPs": ips}
+			ports[p].(map[string]any)["proxyProtocol"] = map[string]any{"trustedIPs": ips}
+		}
+	}
 	return map[string]any{
 		"image":        map[string]any{"registry": reg, "repository": repo, "tag": tag},
 		"service":      map[string]any{"type": "LoadBalancer"},
-		"ports":        map[string]any{"web": map[string]any{"transport": rt}, "websecure": map[string]any{"transport": rt}},
+		"ports":        ports,
 		"ingressClass": map[string]any{"enabled": true, "name": class, "isDefaultClass": false},
 		"providers": map[string]any{
 			"kubernetesIngress": map[string]any{"ingressClass": class},
@@ -89,11 +119,12 @@ func (s *Service) installTraefik(ctx context.Context, jc *JobContext, c *Cluster
 	if err != nil {
 		return "", err
 	}
-	timeout := TraefikTimeout(append(regions, *r))
+	regions = append(regions, *r)
+	timeout := TraefikTimeout(regions)
 	if _, err := c.EnsureNamespace(ctx, ns, nil); err != nil {
 		return "", err
 	}
-	rel, err := s.HelmApply(ctx, jc, c, Release{Namespace: ns, Name: TraefikRelease, Chart: ChartTraefik, Values: s.traefikValues(class, timeout)})
+	rel, err := s.HelmApply(ctx, jc, c, Release{Namespace: ns, Name: TraefikRelease, Chart: ChartTraefik, Values: s.traefikValues(class, regions)})
 	if err != nil {
 		return "", err
 	}
@@ -128,7 +159,7 @@ func (s *Service) updateTraefikTimeouts(ctx context.Context, jc *JobContext, c *
 	if err != nil {
 		return err
 	}
-	if _, err := s.HelmApply(ctx, jc, c, Release{Namespace: r.ServingNamespace, Name: TraefikRelease, Chart: ChartTraefik, Values: s.traefikValues(class, timeout)}); err != nil {
+	if _, err := s.HelmApply(ctx, jc, c, Release{Namespace: r.ServingNamespace, Name: TraefikRelease, Chart: ChartTraefik, Values: s.traefikValues(class, regions)}); err != nil {
 		return err
 	}
 	if err := jc.Wait(ctx, "Deployment "+r.ServingNamespace+"/"+TraefikRelease+" to roll out", WaitOpts{}, c.DeploymentAvailable(r.ServingNamespace, TraefikRelease)); err != nil {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/lib/pq"
 )
 
 // Job is a background install or action with ordered steps.
@@ -303,4 +305,12 @@ func mustJSON(v any) json.RawMessage {
 func (s *Store) SetJobRegion(ctx context.Context, jobID, regionID string) error {
 	_, err := s.DB.ExecContext(ctx, `UPDATE jobs SET region_id = $2 WHERE id = $1`, jobID, regionID)
 	return wrap("set job region", err)
+}
+
+// LatestJobOf returns the region's newest job of any of the kinds.
+func (s *Store) LatestJobOf(ctx context.Context, regionID string, kinds []string) (*Job, error) {
+	j := &Job{}
+	err := s.DB.GetContext(ctx, j, `SELECT * FROM jobs WHERE region_id = $1 AND kind = ANY($2) ORDER BY created_at DESC LIMIT 1`,
+		regionID, pq.StringArray(kinds))
+	return j, wrap("latest job", err)
 }

@@ -1,0 +1,252 @@
+package apitest
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"runr.dev/console/kube"
+	"runr.dev/console/store"
+	"runr.dev/console/testcluster"
+	"runr.dev/console/web/webtest"
+)
+
+// readyRegion is a region with Knative Serving ready on a new cluster.
+func readyRegion(t *testing.T, name string) (*testcluster.Cluster, *webtest.Env, string, *store.Region) {
+	c := testcluster.New(t, testcluster.Options{})
+	e := console(t, nil)
+	_, tok := e.User("owner")
+	if err := e.Store.SetSetting(context.Background(), "base_domain", "example.test"); err != nil {
+		t.Fatal(err)
+	}
+	r := newRegion(t, e, tok, c, name, nil)
+	mustSucceed(t, action(t, e, tok, r.ID, "install-knative", nil))
+	r, _ = e.Store.RegionByName(context.Background(), name)
+	return c, e, tok, r
+}
+
+// selfSigned returns a PEM certificate and key for names, valid between from and to.
+func selfSigned(t *testing.T, names []string, from, to time.Time) (string, string) {
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: names[0]},
+		DNSNames: names, NotBefore: from, NotAfter: to, KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, _ := x509.MarshalECPrivateKey(key)
+	return string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})), string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}))
+}
+
+func TestSettingsReachTheCluster(t *testing.T) {
+	c, e, tok, r := readyRegion(t, "eu-2")
+	ctx := context.Background()
+	var ans struct {
+		JobID  string `json:"job_id"`
+		Fields map[string]string
+	}
+	// Bad values: 422 with the field, nothing saved.
+	if st := e.JSON("PUT", "/api/knative-regions/"+r.ID+"/settings", tok, map[string]any{"ingress_trusted_ips": []string{"10.0.0.0/33"}}, &ans); st != 422 || ans.Fields["ingress_trusted_ips"] == "" {
+		t.Fatalf("bad CIDR: %d %+v", st, ans)
+	}
+	if st := e.JSON("PUT", "/api/knative-regions/"+r.ID+"/settings", tok, map[string]any{"request_timeout": 900, "ingress_trusted_ips": []string{"10.0.0.0/24"}}, &ans); st != 200 || ans.JobID == "" {
+		t.Fatalf("settings: %d %+v", st, ans)
+	}
+	mustSucceed(t, e.WaitJob(ans.JobID, 2*time.Minute))
+	tr, _ := c.Client.AppsV1().Deployments("knative-serving").Get(ctx, "traefik", metav1.GetOptions{})
+	if args := strings.Join(tr.Spec.Template.Spec.Containers[0].Args, " "); !strings.Contains(args, "readTimeout=910s") || !strings.Contains(args, "writeTimeout=910s") {
+		t.Fatalf("traefik timeouts: %s", args)
+	}
+	ks, _ := c.DynamicGet(ctx, ksGVR, "knative-serving", "knative-serving")
+	if v, _, _ := unstructured.NestedString(ks.Object, "spec", "config", "defaults", "max-revision-timeout-seconds"); v != "900" {
+		t.Fatalf("max-revision-timeout-seconds %q", v)
+	}
+	// Lowering the timeout lowers Traefik's, never Knative's maximum; the PUT changes only the keys sent.
+	if st := e.JSON("PUT", "/api/knative-regions/"+r.ID+"/settings", tok, map[string]any{"request_timeout": 60}, &ans); st != 200 {
+		t.Fatal(st)
+	}
+	mustSucceed(t, e.WaitJob(ans.JobID, 2*time.Minute))
+	tr, _ = c.Client.AppsV1().Deployments("knative-serving").Get(ctx, "traefik", metav1.GetOptions{})
+	if args := strings.Join(tr.Spec.Template.Spec.Containers[0].Args, " "); !strings.Contains(args, "readTimeout=120s") {
+		t.Fatalf("traefik's floor is 120 s: %s", args)
+	}
+	ks, _ = c.DynamicGet(ctx, ksGVR, "knative-serving", "knative-serving")
+	if v, _, _ := unstructured.NestedString(ks.Object, "spec", "config", "defaults", "max-revision-timeout-seconds"); v != "900" {
+		t.Fatalf("never lowered: %q", v)
+	}
+	r, _ = e.Store.RegionByID(ctx, r.ID)
+	if len(r.Settings.V.IngressTrustedIPs) != 1 || r.Settings.V.RequestTimeout != 60 {
+		t.Fatalf("settings %+v", r.Settings.V)
+	}
+
+	// Every tab renders, for an owner with its forms and for a viewer without any.
+	_, viewer := e.User("viewer")
+	for _, tab := range []string{"general", "registry", "operator", "serving", "redis"} {
+		for who, token := range map[string]string{"owner": tok, "viewer": viewer} {
+			st, body := e.Raw("GET", "/regions/"+r.ID+"?tab="+tab, token, "")
+			if st != 200 {
+				t.Fatalf("tab %s as %s: %d", tab, who, st)
+			}
+			forms := strings.Count(body, `method="post"`) - 1 // the logout form
+			if who == "viewer" && forms > 0 {
+				t.Fatalf("tab %s offers a viewer %d forms", tab, forms)
+			}
+			if who == "owner" && (tab == "general" || tab == "serving" || tab == "redis") && forms == 0 {
+				t.Fatalf("tab %s offers an owner no form", tab)
+			}
+		}
+		if st, _ := e.Raw("GET", "/regions/"+r.ID+"/tabs/"+tab, tok, ""); st != 200 {
+			t.Fatalf("tab fragment %s: %d", tab, st)
+		}
+	}
+	if st, body := e.Raw("GET", "/regions", tok, ""); st != 200 || !strings.Contains(body, `data-region="eu-2"`) {
+		t.Fatalf("regions list: %d", st)
+	}
+}
+
+func TestFunctionTLS(t *testing.T) {
+	c, e, tok, r := readyRegion(t, "tls")
+	ctx := context.Background()
+	now := time.Now()
+	good, goodKey := selfSigned(t, []string{"*.tls.example.test"}, now.Add(-time.Hour), now.Add(90*24*time.Hour))
+	other, otherKey := selfSigned(t, []string{"*.elsewhere.test"}, now.Add(-time.Hour), now.Add(90*24*time.Hour))
+	expired, expiredKey := selfSigned(t, []string{"*.tls.example.test"}, now.Add(-48*time.Hour), now.Add(-24*time.Hour))
+	cases := []struct{ name, cert, key, field, want string }{
+		{"does not cover", other, otherKey, "certificate", "do not cover *.tls.example.test"},
+		{"expired", expired, expiredKey, "certificate", "expired"},
+		{"key mismatch", good, otherKey, "private_key", "does not match"},
+		{"not PEM", "hello", goodKey, "certificate", "Not a PEM certificate"},
+	}
+	for _, tc := range cases {
+		var ans struct{ Fields map[string]string }
+		st := e.JSON("PUT", "/api/knative-regions/"+r.ID+"/function-tls", tok, map[string]any{"certificate": tc.cert, "private_key": tc.key}, &ans)
+		if st != 422 || !strings.Contains(ans.Fields[tc.field], tc.want) {
+			t.Fatalf("%s: %d %+v", tc.name, st, ans.Fields)
+		}
+	}
+	// A default TLSStore that RunR did not create is replaced only on request.
+	if err := c.ApplyYAML(ctx, "apiVersion: traefik.io/v1alpha1\nkind: TLSStore\nmetadata:\n  name: default\n  namespace: knative-serving\nspec: {}\n"); err != nil {
+		t.Fatal(err)
+	}
+	put := func(replace bool) *store.Job {
+		var ans struct {
+			JobID string `json:"job_id"`
+		}
+		if st := e.JSON("PUT", "/api/knative-regions/"+r.ID+"/function-tls", tok, map[string]any{"certificate": good, "private_key": goodKey, "replace_existing": replace}, &ans); st != 202 {
+			t.Fatalf("upload: %d", st)
+		}
+		return e.WaitJob(ans.JobID, time.Minute)
+	}
+	if j := put(false); j.Status != "failed" || !strings.Contains(j.Error, "replace_existing") {
+		t.Fatalf("a foreign TLSStore must stay without replace_existing: %s %s", j.Status, j.Error)
+	}
+	mustSucceed(t, put(true))
+	sec, err := c.Client.CoreV1().Secrets("knative-serving").Get(ctx, kube.FunctionTLSSecret, metav1.GetOptions{})
+	if err != nil || string(sec.Data["tls.crt"]) != good {
+		t.Fatalf("Secret runr-function-tls: %v", err)
+	}
+	tlsStore := schema.GroupVersionResource{Group: "traefik.io", Version: "v1alpha1", Resource: "tlsstores"}
+	st, err := c.DynamicGet(ctx, tlsStore, "knative-serving", "default")
+	if name, _, _ := unstructured.NestedString(st.Object, "spec", "defaultCertificate", "secretName"); err != nil || name != kube.FunctionTLSSecret {
+		t.Fatalf("TLSStore: %v %q", err, name)
+	}
+	r, _ = e.Store.RegionByID(ctx, r.ID)
+	if r.FunctionTLSExpiresAt == nil || r.FunctionTLSExpiresAt.Before(now.Add(80*24*time.Hour)) {
+		t.Fatalf("function_tls_expires_at %v", r.FunctionTLSExpiresAt)
+	}
+	if _, body := e.Raw("GET", "/api/knative-regions/"+r.ID, tok, ""); strings.Contains(body, "PRIVATE KEY") {
+		t.Fatal("the key leaked into the API")
+	}
+	var ans struct {
+		JobID string `json:"job_id"`
+	}
+	if st := e.JSON("DELETE", "/api/knative-regions/"+r.ID+"/function-tls", tok, nil, &ans); st != 202 {
+		t.Fatalf("remove: %d", st)
+	}
+	mustSucceed(t, e.WaitJob(ans.JobID, time.Minute))
+	if _, err := c.Client.CoreV1().Secrets("knative-serving").Get(ctx, kube.FunctionTLSSecret, metav1.GetOptions{}); err == nil {
+		t.Fatal("the Secret must be gone")
+	}
+	if _, err := c.DynamicGet(ctx, tlsStore, "knative-serving", "default"); err == nil {
+		t.Fatal("RunR's TLSStore must be gone")
+	}
+}
+
+func TestMaintenanceBlockAndRemoval(t *testing.T) {
+	c, e, tok, r := readyRegion(t, "blk")
+	ctx := context.Background()
+	ir := schema.GroupVersionResource{Group: "traefik.io", Version: "v1alpha1", Resource: "ingressroutes"}
+	mw := schema.GroupVersionResource{Group: "traefik.io", Version: "v1alpha1", Resource: "middlewares"}
+	setStatus := func(s string) {
+		var ans struct {
+			JobID string `json:"job_id"`
+		}
+		if st := e.JSON("PUT", "/api/knative-regions/"+r.ID, tok, map[string]any{"region_status": s}, &ans); st != 200 || ans.JobID == "" {
+			t.Fatalf("status %s: %d", s, st)
+		}
+		mustSucceed(t, e.WaitJob(ans.JobID, time.Minute))
+	}
+	setStatus("maintenance")
+	route, err := c.DynamicGet(ctx, ir, "knative-serving", "runr-region-block-blk")
+	if err != nil {
+		t.Fatalf("IngressRoute: %v", err)
+	}
+	routes, _, _ := unstructured.NestedSlice(route.Object, "spec", "routes")
+	match := routes[0].(map[string]any)["match"].(string)
+	if !strings.Contains(match, `blk\.example\.test`) || routes[0].(map[string]any)["priority"] == nil {
+		t.Fatalf("route %v", routes[0])
+	}
+	m, err := c.DynamicGet(ctx, mw, "knative-serving", "runr-region-block-blk")
+	if err != nil {
+		t.Fatalf("Middleware: %v", err)
+	}
+	if h, _, _ := unstructured.NestedString(m.Object, "spec", "headers", "customRequestHeaders", kube.StatusHeader); h != "maintenance" {
+		t.Fatalf("middleware header %q", h)
+	}
+	d, err := c.Client.AppsV1().Deployments("knative-serving").Get(ctx, kube.ResponderName, metav1.GetOptions{})
+	if err != nil || d.Spec.Template.Spec.Containers[0].Resources.Requests.Cpu().String() != "10m" || d.Spec.Template.Spec.Containers[0].Resources.Requests.Memory().String() != "16Mi" {
+		t.Fatalf("responder: %v", err)
+	}
+	setStatus("active")
+	if _, err := c.DynamicGet(ctx, ir, "knative-serving", "runr-region-block-blk"); err == nil {
+		t.Fatal("the IngressRoute must go when the region is active")
+	}
+	if _, err := c.DynamicGet(ctx, mw, "knative-serving", "runr-region-block-blk"); err == nil {
+		t.Fatal("the Middleware must go when the region is active")
+	}
+	if st := e.JSON("PUT", "/api/knative-regions/"+r.ID, tok, map[string]any{"region_status": "paused"}, nil); st != 422 {
+		t.Fatalf("bad status: %d", st)
+	}
+
+	// Removal is refused while projects remain; then it deletes the record and turns the agent away.
+	if _, err := e.Store.DB.Exec(`INSERT INTO projects (id, name, slug, region_id) VALUES ('p1', 'Shop', 'shop', $1)`, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	var ans struct{ Error string }
+	if st := e.JSON("DELETE", "/api/knative-regions/"+r.ID, tok, nil, &ans); st != 422 || !strings.Contains(ans.Error, "1 project") {
+		t.Fatalf("remove with projects: %d %q", st, ans.Error)
+	}
+	e.Store.DB.Exec(`DELETE FROM projects`)
+	if st := e.JSON("DELETE", "/api/knative-regions/"+r.ID, tok, nil, nil); st != 204 {
+		t.Fatalf("remove: %d", st)
+	}
+	if _, err := e.Store.RegionByAgentToken(ctx, r.AgentToken); err == nil {
+		t.Fatal("the removed region's agent token must be turned away")
+	}
+	// Nothing was removed from the cluster.
+	if _, err := c.Client.AppsV1().Deployments("knative-serving").Get(ctx, "traefik", metav1.GetOptions{}); err != nil {
+		t.Fatal("removing a region removes nothing from the cluster")
+	}
+}
