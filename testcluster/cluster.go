@@ -104,17 +104,23 @@ func Start(opts Options) (*Cluster, error) {
 	if logf == nil {
 		logf = func(string, ...any) {}
 	}
-	dir, err := os.MkdirTemp("", "runr-cluster-")
-	if err != nil {
-		return nil, fmt.Errorf("testcluster: %w", err)
-	}
-	c := &Cluster{Name: filepath.Base(dir), Dir: dir, LBAddress: opts.LBAddress, stopCh: make(chan struct{}), log: logf,
-		AdminToken: randHex(16), LimitedToken: randHex(16)}
-	if err := c.start(opts, bins); err != nil {
+	// Free ports are picked before the processes bind them; another process may take one
+	// in between, so a failed start is tried again with new ports.
+	var lastErr error
+	for attempt := 1; attempt <= 3; attempt++ {
+		dir, err := os.MkdirTemp("", "runr-cluster-")
+		if err != nil {
+			return nil, fmt.Errorf("testcluster: %w", err)
+		}
+		c := &Cluster{Name: filepath.Base(dir), Dir: dir, LBAddress: opts.LBAddress, stopCh: make(chan struct{}), log: logf,
+			AdminToken: randHex(16), LimitedToken: randHex(16)}
+		if lastErr = c.start(opts, bins); lastErr == nil {
+			return c, nil
+		}
+		logf("testcluster: start attempt %d failed: %v", attempt, lastErr)
 		c.Stop()
-		return nil, err
 	}
-	return c, nil
+	return nil, lastErr
 }
 
 func (c *Cluster) start(opts Options, bins *Binaries) error {
