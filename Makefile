@@ -40,7 +40,7 @@ css: node_modules
 
 ## check-generated: regenerate and fail when the committed files differ.
 check-generated: generate
-	@git diff --exit-code -- views static || { echo "Generated files are out of date: run 'make generate' and commit." >&2; exit 1; }
+	@git diff --exit-code --stat -- views static || { echo "Generated files are out of date: run 'make generate' and commit." >&2; exit 1; }
 
 ## sandbox: one simulated cluster (1 control plane, 2 workers) and the stand-in chart repository.
 sandbox:

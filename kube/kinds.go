@@ -8,4 +8,5 @@ func (s *Service) registerKinds() {
 	s.registerKnativeKinds()
 	s.registerStatusKinds()
 	s.registerSettingsKinds()
+	s.registerDomainKinds()
 }

@@ -5,6 +5,8 @@ package kube
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"log/slog"
 	"os"
 	"sync"
@@ -28,6 +30,8 @@ type Service struct {
 	clusters sync.Map // kubeconfig hash -> *Cluster
 	wake     chan struct{}
 	breaker  *breaker
+	// periodics run after every status sweep.
+	periodics []func(context.Context)
 }
 
 // NewService builds the cluster side of the console.
@@ -50,7 +54,14 @@ func NewService(st *store.Store, cfg *config.Config, log *slog.Logger) *Service 
 // Owner is this console process's identity in job leases.
 func (s *Service) Owner() string { return s.owner }
 
-// RunBackground runs the console's periodic work (status checks, completions) until ctx ends.
-func (s *Service) RunBackground(ctx context.Context) {
-	<-ctx.Done()
+func hashOf(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:6])
+}
+
+// periodic runs the checks that complete moves and domain migrations.
+func (s *Service) periodic(ctx context.Context) {
+	for _, f := range s.periodics {
+		f(ctx)
+	}
 }
