@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"runr.dev/console/agent"
 	"runr.dev/console/kube"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
@@ -57,6 +59,18 @@ func (h *Handlers) regionPageData(c *fiber.Ctx, r *store.Region, tab string, f v
 		d.Versions, _ = h.compatible(c, r)
 		if r.ServingStatus == "ready" {
 			d.Next, _ = h.Kube.NextMinor(ctx(c), r.KnativeVersion, k8sMinor(r))
+		}
+	}
+	if tab == "general" {
+		raw, at, err := h.Store.LatestSnapshot(ctx(c), r.ID)
+		if err != nil {
+			return d, err
+		}
+		if raw != nil {
+			var snap agent.Snapshot
+			if json.Unmarshal(raw, &snap) == nil {
+				d.Snapshot, d.SnapshotAt = &snap, at
+			}
 		}
 	}
 	if ex, ok := h.extraTabs[tab]; ok {
@@ -368,4 +382,35 @@ func (h *Handlers) RemoveRegionForm(c *fiber.Ctx) error {
 	h.Log.Info("region removed", "region", r.Name, "user", Who(c).User.Email)
 	h.flash(c, "Region "+r.Name+" removed. Everything on its cluster keeps running.")
 	return redirect(c, "/regions")
+}
+
+// checkNow runs a region's status check in the background (on demand).
+func (h *Handlers) checkNow(id string) {
+	go func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 2*h.Cfg.StatusTimeout)
+		defer cancel()
+		if err := h.Kube.CheckNow(cctx, id); err != nil {
+			h.Log.Warn("status check on demand", "region", id, "err", err)
+		}
+	}()
+}
+
+// CheckNowForm runs the region's status check now.
+func (h *Handlers) CheckNowForm(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	h.checkNow(r.ID)
+	return h.formDone(c, r, "general", "Status check started; the page shows its result in a few seconds.")
+}
+
+// APICheckNow is POST /api/knative-regions/{id}/check-status.
+func (h *Handlers) APICheckNow(c *fiber.Ctx) error {
+	r, err := h.Store.RegionByID(ctx(c), c.Params("id"))
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	h.checkNow(r.ID)
+	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"region_id": r.ID})
 }

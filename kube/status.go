@@ -179,7 +179,8 @@ func (s *Service) components(r *store.Region, st *clusterState) []componentCheck
 	}
 	if r.Component("agent").Status == "ready" || r.Component("agent").Status == "connected" || r.Component("agent").Status == "disconnected" {
 		ok, d := st.deployment(ObservabilityNamespace, AgentName)
-		if ok && (r.AgentLastSeenAt == nil || time.Since(*r.AgentLastSeenAt) > 3*time.Minute) {
+		// A new agent has three minutes to report before its silence counts.
+		if ok && (r.AgentLastSeenAt == nil || time.Since(*r.AgentLastSeenAt) > 3*time.Minute) && time.Since(r.Component("agent").UpdatedAt) > 3*time.Minute {
 			ok, d = false, "the runr-agent runs but has not reported to the console for "+ago(r.AgentLastSeenAt)
 		}
 		add("agent", ok, d)

@@ -399,3 +399,46 @@ func (s *Store) MovingRegions(ctx context.Context) ([]MovingRegion, error) {
 		WHERE migration_status IN ('pending', 'in_progress', 'dns_check') ORDER BY name`)
 	return rs, wrap("moving regions", err)
 }
+
+// AddSnapshot stores a metric snapshot of a region.
+func (s *Store) AddSnapshot(ctx context.Context, regionID string, at time.Time, data []byte) error {
+	_, err := s.DB.ExecContext(ctx, `INSERT INTO metric_snapshots (region_id, taken_at, data) VALUES ($1, $2, $3)`, regionID, at, data)
+	return wrap("add snapshot", err)
+}
+
+// LatestSnapshot returns a region's newest snapshot (nil when none).
+func (s *Store) LatestSnapshot(ctx context.Context, regionID string) ([]byte, *time.Time, error) {
+	var row struct {
+		Data    []byte    `db:"data"`
+		TakenAt time.Time `db:"taken_at"`
+	}
+	err := s.DB.GetContext(ctx, &row, `SELECT data, taken_at FROM metric_snapshots WHERE region_id = $1 ORDER BY taken_at DESC LIMIT 1`, regionID)
+	if err != nil {
+		if err = wrap("latest snapshot", err); isNotFound(err) {
+			return nil, nil, nil
+		}
+		return nil, nil, err
+	}
+	return row.Data, &row.TakenAt, nil
+}
+
+// AddPodSession records a pod's start, stop or restart.
+func (s *Store) AddPodSession(ctx context.Context, regionID, ns, pod, event string, restarts int32, at time.Time) error {
+	_, err := s.DB.ExecContext(ctx, `INSERT INTO pod_sessions (region_id, namespace, pod, event, restarts, at) VALUES ($1,$2,$3,$4,$5,$6)`,
+		regionID, ns, pod, event, restarts, at)
+	return wrap("add pod session", err)
+}
+
+// AddKubeEvent records a Kubernetes event of a region.
+func (s *Store) AddKubeEvent(ctx context.Context, regionID, ns, object, typ, reason, message string, at time.Time) error {
+	_, err := s.DB.ExecContext(ctx, `INSERT INTO kube_events (region_id, namespace, object, type, reason, message, at) VALUES ($1,$2,$3,$4,$5,$6,$7)`,
+		regionID, ns, object, typ, reason, truncate(message, 2000), at)
+	return wrap("add kube event", err)
+}
+
+// AgentHosts returns the hosts of every region's agent_ws_url.
+func (s *Store) AgentHosts(ctx context.Context) ([]string, error) {
+	var urls []string
+	err := s.DB.SelectContext(ctx, &urls, `SELECT settings->>'agent_ws_url' FROM regions WHERE coalesce(settings->>'agent_ws_url', '') <> ''`)
+	return urls, wrap("agent hosts", err)
+}

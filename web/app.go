@@ -35,6 +35,7 @@ type Server struct {
 	Hub      *Hub
 	H        *handlers.Handlers
 	Log      *slog.Logger
+	internal *internalHosts
 }
 
 var httpRequests = promauto.NewCounterVec(prometheus.CounterOpts{
@@ -52,6 +53,7 @@ func New(st *store.Store, cfg *config.Config, svc *kube.Service, log *slog.Logge
 	hub := NewHub(st, log)
 	h := &handlers.Handlers{Store: st, Cfg: cfg, Sessions: sm, Kube: svc, Events: hub, Version: version, Log: log}
 	s := &Server{Store: st, Cfg: cfg, Sessions: sm, Hub: hub, H: h, Log: log}
+	s.internal = &internalHosts{s: s}
 	s.App = fiber.New(fiber.Config{
 		AppName:               "runr-console",
 		BodyLimit:             BodyLimit,
@@ -65,9 +67,14 @@ func New(st *store.Store, cfg *config.Config, svc *kube.Service, log *slog.Logge
 	s.App.Use(requestid.New())
 	s.App.Use(s.logRequests)
 	s.App.Get("/static/*", static.Handler())
+	s.App.Use("/api/internal", s.internalOnly)
 	for _, r := range s.Routes() {
 		if r.Public {
 			s.App.Add(r.Method, r.Path, r.Handler)
+			continue
+		}
+		if r.Agent {
+			s.App.Add(r.Method, r.Path, s.agentAuth, r.Handler)
 			continue
 		}
 		s.App.Add(r.Method, r.Path, s.identify, s.sessionPrincipal, s.authorize(r), r.Handler)

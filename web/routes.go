@@ -21,6 +21,8 @@ type Route struct {
 	Public bool
 	// WebSocket routes answer 401/403 in JSON like the API.
 	WebSocket bool
+	// Agent routes authenticate a region's agent by its token.
+	Agent bool
 }
 
 // Perm values that are not permissions.
@@ -41,6 +43,7 @@ func (s *Server) Routes() []Route {
 		{Method: get, Path: "/readyz", Handler: h.Readyz, Public: true},
 		{Method: get, Path: "/metrics", Handler: adaptor.HTTPHandler(promhttp.Handler()), Public: true},
 		{Method: get, Path: "/api/version", Handler: h.APIVersion, Public: true},
+		{Method: get, Path: "/api/internal/agent/ws", Handler: s.AgentSocket(), Agent: true, WebSocket: true},
 
 		{Method: get, Path: "/login", Perm: Anonymous, Handler: h.LoginPage},
 		{Method: post, Path: "/login", Perm: Anonymous, Handler: h.Login},
@@ -72,6 +75,7 @@ func (s *Server) Routes() []Route {
 		{Method: get, Path: "/regions/:id/tabs/:tab", Perm: store.PermRegionsView, Handler: h.RegionTab},
 		{Method: get, Path: "/regions/:id/wizard", Perm: store.PermRegionsView, Handler: h.RegionWizardPage},
 		{Method: post, Path: "/regions/:id/settings", Perm: store.PermRegionsManage, Handler: h.SettingsForm},
+		{Method: post, Path: "/regions/:id/check", Perm: store.PermRegionsManage, Handler: h.CheckNowForm},
 		{Method: post, Path: "/regions/:id/status", Perm: store.PermRegionsManage, Handler: h.StatusForm},
 		{Method: post, Path: "/regions/:id/function-tls", Perm: store.PermRegionsManage, Handler: h.FunctionTLSForm},
 		{Method: post, Path: "/regions/:id/function-tls/delete", Perm: store.PermRegionsManage, Handler: h.DeleteFunctionTLSForm},
@@ -120,6 +124,7 @@ func (s *Server) Routes() []Route {
 		{Method: put, Path: "/api/knative-regions/:id", Perm: store.PermRegionsManage, Handler: h.APIUpdateRegion},
 		{Method: del, Path: "/api/knative-regions/:id", Perm: store.PermRegionsManage, Handler: h.APIDeleteRegion},
 		{Method: put, Path: "/api/knative-regions/:id/settings", Perm: store.PermRegionsManage, Handler: h.APIUpdateSettings},
+		{Method: post, Path: "/api/knative-regions/:id/check-status", Perm: store.PermRegionsManage, Handler: h.APICheckNow},
 		{Method: put, Path: "/api/knative-regions/:id/monitoring", Perm: store.PermRegionsManage, Handler: h.APIUpdateMonitoring},
 		{Method: put, Path: "/api/knative-regions/:id/function-tls", Perm: store.PermRegionsManage, Handler: h.APISetFunctionTLS},
 		{Method: del, Path: "/api/knative-regions/:id/function-tls", Perm: store.PermRegionsManage, Handler: h.APIDeleteFunctionTLS},
