@@ -693,13 +693,26 @@ func (s *Service) uninstallOperatorSteps() []Step {
 				return err
 			}
 			n := 0
-			for _, name := range append(append([]string{}, servingCRDNames...), operatorCRDNames...) {
+			names := append(append([]string{}, servingCRDNames...), operatorCRDNames...)
+			for _, name := range names {
 				err := c.APIExt.ApiextensionsV1().CustomResourceDefinitions().Delete(ctx, name, metav1.DeleteOptions{})
 				if err == nil {
 					n++
 				} else if !apierrors.IsNotFound(err) {
 					return fmt.Errorf("delete CRD %s: %w", name, err)
 				}
+			}
+			// The API server removes a CRD after its objects: wait until they are gone.
+			if err := jc.Wait(ctx, "the Knative CRDs to be removed", WaitOpts{}, func(ctx context.Context) (bool, string, error) {
+				left := 0
+				for _, name := range names {
+					if _, err := c.APIExt.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{}); err == nil {
+						left++
+					}
+				}
+				return left == 0, fmt.Sprintf("%d left", left), nil
+			}); err != nil {
+				return err
 			}
 			jc.Note("Deleted %d Knative CRDs, and with them every Knative Service left on the cluster", n)
 			return nil
