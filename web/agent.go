@@ -2,8 +2,8 @@ package web
 
 import (
 	"context"
-	"net"
 	"encoding/json"
+	"net"
 	"net/url"
 	"strings"
 	"sync"

@@ -52,6 +52,7 @@ func New(st *store.Store, cfg *config.Config, svc *kube.Service, log *slog.Logge
 	sm := NewSessions(st)
 	hub := NewHub(st, log)
 	h := &handlers.Handlers{Store: st, Cfg: cfg, Sessions: sm, Kube: svc, Events: hub, Version: version, Log: log}
+	h.Init()
 	s := &Server{Store: st, Cfg: cfg, Sessions: sm, Hub: hub, H: h, Log: log}
 	s.internal = &internalHosts{s: s}
 	s.App = fiber.New(fiber.Config{

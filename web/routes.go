@@ -38,7 +38,7 @@ func (s *Server) Routes() []Route {
 	h := s.H
 	get, post, put, patch, del := fiber.MethodGet, fiber.MethodPost, fiber.MethodPut, fiber.MethodPatch, fiber.MethodDelete
 	_ = patch
-	return []Route{
+	routes := []Route{
 		{Method: get, Path: "/healthz", Handler: h.Healthz, Public: true},
 		{Method: get, Path: "/readyz", Handler: h.Readyz, Public: true},
 		{Method: get, Path: "/metrics", Handler: adaptor.HTTPHandler(promhttp.Handler()), Public: true},
@@ -129,4 +129,5 @@ func (s *Server) Routes() []Route {
 		{Method: put, Path: "/api/knative-regions/:id/function-tls", Perm: store.PermRegionsManage, Handler: h.APISetFunctionTLS},
 		{Method: del, Path: "/api/knative-regions/:id/function-tls", Perm: store.PermRegionsManage, Handler: h.APIDeleteFunctionTLS},
 	}
+	return append(routes, s.workerRoutes()...)
 }

@@ -1,0 +1,16 @@
+package handlers
+
+import (
+	"github.com/a-h/templ"
+	"github.com/gofiber/fiber/v2"
+
+	"runr.dev/console/store"
+)
+
+// initTabs registers the region tabs rendered by later features' handlers.
+func (h *Handlers) initTabs() {
+	h.extraTabs = map[string]func(c *fiber.Ctx, r *store.Region) (templ.Component, error){}
+}
+
+// Init prepares the handlers after construction.
+func (h *Handlers) Init() { h.initTabs() }
