@@ -16,7 +16,10 @@ import (
 	"runr.dev/console/web/webtest"
 )
 
-var ksGVR = schema.GroupVersionResource{Group: "operator.knative.dev", Version: "v1beta1", Resource: "knativeservings"}
+var (
+	ksGVR   = schema.GroupVersionResource{Group: "operator.knative.dev", Version: "v1beta1", Resource: "knativeservings"}
+	ksvcGVR = schema.GroupVersionResource{Group: "serving.knative.dev", Version: "v1", Resource: "services"}
+)
 
 // newRegion creates a region at once (POST /api/knative-regions) and waits for its
 // preparation job.

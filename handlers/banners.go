@@ -2,14 +2,11 @@ package handlers
 
 import (
 	"context"
-	"time"
 
+	"runr.dev/console/kube"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
-
-// MigrationDeadline is how long a move waits in dns_check before it completes by itself.
-const MigrationDeadline = 48 * time.Hour
 
 // MigrationBanners returns a banner for every region move under way.
 func MigrationBanners(ctx context.Context, st *store.Store) ([]views.MigrationBanner, error) {
@@ -21,7 +18,7 @@ func MigrationBanners(ctx context.Context, st *store.Store) ([]views.MigrationBa
 	for _, r := range rs {
 		b := views.MigrationBanner{RegionID: r.ID, RegionName: r.Name, Status: r.Status}
 		if r.DNSCheckAt != nil {
-			b.Deadline = r.DNSCheckAt.Add(MigrationDeadline)
+			b.Deadline = r.DNSCheckAt.Add(kube.MigrationDeadline)
 		}
 		out = append(out, b)
 	}

@@ -9,7 +9,10 @@ import (
 
 // initTabs registers the region tabs rendered by later features' handlers.
 func (h *Handlers) initTabs() {
-	h.extraTabs = map[string]func(c *fiber.Ctx, r *store.Region) (templ.Component, error){}
+	h.extraTabs = map[string]func(c *fiber.Ctx, r *store.Region) (templ.Component, error){
+		"migration": h.migrationTab,
+		"workers":   h.workersTab,
+	}
 }
 
 // Init prepares the handlers after construction.

@@ -9,4 +9,8 @@ func (s *Service) registerKinds() {
 	s.registerStatusKinds()
 	s.registerSettingsKinds()
 	s.registerDomainKinds()
+	s.registerNodeKinds()
+	s.registerProjectKinds()
+	s.registerMigrationKinds()
+	s.registerBaseDomainKinds()
 }

@@ -59,8 +59,8 @@ func hashOf(s string) string {
 	return hex.EncodeToString(h[:6])
 }
 
-// periodic runs the checks that complete moves and domain migrations.
-func (s *Service) periodic(ctx context.Context) {
+// Periodic runs the checks that complete moves and domain migrations (after each sweep).
+func (s *Service) Periodic(ctx context.Context) {
 	for _, f := range s.periodics {
 		f(ctx)
 	}

@@ -16,8 +16,8 @@ import (
 	"runr.dev/console/store"
 )
 
-// clusterState is what one look at a cluster finds, shared by its regions in a sweep.
-type clusterState struct {
+// clusterLook is what one look at a cluster finds, shared by its regions in a sweep.
+type clusterLook struct {
 	err         error
 	took        time.Duration
 	version     string
@@ -33,8 +33,8 @@ type clusterState struct {
 func key(ns, name string) string { return ns + "/" + name }
 
 // observe reads what the status check needs from a cluster, within ctx.
-func (s *Service) observe(ctx context.Context, r *store.Region) *clusterState {
-	st := &clusterState{deployments: map[string]*appsv1.Deployment{}, statefuls: map[string]*appsv1.StatefulSet{}, daemons: map[string]*appsv1.DaemonSet{}}
+func (s *Service) observe(ctx context.Context, r *store.Region) *clusterLook {
+	st := &clusterLook{deployments: map[string]*appsv1.Deployment{}, statefuls: map[string]*appsv1.StatefulSet{}, daemons: map[string]*appsv1.DaemonSet{}}
 	c, err := s.RegionCluster(r)
 	if err != nil {
 		st.err = err
@@ -97,7 +97,7 @@ type componentCheck struct {
 	detail string
 }
 
-func (st *clusterState) deployment(ns, name string) (bool, string) {
+func (st *clusterLook) deployment(ns, name string) (bool, string) {
 	d, ok := st.deployments[key(ns, name)]
 	if !ok {
 		return false, "Deployment " + key(ns, name) + " is missing"
@@ -106,7 +106,7 @@ func (st *clusterState) deployment(ns, name string) (bool, string) {
 	return ready, "Deployment " + key(ns, name) + ": " + detail
 }
 
-func (st *clusterState) statefulSet(ns, name string) (bool, string) {
+func (st *clusterLook) statefulSet(ns, name string) (bool, string) {
 	s, ok := st.statefuls[key(ns, name)]
 	if !ok {
 		return false, "StatefulSet " + key(ns, name) + " is missing"
@@ -118,7 +118,7 @@ func (st *clusterState) statefulSet(ns, name string) (bool, string) {
 	return s.Status.ReadyReplicas >= want, fmt.Sprintf("StatefulSet %s: %d/%d ready", key(ns, name), s.Status.ReadyReplicas, want)
 }
 
-func (st *clusterState) daemonSet(ns, name string) (bool, string) {
+func (st *clusterLook) daemonSet(ns, name string) (bool, string) {
 	d, ok := st.daemons[key(ns, name)]
 	if !ok {
 		return false, "DaemonSet " + key(ns, name) + " is missing"
@@ -142,7 +142,7 @@ func all(checks ...func() (bool, string)) (bool, string) {
 
 // components judges each installed component from its own Deployments and DaemonSets,
 // not only from a custom resource's Ready.
-func (s *Service) components(r *store.Region, st *clusterState) []componentCheck {
+func (s *Service) components(r *store.Region, st *clusterLook) []componentCheck {
 	var out []componentCheck
 	add := func(name string, ok bool, detail string) { out = append(out, componentCheck{name, ok, detail}) }
 	if r.ServingStatus == "ready" || r.ServingStatus == "error" {
@@ -196,7 +196,7 @@ func ago(t *time.Time) string {
 }
 
 // CheckRegion runs the three layers of a region's status check against a cluster look.
-func (s *Service) checkRegion(ctx context.Context, r *store.Region, st *clusterState, base string) (store.Health, map[string]any) {
+func (s *Service) checkRegion(ctx context.Context, r *store.Region, st *clusterLook, base string) (store.Health, map[string]any) {
 	now := time.Now().UTC()
 	h := r.Health.V
 	fields := map[string]any{"checked_at": now}
@@ -376,7 +376,7 @@ func (s *Service) RunBackground(ctx context.Context) {
 		} else if ctx.Err() == nil {
 			s.Log.Debug("status sweep done", "took", time.Since(start))
 		}
-		s.periodic(ctx)
+		s.Periodic(ctx)
 		select {
 		case <-ctx.Done():
 			return

@@ -76,6 +76,8 @@ type MigrationDetail struct {
 	Steps     []MigrationStep   `json:"steps,omitempty"`
 	Refused   map[string]string `json:"refused,omitempty"`
 	Error     string            `json:"error,omitempty"`
+	// Had records what the region had before the move.
+	Had map[string]any `json:"had,omitempty"`
 }
 
 // MigrationStep is one line of a move's progress.

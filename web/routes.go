@@ -37,7 +37,6 @@ const (
 func (s *Server) Routes() []Route {
 	h := s.H
 	get, post, put, patch, del := fiber.MethodGet, fiber.MethodPost, fiber.MethodPut, fiber.MethodPatch, fiber.MethodDelete
-	_ = patch
 	routes := []Route{
 		{Method: get, Path: "/healthz", Handler: h.Healthz, Public: true},
 		{Method: get, Path: "/readyz", Handler: h.Readyz, Public: true},
@@ -87,6 +86,26 @@ func (s *Server) Routes() []Route {
 		{Method: post, Path: "/regions/:id/redis/:action", Perm: store.PermRegionsManage, Handler: h.RedisActionForm},
 		{Method: get, Path: "/regions/:id/remove", Perm: store.PermRegionsManage, Handler: h.RemoveRegionPage},
 		{Method: post, Path: "/regions/:id/delete", Perm: store.PermRegionsManage, Handler: h.RemoveRegionForm},
+		{Method: post, Path: "/regions/:id/migrate", Perm: store.PermRegionsManage, Handler: h.MigrateForm},
+		{Method: post, Path: "/regions/:id/migration/:action", Perm: store.PermRegionsManage, Handler: h.MigrationActionForm},
+
+		{Method: get, Path: "/projects", Perm: store.PermProjectsView, Handler: h.ProjectsPage},
+		{Method: post, Path: "/projects", Perm: store.PermProjectsManage, Handler: h.CreateProjectForm},
+		{Method: post, Path: "/projects/:id/delete", Perm: store.PermProjectsManage, Handler: h.ProjectActionForm},
+		{Method: post, Path: "/projects/:id/:action", Perm: store.PermProjectsDeploy, Handler: h.ProjectActionForm},
+		{Method: get, Path: "/api/projects", Perm: store.PermProjectsView, Handler: h.APIListProjects},
+		{Method: post, Path: "/api/projects", Perm: store.PermProjectsManage, Handler: h.APICreateProject},
+		{Method: get, Path: "/api/projects/:id", Perm: store.PermProjectsView, Handler: h.APIGetProject},
+		{Method: put, Path: "/api/projects/:id", Perm: store.PermProjectsManage, Handler: h.APIUpdateProject},
+		{Method: del, Path: "/api/projects/:id", Perm: store.PermProjectsManage, Handler: h.APIProjectAction("delete")},
+		{Method: post, Path: "/api/projects/:id/deploy", Perm: store.PermProjectsDeploy, Handler: h.APIProjectAction("deploy")},
+		{Method: post, Path: "/api/projects/:id/stop", Perm: store.PermProjectsDeploy, Handler: h.APIProjectAction("stop")},
+		{Method: post, Path: "/api/projects/:id/resume", Perm: store.PermProjectsDeploy, Handler: h.APIProjectAction("resume")},
+
+		{Method: get, Path: "/platform", Perm: store.PermSettingsView, Handler: h.PlatformPage},
+		{Method: post, Path: "/platform", Perm: store.PermSettingsManage, Handler: h.PlatformForm},
+		{Method: get, Path: "/api/settings", Perm: store.PermSettingsView, Handler: h.APIGetSettings},
+		{Method: patch, Path: "/api/settings", Perm: store.PermSettingsManage, Handler: h.APIPatchSettings},
 		{Method: post, Path: "/regions/setups/:token/retry", Perm: store.PermRegionsManage, Also: []string{store.PermRegistryManage}, Handler: h.WizardRetry},
 
 		{Method: get, Path: "/jobs/:id", Perm: store.PermJobsView, Handler: h.JobPage},
@@ -124,6 +143,11 @@ func (s *Server) Routes() []Route {
 		{Method: put, Path: "/api/knative-regions/:id", Perm: store.PermRegionsManage, Handler: h.APIUpdateRegion},
 		{Method: del, Path: "/api/knative-regions/:id", Perm: store.PermRegionsManage, Handler: h.APIDeleteRegion},
 		{Method: put, Path: "/api/knative-regions/:id/settings", Perm: store.PermRegionsManage, Handler: h.APIUpdateSettings},
+		{Method: post, Path: "/api/knative-regions/:id/migrate", Perm: store.PermRegionsManage, Handler: h.APIMigrate},
+		{Method: get, Path: "/api/knative-regions/:id/migration-status", Perm: store.PermRegionsView, Handler: h.APIMigrationStatus},
+		{Method: post, Path: "/api/knative-regions/:id/complete-migration", Perm: store.PermRegionsManage, Handler: h.APICompleteMigration},
+		{Method: post, Path: "/api/knative-regions/:id/rollback-migration", Perm: store.PermRegionsManage, Handler: h.APIRollbackMigration},
+		{Method: post, Path: "/api/knative-regions/:id/complete-domain-migration", Perm: store.PermRegionsManage, Handler: h.APICompleteDomainMigration},
 		{Method: post, Path: "/api/knative-regions/:id/check-status", Perm: store.PermRegionsManage, Handler: h.APICheckNow},
 		{Method: put, Path: "/api/knative-regions/:id/monitoring", Perm: store.PermRegionsManage, Handler: h.APIUpdateMonitoring},
 		{Method: put, Path: "/api/knative-regions/:id/function-tls", Perm: store.PermRegionsManage, Handler: h.APISetFunctionTLS},

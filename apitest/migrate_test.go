@@ -1,0 +1,314 @@
+package apitest
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"runr.dev/console/config"
+	"runr.dev/console/kube"
+	"runr.dev/console/store"
+	"runr.dev/console/testcluster"
+	"runr.dev/console/web/webtest"
+)
+
+func createProject(t *testing.T, e *webtest.Env, tok, regionID, name string, deploy bool) string {
+	t.Helper()
+	var ans struct {
+		Data   struct{ ID, Slug string }
+		Fields map[string]string
+	}
+	body := map[string]any{"name": name, "region_id": regionID, "image": "ghcr.io/acme/" + name + ":1",
+		"env_vars": map[string]string{"MODE": "prod"}, "secret_env_vars": map[string]string{"API_TOKEN": "SECRET-OF-" + name}}
+	if st := e.JSON("POST", "/api/projects", tok, body, &ans); st != 201 {
+		t.Fatalf("create project: %d %+v", st, ans)
+	}
+	if deploy {
+		projectAction(t, e, tok, ans.Data.ID, "deploy")
+	}
+	return ans.Data.ID
+}
+
+func projectAction(t *testing.T, e *webtest.Env, tok, id, action string) {
+	t.Helper()
+	var ans struct {
+		JobID string `json:"job_id"`
+		Error string
+	}
+	if st := e.JSON("POST", "/api/projects/"+id+"/"+action, tok, nil, &ans); st != 202 {
+		t.Fatalf("%s: %d %s", action, st, ans.Error)
+	}
+	mustSucceed(t, e.WaitJob(ans.JobID, 2*time.Minute))
+}
+
+func migrate(t *testing.T, e *webtest.Env, tok, regionID string, kc []byte, extra map[string]any) *store.Job {
+	t.Helper()
+	body := map[string]any{"kubeconfig": string(kc)}
+	for k, v := range extra {
+		body[k] = v
+	}
+	var ans struct {
+		JobID string `json:"job_id"`
+		Error string
+	}
+	if st := e.JSON("POST", "/api/knative-regions/"+regionID+"/migrate", tok, body, &ans); st != 202 {
+		t.Fatalf("migrate: %d %s", st, ans.Error)
+	}
+	// A second move while this one runs is refused.
+	if st := e.JSON("POST", "/api/knative-regions/"+regionID+"/migrate", tok, body, nil); st != 422 {
+		t.Fatalf("a second move: %d, want 422", st)
+	}
+	return e.WaitJob(ans.JobID, 4*time.Minute)
+}
+
+func TestRegionMove(t *testing.T) {
+	a := testcluster.New(t, testcluster.Options{})
+	b := testcluster.New(t, testcluster.Options{})
+	z := newZone(t)
+	e := console(t, func(c *config.Config) { c.DNSResolver = z.Addr })
+	_, tok := e.User("owner")
+	ctx := context.Background()
+	e.Store.SetSetting(ctx, "base_domain", "example.test")
+	r := newRegion(t, e, tok, a, "mv", nil)
+	mustSucceed(t, action(t, e, tok, r.ID, "install-knative", nil))
+
+	p1 := createProject(t, e, tok, r.ID, "shop", true)
+	p2 := createProject(t, e, tok, r.ID, "blog", true)
+	p3 := createProject(t, e, tok, r.ID, "cron", true)
+	projectAction(t, e, tok, p3, "stop")
+	createProject(t, e, tok, r.ID, "idle", false)
+
+	// The secret env var is referenced, never inlined.
+	ks, err := a.DynamicGet(ctx, ksvcGVR, "mv", "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if raw, _ := ks.MarshalJSON(); strings.Contains(string(raw), "SECRET-OF-shop") || !strings.Contains(string(raw), "shop-secret-env") {
+		t.Fatalf("the Knative Service must reference the Secret: %s", raw)
+	}
+	sec, _ := a.Client.CoreV1().Secrets("mv").Get(ctx, "shop-secret-env", metav1.GetOptions{})
+	if string(sec.Data["API_TOKEN"]) != "SECRET-OF-shop" {
+		t.Fatal("the secret env var must be in <slug>-secret-env")
+	}
+
+	// A function certificate, and a default TLSStore on the new cluster that RunR did not
+	// create: the certificate step fails there, is logged, and the move goes on.
+	now := time.Now()
+	cert, key := selfSigned(t, []string{"*.mv.example.test"}, now.Add(-time.Hour), now.Add(30*24*time.Hour))
+	var tlsAns struct {
+		JobID string `json:"job_id"`
+	}
+	e.JSON("PUT", "/api/knative-regions/"+r.ID+"/function-tls", tok, map[string]any{"certificate": cert, "private_key": key}, &tlsAns)
+	mustSucceed(t, e.WaitJob(tlsAns.JobID, time.Minute))
+	if err := b.ApplyYAML(ctx, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: knative-serving\n"); err != nil {
+		t.Fatal(err)
+	}
+
+	// A data location: the move stays within it.
+	e.Store.DB.Exec(`UPDATE regions SET data_location = 'eu-central' WHERE id = $1`, r.ID)
+	var ref struct{ Fields map[string]string }
+	if st := e.JSON("POST", "/api/knative-regions/"+r.ID+"/migrate", tok, map[string]any{"kubeconfig": string(b.Kubeconfig()), "data_location": "us-east"}, &ref); st != 422 || ref.Fields["data_location"] == "" {
+		t.Fatalf("data-location mismatch: %d %+v", st, ref)
+	}
+	tlsStoreWatch := make(chan struct{})
+	go func() {
+		// Once Traefik's CRDs exist on the new cluster, put a foreign default TLSStore there.
+		defer close(tlsStoreWatch)
+		for i := 0; i < 600; i++ {
+			if b.ApplyYAML(ctx, "apiVersion: traefik.io/v1alpha1\nkind: TLSStore\nmetadata:\n  name: default\n  namespace: knative-serving\nspec: {}\n") == nil {
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	j := migrate(t, e, tok, r.ID, b.Kubeconfig(), map[string]any{"data_location": "eu-central"})
+	<-tlsStoreWatch
+	mustSucceed(t, j)
+	r, _ = e.Store.RegionByID(ctx, r.ID)
+	if r.MigrationStatus != "dns_check" || r.ExternalIP != b.LBAddress || r.OldExternalIP != a.LBAddress || r.ClusterServer != b.Server {
+		t.Fatalf("after the move: %s ip %s old %s server %s", r.MigrationStatus, r.ExternalIP, r.OldExternalIP, r.ClusterServer)
+	}
+	if r.Settings.V.KnativeDomain != "mv.example.test" || r.Name != "mv" {
+		t.Fatal("the move keeps the name and the function domain")
+	}
+	failed := false
+	for _, s := range r.MigrationDetail.V.Steps {
+		if s.Name == "function TLS" && s.Status == "failed" && strings.Contains(s.Message, "replace_existing") {
+			failed = true
+		}
+	}
+	if !failed {
+		t.Fatalf("the failing component must be logged in the move's detail: %+v", r.MigrationDetail.V.Steps)
+	}
+	for _, slug := range []string{"shop", "blog"} {
+		if _, err := b.DynamicGet(ctx, ksvcGVR, "mv", slug); err != nil {
+			t.Fatalf("%s must run on the new cluster: %v", slug, err)
+		}
+	}
+	for _, slug := range []string{"cron", "idle"} {
+		if _, err := b.DynamicGet(ctx, ksvcGVR, "mv", slug); err == nil {
+			t.Fatalf("%s must not run on the new cluster", slug)
+		}
+	}
+	if p, _ := e.Store.ProjectByID(ctx, p3); p.State != "stopped" {
+		t.Fatalf("a stopped project stays stopped: %s", p.State)
+	}
+	// The banner shows the move with its countdown.
+	if _, body := e.Raw("GET", "/regions", tok, ""); !strings.Contains(body, `data-testid="migration-banner"`) || !strings.Contains(body, "data-countdown") {
+		t.Fatal("the migration banner must show while the move is in dns_check")
+	}
+	var ms struct {
+		MigrationStatus string `json:"migration_status"`
+		Steps           []struct{ Name, Status string }
+	}
+	e.JSON("GET", "/api/knative-regions/"+r.ID+"/migration-status", tok, nil, &ms)
+	if ms.MigrationStatus != "dns_check" || len(ms.Steps) != 8 {
+		t.Fatalf("migration-status %+v", ms)
+	}
+
+	// Completion by DNS: dns-check.<domain> reaches the new address.
+	e.Kube.Periodic(ctx)
+	if r, _ = e.Store.RegionByID(ctx, r.ID); r.MigrationStatus != "dns_check" {
+		t.Fatal("without the DNS record the move waits")
+	}
+	z.Set("dns-check.mv.example.test", b.LBAddress)
+	e.Kube.Periodic(ctx)
+	r, _ = e.Store.RegionByID(ctx, r.ID)
+	if r.MigrationStatus != "completed" || r.OldKubeconfig != "" || r.OldExternalIP != "" {
+		t.Fatalf("completion by DNS: %s old %q", r.MigrationStatus, r.OldExternalIP)
+	}
+	if st := e.JSON("POST", "/api/knative-regions/"+r.ID+"/complete-migration", tok, nil, nil); st != 422 {
+		t.Fatalf("complete outside dns_check: %d", st)
+	}
+
+	// Back to A, then a rollback: the region uses B again, its projects run there.
+	mustSucceed(t, migrate(t, e, tok, r.ID, a.Kubeconfig(), map[string]any{"data_location": "eu-central"}))
+	var rb struct {
+		JobID string `json:"job_id"`
+	}
+	if st := e.JSON("POST", "/api/knative-regions/"+r.ID+"/rollback-migration", tok, nil, &rb); st != 202 {
+		t.Fatalf("rollback: %d", st)
+	}
+	mustSucceed(t, e.WaitJob(rb.JobID, 2*time.Minute))
+	r, _ = e.Store.RegionByID(ctx, r.ID)
+	if r.MigrationStatus != "rolled_back" || r.ClusterServer != b.Server || r.ExternalIP != b.LBAddress {
+		t.Fatalf("rollback: %s server %s ip %s", r.MigrationStatus, r.ClusterServer, r.ExternalIP)
+	}
+
+	// And once more, completed by hand.
+	mustSucceed(t, migrate(t, e, tok, r.ID, a.Kubeconfig(), map[string]any{"data_location": "eu-central"}))
+	if st := e.JSON("POST", "/api/knative-regions/"+r.ID+"/complete-migration", tok, nil, nil); st != 200 {
+		t.Fatalf("complete by hand: %d", st)
+	}
+	r, _ = e.Store.RegionByID(ctx, r.ID)
+	if r.MigrationStatus != "completed" || r.ClusterServer != a.Server {
+		t.Fatalf("completion by hand: %s", r.MigrationStatus)
+	}
+	_ = p1
+	_ = p2
+}
+
+func TestBaseDomainChanges(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{})
+	z := newZone(t)
+	e := console(t, func(cfg *config.Config) { cfg.DNSResolver = z.Addr })
+	_, tok := e.User("owner")
+	ctx := context.Background()
+	r := newRegion(t, e, tok, c, "bd", nil)
+	mustSucceed(t, action(t, e, tok, r.ID, "install-knative", nil))
+	patch := func(domain string) {
+		t.Helper()
+		if st := e.JSON("PATCH", "/api/settings", tok, map[string]any{"base_domain": domain}, nil); st != 200 {
+			t.Fatalf("base domain %q: %d", domain, st)
+		}
+		waitIdle(t, e, r.ID)
+	}
+	domainConfig := func() map[string]any {
+		ks, _ := c.DynamicGet(ctx, ksGVR, "knative-serving", "knative-serving")
+		m, _, _ := unstructured.NestedMap(ks.Object, "spec", "config", "domain")
+		return m
+	}
+	if st := e.JSON("PATCH", "/api/settings", tok, map[string]any{"base_domain": "Not A Domain"}, nil); st != 422 {
+		t.Fatalf("bad domain: %d", st)
+	}
+	// The first base domain gives the region its function domain.
+	patch("old.test")
+	r, _ = e.Store.RegionByID(ctx, r.ID)
+	if r.Settings.V.KnativeDomain != "bd.old.test" || domainConfig()["bd.old.test"] == nil {
+		t.Fatalf("first base domain: %q %v", r.Settings.V.KnativeDomain, domainConfig())
+	}
+	// A change starts a domain migration with the alias proxy.
+	patch("new.test")
+	r, _ = e.Store.RegionByID(ctx, r.ID)
+	if r.DomainMigrationStatus != "dns_check" || r.DomainMigrationTarget != "bd.new.test" || r.Settings.V.KnativeDomain != "bd.old.test" {
+		t.Fatalf("domain migration: %s %s %s", r.DomainMigrationStatus, r.DomainMigrationTarget, r.Settings.V.KnativeDomain)
+	}
+	alias, err := c.Client.AppsV1().Deployments("bd").Get(ctx, kube.AliasName, metav1.GetOptions{})
+	if err != nil || *alias.Spec.Replicas != 2 || !strings.Contains(strings.Join(alias.Spec.Template.Spec.Containers[0].Args, " "), "--from bd.new.test --to bd.old.test") {
+		t.Fatalf("alias: %v", err)
+	}
+	if q := alias.Spec.Template.Spec.Containers[0].Resources.Requests; q.Cpu().String() != "10m" || q.Memory().String() != "32Mi" {
+		t.Fatalf("alias requests %v", q)
+	}
+	var got struct{ Data map[string]any }
+	e.JSON("GET", "/api/knative-regions/"+r.ID, tok, nil, &got)
+	if got.Data["domain_migration_target"] != "bd.new.test" {
+		t.Fatalf("domain_migration_target %v", got.Data["domain_migration_target"])
+	}
+	// A third base domain moves the alias on.
+	patch("third.test")
+	r, _ = e.Store.RegionByID(ctx, r.ID)
+	alias, _ = c.Client.AppsV1().Deployments("bd").Get(ctx, kube.AliasName, metav1.GetOptions{})
+	if r.DomainMigrationTarget != "bd.third.test" || !strings.Contains(strings.Join(alias.Spec.Template.Spec.Containers[0].Args, " "), "--from bd.third.test") {
+		t.Fatalf("third base domain: %s", r.DomainMigrationTarget)
+	}
+	// Back to the old one: the migration ends.
+	patch("old.test")
+	r, _ = e.Store.RegionByID(ctx, r.ID)
+	if r.DomainMigrationStatus != "" || r.Settings.V.KnativeDomain != "bd.old.test" {
+		t.Fatalf("rollback: %q %q", r.DomainMigrationStatus, r.Settings.V.KnativeDomain)
+	}
+	if _, err := c.Client.AppsV1().Deployments("bd").Get(ctx, kube.AliasName, metav1.GetOptions{}); err == nil {
+		t.Fatal("the alias must go when the migration ends")
+	}
+	// Through to completion: DNS of the new domain reaches the region.
+	patch("new.test")
+	z.Set("dns-check.bd.new.test", c.LBAddress)
+	e.Kube.Periodic(ctx)
+	waitIdle(t, e, r.ID)
+	r, _ = e.Store.RegionByID(ctx, r.ID)
+	if r.Settings.V.KnativeDomain != "bd.new.test" || r.DomainMigrationStatus != "" {
+		t.Fatalf("completion: %q %q", r.Settings.V.KnativeDomain, r.DomainMigrationStatus)
+	}
+	dc := domainConfig()
+	if dc["bd.new.test"] == nil || dc["bd.old.test"] != nil {
+		t.Fatalf("Knative's domain configuration after completion: %v", dc)
+	}
+	// A cleared base domain removes the function domain.
+	patch("")
+	r, _ = e.Store.RegionByID(ctx, r.ID)
+	if r.Settings.V.KnativeDomain != "" || domainConfig()["bd.new.test"] != nil {
+		t.Fatalf("cleared: %q %v", r.Settings.V.KnativeDomain, domainConfig())
+	}
+}
+
+// waitIdle waits until the region has no queued or running job.
+func waitIdle(t *testing.T, e *webtest.Env, regionID string) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		if _, err := e.Store.ActiveJob(context.Background(), regionID, ""); err != nil {
+			js, _ := e.Store.ListJobs(context.Background(), regionID, 1)
+			if len(js) > 0 && js[0].Status == "failed" {
+				t.Fatalf("job %s failed: %s", js[0].Kind, js[0].Error)
+			}
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatal("the region's jobs did not finish")
+}

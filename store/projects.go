@@ -1,0 +1,156 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Project is a function deployed into one region.
+type Project struct {
+	ID            string                  `db:"id" json:"id"`
+	Name          string                  `db:"name" json:"name"`
+	Slug          string                  `db:"slug" json:"slug"`
+	RegionID      *string                 `db:"region_id" json:"region_id"`
+	Image         string                  `db:"image" json:"image"`
+	EnvVars       JSON[map[string]string] `db:"env_vars" json:"env_vars"`
+	SecretEnvVars string                  `db:"secret_env_vars" json:"-"`
+	CPUm          int                     `db:"cpu_m" json:"cpu_m"`
+	MemoryMi      int                     `db:"memory_mi" json:"memory_mi"`
+	AlwaysOn      bool                    `db:"always_on" json:"always_on"`
+	State         string                  `db:"state" json:"state"` // none | running | stopped
+	DeployedImage string                  `db:"deployed_image" json:"deployed_image"`
+	DeployedAt    *time.Time              `db:"deployed_at" json:"deployed_at"`
+	Message       string                  `db:"message" json:"message"`
+	CreatedAt     time.Time               `db:"created_at" json:"created_at"`
+	UpdatedAt     time.Time               `db:"updated_at" json:"updated_at"`
+
+	// Secrets is the decrypted secret env vars (never serialised).
+	Secrets map[string]string `db:"-" json:"-"`
+}
+
+// Region returns the project's region id ("" when it has none).
+func (p *Project) Region() string {
+	if p.RegionID == nil {
+		return ""
+	}
+	return *p.RegionID
+}
+
+var slugRe = regexp.MustCompile(`[^a-z0-9]+`)
+
+// Slugify derives a DNS-safe slug from a name.
+func Slugify(name string) string {
+	s := strings.Trim(slugRe.ReplaceAllString(strings.ToLower(name), "-"), "-")
+	if len(s) > 40 {
+		s = strings.TrimRight(s[:40], "-")
+	}
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		s = "p-" + s
+	}
+	return strings.TrimRight(s, "-")
+}
+
+func (s *Store) decryptProject(p *Project) error {
+	p.Secrets = map[string]string{}
+	if p.SecretEnvVars == "" {
+		return nil
+	}
+	plain, err := s.Cipher.Decrypt(p.SecretEnvVars)
+	if err != nil {
+		return fmt.Errorf("store: project %s: %w", p.Slug, err)
+	}
+	return json.Unmarshal([]byte(plain), &p.Secrets)
+}
+
+func (s *Store) sealSecrets(m map[string]string) (string, error) {
+	if len(m) == 0 {
+		return "", nil
+	}
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return "", err
+	}
+	return s.Cipher.Encrypt(string(raw)), nil
+}
+
+// CreateProject inserts a project with a unique slug derived from its name.
+func (s *Store) CreateProject(ctx context.Context, p *Project) error {
+	p.ID = NewID()
+	if p.EnvVars.V == nil {
+		p.EnvVars.V = map[string]string{}
+	}
+	sealed, err := s.sealSecrets(p.Secrets)
+	if err != nil {
+		return wrap("create project", err)
+	}
+	base := Slugify(p.Name)
+	for i := 1; i < 100; i++ {
+		p.Slug = base
+		if i > 1 {
+			p.Slug = fmt.Sprintf("%s-%d", base, i)
+		}
+		err = s.DB.GetContext(ctx, p, `INSERT INTO projects (id, name, slug, region_id, image, env_vars, secret_env_vars, cpu_m, memory_mi, always_on)
+			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10) ON CONFLICT (slug) DO NOTHING RETURNING *`,
+			p.ID, p.Name, p.Slug, p.RegionID, p.Image, p.EnvVars, sealed, p.CPUm, p.MemoryMi, p.AlwaysOn)
+		if err == nil {
+			return s.decryptProject(p)
+		}
+		if !isNotFound(wrap("", err)) {
+			return wrap("create project", err)
+		}
+	}
+	return fmt.Errorf("store: create project: no free slug for %q", p.Name)
+}
+
+// ProjectByID returns a project with its secrets decrypted.
+func (s *Store) ProjectByID(ctx context.Context, id string) (*Project, error) {
+	p := &Project{}
+	if err := s.DB.GetContext(ctx, p, `SELECT * FROM projects WHERE id = $1`, id); err != nil {
+		return nil, wrap("project "+id, err)
+	}
+	return p, s.decryptProject(p)
+}
+
+// ListProjects returns projects, of one region when regionID is set.
+func (s *Store) ListProjects(ctx context.Context, regionID string) ([]Project, error) {
+	var ps []Project
+	if err := s.DB.SelectContext(ctx, &ps, `SELECT * FROM projects WHERE $1 = '' OR region_id = $1 ORDER BY name`, regionID); err != nil {
+		return nil, wrap("list projects", err)
+	}
+	for i := range ps {
+		if err := s.decryptProject(&ps[i]); err != nil {
+			return nil, err
+		}
+	}
+	return ps, nil
+}
+
+// UpdateProject saves a project's editable fields and secrets.
+func (s *Store) UpdateProject(ctx context.Context, p *Project) error {
+	sealed, err := s.sealSecrets(p.Secrets)
+	if err != nil {
+		return wrap("update project", err)
+	}
+	res, err := s.DB.ExecContext(ctx, `UPDATE projects SET name = $2, region_id = $3, image = $4, env_vars = $5, secret_env_vars = $6,
+		cpu_m = $7, memory_mi = $8, always_on = $9, updated_at = now() WHERE id = $1`,
+		p.ID, p.Name, p.RegionID, p.Image, p.EnvVars, sealed, p.CPUm, p.MemoryMi, p.AlwaysOn)
+	return affected("update project "+p.ID, res, err)
+}
+
+// SetProjectState records a project's state after a deploy, stop or refusal.
+func (s *Store) SetProjectState(ctx context.Context, id, state, message, deployedImage string) error {
+	res, err := s.DB.ExecContext(ctx, `UPDATE projects SET state = $2, message = $3,
+		deployed_image = CASE WHEN $4 = '' THEN deployed_image ELSE $4 END,
+		deployed_at = CASE WHEN $4 = '' THEN deployed_at ELSE now() END, updated_at = now() WHERE id = $1`, id, state, message, deployedImage)
+	return affected("set project state "+id, res, err)
+}
+
+// DeleteProject removes a project's record.
+func (s *Store) DeleteProject(ctx context.Context, id string) error {
+	res, err := s.DB.ExecContext(ctx, `DELETE FROM projects WHERE id = $1`, id)
+	return affected("delete project "+id, res, err)
+}
