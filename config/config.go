@@ -51,7 +51,7 @@ type Config struct {
 	DNSResolver string
 	// StatusInterval is how often every region is checked (default 1 min).
 	StatusInterval time.Duration
-	// StatusConcurrency bounds the regions checked at once (default 32).
+	// StatusConcurrency bounds the clusters checked at once (default 64).
 	StatusConcurrency int
 	// StatusTimeout is the per-region deadline of a check (default 10 s).
 	StatusTimeout time.Duration
@@ -101,7 +101,8 @@ func FromEnv() (*Config, error) {
 	if c.StatusTimeout, err = durEnv("RUNR_STATUS_TIMEOUT", 10*time.Second); err != nil {
 		return nil, err
 	}
-	if c.StatusConcurrency, err = intEnv("RUNR_STATUS_CONCURRENCY", 32); err != nil {
+	// Checks wait on the network, not on the CPU: many run at once.
+	if c.StatusConcurrency, err = intEnv("RUNR_STATUS_CONCURRENCY", 64); err != nil {
 		return nil, err
 	}
 	if c.Workers, err = intEnv("RUNR_WORKERS", 8); err != nil {

@@ -93,7 +93,14 @@ const SessionLoadedKey = "session_loaded"
 func hasSession(c *fiber.Ctx) bool { v, _ := c.Locals(SessionLoadedKey).(bool); return v }
 
 // flash stores a message for the next page.
-func (h *Handlers) flash(c *fiber.Ctx, msg string) { h.Sessions.Put(ctx(c), "flash", msg) }
+func (h *Handlers) flash(c *fiber.Ctx, msg string) { h.sessionPut(c, "flash", msg) }
+
+// sessionPut stores a value in the session of a browser request (bearer-token requests have none).
+func (h *Handlers) sessionPut(c *fiber.Ctx, key string, v any) {
+	if hasSession(c) {
+		h.Sessions.Put(ctx(c), key, v)
+	}
+}
 
 // Render writes a templ component as HTML.
 func Render(c *fiber.Ctx, status int, comp templ.Component) error {

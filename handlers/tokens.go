@@ -97,7 +97,7 @@ func (h *Handlers) CreateTokenForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	h.Sessions.Put(ctx(c), "new_token", plain)
+	h.sessionPut(c, "new_token", plain)
 	return redirect(c, "/tokens")
 }
 

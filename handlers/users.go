@@ -83,7 +83,7 @@ func (h *Handlers) CreateUserForm(c *fiber.Ctx) error {
 	}
 	h.flash(c, "Added "+u.Email+" as "+u.Role+".")
 	if generated != "" {
-		h.Sessions.Put(ctx(c), "generated_password", generated)
+		h.sessionPut(c, "generated_password", generated)
 	}
 	return redirect(c, "/users")
 }

@@ -51,12 +51,21 @@ func (s *Store) CreateAPIToken(ctx context.Context, userID, name string, scopes 
 	return t, plain, nil
 }
 
-// APITokenByPlain finds a token by its plaintext and records its use.
+// APITokenByPlain finds a token by its plaintext and records its use (at most once a
+// minute, so that a busy script does not write on every request).
 func (s *Store) APITokenByPlain(ctx context.Context, plain string) (*APIToken, error) {
 	t := &APIToken{}
-	err := s.DB.GetContext(ctx, t, `UPDATE api_tokens SET last_used_at = now()
-		WHERE token_hash = $1 RETURNING *`, HashToken(plain))
-	return t, wrap("api token", err)
+	if err := s.DB.GetContext(ctx, t, `SELECT * FROM api_tokens WHERE token_hash = $1`, HashToken(plain)); err != nil {
+		return nil, wrap("api token", err)
+	}
+	if t.LastUsedAt == nil || time.Since(*t.LastUsedAt) > time.Minute {
+		now := time.Now().UTC()
+		if _, err := s.DB.ExecContext(ctx, `UPDATE api_tokens SET last_used_at = $2 WHERE id = $1`, t.ID, now); err != nil {
+			return nil, wrap("api token", err)
+		}
+		t.LastUsedAt = &now
+	}
+	return t, nil
 }
 
 // ListAPITokens returns the tokens of a user ("" for every user's).
