@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"encoding/json"
 	"net"
 	"time"
 
@@ -124,6 +125,11 @@ func (h *Handlers) RegionsPage(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	l := views.RegionsList{Regions: rs, Query: q, Page: page, Pages: pages(total, regionsPageSize), Total: total}
+	if page == 1 {
+		if l.Setups, err = h.pendingSetups(c); err != nil {
+			return h.Fail(c, err)
+		}
+	}
 	return Render(c, fiber.StatusOK, views.Regions(h.page(c, "Knative Regions", "regions"), l))
 }
 
@@ -174,4 +180,26 @@ func (h *Handlers) banners(c *fiber.Ctx) []views.MigrationBanner {
 		h.Log.Warn("migration banners", "err", err)
 	}
 	return bs
+}
+
+// pendingSetups are the wizards whose region does not exist yet.
+func (h *Handlers) pendingSetups(c *fiber.Ctx) ([]views.PendingSetup, error) {
+	ss, err := h.Store.PendingSetups(ctx(c))
+	if err != nil {
+		return nil, err
+	}
+	var out []views.PendingSetup
+	for _, s := range ss {
+		if s.JobID == nil {
+			continue
+		}
+		j, err := h.Store.JobByID(ctx(c), *s.JobID)
+		if err != nil || j.Status == "succeeded" {
+			continue
+		}
+		var p struct{ Name string }
+		_ = json.Unmarshal(j.Params, &p)
+		out = append(out, views.PendingSetup{Token: s.Token, Name: p.Name, Status: j.Status})
+	}
+	return out, nil
 }
