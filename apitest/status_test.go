@@ -52,7 +52,7 @@ func blackHole(t *testing.T) string {
 
 func TestSweepUnreachableRegionDoesNotDelayOthers(t *testing.T) {
 	c := testcluster.New(t, testcluster.Options{})
-	e := console(t, func(cfg *config.Config) { cfg.StatusTimeout = 2 * time.Second; cfg.StatusConcurrency = 8 })
+	e := console(t, func(cfg *config.Config) { cfg.StatusTimeout = 4 * time.Second; cfg.StatusConcurrency = 8 })
 	_, tok := e.User("owner")
 	ctx := context.Background()
 	var healthy []*store.Region
@@ -70,12 +70,13 @@ func TestSweepUnreachableRegionDoesNotDelayOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	took := time.Since(start)
-	if took > 4*time.Second {
-		t.Fatalf("the sweep took %s: the dead cluster must be cut off at its deadline (2 s)", took)
+	if took > 7*time.Second {
+		t.Fatalf("the sweep took %s: the dead cluster must be cut off at its deadline (4 s)", took)
 	}
 	for _, h := range healthy {
 		r, _ := e.Store.RegionByID(ctx, h.ID)
-		if r.CheckedAt == nil || r.CheckedAt.Sub(start) > 1500*time.Millisecond {
+		// Checked well before the dead cluster's deadline: not delayed by it.
+		if r.CheckedAt == nil || r.CheckedAt.Sub(start) > 3*time.Second {
 			t.Fatalf("%s was checked at %v (sweep started %v): delayed by the dead region", r.Name, r.CheckedAt, start)
 		}
 		if r.Health.V.API.State != "ok" || !strings.Contains(r.Health.V.API.Reason, "answered in") {
@@ -86,7 +87,7 @@ func TestSweepUnreachableRegionDoesNotDelayOthers(t *testing.T) {
 		}
 	}
 	d, _ := e.Store.RegionByID(ctx, dead.ID)
-	if d.Health.V.API.State != "down" || !strings.Contains(d.Health.V.API.Reason, "no answer within 2s") || d.Health.V.Failures != 1 {
+	if d.Health.V.API.State != "down" || !strings.Contains(d.Health.V.API.Reason, "no answer within 4s") || d.Health.V.Failures != 1 {
 		t.Fatalf("dead region: %+v failures %d", d.Health.V.API, d.Health.V.Failures)
 	}
 	// The circuit breaker: the next sweep does not wait for the dead cluster again.
