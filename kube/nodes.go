@@ -267,10 +267,16 @@ func ClusterShape(controlPlanes []string) []ShapeWarning {
 			"The cluster has a single control-plane node (%s): it is not highly available. If it fails, the Kubernetes API and etcd are gone; high availability needs an odd number of control-plane nodes, 3 is the standard count.", controlPlanes[0])})
 	case n > 1 && n%2 == 0:
 		ws = append(ws, ShapeWarning{Key: "even_control_planes", Message: fmt.Sprintf(
-			"The cluster has %d control-plane nodes (%s): etcd keeps quorum with a majority of its members, so %d members survive no more failures than %d (%d). Add or remove one to get an odd number; 3 is the standard count.",
-			n, strings.Join(controlPlanes, ", "), n, n-1, (n-1)/2)})
+			"The cluster has %d control-plane nodes (%s), an even number of etcd members: etcd needs a majority of its members for quorum, so %s. Add or remove one to get an odd number; 3 is the standard count.",
+			n, strings.Join(controlPlanes, ", "), tolerates(n))})
 	}
 	return ws
+}
+
+// tolerates says how many failures an even number n of etcd members survives: no more
+// than n-1 members would.
+func tolerates(n int) string {
+	return fmt.Sprintf("%d members survive %d failure(s), no more than %d would", n, (n-1)/2, n-1)
 }
 
 // NodeDeleteCheck is what deleting a node would do to the cluster's shape (the
@@ -314,7 +320,7 @@ func checkNodeDelete(name string, isCP bool, cps []string) NodeDeleteCheck {
 	case left == 0:
 		d.Refused = fmt.Sprintf("%s is the last control-plane node: deleting it would leave the cluster without its API server and etcd. Add another control-plane node first; the console does not reset clusters.", name)
 	case left%2 == 0:
-		d.Warning = fmt.Sprintf("Deleting %s leaves %d control-plane nodes, an even number of etcd voting members: %d members survive no more failures than %d (%d). The warning is advisory; the delete goes ahead.", name, left, left, left-1, (left-1)/2)
+		d.Warning = fmt.Sprintf("Deleting %s leaves %d control-plane nodes, an even number of etcd voting members: %s. The warning is advisory; the delete goes ahead.", name, left, tolerates(left))
 	}
 	return d
 }
@@ -547,7 +553,7 @@ func (s *Service) evictPods(ctx context.Context, jc *JobContext, c *Cluster, nod
 	skipped := 0
 	first := true
 	what := "the pods to leave " + node
-	err := jc.Wait(ctx, what, WaitOpts{Timeout: timeout, Interval: time.Second,
+	err := jc.Wait(ctx, what, WaitOpts{Timeout: timeout, Interval: 2 * time.Second,
 		Hint: node + " stays cordoned: relax the PodDisruptionBudget or give its pods room on other nodes, then Retry"},
 		func(ctx context.Context) (bool, string, error) {
 			n, err := c.Clientset.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
@@ -590,10 +596,10 @@ func (s *Service) evictPods(ctx context.Context, jc *JobContext, c *Cluster, nod
 					left = append(left, key+" (terminating)")
 				case apierrors.IsNotFound(err):
 				case apierrors.IsTooManyRequests(err):
-					why := s.pdbBlocking(ctx, c, pod, err)
-					if blockedBy[key] != why {
-						jc.Logf("waiting for pod %s: %s", key, why)
-						blockedBy[key] = why
+					why, detail := s.pdbBlocking(ctx, c, pod, err)
+					if blockedBy[key] != why+detail {
+						jc.Logf("waiting for pod %s: %s%s", key, why, detail)
+						blockedBy[key] = why + detail
 					}
 					left = append(left, key+" ("+why+")")
 				case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
@@ -631,8 +637,8 @@ func (s *Service) evictPods(ctx context.Context, jc *JobContext, c *Cluster, nod
 	return nil
 }
 
-// pdbBlocking names the PodDisruptionBudget that refused a pod's eviction.
-func (s *Service) pdbBlocking(ctx context.Context, c *Cluster, pod *corev1.Pod, evictErr error) string {
+// pdbBlocking names the PodDisruptionBudget that refused a pod's eviction, and its state.
+func (s *Service) pdbBlocking(ctx context.Context, c *Cluster, pod *corev1.Pod, evictErr error) (string, string) {
 	pdbs, err := c.Clientset.PolicyV1().PodDisruptionBudgets(pod.Namespace).List(ctx, metav1.ListOptions{})
 	if err == nil {
 		var names []string
@@ -643,17 +649,17 @@ func (s *Service) pdbBlocking(ctx context.Context, c *Cluster, pod *corev1.Pod, 
 				continue
 			}
 			names = append(names, pdb.Namespace+"/"+pdb.Name)
-			detail = fmt.Sprintf(" (%d disruption(s) allowed: %d healthy pod(s), %d needed)",
+			detail = fmt.Sprintf(": it allows %d disruption(s) now, with %d healthy pod(s) of %d needed",
 				pdb.Status.DisruptionsAllowed, pdb.Status.CurrentHealthy, pdb.Status.DesiredHealthy)
 		}
 		if len(names) == 1 {
-			return "blocked by PodDisruptionBudget " + names[0] + detail
+			return "blocked by PodDisruptionBudget " + names[0], detail
 		}
 		if len(names) > 1 {
-			return "blocked by PodDisruptionBudgets " + strings.Join(names, ", ")
+			return "blocked by PodDisruptionBudgets " + strings.Join(names, ", "), ""
 		}
 	}
-	return "blocked by a PodDisruptionBudget: " + short(evictErr)
+	return "blocked by a PodDisruptionBudget", ": " + short(evictErr)
 }
 
 // deleteNode deletes the Node object and takes it out of the region's dedicated workers.
