@@ -361,33 +361,15 @@ func wkAddNodes(t *testing.T, c *testcluster.Cluster, specs ...testcluster.NodeS
 	}
 }
 
-// wkLostNode adds a node whose kubelet reported once, Ready, and then stopped: nothing
-// updates its status afterwards. (testcluster's StopHeartbeat does not stop kwok: kwok
-// v0.8 filters its node informer's events by the kwok.x-k8s.io/node annotation on the
-// client side, so the update that removes the annotation never reaches it and the node
-// keeps its heartbeat. A node created without the annotation is never managed.)
+// wkLostNode adds a node that kwok keeps Ready, then stops its heartbeat, as when
+// its kubelet dies.
 func wkLostNode(t *testing.T, c *testcluster.Cluster, spec testcluster.NodeSpec) {
 	t.Helper()
 	ctx := context.Background()
-	n := spec.Node()
-	delete(n.Annotations, "kwok.x-k8s.io/node")
-	status := n.Status
-	now := metav1.Now()
-	status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-		Message: "kubelet is posting ready status", LastHeartbeatTime: now, LastTransitionTime: now}}
-	if _, err := c.Client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{}); err != nil {
+	if err := c.AddNodes(ctx, spec); err != nil {
 		t.Fatal(err)
 	}
-	// The controllers touch a new node too: retry on conflicts.
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur, err := c.Client.CoreV1().Nodes().Get(ctx, spec.Name, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		cur.Status = status
-		_, err = c.Client.CoreV1().Nodes().UpdateStatus(ctx, cur, metav1.UpdateOptions{})
-		return err
-	}); err != nil {
+	if err := c.StopHeartbeat(ctx, spec.Name); err != nil {
 		t.Fatal(err)
 	}
 }

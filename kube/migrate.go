@@ -110,7 +110,7 @@ func (s *Service) migrationSteps() []Step {
 				jc.Note("No dedicated workers")
 				return ErrSkip
 			}
-			exist, err := c.ApplyWorkers(ctx, r.Nodes)
+			exist, err := c.ApplyWorkers(ctx, r.Nodes, nil)
 			if err != nil {
 				return err
 			}

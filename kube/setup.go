@@ -249,7 +249,7 @@ func (s *Service) setupSteps(p SetupParams) []Step {
 			if err != nil {
 				return err
 			}
-			exist, err := c.ApplyWorkers(ctx, p.Nodes)
+			exist, err := c.ApplyWorkers(ctx, p.Nodes, nil)
 			if err != nil {
 				return err
 			}
@@ -377,7 +377,7 @@ func (s *Service) registerRegionKinds() {
 			if err != nil {
 				return err
 			}
-			exist, err := c.ApplyWorkers(ctx, p.Nodes)
+			exist, err := c.ApplyWorkers(ctx, p.Nodes, r.Nodes)
 			if err != nil {
 				return err
 			}

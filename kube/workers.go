@@ -20,12 +20,17 @@ const (
 // DedicatedTaint keeps everything but projects off the dedicated workers.
 var DedicatedTaint = corev1.Taint{Key: DedicatedKey, Value: DedicatedValue, Effect: corev1.TaintEffectNoSchedule}
 
-// ApplyWorkers labels and taints the selected nodes and removes both from the others
-// that carry them. It returns the selected nodes that exist.
-func (c *Cluster) ApplyWorkers(ctx context.Context, selected []string) ([]string, error) {
+// ApplyWorkers labels and taints the selected nodes and removes both from the nodes of
+// the previous selection that are no longer selected (other regions' workers on the same
+// cluster are left alone). It returns the selected nodes that exist.
+func (c *Cluster) ApplyWorkers(ctx context.Context, selected, previous []string) ([]string, error) {
 	want := map[string]bool{}
 	for _, n := range selected {
 		want[n] = true
+	}
+	was := map[string]bool{}
+	for _, n := range previous {
+		was[n] = true
 	}
 	nodes, err := c.Clientset.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -33,16 +38,20 @@ func (c *Cluster) ApplyWorkers(ctx context.Context, selected []string) ([]string
 	}
 	var exist []string
 	for _, n := range nodes.Items {
-		sel := want[n.Name]
-		if sel {
+		dedicated := n.Labels[DedicatedKey] == DedicatedValue && hasTaint(&n, DedicatedTaint)
+		switch {
+		case want[n.Name]:
 			exist = append(exist, n.Name)
-		}
-		has := n.Labels[DedicatedKey] == DedicatedValue || hasTaint(&n, DedicatedTaint)
-		if sel == has && (!sel || (n.Labels[DedicatedKey] == DedicatedValue && hasTaint(&n, DedicatedTaint))) {
-			continue
-		}
-		if err := c.setDedicated(ctx, n.Name, sel); err != nil {
-			return exist, err
+			if dedicated {
+				continue
+			}
+			if err := c.setDedicated(ctx, n.Name, true); err != nil {
+				return exist, err
+			}
+		case was[n.Name]:
+			if err := c.setDedicated(ctx, n.Name, false); err != nil {
+				return exist, err
+			}
 		}
 	}
 	return exist, nil

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 )
 
 // NodeSpec describes one fake node that kwok keeps Ready.
@@ -103,9 +104,19 @@ func (c *Cluster) AddNodes(ctx context.Context, specs ...NodeSpec) error {
 		if err != nil {
 			return fmt.Errorf("testcluster: create node %s: %w", n.Name, err)
 		}
-		// Status is written through the status subresource, as a kubelet would.
-		created.Status = node.Status
-		if _, err := c.Client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		// Status is written through the status subresource, as a kubelet would; kwok may
+		// write the node at the same time, so a conflict is retried on the newest version.
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			latest, err := c.Client.CoreV1().Nodes().Get(ctx, created.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			latest.Status.Capacity, latest.Status.Allocatable = node.Status.Capacity, node.Status.Allocatable
+			latest.Status.NodeInfo, latest.Status.Phase = node.Status.NodeInfo, node.Status.Phase
+			_, err = c.Client.CoreV1().Nodes().UpdateStatus(ctx, latest, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
 			return fmt.Errorf("testcluster: node %s status: %w", n.Name, err)
 		}
 	}
@@ -136,17 +147,20 @@ func (c *Cluster) WaitNodeReady(ctx context.Context, name string, ready bool) er
 	return fmt.Errorf("testcluster: node %s did not become ready=%v%s", name, ready, c.logTail("kwok"))
 }
 
-// StopHeartbeat makes kwok stop managing a node: its heartbeat stops, as when a
-// node's kubelet dies.
+// HeartbeatStopped is the annotation that keeps kwok's node stages off a node.
+const HeartbeatStopped = "runr.dev/heartbeat"
+
+// StopHeartbeat stops a node's heartbeat, as when its kubelet dies: kwok's heartbeat
+// and initialisation stages skip nodes with the annotation.
 func (c *Cluster) StopHeartbeat(ctx context.Context, name string) error {
-	patch := []byte(`{"metadata":{"annotations":{"kwok.x-k8s.io/node":null}}}`)
+	patch := []byte(`{"metadata":{"annotations":{"` + HeartbeatStopped + `":"stopped"}}}`)
 	_, err := c.Client.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 	return err
 }
 
-// ResumeHeartbeat hands a node back to kwok.
+// ResumeHeartbeat lets kwok heartbeat a node again.
 func (c *Cluster) ResumeHeartbeat(ctx context.Context, name string) error {
-	patch := []byte(`{"metadata":{"annotations":{"kwok.x-k8s.io/node":"fake"}}}`)
+	patch := []byte(`{"metadata":{"annotations":{"` + HeartbeatStopped + `":null}}}`)
 	_, err := c.Client.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 	return err
 }

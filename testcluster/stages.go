@@ -71,6 +71,12 @@ func (c *Cluster) installStages(ctx context.Context, bins *Binaries) error {
 			return err
 		}
 		for _, o := range objs {
+			if o.GetName() == "node-heartbeat" || o.GetName() == "node-initialize" {
+				// A node whose heartbeat a test stopped is left alone (StopHeartbeat).
+				exprs, _, _ := unstructured.NestedSlice(o.Object, "spec", "selector", "matchExpressions")
+				exprs = append(exprs, map[string]any{"key": `.metadata.annotations["` + HeartbeatStopped + `"]`, "operator": "DoesNotExist"})
+				_ = unstructured.SetNestedSlice(o.Object, exprs, "spec", "selector", "matchExpressions")
+			}
 			if o.GetName() == "node-heartbeat" {
 				// A heartbeat every 5 s (kwok's default is 20-45 s), so that a node whose
 				// heartbeat is older than 30 s really lost it.
