@@ -383,12 +383,12 @@ type WaitTimeoutError struct {
 }
 
 func (e *WaitTimeoutError) Error() string {
-	msg := fmt.Sprintf("%s did not finish within %s", e.What, secs(e.Timeout))
+	msg := fmt.Sprintf("Gave up waiting for %s after %s", e.What, secs(e.Timeout))
 	if e.Detail != "" {
-		msg += ": " + e.Detail
+		msg += " (" + e.Detail + ")"
 	}
 	if e.Hint != "" {
-		msg += ". " + e.Hint
+		msg += ". " + strings.ToUpper(e.Hint[:1]) + e.Hint[1:]
 	}
 	return msg
 }
