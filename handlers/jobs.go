@@ -30,6 +30,12 @@ func (h *Handlers) JobData(ctx context.Context, p *Principal, id string) (views.
 	}
 	d := views.JobData{Job: j, Steps: steps, Events: events, CanRetry: p.Can(store.PermRegionsManage)}
 	d.NextURL, d.NextLabel = nextAfter(j)
+	if j.Kind == kube.KindRegistrySetup && d.CanRetry && p.Can(store.PermRegistryManage) {
+		// A failed setup's fields can be changed on its page before a retry.
+		if st, err := h.Store.SetupByJob(ctx, id); err == nil {
+			d.SetupURL = "/regions/setups/" + st.Token
+		}
+	}
 	return d, nil
 }
 

@@ -196,6 +196,7 @@ func (h *Handlers) WizardSetupPage(c *fiber.Ctx) error {
 	if err := json.Unmarshal(jd.Job.Params, &p); err != nil {
 		return h.Fail(c, err)
 	}
+	jd.WizardStep = 2
 	d := views.SetupData{Token: st.Token, Params: p, Job: jd}
 	if jd.Job.Status == "failed" || jd.Job.Status == "cancelled" {
 		retry, err := h.retryForm(c, st, p, views.Form{Values: formOfParams(p)})
@@ -269,6 +270,7 @@ func (h *Handlers) WizardRetry(c *fiber.Ctx) error {
 		if err != nil {
 			return h.Fail(c, err)
 		}
+		jd.WizardStep = 2
 		return Render(c, fiber.StatusUnprocessableEntity, views.WizardSetup(h.page(c, "Add Region", "regions"), views.SetupData{Token: st.Token, Params: p, Job: jd, Retry: retry}))
 	}
 	if err := h.retrySetup(c, st, j, in); err != nil {

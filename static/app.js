@@ -1,7 +1,30 @@
 // Small behaviours of the console: confirmations, migration countdowns, elapsed timers,
-// and disabling buttons while their form is submitted.
+// busy forms, and what htmx does with error answers.
 (function () {
   "use strict";
+
+  if (window.htmx) {
+    // A form sent with htmx comes back as 422 with its fields and their errors: show
+    // it. A server error page (5xx) is shown too; other errors (403 and the like answer
+    // JSON) are announced by requestError below.
+    htmx.config.responseHandling = [
+      { code: "204", swap: false },
+      { code: "[23]..", swap: true },
+      { code: "422", swap: true },
+      { code: "5..", swap: true, error: true },
+      { code: "...", swap: false, error: true }
+    ];
+  }
+
+  // busy marks a form whose request runs: its submit buttons are disabled and show a
+  // spinner (app.css), and its .htmx-indicator elements show.
+  function busy(f, on) {
+    f.classList.toggle("htmx-request", on);
+    if (on) f.setAttribute("aria-busy", "true"); else f.removeAttribute("aria-busy");
+    f.querySelectorAll("button[type=submit], button:not([type])").forEach(function (b) {
+      b.disabled = on;
+    });
+  }
 
   // Destructive forms and buttons carry data-confirm with what will happen.
   document.addEventListener("submit", function (e) {
@@ -11,22 +34,60 @@
       e.preventDefault();
       return;
     }
-    // Plain forms: disable their submit buttons so a double click submits once.
+    // Plain forms: mark them busy once the submission is under way (after the other
+    // listeners), so a double click submits once and the wait shows.
     if (!f.hasAttribute("hx-post") && !f.hasAttribute("hx-put") && !f.hasAttribute("hx-delete")) {
-      f.querySelectorAll("button[type=submit]").forEach(function (b) {
-        setTimeout(function () { b.disabled = true; }, 0);
-      });
+      setTimeout(function () {
+        if (!e.defaultPrevented) busy(f, true);
+      }, 0);
     }
   }, true);
 
+  // A page restored from the back-forward cache must not keep its forms busy.
+  window.addEventListener("pageshow", function (e) {
+    if (e.persisted) {
+      document.querySelectorAll("form[aria-busy=true]").forEach(function (f) { busy(f, false); });
+    }
+  });
+
   document.addEventListener("htmx:confirm", function (e) {
     var el = e.detail.elt;
-    var msg = el.getAttribute("data-confirm");
+    var msg = el.getAttribute && el.getAttribute("data-confirm");
     if (msg) {
       e.preventDefault();
       if (window.confirm(msg)) e.detail.issueRequest(true);
     }
   });
+
+  // requestError tells about a failed htmx request that left the page as it was.
+  document.addEventListener("htmx:responseError", function (e) {
+    var xhr = e.detail.xhr;
+    if (!xhr || e.detail.shouldSwap) return;
+    var msg = "The request failed (HTTP " + xhr.status + "). Reload the page and try again.";
+    try {
+      var body = JSON.parse(xhr.responseText);
+      if (body && body.error) msg = body.error;
+    } catch (_) { /* not JSON */ }
+    announce(msg);
+  });
+  document.addEventListener("htmx:sendError", function () {
+    announce("The console did not answer. Check your connection and try again.");
+  });
+
+  function announce(msg) {
+    var main = document.getElementById("main");
+    if (!main) return;
+    var el = document.getElementById("request-error");
+    if (!el) {
+      el = document.createElement("div");
+      el.id = "request-error";
+      el.setAttribute("role", "alert");
+      el.setAttribute("data-testid", "request-error");
+      el.className = "mb-4 rounded-md border border-rose-300 bg-rose-50 p-3 text-sm text-rose-900 dark:border-rose-800 dark:bg-rose-950 dark:text-rose-200";
+      main.insertBefore(el, main.firstChild);
+    }
+    el.textContent = msg;
+  }
 
   function pad(n) { return n < 10 ? "0" + n : "" + n; }
 

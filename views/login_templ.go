@@ -90,11 +90,11 @@ func Login(p Page, f Form) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = Field(f, "email", "E-mail", "email", "").Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = FieldWith(f, "email", "E-mail", "email", "", templ.Attributes{"autocomplete": "username", "autofocus": f.V("email") == ""}).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = Field(f, "password", "Password", "password", "").Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = FieldWith(f, "password", "Password", "password", "", templ.Attributes{"autocomplete": "current-password", "autofocus": f.V("email") != ""}).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -4,6 +4,8 @@ package views
 import (
 	"fmt"
 	"time"
+
+	"github.com/a-h/templ"
 )
 
 // Page is what every page needs to know about the request.
@@ -52,6 +54,14 @@ func (f Form) E(k string) string {
 		return ""
 	}
 	return f.Errors[k]
+}
+
+// errAttrs marks a field with an error invalid and points it at the message.
+func errAttrs(f Form, key string) templ.Attributes {
+	if f.E(key) == "" {
+		return templ.Attributes{}
+	}
+	return templ.Attributes{"aria-invalid": "true", "aria-describedby": "err-" + key}
 }
 
 // Ago renders a time as a short relative duration.

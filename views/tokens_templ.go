@@ -84,7 +84,7 @@ func Tokens(p Page, tokens []store.APIToken, f Form, created string, perms []str
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					var templ_7745c5c3_Var4 = []any{cardClass, "overflow-x-auto p-0"}
+					var templ_7745c5c3_Var4 = []any{tableCardClass}
 					templ_7745c5c3_Err = templ.RenderCSSItems(ctx, templ_7745c5c3_ElementWriter, templ_7745c5c3_Var4...)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err

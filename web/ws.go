@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strconv"
 	"sync"
 	"time"
 
@@ -84,6 +85,12 @@ func (s *Server) JobSocket() fiber.Handler {
 			_ = w.write(websocket.CloseMessage, websocket.FormatCloseMessage(4404, "job not found"))
 			return
 		}
+		// ?wizard=N: the panel is a wizard step's, whose state in the wizard's header
+		// follows the job.
+		if n, err := strconv.Atoi(conn.Query("wizard")); err == nil && n >= 2 && n <= 5 {
+			d.WizardStep = n
+		}
+		d.OnJobPage = conn.Query("page") == "job"
 		var last int64
 		if jsonMode {
 			after := int64(0)
@@ -133,7 +140,17 @@ func (s *Server) JobSocket() fiber.Handler {
 				if jsonMode {
 					msg, _ = json.Marshal(e)
 				} else {
-					msg = render(views.JobUpdate(page, applyEvent(&d, e), e, stepOf(d, e)))
+					cur := applyEvent(&d, e)
+					if e.Kind == "job" {
+						// The job started or ended: what follows it (Continue, Retry, the
+						// region it created) is read again from the database.
+						if fresh, err := s.H.JobData(ctx, p, id); err == nil {
+							fresh.WizardStep, fresh.OnJobPage = d.WizardStep, d.OnJobPage
+							d, cur = fresh, fresh
+						}
+						cur.JustFinished = cur.Job.Done()
+					}
+					msg = render(views.JobUpdate(page, cur, e, stepOf(d, e)))
 				}
 				if w.write(websocket.TextMessage, msg) != nil {
 					return
