@@ -1,0 +1,579 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"runr.dev/console/store"
+	"runr.dev/console/testcluster"
+)
+
+// jobView is GET /api/jobs/:id's answer.
+type jobView struct {
+	store.Job
+	Steps []store.JobStep `json:"steps"`
+}
+
+// waitJob polls GET /api/jobs/:id until the job ends and returns it with the time the
+// poll saw it end.
+func waitJob(c *Console, id string, every, timeout time.Duration) (*jobView, time.Time, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		var ans struct{ Data jobView }
+		st, err := c.API("GET", "/api/jobs/"+id, nil, &ans)
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		if st != 200 {
+			return nil, time.Time{}, fmt.Errorf("GET /api/jobs/%s: %d", id, st)
+		}
+		if ans.Data.Done() {
+			return &ans.Data, time.Now(), nil
+		}
+		if time.Now().After(deadline) {
+			return &ans.Data, time.Now(), fmt.Errorf("job %s (%s) did not finish within %s; status %s", id, ans.Data.Kind, timeout, ans.Data.Status)
+		}
+		time.Sleep(every)
+	}
+}
+
+// jobEvents reads every event of a job (GET /api/jobs/:id/events).
+func jobEvents(c *Console, id string) ([]store.JobEvent, error) {
+	var all []store.JobEvent
+	after := int64(0)
+	for {
+		var ans struct{ Data []store.JobEvent }
+		if _, err := c.API("GET", fmt.Sprintf("/api/jobs/%s/events?after=%d", id, after), nil, &ans); err != nil {
+			return nil, err
+		}
+		if len(ans.Data) == 0 {
+			return all, nil
+		}
+		all = append(all, ans.Data...)
+		after = ans.Data[len(ans.Data)-1].ID
+	}
+}
+
+// namedWait is one named wait of a job: its start and end events.
+type namedWait struct {
+	Job     string
+	Step    int
+	What    string
+	Start   time.Time
+	End     time.Time
+	Elapsed time.Duration // elapsed_ms of the end event, as the console measured it
+}
+
+// waitsOf pairs the start and end events of a job's named waits.
+func waitsOf(job string, evs []store.JobEvent) ([]namedWait, int) {
+	var out []namedWait
+	open := map[string]int{}
+	unpaired := 0
+	for _, e := range evs {
+		if e.Kind != "wait" {
+			continue
+		}
+		var d struct {
+			Phase     string `json:"phase"`
+			What      string `json:"what"`
+			ElapsedMS int64  `json:"elapsed_ms"`
+		}
+		if json.Unmarshal(e.Data, &d) != nil {
+			continue
+		}
+		k := fmt.Sprintf("%d|%s", e.StepIdx, d.What)
+		switch d.Phase {
+		case "start":
+			out = append(out, namedWait{Job: job, Step: e.StepIdx, What: d.What, Start: e.CreatedAt})
+			open[k] = len(out) - 1
+		case "end":
+			if i, ok := open[k]; ok {
+				out[i].End = e.CreatedAt
+				out[i].Elapsed = time.Duration(d.ElapsedMS) * time.Millisecond
+				delete(open, k)
+			} else {
+				unpaired++
+			}
+		}
+	}
+	return out, unpaired + len(open)
+}
+
+func sumWaits(ws []namedWait) time.Duration {
+	var t time.Duration
+	for _, w := range ws {
+		t += w.Elapsed
+	}
+	return t
+}
+
+func stepDur(s store.JobStep) time.Duration {
+	if s.StartedAt == nil || s.FinishedAt == nil {
+		return 0
+	}
+	return s.FinishedAt.Sub(*s.StartedAt)
+}
+
+// installRun is one run of the wizard.
+type installRun struct {
+	cluster  string
+	wall     time.Duration
+	waited   time.Duration
+	waits    []namedWait
+	unpaired int
+	phases   []*phase
+	t0       time.Time
+	cmd      string
+}
+
+func (r *installRun) overhead() time.Duration { return r.wall - r.waited }
+func (r *installRun) share() float64          { return float64(r.overhead()) / float64(r.wall) }
+
+// phase is one job of the wizard.
+type phase struct {
+	name      string
+	post      string
+	postStart time.Time
+	postTook  time.Duration
+	job       *jobView
+	seen      time.Time
+}
+
+// runWizard runs the wizard once through the API on a fresh console and cluster.
+func runWizard(env *Env, o *Options, cl *testcluster.Cluster, n int) (*installRun, error) {
+	dbURL, err := env.NewDB("install")
+	if err != nil {
+		return nil, err
+	}
+	defer env.DropDB(dbURL)
+	con, err := env.NewConsole(fmt.Sprintf("install-%d", n), dbURL, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := con.Start(); err != nil {
+		return nil, err
+	}
+	defer con.Stop()
+
+	ir := &installRun{cluster: cl.Name}
+	run := func(name, path string, body any) (*phase, error) {
+		p := &phase{name: name, post: path}
+		var ans struct {
+			JobID  string `json:"job_id"`
+			Error  string
+			Fields map[string]string
+		}
+		p.postStart = time.Now()
+		st, err := con.API("POST", path, body, &ans)
+		p.postTook = time.Since(p.postStart)
+		if err != nil {
+			return nil, err
+		}
+		if st != 202 || ans.JobID == "" {
+			return nil, fmt.Errorf("POST %s: %d %s %v", path, st, ans.Error, ans.Fields)
+		}
+		p.job, p.seen, err = waitJob(con, ans.JobID, o.Poll, 10*time.Minute)
+		if err != nil {
+			return nil, err
+		}
+		if p.job.Status != "succeeded" {
+			return nil, fmt.Errorf("%s: job %s %s: %s", name, p.job.ID, p.job.Status, p.job.Error)
+		}
+		ir.phases = append(ir.phases, p)
+		fmt.Printf("  %s: %s in %s\n", name, p.job.Status, p.seen.Sub(p.postStart).Round(time.Millisecond))
+		return p, nil
+	}
+	setupBody := map[string]any{"name": "eu-west-1", "kubeconfig": string(cl.Kubeconfig()), "nodes": []string{},
+		"registry_mode": "internal", "storage_type": "pvc", "pvc_config": map[string]any{"storageClass": "standard", "size": "5Gi"},
+		"redis_mode": "none", "data_location": "EU"}
+	ir.t0 = time.Now()
+	p1, err := run("registry setup (steps 1-2)", "/api/registry-setup/start", setupBody)
+	if err != nil {
+		return nil, err
+	}
+	region := p1.job.Region()
+	if region == "" {
+		var list struct{ Data []struct{ ID, Name string } }
+		if _, err := con.API("GET", "/api/knative-regions?q=eu-west-1", nil, &list); err != nil || len(list.Data) != 1 {
+			return nil, fmt.Errorf("the setup created no region eu-west-1: %v", err)
+		}
+		region = list.Data[0].ID
+	}
+	if _, err := run("install-operator", "/api/knative-regions/"+region+"/install-operator", nil); err != nil {
+		return nil, err
+	}
+	if _, err := run("install-serving", "/api/knative-regions/"+region+"/install-serving", map[string]any{"version": "1.20"}); err != nil {
+		return nil, err
+	}
+	ir.wall = ir.phases[len(ir.phases)-1].seen.Sub(ir.t0)
+	var reg struct{ Data map[string]any }
+	if _, err := con.API("GET", "/api/knative-regions/"+region, nil, &reg); err != nil {
+		return nil, err
+	}
+	if reg.Data["serving_status"] != "ready" {
+		return nil, fmt.Errorf("serving_status %v after the wizard", reg.Data["serving_status"])
+	}
+	for _, p := range ir.phases {
+		evs, err := jobEvents(con, p.job.ID)
+		if err != nil {
+			return nil, err
+		}
+		ws, u := waitsOf(p.name, evs)
+		ir.waits = append(ir.waits, ws...)
+		ir.unpaired += u
+	}
+	ir.waited = sumWaits(ir.waits)
+	ir.cmd = fmt.Sprintf("# run %d: console (PID %d), simulated cluster %s (API %s):\n%s %s serve\nPOST http://%s/api/registry-setup/start   {\"name\":\"eu-west-1\",\"registry_mode\":\"internal\",\"storage_type\":\"pvc\",\"pvc_config\":{\"storageClass\":\"standard\",\"size\":\"5Gi\"},\"redis_mode\":\"none\",\"data_location\":\"EU\",\"nodes\":[],\"kubeconfig\":…}\nPOST http://%s/api/knative-regions/%s/install-operator\nPOST http://%s/api/knative-regions/%s/install-serving   {\"version\":\"1.20\"}",
+		n, con.Pid(), cl.Name, cl.Server, con.EnvFor(), env.Runr, con.Addr, con.Addr, region, con.Addr, region)
+	return ir, nil
+}
+
+// benchInstall runs the wizard through the API on simulated clusters and splits its
+// time into waits on the cluster and the console's own work (issue #11, item 3).
+func benchInstall(env *Env, rep *Report, o *Options) error {
+	sec := rep.section("3", "Install overhead")
+	var runs []*installRun
+	for n := 1; n <= o.InstallRuns; n++ {
+		fmt.Printf("run %d of %d: starting a simulated cluster\n", n, o.InstallRuns)
+		cs, err := startClusters(1)
+		if err != nil {
+			return err
+		}
+		r, err := runWizard(env, o, cs[0], n)
+		cs[0].Stop()
+		if err != nil {
+			return fmt.Errorf("run %d: %w", n, err)
+		}
+		fmt.Printf("  wall %s, waits %s, overhead %.1f%%\n", secs(r.wall), secs(r.waited), 100*r.share())
+		runs = append(runs, r)
+	}
+	// The run with the median overhead share is reported.
+	sorted := append([]*installRun(nil), runs...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].share() < sorted[j].share() })
+	med := sorted[len(sorted)/2]
+
+	var cmds []string
+	for _, r := range runs {
+		cmds = append(cmds, r.cmd)
+	}
+	id := sec.cmd("C3", fmt.Sprintf("%s\n# %d runs, each with a fresh database, console and simulated cluster (stand-in charts at %s); each POST after the previous job ended, each job polled with GET /api/jobs/<id> every %s, waits read from GET /api/jobs/<id>/events\n%s",
+		benchCmd(o, "install"), len(runs), env.Repo.URL, o.Poll, strings.Join(cmds, "\n")))
+	what := fmt.Sprintf("(median of %d runs)", len(runs))
+	if len(runs) == 1 {
+		what = ""
+	}
+	rep.add("3", strings.TrimSpace("wizard wall time, step 1 to Serving ready "+what), secs(med.wall), id)
+	rep.add("3", fmt.Sprintf("waiting on the cluster (%d named waits)", len(med.waits)), fmt.Sprintf("%s (%.0f%%)", secs(med.waited), 100*float64(med.waited)/float64(med.wall)), id)
+	rep.check("3", "console overhead (wall − waits)", fmt.Sprintf("%s (%.1f%%)", secs(med.overhead()), 100*med.share()), "< 10% of total", med.share() < 0.10, id)
+
+	var d strings.Builder
+	d.WriteString("| Run | Cluster | Wall time | Named waits | Overhead | Overhead share |\n| --- | --- | --- | --- | --- | --- |\n")
+	for i, r := range runs {
+		mark := ""
+		if r == med {
+			mark = " (reported)"
+		}
+		fmt.Fprintf(&d, "| %d%s | %s | %s | %s (%d) | %s | %.1f%% |\n", i+1, mark, r.cluster, secs(r.wall), secs(r.waited), len(r.waits), secs(r.overhead()), 100*r.share())
+	}
+	d.WriteString("\nWhere the reported run's wall time went (server times from the jobs and steps; client times from the bench):\n\n")
+	d.WriteString("| Part | Time | Of which named waits | Not waiting |\n| --- | --- | --- | --- |\n")
+	prev := med.t0
+	for _, p := range med.phases {
+		j := p.job
+		gap := j.CreatedAt.Sub(prev)
+		fmt.Fprintf(&d, "| before %s: the client sees the previous job's end (poll every %s), then POST %s (answered in %s) | %s | — | %s |\n", p.name, o.Poll, p.post, ms(p.postTook), ms(gap), ms(gap))
+		if j.StartedAt != nil {
+			q := j.StartedAt.Sub(j.CreatedAt)
+			fmt.Fprintf(&d, "| %s: queued until a runner claims it | %s | — | %s |\n", p.name, ms(q), ms(q))
+		}
+		var jw time.Duration
+		for _, w := range med.waits {
+			if w.Job == p.name {
+				jw += w.Elapsed
+			}
+		}
+		if j.StartedAt != nil && j.FinishedAt != nil {
+			run := j.FinishedAt.Sub(*j.StartedAt)
+			fmt.Fprintf(&d, "| %s: running (%d steps) | %s | %s | %s |\n", p.name, len(j.Steps), secs(run), secs(jw), secs(run-jw))
+			prev = *j.FinishedAt
+		}
+	}
+	tail := med.phases[len(med.phases)-1].seen.Sub(prev)
+	fmt.Fprintf(&d, "| after the last job: the client sees its end | %s | — | %s |\n\n", ms(tail), ms(tail))
+
+	type stepRow struct {
+		job, name, title string
+		took, waited     time.Duration
+		waits            int
+	}
+	var rows []stepRow
+	for _, p := range med.phases {
+		for _, s := range p.job.Steps {
+			r := stepRow{job: p.name, name: s.Name, title: s.Title, took: stepDur(s)}
+			for _, w := range med.waits {
+				if w.Job == p.name && w.Step == s.Idx {
+					r.waited += w.Elapsed
+					r.waits++
+				}
+			}
+			rows = append(rows, r)
+		}
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].took-rows[i].waited > rows[j].took-rows[j].waited })
+	d.WriteString("Steps by time outside named waits (the console's own work, including the API calls it makes and Helm's install actions):\n\n| Job | Step | Step time | Named waits | Not waiting |\n| --- | --- | --- | --- | --- |\n")
+	for i, r := range rows {
+		if i == 10 {
+			break
+		}
+		fmt.Fprintf(&d, "| %s | %s (%s) | %s | %s (%d) | %s |\n", r.job, r.name, r.title, secs(r.took), secs(r.waited), r.waits, secs(r.took-r.waited))
+	}
+	d.WriteString("\n")
+	d.WriteString(waitTable(med.waits, med.t0))
+	sec.Details = append(sec.Details, d.String())
+	sec.note("Wall time runs from just before the first POST to the poll that sees the install-serving job succeeded. The waiting part is the sum of `elapsed_ms` of the \"end\" events of every named wait (`JobContext.Wait`, events of kind \"wait\") of the three jobs; a wait whose condition already holds at its first check emits no event and counts as the console's time. Overhead is wall minus waits, as the issue defines it: it includes the client's polling (every %s) and each POST (the setup POST checks the cluster before it answers), the runners' pick-up, and everything a step does outside a named wait — which includes the simulated API server's work and Helm's (rendering, applying, storing the release, and Helm's own wait for the CRDs a chart ships to be established).", o.Poll)
+	sec.note("The simulated cluster makes workloads ready almost at once (kwok), so the named waits are short: most end at the first re-check, 250 ms after their start (the poll interval of `JobContext.Wait`). On a real cluster the waits (image pulls, scheduling, load balancers) are longer and the overhead's share smaller; the console's own seconds are what this figure isolates.")
+	sec.note("Registry on a PVC (storage class standard, 5Gi), no managed Redis (redis_mode none: the Redis install is a job of its own that runs beside the wizard, not a step of it), Knative 1.20. %d runs, each on a fresh cluster, database and console; the run with the median overhead share is reported. Unpaired wait events in the reported run: %d.", len(runs), med.unpaired)
+	return nil
+}
+
+// waitTable lists every named wait with its start and end (offsets from t0).
+func waitTable(ws []namedWait, t0 time.Time) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "<details><summary>Every named wait: start and end (%d waits, offsets from the first POST)</summary>\n\n", len(ws))
+	b.WriteString("| # | Job | Step | Waiting for | Start | End | Elapsed |\n| --- | --- | --- | --- | --- | --- | --- |\n")
+	for i, w := range ws {
+		end := "—"
+		if !w.End.IsZero() {
+			end = fmt.Sprintf("+%.3f s", w.End.Sub(t0).Seconds())
+		}
+		fmt.Fprintf(&b, "| %d | %s | %d | %s | +%.3f s | %s | %s |\n", i+1, w.Job, w.Step, strings.ReplaceAll(w.What, "|", "\\|"), w.Start.Sub(t0).Seconds(), end, ms(w.Elapsed))
+	}
+	b.WriteString("\n</details>\n\n")
+	return b.String()
+}
+
+// createRegion creates a region at once (POST /api/knative-regions) and waits for its
+// preparation jobs.
+func createRegion(c *Console, name string, kc []byte, o *Options) (string, error) {
+	var ans struct {
+		Data   struct{ ID string }
+		Jobs   map[string]string
+		Error  string
+		Fields map[string]string
+	}
+	st, err := c.API("POST", "/api/knative-regions", map[string]any{"name": name, "kubeconfig": string(kc), "redis_mode": "none"}, &ans)
+	if err != nil {
+		return "", err
+	}
+	if st != 201 {
+		return "", fmt.Errorf("create region %s: %d %s %v", name, st, ans.Error, ans.Fields)
+	}
+	for kind, id := range ans.Jobs {
+		j, _, err := waitJob(c, id, o.Poll, 5*time.Minute)
+		if err != nil {
+			return "", err
+		}
+		if j.Status != "succeeded" {
+			return "", fmt.Errorf("region %s: job %s %s: %s", name, kind, j.Status, j.Error)
+		}
+	}
+	return ans.Data.ID, nil
+}
+
+// benchConcurrent installs Knative into 10 regions on 2 clusters at once and compares
+// the total with one install alone (issue #11, item 5).
+func benchConcurrent(env *Env, rep *Report, o *Options, solo *testcluster.Cluster, shared []*testcluster.Cluster) error {
+	sec := rep.section("5", "Concurrent installs")
+	dbURL, err := env.NewDB("concurrent")
+	if err != nil {
+		return err
+	}
+	defer env.DropDB(dbURL)
+	con, err := env.NewConsole("concurrent", dbURL, true)
+	if err != nil {
+		return err
+	}
+	if err := con.Start(); err != nil {
+		return err
+	}
+	defer con.Stop()
+
+	install := func(region string) (string, error) {
+		var ans struct {
+			JobID string `json:"job_id"`
+			Error string
+		}
+		st, err := con.API("POST", "/api/knative-regions/"+region+"/install-knative", nil, &ans)
+		if err != nil {
+			return "", err
+		}
+		if st != 202 {
+			return "", fmt.Errorf("install-knative %s: %d %s", region, st, ans.Error)
+		}
+		return ans.JobID, nil
+	}
+
+	// One install alone, on its own fresh cluster.
+	fmt.Println("one install alone")
+	soloID, err := createRegion(con, "solo-1", solo.Kubeconfig(), o)
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	jid, err := install(soloID)
+	if err != nil {
+		return err
+	}
+	soloJob, seen, err := waitJob(con, jid, o.Poll, 10*time.Minute)
+	if err != nil {
+		return err
+	}
+	one := seen.Sub(t0)
+	fmt.Printf("  %s in %s\n", soloJob.Status, one.Round(time.Millisecond))
+
+	// The regions of the concurrent installs, prepared first.
+	fmt.Printf("%d installs at once into %d clusters\n", o.Installs, len(shared))
+	type inst struct {
+		name, region, job, cluster string
+		view                       *jobView
+		seen                       time.Time
+		err                        error
+	}
+	insts := make([]*inst, o.Installs)
+	for i := range insts {
+		cl := shared[i%len(shared)]
+		name := fmt.Sprintf("conc-%d", i+1)
+		id, err := createRegion(con, name, cl.Kubeconfig(), o)
+		if err != nil {
+			return err
+		}
+		insts[i] = &inst{name: name, region: id, cluster: cl.Name}
+	}
+	t0 = time.Now()
+	var wg sync.WaitGroup
+	for _, in := range insts {
+		wg.Add(1)
+		go func(in *inst) {
+			defer wg.Done()
+			if in.job, in.err = install(in.region); in.err != nil {
+				return
+			}
+			in.view, in.seen, in.err = waitJob(con, in.job, o.Poll, 15*time.Minute)
+		}(in)
+	}
+	wg.Wait()
+	var last time.Time
+	succeeded := 0
+	var failures []string
+	for _, in := range insts {
+		if in.err != nil {
+			failures = append(failures, in.name+": "+in.err.Error())
+			continue
+		}
+		if in.seen.After(last) {
+			last = in.seen
+		}
+		if in.view.Status == "succeeded" {
+			succeeded++
+		} else {
+			failures = append(failures, fmt.Sprintf("%s: %s: %s", in.name, in.view.Status, in.view.Error))
+		}
+	}
+	total := last.Sub(t0)
+
+	// Helm's "another operation is in progress", anywhere in the jobs' events or errors
+	// or in the console's log.
+	helmConflicts := 0
+	var lockWaits []time.Duration
+	var rows strings.Builder
+	rows.WriteString("| Region | Cluster | Status | Queued | Running | Named waits | of which waiting for a Helm release lock | Helm conflicts |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	all := append([]*inst{{name: "solo-1 (alone)", job: jid, cluster: solo.Name, view: soloJob}}, insts...)
+	for _, in := range all {
+		if in.job == "" || in.view == nil {
+			fmt.Fprintf(&rows, "| %s | %s | error | | | | | |\n", in.name, in.cluster)
+			continue
+		}
+		evs, err := jobEvents(con, in.job)
+		if err != nil {
+			return err
+		}
+		n := 0
+		for _, e := range evs {
+			if strings.Contains(strings.ToLower(e.Message), "another operation") {
+				n++
+			}
+		}
+		if strings.Contains(strings.ToLower(in.view.Error), "another operation") {
+			n++
+		}
+		if in.name != "solo-1 (alone)" {
+			helmConflicts += n
+		}
+		ws, _ := waitsOf(in.name, evs)
+		var lock time.Duration
+		for _, w := range ws {
+			if strings.HasPrefix(w.What, "Helm release ") && strings.HasSuffix(w.What, " to be free") {
+				lock += w.Elapsed
+			}
+		}
+		lockWaits = append(lockWaits, lock)
+		q, r := "—", "—"
+		if in.view.StartedAt != nil {
+			q = secs(in.view.StartedAt.Sub(in.view.CreatedAt))
+			if in.view.FinishedAt != nil {
+				r = secs(in.view.FinishedAt.Sub(*in.view.StartedAt))
+			}
+		}
+		fmt.Fprintf(&rows, "| %s | %s | %s | %s | %s | %s | %s | %d |\n", in.name, in.cluster, in.view.Status, q, r, secs(sumWaits(ws)), secs(lock), n)
+	}
+	logConflicts := con.LogGrep("another operation")
+
+	id := sec.cmd("C5", fmt.Sprintf("%s\n# console (PID %d, RUNR_WORKERS default 8):\n%s %s serve\n# regions created with POST http://%s/api/knative-regions {\"name\":…,\"kubeconfig\":…,\"redis_mode\":\"none\"} (preparation jobs awaited)\n# alone: region solo-1 on cluster %s:\nPOST http://%s/api/knative-regions/<solo-1>/install-knative\n# at once, from %d goroutines: regions conc-1…conc-%d, odd ones on cluster %s, even ones on cluster %s:\nPOST http://%s/api/knative-regions/<conc-N>/install-knative\n# each job awaited with GET /api/jobs/<id> every %s",
+		benchCmd(o, "concurrent"), con.Pid(), con.EnvFor(), env.Runr, con.Addr, solo.Name, con.Addr, o.Installs, o.Installs, shared[0].Name, shared[len(shared)-1].Name, con.Addr, o.Poll))
+	rep.add("5", "one install-knative alone", secs(one), id)
+	rep.check("5", fmt.Sprintf("%d installs at once: all finish", o.Installs), fmt.Sprintf("%d of %d succeeded", succeeded, o.Installs), "all", succeeded == o.Installs, id)
+	rep.check("5", "Helm \"another operation is in progress\" errors", fmt.Sprintf("%d (jobs) + %d (log)", helmConflicts, logConflicts), "0", helmConflicts+logConflicts == 0, id)
+	ratio := float64(total) / float64(one)
+	if succeeded == o.Installs {
+		rep.check("5", fmt.Sprintf("%d installs at once: total time", o.Installs), fmt.Sprintf("%s (%.2f× one)", secs(total), ratio), "< 2× one install", ratio < 2, id)
+	} else {
+		rep.check("5", fmt.Sprintf("%d installs at once: total time", o.Installs), fmt.Sprintf("%s until the last ended (%.2f× one)", secs(total), ratio), "< 2× one install", false, id)
+	}
+	sec.Details = append(sec.Details, rows.String()+"\n")
+	if len(failures) > 0 {
+		sec.note("Failures: %s.", strings.Join(failures, "; "))
+	}
+	sec.note("The single install runs first, alone, on a fresh cluster of its own; the %d installs then start together (one POST each from its own goroutine) on two other fresh clusters, %d regions per cluster. All three clusters run during both measurements. Total time runs from just before the first POST to the poll that sees the last job end; \"Queued\" is the time from the job's creation until a runner claimed it.", o.Installs, o.Installs/len(shared))
+	sec.note("Several regions on one cluster share its Knative Operator and Serving: the first install creates them, the others wait for the release lock (a named wait) and adopt what exists. The console runs 8 job runners by default (RUNR_WORKERS), so with 10 jobs at once two wait in the queue for a free runner.")
+	return nil
+}
+
+// startClusters starts n simulated clusters at once.
+func startClusters(n int) ([]*testcluster.Cluster, error) {
+	out := make([]*testcluster.Cluster, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			out[i], errs[i] = testcluster.Start(testcluster.Options{Log: func(f string, a ...any) { fmt.Printf("  "+f+"\n", a...) }})
+		}(i)
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			for _, c := range out {
+				if c != nil {
+					c.Stop()
+				}
+			}
+			return nil, fmt.Errorf("cluster %d: %w", i+1, err)
+		}
+	}
+	return out, nil
+}

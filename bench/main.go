@@ -1,0 +1,282 @@
+// Command bench measures the regions console against the targets of issue #11 and
+// writes bench/RESULTS.md. `make bench` runs it through scripts/bench.sh, which starts a
+// private PostgreSQL and builds bin/runr and the simulated clusters' binaries first.
+//
+// Every console under test is the real `bin/runr serve` process; clusters are the
+// simulated ones of package testcluster; every address is on loopback.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"runr.dev/console/testcluster"
+)
+
+// Options are the bench's flags.
+type Options struct {
+	PG           string
+	Runr         string
+	Out          string
+	Only         map[string]bool
+	only         string
+	Duration     time.Duration
+	Warmup       time.Duration
+	Rounds       int
+	Conns        int
+	Regions      int
+	Subscribers  int
+	Events       int
+	SweepRegions int
+	DeadFraction float64
+	Installs     int
+	Poll         time.Duration
+	Shared       string
+	KeepDB       bool
+	PGDir        string
+	InstallRuns  int
+}
+
+var benches = []string{"pages", "fanout", "install", "concurrent", "sweep"}
+
+// benchCmd is the command that reruns one benchmark alone.
+func benchCmd(o *Options, name string) string {
+	return fmt.Sprintf("# make bench → scripts/bench.sh → (PostgreSQL: PG_FAST=1 scripts/pg.sh start .data/bench-pg postgres)\n# this benchmark alone: scripts/bench.sh -only %s\nbin/bench -pg $PG -runr %s -only %s -duration %s -warmup %s -rounds %d -conns %d -regions %d -subscribers %d -events %d -sweep-regions %d -dead-fraction %g -installs %d -install-runs %d -poll %s -pg-dir $PWD/.data/bench-pg",
+		name, o.Runr, name, o.Duration, o.Warmup, o.Rounds, o.Conns, o.Regions, o.Subscribers, o.Events, o.SweepRegions, o.DeadFraction, o.Installs, o.InstallRuns, o.Poll)
+}
+
+func main() {
+	o := &Options{}
+	flag.StringVar(&o.PG, "pg", os.Getenv("BENCH_PG_URL"), "URL of the PostgreSQL server's database postgres (scripts/pg.sh start prints it)")
+	flag.StringVar(&o.Runr, "runr", "bin/runr", "the runr binary under test")
+	flag.StringVar(&o.Out, "out", "", "results file (default bench/RESULTS.md when every benchmark runs, none otherwise)")
+	flag.StringVar(&o.only, "only", "", "comma-separated benchmarks to run: "+strings.Join(benches, ","))
+	flag.DurationVar(&o.Duration, "duration", 10*time.Second, "load per endpoint (benchmark 1)")
+	flag.DurationVar(&o.Warmup, "warmup", 2*time.Second, "warm-up per endpoint (benchmark 1)")
+	flag.IntVar(&o.Rounds, "rounds", 2, "interleaved rounds the duration is split into (benchmark 1)")
+	flag.IntVar(&o.Conns, "conns", 64, "connections of the load generator (benchmark 1)")
+	flag.IntVar(&o.Regions, "regions", 1000, "seeded regions (benchmark 1)")
+	flag.IntVar(&o.Subscribers, "subscribers", 500, "WebSocket subscribers, half on each console (benchmark 2)")
+	flag.IntVar(&o.Events, "events", 1000, "events the job emits (benchmark 2)")
+	flag.IntVar(&o.SweepRegions, "sweep-regions", 1000, "regions of the status sweep (benchmark 4)")
+	flag.Float64Var(&o.DeadFraction, "dead-fraction", 0.1, "share of the sweep's regions whose cluster never answers (benchmark 4)")
+	flag.IntVar(&o.Installs, "installs", 10, "concurrent installs into 2 clusters (benchmark 5)")
+	flag.DurationVar(&o.Poll, "poll", 100*time.Millisecond, "how often GET /api/jobs/:id is polled (benchmarks 3 and 5)")
+	flag.StringVar(&o.Shared, "machine-note", "", "a note on the machine (e.g. that it was shared)")
+	flag.StringVar(&o.PGDir, "pg-dir", "", "PostgreSQL's data directory (to tell its CPU use from other work on the machine)")
+	flag.IntVar(&o.InstallRuns, "install-runs", 3, "wizard runs, each on a fresh cluster; the median is reported (benchmark 3)")
+	flag.BoolVar(&o.KeepDB, "keep-db", false, "keep the benchmarks' databases (to look into them)")
+	flag.Parse()
+	if o.PG == "" {
+		fmt.Fprintln(os.Stderr, "bench: -pg is required (scripts/bench.sh starts PostgreSQL and passes it)")
+		os.Exit(2)
+	}
+	o.Only = map[string]bool{}
+	if o.only == "" {
+		for _, b := range benches {
+			o.Only[b] = true
+		}
+		if o.Out == "" {
+			o.Out = "bench/RESULTS.md"
+		}
+	} else {
+		for _, b := range strings.Split(o.only, ",") {
+			o.Only[strings.TrimSpace(b)] = true
+		}
+	}
+	if err := run(o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(o *Options) error {
+	runr, err := filepath.Abs(o.Runr)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(runr); err != nil {
+		return fmt.Errorf("%s: build it first (make build)", o.Runr)
+	}
+	logDir, err := filepath.Abs(filepath.Join(".data", "bench", time.Now().Format("20060102-150405")))
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return err
+	}
+	rep := newReport(strings.Join(append([]string{"bin/bench"}, os.Args[1:]...), " "))
+	rep.Machine.Netns = networkNote()
+	rep.Machine.Build = buildNote(runr)
+	fmt.Printf("machine: %d CPUs, %s, %s; load %s\n", rep.Machine.Nproc, rep.Machine.MemTotal, rep.Machine.GoVersion, rep.Machine.LoadStart)
+	fmt.Printf("network: %s\nconsole logs: %s\n", rep.Machine.Netns, logDir)
+
+	repo, err := testcluster.StartChartRepo("")
+	if err != nil {
+		return err
+	}
+	defer repo.Close()
+	env := &Env{AdminURL: o.PG, Runr: runr, Repo: repo, LogDir: logDir, KeepDB: o.KeepDB}
+
+	mon := startMonitor(o.PGDir)
+	defer mon.close()
+	env.Mon = mon
+	runStart := mon.mark()
+	time.Sleep(3 * time.Second)
+	rep.Machine.OtherProc = usageNote(mon.since(runStart), rep.Machine.Nproc, "the 3 s before the first benchmark")
+	if o.Shared != "" {
+		rep.Machine.OtherProc = o.Shared + " " + rep.Machine.OtherProc
+	}
+	fmt.Println(rep.Machine.OtherProc)
+	failed := 0
+	step := func(id, title, name string, f func() error) {
+		if !o.Only[name] {
+			return
+		}
+		fmt.Printf("\n== %s. %s\n", id, title)
+		start := time.Now()
+		m0 := mon.mark()
+		err := f()
+		u := mon.since(m0)
+		rep.section(id, title).note("%s", usageNote(u, rep.Machine.Nproc, "this benchmark"))
+		if err != nil {
+			failed++
+			sec := rep.section(id, title)
+			sec.Err = err
+			rep.check(id, title+": the benchmark ran", "failed: "+truncate(err.Error(), 160), "runs", false, "-")
+			fmt.Printf("FAILED: %v\n", err)
+		}
+		fmt.Printf("(%s)\n", time.Since(start).Round(time.Second))
+	}
+	step("1", "Console pages under load", "pages", func() error { return benchPages(env, rep, o) })
+	step("2", "Progress fan-out", "fanout", func() error { return benchFanout(env, rep, o) })
+
+	// Benchmark 3 has its cluster to itself; 5 uses three fresh ones, which 4 then reuses
+	// (with what 5 installed on them).
+	step("3", "Install overhead", "install", func() error { return benchInstall(env, rep, o) })
+	var pool []*testcluster.Cluster
+	installed := false
+	defer func() {
+		for _, c := range pool {
+			c.Stop()
+		}
+	}()
+	step("5", "Concurrent installs", "concurrent", func() error {
+		fmt.Println("starting three simulated clusters")
+		cs, err := startClusters(3)
+		if err != nil {
+			return err
+		}
+		pool = cs
+		err = benchConcurrent(env, rep, o, cs[0], cs[1:])
+		installed = err == nil
+		return err
+	})
+	step("4", "Status sweep", "sweep", func() error {
+		if len(pool) == 0 {
+			fmt.Println("starting three simulated clusters")
+			cs, err := startClusters(3)
+			if err != nil {
+				return err
+			}
+			pool = cs
+		}
+		return benchSweep(env, rep, o, pool, installed)
+	})
+
+	rep.Finished = time.Now()
+	rep.Machine.LoadEnd = loadAvg()
+	rep.Machine.Shared = usageNote(mon.since(runStart), rep.Machine.Nproc, "the whole run")
+	rep.printTable()
+	if o.Out != "" {
+		if err := os.WriteFile(o.Out, []byte(rep.markdown()), 0o644); err != nil {
+			return err
+		}
+		fmt.Printf("\nwrote %s\n", o.Out)
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d benchmark(s) failed to run", failed)
+	}
+	return nil
+}
+
+// usageNote tells how the CPUs were shared during a window.
+func usageNote(u Usage, nproc int, what string) string {
+	w := u.Wall.Seconds()
+	if w <= 0 {
+		return ""
+	}
+	s := fmt.Sprintf("CPU during %s (%.0f s, sampled from /proc every second): the benchmark's own processes used %.2f CPUs on average%s; other work on the machine %.2f of the %d CPUs%s",
+		what, w, u.Ours/w, topOf(u.Mine, w), u.Others/w, nproc, topOf(u.Top, w))
+	if u.Others/w > 0.1 {
+		s += ": the machine was shared, and the figures are lower than on a quiet machine"
+	}
+	return s + "."
+}
+
+// topOf lists the busiest commands of a usage map as average CPUs over w seconds.
+func topOf(m map[string]float64, w float64) string {
+	type kv struct {
+		k string
+		v float64
+	}
+	var top []kv
+	for k, v := range m {
+		top = append(top, kv{k, v})
+	}
+	sort.Slice(top, func(i, j int) bool { return top[i].v > top[j].v })
+	var names []string
+	for i, t := range top {
+		if i == 6 || t.v/w < 0.005 {
+			break
+		}
+		names = append(names, fmt.Sprintf("%s %.2f", t.k, t.v/w))
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(names, ", ") + ")"
+}
+
+// buildNote names the binary under test and the working tree it was built from, which
+// may hold changes not committed yet (the machine's other engineers work in it too).
+func buildNote(runr string) string {
+	v, _ := exec.Command(runr, "version").Output()
+	head, _ := exec.Command("git", "rev-parse", "--short", "HEAD").Output()
+	st, _ := exec.Command("git", "status", "--porcelain", "--untracked-files=no").Output()
+	var changed []string
+	for _, l := range strings.Split(strings.TrimSpace(string(st)), "\n") {
+		if f := strings.TrimSpace(l); len(f) > 3 && !strings.HasSuffix(f, " main.go") {
+			changed = append(changed, strings.TrimSpace(f[2:]))
+		}
+	}
+	s := fmt.Sprintf("`bin/runr version`: %s, built from commit %s", strings.TrimSpace(string(v)), strings.TrimSpace(string(head)))
+	if len(changed) > 0 {
+		s += fmt.Sprintf(" with uncommitted changes to %d tracked file(s) besides this work's: %s", len(changed), strings.Join(changed, ", "))
+	}
+	return s
+}
+
+// networkNote says whether the run is confined to a network namespace with only a
+// loopback interface (scripts/bench.sh runs it under `unshare --net`).
+func networkNote() string {
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return "unknown"
+	}
+	var names []string
+	for _, i := range ifs {
+		names = append(names, i.Name)
+	}
+	if len(ifs) == 1 && ifs[0].Flags&net.FlagLoopback != 0 {
+		return "a private network namespace whose only interface is loopback (`unshare --net`): no packet can leave 127.0.0.0/8, and the system resolver is unreachable"
+	}
+	return "the host's network (interfaces " + strings.Join(names, ", ") + "); every address the bench uses is on loopback"
+}

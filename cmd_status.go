@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"runr.dev/console/kube"
+	"runr.dev/console/store"
+)
+
+// SweepResult is what `runr status sweep --json` prints.
+type SweepResult struct {
+	Regions int     `json:"regions"`
+	Seconds float64 `json:"seconds"`
+	// PeakRSSKiB is this process's peak resident memory (VmHWM of /proc/self/status).
+	PeakRSSKiB int64  `json:"peak_rss_kib"`
+	Error      string `json:"error,omitempty"`
+}
+
+// statusCmd holds `runr status …`: the status checks, run by hand.
+func statusCmd() *cobra.Command {
+	status := &cobra.Command{Use: "status", Short: "Region status checks"}
+	var asJSON bool
+	sweep := &cobra.Command{
+		Use:   "sweep",
+		Short: "Check every active region once (what the console does every RUNR_STATUS_INTERVAL) and print how long it took",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			cfg, st, err := openStore(ctx)
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			if n, err := st.PendingMigrations(ctx); err != nil {
+				return err
+			} else if n > 0 {
+				return fmt.Errorf("%d migration(s) pending: run `runr migrate` first", n)
+			}
+			rs, err := st.ListRegions(ctx, store.RegionFilter{ActiveOnly: true}, false)
+			if err != nil {
+				return err
+			}
+			svc := kube.NewService(st, cfg, newLogger(cfg.LogLevel))
+			start := time.Now()
+			serr := svc.Sweep(ctx)
+			res := SweepResult{Regions: len(rs), Seconds: time.Since(start).Seconds(), PeakRSSKiB: peakRSSKiB()}
+			if serr != nil {
+				res.Error = serr.Error()
+			}
+			if asJSON {
+				if err := json.NewEncoder(cmd.OutOrStdout()).Encode(res); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "Checked %d active region(s) in %.2f s; peak resident memory %.1f MiB\n",
+					res.Regions, res.Seconds, float64(res.PeakRSSKiB)/1024)
+			}
+			return serr
+		},
+	}
+	sweep.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	status.AddCommand(sweep)
+	return status
+}
+
+// peakRSSKiB reads VmHWM (peak resident set size, in KiB) from /proc/self/status; 0 when
+// it cannot be read.
+func peakRSSKiB() int64 {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
