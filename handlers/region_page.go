@@ -25,6 +25,9 @@ var tabKinds = map[string][]string{
 	"workers":  {kube.KindApplyWorkers, kube.KindRegionInit},
 }
 
+// IsRegionTab reports whether t names a tab of the region page.
+func IsRegionTab(t string) bool { return validTab(t) == t }
+
 func validTab(t string) string {
 	for _, x := range views.RegionTabs {
 		if x.Key == t {
@@ -48,6 +51,7 @@ func (h *Handlers) regionPageData(c *fiber.Ctx, r *store.Region, tab string, f v
 			if err != nil {
 				return d, err
 			}
+			jd.Tab = tab
 			d.Job = &jd
 		} else if !isNotFoundErr(err) {
 			return d, err

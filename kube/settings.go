@@ -199,7 +199,12 @@ func (s *Service) setFunctionTLS(ctx context.Context, jc *JobContext, c *Cluster
 	if found && existing.GetLabels()["app.kubernetes.io/managed-by"] != "runr" && !replace {
 		return fmt.Errorf("a default TLSStore %s/%s that RunR did not create exists: upload again with replace_existing to replace it", ns, DefaultTLSStore)
 	}
-	expires, errs := CheckCertificate(certPEM, keyPEM, r.Settings.V.KnativeDomain, time.Now())
+	base, err := s.Store.BaseDomain(ctx)
+	if err != nil {
+		return err
+	}
+	domain := FunctionDomain(r, base)
+	expires, errs := CheckCertificate(certPEM, keyPEM, domain, time.Now())
 	if errs != nil {
 		for _, m := range errs {
 			return errors.New(m)
@@ -221,7 +226,7 @@ func (s *Service) setFunctionTLS(ctx context.Context, jc *JobContext, c *Cluster
 		"spec":     map[string]any{"defaultCertificate": map[string]any{"secretName": FunctionTLSSecret}}}); err != nil {
 		return err
 	}
-	jc.Note("Traefik serves *.%s with the uploaded certificate (expires %s)", r.Settings.V.KnativeDomain, expires.Format("2006-01-02"))
+	jc.Note("Traefik serves *.%s with the uploaded certificate (expires %s)", domain, expires.Format("2006-01-02"))
 	return s.Store.SetRegion(ctx, r.ID, map[string]any{"function_tls_cert": certPEM, "function_tls_key": keyPEM, "function_tls_expires_at": expires})
 }
 

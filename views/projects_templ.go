@@ -72,7 +72,7 @@ func Projects(p Page, rows []ProjectRow, regions []store.Region, f Form) templ.C
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					var templ_7745c5c3_Var3 = []any{cardClass, "overflow-x-auto p-0"}
+					var templ_7745c5c3_Var3 = []any{tableCardClass}
 					templ_7745c5c3_Err = templ.RenderCSSItems(ctx, templ_7745c5c3_ElementWriter, templ_7745c5c3_Var3...)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err

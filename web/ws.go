@@ -91,6 +91,9 @@ func (s *Server) JobSocket() fiber.Handler {
 			d.WizardStep = n
 		}
 		d.OnJobPage = conn.Query("page") == "job"
+		if tab := conn.Query("tab"); tab != "" && handlers.IsRegionTab(tab) {
+			d.Tab = tab
+		}
 		var last int64
 		if jsonMode {
 			after := int64(0)
