@@ -134,6 +134,20 @@ func Unprocessable(c *fiber.Ctx, msg string) error {
 	return JSONError(c, fiber.StatusUnprocessableEntity, msg)
 }
 
+// Accepted answers the outcome of a request that queues a job: an error, a 422 with
+// field errors or a reason, or 202 with the job's id.
+func (h *Handlers) Accepted(c *fiber.Ctx, j *store.Job, fe FieldErrors, msg string, err error) error {
+	switch {
+	case err != nil:
+		return h.Fail(c, err)
+	case fe != nil:
+		return Invalid(c, fe)
+	case msg != "":
+		return Unprocessable(c, msg)
+	}
+	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"job_id": j.ID})
+}
+
 // Fail answers an error the handler did not expect: store.ErrNotFound is a 404, a
 // FieldErrors a 422, anything else is logged and answered 500 without its detail.
 func (h *Handlers) Fail(c *fiber.Ctx, err error) error {

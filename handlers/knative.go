@@ -192,15 +192,7 @@ func (h *Handlers) KnativeAction(kind string) fiber.Handler {
 			return h.Fail(c, err)
 		}
 		j, fe, msg, err := h.enqueueKnative(c, r, kind, in)
-		switch {
-		case err != nil:
-			return h.Fail(c, err)
-		case fe != nil:
-			return Invalid(c, fe)
-		case msg != "":
-			return Unprocessable(c, msg)
-		}
-		return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"job_id": j.ID})
+		return h.Accepted(c, j, fe, msg, err)
 	}
 }
 
@@ -237,13 +229,7 @@ func (h *Handlers) APISetRedis(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	j, fe, err := h.enqueueRedis(c, r, in)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	if fe != nil {
-		return Invalid(c, fe)
-	}
-	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"job_id": j.ID})
+	return h.Accepted(c, j, fe, "", err)
 }
 
 // APIDeleteRedis is DELETE /api/knative-regions/{id}/redis.

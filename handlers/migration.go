@@ -97,15 +97,7 @@ func (h *Handlers) APIMigrate(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	j, fe, msg, err := h.startMigration(c, r, in)
-	switch {
-	case err != nil:
-		return h.Fail(c, err)
-	case fe != nil:
-		return Invalid(c, fe)
-	case msg != "":
-		return Unprocessable(c, msg)
-	}
-	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"job_id": j.ID, "migration_status": "pending"})
+	return h.Accepted(c, j, fe, msg, err)
 }
 
 // APIMigrationStatus is GET /api/knative-regions/{id}/migration-status.
@@ -144,13 +136,7 @@ func (h *Handlers) APIRollbackMigration(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	j, msg, err := h.rollbackMigration(c, r)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	if msg != "" {
-		return Unprocessable(c, msg)
-	}
-	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"job_id": j.ID})
+	return h.Accepted(c, j, nil, msg, err)
 }
 
 // migrationTab renders the Migration tab.

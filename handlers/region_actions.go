@@ -240,15 +240,7 @@ func (h *Handlers) APISetFunctionTLS(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	j, fe, msg, err := h.setFunctionTLS(c, r, in)
-	switch {
-	case err != nil:
-		return h.Fail(c, err)
-	case fe != nil:
-		return Invalid(c, fe)
-	case msg != "":
-		return Unprocessable(c, msg)
-	}
-	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"job_id": j.ID})
+	return h.Accepted(c, j, fe, msg, err)
 }
 
 // APIDeleteFunctionTLS is DELETE /api/knative-regions/{id}/function-tls.

@@ -43,6 +43,17 @@ type Kind struct {
 
 func (s *Service) register(k *Kind) { s.kinds[k.Name] = k }
 
+// planWith plans a job's steps from its decoded parameters.
+func planWith[P any](steps func(P) []Step) func(jc *JobContext) ([]Step, error) {
+	return func(jc *JobContext) ([]Step, error) {
+		var p P
+		if err := jc.Params(&p); err != nil {
+			return nil, err
+		}
+		return steps(p), nil
+	}
+}
+
 // JobRequest asks for a new job.
 type JobRequest struct {
 	Kind      string

@@ -824,52 +824,21 @@ func (s *Service) registerKnativeKinds() {
 			s.setRegion(ctx, jc, map[string]any{"operator_status": "error", "knative_message": err.Error()})
 		}
 	}
-	s.register(&Kind{Name: KindInstallOperator, Finished: operatorFailed, Plan: func(jc *JobContext) ([]Step, error) {
-		var p OperatorParams
-		if err := jc.Params(&p); err != nil {
-			return nil, err
-		}
-		return s.operatorSteps(p), nil
-	}})
-	s.register(&Kind{Name: KindInstallServing, Finished: servingFailed, Plan: func(jc *JobContext) ([]Step, error) {
-		var p ServingParams
-		if err := jc.Params(&p); err != nil {
-			return nil, err
-		}
-		return s.servingSteps(p), nil
-	}})
-	s.register(&Kind{Name: KindInstallKnative, Finished: servingFailed, Plan: func(jc *JobContext) ([]Step, error) {
-		var p struct {
-			Operator OperatorParams `json:"operator"`
-			Serving  ServingParams  `json:"serving"`
-		}
-		if err := jc.Params(&p); err != nil {
-			return nil, err
-		}
-		return append(s.operatorSteps(p.Operator), s.servingSteps(p.Serving)...), nil
-	}})
-	s.register(&Kind{Name: KindUpgradeServing, Finished: servingFailed, Plan: func(jc *JobContext) ([]Step, error) {
-		var p ServingParams
-		if err := jc.Params(&p); err != nil {
-			return nil, err
-		}
-		return s.upgradeSteps(p), nil
-	}})
-	s.register(&Kind{Name: KindUninstallServing, Finished: servingFailed, Plan: func(jc *JobContext) ([]Step, error) {
-		var p ServingParams
-		if err := jc.Params(&p); err != nil {
-			return nil, err
-		}
-		return s.uninstallServingSteps(p), nil
-	}})
-	s.register(&Kind{Name: KindUninstallOperator, Finished: operatorFailed, Plan: func(jc *JobContext) ([]Step, error) {
+	type knativeParams struct {
+		Operator OperatorParams `json:"operator"`
+		Serving  ServingParams  `json:"serving"`
+	}
+	s.register(&Kind{Name: KindInstallOperator, Finished: operatorFailed, Plan: planWith(s.operatorSteps)})
+	s.register(&Kind{Name: KindInstallServing, Finished: servingFailed, Plan: planWith(s.servingSteps)})
+	s.register(&Kind{Name: KindInstallKnative, Finished: servingFailed, Plan: planWith(func(p knativeParams) []Step {
+		return append(s.operatorSteps(p.Operator), s.servingSteps(p.Serving)...)
+	})})
+	s.register(&Kind{Name: KindUpgradeServing, Finished: servingFailed, Plan: planWith(s.upgradeSteps)})
+	s.register(&Kind{Name: KindUninstallServing, Finished: servingFailed, Plan: planWith(s.uninstallServingSteps)})
+	s.register(&Kind{Name: KindUninstallOperator, Finished: operatorFailed, Plan: func(*JobContext) ([]Step, error) {
 		return s.uninstallOperatorSteps(), nil
 	}})
-	s.register(&Kind{Name: KindUninstallKnative, Finished: servingFailed, Plan: func(jc *JobContext) ([]Step, error) {
-		var p ServingParams
-		if err := jc.Params(&p); err != nil {
-			return nil, err
-		}
-		return append(s.uninstallServingSteps(p), s.uninstallOperatorSteps()...), nil
-	}})
+	s.register(&Kind{Name: KindUninstallKnative, Finished: servingFailed, Plan: planWith(func(p ServingParams) []Step {
+		return append(s.uninstallServingSteps(p), s.uninstallOperatorSteps()...)
+	})})
 }

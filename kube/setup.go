@@ -79,23 +79,11 @@ const DefaultRequestTimeout = 300
 func (s *Service) registerSetupKinds() {
 	s.register(&Kind{
 		Name: KindRegistrySetup,
-		Plan: func(jc *JobContext) ([]Step, error) {
-			var p SetupParams
-			if err := jc.Params(&p); err != nil {
-				return nil, err
-			}
-			return s.setupSteps(p), nil
-		},
+		Plan: planWith(s.setupSteps),
 	})
 	s.register(&Kind{
 		Name: KindRegistryInstall,
-		Plan: func(jc *JobContext) ([]Step, error) {
-			var p RegistryParams
-			if err := jc.Params(&p); err != nil {
-				return nil, err
-			}
-			return s.registryInstallSteps(p), nil
-		},
+		Plan: planWith(s.registryInstallSteps),
 		Finished: func(ctx context.Context, jc *JobContext, err error) {
 			if err != nil {
 				s.setRegion(ctx, jc, map[string]any{"registry_status": "error", "registry_status_message": err.Error()})
