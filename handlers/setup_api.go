@@ -217,15 +217,13 @@ func (in RegionInput) setup() SetupInput {
 }
 
 func (in RegionInput) registry() (kube.RegistryParams, kube.RegistrySecrets) {
-	p := kube.RegistryParams{Mode: in.RegistryMode, StorageType: in.RegistryStorageType,
-		StorageClass: in.RegistryStorageConfig.StorageClass, Size: in.RegistryStorageConfig.Size,
-		S3Endpoint: in.RegistryStorageConfig.Endpoint, S3Bucket: in.RegistryStorageConfig.Bucket,
-		S3Region: in.RegistryStorageConfig.Region, S3AccessKey: in.RegistryStorageConfig.AccessKey,
-		ExternalAddress: in.RegistryAddress, ExternalUsername: in.RegistryUsername}
-	if p.Mode == "internal" && p.StorageType == "" {
-		p.StorageType = "pvc"
-	}
-	return p, kube.RegistrySecrets{S3SecretKey: in.RegistryStorageConfig.SecretKey, ExternalPassword: in.RegistryPassword}
+	st := in.RegistryStorageConfig
+	s := SetupInput{RegistryMode: in.RegistryMode, StorageType: in.RegistryStorageType, ExternalAddress: in.RegistryAddress,
+		ExternalUsername: in.RegistryUsername, ExternalPassword: in.RegistryPassword}
+	s.PVCConfig.StorageClass, s.PVCConfig.Size = st.StorageClass, st.Size
+	s.S3Config.Endpoint, s.S3Config.Bucket, s.S3Config.Region = st.Endpoint, st.Bucket, st.Region
+	s.S3Config.AccessKey, s.S3Config.SecretKey = st.AccessKey, st.SecretKey
+	return s.Registry()
 }
 
 // APICreateRegion is POST /api/knative-regions.
