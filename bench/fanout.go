@@ -238,20 +238,48 @@ func benchFanout(env *Env, rep *Report, o *Options) error {
 		return fmt.Errorf("%d subscribers did not get the warm-up event", behind)
 	}
 
-	fmt.Printf("emitting %d events\n", o.Events)
-	ids := make([]int64, 0, o.Events)
-	emitStart := time.Now()
-	for i := 0; i < o.Events; i++ {
-		id, err := st.AddEvent(ctx, &store.JobEvent{JobID: j.ID, Kind: "log", StepIdx: 0, Level: "info",
-			Message: fmt.Sprintf("redis-cli -h runr-redis.eu-west-1.svc -p 6379 PING: line %d of %d: PONG (%d ms)", i+1, o.Events, 1+i%7)})
-		if err != nil {
+	// Phase 1 (the figures with targets): the job emits its events one after the other,
+	// as fast as the store takes them. Phase 2 (for comparison): the same number paced.
+	var burstStart time.Time
+	emit := func(n int, every time.Duration, tag string) ([]int64, time.Duration, error) {
+		ids := make([]int64, 0, n)
+		start := time.Now()
+		if tag == "burst" {
+			burstStart = start
+		}
+		for i := 0; i < n; i++ {
+			if every > 0 {
+				if d := time.Until(start.Add(time.Duration(i) * every)); d > 0 {
+					time.Sleep(d)
+				}
+			}
+			id, err := st.AddEvent(ctx, &store.JobEvent{JobID: j.ID, Kind: "log", StepIdx: 0, Level: "info",
+				Message: fmt.Sprintf("redis-cli -h runr-redis.eu-west-1.svc -p 6379 PING (%s): line %d of %d: PONG (%d ms)", tag, i+1, n, 1+i%7)})
+			if err != nil {
+				return nil, 0, err
+			}
+			ids = append(ids, id)
+		}
+		return ids, time.Since(start), nil
+	}
+	fmt.Printf("emitting %d events, one after the other\n", o.Events)
+	burst, burstTook, err := emit(o.Events, 0, "burst")
+	if err != nil {
+		return err
+	}
+	behind, drain := waitAll(subs, burst[len(burst)-1], 30*time.Second)
+	var paced []int64
+	var pacedTook time.Duration
+	if o.PacedRate > 0 {
+		time.Sleep(time.Second)
+		fmt.Printf("emitting %d events at %d/s\n", o.Events, o.PacedRate)
+		if paced, pacedTook, err = emit(o.Events, time.Second/time.Duration(o.PacedRate), "paced"); err != nil {
 			return err
 		}
-		ids = append(ids, id)
+		b2, d2 := waitAll(subs, paced[len(paced)-1], 30*time.Second)
+		behind += b2
+		drain = max(drain, d2)
 	}
-	emitTook := time.Since(emitStart)
-	last := ids[len(ids)-1]
-	behind, drain := waitAll(subs, last, 30*time.Second)
 	for _, s := range subs {
 		s.close()
 	}
@@ -260,24 +288,32 @@ func benchFanout(env *Env, rep *Report, o *Options) error {
 	}
 
 	// Latency of the first arrival of each measured event at each subscriber.
-	measured := map[int64]bool{}
-	for _, id := range ids {
-		measured[id] = true
+	type phaseStats struct {
+		lat      [2][]time.Duration
+		missing  [2]int
+		lastRecv time.Time
 	}
-	var lat [2][]time.Duration
-	missing := [2]int{}
+	phaseOf := map[int64]int{}
+	for _, id := range burst {
+		phaseOf[id] = 1
+	}
+	for _, id := range paced {
+		phaseOf[id] = 2
+	}
+	ph := map[int]*phaseStats{1: {}, 2: {}}
 	reconnects := [2]int{}
 	dup := 0
 	var closes []string
 	var errs []string
 	for _, s := range subs {
 		seen := map[int64]bool{}
+		got := map[int]int{}
 		for _, m := range s.msgs {
 			var e struct {
 				ID        int64     `json:"id"`
 				CreatedAt time.Time `json:"created_at"`
 			}
-			if err := json.Unmarshal(m.raw, &e); err != nil || !measured[e.ID] {
+			if err := json.Unmarshal(m.raw, &e); err != nil || phaseOf[e.ID] == 0 {
 				continue
 			}
 			if seen[e.ID] {
@@ -285,9 +321,15 @@ func benchFanout(env *Env, rep *Report, o *Options) error {
 				continue
 			}
 			seen[e.ID] = true
-			lat[s.console] = append(lat[s.console], m.at.Sub(e.CreatedAt))
+			p := ph[phaseOf[e.ID]]
+			got[phaseOf[e.ID]]++
+			p.lat[s.console] = append(p.lat[s.console], m.at.Sub(e.CreatedAt))
+			if m.at.After(p.lastRecv) {
+				p.lastRecv = m.at
+			}
 		}
-		missing[s.console] += len(ids) - len(seen)
+		ph[1].missing[s.console] += len(burst) - got[1]
+		ph[2].missing[s.console] += len(paced) - got[2]
 		reconnects[s.console] += s.reconnects
 		if len(s.closes) > 0 && len(closes) < 5 {
 			closes = append(closes, s.closes[0])
@@ -296,31 +338,48 @@ func benchFanout(env *Env, rep *Report, o *Options) error {
 			errs = append(errs, s.err.Error())
 		}
 	}
-	sa, sb := statsOf(lat[0]), statsOf(lat[1])
-	all := statsOf(append(append([]time.Duration(nil), lat[0]...), lat[1]...))
+	p1 := ph[1]
+	sa, sb := statsOf(p1.lat[0]), statsOf(p1.lat[1])
+	missed := p1.missing[0] + p1.missing[1] + ph[2].missing[0] + ph[2].missing[1]
 	rssA, rssB := procStatus(a.Pid()), procStatus(b.Pid())
 
-	id := sec.cmd("C2", fmt.Sprintf("%s\n# console A (PID %d) and console B (PID %d) on one database:\n%s %s serve\n%s %s serve\n# %d subscribers (fasthttp/websocket, Authorization: Bearer runr_…), odd ones on B:\nGET ws://%s/ws/jobs/%s?format=json\nGET ws://%s/ws/jobs/%s?format=json\n# then, from the bench process, %d × store.AddEvent(job %s) one after the other (as a job's runner emits its lines)",
-		benchCmd(o, "fanout"), a.Pid(), b.Pid(), a.EnvFor(), env.Runr, b.EnvFor(), env.Runr, len(subs), a.Addr, j.ID, b.Addr, j.ID, o.Events, j.ID))
-	rep.add("2", fmt.Sprintf("events emitted (1 job), rate"), fmt.Sprintf("%d in %s (%.0f/s)", len(ids), secs(emitTook), float64(len(ids))/emitTook.Seconds()), id)
-	rep.add("2", "deliveries (events × subscribers)", fmt.Sprintf("%d of %d", len(lat[0])+len(lat[1]), len(ids)*len(subs)), id)
+	id := sec.cmd("C2", fmt.Sprintf("%s\n# console A (PID %d) and console B (PID %d) on one database:\n%s %s serve\n%s %s serve\n# %d subscribers (fasthttp/websocket, Authorization: Bearer runr_…), odd ones on B:\nGET ws://%s/ws/jobs/%s?format=json\nGET ws://%s/ws/jobs/%s?format=json\n# then, from the bench process: %d × store.AddEvent(job %s) one after the other (as a job's runner emits its lines), then %d more at %d/s",
+		benchCmd(o, "fanout"), a.Pid(), b.Pid(), a.EnvFor(), env.Runr, b.EnvFor(), env.Runr, len(subs), a.Addr, j.ID, b.Addr, j.ID, o.Events, j.ID, len(paced), o.PacedRate))
+	deliveries := len(p1.lat[0]) + len(p1.lat[1])
+	rep.add("2", "events emitted one after the other (1 job)", fmt.Sprintf("%d in %s (%.0f/s)", len(burst), secs(burstTook), float64(len(burst))/burstTook.Seconds()), id)
+	rep.add("2", "deliveries (events × subscribers)", fmt.Sprintf("%d of %d in %s", deliveries, len(burst)*len(subs), secs(p1.lastRecv.Sub(burstStart))), id)
 	rep.add("2", "console A (the job's console): latency p50", ms(sa.P50), id)
 	rep.check("2", "console A (the job's console): latency p99", ms(sa.P99), "< 50 ms", sa.P99 < 50*time.Millisecond && sa.N > 0, id)
 	rep.add("2", "console B (across processes): latency p50", ms(sb.P50), id)
 	rep.check("2", "console B (across processes): latency p99", ms(sb.P99), "< 150 ms", sb.P99 < 150*time.Millisecond && sb.N > 0, id)
-	rep.check("2", "events missed by a subscriber", fmt.Sprintf("%d", missing[0]+missing[1]), "0", missing[0]+missing[1] == 0, id)
+	rep.check("2", "events missed by a subscriber", fmt.Sprintf("%d", missed), "0", missed == 0, id)
+	if len(paced) > 0 {
+		pa, pb := statsOf(ph[2].lat[0]), statsOf(ph[2].lat[1])
+		rep.add("2", fmt.Sprintf("for comparison, %d events at %d/s: p50 / p99, console A", len(paced), o.PacedRate), ms(pa.P50)+" / "+ms(pa.P99), id)
+		rep.add("2", fmt.Sprintf("for comparison, %d events at %d/s: p50 / p99, console B", len(paced), o.PacedRate), ms(pb.P50)+" / "+ms(pb.P99), id)
+	}
 
 	var d strings.Builder
-	d.WriteString("| Subscribers | Deliveries | p50 | p99 | max | mean | Reconnects | Missed |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
-	for i, name := range []string{"console A", "console B"} {
-		s := []Stats{sa, sb}[i]
-		fmt.Fprintf(&d, "| %s: %d | %d | %s | %s | %s | %s | %d | %d |\n", name, len(subs)/2, s.N, ms(s.P50), ms(s.P99), ms(s.Max), ms(s.Mean), reconnects[i], missing[i])
+	d.WriteString("| Events | Subscribers | Deliveries | p50 | p99 | max | mean | Missed |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, n := range []int{1, 2} {
+		p := ph[n]
+		if n == 2 && len(paced) == 0 {
+			continue
+		}
+		label := fmt.Sprintf("%d one after the other (%.0f/s; targets)", len(burst), float64(len(burst))/burstTook.Seconds())
+		if n == 2 {
+			label = fmt.Sprintf("%d paced at %d/s (for comparison; %s)", len(paced), o.PacedRate, secs(pacedTook))
+		}
+		for i, name := range []string{"console A", "console B"} {
+			s := statsOf(p.lat[i])
+			fmt.Fprintf(&d, "| %s | %s: %d | %d | %s | %s | %s | %s | %d |\n", label, name, len(subs)/2, s.N, ms(s.P50), ms(s.P99), ms(s.Max), ms(s.Mean), p.missing[i])
+		}
 	}
-	fmt.Fprintf(&d, "| all: %d | %d | %s | %s | %s | %s | %d | %d |\n\n", len(subs), all.N, ms(all.P50), ms(all.P99), ms(all.Max), ms(all.Mean), reconnects[0]+reconnects[1], missing[0]+missing[1])
+	d.WriteString("\n")
 	sec.Details = append(sec.Details, d.String())
 	sec.note("Latency is the subscriber's receive time (`time.Now()` when `ReadMessage` returns in the bench process) minus the event's `created_at`, which PostgreSQL sets when `store.AddEvent` inserts it; both clocks are this machine's. It therefore includes the insert and commit, NOTIFY, the hub's fan-out, the JSON encoding, the WebSocket write and the client's scheduling.")
 	sec.note("The console's hub has no in-process path: every event, including those of the jobs a console runs itself, reaches that console's subscribers through PostgreSQL LISTEN/NOTIFY (web/hub.go). So \"same process\" and \"across processes\" are the same mechanism here; console A stands for the console that runs the job (the bench holds the job's lease through `store.ClaimJob` and emits its events with `store.AddEvent`, as a runner does), console B is the second process on the same database.")
-	sec.note("The %d subscribers connected in %s; a warm-up event (not counted) proved each of them registered before the measured events. A subscriber whose connection closes (the hub closes one that falls %d events behind) reconnects with `?after=<last id>` as the browser does; an event is counted as missed only if it never arrived. Reconnects: %d; duplicates dropped: %d; subscribers still behind after %s of draining: %d.", len(subs), dialTook.Round(time.Millisecond), 4096, reconnects[0]+reconnects[1], dup, drain.Round(time.Millisecond), behind)
+	sec.note("The %d subscribers connected in %s; a warm-up event (not counted) proved each of them registered before the measured events. A subscriber whose connection closes (the hub closes one that falls %d events behind) reconnects with `?after=<last id>` as the browser does; an event is counted as missed only if it never arrived. Reconnects: %d (console A %d, B %d); duplicates dropped: %d; subscribers still behind after %s of draining: %d.", len(subs), dialTook.Round(time.Millisecond), 4096, reconnects[0]+reconnects[1], reconnects[0], reconnects[1], dup, drain.Round(time.Millisecond), behind)
 	if len(closes) > 0 {
 		sec.note("First connection closes seen: %s.", strings.Join(closes, "; "))
 	}
@@ -328,5 +387,8 @@ func benchFanout(env *Env, rep *Report, o *Options) error {
 		sec.note("Reconnect failures: %s.", strings.Join(errs, "; "))
 	}
 	sec.note("The bench process runs the %d clients and PostgreSQL runs beside both consoles on the same %d CPUs, so the clients' own scheduling delay is part of the figures. Console RSS after the run: A %.0f MiB, B %.0f MiB.", len(subs), rep.Machine.Nproc, float64(rssA["VmRSS"])/1024, float64(rssB["VmRSS"])/1024)
+	if len(paced) > 0 {
+		sec.note("When events come faster than the consoles can write them to %d sockets, they queue in each subscriber's channel and latency grows with the queue: compare the paced phase, in which the same consoles and subscribers see each event on its own.", len(subs))
+	}
 	return nil
 }

@@ -42,14 +42,15 @@ type Options struct {
 	KeepDB       bool
 	PGDir        string
 	InstallRuns  int
+	PacedRate    int
 }
 
 var benches = []string{"pages", "fanout", "install", "concurrent", "sweep"}
 
 // benchCmd is the command that reruns one benchmark alone.
 func benchCmd(o *Options, name string) string {
-	return fmt.Sprintf("# make bench → scripts/bench.sh → (PostgreSQL: PG_FAST=1 scripts/pg.sh start .data/bench-pg postgres)\n# this benchmark alone: scripts/bench.sh -only %s\nbin/bench -pg $PG -runr %s -only %s -duration %s -warmup %s -rounds %d -conns %d -regions %d -subscribers %d -events %d -sweep-regions %d -dead-fraction %g -installs %d -install-runs %d -poll %s -pg-dir $PWD/.data/bench-pg",
-		name, o.Runr, name, o.Duration, o.Warmup, o.Rounds, o.Conns, o.Regions, o.Subscribers, o.Events, o.SweepRegions, o.DeadFraction, o.Installs, o.InstallRuns, o.Poll)
+	return fmt.Sprintf("# make bench → scripts/bench.sh → (PostgreSQL: PG_FAST=1 scripts/pg.sh start .data/bench-pg postgres)\n# this benchmark alone: scripts/bench.sh -only %s\nbin/bench -pg $PG -runr %s -only %s -duration %s -warmup %s -rounds %d -conns %d -regions %d -subscribers %d -events %d -paced-rate %d -sweep-regions %d -dead-fraction %g -installs %d -install-runs %d -poll %s -pg-dir $PWD/.data/bench-pg",
+		name, o.Runr, name, o.Duration, o.Warmup, o.Rounds, o.Conns, o.Regions, o.Subscribers, o.Events, o.PacedRate, o.SweepRegions, o.DeadFraction, o.Installs, o.InstallRuns, o.Poll)
 }
 
 func main() {
@@ -71,6 +72,7 @@ func main() {
 	flag.DurationVar(&o.Poll, "poll", 100*time.Millisecond, "how often GET /api/jobs/:id is polled (benchmarks 3 and 5)")
 	flag.StringVar(&o.Shared, "machine-note", "", "a note on the machine (e.g. that it was shared)")
 	flag.StringVar(&o.PGDir, "pg-dir", "", "PostgreSQL's data directory (to tell its CPU use from other work on the machine)")
+	flag.IntVar(&o.PacedRate, "paced-rate", 100, "events per second of the paced comparison phase; 0 skips it (benchmark 2)")
 	flag.IntVar(&o.InstallRuns, "install-runs", 3, "wizard runs, each on a fresh cluster; the median is reported (benchmark 3)")
 	flag.BoolVar(&o.KeepDB, "keep-db", false, "keep the benchmarks' databases (to look into them)")
 	flag.Parse()
