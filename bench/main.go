@@ -43,14 +43,15 @@ type Options struct {
 	PGDir        string
 	InstallRuns  int
 	PacedRate    int
+	BaselineRuns int
 }
 
 var benches = []string{"pages", "fanout", "install", "concurrent", "sweep"}
 
 // benchCmd is the command that reruns one benchmark alone.
 func benchCmd(o *Options, name string) string {
-	return fmt.Sprintf("# make bench → scripts/bench.sh → (PostgreSQL: PG_FAST=1 scripts/pg.sh start .data/bench-pg postgres)\n# this benchmark alone: scripts/bench.sh -only %s\nbin/bench -pg $PG -runr %s -only %s -duration %s -warmup %s -rounds %d -conns %d -regions %d -subscribers %d -events %d -paced-rate %d -sweep-regions %d -dead-fraction %g -installs %d -install-runs %d -poll %s -pg-dir $PWD/.data/bench-pg",
-		name, o.Runr, name, o.Duration, o.Warmup, o.Rounds, o.Conns, o.Regions, o.Subscribers, o.Events, o.PacedRate, o.SweepRegions, o.DeadFraction, o.Installs, o.InstallRuns, o.Poll)
+	return fmt.Sprintf("# make bench → scripts/bench.sh → (PostgreSQL: PG_FAST=1 scripts/pg.sh start .data/bench-pg postgres)\n# this benchmark alone: scripts/bench.sh -only %s\nbin/bench -pg $PG -runr %s -only %s -duration %s -warmup %s -rounds %d -conns %d -regions %d -subscribers %d -events %d -paced-rate %d -sweep-regions %d -dead-fraction %g -installs %d -baseline-runs %d -install-runs %d -poll %s -pg-dir $PWD/.data/bench-pg",
+		name, o.Runr, name, o.Duration, o.Warmup, o.Rounds, o.Conns, o.Regions, o.Subscribers, o.Events, o.PacedRate, o.SweepRegions, o.DeadFraction, o.Installs, o.BaselineRuns, o.InstallRuns, o.Poll)
 }
 
 func main() {
@@ -72,6 +73,7 @@ func main() {
 	flag.DurationVar(&o.Poll, "poll", 100*time.Millisecond, "how often GET /api/jobs/:id is polled (benchmarks 3 and 5)")
 	flag.StringVar(&o.Shared, "machine-note", "", "a note on the machine (e.g. that it was shared)")
 	flag.StringVar(&o.PGDir, "pg-dir", "", "PostgreSQL's data directory (to tell its CPU use from other work on the machine)")
+	flag.IntVar(&o.BaselineRuns, "baseline-runs", 3, "single installs, each on a fresh cluster, whose median is the reference (benchmark 5)")
 	flag.IntVar(&o.PacedRate, "paced-rate", 100, "events per second of the paced comparison phase; 0 skips it (benchmark 2)")
 	flag.IntVar(&o.InstallRuns, "install-runs", 3, "wizard runs, each on a fresh cluster; the median is reported (benchmark 3)")
 	flag.BoolVar(&o.KeepDB, "keep-db", false, "keep the benchmarks' databases (to look into them)")
@@ -93,6 +95,8 @@ func main() {
 			o.Only[strings.TrimSpace(b)] = true
 		}
 	}
+	o.BaselineRuns = max(1, o.BaselineRuns)
+	o.InstallRuns = max(1, o.InstallRuns)
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -171,13 +175,19 @@ func run(o *Options) error {
 		}
 	}()
 	step("5", "Concurrent installs", "concurrent", func() error {
-		fmt.Println("starting three simulated clusters")
-		cs, err := startClusters(3)
+		n := o.BaselineRuns + 2
+		fmt.Printf("starting %d simulated clusters\n", n)
+		cs, err := startClusters(n)
 		if err != nil {
 			return err
 		}
-		pool = cs
-		err = benchConcurrent(env, rep, o, cs[0], cs[1:])
+		solos, shared := cs[:o.BaselineRuns], cs[o.BaselineRuns:]
+		err = benchConcurrent(env, rep, o, solos, shared)
+		// The sweep reuses one solo cluster and the two shared ones.
+		pool = append([]*testcluster.Cluster{solos[0]}, shared...)
+		for _, c := range solos[1:] {
+			c.Stop()
+		}
 		installed = err == nil
 		return err
 	})
