@@ -99,9 +99,16 @@ func (s *subscriber) read() {
 				break
 			}
 			now := time.Now()
-			s.msgs = append(s.msgs, received{at: now, raw: msg})
-			if id := quickID(msg); id > s.maxID.Load() {
-				s.maxID.Store(id)
+			// The console sends every event queued for a subscriber in one message, one
+			// JSON event per line.
+			for _, line := range bytes.Split(msg, []byte("\n")) {
+				if len(line) == 0 {
+					continue
+				}
+				s.msgs = append(s.msgs, received{at: now, raw: line})
+				if id := quickID(line); id > s.maxID.Load() {
+					s.maxID.Store(id)
+				}
 			}
 		}
 		conn.Close()

@@ -51,12 +51,13 @@ type Config struct {
 	DNSResolver string
 	// StatusInterval is how often every region is checked (default 1 min).
 	StatusInterval time.Duration
-	// StatusConcurrency bounds the clusters checked at once (default 64).
+	// StatusConcurrency bounds the clusters looked at at once (default 256): a look
+	// mostly waits on the network, and a dead cluster holds its slot until its deadline.
 	StatusConcurrency int
 	// StatusTimeout is the per-region deadline of a check (default 10 s).
 	StatusTimeout time.Duration
 
-	// Workers is the number of job runner goroutines (default 8).
+	// Workers is the number of job runner goroutines (default 16; most of a job is waiting).
 	Workers int
 	// SecureCookies forces the Secure flag; it is also set for requests that arrive over TLS.
 	SecureCookies bool
@@ -102,10 +103,10 @@ func FromEnv() (*Config, error) {
 		return nil, err
 	}
 	// Checks wait on the network, not on the CPU: many run at once.
-	if c.StatusConcurrency, err = intEnv("RUNR_STATUS_CONCURRENCY", 64); err != nil {
+	if c.StatusConcurrency, err = intEnv("RUNR_STATUS_CONCURRENCY", 256); err != nil {
 		return nil, err
 	}
-	if c.Workers, err = intEnv("RUNR_WORKERS", 8); err != nil {
+	if c.Workers, err = intEnv("RUNR_WORKERS", 16); err != nil {
 		return nil, err
 	}
 	if c.TracingRetentionHours, err = intEnv("RUNR_TRACING_RETENTION_HOURS", 72); err != nil {

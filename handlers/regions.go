@@ -120,7 +120,7 @@ func (h *Handlers) RegionsPage(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	rs, err := h.Store.ListRegions(ctx(c), store.RegionFilter{Query: q, Limit: regionsPageSize, Offset: offset}, false)
+	rs, err := h.Store.ListRegionSummaries(ctx(c), store.RegionFilter{Query: q, Limit: regionsPageSize, Offset: offset})
 	if err != nil {
 		return h.Fail(c, err)
 	}

@@ -168,6 +168,9 @@ func (s *Service) HelmApply(ctx context.Context, jc *JobContext, c *Cluster, r R
 		up.Namespace = r.Namespace
 		up.Timeout = s.Cfg.InstallTimeout
 		up.MaxHistory = 5
+		// The API server validates every object; Helm's own client-side check would
+		// fetch and parse the cluster's OpenAPI documents on every action.
+		up.DisableOpenAPIValidation = true
 		up.TakeOwnership = r.TakeOwnership
 		rel, err = up.RunWithContext(ctx, r.Name, ch, vals)
 	} else {
@@ -179,6 +182,7 @@ func (s *Service) HelmApply(ctx context.Context, jc *JobContext, c *Cluster, r R
 		in.Replace = len(hist) > 0
 		in.Timeout = s.Cfg.InstallTimeout
 		in.TakeOwnership = r.TakeOwnership
+		in.DisableOpenAPIValidation = true
 		rel, err = in.RunWithContext(ctx, ch, vals)
 	}
 	if err != nil {

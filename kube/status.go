@@ -41,8 +41,15 @@ func (s *Service) observe(ctx context.Context, r *store.Region) *clusterLook {
 		return st
 	}
 	start := time.Now()
-	v, err := c.ServerVersion(ctx)
+	// The first question has half the deadline: a cluster that accepts connections but
+	// never answers is known as such sooner.
+	vctx, cancel := context.WithTimeout(ctx, s.Cfg.StatusTimeout/2)
+	v, err := c.ServerVersion(vctx)
+	cancel()
 	if err != nil {
+		if vctx.Err() != nil {
+			err = fmt.Errorf("no answer within %s", s.Cfg.StatusTimeout/2)
+		}
 		st.err = err
 		return st
 	}

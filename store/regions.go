@@ -192,6 +192,20 @@ func (s *Store) decryptRegion(r *Region) error {
 
 const regionSelect = `SELECT r.*, (SELECT count(*) FROM projects p WHERE p.region_id = r.id) AS project_count FROM regions r`
 
+// regionPublicColumns are the columns of a region without its secrets (lists never
+// show them, and decrypting a thousand kubeconfigs for a list would be waste).
+const regionPublicColumns = `r.id, r.name, r.cluster_server, r.cluster_key, r.k8s_version, r.region_status, r.nodes, r.data_location,
+	r.settings, r.monitoring, r.registry_mode, r.registry_status, r.registry_status_message, r.registry_config, r.registry_address,
+	r.operator_status, r.operator_namespace, r.operator_version, r.operator_adopted, r.serving_status, r.serving_namespace,
+	r.knative_version, r.serving_adopted, r.knative_message, r.redis_mode, r.redis_status, r.redis_address, r.redis_message,
+	r.components, r.external_ip, r.dns_resolved, r.health, r.checked_at, r.agent_last_seen_at, r.function_tls_expires_at,
+	r.faas_cpu_overcommit, r.faas_memory_overcommit, r.migration_status, r.migration_detail, r.migration_dns_check_at,
+	r.old_external_ip, r.domain_migration_status, r.domain_migration_target, r.created_at, r.updated_at`
+
+// regionSummaryColumns are what the regions list page shows.
+const regionSummaryColumns = `r.id, r.name, r.region_status, r.registry_status, r.serving_status, r.redis_status,
+	r.external_ip, r.dns_resolved, r.migration_status`
+
 // CreateRegion inserts a region; secret fields are encrypted.
 func (s *Store) CreateRegion(ctx context.Context, r *Region) error {
 	if r.ID == "" {
@@ -267,11 +281,25 @@ type RegionFilter struct {
 	Offset     int
 }
 
-// ListRegions returns regions by name, with their project counts. Secrets are not decrypted
-// unless withSecrets is set.
+// ListRegions returns regions by name, with their project counts. Secrets are read
+// only when withSecrets is set.
 func (s *Store) ListRegions(ctx context.Context, f RegionFilter, withSecrets bool) ([]Region, error) {
+	cols := "r.*"
+	if !withSecrets {
+		cols = regionPublicColumns
+	}
+	return s.listRegions(ctx, cols, f, withSecrets)
+}
+
+// ListRegionSummaries returns what the regions list page shows of each region.
+func (s *Store) ListRegionSummaries(ctx context.Context, f RegionFilter) ([]Region, error) {
+	return s.listRegions(ctx, regionSummaryColumns, f, false)
+}
+
+func (s *Store) listRegions(ctx context.Context, cols string, f RegionFilter, withSecrets bool) ([]Region, error) {
 	var rs []Region
-	q := regionSelect + ` WHERE ($1 = '' OR r.name LIKE '%' || $1 || '%') AND ($2 = '' OR r.cluster_key = $2)
+	q := `SELECT ` + cols + `, (SELECT count(*) FROM projects p WHERE p.region_id = r.id) AS project_count FROM regions r
+		WHERE ($1 = '' OR r.name LIKE '%' || $1 || '%') AND ($2 = '' OR r.cluster_key = $2)
 		AND (NOT $3 OR r.region_status = 'active') ORDER BY r.name`
 	args := []any{likeEscape(f.Query), f.ClusterKey, f.ActiveOnly}
 	if f.Limit > 0 {
@@ -285,11 +313,6 @@ func (s *Store) ListRegions(ctx context.Context, f RegionFilter, withSecrets boo
 			if err := s.decryptRegion(&rs[i]); err != nil {
 				return nil, err
 			}
-		}
-	} else {
-		for i := range rs {
-			rs[i].Kubeconfig, rs[i].OldKubeconfig, rs[i].RegistrySecret = "", "", ""
-			rs[i].RedisPassword, rs[i].FunctionTLSKey, rs[i].AgentToken = "", "", ""
 		}
 	}
 	return rs, nil

@@ -28,12 +28,19 @@ type Hub struct {
 // Sub is one subscriber; its channel is buffered, and a subscriber that falls too far
 // behind is closed (it reconnects and reads the history again).
 type Sub struct {
-	C      chan store.JobEvent
+	C      chan Msg
 	Closed chan struct{}
 	once   sync.Once
 }
 
 func (s *Sub) close() { s.once.Do(func() { close(s.Closed) }) }
+
+// Msg is one event as it arrived: decoded, and its JSON as PostgreSQL sent it (so that
+// JSON subscribers get it without encoding it again, once per subscriber).
+type Msg struct {
+	Event store.JobEvent
+	Raw   []byte
+}
 
 // SubBuffer is how many events a subscriber may lag behind.
 const SubBuffer = 4096
@@ -81,7 +88,7 @@ func (h *Hub) Run(ctx context.Context) {
 					h.log.Warn("hub: bad event", "err", err)
 					continue
 				}
-				h.publish(e)
+				h.publish(Msg{Event: e, Raw: []byte(n.Extra)})
 			case store.RegionsChannel:
 				h.publishRegion(n.Extra)
 			}
@@ -89,12 +96,12 @@ func (h *Hub) Run(ctx context.Context) {
 	}
 }
 
-func (h *Hub) publish(e store.JobEvent) {
+func (h *Hub) publish(m Msg) {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	for s := range h.subs[e.JobID] {
+	for s := range h.subs[m.Event.JobID] {
 		select {
-		case s.C <- e:
+		case s.C <- m:
 		default:
 			s.close()
 		}
@@ -106,7 +113,7 @@ func (h *Hub) publishRegion(id string) {
 	defer h.mu.RUnlock()
 	for s := range h.regions {
 		select {
-		case s.C <- store.JobEvent{Kind: "region", Message: id}:
+		case s.C <- Msg{Event: store.JobEvent{Kind: "region", Message: id}}:
 		default:
 		}
 	}
@@ -125,7 +132,7 @@ func (h *Hub) resyncAll() {
 
 // Subscribe registers a subscriber of a job's events.
 func (h *Hub) Subscribe(jobID string) *Sub {
-	s := &Sub{C: make(chan store.JobEvent, SubBuffer), Closed: make(chan struct{})}
+	s := &Sub{C: make(chan Msg, SubBuffer), Closed: make(chan struct{})}
 	h.mu.Lock()
 	if h.subs[jobID] == nil {
 		h.subs[jobID] = map[*Sub]struct{}{}
@@ -148,7 +155,7 @@ func (h *Hub) Unsubscribe(jobID string, s *Sub) {
 
 // SubscribeRegions registers a subscriber of region changes.
 func (h *Hub) SubscribeRegions() *Sub {
-	s := &Sub{C: make(chan store.JobEvent, 16), Closed: make(chan struct{})}
+	s := &Sub{C: make(chan Msg, 16), Closed: make(chan struct{})}
 	h.mu.Lock()
 	h.regions[s] = struct{}{}
 	h.mu.Unlock()

@@ -20,8 +20,8 @@ const SessionCookie = "runr_session"
 func NewSessions(st *store.Store) *scs.SessionManager {
 	sm := scs.New()
 	sm.Store = postgresstore.NewWithCleanupInterval(st.DB.DB, 30*time.Minute)
+	// An absolute lifetime only: an idle timeout would write the session on every page.
 	sm.Lifetime = 12 * time.Hour
-	sm.IdleTimeout = 2 * time.Hour
 	sm.Cookie.Name = SessionCookie
 	return sm
 }

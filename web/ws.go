@@ -27,6 +27,12 @@ func wsUpgrade(h fiber.Handler) fiber.Handler {
 	}
 }
 
+// maxBatch is how many events one WebSocket message carries at most. JSON subscribers
+// get one event per line (NDJSON); browsers get the fragments of all of them.
+const maxBatch = 256
+
+var newline = []byte("\n")
+
 // wsConn serialises writes to one connection and pings it.
 type wsConn struct {
 	mu   sync.Mutex
@@ -100,13 +106,21 @@ func (s *Server) JobSocket() fiber.Handler {
 			if v := conn.Query("after"); v != "" {
 				_ = json.Unmarshal([]byte(v), &after)
 			}
+			var batch [][]byte
 			for _, e := range d.Events {
 				if e.ID > after {
 					raw, _ := json.Marshal(e)
-					if w.write(websocket.TextMessage, raw) != nil {
+					batch = append(batch, raw)
+				}
+				if len(batch) == maxBatch {
+					if w.write(websocket.TextMessage, bytes.Join(batch, newline)) != nil {
 						return
 					}
+					batch = batch[:0]
 				}
+			}
+			if len(batch) > 0 && w.write(websocket.TextMessage, bytes.Join(batch, newline)) != nil {
+				return
 			}
 		} else if conn.Query("refresh") != "0" {
 			if w.write(websocket.TextMessage, render(views.JobRefresh(page, d))) != nil {
@@ -134,28 +148,54 @@ func (s *Server) JobSocket() fiber.Handler {
 				if w.write(websocket.PingMessage, nil) != nil {
 					return
 				}
-			case e := <-sub.C:
-				if e.ID <= last {
-					continue
+			case m := <-sub.C:
+				// Everything queued already goes out in one message: one write for a
+				// burst of events instead of one per event.
+				batch := []Msg{m}
+				for len(batch) < maxBatch {
+					select {
+					case more := <-sub.C:
+						batch = append(batch, more)
+						continue
+					default:
+					}
+					break
 				}
-				last = e.ID
-				var msg []byte
-				if jsonMode {
-					msg, _ = json.Marshal(e)
-				} else {
+				var out bytes.Buffer
+				for _, m := range batch {
+					e := m.Event
+					if e.ID <= last {
+						continue
+					}
+					last = e.ID
+					if jsonMode {
+						if out.Len() > 0 {
+							out.Write(newline)
+						}
+						if len(m.Raw) > 0 {
+							out.Write(m.Raw)
+						} else {
+							raw, _ := json.Marshal(e)
+							out.Write(raw)
+						}
+						continue
+					}
 					cur := applyEvent(&d, e)
 					if e.Kind == "job" {
 						// The job started or ended: what follows it (Continue, Retry, the
 						// region it created) is read again from the database.
 						if fresh, err := s.H.JobData(ctx, p, id); err == nil {
-							fresh.WizardStep, fresh.OnJobPage = d.WizardStep, d.OnJobPage
+							fresh.WizardStep, fresh.OnJobPage, fresh.Tab = d.WizardStep, d.OnJobPage, d.Tab
 							d, cur = fresh, fresh
 						}
 						cur.JustFinished = cur.Job.Done()
 					}
-					msg = render(views.JobUpdate(page, cur, e, stepOf(d, e)))
+					_ = views.JobUpdate(page, cur, e, stepOf(d, e)).Render(ctx, &out)
 				}
-				if w.write(websocket.TextMessage, msg) != nil {
+				if out.Len() == 0 {
+					continue
+				}
+				if w.write(websocket.TextMessage, out.Bytes()) != nil {
 					return
 				}
 			}
