@@ -32,6 +32,8 @@ type Handlers struct {
 	Version string
 	Log     *slog.Logger
 
+	bannerCache shortCache[[]views.MigrationBanner]
+
 	// extraTabs render the region tabs of later features (workers, migration).
 	extraTabs map[string]func(c *fiber.Ctx, r *store.Region) (templ.Component, error)
 }

@@ -116,15 +116,11 @@ func ToRegionJSON(r *store.Region, baseDomain string) RegionJSON {
 func (h *Handlers) RegionsPage(c *fiber.Ctx) error {
 	q := c.Query("q")
 	page, offset := pageParam(c, regionsPageSize)
-	total, err := h.Store.CountRegions(ctx(c), q)
+	pg, err := h.Store.ListRegionPage(ctx(c), store.RegionFilter{Query: q, Limit: regionsPageSize, Offset: offset}, true)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	rs, err := h.Store.ListRegionSummaries(ctx(c), store.RegionFilter{Query: q, Limit: regionsPageSize, Offset: offset})
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	l := views.RegionsList{Regions: rs, Query: q, Page: page, Pages: pages(total, regionsPageSize), Total: total}
+	l := views.RegionsList{Regions: pg.Regions, Query: q, Page: page, Pages: pages(pg.Total, regionsPageSize), Total: pg.Total}
 	if page == 1 {
 		if l.Setups, err = h.pendingSetups(c); err != nil {
 			return h.Fail(c, err)
@@ -141,14 +137,11 @@ func (h *Handlers) APIListRegions(c *fiber.Ctx) error {
 	}
 	page, offset := pageParam(c, per)
 	q := c.Query("q")
-	total, err := h.Store.CountRegions(ctx(c), q)
+	pg, err := h.Store.ListRegionPage(ctx(c), store.RegionFilter{Query: q, Limit: per, Offset: offset}, false)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	rs, err := h.Store.ListRegions(ctx(c), store.RegionFilter{Query: q, Limit: per, Offset: offset}, false)
-	if err != nil {
-		return h.Fail(c, err)
-	}
+	rs, total := pg.Regions, pg.Total
 	base, err := h.Store.BaseDomain(ctx(c))
 	if err != nil {
 		return h.Fail(c, err)
@@ -175,7 +168,7 @@ func (h *Handlers) APIGetRegion(c *fiber.Ctx) error {
 
 // banners lists the region moves under way, for the banner on every page.
 func (h *Handlers) banners(c *fiber.Ctx) []views.MigrationBanner {
-	bs, err := MigrationBanners(c.UserContext(), h.Store)
+	bs, err := h.bannerCache.get(func() ([]views.MigrationBanner, error) { return MigrationBanners(c.UserContext(), h.Store) })
 	if err != nil {
 		h.Log.Warn("migration banners", "err", err)
 	}

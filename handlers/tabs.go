@@ -1,6 +1,8 @@
 package handlers
 
 import (
+	"time"
+
 	"github.com/a-h/templ"
 	"github.com/gofiber/fiber/v2"
 
@@ -16,4 +18,7 @@ func (h *Handlers) initTabs() {
 }
 
 // Init prepares the handlers after construction.
-func (h *Handlers) Init() { h.initTabs() }
+func (h *Handlers) Init() {
+	h.initTabs()
+	h.bannerCache.ttl = time.Second
+}

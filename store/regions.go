@@ -199,7 +199,7 @@ const regionPublicColumns = `r.id, r.name, r.cluster_server, r.cluster_key, r.k8
 	r.operator_status, r.operator_namespace, r.operator_version, r.operator_adopted, r.serving_status, r.serving_namespace,
 	r.knative_version, r.serving_adopted, r.knative_message, r.redis_mode, r.redis_status, r.redis_address, r.redis_message,
 	r.components, r.external_ip, r.dns_resolved, r.health, r.checked_at, r.agent_last_seen_at, r.function_tls_expires_at,
-	r.faas_cpu_overcommit, r.faas_memory_overcommit, r.migration_status, r.migration_detail, r.migration_dns_check_at,
+	r.faas_cpu_overcommit, r.faas_memory_overcommit, r.migration_status, r.migration_dns_check_at,
 	r.old_external_ip, r.domain_migration_status, r.domain_migration_target, r.created_at, r.updated_at`
 
 // regionSummaryColumns are what the regions list page shows.
@@ -291,9 +291,46 @@ func (s *Store) ListRegions(ctx context.Context, f RegionFilter, withSecrets boo
 	return s.listRegions(ctx, cols, f, withSecrets)
 }
 
-// ListRegionSummaries returns what the regions list page shows of each region.
-func (s *Store) ListRegionSummaries(ctx context.Context, f RegionFilter) ([]Region, error) {
-	return s.listRegions(ctx, regionSummaryColumns, f, false)
+
+// CountedRegions is a page of regions with the number of all that match.
+type CountedRegions struct {
+	Regions []Region
+	Total   int
+}
+
+// ListRegionPage returns one page of regions (public columns, or the summary columns)
+// and the number of all that match, in one query.
+func (s *Store) ListRegionPage(ctx context.Context, f RegionFilter, summary bool) (CountedRegions, error) {
+	cols := regionPublicColumns
+	if summary {
+		cols = regionSummaryColumns
+	}
+	var rows []struct {
+		Region
+		Total int `db:"total"`
+	}
+	q := `SELECT ` + cols + `, (SELECT count(*) FROM projects p WHERE p.region_id = r.id) AS project_count, count(*) OVER () AS total
+		FROM regions r WHERE ($1 = '' OR r.name LIKE '%' || $1 || '%') ORDER BY r.name`
+	if f.Limit > 0 {
+		q += fmt.Sprintf(` LIMIT %d OFFSET %d`, f.Limit, f.Offset)
+	}
+	if err := s.DB.SelectContext(ctx, &rows, q, likeEscape(f.Query)); err != nil {
+		return CountedRegions{}, wrap("list regions", err)
+	}
+	out := CountedRegions{Regions: make([]Region, len(rows))}
+	for i := range rows {
+		out.Regions[i] = rows[i].Region
+		out.Total = rows[i].Total
+	}
+	if len(rows) == 0 && f.Offset > 0 {
+		// A page past the end still says how many there are.
+		n, err := s.CountRegions(ctx, f.Query)
+		if err != nil {
+			return out, err
+		}
+		out.Total = n
+	}
+	return out, nil
 }
 
 func (s *Store) listRegions(ctx context.Context, cols string, f RegionFilter, withSecrets bool) ([]Region, error) {

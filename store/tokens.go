@@ -54,18 +54,34 @@ func (s *Store) CreateAPIToken(ctx context.Context, userID, name string, scopes 
 // APITokenByPlain finds a token by its plaintext and records its use (at most once a
 // minute, so that a busy script does not write on every request).
 func (s *Store) APITokenByPlain(ctx context.Context, plain string) (*APIToken, error) {
-	t := &APIToken{}
-	if err := s.DB.GetContext(ctx, t, `SELECT * FROM api_tokens WHERE token_hash = $1`, HashToken(plain)); err != nil {
-		return nil, wrap("api token", err)
+	t, _, err := s.APITokenUser(ctx, plain)
+	return t, err
+}
+
+// APITokenUser finds a token and its user in one query, and records the token's use.
+func (s *Store) APITokenUser(ctx context.Context, plain string) (*APIToken, *User, error) {
+	var row struct {
+		User
+		TokenID       string         `db:"token_id"`
+		TokenName     string         `db:"token_name"`
+		TokenScopes   pq.StringArray `db:"token_scopes"`
+		TokenLastUsed *time.Time     `db:"token_last_used_at"`
 	}
+	err := s.DB.GetContext(ctx, &row, `SELECT u.*, t.id AS token_id, t.name AS token_name, t.scopes AS token_scopes,
+		t.last_used_at AS token_last_used_at FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = $1`, HashToken(plain))
+	if err != nil {
+		return nil, nil, wrap("api token", err)
+	}
+	t := &APIToken{ID: row.TokenID, UserID: row.User.ID, Name: row.TokenName, Scopes: row.TokenScopes, LastUsedAt: row.TokenLastUsed}
 	if t.LastUsedAt == nil || time.Since(*t.LastUsedAt) > time.Minute {
 		now := time.Now().UTC()
 		if _, err := s.DB.ExecContext(ctx, `UPDATE api_tokens SET last_used_at = $2 WHERE id = $1`, t.ID, now); err != nil {
-			return nil, wrap("api token", err)
+			return nil, nil, wrap("api token", err)
 		}
 		t.LastUsedAt = &now
 	}
-	return t, nil
+	u := row.User
+	return t, &u, nil
 }
 
 // ListAPITokens returns the tokens of a user ("" for every user's).

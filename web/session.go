@@ -66,13 +66,9 @@ func (s *Server) identify(c *fiber.Ctx) error {
 		if !ok || plain == "" {
 			return unauthorized(c, "Send the token as Authorization: Bearer <token>.")
 		}
-		t, err := s.Store.APITokenByPlain(c.UserContext(), strings.TrimSpace(plain))
+		t, u, err := s.Store.APITokenUser(c.UserContext(), strings.TrimSpace(plain))
 		if err != nil {
 			return unauthorized(c, "The API token is not valid (revoked, or mistyped).")
-		}
-		u, err := s.Store.UserByID(c.UserContext(), t.UserID)
-		if err != nil {
-			return unauthorized(c, "The API token's user no longer exists.")
 		}
 		c.Locals(handlers.PrincipalKey, &handlers.Principal{User: u, Perms: store.EffectivePermissions(u.Role, t.Scopes), TokenID: t.ID})
 		return c.Next()
