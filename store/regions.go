@@ -309,7 +309,10 @@ func (s *Store) ListRegionPage(ctx context.Context, f RegionFilter, summary bool
 		Region
 		Total int `db:"total"`
 	}
-	q := `SELECT ` + cols + `, (SELECT count(*) FROM projects p WHERE p.region_id = r.id) AS project_count, count(*) OVER () AS total
+	// The total is an uncorrelated subquery, computed once (a window count would make
+	// PostgreSQL build every row, project counts included, before the LIMIT).
+	q := `SELECT ` + cols + `, (SELECT count(*) FROM projects p WHERE p.region_id = r.id) AS project_count,
+		(SELECT count(*) FROM regions x WHERE $1 = '' OR x.name LIKE '%' || $1 || '%') AS total
 		FROM regions r WHERE ($1 = '' OR r.name LIKE '%' || $1 || '%') ORDER BY r.name`
 	if f.Limit > 0 {
 		q += fmt.Sprintf(` LIMIT %d OFFSET %d`, f.Limit, f.Offset)
