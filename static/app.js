@@ -126,4 +126,26 @@
       if (el.dataset.atEnd) el.scrollTop = el.scrollHeight;
     });
   });
+
+  // Fields that belong to one choice of a form (data-show-if="name=value") show only
+  // while that choice is made: the S3 fields with S3 storage, the external registry's
+  // fields with an external registry, and so on.
+  function applyShowIf(root) {
+    (root || document).querySelectorAll("[data-show-if]").forEach(function (el) {
+      var rule = el.getAttribute("data-show-if").split("=");
+      var form = el.closest("form");
+      if (!form) return;
+      var fields = form.querySelectorAll("[name='" + rule[0] + "']");
+      var value = "";
+      fields.forEach(function (f) {
+        if ((f.type === "radio" || f.type === "checkbox") ? f.checked : true) value = f.value;
+      });
+      el.hidden = value !== rule[1];
+    });
+  }
+  document.addEventListener("change", function (e) {
+    if (e.target.closest && e.target.closest("form")) applyShowIf(e.target.closest("form"));
+  });
+  document.addEventListener("DOMContentLoaded", function () { applyShowIf(); });
+  document.addEventListener("htmx:afterSettle", function (e) { applyShowIf(e.target); });
 })();
