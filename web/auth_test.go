@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/fasthttp/websocket"
 	"io"
 	"net"
 	"net/http"
@@ -203,4 +204,35 @@ func hasAll(perms map[string]bool, need []string) bool {
 		}
 	}
 	return true
+}
+
+// TestWebSocketOrigin refuses a browser's WebSocket from another site.
+func TestWebSocketOrigin(t *testing.T) {
+	e := webtest.New(t, nil)
+	_, tok := e.User("owner")
+	base := strings.Replace(e.Listen(), "http://", "ws://", 1)
+	dial := func(origin string) int {
+		h := http.Header{}
+		h.Set("Authorization", "Bearer "+tok)
+		if origin != "" {
+			h.Set("Origin", origin)
+		}
+		conn, resp, err := websocket.DefaultDialer.Dial(base+"/ws/banners", h)
+		if err == nil {
+			conn.Close()
+		}
+		if resp == nil {
+			t.Fatalf("no answer: %v", err)
+		}
+		return resp.StatusCode
+	}
+	if got := dial("http://evil.example.com"); got != 403 {
+		t.Fatalf("another origin: %d, want 403", got)
+	}
+	if got := dial(strings.Replace(base, "ws://", "http://", 1)); got != 101 {
+		t.Fatalf("the console's own origin: %d, want 101", got)
+	}
+	if got := dial(""); got != 101 {
+		t.Fatalf("no origin (an API client): %d, want 101", got)
+	}
 }

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -17,11 +19,18 @@ import (
 	"runr.dev/console/views"
 )
 
-// wsUpgrade answers 426 to requests that are not WebSocket upgrades.
+// wsUpgrade answers 426 to requests that are not WebSocket upgrades, and 403 to a
+// browser's upgrade from another site (its Origin is not this host): a page elsewhere
+// must not read the progress of the console's jobs with the user's session.
 func wsUpgrade(h fiber.Handler) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		if !websocket.IsWebSocketUpgrade(c) {
 			return fiber.ErrUpgradeRequired
+		}
+		if o := c.Get(fiber.HeaderOrigin); o != "" {
+			if u, err := url.Parse(o); err != nil || !strings.EqualFold(u.Host, c.Hostname()) {
+				return handlers.JSONError(c, fiber.StatusForbidden, "WebSocket from another origin refused.")
+			}
 		}
 		return h(c)
 	}
