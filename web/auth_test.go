@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"github.com/fasthttp/websocket"
 	"io"
 	"net"
 	"net/http"
@@ -12,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/fasthttp/websocket"
 
 	"runr.dev/console/store"
 	"runr.dev/console/web"
