@@ -114,6 +114,18 @@ func TestSettingsReachTheCluster(t *testing.T) {
 	if st, body := e.Raw("GET", "/regions", tok, ""); st != 200 || !strings.Contains(body, `data-region="eu-2"`) {
 		t.Fatalf("regions list: %d", st)
 	}
+	// The region's job history: the install and the two settings jobs, newest first.
+	if st, body := e.Raw("GET", "/jobs?region="+r.ID, viewer, ""); st != 200 || strings.Count(body, `data-testid="job-row"`) < 4 || !strings.Contains(body, "Apply the settings of eu-2") {
+		t.Fatalf("job history page: %d", st)
+	}
+	var jobs struct {
+		Data []struct{ Kind, Status string }
+		Meta struct{ Total int }
+	}
+	e.JSON("GET", "/api/jobs?region_id="+r.ID, tok, nil, &jobs)
+	if jobs.Meta.Total < 4 || jobs.Data[0].Kind != kube.KindApplySettings {
+		t.Fatalf("job history API: %+v", jobs)
+	}
 }
 
 func TestFunctionTLS(t *testing.T) {

@@ -155,3 +155,37 @@ func (h *Handlers) APICancelJob(c *fiber.Ctx) error {
 	}
 	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"job_id": c.Params("id")})
 }
+
+const jobsPageSize = 50
+
+// JobsPage is the job history, of one region with ?region=ID.
+func (h *Handlers) JobsPage(c *fiber.Ctx) error {
+	l := views.JobList{RegionID: c.Query("region")}
+	if l.RegionID != "" {
+		r, err := h.Store.RegionByID(ctx(c), l.RegionID)
+		if err != nil {
+			return h.Fail(c, err)
+		}
+		l.RegionName = r.Name
+	}
+	page, offset := pageParam(c, jobsPageSize)
+	js, n, err := h.Store.ListJobsPage(ctx(c), l.RegionID, jobsPageSize, offset)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	l.Jobs, l.Page, l.Pages = js, page, pages(n, jobsPageSize)
+	return Render(c, fiber.StatusOK, views.JobsPage(h.page(c, "Jobs", "regions"), l))
+}
+
+// APIListJobs is GET /api/jobs?region_id=ID&page=N.
+func (h *Handlers) APIListJobs(c *fiber.Ctx) error {
+	page, offset := pageParam(c, jobsPageSize)
+	js, n, err := h.Store.ListJobsPage(ctx(c), c.Query("region_id"), jobsPageSize, offset)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	if js == nil {
+		js = []store.Job{}
+	}
+	return c.JSON(fiber.Map{"data": js, "meta": fiber.Map{"page": page, "per_page": jobsPageSize, "total": n}})
+}

@@ -214,9 +214,24 @@ func (s *Store) JobByID(ctx context.Context, id string) (*Job, error) {
 
 // ListJobs returns the newest jobs, of one region when regionID is set.
 func (s *Store) ListJobs(ctx context.Context, regionID string, limit int) ([]Job, error) {
+	js, _, err := s.ListJobsPage(ctx, regionID, limit, 0)
+	return js, err
+}
+
+// ListJobsPage returns a page of jobs, newest first (of one region when regionID is
+// set), and how many there are.
+func (s *Store) ListJobsPage(ctx context.Context, regionID string, limit, offset int) ([]Job, int, error) {
 	var js []Job
-	err := s.DB.SelectContext(ctx, &js, `SELECT * FROM jobs WHERE $1 = '' OR region_id = $1 ORDER BY created_at DESC LIMIT $2`, regionID, limit)
-	return js, wrap("list jobs", err)
+	err := s.DB.SelectContext(ctx, &js, `SELECT id, kind, title, region_id, status, error, attempts, created_by, created_at, started_at, finished_at
+		FROM jobs WHERE $1 = '' OR region_id = $1 ORDER BY created_at DESC LIMIT $2 OFFSET $3`, regionID, limit, offset)
+	if err != nil {
+		return nil, 0, wrap("list jobs", err)
+	}
+	var n int
+	if err := s.DB.GetContext(ctx, &n, `SELECT count(*) FROM jobs WHERE $1 = '' OR region_id = $1`, regionID); err != nil {
+		return nil, 0, wrap("count jobs", err)
+	}
+	return js, n, nil
 }
 
 // ActiveJob returns the region's newest unfinished job of a kind ("" for any kind).

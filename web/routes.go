@@ -108,11 +108,13 @@ func (s *Server) Routes() []Route {
 		{Method: patch, Path: "/api/settings", Perm: store.PermSettingsManage, Handler: h.APIPatchSettings},
 		{Method: post, Path: "/regions/setups/:token/retry", Perm: store.PermRegionsManage, Also: []string{store.PermRegistryManage}, Handler: h.WizardRetry},
 
+		{Method: get, Path: "/jobs", Perm: store.PermJobsView, Handler: h.JobsPage},
 		{Method: get, Path: "/jobs/:id", Perm: store.PermJobsView, Handler: h.JobPage},
 		{Method: post, Path: "/jobs/:id/retry", Perm: store.PermRegionsManage, Handler: h.RetryJobForm},
 		{Method: post, Path: "/jobs/:id/cancel", Perm: store.PermRegionsManage, Handler: h.CancelJobForm},
 		{Method: get, Path: "/ws/jobs/:id", Perm: store.PermJobsView, Handler: s.JobSocket(), WebSocket: true},
 		{Method: get, Path: "/ws/banners", Perm: Authenticated, Handler: s.BannerSocket(), WebSocket: true},
+		{Method: get, Path: "/api/jobs", Perm: store.PermJobsView, Handler: h.APIListJobs},
 		{Method: get, Path: "/api/jobs/:id", Perm: store.PermJobsView, Handler: h.APIGetJob},
 		{Method: get, Path: "/api/jobs/:id/events", Perm: store.PermJobsView, Handler: h.APIJobEvents},
 		{Method: post, Path: "/api/jobs/:id/retry", Perm: store.PermRegionsManage, Handler: h.APIRetryJob},
