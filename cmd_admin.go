@@ -15,19 +15,14 @@ func migrateCmd() *cobra.Command {
 		Use:   "migrate",
 		Short: "Apply pending database migrations",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, st, err := openStore(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer st.Close()
+		RunE: withStore(func(cmd *cobra.Command, st *store.Store) error {
 			n, err := st.Migrate(cmd.Context())
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Applied %d migration(s)\n", n)
 			return nil
-		},
+		}),
 	}
 }
 
@@ -38,12 +33,7 @@ func userCmd() *cobra.Command {
 		Use:   "create",
 		Short: "Create a user (prints a generated password when none is given)",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, st, err := openStore(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer st.Close()
+		RunE: withStore(func(cmd *cobra.Command, st *store.Store) error {
 			in := handlers.UserInput{Email: email, Role: role, Password: password}
 			if errs := handlers.ValidateUser(in); len(errs) > 0 {
 				return errs
@@ -62,7 +52,7 @@ func userCmd() *cobra.Command {
 				fmt.Fprintf(cmd.ErrOrStderr(), "Created %s (%s)\n", u.Email, u.Role)
 			}
 			return nil
-		},
+		}),
 	}
 	create.Flags().StringVar(&email, "email", "", "e-mail address (required)")
 	create.Flags().StringVar(&role, "role", "member", "owner, admin, member or viewer")
@@ -74,12 +64,7 @@ func userCmd() *cobra.Command {
 		Use:   "bootstrap",
 		Short: "Create the first owner when there is no user, and print its credentials once",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, st, err := openStore(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer st.Close()
+		RunE: withStore(func(cmd *cobra.Command, st *store.Store) error {
 			n, err := st.CountUsers(cmd.Context(), "")
 			if err != nil {
 				return err
@@ -93,7 +78,7 @@ func userCmd() *cobra.Command {
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "\n  First administrator created (shown once):\n    e-mail:   %s\n    password: %s\n\n", bootEmail, pw)
 			return nil
-		},
+		}),
 	}
 	bootstrap.Flags().StringVar(&bootEmail, "email", "admin@runr.local", "e-mail of the first owner")
 	user.AddCommand(create, bootstrap)
@@ -107,12 +92,7 @@ func tokenCmd() *cobra.Command {
 		Use:   "create",
 		Short: "Create an API token for a user; prints the token alone on stdout",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, st, err := openStore(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer st.Close()
+		RunE: withStore(func(cmd *cobra.Command, st *store.Store) error {
 			u, err := st.UserByEmail(cmd.Context(), email)
 			if err != nil {
 				return fmt.Errorf("no user with e-mail %s: %w", email, err)
@@ -130,7 +110,7 @@ func tokenCmd() *cobra.Command {
 			}
 			fmt.Fprintln(cmd.OutOrStdout(), plain)
 			return nil
-		},
+		}),
 	}
 	create.Flags().StringVar(&email, "email", "", "the token's user (required)")
 	create.Flags().StringVar(&name, "name", "", "what the token is for (required)")
@@ -147,19 +127,14 @@ func secretsCmd() *cobra.Command {
 		Use:   "encrypt",
 		Short: "Encrypt every secret value still stored in plain text",
 		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, st, err := openStore(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer st.Close()
+		RunE: withStore(func(cmd *cobra.Command, st *store.Store) error {
 			n, err := st.EncryptPlaintext(cmd.Context())
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Encrypted %d plaintext value(s)\n", n)
 			return nil
-		},
+		}),
 	}
 	var newKey string
 	rotate := &cobra.Command{
@@ -168,12 +143,7 @@ func secretsCmd() *cobra.Command {
 		Long: "Re-encrypts every secret column under a new key in one transaction. The new key is\n" +
 			"printed alone on stdout: put it into RUNR_APP_KEY (or .data/app.key) before the next start.",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, st, err := openStore(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer st.Close()
+		RunE: withStore(func(cmd *cobra.Command, st *store.Store) error {
 			if newKey == "" {
 				newKey = store.GenerateKey()
 			}
@@ -188,7 +158,7 @@ func secretsCmd() *cobra.Command {
 			fmt.Fprintf(cmd.ErrOrStderr(), "Re-encrypted %d value(s) under the new key; set RUNR_APP_KEY to it now.\n", n)
 			fmt.Fprintln(cmd.OutOrStdout(), newKey)
 			return nil
-		},
+		}),
 	}
 	rotate.Flags().StringVar(&newKey, "new-key", "", "the new key (base64 of 32 bytes); generated when empty")
 	secrets.AddCommand(encrypt, rotate)

@@ -17,12 +17,7 @@ func regionsCmd() *cobra.Command {
 	regions := &cobra.Command{Use: "regions", Short: "Regions: list them and move them to another cluster"}
 	regions.AddCommand(&cobra.Command{
 		Use: "list", Short: "List the regions", Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, st, err := openStore(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer st.Close()
+		RunE: withStore(func(cmd *cobra.Command, st *store.Store) error {
 			rs, err := st.ListRegions(cmd.Context(), store.RegionFilter{}, false)
 			if err != nil {
 				return err
@@ -33,7 +28,7 @@ func regionsCmd() *cobra.Command {
 				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Status, r.ServingStatus, r.RegistryStatus, r.RedisStatus, r.ExternalIP, r.MigrationStatus)
 			}
 			return w.Flush()
-		},
+		}),
 	})
 	migration := &cobra.Command{Use: "migration", Short: "Move a region to another cluster"}
 	var kubeconfig, dataLocation string

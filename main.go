@@ -72,3 +72,15 @@ func versionCmd() *cobra.Command {
 	return &cobra.Command{Use: "version", Short: "Print the version", Args: cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), version) }}
 }
+
+// withStore wraps a command body so it runs with an open store that is closed afterwards.
+func withStore(run func(cmd *cobra.Command, st *store.Store) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, _ []string) error {
+		_, st, err := openStore(cmd.Context())
+		if err != nil {
+			return err
+		}
+		defer st.Close()
+		return run(cmd, st)
+	}
+}

@@ -291,7 +291,6 @@ func (s *Store) ListRegions(ctx context.Context, f RegionFilter, withSecrets boo
 	return s.listRegions(ctx, cols, f, withSecrets)
 }
 
-
 // CountedRegions is a page of regions with the number of all that match.
 type CountedRegions struct {
 	Regions []Region
