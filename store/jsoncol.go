@@ -4,6 +4,8 @@ import (
 	"database/sql/driver"
 	"encoding/json"
 	"fmt"
+
+	gojson "github.com/goccy/go-json"
 )
 
 // JSON stores a Go value in a JSONB column.
@@ -24,7 +26,9 @@ func (j *JSON[T]) Scan(src any) error {
 	default:
 		return fmt.Errorf("store: cannot scan %T into JSON", src)
 	}
-	return json.Unmarshal(raw, &j.V)
+	// go-json decodes the same documents as encoding/json, several times faster: the
+	// region lists scan half a dozen JSONB columns per row.
+	return gojson.Unmarshal(raw, &j.V)
 }
 
 // Value implements driver.Valuer.

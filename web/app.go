@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/alexedwards/scs/v2"
+	gojson "github.com/goccy/go-json"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/recover"
 	"github.com/gofiber/fiber/v2/middleware/requestid"
@@ -63,6 +64,7 @@ func New(st *store.Store, cfg *config.Config, svc *kube.Service, log *slog.Logge
 		WriteTimeout:          60 * time.Second,
 		IdleTimeout:           120 * time.Second,
 		ErrorHandler:          s.errorHandler,
+		JSONEncoder:           gojson.Marshal, // as encoding/json, faster on the region lists
 	})
 	s.App.Use(recover.New(recover.Config{EnableStackTrace: true}))
 	s.App.Use(requestid.New())
