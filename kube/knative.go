@@ -261,7 +261,7 @@ func (s *Service) operatorSteps(p OperatorParams) []Step {
 			if chart.Version, err = s.chartFor(ctx, c, ver); err != nil {
 				return err
 			}
-			rel, err := s.HelmApply(ctx, jc, c, Release{Namespace: p.Namespace, Name: OperatorRelease, Chart: chart, Values: map[string]any{}})
+			rel, err := s.HelmApply(ctx, jc, c, Release{Namespace: p.Namespace, Name: OperatorRelease, Chart: chart, Values: OperatorValues()})
 			if err != nil {
 				return err
 			}
@@ -761,7 +761,7 @@ func (s *Service) upgradeSteps(p ServingParams) []Step {
 				jc.Note("The operator's chart %s is not older", rel.Chart.Metadata.Version)
 				return ErrSkip
 			}
-			nr, err := s.HelmApply(ctx, jc, c, Release{Namespace: r.OperatorNamespace, Name: OperatorRelease, Chart: chart, Values: map[string]any{}})
+			nr, err := s.HelmApply(ctx, jc, c, Release{Namespace: r.OperatorNamespace, Name: OperatorRelease, Chart: chart, Values: OperatorValues()})
 			if err != nil {
 				return err
 			}

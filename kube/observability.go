@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"fmt"
 
 	"runr.dev/console/store"
 )
@@ -49,14 +48,7 @@ func (s *Service) installPrometheus(ctx context.Context, jc *JobContext, c *Clus
 	if err := c.ensurePriorityClass(ctx); err != nil {
 		return err
 	}
-	vals := map[string]any{
-		"grafana":           map[string]any{"enabled": false},
-		"windowsMonitoring": map[string]any{"enabled": false},
-		"prometheus": map[string]any{"prometheusSpec": map[string]any{
-			"priorityClassName": PriorityClassName, "retention": "10d",
-			"resources": map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "512Mi"}},
-		}},
-	}
+	vals := PrometheusValues()
 	rel, err := s.HelmApply(ctx, jc, c, Release{Namespace: ObservabilityNamespace, Name: PrometheusRelease, Chart: ChartPrometheus, Values: vals})
 	if err != nil {
 		return err
@@ -83,11 +75,7 @@ func (s *Service) installLoki(ctx context.Context, jc *JobContext, c *Cluster, r
 	if err := c.ensurePriorityClass(ctx); err != nil {
 		return err
 	}
-	vals := map[string]any{
-		"loki":     map[string]any{"priorityClassName": PriorityClassName},
-		"promtail": map[string]any{"enabled": true},
-		"grafana":  map[string]any{"enabled": false},
-	}
+	vals := LokiValues()
 	rel, err := s.HelmApply(ctx, jc, c, Release{Namespace: ObservabilityNamespace, Name: LokiRelease, Chart: ChartLoki, Values: vals})
 	if err != nil {
 		return err
@@ -108,11 +96,7 @@ func (s *Service) installTracing(ctx context.Context, jc *JobContext, c *Cluster
 	if _, err := c.EnsureNamespace(ctx, ObservabilityNamespace, nil); err != nil {
 		return err
 	}
-	retention := fmt.Sprintf("%dh", s.Cfg.TracingRetentionHours)
-	tempo := map[string]any{
-		"tempo":       map[string]any{"repository": "ghcr.io/brf-tech/reqs/tempo", "tag": "3.1.0", "retention": retention},
-		"persistence": map[string]any{"enabled": false},
-	}
+	tempo := TempoValues(s.Cfg.TracingRetentionHours)
 	rel, err := s.HelmApply(ctx, jc, c, Release{Namespace: ObservabilityNamespace, Name: TempoRelease, Chart: ChartTempo, Values: tempo})
 	if err != nil {
 		return err
@@ -120,15 +104,7 @@ func (s *Service) installTracing(ctx context.Context, jc *JobContext, c *Cluster
 	if err := jc.WaitRelease(ctx, c, rel.Manifest, WaitOpts{}); err != nil {
 		return err
 	}
-	otel := map[string]any{
-		"mode":  "deployment",
-		"image": map[string]any{"repository": "ghcr.io/brf-tech/reqs/opentelemetry-collector-contrib", "tag": "0.162.0"},
-		"config": map[string]any{
-			"receivers": map[string]any{"otlp": map[string]any{"protocols": map[string]any{"grpc": map[string]any{}, "http": map[string]any{}}}},
-			"exporters": map[string]any{"otlp/tempo": map[string]any{"endpoint": TempoRelease + "." + ObservabilityNamespace + ".svc:4317", "tls": map[string]any{"insecure": true}}},
-			"service":   map[string]any{"pipelines": map[string]any{"traces": map[string]any{"receivers": []any{"otlp"}, "exporters": []any{"otlp/tempo"}}}},
-		},
-	}
+	otel := OtelValues()
 	rel, err = s.HelmApply(ctx, jc, c, Release{Namespace: ObservabilityNamespace, Name: OtelRelease, Chart: ChartOtelCollector, Values: otel})
 	if err != nil {
 		return err
@@ -136,6 +112,6 @@ func (s *Service) installTracing(ctx context.Context, jc *JobContext, c *Cluster
 	if err := jc.WaitRelease(ctx, c, rel.Manifest, WaitOpts{}); err != nil {
 		return err
 	}
-	jc.Note("Tracing: OpenTelemetry Collector %s and Tempo %s, traces kept %s", ChartOtelCollector.Version, ChartTempo.Version, retention)
+	jc.Note("Tracing: OpenTelemetry Collector %s and Tempo %s, traces kept %d h", ChartOtelCollector.Version, ChartTempo.Version, s.Cfg.TracingRetentionHours)
 	return nil
 }

@@ -221,22 +221,14 @@ func (s *Service) installZot(ctx context.Context, jc *JobContext, c *Cluster, p 
 	if _, err := c.EnsureNamespace(ctx, RegistryNamespace, nil); err != nil {
 		return err
 	}
-	vals := map[string]any{"service": map[string]any{"type": "ClusterIP", "port": 5000}}
 	if p.StorageType == "s3" {
 		if _, err := c.ApplyObject(ctx, map[string]any{"apiVersion": "v1", "kind": "Secret",
 			"metadata":   map[string]any{"name": "runr-zot-s3", "namespace": RegistryNamespace, "labels": toAnyMap(managedLabels(nil))},
 			"stringData": map[string]any{"accessKey": p.S3AccessKey, "secretKey": sec.S3SecretKey}}); err != nil {
 			return err
 		}
-		vals["s3"] = map[string]any{"enabled": true, "endpoint": p.S3Endpoint, "bucket": p.S3Bucket, "region": p.S3Region, "secretName": "runr-zot-s3"}
-	} else {
-		size := p.Size
-		if size == "" {
-			size = "10Gi"
-		}
-		vals["persistence"] = true
-		vals["pvc"] = map[string]any{"create": true, "storage": size, "storageClassName": p.StorageClass}
 	}
+	vals := ZotValues(ZotOptions{Registry: p})
 	rel, err := s.HelmApply(ctx, jc, c, Release{Namespace: RegistryNamespace, Name: ZotRelease, Chart: ChartZot, Values: vals})
 	if err != nil {
 		return err

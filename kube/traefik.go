@@ -77,32 +77,7 @@ func TrustedIPs(regions []store.Region) []string {
 
 // traefikValues are the region Traefik's Helm values for the cluster's regions.
 func (s *Service) traefikValues(class string, regions []store.Region) map[string]any {
-	timeout := TraefikTimeout(regions)
-	reg, repo, tag := splitImage(s.Cfg.TraefikImage)
-	rt := map[string]any{"respondingTimeouts": map[string]any{"readTimeout": fmt.Sprintf("%ds", timeout), "writeTimeout": fmt.Sprintf("%ds", timeout)}}
-	ports := map[string]any{"web": map[string]any{"transport": rt}, "websecure": map[string]any{"transport": rt}}
-	if trusted := TrustedIPs(regions); len(trusted) > 0 {
-		// A load balancer in front of Traefik that sends PROXY protocol or X-Forwarded-For.
-		ips := make([]any, len(trusted))
-		for i, ip := range trusted {
-			ips[i] = ip
-		}
-		for _, p := range []string{"web", "websecure"} {
-			ports[p].(map[string]any)["forwardedHeaders"] = map[string]any{"trustedIPs": ips}
-			ports[p].(map[string]any)["proxyProtocol"] = map[string]any{"trustedIPs": ips}
-		}
-	}
-	return map[string]any{
-		"image":        map[string]any{"registry": reg, "repository": repo, "tag": tag},
-		"service":      map[string]any{"type": "LoadBalancer"},
-		"ports":        ports,
-		"ingressClass": map[string]any{"enabled": true, "name": class, "isDefaultClass": false},
-		"providers": map[string]any{
-			"kubernetesIngress": map[string]any{"ingressClass": class},
-			"kubernetesCRD":     map[string]any{"enabled": true, "allowCrossNamespace": true},
-		},
-		"additionalArguments": []any{"--providers.knative", "--experimental.knative=true"},
-	}
+	return TraefikValues(TraefikOptions{Image: s.Cfg.TraefikImage, Class: class, Timeout: TraefikTimeout(regions), TrustedIPs: TrustedIPs(regions)})
 }
 
 // installTraefik installs (or upgrades) the region Traefik and waits for its address.

@@ -1,0 +1,139 @@
+package kube
+
+import "fmt"
+
+// ValuesCase is one set of values the console sends to an upstream chart. The stand-in
+// charts' contract test renders each with exactly these values and checks the facts read
+// from the upstream chart at its pinned version.
+type ValuesCase struct {
+	Name      string
+	Chart     ChartRef
+	Release   string
+	Namespace string
+	Values    map[string]any
+}
+
+// TraefikOptions are what the region Traefik's values depend on.
+type TraefikOptions struct {
+	Image      string
+	Class      string
+	Timeout    int
+	TrustedIPs []string
+}
+
+// ZotOptions are what Zot's values depend on.
+type ZotOptions struct {
+	Registry RegistryParams
+}
+
+// ValuesCases lists the values the console sends to every chart it installs, one case per
+// shape (a registry on a PVC and on S3, Traefik with and without trusted addresses, ...).
+func ValuesCases() []ValuesCase {
+	traefikImage := "ghcr.io/brf-tech/runr/reqs/traefik:v3.7.4"
+	return []ValuesCase{
+		{Name: "traefik", Chart: ChartTraefik, Release: TraefikRelease, Namespace: "knative-serving",
+			Values: TraefikValues(TraefikOptions{Image: traefikImage, Class: TraefikClass, Timeout: 120})},
+		{Name: "traefik-trusted-ips", Chart: ChartTraefik, Release: TraefikRelease, Namespace: "knative-serving",
+			Values: TraefikValues(TraefikOptions{Image: traefikImage, Class: TraefikFallbackClass, Timeout: 610, TrustedIPs: []string{"10.0.0.0/24"}})},
+		{Name: "zot-pvc", Chart: ChartZot, Release: ZotRelease, Namespace: RegistryNamespace,
+			Values: ZotValues(ZotOptions{Registry: RegistryParams{Mode: "internal", StorageType: "pvc", StorageClass: "standard", Size: "10Gi"}})},
+		{Name: "zot-s3", Chart: ChartZot, Release: ZotRelease, Namespace: RegistryNamespace,
+			Values: ZotValues(ZotOptions{Registry: RegistryParams{Mode: "internal", StorageType: "s3", S3Endpoint: "https://s3.example.test", S3Bucket: "images", S3Region: "eu-1", S3AccessKey: "AKIA"}})},
+		{Name: "knative-operator", Chart: ChartKnativeOperator, Release: OperatorRelease, Namespace: "knative-operator", Values: OperatorValues()},
+		{Name: "kube-prometheus-stack", Chart: ChartPrometheus, Release: PrometheusRelease, Namespace: ObservabilityNamespace, Values: PrometheusValues()},
+		{Name: "loki-stack", Chart: ChartLoki, Release: LokiRelease, Namespace: ObservabilityNamespace, Values: LokiValues()},
+		{Name: "tempo", Chart: ChartTempo, Release: TempoRelease, Namespace: ObservabilityNamespace, Values: TempoValues(72)},
+		{Name: "opentelemetry-collector", Chart: ChartOtelCollector, Release: OtelRelease, Namespace: ObservabilityNamespace, Values: OtelValues()},
+	}
+}
+
+// TraefikValues are the region Traefik's Helm values.
+func TraefikValues(o TraefikOptions) map[string]any {
+	reg, repo, tag := splitImage(o.Image)
+	rt := map[string]any{"respondingTimeouts": map[string]any{"readTimeout": fmt.Sprintf("%ds", o.Timeout), "writeTimeout": fmt.Sprintf("%ds", o.Timeout)}}
+	ports := map[string]any{"web": map[string]any{"transport": rt}, "websecure": map[string]any{"transport": rt}}
+	if len(o.TrustedIPs) > 0 {
+		// A load balancer in front of Traefik that sends PROXY protocol or X-Forwarded-For.
+		ips := make([]any, len(o.TrustedIPs))
+		for i, ip := range o.TrustedIPs {
+			ips[i] = ip
+		}
+		for _, p := range []string{"web", "websecure"} {
+			ports[p].(map[string]any)["forwardedHeaders"] = map[string]any{"trustedIPs": ips}
+			ports[p].(map[string]any)["proxyProtocol"] = map[string]any{"trustedIPs": ips}
+		}
+	}
+	return map[string]any{
+		"image":        map[string]any{"registry": reg, "repository": repo, "tag": tag},
+		"service":      map[string]any{"type": "LoadBalancer"},
+		"ports":        ports,
+		"ingressClass": map[string]any{"enabled": true, "name": o.Class, "isDefaultClass": false},
+		"providers": map[string]any{
+			"kubernetesIngress": map[string]any{"ingressClass": o.Class},
+			"kubernetesCRD":     map[string]any{"enabled": true, "allowCrossNamespace": true},
+		},
+		"additionalArguments": []any{"--providers.knative", "--experimental.knative=true"},
+	}
+}
+
+// ZotValues are the internal registry's Helm values.
+func ZotValues(o ZotOptions) map[string]any {
+	p := o.Registry
+	vals := map[string]any{"service": map[string]any{"type": "ClusterIP", "port": 5000}}
+	if p.StorageType == "s3" {
+		vals["s3"] = map[string]any{"enabled": true, "endpoint": p.S3Endpoint, "bucket": p.S3Bucket, "region": p.S3Region, "secretName": "runr-zot-s3"}
+		return vals
+	}
+	size := p.Size
+	if size == "" {
+		size = "10Gi"
+	}
+	vals["persistence"] = true
+	vals["pvc"] = map[string]any{"create": true, "storage": size, "storageClassName": p.StorageClass}
+	return vals
+}
+
+// OperatorValues are the Knative Operator chart's values (its defaults).
+func OperatorValues() map[string]any { return map[string]any{} }
+
+// PrometheusValues are kube-prometheus-stack's values (release knative).
+func PrometheusValues() map[string]any {
+	return map[string]any{
+		"grafana":           map[string]any{"enabled": false},
+		"windowsMonitoring": map[string]any{"enabled": false},
+		"prometheus": map[string]any{"prometheusSpec": map[string]any{
+			"priorityClassName": PriorityClassName, "retention": "10d",
+			"resources": map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "512Mi"}},
+		}},
+	}
+}
+
+// LokiValues are loki-stack's values.
+func LokiValues() map[string]any {
+	return map[string]any{
+		"loki":     map[string]any{"priorityClassName": PriorityClassName},
+		"promtail": map[string]any{"enabled": true},
+		"grafana":  map[string]any{"enabled": false},
+	}
+}
+
+// TempoValues are Tempo's values, with traces kept retentionHours.
+func TempoValues(retentionHours int) map[string]any {
+	return map[string]any{
+		"tempo":       map[string]any{"repository": "ghcr.io/brf-tech/reqs/tempo", "tag": "3.1.0", "retention": fmt.Sprintf("%dh", retentionHours)},
+		"persistence": map[string]any{"enabled": false},
+	}
+}
+
+// OtelValues are the OpenTelemetry Collector's values: OTLP in, Tempo out.
+func OtelValues() map[string]any {
+	return map[string]any{
+		"mode":  "deployment",
+		"image": map[string]any{"repository": "ghcr.io/brf-tech/reqs/opentelemetry-collector-contrib", "tag": "0.162.0"},
+		"config": map[string]any{
+			"receivers": map[string]any{"otlp": map[string]any{"protocols": map[string]any{"grpc": map[string]any{}, "http": map[string]any{}}}},
+			"exporters": map[string]any{"otlp/tempo": map[string]any{"endpoint": TempoRelease + "." + ObservabilityNamespace + ".svc:4317", "tls": map[string]any{"insecure": true}}},
+			"service":   map[string]any{"pipelines": map[string]any{"traces": map[string]any{"receivers": []any{"otlp"}, "exporters": []any{"otlp/tempo"}}}},
+		},
+	}
+}
