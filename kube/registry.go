@@ -233,7 +233,7 @@ func (s *Service) installZot(ctx context.Context, jc *JobContext, c *Cluster, p 
 	if err != nil {
 		return err
 	}
-	if err := jc.WaitRelease(ctx, c, rel.Manifest, WaitOpts{}); err != nil {
+	if err := jc.WaitRelease(ctx, c, rel, WaitOpts{}); err != nil {
 		return err
 	}
 	jc.Note("Zot %s serves at %s", ChartZot.Version, p.Address())
