@@ -18,7 +18,7 @@ import (
 // tabKinds are the job kinds whose latest job a tab shows live.
 var tabKinds = map[string][]string{
 	"general":  {kube.KindApplySettings, kube.KindRegionStatus, kube.KindFunctionTLS, kube.KindRemoveFunctionTLS, kube.KindInstallMonitoring},
-	"registry": {kube.KindRegistrySetup, kube.KindRegistryInstall, kube.KindRegistryRemove, kube.KindRegistryTest},
+	"registry": {kube.KindRegistrySetup, kube.KindRegistryInstall, kube.KindRegistryRemove, kube.KindRegistryTest, kube.KindContainerdRestart},
 	"operator": {kube.KindInstallOperator, kube.KindInstallKnative, kube.KindUninstallOperator},
 	"serving":  {kube.KindInstallServing, kube.KindInstallKnative, kube.KindUpgradeServing, kube.KindUninstallServing, kube.KindUninstallKnative},
 	"redis":    {kube.KindRedisInstall, kube.KindRedisRemove, kube.KindRedisTest},

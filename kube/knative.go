@@ -542,7 +542,7 @@ func (s *Service) applyQuota(ctx context.Context, jc *JobContext, c *Cluster, r 
 		jc.Note("No organisation ceiling is configured: no quota")
 		return ErrSkip
 	}
-	if _, err := c.EnsureNamespace(ctx, r.Name, map[string]string{"runr.dev/region": r.Name}); err != nil {
+	if _, err := jc.EnsureNamespace(ctx, c, r.Name, map[string]string{"runr.dev/region": r.Name}); err != nil {
 		return err
 	}
 	hard := map[string]any{}
@@ -649,8 +649,8 @@ func (s *Service) uninstallServingSteps(p ServingParams) []Step {
 				jc.Note("Namespace %s was not created by RunR: it stays", r.ServingNamespace)
 				return ErrSkip
 			}
-			if err := c.Clientset.CoreV1().Namespaces().Delete(ctx, r.ServingNamespace, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("delete namespace %s: %w", r.ServingNamespace, err)
+			if err := jc.DeleteNamespace(ctx, c, r.ServingNamespace); err != nil {
+				return err
 			}
 			jc.Note("Deleted namespace %s", r.ServingNamespace)
 			return nil

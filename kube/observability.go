@@ -63,7 +63,7 @@ func (s *Service) installPrometheus(ctx context.Context, jc *JobContext, c *Clus
 		jc.Note("The region uses the existing Prometheus at %s: RunR installs none", u)
 		return ErrSkip
 	}
-	if _, err := c.EnsureNamespace(ctx, ObservabilityNamespace, nil); err != nil {
+	if _, err := jc.EnsureNamespace(ctx, c, ObservabilityNamespace, nil); err != nil {
 		return err
 	}
 	if err := c.ensurePriorityClass(ctx); err != nil {
@@ -90,7 +90,7 @@ func (s *Service) installLoki(ctx context.Context, jc *JobContext, c *Cluster, r
 		jc.Note("The region uses the existing Loki at %s: RunR installs none", u)
 		return ErrSkip
 	}
-	if _, err := c.EnsureNamespace(ctx, ObservabilityNamespace, nil); err != nil {
+	if _, err := jc.EnsureNamespace(ctx, c, ObservabilityNamespace, nil); err != nil {
 		return err
 	}
 	if err := c.ensurePriorityClass(ctx); err != nil {
@@ -114,7 +114,7 @@ func (s *Service) installLoki(ctx context.Context, jc *JobContext, c *Cluster, r
 // installTracing installs the tracing backend: the OpenTelemetry Collector and Tempo,
 // with the retention setting.
 func (s *Service) installTracing(ctx context.Context, jc *JobContext, c *Cluster) error {
-	if _, err := c.EnsureNamespace(ctx, ObservabilityNamespace, nil); err != nil {
+	if _, err := jc.EnsureNamespace(ctx, c, ObservabilityNamespace, nil); err != nil {
 		return err
 	}
 	tempo := TempoValues(s.Cfg.TracingRetentionHours)

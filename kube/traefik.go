@@ -136,7 +136,7 @@ func (s *Service) installTraefik(ctx context.Context, jc *JobContext, c *Cluster
 	}
 	regions = append(regions, *r)
 	timeout := TraefikTimeout(regions)
-	if _, err := c.EnsureNamespace(ctx, ns, nil); err != nil {
+	if _, err := jc.EnsureNamespace(ctx, c, ns, nil); err != nil {
 		return "", err
 	}
 	rel, err := s.HelmApply(ctx, jc, c, Release{Namespace: ns, Name: TraefikRelease, Chart: ChartTraefik, Values: s.traefikValues(class, mode, regions)})

@@ -24,11 +24,6 @@ type TraefikOptions struct {
 	HostNetwork bool
 }
 
-// ZotOptions are what Zot's values depend on.
-type ZotOptions struct {
-	Registry RegistryParams
-}
-
 // ValuesCases lists the values the console sends to every chart it installs, one case per
 // shape (a registry on a PVC and on S3, Traefik with and without trusted addresses, ...).
 func ValuesCases() []ValuesCase {
@@ -41,9 +36,9 @@ func ValuesCases() []ValuesCase {
 		{Name: "traefik-host-network", Chart: ChartTraefik, Release: TraefikRelease, Namespace: "knative-serving",
 			Values: TraefikValues(TraefikOptions{Image: traefikImage, Class: TraefikClass, Timeout: 120, HostNetwork: true})},
 		{Name: "zot-pvc", Chart: ChartZot, Release: ZotRelease, Namespace: RegistryNamespace,
-			Values: ZotValues(ZotOptions{Registry: RegistryParams{Mode: "internal", StorageType: "pvc", StorageClass: "standard", Size: "10Gi"}})},
+			Values: ZotValues(RegistryParams{Mode: "internal", StorageType: "pvc", StorageClass: "standard", Size: "10Gi"})},
 		{Name: "zot-s3", Chart: ChartZot, Release: ZotRelease, Namespace: RegistryNamespace,
-			Values: ZotValues(ZotOptions{Registry: RegistryParams{Mode: "internal", StorageType: "s3", S3Endpoint: "https://s3.example.test", S3Bucket: "images", S3Region: "eu-1", S3AccessKey: "AKIA"}})},
+			Values: ZotValues(RegistryParams{Mode: "internal", StorageType: "s3", S3Endpoint: "https://s3.example.test", S3Bucket: "images", S3Region: "eu-1", S3AccessKey: "AKIA"})},
 		{Name: "knative-operator", Chart: ChartKnativeOperator, Release: OperatorRelease, Namespace: "knative-operator", Values: OperatorValues()},
 		{Name: "kube-prometheus-stack", Chart: ChartPrometheus, Release: PrometheusRelease, Namespace: ObservabilityNamespace, Values: PrometheusValues()},
 		{Name: "loki-stack", Chart: ChartLoki, Release: LokiRelease, Namespace: ObservabilityNamespace, Values: LokiValues()},
@@ -108,23 +103,6 @@ func TraefikValues(o TraefikOptions) map[string]any {
 	return vals
 }
 
-// ZotValues are the internal registry's Helm values.
-func ZotValues(o ZotOptions) map[string]any {
-	p := o.Registry
-	vals := map[string]any{"service": map[string]any{"type": "ClusterIP", "port": 5000}}
-	if p.StorageType == "s3" {
-		vals["s3"] = map[string]any{"enabled": true, "endpoint": p.S3Endpoint, "bucket": p.S3Bucket, "region": p.S3Region, "secretName": "runr-zot-s3"}
-		return vals
-	}
-	size := p.Size
-	if size == "" {
-		size = "10Gi"
-	}
-	vals["persistence"] = true
-	vals["pvc"] = map[string]any{"create": true, "storage": size, "storageClassName": p.StorageClass}
-	return vals
-}
-
 // OperatorValues are the Knative Operator chart's values (its defaults).
 func OperatorValues() map[string]any { return map[string]any{} }
 
@@ -158,10 +136,19 @@ func LokiValues() map[string]any {
 	}
 }
 
-// TempoValues are Tempo's values, with traces kept retentionHours.
+// RunR's mirrors of the tracing images (ghcr.io/brf-tech/runr, regions.md "Images and
+// Helm charts"), at the tag each chart defaults to (its appVersion).
+const (
+	tracingRegistry   = "ghcr.io"
+	tempoRepository   = "brf-tech/runr/reqs/tempo"
+	collectorImageRef = "ghcr.io/brf-tech/runr/reqs/opentelemetry-collector-contrib"
+)
+
+// TempoValues are Tempo's values, with traces kept retentionHours. The chart composes its
+// image as tempo.registry/tempo.repository:tag, registry defaulting to docker.io.
 func TempoValues(retentionHours int) map[string]any {
 	return map[string]any{
-		"tempo":       map[string]any{"repository": "ghcr.io/brf-tech/reqs/tempo", "tag": "3.1.0", "retention": fmt.Sprintf("%dh", retentionHours)},
+		"tempo":       map[string]any{"registry": tracingRegistry, "repository": tempoRepository, "retention": fmt.Sprintf("%dh", retentionHours)},
 		"persistence": map[string]any{"enabled": false},
 	}
 }
@@ -169,8 +156,9 @@ func TempoValues(retentionHours int) map[string]any {
 // OtelValues are the OpenTelemetry Collector's values: OTLP in, Tempo out.
 func OtelValues() map[string]any {
 	return map[string]any{
-		"mode":  "deployment",
-		"image": map[string]any{"repository": "ghcr.io/brf-tech/reqs/opentelemetry-collector-contrib", "tag": "0.162.0"},
+		"mode": "deployment",
+		// The chart composes the image from the repository alone (registry included).
+		"image": map[string]any{"repository": collectorImageRef},
 		"config": map[string]any{
 			"receivers": map[string]any{"otlp": map[string]any{"protocols": map[string]any{"grpc": map[string]any{}, "http": map[string]any{}}}},
 			"exporters": map[string]any{"otlp/tempo": map[string]any{"endpoint": TempoRelease + "." + ObservabilityNamespace + ".svc:4317", "tls": map[string]any{"insecure": true}}},

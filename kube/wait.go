@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -179,6 +180,38 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// NodeReady waits for a node to report Ready with a fresh heartbeat.
+func (c *Cluster) NodeReady(name string) Cond {
+	return func(ctx context.Context) (bool, string, error) {
+		n, err := c.Clientset.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, "", fmt.Errorf("read node %s: %w", name, err)
+		}
+		state, _ := NodeHeartbeat(n, time.Now())
+		return state == "ready", state, nil
+	}
+}
+
+// NamespaceGone waits for a namespace to be deleted; the detail says what phase it is in.
+func (c *Cluster) NamespaceGone(name string) Cond {
+	return func(ctx context.Context) (bool, string, error) {
+		ns, err := c.Clientset.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, "", nil
+		}
+		if err != nil {
+			return false, "", err
+		}
+		detail := "phase " + string(ns.Status.Phase)
+		for _, cd := range ns.Status.Conditions {
+			if cd.Status == corev1.ConditionTrue && cd.Message != "" {
+				detail += "; " + cd.Message
+			}
+		}
+		return false, detail, nil
+	}
 }
 
 // ServiceAddress returns the first external IP or host name of a LoadBalancer Service.
