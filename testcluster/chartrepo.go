@@ -1,6 +1,7 @@
 package testcluster
 
 import (
+	"bytes"
 	"context"
 	"embed"
 	"errors"
@@ -26,14 +27,21 @@ import (
 //go:embed all:charts
 var chartSources embed.FS
 
-// servingCRDsFile is the stand-in for Knative Serving's serving-crds.yaml release asset.
+// servingCRDsFile is the stand-in for Knative Serving's serving-crds.yaml release asset;
+// 0.0.0 in it stands for the Serving release served.
 const servingCRDsFile = "charts/knative-serving-crds.yaml"
 
-// knativeOperatorChart is packaged once per entry of KnativeVersions.
+// knativeOperatorChart is packaged once per entry of KnativeOperatorVersions.
 const knativeOperatorChart = "knative-operator"
 
-// KnativeVersions are the Knative versions the repository has an operator chart for, newest first.
-var KnativeVersions = []string{"1.20.2", "1.19.3", "1.18.4", "1.17.5", "1.16.6"}
+// KnativeOperatorVersions are the knative-operator chart versions the repository serves,
+// newest first: operator releases that exist upstream (see OperatorReleases), the newest
+// patch of each minor from 1.16 to 1.23 and an older patch of some minors, so that the
+// console's choice of a minor's newest patch is exercised.
+var KnativeOperatorVersions = []string{
+	"1.23.0", "1.22.3", "1.22.1", "1.21.4", "1.20.2", "1.20.1", "1.19.6", "1.19.3",
+	"1.18.3", "1.18.1", "1.17.8", "1.17.2", "1.16.6", "1.16.3",
+}
 
 // ChartRepo is a local Helm chart repository serving the stand-in charts.
 type ChartRepo struct {
@@ -50,8 +58,11 @@ type ChartRepo struct {
 }
 
 // StartChartRepo packages every stand-in chart into dir (a temp dir when "") and serves it.
-// It also serves the Knative Serving CRDs at <URL>/knative-serving/v<version>/serving-crds.yaml
-// for every version in KnativeVersions. A temp dir it made is removed by Close.
+// Its index names the knative-operator charts as upstream's does (version v<release>,
+// appVersion <release>, archives knative-operator-v<release>.tgz). It also serves the
+// Knative Serving CRDs at <URL>/knative-serving/v<release>/serving-crds.yaml for every
+// Serving release that exists (ServingReleases), and 404 for any other version. A temp
+// dir it made is removed by Close.
 func StartChartRepo(dir string) (*ChartRepo, error) {
 	removeDir := false
 	if dir == "" {
@@ -89,6 +100,13 @@ func StartChartRepo(dir string) (*ChartRepo, error) {
 		ln.Close()
 		return fail(fmt.Errorf("testcluster: index charts: %w", err))
 	}
+	for _, cv := range idx.Entries[knativeOperatorChart] {
+		// Upstream's index (gh-pages of knative/operator, written by
+		// hack/find_helm_chart_releases_and_create_helm_index.sh) prefixes the version.
+		cv.AppVersion = cv.Version
+		cv.Version = "v" + cv.Version
+		cv.APIVersion = "v2"
+	}
 	idx.SortEntries()
 	if err := idx.WriteFile(filepath.Join(dir, "index.yaml"), 0o644); err != nil {
 		ln.Close()
@@ -98,12 +116,12 @@ func StartChartRepo(dir string) (*ChartRepo, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /knative-serving/{version}/serving-crds.yaml", func(w http.ResponseWriter, r *http.Request) {
 		v := r.PathValue("version")
-		if len(v) < 2 || v[0] != 'v' || !slices.Contains(KnativeVersions, v[1:]) {
+		if len(v) < 2 || v[0] != 'v' || !slices.Contains(ServingReleases(), v[1:]) {
 			http.NotFound(w, r)
 			return
 		}
 		w.Header().Set("Content-Type", "application/yaml")
-		w.Write(crds)
+		w.Write(bytes.ReplaceAll(crds, []byte("0.0.0"), []byte(v[1:])))
 	})
 	mux.Handle("GET /", http.FileServer(http.Dir(dir)))
 
@@ -143,7 +161,7 @@ func (r *ChartRepo) Close() error {
 }
 
 // packageCharts writes every embedded chart as a .tgz into dir; the knative-operator
-// chart once per entry of KnativeVersions.
+// chart once per entry of KnativeOperatorVersions, as knative-operator-v<release>.tgz.
 func packageCharts(dir string) error {
 	entries, err := chartSources.ReadDir("charts")
 	if err != nil {
@@ -157,22 +175,49 @@ func packageCharts(dir string) error {
 		if err != nil {
 			return err
 		}
-		ch, err := loader.LoadFiles(files)
-		if err != nil {
-			return fmt.Errorf("testcluster: load chart %s: %w", e.Name(), err)
-		}
-		versions := []string{ch.Metadata.Version}
-		if ch.Name() == knativeOperatorChart {
-			versions = KnativeVersions
-		}
-		for _, v := range versions {
-			if ch.Name() == knativeOperatorChart {
-				ch.Metadata.Version = v
-				ch.Metadata.AppVersion = "v" + v
+		if e.Name() != knativeOperatorChart {
+			if err := saveChart(dir, files, ""); err != nil {
+				return err
 			}
-			if _, err := chartutil.Save(ch, dir); err != nil {
-				return fmt.Errorf("testcluster: package chart %s %s: %w", ch.Name(), v, err)
+			continue
+		}
+		for _, v := range KnativeOperatorVersions {
+			if err := saveChart(dir, withRelease(files, v), "knative-operator-v"+v+".tgz"); err != nil {
+				return err
 			}
+		}
+	}
+	return nil
+}
+
+// withRelease copies a chart's files with 0.0.0 in Chart.yaml and values.yaml replaced
+// by an operator release, as upstream's release script does.
+func withRelease(files []*loader.BufferedFile, release string) []*loader.BufferedFile {
+	out := make([]*loader.BufferedFile, len(files))
+	for i, f := range files {
+		data := f.Data
+		if f.Name == "Chart.yaml" || f.Name == "values.yaml" {
+			data = bytes.ReplaceAll(data, []byte("0.0.0"), []byte(release))
+		}
+		out[i] = &loader.BufferedFile{Name: f.Name, Data: data}
+	}
+	return out
+}
+
+// saveChart loads a chart's files and writes its archive into dir, renamed to archive
+// when that is not "".
+func saveChart(dir string, files []*loader.BufferedFile, archive string) error {
+	ch, err := loader.LoadFiles(files)
+	if err != nil {
+		return fmt.Errorf("testcluster: load chart: %w", err)
+	}
+	saved, err := chartutil.Save(ch, dir)
+	if err != nil {
+		return fmt.Errorf("testcluster: package chart %s %s: %w", ch.Name(), ch.Metadata.Version, err)
+	}
+	if archive != "" {
+		if err := os.Rename(saved, filepath.Join(dir, archive)); err != nil {
+			return fmt.Errorf("testcluster: package chart %s: %w", archive, err)
 		}
 	}
 	return nil

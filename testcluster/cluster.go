@@ -233,8 +233,10 @@ func (c *Cluster) start(opts Options, bins *Binaries) error {
 			return err
 		}
 	}
-	c.wg.Add(1)
+	c.wg.Add(3)
 	go c.watchCustomStages()
+	go c.runOperator("Knative Operator", c.reconcileKnative(&knativeOperator{applied: map[string]bool{}}))
+	go c.runOperator("Prometheus operator", c.reconcilePrometheus)
 	logf("testcluster %s ready in %s (API %s, load balancers on %s)", c.Name, time.Since(start).Round(time.Millisecond), c.Server, c.LBAddress)
 	return nil
 }

@@ -125,50 +125,9 @@ type customStage struct {
 }
 
 // customStages make custom resources the console waits on report what their
-// controllers would: a KnativeServing becomes Ready at its spec.version (the Knative
-// operator's answer), a Knative Service becomes Ready.
+// controllers would: a Knative Service becomes Ready (Knative Serving's controller; the
+// Knative Operator and the Prometheus operator are simulated in knativeop.go and promop.go).
 var customStages = []customStage{
-	{crd: "knativeservings.operator.knative.dev", gv: "operator.knative.dev/v1beta1", yaml: `
-apiVersion: kwok.x-k8s.io/v1alpha1
-kind: Stage
-metadata:
-  name: knativeserving-ready
-spec:
-  resourceRef:
-    apiGroup: operator.knative.dev/v1beta1
-    kind: KnativeServing
-  selector:
-    matchExpressions:
-    - cel:
-        expression: >-
-          !has(self.metadata.deletionTimestamp)
-    - cel:
-        expression: >-
-          !has(self.status) || !has(self.status.version) || !has(self.spec.version) || self.status.version != self.spec.version || !has(self.status.observedGeneration) || self.status.observedGeneration != self.metadata.generation
-  delay:
-    durationMilliseconds: 1500
-  next:
-    statusTemplate: |
-      {{ $now := Now }}
-      observedGeneration: {{ .metadata.generation }}
-      version: {{ or .spec.version "1.20.2" | Quote }}
-      conditions:
-      - type: DependenciesInstalled
-        status: "True"
-        lastTransitionTime: {{ $now | Quote }}
-      - type: DeploymentsAvailable
-        status: "True"
-        lastTransitionTime: {{ $now | Quote }}
-      - type: InstallSucceeded
-        status: "True"
-        lastTransitionTime: {{ $now | Quote }}
-      - type: VersionMigrationEligible
-        status: "True"
-        lastTransitionTime: {{ $now | Quote }}
-      - type: Ready
-        status: "True"
-        lastTransitionTime: {{ $now | Quote }}
-`},
 	{crd: "services.serving.knative.dev", gv: "serving.knative.dev/v1", yaml: `
 apiVersion: kwok.x-k8s.io/v1alpha1
 kind: Stage

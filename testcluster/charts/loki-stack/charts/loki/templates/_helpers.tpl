@@ -1,0 +1,10 @@
+{{- define "loki.fullname" -}}
+{{- if contains .Chart.Name .Release.Name }}{{ .Release.Name | trunc 63 | trimSuffix "-" }}{{ else }}{{ printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" }}{{ end -}}
+{{- end -}}
+
+{{- define "loki.labels" -}}
+app: {{ .Chart.Name }}
+chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+release: {{ .Release.Name }}
+heritage: {{ .Release.Service }}
+{{- end -}}

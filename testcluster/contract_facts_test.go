@@ -1,0 +1,737 @@
+package testcluster_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"runr.dev/console/testcluster"
+)
+
+// Upstream charts and versions the facts were read from (charts/CONTRACT.md).
+const (
+	upTraefik   = "traefik 40.3.0 (traefik/traefik-helm-chart, tag v40.3.0)"
+	upOperator  = "knative-operator (knative/operator, tags knative-v1.16.0..knative-v1.23.0, gh-pages index.yaml)"
+	upZot       = "zot 0.1.122 (project-zot/helm-charts, tag zot-0.1.122; the pinned 0.1.125 is not upstream yet)"
+	upKPS       = "kube-prometheus-stack 79.5.0 (prometheus-community/helm-charts, tags kube-prometheus-stack-79.5.0, kube-state-metrics-6.4.1, prometheus-node-exporter-4.49.1)"
+	upLoki      = "loki-stack 2.10.2 with loki 2.16.0 and promtail 6.15.5 (grafana/helm-charts)"
+	upTempo     = "tempo 2.2.4 (grafana-community/helm-charts, tag tempo-2.2.4; the pinned 3.2.0 is not upstream yet)"
+	upOtel      = "opentelemetry-collector 0.170.0 (open-telemetry/opentelemetry-helm-charts; the pinned 0.176.0 is not upstream yet)"
+	upAllCharts = "every chart above"
+)
+
+// contractFacts is the table of facts; charts/CONTRACT.md lists the same ids.
+var contractFacts = []fact{
+	// Every chart.
+	{id: "values-read", chart: "*", upstream: upAllCharts, source: "each chart's values.yaml and templates",
+		text: "Every values key the console sets is one the chart reads (unknown keys are silently ignored where the chart has no closed schema)",
+		check: func(r *rendering) error {
+			defaults, err := chartDefaults(r.chart)
+			if err != nil {
+				return err
+			}
+			free := map[string][]string{"traefik": {"ports"}, "opentelemetry-collector": {"config", "config.exporters", "config.receivers", "config.processors", "config.extensions", "config.service.pipelines"}}
+			if bad := ignoredKeys(jsonMap(r.vc.Values), defaults, "", free[r.vc.Chart.Name]); len(bad) > 0 {
+				return fmt.Errorf("keys the chart ignores: %s", strings.Join(bad, ", "))
+			}
+			return nil
+		}},
+	{id: "images-pullable", chart: "*", upstream: upAllCharts, source: "each chart's image templates",
+		text: "Every image the release runs is one pullable reference: no registry host after the first path element (docker.io/ghcr.io/...)",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			var bad []string
+			for where, img := range m.images() {
+				if doubleRegistry(img) || img == "" || strings.HasSuffix(img, ":") {
+					bad = append(bad, where+": "+img)
+				}
+			}
+			if len(bad) > 0 {
+				slices.Sort(bad)
+				return fmt.Errorf("unpullable images: %s", strings.Join(bad, "; "))
+			}
+			return nil
+		}},
+	{id: "pdb-no-daemonset", chart: "*", upstream: upAllCharts, source: "each chart's PodDisruptionBudget templates; Kubernetes disruption controller",
+		text: "No PodDisruptionBudget of the release selects DaemonSet pods (it cannot sync: \"does not implement the scale subresource\", and then refuses every eviction of them)",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			pdbs, err := m.pdbs()
+			if err != nil {
+				return err
+			}
+			for _, p := range pdbs {
+				for where, pt := range m.pods() {
+					if strings.HasPrefix(where, "DaemonSet/") && selects(p, pt.Labels) {
+						return fmt.Errorf("PodDisruptionBudget %s selects the pods of %s", p.Name, where)
+					}
+				}
+			}
+			return nil
+		}},
+
+	// traefik.
+	{id: "traefik-renders", chart: "traefik", upstream: upTraefik, source: "traefik/values.schema.json, traefik/templates/requirements.yaml",
+		text: "The chart accepts the values: its values.schema.json refuses unknown keys at the top level, under image, ingressClass, providers (and each provider), each port, updateStrategy, podDisruptionBudget, rbac, serviceAccount",
+		check: func(r *rendering) error { _, err := r.rendered(); return err }},
+	{id: "traefik-workload", chart: "traefik", upstream: upTraefik, source: "traefik/templates/_helpers.tpl, deployment.yaml, daemonset.yaml",
+		text: "Workload traefik, a Deployment or a DaemonSet per deployment.kind, with hostNetwork per values; pods labelled app.kubernetes.io/name=traefik, app.kubernetes.io/instance=traefik-<namespace>",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			kind := fmt.Sprint(dig(r.values, "deployment", "kind"))
+			pt, err := m.podTemplate(kind, "traefik")
+			if err != nil {
+				return err
+			}
+			if hn, _ := dig(r.values, "hostNetwork").(bool); pt.Spec.HostNetwork != hn {
+				return fmt.Errorf("hostNetwork %v, values say %v", pt.Spec.HostNetwork, hn)
+			}
+			return hasLabels(kind+" traefik pods", pt.Labels, map[string]string{"app.kubernetes.io/name": "traefik", "app.kubernetes.io/instance": "traefik-" + r.vc.Namespace})
+		}},
+	{id: "traefik-knative-switch", chart: "traefik", upstream: upTraefik, source: "traefik/templates/requirements.yaml, _podtemplate.tpl, values.yaml",
+		text: "Traefik's Knative provider is switched on by providers.knative.enabled with experimental.knative (the chart then adds --providers.knative and its RBAC); --providers.knative in additionalArguments starts it without the RBAC",
+		check: func(r *rendering) error {
+			on, _ := dig(r.values, "providers", "knative", "enabled").(bool)
+			exp, _ := dig(r.values, "experimental", "knative").(bool)
+			var viaArgs []string
+			for _, a := range toStrings(dig(r.values, "additionalArguments")) {
+				if strings.HasPrefix(a, "--providers.knative") || strings.HasPrefix(a, "--experimental.knative") {
+					viaArgs = append(viaArgs, a)
+				}
+			}
+			if !on || !exp || len(viaArgs) > 0 {
+				return fmt.Errorf("providers.knative.enabled=%v, experimental.knative=%v, Knative switched on through additionalArguments %v", on, exp, viaArgs)
+			}
+			return nil
+		}},
+	{id: "traefik-knative-rbac", chart: "traefik", upstream: upTraefik, source: "traefik/templates/rbac/clusterrole.yaml",
+		text: "ClusterRole traefik-<namespace> grants networking.internal.knative.dev ingresses get/list/watch and ingresses/status update (only under providers.knative.enabled): without it Traefik is refused (403) and no Knative Service gets a route",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			var cr rbacv1.ClusterRole
+			if err := m.typed("ClusterRole", "traefik-"+r.vc.Namespace, &cr); err != nil {
+				return err
+			}
+			for res, verbs := range map[string][]string{"ingresses": {"get", "list", "watch"}, "ingresses/status": {"update"}} {
+				if !grants(cr.Rules, "networking.internal.knative.dev", res, verbs) {
+					return fmt.Errorf("the ClusterRole does not grant networking.internal.knative.dev %s %v", res, verbs)
+				}
+			}
+			return nil
+		}},
+	{id: "traefik-service", chart: "traefik", upstream: upTraefik, source: "traefik/templates/service.yaml, _service.tpl, values.yaml",
+		text: "Service traefik of type service.spec.type (LoadBalancer by default; there is no service.type), port 80 to web and 443 to websecure",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			var svc corev1.Service
+			if err := m.typed("Service", "traefik", &svc); err != nil {
+				return err
+			}
+			want := corev1.ServiceType(fmt.Sprint(dig(r.values, "service", "spec", "type")))
+			if svc.Spec.Type != want {
+				return fmt.Errorf("type %s, want %s", svc.Spec.Type, want)
+			}
+			ports := map[int32]string{}
+			for _, p := range svc.Spec.Ports {
+				ports[p.Port] = p.TargetPort.String()
+			}
+			if ports[80] != "web" || ports[443] != "websecure" {
+				return fmt.Errorf("ports %v, want 80→web and 443→websecure", ports)
+			}
+			return nil
+		}},
+	{id: "traefik-ingressclass", chart: "traefik", upstream: upTraefik, source: "traefik/templates/ingressclass.yaml, _podtemplate.tpl",
+		text: "IngressClass ingressClass.name (controller traefik.io/ingress-controller, is-default-class from ingressClass.isDefaultClass, true by default), watched through --providers.kubernetesingress.ingressClass",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			name := fmt.Sprint(dig(r.values, "ingressClass", "name"))
+			var ic networkingv1.IngressClass
+			if err := m.typed("IngressClass", name, &ic); err != nil {
+				return err
+			}
+			if ic.Spec.Controller != "traefik.io/ingress-controller" || ic.Annotations["ingressclass.kubernetes.io/is-default-class"] != fmt.Sprint(dig(r.values, "ingressClass", "isDefaultClass")) {
+				return fmt.Errorf("IngressClass %s: controller %s, annotations %v", name, ic.Spec.Controller, ic.Annotations)
+			}
+			return traefikArgs(r, "--providers.kubernetesingress.ingressClass="+fmt.Sprint(dig(r.values, "providers", "kubernetesIngress", "ingressClass")))
+		}},
+	{id: "traefik-entrypoints", chart: "traefik", upstream: upTraefik, source: "traefik/templates/_podtemplate.tpl",
+		text: "ports.<name>.transport.respondingTimeouts, forwardedHeaders.trustedIPs and proxyProtocol.trustedIPs become --entryPoints.<name>.… arguments",
+		check: func(r *rendering) error {
+			var want []string
+			for _, ep := range []string{"web", "websecure"} {
+				for _, k := range []string{"readTimeout", "writeTimeout"} {
+					if v := dig(r.values, "ports", ep, "transport", "respondingTimeouts", k); v != nil && fmt.Sprint(v) != "" {
+						want = append(want, fmt.Sprintf("--entryPoints.%s.transport.respondingTimeouts.%s=%v", ep, k, v))
+					}
+				}
+				for _, k := range []string{"forwardedHeaders", "proxyProtocol"} {
+					if ips := toStrings(dig(r.values, "ports", ep, k, "trustedIPs")); len(ips) > 0 {
+						want = append(want, fmt.Sprintf("--entryPoints.%s.%s.trustedIPs=%s", ep, k, strings.Join(ips, ",")))
+					}
+				}
+			}
+			return traefikArgs(r, want...)
+		}},
+	{id: "traefik-image", chart: "traefik", upstream: upTraefik, source: "traefik/templates/_helpers.tpl (traefik.image-name), requirements.yaml, Chart.yaml annotations",
+		text: "Image image.registry/image.repository:image.tag, the tag within the Traefik Proxy versions the chart supports (v3.6.0 to v3.7.4)",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			pt, err := m.podTemplate(fmt.Sprint(dig(r.values, "deployment", "kind")), "traefik")
+			if err != nil {
+				return err
+			}
+			tag := fmt.Sprint(dig(r.values, "image", "tag"))
+			want := fmt.Sprintf("%v/%v:%s", dig(r.values, "image", "registry"), dig(r.values, "image", "repository"), tag)
+			if img := pt.Spec.Containers[0].Image; img != want {
+				return fmt.Errorf("image %s, want %s", img, want)
+			}
+			v, err := semver.NewVersion(tag)
+			if err != nil || v.LessThan(semver.MustParse("v3.6.0")) || v.GreaterThan(semver.MustParse("v3.7.4")) {
+				return fmt.Errorf("tag %s outside v3.6.0..v3.7.4", tag)
+			}
+			return nil
+		}},
+	{id: "traefik-crds", chart: "traefik", upstream: upTraefik, source: "traefik/crds/",
+		text: "CRDs in crds/ (installed once, never upgraded or deleted by Helm); upstream ships 25 (10 traefik.io, 15 hub.traefik.io), the stand-in the 6 the console uses",
+		check: func(r *rendering) error {
+			return crdsIn(r, "traefik", []string{"ingressroutes.traefik.io", "ingressroutetcps.traefik.io", "middlewares.traefik.io",
+				"serverstransports.traefik.io", "tlsoptions.traefik.io", "tlsstores.traefik.io"})
+		}},
+
+	// knative-operator.
+	{id: "operator-numbering", chart: "knative-operator", upstream: upOperator, source: "hack/find_helm_chart_releases_and_create_helm_index.sh, hack/generate-helm.sh, gh-pages index.yaml",
+		text: "Index entries are v<release> with appVersion <release>, archives knative-operator-v<release>.tgz; the archive's Chart.yaml (apiVersion v1) says <release>; images are tagged v<release>",
+		check: func(r *rendering) error {
+			rel := strings.TrimPrefix(r.cv.Version, "v")
+			if r.cv.Version != "v"+rel || r.cv.AppVersion != rel || !strings.HasSuffix(r.cv.URLs[0], "knative-operator-v"+rel+".tgz") {
+				return fmt.Errorf("index entry version %s appVersion %s url %s", r.cv.Version, r.cv.AppVersion, r.cv.URLs[0])
+			}
+			if md := r.chart.Metadata; md.Version != rel || md.APIVersion != "v1" || md.AppVersion != "" {
+				return fmt.Errorf("Chart.yaml apiVersion %s version %s appVersion %q", md.APIVersion, md.Version, md.AppVersion)
+			}
+			if !slices.Contains(testcluster.OperatorReleases(), rel) {
+				return fmt.Errorf("operator release %s does not exist upstream", rel)
+			}
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			for where, img := range m.images() {
+				if !strings.HasSuffix(img, ":v"+rel) {
+					return fmt.Errorf("%s runs %s, want tag v%s", where, img, rel)
+				}
+			}
+			return nil
+		}},
+	{id: "operator-workloads", chart: "knative-operator", upstream: upOperator, source: "config/charts/knative-operator/templates/operator.yaml",
+		text: "Deployment knative-operator (selector name=knative-operator; pods also app.kubernetes.io/name=knative-operator, app.kubernetes.io/version=<release>) and Deployment operator-webhook (selector app=operator-webhook, role=operator-webhook); no app.kubernetes.io/instance",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			rel := strings.TrimPrefix(r.cv.Version, "v")
+			op, err := m.podTemplate("Deployment", "knative-operator")
+			if err != nil {
+				return err
+			}
+			if err := hasLabels("knative-operator pods", op.Labels, map[string]string{"name": "knative-operator", "app.kubernetes.io/name": "knative-operator", "app.kubernetes.io/version": rel}); err != nil {
+				return err
+			}
+			wh, err := m.podTemplate("Deployment", "operator-webhook")
+			if err != nil {
+				return err
+			}
+			return hasLabels("operator-webhook pods", wh.Labels, map[string]string{"app": "operator-webhook", "role": "operator-webhook", "app.kubernetes.io/name": "knative-operator"})
+		}},
+	{id: "operator-crds-in-release", chart: "knative-operator", upstream: upOperator, source: "config/charts/knative-operator/templates/operator.yaml",
+		text: "The CRDs KnativeServing and KnativeEventing are templates of the release, not crds/: helm upgrade upgrades them and helm uninstall deletes them, with every KnativeServing",
+		check: func(r *rendering) error {
+			if len(r.chart.CRDObjects()) != 0 {
+				return errors.New("the chart has files in crds/")
+			}
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			for _, n := range []string{"knativeservings.operator.knative.dev", "knativeeventings.operator.knative.dev"} {
+				if m.find("CustomResourceDefinition", n) == nil {
+					return fmt.Errorf("the release has no CRD %s", n)
+				}
+			}
+			return nil
+		}},
+
+	// zot.
+	{id: "zot-labels", chart: "zot", upstream: upZot, source: "charts/zot/templates/_helpers.tpl, service.yaml",
+		text: "Workload runr-zot, pods labelled app.kubernetes.io/name=zot, app.kubernetes.io/instance=<release>; Service runr-zot of service.type (NodePort by default) on service.port to the container port zot (5000)",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			pt, err := zotPod(r, m)
+			if err != nil {
+				return err
+			}
+			if err := hasLabels("runr-zot pods", pt.Labels, map[string]string{"app.kubernetes.io/name": "zot", "app.kubernetes.io/instance": r.vc.Release}); err != nil {
+				return err
+			}
+			var svc corev1.Service
+			if err := m.typed("Service", "runr-zot", &svc); err != nil {
+				return err
+			}
+			if string(svc.Spec.Type) != fmt.Sprint(dig(r.values, "service", "type")) || fmt.Sprint(svc.Spec.Ports[0].Port) != fmt.Sprint(dig(r.values, "service", "port")) || svc.Spec.Ports[0].TargetPort.String() != "zot" {
+				return fmt.Errorf("Service runr-zot: %s %v", svc.Spec.Type, svc.Spec.Ports)
+			}
+			return nil
+		}},
+	{id: "zot-persistence", chart: "zot", cases: []string{"zot-pvc"}, upstream: upZot, source: "charts/zot/templates/statefulset.yaml",
+		text: "persistence: true makes StatefulSet runr-zot with volumeClaimTemplate pvc.name or <release>-pvc (PVC runr-zot-pvc-runr-zot-0) of pvc.storage and pvc.storageClassName, mounted at /var/lib/registry",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			var sts struct {
+				Spec struct {
+					VolumeClaimTemplates []corev1.PersistentVolumeClaim `json:"volumeClaimTemplates"`
+					Template             corev1.PodTemplateSpec         `json:"template"`
+				} `json:"spec"`
+			}
+			if err := m.typed("StatefulSet", "runr-zot", &sts); err != nil {
+				return err
+			}
+			if len(sts.Spec.VolumeClaimTemplates) != 1 || sts.Spec.VolumeClaimTemplates[0].Name != r.vc.Release+"-pvc" {
+				return fmt.Errorf("volumeClaimTemplates %v, want one named %s-pvc", sts.Spec.VolumeClaimTemplates, r.vc.Release)
+			}
+			vct := sts.Spec.VolumeClaimTemplates[0]
+			if q := vct.Spec.Resources.Requests[corev1.ResourceStorage]; q.String() != fmt.Sprint(dig(r.values, "pvc", "storage")) {
+				return fmt.Errorf("claim size %s, want pvc.storage %v", q.String(), dig(r.values, "pvc", "storage"))
+			}
+			if sc := dig(r.values, "pvc", "storageClassName"); sc != nil && (vct.Spec.StorageClassName == nil || *vct.Spec.StorageClassName != sc) {
+				return fmt.Errorf("claim class %v, want %v", vct.Spec.StorageClassName, sc)
+			}
+			return mountedAt(&sts.Spec.Template, "/var/lib/registry", vct.Name)
+		}},
+	{id: "zot-s3-config", chart: "zot", cases: []string{"zot-s3"}, upstream: upZot, source: "charts/zot/values.yaml (configFiles, mountConfig), templates/configmap.yaml",
+		text: "The chart has no s3 values: a registry on S3 is zot's own config file (configFiles config.json with mountConfig: true, ConfigMap <release>-config at /etc/zot) whose storage.storageDriver.name is s3",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			var cm corev1.ConfigMap
+			if err := m.typed("ConfigMap", r.vc.Release+"-config", &cm); err != nil {
+				return fmt.Errorf("no zot config file is mounted (mountConfig/configFiles unset): %w", err)
+			}
+			var cfg map[string]any
+			if err := yaml.Unmarshal([]byte(cm.Data["config.json"]), &cfg); err != nil {
+				return fmt.Errorf("config.json: %w", err)
+			}
+			if dig(cfg, "storage", "storageDriver", "name") != "s3" || fmt.Sprint(dig(cfg, "storage", "storageDriver", "bucket")) == "" {
+				return fmt.Errorf("storage %v is not on S3", dig(cfg, "storage"))
+			}
+			pt, err := zotPod(r, m)
+			if err != nil {
+				return err
+			}
+			return mountedAt(pt, "/etc/zot", r.vc.Release+"-config")
+		}},
+	{id: "zot-s3-credentials", chart: "zot", cases: []string{"zot-s3"}, upstream: upZot, source: "charts/zot/values.yaml (env, externalSecrets, mountSecret), templates/deployment.yaml",
+		text: "S3 credentials reach zot through env (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY from a Secret) or a mounted Secret (externalSecrets, secretFiles)",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			pt, err := zotPod(r, m)
+			if err != nil {
+				return err
+			}
+			c := pt.Spec.Containers[0]
+			for _, e := range c.Env {
+				if e.Name == "AWS_ACCESS_KEY_ID" && e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+					return nil
+				}
+			}
+			for _, v := range pt.Spec.Volumes {
+				if v.Secret != nil {
+					return nil
+				}
+			}
+			return fmt.Errorf("no credentials: env %v, volumes %v", c.Env, pt.Spec.Volumes)
+		}},
+	{id: "zot-emptydir", chart: "zot", cases: []string{"zot-s3"}, upstream: upZot, source: "charts/zot/templates/deployment.yaml",
+		text: "Without persistence: Deployment runr-zot with an emptyDir at /var/lib/registry",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			pt, err := m.podTemplate("Deployment", "runr-zot")
+			if err != nil {
+				return err
+			}
+			for _, v := range pt.Spec.Volumes {
+				if v.EmptyDir != nil {
+					return mountedAt(pt, "/var/lib/registry", v.Name)
+				}
+			}
+			return errors.New("no emptyDir volume")
+		}},
+	{id: "zot-test-hooks", chart: "zot", upstream: upZot, source: "charts/zot/templates/tests/",
+		text: "Pods <release>-test-connection and -test-connection-fails are helm test hooks, not workloads of the release",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			for _, n := range []string{"-test-connection", "-test-connection-fails"} {
+				found := false
+				for _, h := range m.hooks {
+					found = found || (h.GetKind() == "Pod" && h.GetName() == r.vc.Release+n && h.GetAnnotations()["helm.sh/hook"] == "test")
+				}
+				if !found {
+					return fmt.Errorf("no test hook Pod %s%s", r.vc.Release, n)
+				}
+			}
+			return nil
+		}},
+
+	// kube-prometheus-stack.
+	{id: "kps-workloads", chart: "kube-prometheus-stack", upstream: upKPS, source: "templates/prometheus-operator/deployment.yaml, _helpers.tpl; kube-state-metrics and prometheus-node-exporter templates",
+		text: "Deployment <release>-kube-prometheus-st-operator (name truncated to 26 + -operator), Deployment <release>-kube-state-metrics, DaemonSet <release>-prometheus-node-exporter; their pods carry app.kubernetes.io/instance=<release> and release=<release>",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			rel := r.vc.Release
+			for kn, extra := range map[string]map[string]string{
+				"Deployment/" + kpsFullname(rel) + "-operator":    {"app": "kube-prometheus-stack-operator", "app.kubernetes.io/component": "prometheus-operator"},
+				"Deployment/" + rel + "-kube-state-metrics":       {"app.kubernetes.io/name": "kube-state-metrics"},
+				"DaemonSet/" + rel + "-prometheus-node-exporter": {"app.kubernetes.io/name": "prometheus-node-exporter"},
+			} {
+				kind, name, _ := strings.Cut(kn, "/")
+				pt, err := m.podTemplate(kind, name)
+				if err != nil {
+					return err
+				}
+				want := map[string]string{"app.kubernetes.io/instance": rel, "release": rel}
+				for k, v := range extra {
+					want[k] = v
+				}
+				if err := hasLabels(kn+" pods", pt.Labels, want); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+	{id: "kps-custom-resources", chart: "kube-prometheus-stack", upstream: upKPS, source: "templates/prometheus/prometheus.yaml, templates/alertmanager/alertmanager.yaml",
+		text: "Prometheus <fullname>-prometheus and Alertmanager <fullname>-alertmanager are custom resources, not workloads of the chart: the Prometheus operator makes StatefulSets prometheus-<name> and alertmanager-<name>, whose pods carry app.kubernetes.io/instance=<resource name>, not <release>",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			fn := kpsFullname(r.vc.Release)
+			if m.find("Prometheus", fn+"-prometheus") == nil || m.find("Alertmanager", fn+"-alertmanager") == nil {
+				return fmt.Errorf("no Prometheus %s-prometheus or Alertmanager %s-alertmanager (have %v)", fn, fn, m.names())
+			}
+			for _, o := range m.objects {
+				if o.GetKind() == "StatefulSet" {
+					return fmt.Errorf("the chart renders StatefulSet %s itself", o.GetName())
+				}
+			}
+			return nil
+		}},
+	{id: "kps-prometheus-spec", chart: "kube-prometheus-stack", upstream: upKPS, source: "templates/prometheus/prometheus.yaml",
+		text: "prometheus.prometheusSpec.priorityClassName, retention and resources reach the Prometheus resource's spec",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			p := m.find("Prometheus", kpsFullname(r.vc.Release)+"-prometheus")
+			if p == nil {
+				return errors.New("no Prometheus resource")
+			}
+			for _, k := range []string{"priorityClassName", "retention", "resources"} {
+				want := dig(r.values, "prometheus", "prometheusSpec", k)
+				got, _, _ := unstructured.NestedFieldNoCopy(p.Object, "spec", k)
+				if isEmpty(want) != isEmpty(got) || (!isEmpty(want) && fmt.Sprint(normalizeJSON(want)) != fmt.Sprint(normalizeJSON(got))) {
+					return fmt.Errorf("spec.%s %v, values say %v", k, got, want)
+				}
+			}
+			return nil
+		}},
+	{id: "kps-admission-hooks", chart: "kube-prometheus-stack", upstream: upKPS, source: "templates/prometheus-operator/admission-webhooks/job-patch/job-createSecret.yaml, job-patchWebhook.yaml",
+		text: "The admission-webhook certificate Jobs <fullname>-admission-create (pre-install) and -patch (post-install) are hooks",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			fn := kpsFullname(r.vc.Release)
+			for name, hook := range map[string]string{fn + "-admission-create": "pre-install,pre-upgrade", fn + "-admission-patch": "post-install,post-upgrade"} {
+				found := false
+				for _, h := range m.hooks {
+					found = found || (h.GetKind() == "Job" && h.GetName() == name && h.GetAnnotations()["helm.sh/hook"] == hook)
+				}
+				if !found {
+					return fmt.Errorf("no hook Job %s (%s)", name, hook)
+				}
+			}
+			return nil
+		}},
+	{id: "kps-crds", chart: "kube-prometheus-stack", upstream: upKPS, source: "charts/kube-prometheus-stack/charts/crds/crds/",
+		text: "The Prometheus operator's 10 CRDs (monitoring.coreos.com) are in crds/ of the in-tree subchart crds: installed once by Helm, never upgraded or deleted by it",
+		check: func(r *rendering) error {
+			return crdsIn(r, "crds", []string{"alertmanagerconfigs.monitoring.coreos.com", "alertmanagers.monitoring.coreos.com",
+				"podmonitors.monitoring.coreos.com", "probes.monitoring.coreos.com", "prometheusagents.monitoring.coreos.com",
+				"prometheuses.monitoring.coreos.com", "prometheusrules.monitoring.coreos.com", "scrapeconfigs.monitoring.coreos.com",
+				"servicemonitors.monitoring.coreos.com", "thanosrulers.monitoring.coreos.com"})
+		}},
+	{id: "kps-grafana-off", chart: "kube-prometheus-stack", upstream: upKPS, source: "Chart.yaml dependencies, values.yaml (grafana.enabled: true)",
+		text: "Grafana is on by default (Deployment <release>-grafana from the grafana subchart); grafana.enabled: false leaves it out",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			on, _ := dig(r.values, "grafana", "enabled").(bool)
+			if got := m.find("Deployment", r.vc.Release+"-grafana") != nil; got != on {
+				return fmt.Errorf("grafana.enabled %v but Deployment %s-grafana rendered: %v", on, r.vc.Release, got)
+			}
+			return nil
+		}},
+	{id: "kps-pdb-selectors", chart: "kube-prometheus-stack", upstream: upKPS, source: "templates/prometheus/podDisruptionBudget.yaml, alertmanager/podDisruptionBudget.yaml, prometheus-operator/pdb.yaml",
+		text: "A PodDisruptionBudget the chart renders selects pods that exist: the operator's, or the Prometheus/Alertmanager pods the Prometheus operator makes (app.kubernetes.io/name, operator.prometheus.io/name or alertmanager = the resource name)",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			pdbs, err := m.pdbs()
+			if err != nil {
+				return err
+			}
+			fn := kpsFullname(r.vc.Release)
+			pods := []map[string]string{testcluster.OperatorPodLabels("Prometheus", fn+"-prometheus"), testcluster.OperatorPodLabels("Alertmanager", fn+"-alertmanager")}
+			for _, pt := range m.pods() {
+				pods = append(pods, pt.Labels)
+			}
+			for _, p := range pdbs {
+				if !slices.ContainsFunc(pods, func(l map[string]string) bool { return selects(p, l) }) {
+					return fmt.Errorf("PodDisruptionBudget %s selects no pod", p.Name)
+				}
+			}
+			return nil
+		}},
+
+	// loki-stack.
+	{id: "loki-workloads", chart: "loki-stack", upstream: upLoki, source: "loki 2.16.0 templates/statefulset.yaml; promtail 6.15.5 templates/daemonset.yaml, _pod.tpl",
+		text: "StatefulSet <release> with pods app=loki, release=<release> (no app.kubernetes.io/instance); DaemonSet <release>-promtail with pods app.kubernetes.io/name=promtail, app.kubernetes.io/instance=<release>",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			rel := r.vc.Release
+			loki, err := m.podTemplate("StatefulSet", rel)
+			if err != nil {
+				return err
+			}
+			if err := hasLabels("Loki pods", loki.Labels, map[string]string{"app": "loki", "release": rel}); err != nil {
+				return err
+			}
+			if v, ok := loki.Labels["app.kubernetes.io/instance"]; ok {
+				return fmt.Errorf("Loki pods carry app.kubernetes.io/instance=%s", v)
+			}
+			pt, err := m.podTemplate("DaemonSet", rel+"-promtail")
+			if err != nil {
+				return err
+			}
+			return hasLabels("promtail pods", pt.Labels, map[string]string{"app.kubernetes.io/name": "promtail", "app.kubernetes.io/instance": rel})
+		}},
+	{id: "loki-priority", chart: "loki-stack", upstream: upLoki, source: "loki 2.16.0 templates/statefulset.yaml (priorityClassName)",
+		text: "loki.priorityClassName reaches Loki's pods",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			pt, err := m.podTemplate("StatefulSet", r.vc.Release)
+			if err != nil {
+				return err
+			}
+			if want := dig(r.values, "loki", "priorityClassName"); !isEmpty(want) && pt.Spec.PriorityClassName != fmt.Sprint(want) {
+				return fmt.Errorf("priorityClassName %q, values say %v", pt.Spec.PriorityClassName, want)
+			}
+			return nil
+		}},
+	{id: "loki-image", chart: "loki-stack", upstream: upLoki, source: "loki 2.16.0 values.yaml (image), loki-stack Chart.yaml",
+		text: "Loki runs grafana/loki:2.6.1, the loki subchart's default (loki-stack's appVersion v2.9.3 is not Loki's version)",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			pt, err := m.podTemplate("StatefulSet", r.vc.Release)
+			if err != nil {
+				return err
+			}
+			want := fmt.Sprintf("%v:%v", dig(r.values, "loki", "image", "repository"), dig(r.values, "loki", "image", "tag"))
+			if img := pt.Spec.Containers[0].Image; img != want {
+				return fmt.Errorf("image %s, want %s", img, want)
+			}
+			return nil
+		}},
+
+	// tempo.
+	{id: "tempo-workload", chart: "tempo", upstream: upTempo, source: "charts/tempo/templates/statefulset.yaml, _helpers.tpl",
+		text: "StatefulSet tempo (the release name), pods app.kubernetes.io/name=tempo, app.kubernetes.io/instance=<release>; persistence.enabled adds volumeClaimTemplate storage",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			pt, err := m.podTemplate("StatefulSet", r.vc.Release)
+			if err != nil {
+				return err
+			}
+			if err := hasLabels("tempo pods", pt.Labels, map[string]string{"app.kubernetes.io/name": "tempo", "app.kubernetes.io/instance": r.vc.Release}); err != nil {
+				return err
+			}
+			vcts, _, _ := unstructured.NestedSlice(m.find("StatefulSet", r.vc.Release).Object, "spec", "volumeClaimTemplates")
+			if on, _ := dig(r.values, "persistence", "enabled").(bool); on != (len(vcts) == 1) {
+				return fmt.Errorf("persistence.enabled %v, volumeClaimTemplates %v", on, vcts)
+			}
+			return nil
+		}},
+	{id: "tempo-image", chart: "tempo", upstream: upTempo, source: "charts/tempo/templates/statefulset.yaml (image), values.yaml (tempo.registry: docker.io)",
+		text: "Image <global.imageRegistry or tempo.registry>/<tempo.repository>:<tempo.tag>, tempo.registry defaulting to docker.io: a registry must go in tempo.registry, not in tempo.repository",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			pt, err := m.podTemplate("StatefulSet", r.vc.Release)
+			if err != nil {
+				return err
+			}
+			img := pt.Spec.Containers[0].Image
+			if doubleRegistry(img) {
+				return fmt.Errorf("image %s: tempo.repository %v names a registry, and tempo.registry %v is put before it", img, dig(r.values, "tempo", "repository"), dig(r.values, "tempo", "registry"))
+			}
+			return nil
+		}},
+	{id: "tempo-retention", chart: "tempo", upstream: upTempo, source: "charts/tempo/values.yaml (config: compactor.compaction.block_retention)",
+		text: "tempo.retention is tempo.yaml's compactor.compaction.block_retention",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			var cm corev1.ConfigMap
+			if err := m.typed("ConfigMap", "tempo", &cm); err != nil {
+				return err
+			}
+			var cfg map[string]any
+			if err := yaml.Unmarshal([]byte(cm.Data["tempo.yaml"]), &cfg); err != nil {
+				return err
+			}
+			if got, want := fmt.Sprint(dig(cfg, "compactor", "compaction", "block_retention")), fmt.Sprint(dig(r.values, "tempo", "retention")); got != want {
+				return fmt.Errorf("block_retention %s, want %s", got, want)
+			}
+			return nil
+		}},
+
+	// opentelemetry-collector.
+	{id: "otel-renders", chart: "opentelemetry-collector", upstream: upOtel, source: "templates/NOTES.txt, values.schema.json",
+		text: "The chart accepts the values: image.repository and mode set (no defaults), the health_check extension kept, only keys of its closed values.schema.json",
+		check: func(r *rendering) error { _, err := r.rendered(); return err }},
+	{id: "otel-workload", chart: "opentelemetry-collector", upstream: upOtel, source: "templates/deployment.yaml, daemonset.yaml, statefulset.yaml, _helpers.tpl",
+		text: "Workload <release>-opentelemetry-collector of the kind mode names (-agent for a DaemonSet); pods app.kubernetes.io/name=opentelemetry-collector, app.kubernetes.io/instance=<release>, component=standalone-collector (deployment); image <repository>:<tag>",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			kinds := map[string]string{"deployment": "Deployment", "daemonset": "DaemonSet", "statefulset": "StatefulSet"}
+			components := map[string]string{"deployment": "standalone-collector", "daemonset": "agent-collector", "statefulset": "statefulset-collector"}
+			mode := fmt.Sprint(dig(r.values, "mode"))
+			name := r.vc.Release + "-opentelemetry-collector"
+			if mode == "daemonset" {
+				name += "-agent"
+			}
+			pt, err := m.podTemplate(kinds[mode], name)
+			if err != nil {
+				return err
+			}
+			if err := hasLabels("collector pods", pt.Labels, map[string]string{"app.kubernetes.io/name": "opentelemetry-collector", "app.kubernetes.io/instance": r.vc.Release, "component": components[mode]}); err != nil {
+				return err
+			}
+			if want := fmt.Sprintf("%v:%v", dig(r.values, "image", "repository"), dig(r.values, "image", "tag")); pt.Spec.Containers[0].Image != want {
+				return fmt.Errorf("image %s, want %s", pt.Spec.Containers[0].Image, want)
+			}
+			return nil
+		}},
+	{id: "otel-config", chart: "opentelemetry-collector", upstream: upOtel, source: "templates/configmap.yaml, _config.tpl",
+		text: "config is merged with the chart's default config (maps merge, lists replace) into the relay ConfigMap; the traces pipeline exports where the console says",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			var cm corev1.ConfigMap
+			if err := m.typed("ConfigMap", r.vc.Release+"-opentelemetry-collector", &cm); err != nil {
+				return err
+			}
+			var relay map[string]any
+			if err := yaml.Unmarshal([]byte(cm.Data["relay"]), &relay); err != nil {
+				return err
+			}
+			want := toStrings(dig(r.vc.Values, "config", "service", "pipelines", "traces", "exporters"))
+			got := toStrings(dig(relay, "service", "pipelines", "traces", "exporters"))
+			if !slices.Equal(got, want) {
+				return fmt.Errorf("traces exporters %v, want %v", got, want)
+			}
+			for _, e := range want {
+				if dig(relay, "exporters", e) == nil {
+					return fmt.Errorf("exporter %s is not configured", e)
+				}
+			}
+			return nil
+		}},
+}
