@@ -264,15 +264,18 @@ func (s *Service) operatorSteps(p OperatorParams) []Step {
 			}
 			chart := ChartKnativeOperator
 			chart.Version = kv.ChartVersion
-			if prev, err := HelmStatus(c, p.Namespace, OperatorRelease); err != nil {
+			prev, err := HelmStatus(c, p.Namespace, OperatorRelease)
+			if err != nil {
 				return err
-			} else if prev != nil {
+			}
+			if prev != nil {
 				// Its CRDs (KnativeServing, KnativeEventing) are part of the release: an
 				// uninstall would delete every KnativeServing with them.
 				jc.Logf("The previous operator release (%s) is upgraded in place, not uninstalled: its CRDs belong to the release, and removing them would delete every KnativeServing", prev.Info.Status)
 			}
 			// TakeOwnership adopts operator CRDs left on the cluster without Helm's labels.
-			rel, err := s.HelmApply(ctx, jc, c, Release{Namespace: p.Namespace, Name: OperatorRelease, Chart: chart, Values: OperatorValues(), TakeOwnership: true})
+			rel, err := s.HelmApply(ctx, jc, c, Release{Namespace: p.Namespace, Name: OperatorRelease, Chart: chart, Values: OperatorValues(),
+				TakeOwnership: true, Repair: prev != nil})
 			if err != nil {
 				return err
 			}
