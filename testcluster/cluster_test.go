@@ -2,14 +2,14 @@ package testcluster_test
 
 import (
 	"context"
-	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chart"
+	helmrelease "helm.sh/helm/v3/pkg/release"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -137,47 +137,68 @@ func TestPresentedVersion(t *testing.T) {
 	}
 }
 
-// TestHelmInstallFromChartRepo installs a stand-in chart from the local repository with
-// the Helm SDK into a simulated cluster.
+// TestHelmInstallFromChartRepo installs the zot stand-in from the local repository with
+// the Helm SDK into a simulated cluster: with persistence, a StatefulSet whose claim
+// runr-zot-pvc-runr-zot-0 binds.
 func TestHelmInstallFromChartRepo(t *testing.T) {
-	repo, err := testcluster.StartChartRepo("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer repo.Close()
+	s := serve(t)
 	c := testcluster.New(t, testcluster.Options{})
+	_, ch := s.chart(t, "zot", "0.1.125")
+	ns := "runr-registry"
+	rel := helmInstall(t, c, ch, "runr-zot", ns, map[string]any{"persistence": true, "pvc": map[string]any{"create": true, "storageClassName": "standard"}})
+	if rel.Info.Status != "deployed" {
+		t.Fatalf("release %s", rel.Info.Status)
+	}
+	sts, err := c.Client.AppsV1().StatefulSets(ns).Get(context.Background(), "runr-zot", metav1.GetOptions{})
+	if err != nil || sts.Status.ReadyReplicas != 1 {
+		t.Fatalf("StatefulSet runr-zot: %v %+v", err, sts.Status)
+	}
+	pvc, err := c.Client.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), "runr-zot-pvc-runr-zot-0", metav1.GetOptions{})
+	if err != nil || pvc.Status.Phase != corev1.ClaimBound {
+		t.Fatalf("the registry's PVC must bind: %v %v", err, pvc.Status.Phase)
+	}
+}
+
+// helmInstall installs a chart with the Helm SDK and waits for it (2 minutes).
+func helmInstall(t *testing.T, c *testcluster.Cluster, ch *chart.Chart, release, ns string, vals map[string]any) *helmrelease.Release {
+	t.Helper()
 	kcPath := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := os.WriteFile(kcPath, c.Kubeconfig(), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	flags := genericclioptions.NewConfigFlags(false)
 	flags.KubeConfig = &kcPath
-	ns := "runr-registry"
 	flags.Namespace = &ns
 	cfg := new(action.Configuration)
 	if err := cfg.Init(flags, ns, "secret", t.Logf); err != nil {
 		t.Fatal(err)
 	}
-	resp, err := http.Get(repo.URL + "/zot-0.1.125.tgz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	ch, err := loader.LoadArchive(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
 	in := action.NewInstall(cfg)
-	in.ReleaseName, in.Namespace, in.CreateNamespace, in.Wait, in.Timeout = "runr-zot", ns, true, true, 2*time.Minute
-	rel, err := in.Run(ch, map[string]any{"persistence": true, "pvc": map[string]any{"create": true, "storageClassName": "standard"}})
+	in.ReleaseName, in.Namespace, in.CreateNamespace, in.Wait, in.Timeout = release, ns, true, true, 2*time.Minute
+	rel, err := in.Run(ch, vals)
 	if err != nil {
+		t.Fatalf("install %s: %v", release, err)
+	}
+	return rel
+}
+
+// helmUninstall uninstalls a release and waits for its resources to go.
+func helmUninstall(t *testing.T, c *testcluster.Cluster, release, ns string) {
+	t.Helper()
+	kcPath := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kcPath, c.Kubeconfig(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if rel.Info.Status != "deployed" {
-		t.Fatalf("release %s", rel.Info.Status)
+	flags := genericclioptions.NewConfigFlags(false)
+	flags.KubeConfig = &kcPath
+	flags.Namespace = &ns
+	cfg := new(action.Configuration)
+	if err := cfg.Init(flags, ns, "secret", t.Logf); err != nil {
+		t.Fatal(err)
 	}
-	pvc, err := c.Client.CoreV1().PersistentVolumeClaims(ns).Get(context.Background(), "runr-zot-pvc", metav1.GetOptions{})
-	if err != nil || pvc.Status.Phase != corev1.ClaimBound {
-		t.Fatalf("the registry's PVC must bind: %v %v", err, pvc.Status.Phase)
+	un := action.NewUninstall(cfg)
+	un.Wait, un.Timeout = true, 2*time.Minute
+	if _, err := un.Run(release); err != nil {
+		t.Fatalf("uninstall %s: %v", release, err)
 	}
 }

@@ -86,7 +86,7 @@ var contractFacts = []fact{
 
 	// traefik.
 	{id: "traefik-renders", chart: "traefik", upstream: upTraefik, source: "traefik/values.schema.json, traefik/templates/requirements.yaml",
-		text: "The chart accepts the values: its values.schema.json refuses unknown keys at the top level, under image, ingressClass, providers (and each provider), each port, updateStrategy, podDisruptionBudget, rbac, serviceAccount",
+		text:  "The chart accepts the values: its values.schema.json refuses unknown keys at the top level, under image, ingressClass, providers (and each provider), each port, updateStrategy, podDisruptionBudget, rbac, serviceAccount",
 		check: func(r *rendering) error { _, err := r.rendered(); return err }},
 	{id: "traefik-workload", chart: "traefik", upstream: upTraefik, source: "traefik/templates/_helpers.tpl, deployment.yaml, daemonset.yaml",
 		text: "Workload traefik, a Deployment or a DaemonSet per deployment.kind, with hostNetwork per values; pods labelled app.kubernetes.io/name=traefik, app.kubernetes.io/instance=traefik-<namespace>",
@@ -438,8 +438,8 @@ var contractFacts = []fact{
 			}
 			rel := r.vc.Release
 			for kn, extra := range map[string]map[string]string{
-				"Deployment/" + kpsFullname(rel) + "-operator":    {"app": "kube-prometheus-stack-operator", "app.kubernetes.io/component": "prometheus-operator"},
-				"Deployment/" + rel + "-kube-state-metrics":       {"app.kubernetes.io/name": "kube-state-metrics"},
+				"Deployment/" + kpsFullname(rel) + "-operator":   {"app": "kube-prometheus-stack-operator", "app.kubernetes.io/component": "prometheus-operator"},
+				"Deployment/" + rel + "-kube-state-metrics":      {"app.kubernetes.io/name": "kube-state-metrics"},
 				"DaemonSet/" + rel + "-prometheus-node-exporter": {"app.kubernetes.io/name": "prometheus-node-exporter"},
 			} {
 				kind, name, _ := strings.Cut(kn, "/")
@@ -679,7 +679,7 @@ var contractFacts = []fact{
 
 	// opentelemetry-collector.
 	{id: "otel-renders", chart: "opentelemetry-collector", upstream: upOtel, source: "templates/NOTES.txt, values.schema.json",
-		text: "The chart accepts the values: image.repository and mode set (no defaults), the health_check extension kept, only keys of its closed values.schema.json",
+		text:  "The chart accepts the values: image.repository and mode set (no defaults), the health_check extension kept, only keys of its closed values.schema.json",
 		check: func(r *rendering) error { _, err := r.rendered(); return err }},
 	{id: "otel-workload", chart: "opentelemetry-collector", upstream: upOtel, source: "templates/deployment.yaml, daemonset.yaml, statefulset.yaml, _helpers.tpl",
 		text: "Workload <release>-opentelemetry-collector of the kind mode names (-agent for a DaemonSet); pods app.kubernetes.io/name=opentelemetry-collector, app.kubernetes.io/instance=<release>, component=standalone-collector (deployment); image <repository>:<tag>",

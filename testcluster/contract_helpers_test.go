@@ -9,6 +9,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
 
@@ -161,4 +162,18 @@ func kpsFullname(release string) string {
 		name = name[:26]
 	}
 	return strings.TrimSuffix(name, "-")
+}
+
+func nestedString(o *unstructured.Unstructured, path ...string) (string, bool, error) {
+	if o == nil {
+		return "", false, nil
+	}
+	return unstructured.NestedString(o.Object, path...)
+}
+
+func nestedSlice(o *unstructured.Unstructured, path ...string) ([]any, bool, error) {
+	if o == nil {
+		return nil, false, nil
+	}
+	return unstructured.NestedSlice(o.Object, path...)
 }
