@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"runr.dev/console/kube"
 	"runr.dev/console/store"
@@ -148,6 +149,30 @@ func TestWizardToReadyServingAndRedis(t *testing.T) {
 	r, _ = e.Store.RegionByName(ctx, "eu-2")
 	if h := r.Health.V.Components; h.State != "ok" {
 		t.Fatalf("components after a full install: %s: %s", h.State, h.Reason)
+	}
+	// A node that runs Prometheus drains within its deadline: the charts' budgets let its
+	// single replica move (the old console's budgets refused it forever).
+	prom, err := c.Client.CoreV1().Pods("observability").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=prometheus"})
+	if err != nil || len(prom.Items) != 1 {
+		t.Fatalf("Prometheus pods: %v %d", err, len(prom.Items))
+	}
+	node := prom.Items[0].Spec.NodeName
+	var drained struct {
+		JobID string `json:"job_id"`
+	}
+	if st := e.JSON("POST", "/api/knative-regions/"+r.ID+"/nodes/"+node+"/drain", tok, map[string]any{"timeout_seconds": 60}, &drained); st != 202 {
+		t.Fatalf("drain %s: %d", node, st)
+	}
+	mustSucceed(t, e.WaitJob(drained.JobID, 2*time.Minute))
+	if left, _ := c.Client.CoreV1().Pods("observability").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node}); len(left.Items) > 0 {
+		for _, p := range left.Items {
+			if len(p.OwnerReferences) == 0 || p.OwnerReferences[0].Kind != "DaemonSet" {
+				t.Errorf("pod %s stayed on the drained node %s", p.Name, node)
+			}
+		}
+	}
+	if _, err := c.Client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, []byte(`{"spec":{"unschedulable":false}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
 	}
 	sec, err := c.Client.CoreV1().Secrets("observability").Get(ctx, kube.AgentSecret, metav1.GetOptions{})
 	if err != nil || string(sec.Data["token"]) != r.AgentToken {

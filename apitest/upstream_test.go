@@ -184,3 +184,47 @@ func TestRegistryRemovedThenSetUpAgain(t *testing.T) {
 		t.Fatalf("Zot after the second setup: %v", err)
 	}
 }
+
+// A registry on S3: the bucket is checked from a pod first (list, write, delete with
+// SigV4), then Zot runs with the S3 storage of its own config file and the keys from its
+// environment (the zot chart has no s3 values).
+func TestSetupZotOnS3(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{})
+	e := console(t, nil)
+	_, tok := e.User("owner")
+	ctx := context.Background()
+	body := setupBody("eu-s3", c.Kubeconfig(), map[string]any{"storage_type": "s3", "pvc_config": nil,
+		"s3_config": map[string]any{"endpoint": "https://s3.eu-1.example.test", "bucket": "runr-images", "region": "eu-1",
+			"access_key": "AKIATEST", "secret_key": "S3-SECRET-KEY-VALUE"}})
+	var ans setupAnswer
+	if st := e.JSON("POST", "/api/registry-setup/start", tok, body, &ans); st != 202 {
+		t.Fatalf("start: %d", st)
+	}
+	j := e.WaitJob(ans.JobID, 3*time.Minute)
+	mustSucceed(t, j)
+	if log := wkLog(t, e, j.ID); !strings.Contains(log, "Job runr-registry/registry-test to reach the bucket https://s3.eu-1.example.test/runr-images") ||
+		!strings.Contains(log, "listed, wrote and deleted in the bucket") {
+		t.Fatalf("the bucket must be checked from a pod:\n%s", log)
+	}
+	d, err := c.Client.AppsV1().Deployments(kube.RegistryNamespace).Get(ctx, kube.ZotRelease, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("Zot on S3 runs as the chart's Deployment: %v", err)
+	}
+	env := map[string]string{}
+	for _, v := range d.Spec.Template.Spec.Containers[0].Env {
+		if v.ValueFrom != nil && v.ValueFrom.SecretKeyRef != nil {
+			env[v.Name] = v.ValueFrom.SecretKeyRef.Name + "/" + v.ValueFrom.SecretKeyRef.Key
+		}
+	}
+	if env["AWS_ACCESS_KEY_ID"] != kube.ZotS3Secret+"/accessKey" || env["AWS_SECRET_ACCESS_KEY"] != kube.ZotS3Secret+"/secretKey" {
+		t.Fatalf("Zot's S3 keys: %v", env)
+	}
+	cm, err := c.Client.CoreV1().ConfigMaps(kube.RegistryNamespace).Get(ctx, kube.ZotRelease+"-config", metav1.GetOptions{})
+	if err != nil || !strings.Contains(cm.Data["config.json"], `"name": "s3"`) || !strings.Contains(cm.Data["config.json"], `"bucket": "runr-images"`) ||
+		strings.Contains(cm.Data["config.json"], "S3-SECRET-KEY-VALUE") {
+		t.Fatalf("Zot's config file: %v %s", err, cm.Data["config.json"])
+	}
+	if sec, err := c.Client.CoreV1().Secrets(kube.RegistryNamespace).Get(ctx, kube.ZotS3Secret, metav1.GetOptions{}); err != nil || string(sec.Data["secretKey"]) != "S3-SECRET-KEY-VALUE" {
+		t.Fatalf("the S3 keys Secret: %v", err)
+	}
+}
