@@ -28,11 +28,11 @@ import (
 //   - refuses a move across more than one minor (VersionMigrationEligible False);
 //   - resolves spec.version against the Serving releases its release carries
 //     (ResolveServingVersion) and refuses one it does not carry (InstallSucceeded False);
-//   - applies that release's Serving CRDs and creates Deployments activator, autoscaler,
-//     autoscaler-hpa, controller and webhook and PodDisruptionBudgets activator-pdb and
-//     webhook-pdb (minAvailable 80%) and ServiceAccount controller in the KnativeServing's namespace, labelled as in
-//     the Serving release manifests (kodata/knative-serving/<release>/2-serving-core.yaml,
-//     3-serving-hpa.yaml);
+//   - applies that release's Serving CRDs and creates, in the KnativeServing's namespace,
+//     Deployments activator, autoscaler, autoscaler-hpa, controller and webhook,
+//     PodDisruptionBudgets activator-pdb and webhook-pdb (minAvailable 80%) and
+//     ServiceAccount controller, labelled as in the Serving release manifests
+//     (kodata/knative-serving/<release>/2-serving-core.yaml, 3-serving-hpa.yaml);
 //   - reports Ready, with status.version the resolved release, once they are available.
 
 var gvrKnativeServing = schema.GroupVersionResource{Group: "operator.knative.dev", Version: "v1beta1", Resource: "knativeservings"}
