@@ -7,6 +7,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -86,17 +87,31 @@ func TestWizardToReadyServingAndRedis(t *testing.T) {
 	mustSucceed(t, e.WaitJob(ans.JobID, 3*time.Minute))
 	r, _ := e.Store.RegionByName(ctx, "eu-2")
 
+	// A Kubernetes 1.36 cluster is offered the five newest minors, each with the newest
+	// operator chart of the minor and the Serving release that operator really ships.
 	var vs struct{ Data []kube.KnativeVersion }
 	e.JSON("GET", "/api/knative-regions/"+r.ID+"/compatible-versions", tok, nil, &vs)
-	if len(vs.Data) != 5 || vs.Data[0].Minor != "1.20" || !vs.Data[0].Preselected || vs.Data[4].Minor != "1.16" {
+	if len(vs.Data) != 5 || vs.Data[0].Version != "1.23" || !vs.Data[0].Preselected || vs.Data[4].Minor != "1.19" {
 		t.Fatalf("compatible versions %+v", vs.Data)
 	}
-	mustSucceed(t, action(t, e, tok, r.ID, "install-operator", nil))
+	if v := vs.Data[3]; v.Version != "1.20" || v.ChartVersion != "1.20.2" || v.ServingVersion != "1.20.3" {
+		t.Fatalf("Knative 1.20: %+v (operator 1.20.2 ships Serving 1.20.3)", v)
+	}
+	mustSucceed(t, action(t, e, tok, r.ID, "install-operator", map[string]any{"version": "1.20"}))
 	mustSucceed(t, action(t, e, tok, r.ID, "install-serving", map[string]any{"version": "1.20"}))
 
 	r, _ = e.Store.RegionByName(ctx, "eu-2")
-	if r.OperatorStatus != "ready" || r.ServingStatus != "ready" || r.KnativeVersion != "1.20.2" || r.ExternalIP != c.LBAddress {
-		t.Fatalf("region after Serving: operator %s serving %s %s ip %s", r.OperatorStatus, r.ServingStatus, r.KnativeVersion, r.ExternalIP)
+	if r.OperatorStatus != "ready" || r.OperatorVersion != "1.20.2" || r.ServingStatus != "ready" || r.KnativeVersion != "1.20.3" || r.ExternalIP != c.LBAddress {
+		t.Fatalf("region after Serving: operator %s %s serving %s %s ip %s", r.OperatorStatus, r.OperatorVersion, r.ServingStatus, r.KnativeVersion, r.ExternalIP)
+	}
+	// Traefik may read Knative's ingresses and update their status: its chart's switch
+	// granted it (the install asked the same with SubjectAccessReviews).
+	cl, err := e.Kube.ClusterFor(c.Kubeconfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if missing, err := cl.TraefikKnativeAccess(ctx, "knative-serving"); err != nil || missing != "" {
+		t.Fatalf("Traefik's Knative RBAC: %v %s", err, missing)
 	}
 	if r.Settings.V.KnativeDomain != "eu-2.fn.example.test" {
 		t.Fatalf("function domain %q", r.Settings.V.KnativeDomain)
@@ -107,15 +122,16 @@ func TestWizardToReadyServingAndRedis(t *testing.T) {
 		t.Fatalf("dns_instruction %v", got.Data["dns_instruction"])
 	}
 	// What Serving brought, on the cluster.
-	for ns, names := range map[string][]string{"knative-operator": {"knative-operator", "operator-webhook"}, "knative-serving": {"traefik"},
-		"observability": {"knative-operator", "runr-agent", "otel-collector"}} {
+	for ns, names := range map[string][]string{"knative-operator": {"knative-operator", "operator-webhook"},
+		"knative-serving": {"traefik", "activator", "autoscaler", "controller", "webhook"},
+		"observability":   {"knative-kube-prometheus-st-operator", "knative-kube-state-metrics", "runr-agent", "otel-collector-opentelemetry-collector"}} {
 		for _, n := range names {
 			if _, err := c.Client.AppsV1().Deployments(ns).Get(ctx, n, metav1.GetOptions{}); err != nil {
 				t.Errorf("Deployment %s/%s: %v", ns, n, err)
 			}
 		}
 	}
-	for _, n := range []string{"prometheus-knative", "loki-stack", "tempo"} {
+	for _, n := range []string{"prometheus-knative-kube-prometheus-st-prometheus", "loki-stack", "tempo"} {
 		if _, err := c.Client.AppsV1().StatefulSets("observability").Get(ctx, n, metav1.GetOptions{}); err != nil {
 			t.Errorf("StatefulSet %s: %v", n, err)
 		}
@@ -123,8 +139,15 @@ func TestWizardToReadyServingAndRedis(t *testing.T) {
 	if _, err := c.Client.SchedulingV1().PriorityClasses().Get(ctx, kube.PriorityClassName, metav1.GetOptions{}); err != nil {
 		t.Error("PriorityClass observability-critical must exist")
 	}
-	if pdbs, _ := c.Client.PolicyV1().PodDisruptionBudgets("observability").List(ctx, metav1.ListOptions{}); len(pdbs.Items) < 2 {
-		t.Error("Prometheus and Loki need PodDisruptionBudgets")
+	// The charts' own budgets protect exactly Prometheus and Loki, and no DaemonSet pod.
+	checkObservabilityPDBs(t, c, map[string]string{"knative-kube-prometheus-st-prometheus": "prometheus-knative-kube-prometheus-st-prometheus", "loki-stack": "loki-stack"})
+	// The status check judges every component from its release's workloads: all ready.
+	if err := e.Kube.CheckNow(ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	r, _ = e.Store.RegionByName(ctx, "eu-2")
+	if h := r.Health.V.Components; h.State != "ok" {
+		t.Fatalf("components after a full install: %s: %s", h.State, h.Reason)
 	}
 	sec, err := c.Client.CoreV1().Secrets("observability").Get(ctx, kube.AgentSecret, metav1.GetOptions{})
 	if err != nil || string(sec.Data["token"]) != r.AgentToken {
@@ -167,6 +190,46 @@ func TestWizardToReadyServingAndRedis(t *testing.T) {
 	}
 	if st := e.JSON("POST", "/api/knative-regions/"+r.ID+"/redis", tok, map[string]any{"mode": "external", "address": "no-port"}, nil); st != 422 {
 		t.Fatalf("bad redis address: %d", st)
+	}
+}
+
+// checkObservabilityPDBs checks the budgets of the observability namespace: each named
+// one exists and selects the pods of its StatefulSet, and none selects a DaemonSet's pods.
+func checkObservabilityPDBs(t *testing.T, c *testcluster.Cluster, want map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	pdbs, err := c.Client.PolicyV1().PodDisruptionBudgets("observability").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods, err := c.Client.CoreV1().Pods("observability").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	for _, pdb := range pdbs.Items {
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil {
+			t.Fatalf("PDB %s: %v", pdb.Name, err)
+		}
+		for _, p := range pods.Items {
+			if !sel.Matches(labels.Set(p.Labels)) {
+				continue
+			}
+			for _, o := range p.OwnerReferences {
+				if o.Kind == "DaemonSet" {
+					t.Errorf("PDB %s selects pod %s of DaemonSet %s", pdb.Name, p.Name, o.Name)
+				}
+				if o.Kind == "StatefulSet" && want[pdb.Name] == o.Name {
+					found[pdb.Name] = true
+				}
+			}
+		}
+	}
+	for name, sts := range want {
+		if !found[name] {
+			t.Errorf("no PDB %s selecting the pods of StatefulSet %s (budgets: %d)", name, sts, len(pdbs.Items))
+		}
 	}
 }
 

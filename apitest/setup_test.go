@@ -57,12 +57,19 @@ func TestSetupZotOnPVC(t *testing.T) {
 	}
 	ctx := context.Background()
 	// What the setup created on the cluster.
-	if _, err := c.Client.AppsV1().Deployments(kube.RegistryNamespace).Get(ctx, kube.ZotRelease, metav1.GetOptions{}); err != nil {
-		t.Fatalf("Zot Deployment: %v", err)
+	// On a PVC the zot chart makes a StatefulSet whose volume claim template gives the
+	// claim runr-zot-pvc-runr-zot-0 (zot 0.1.122, templates/statefulset.yaml).
+	if _, err := c.Client.AppsV1().StatefulSets(kube.RegistryNamespace).Get(ctx, kube.ZotRelease, metav1.GetOptions{}); err != nil {
+		t.Fatalf("Zot StatefulSet: %v", err)
 	}
-	pvc, err := c.Client.CoreV1().PersistentVolumeClaims(kube.RegistryNamespace).Get(ctx, "runr-zot-pvc", metav1.GetOptions{})
+	pvc, err := c.Client.CoreV1().PersistentVolumeClaims(kube.RegistryNamespace).Get(ctx, "runr-zot-pvc-runr-zot-0", metav1.GetOptions{})
 	if err != nil || pvc.Status.Phase != corev1.ClaimBound || *pvc.Spec.StorageClassName != "standard" {
 		t.Fatalf("Zot PVC: %v %+v", err, pvc)
+	}
+	// Zot's own config file carries the storage and the pull-through cache.
+	cm, err := c.Client.CoreV1().ConfigMaps(kube.RegistryNamespace).Get(ctx, kube.ZotRelease+"-config", metav1.GetOptions{})
+	if err != nil || !strings.Contains(cm.Data["config.json"], `"/var/lib/registry"`) || !strings.Contains(cm.Data["config.json"], `"https://ghcr.io"`) {
+		t.Fatalf("Zot config: %v %v", err, cm.Data)
 	}
 	if _, err := c.Client.AppsV1().DaemonSets(kube.RegistryNamespace).Get(ctx, kube.MirrorDaemonSet, metav1.GetOptions{}); err != nil {
 		t.Fatalf("node mirror: %v", err)

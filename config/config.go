@@ -31,6 +31,10 @@ type Config struct {
 	StorageTestTimeout time.Duration
 	// InstallTimeout bounds each wait of an install (default 5 min).
 	InstallTimeout time.Duration
+	// LoadBalancerWait is how long the Serving install waits for Traefik's LoadBalancer
+	// address before it says the cluster has no load-balancer implementation and offers
+	// host-network Traefik (default 3 min: cloud load balancers take a minute or two).
+	LoadBalancerWait time.Duration
 	// LocalClusterHost replaces 127.0.0.1/localhost in a kubeconfig that cannot be reached
 	// that way (default host.docker.internal).
 	LocalClusterHost string
@@ -94,6 +98,9 @@ func FromEnv() (*Config, error) {
 		return nil, err
 	}
 	if c.InstallTimeout, err = durEnv("RUNR_INSTALL_TIMEOUT", 5*time.Minute); err != nil {
+		return nil, err
+	}
+	if c.LoadBalancerWait, err = durEnv("RUNR_LOAD_BALANCER_WAIT", 3*time.Minute); err != nil {
 		return nil, err
 	}
 	if c.StatusInterval, err = durEnv("RUNR_STATUS_INTERVAL", time.Minute); err != nil {

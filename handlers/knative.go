@@ -25,7 +25,7 @@ func (h *Handlers) compatible(c *fiber.Ctx, r *store.Region) ([]kube.KnativeVers
 	return h.Kube.CompatibleVersions(ctx(c), k8sMinor(r))
 }
 
-// resolveVersion maps "1.20" or "1.20.2" to an offered version; "" picks the newest.
+// resolveVersion maps "1.20" (or a release of it, "1.20.3") to an offered minor; "" picks the newest.
 func resolveVersion(vs []kube.KnativeVersion, want string) (*kube.KnativeVersion, string) {
 	if len(vs) == 0 {
 		return nil, "No Knative version is offered for this cluster (its Kubernetes, or the operator chart repository)."
@@ -33,9 +33,9 @@ func resolveVersion(vs []kube.KnativeVersion, want string) (*kube.KnativeVersion
 	if want == "" {
 		return &vs[0], ""
 	}
-	want = strings.TrimPrefix(want, "v")
+	want = kube.MinorOf(want)
 	for i, v := range vs {
-		if v.Version == want || v.Minor == want {
+		if v.Minor == want {
 			return &vs[i], ""
 		}
 	}
@@ -68,6 +68,8 @@ type KnativeInput struct {
 	Namespace         string `json:"namespace"`
 	OperatorNamespace string `json:"operator_namespace"`
 	RemoveTraefik     bool   `json:"remove_traefik"`
+	// IngressMode is load_balancer (default) or host_network (Serving installs only).
+	IngressMode string `json:"ingress_mode"`
 }
 
 func optionalBody(c *fiber.Ctx, v any) error {
@@ -118,6 +120,11 @@ func (h *Handlers) enqueueKnative(c *fiber.Ctx, r *store.Region, kind string, in
 	if m != "" {
 		return nil, FieldErrors{"namespace": m}, "", nil
 	}
+	switch in.IngressMode {
+	case "", kube.IngressLoadBalancer, kube.IngressHostNetwork:
+	default:
+		return nil, FieldErrors{"ingress_mode": "Choose load_balancer (a LoadBalancer Service) or host_network (a DaemonSet on ports 80 and 443 of every node)."}, "", nil
+	}
 	req := kube.JobRequest{Kind: kind, RegionID: r.ID, CreatedBy: Who(c).User.Email}
 	needVersion := kind == kube.KindInstallOperator || kind == kube.KindInstallServing || kind == kube.KindInstallKnative || kind == kube.KindUpgradeServing
 	var ver *kube.KnativeVersion
@@ -134,11 +141,7 @@ func (h *Handlers) enqueueKnative(c *fiber.Ctx, r *store.Region, kind string, in
 			if err != nil {
 				return nil, nil, "No upgrade: " + err.Error(), nil
 			}
-			want := strings.TrimPrefix(in.Version, "v")
-			if want == "" {
-				want = next.Version
-			}
-			if want != next.Version && want != next.Minor {
+			if want := kube.MinorOf(in.Version); want != "" && want != next.Minor {
 				return nil, FieldErrors{"version": "Knative upgrades one minor version at a time: from " + r.KnativeVersion + " the next is " + next.Version + "."}, "", nil
 			}
 			ver = next
@@ -157,10 +160,10 @@ func (h *Handlers) enqueueKnative(c *fiber.Ctx, r *store.Region, kind string, in
 		if r.OperatorStatus != "ready" {
 			return nil, nil, "Install the Knative Operator first (its status is " + r.OperatorStatus + ").", nil
 		}
-		req.Title, req.Params = "Install Knative Serving "+ver.Version+" on "+r.Name, kube.ServingParams{Namespace: svNS, Version: ver.Version}
+		req.Title, req.Params = "Install Knative Serving "+ver.Version+" on "+r.Name, kube.ServingParams{Namespace: svNS, Version: ver.Version, IngressMode: in.IngressMode}
 	case kube.KindInstallKnative:
 		req.Title = "Install Knative " + ver.Version + " on " + r.Name
-		req.Params = map[string]any{"operator": kube.OperatorParams{Namespace: opNS, Version: ver.Version}, "serving": kube.ServingParams{Namespace: svNS, Version: ver.Version}}
+		req.Params = map[string]any{"operator": kube.OperatorParams{Namespace: opNS, Version: ver.Version}, "serving": kube.ServingParams{Namespace: svNS, Version: ver.Version, IngressMode: in.IngressMode}}
 	case kube.KindUpgradeServing:
 		req.Title, req.Params = "Upgrade Knative Serving of "+r.Name+" to "+ver.Version, kube.ServingParams{Namespace: r.ServingNamespace, Version: ver.Version}
 	case kube.KindUninstallServing:

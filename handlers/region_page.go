@@ -18,7 +18,7 @@ import (
 // tabKinds are the job kinds whose latest job a tab shows live.
 var tabKinds = map[string][]string{
 	"general":  {kube.KindApplySettings, kube.KindRegionStatus, kube.KindFunctionTLS, kube.KindRemoveFunctionTLS, kube.KindInstallMonitoring},
-	"registry": {kube.KindRegistrySetup, kube.KindRegistryInstall, kube.KindRegistryRemove, kube.KindRegistryTest},
+	"registry": {kube.KindRegistrySetup, kube.KindRegistryInstall, kube.KindRegistryRemove, kube.KindRegistryTest, kube.KindContainerdRestart},
 	"operator": {kube.KindInstallOperator, kube.KindInstallKnative, kube.KindUninstallOperator},
 	"serving":  {kube.KindInstallServing, kube.KindInstallKnative, kube.KindUpgradeServing, kube.KindUninstallServing, kube.KindUninstallKnative},
 	"redis":    {kube.KindRedisInstall, kube.KindRedisRemove, kube.KindRedisTest},
@@ -271,13 +271,14 @@ func (h *Handlers) KnativeForm(c *fiber.Ctx) error {
 	if version == "" {
 		version = c.Query("version")
 	}
-	in := KnativeInput{Version: version, Namespace: c.FormValue("namespace"), OperatorNamespace: c.FormValue("operator_namespace"), RemoveTraefik: c.FormValue("remove_traefik") == "1"}
+	in := KnativeInput{Version: version, Namespace: c.FormValue("namespace"), OperatorNamespace: c.FormValue("operator_namespace"),
+		RemoveTraefik: c.FormValue("remove_traefik") == "1", IngressMode: c.FormValue("ingress_mode")}
 	_, fe, msg, err := h.enqueueKnative(c, r, kind, in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	if fe != nil || msg != "" {
-		return h.formInvalid(c, r, tab, map[string]string{"namespace": in.Namespace, "operator_namespace": in.OperatorNamespace}, fe, msg)
+		return h.formInvalid(c, r, tab, map[string]string{"namespace": in.Namespace, "operator_namespace": in.OperatorNamespace, "ingress_mode": in.IngressMode}, fe, msg)
 	}
 	return h.formDone(c, r, tab, "")
 }

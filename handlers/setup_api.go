@@ -430,3 +430,44 @@ func (h *Handlers) APIKubeconfig(c *fiber.Ctx) error {
 	c.Type("yaml")
 	return c.SendString(r.Kubeconfig)
 }
+
+// rollingRestartRefusal says why a region's containerd cannot be restarted for its node
+// mirror ("" when it can).
+func rollingRestartRefusal(r *store.Region) string {
+	if r.RegistryMode != "internal" || r.RegistryStatus != "ready" {
+		return "Only a region with a ready internal registry has a node mirror whose config_path containerd must read."
+	}
+	return ""
+}
+
+// APIRollingRestart is POST /api/knative-regions/{id}/registry/rolling-restart: containerd
+// restarts node by node (the spec's registry:rolling-restart).
+func (h *Handlers) APIRollingRestart(c *fiber.Ctx) error {
+	r, err := h.Store.RegionByID(ctx(c), c.Params("id"))
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	if msg := rollingRestartRefusal(r); msg != "" {
+		return Unprocessable(c, msg)
+	}
+	j, err := h.Kube.StartRollingRestart(ctx(c), r, Who(c).User.Email)
+	if err != nil {
+		return JSONError(c, fiber.StatusBadGateway, "The cluster's nodes could not be listed: "+err.Error())
+	}
+	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"job_id": j.ID})
+}
+
+// RollingRestartForm is the Registry tab's Restart containerd.
+func (h *Handlers) RollingRestartForm(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	if msg := rollingRestartRefusal(r); msg != "" {
+		return h.formInvalid(c, r, "registry", nil, nil, msg)
+	}
+	if _, err := h.Kube.StartRollingRestart(ctx(c), r, Who(c).User.Email); err != nil {
+		return h.formInvalid(c, r, "registry", nil, nil, "The cluster's nodes could not be listed: "+err.Error())
+	}
+	return h.formDone(c, r, "registry", "")
+}

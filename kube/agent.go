@@ -50,7 +50,7 @@ const AgentPath = "/api/internal/agent/ws"
 // installAgent deploys the runr-agent: its token Secret, RBAC and Deployment. The
 // Deployment runs this project's binary (`runr agent`).
 func (s *Service) installAgent(ctx context.Context, jc *JobContext, c *Cluster, r *store.Region) error {
-	if _, err := c.EnsureNamespace(ctx, ObservabilityNamespace, nil); err != nil {
+	if _, err := jc.EnsureNamespace(ctx, c, ObservabilityNamespace, nil); err != nil {
 		return err
 	}
 	token := r.AgentToken

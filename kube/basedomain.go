@@ -99,7 +99,7 @@ func aliasRule(domain string) string {
 // Service (under the function domain), with its IngressRoutes.
 func (s *Service) applyAlias(ctx context.Context, jc *JobContext, c *Cluster, r *store.Region, target string) error {
 	ns := r.Name
-	if _, err := c.EnsureNamespace(ctx, ns, map[string]string{"runr.dev/region": r.Name}); err != nil {
+	if _, err := jc.EnsureNamespace(ctx, c, ns, map[string]string{"runr.dev/region": r.Name}); err != nil {
 		return err
 	}
 	labels := map[string]any{"app.kubernetes.io/name": AliasName, "app.kubernetes.io/managed-by": "runr"}

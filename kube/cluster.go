@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
@@ -27,6 +28,7 @@ type Cluster struct {
 	REST      *rest.Config
 	Clientset kubernetes.Interface
 	Dynamic   dynamic.Interface
+	Metadata  metadata.Interface
 	APIExt    apiextclient.Interface
 	Discovery discovery.CachedDiscoveryInterface
 	Mapper    *restmapper.DeferredDiscoveryRESTMapper
@@ -47,6 +49,10 @@ func NewCluster(kc *Kubeconfig) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kube: dynamic client: %w", err)
 	}
+	md, err := metadata.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kube: metadata client: %w", err)
+	}
 	ext, err := apiextclient.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("kube: apiextensions client: %w", err)
@@ -56,7 +62,7 @@ func NewCluster(kc *Kubeconfig) (*Cluster, error) {
 		return nil, fmt.Errorf("kube: discovery: %w", err)
 	}
 	cached := memory.NewMemCacheClient(dc)
-	return &Cluster{KC: kc, REST: rc, Clientset: cs, Dynamic: dyn, APIExt: ext, Discovery: cached,
+	return &Cluster{KC: kc, REST: rc, Clientset: cs, Dynamic: dyn, Metadata: md, APIExt: ext, Discovery: cached,
 		Mapper: restmapper.NewDeferredDiscoveryRESTMapper(cached)}, nil
 }
 

@@ -93,6 +93,9 @@ type Release struct {
 	Values    map[string]any
 	// TakeOwnership adopts resources that exist without Helm's labels.
 	TakeOwnership bool
+	// Repair upgrades even when the deployed release has this chart and these values: an
+	// upgrade creates again what was deleted from the cluster.
+	Repair bool
 }
 
 // HelmStatus returns the last release of a name (nil when there is none).
@@ -155,7 +158,7 @@ func (s *Service) HelmApply(ctx context.Context, jc *JobContext, c *Cluster, r R
 		}
 		if h.Info.Status == release.StatusDeployed {
 			deployed = true
-			if h.Chart != nil && h.Chart.Metadata.Version == ch.Metadata.Version && reflect.DeepEqual(normalized(h.Config), vals) {
+			if !r.Repair && h.Chart != nil && h.Chart.Metadata.Version == ch.Metadata.Version && reflect.DeepEqual(normalized(h.Config), vals) {
 				jc.Logf("Helm release %s/%s already runs %s with these values", r.Namespace, r.Name, r.Chart)
 				return h, nil
 			}

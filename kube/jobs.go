@@ -431,19 +431,27 @@ func (jc *JobContext) Wait(ctx context.Context, what string, o WaitOpts, cond fu
 	}
 	label := fmt.Sprintf("waiting for %s (%s)", what, secs(o.Timeout))
 	start := time.Now()
-	if done, _, err := cond(ctx); err == nil && done {
+	// The condition runs under the wait's deadline too: a slow round cannot overrun it.
+	wctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	if done, _, err := cond(wctx); err == nil && done {
 		return nil
 	}
 	jc.waitEvent(ctx, "start", what, label, 0)
-	deadline := time.NewTimer(o.Timeout)
-	defer deadline.Stop()
 	tick := time.NewTicker(o.Interval)
 	defer tick.Stop()
 	lastDetail := ""
+	timedOut := func() error {
+		jc.waitEvent(ctx, "end", what, "", time.Since(start))
+		return &WaitTimeoutError{What: what, Timeout: o.Timeout, Detail: lastDetail, Hint: o.Hint}
+	}
 	for {
-		done, detail, err := cond(ctx)
+		done, detail, err := cond(wctx)
 		if err != nil {
-			jc.waitEvent(ctx, "end", what, "", time.Since(start))
+			if ctx.Err() == nil && wctx.Err() != nil {
+				return timedOut()
+			}
+			jc.waitEvent(context.WithoutCancel(ctx), "end", what, "", time.Since(start))
 			return err
 		}
 		if done {
@@ -458,9 +466,8 @@ func (jc *JobContext) Wait(ctx context.Context, what string, o WaitOpts, cond fu
 		case <-ctx.Done():
 			jc.waitEvent(context.WithoutCancel(ctx), "end", what, "", time.Since(start))
 			return ctx.Err()
-		case <-deadline.C:
-			jc.waitEvent(ctx, "end", what, "", time.Since(start))
-			return &WaitTimeoutError{What: what, Timeout: o.Timeout, Detail: lastDetail, Hint: o.Hint}
+		case <-wctx.Done():
+			return timedOut()
 		case <-tick.C:
 		}
 	}

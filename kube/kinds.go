@@ -13,4 +13,5 @@ func (s *Service) registerKinds() {
 	s.registerProjectKinds()
 	s.registerMigrationKinds()
 	s.registerBaseDomainKinds()
+	s.registerContainerdKinds()
 }

@@ -47,6 +47,9 @@ type ServingParams struct {
 	Namespace     string `json:"namespace"`
 	Version       string `json:"version"`
 	RemoveTraefik bool   `json:"remove_traefik,omitempty"`
+	// IngressMode is how Traefik is reached: IngressLoadBalancer or IngressHostNetwork
+	// ("" keeps what the cluster's Traefik release has, else a LoadBalancer).
+	IngressMode string `json:"ingress_mode,omitempty"`
 }
 
 var servingCRDNames = []string{"services.serving.knative.dev", "configurations.serving.knative.dev", "revisions.serving.knative.dev",
@@ -103,6 +106,18 @@ func (c *Cluster) readyServing(ctx context.Context) (*unstructured.Unstructured,
 	return nil, nil
 }
 
+// servingReported reads the Serving version the operator reports on the KnativeServing.
+func (c *Cluster) servingReported(ctx context.Context, ns string) (string, error) {
+	o, found, err := c.Get(ctx, GVKKnativeServing, ns, KnativeServingName)
+	if err != nil {
+		return "", err
+	}
+	if !found {
+		return "", fmt.Errorf("KnativeServing %s/%s is gone", ns, KnativeServingName)
+	}
+	return servingVersion(o), nil
+}
+
 func servingVersion(o *unstructured.Unstructured) string {
 	v, _, _ := unstructured.NestedString(o.Object, "status", "version")
 	return v
@@ -117,10 +132,10 @@ func (c *Cluster) ServingReadyAt(ns, version string) Cond {
 		}
 		ready, msg := ReadyCondition(o)
 		got := servingVersion(o)
-		if ready && minorOf(got) == minorOf(version) {
+		if ready && MinorOf(got) == MinorOf(version) {
 			return true, "Ready at " + got, nil
 		}
-		if got != "" && minorOf(got) != minorOf(version) {
+		if got != "" && MinorOf(got) != MinorOf(version) {
 			return false, fmt.Sprintf("the operator reports %s, not yet %s", got, version), nil
 		}
 		return false, msg, nil
@@ -171,22 +186,23 @@ func (s *Service) defaultVersion(ctx context.Context, c *Cluster) (*KnativeVersi
 	return &vs[0], nil
 }
 
-// chartFor returns the operator chart version of a Knative version.
-func (s *Service) chartFor(ctx context.Context, c *Cluster, version string) (string, error) {
+// chartFor returns the offered Knative minor of a version: its operator chart and the
+// Serving release that chart installs.
+func (s *Service) chartFor(ctx context.Context, c *Cluster, version string) (*KnativeVersion, error) {
 	v, err := c.ServerVersion(ctx)
 	if err != nil {
-		return "", fmt.Errorf("read the cluster's version: %w", err)
+		return nil, fmt.Errorf("read the cluster's version: %w", err)
 	}
 	vs, err := s.CompatibleVersions(ctx, Minor(v))
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	for _, kv := range vs {
-		if kv.Minor == minorOf(version) {
-			return kv.ChartVersion, nil
+	for i := range vs {
+		if vs[i].Minor == MinorOf(version) {
+			return &vs[i], nil
 		}
 	}
-	return "", fmt.Errorf("Knative %s is not offered for Kubernetes %s (see compatible-versions)", version, v.GitVersion)
+	return nil, fmt.Errorf("Knative %s is not offered for Kubernetes %s (see compatible-versions)", MinorOf(version), v.GitVersion)
 }
 
 func (s *Service) operatorSteps(p OperatorParams) []Step {
@@ -212,25 +228,6 @@ func (s *Service) operatorSteps(p OperatorParams) []Step {
 			}
 			return nil
 		}},
-		{Name: "previous", Title: "Remove the previous operator release", Run: func(ctx context.Context, jc *JobContext) error {
-			r, c, err := s.regionAndCluster(ctx, jc)
-			if err != nil {
-				return err
-			}
-			if r.OperatorAdopted {
-				return skipAdopted(jc)
-			}
-			rel, err := HelmStatus(c, p.Namespace, OperatorRelease)
-			if err != nil {
-				return err
-			}
-			if rel == nil {
-				jc.Note("No previous operator release")
-				return ErrSkip
-			}
-			// The Serving CRDs are not part of the release: they stay, with every Knative Service.
-			return s.HelmUninstall(ctx, jc, c, p.Namespace, OperatorRelease)
-		}},
 		{Name: "crds", Title: "Knative Serving CRDs", Run: func(ctx context.Context, jc *JobContext) error {
 			r, c, err := s.regionAndCluster(ctx, jc)
 			if err != nil {
@@ -243,7 +240,11 @@ func (s *Service) operatorSteps(p OperatorParams) []Step {
 			if err != nil {
 				return err
 			}
-			return s.applyServingCRDs(ctx, jc, c, ver)
+			kv, err := s.chartFor(ctx, c, ver)
+			if err != nil {
+				return err
+			}
+			return s.applyServingCRDs(ctx, jc, c, kv.ServingVersion)
 		}},
 		{Name: "operator", Title: "Install the Knative Operator", Run: func(ctx context.Context, jc *JobContext) error {
 			r, c, err := s.regionAndCluster(ctx, jc)
@@ -257,21 +258,34 @@ func (s *Service) operatorSteps(p OperatorParams) []Step {
 			if err != nil {
 				return err
 			}
-			chart := ChartKnativeOperator
-			if chart.Version, err = s.chartFor(ctx, c, ver); err != nil {
-				return err
-			}
-			rel, err := s.HelmApply(ctx, jc, c, Release{Namespace: p.Namespace, Name: OperatorRelease, Chart: chart, Values: OperatorValues()})
+			kv, err := s.chartFor(ctx, c, ver)
 			if err != nil {
 				return err
 			}
-			if err := jc.WaitRelease(ctx, c, rel.Manifest, WaitOpts{}); err != nil {
+			chart := ChartKnativeOperator
+			chart.Version = kv.ChartVersion
+			prev, err := HelmStatus(c, p.Namespace, OperatorRelease)
+			if err != nil {
+				return err
+			}
+			if prev != nil {
+				// Its CRDs (KnativeServing, KnativeEventing) are part of the release: an
+				// uninstall would delete every KnativeServing with them.
+				jc.Logf("The previous operator release (%s) is upgraded in place, not uninstalled: its CRDs belong to the release, and removing them would delete every KnativeServing", prev.Info.Status)
+			}
+			// TakeOwnership adopts operator CRDs left on the cluster without Helm's labels.
+			rel, err := s.HelmApply(ctx, jc, c, Release{Namespace: p.Namespace, Name: OperatorRelease, Chart: chart, Values: OperatorValues(),
+				TakeOwnership: true, Repair: prev != nil})
+			if err != nil {
+				return err
+			}
+			if err := jc.WaitRelease(ctx, c, rel, WaitOpts{}); err != nil {
 				return err
 			}
 			if err := jc.Wait(ctx, "CRD "+ServingCRD+" to be established", WaitOpts{}, c.CRDEstablished(ServingCRD)); err != nil {
 				return err
 			}
-			jc.Note("Knative Operator %s runs in %s", chart.Version, p.Namespace)
+			jc.Note("Knative Operator %s runs in %s (it installs Knative Serving %s)", chart.Version, p.Namespace, kv.ServingVersion)
 			return s.Store.SetRegion(ctx, r.ID, map[string]any{"operator_status": "ready", "operator_namespace": p.Namespace, "operator_version": chart.Version})
 		}},
 	}
@@ -284,7 +298,7 @@ func skipAdopted(jc *JobContext) error {
 
 func (s *Service) operatorVersion(ctx context.Context, c *Cluster, p OperatorParams) (string, error) {
 	if p.Version != "" {
-		return p.Version, nil
+		return MinorOf(p.Version), nil
 	}
 	v, err := s.defaultVersion(ctx, c)
 	if err != nil {
@@ -409,7 +423,7 @@ func (s *Service) servingSteps(p ServingParams) []Step {
 			return s.applyQuota(ctx, jc, c, r)
 		})},
 		{Name: "traefik", Title: "Traefik", Run: withRegion(func(ctx context.Context, jc *JobContext, r *store.Region, c *Cluster) error {
-			addr, err := s.installTraefik(ctx, jc, c, r)
+			addr, err := s.installTraefik(ctx, jc, c, r, p.IngressMode)
 			if err != nil {
 				return err
 			}
@@ -428,15 +442,20 @@ func (s *Service) servingSteps(p ServingParams) []Step {
 			if err != nil {
 				return err
 			}
-			if _, err := c.ApplyObject(ctx, knativeServingObject(p.Namespace, p.Version, longestTimeout(regions))); err != nil {
+			minor := MinorOf(p.Version)
+			if _, err := c.ApplyObject(ctx, knativeServingObject(p.Namespace, minor, longestTimeout(regions))); err != nil {
 				return err
 			}
-			if err := jc.Wait(ctx, fmt.Sprintf("KnativeServing %s/%s to be Ready at %s", p.Namespace, KnativeServingName, p.Version),
-				WaitOpts{Hint: "check the Knative Operator's logs (namespace " + r.OperatorNamespace + ")"}, c.ServingReadyAt(p.Namespace, p.Version)); err != nil {
+			if err := jc.Wait(ctx, fmt.Sprintf("KnativeServing %s/%s to be Ready at %s", p.Namespace, KnativeServingName, minor),
+				WaitOpts{Hint: "check the Knative Operator's logs (namespace " + r.OperatorNamespace + ")"}, c.ServingReadyAt(p.Namespace, minor)); err != nil {
 				return err
 			}
-			jc.Note("Knative Serving %s is Ready", p.Version)
-			return nil
+			reported, err := c.servingReported(ctx, p.Namespace)
+			if err != nil {
+				return err
+			}
+			jc.Note("Knative Serving %s is Ready", reported)
+			return s.Store.SetRegion(ctx, r.ID, map[string]any{"knative_version": reported})
 		})},
 		{Name: "domain", Title: "Function domain", Run: withRegion(func(ctx context.Context, jc *JobContext, r *store.Region, c *Cluster) error {
 			base, err := s.Store.BaseDomain(ctx)
@@ -457,8 +476,12 @@ func (s *Service) servingSteps(p ServingParams) []Step {
 			return s.Store.SetRegion(ctx, r.ID, map[string]any{"settings": store.JSON[store.RegionSettings]{V: settings}})
 		})},
 		{Name: "address", Title: "External address", Run: withRegion(func(ctx context.Context, jc *JobContext, r *store.Region, c *Cluster) error {
-			var addr string
-			if err := jc.Wait(ctx, "LoadBalancer address of "+r.ServingNamespace+"/"+TraefikRelease, WaitOpts{}, c.LoadBalancerAddress(r.ServingNamespace, TraefikRelease, &addr)); err != nil {
+			rel, err := HelmStatus(c, r.ServingNamespace, TraefikRelease)
+			if err != nil {
+				return err
+			}
+			addr, err := s.traefikAddress(ctx, jc, c, r.ServingNamespace, releaseIngressMode(rel))
+			if err != nil {
 				return err
 			}
 			jc.Note("External address %s", addr)
@@ -481,11 +504,7 @@ func (s *Service) servingSteps(p ServingParams) []Step {
 			if err != nil {
 				return err
 			}
-			ver := p.Version
-			if adopted(r) {
-				ver = r.KnativeVersion
-			}
-			if err := s.Store.SetRegion(ctx, r.ID, map[string]any{"serving_status": "ready", "knative_version": ver,
+			if err := s.Store.SetRegion(ctx, r.ID, map[string]any{"serving_status": "ready",
 				"serving_namespace": p.Namespace, "knative_message": ""}); err != nil {
 				return err
 			}
@@ -497,7 +516,7 @@ func (s *Service) servingSteps(p ServingParams) []Step {
 					return err
 				}
 			}
-			jc.Note("Knative Serving %s is ready; create the DNS record *.%s → %s", ver, r.Settings.V.KnativeDomain, r.ExternalIP)
+			jc.Note("Knative Serving %s is ready; create the DNS record *.%s → %s", r.KnativeVersion, r.Settings.V.KnativeDomain, r.ExternalIP)
 			return nil
 		})},
 	}
@@ -526,7 +545,7 @@ func (s *Service) applyQuota(ctx context.Context, jc *JobContext, c *Cluster, r 
 		jc.Note("No organisation ceiling is configured: no quota")
 		return ErrSkip
 	}
-	if _, err := c.EnsureNamespace(ctx, r.Name, map[string]string{"runr.dev/region": r.Name}); err != nil {
+	if _, err := jc.EnsureNamespace(ctx, c, r.Name, map[string]string{"runr.dev/region": r.Name}); err != nil {
 		return err
 	}
 	hard := map[string]any{}
@@ -633,8 +652,8 @@ func (s *Service) uninstallServingSteps(p ServingParams) []Step {
 				jc.Note("Namespace %s was not created by RunR: it stays", r.ServingNamespace)
 				return ErrSkip
 			}
-			if err := c.Clientset.CoreV1().Namespaces().Delete(ctx, r.ServingNamespace, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("delete namespace %s: %w", r.ServingNamespace, err)
+			if err := jc.DeleteNamespace(ctx, c, r.ServingNamespace); err != nil {
+				return err
 			}
 			jc.Note("Deleted namespace %s", r.ServingNamespace)
 			return nil
@@ -753,10 +772,12 @@ func (s *Service) upgradeSteps(p ServingParams) []Step {
 				jc.Note("The operator was adopted without a Helm release: it is not moved")
 				return ErrSkip
 			}
-			chart := ChartKnativeOperator
-			if chart.Version, err = s.chartFor(ctx, c, p.Version); err != nil {
+			kv, err := s.chartFor(ctx, c, p.Version)
+			if err != nil {
 				return err
 			}
+			chart := ChartKnativeOperator
+			chart.Version = kv.ChartVersion
 			if rel.Chart != nil && minorNumber(rel.Chart.Metadata.Version) >= minorNumber(chart.Version) {
 				jc.Note("The operator's chart %s is not older", rel.Chart.Metadata.Version)
 				return ErrSkip
@@ -765,7 +786,7 @@ func (s *Service) upgradeSteps(p ServingParams) []Step {
 			if err != nil {
 				return err
 			}
-			if err := jc.WaitRelease(ctx, c, nr.Manifest, WaitOpts{}); err != nil {
+			if err := jc.WaitRelease(ctx, c, nr, WaitOpts{}); err != nil {
 				return err
 			}
 			jc.Note("The Knative Operator runs %s", chart.Version)
@@ -776,17 +797,21 @@ func (s *Service) upgradeSteps(p ServingParams) []Step {
 			if err != nil {
 				return err
 			}
-			return s.applyServingCRDs(ctx, jc, c, p.Version)
+			kv, err := s.chartFor(ctx, c, p.Version)
+			if err != nil {
+				return err
+			}
+			return s.applyServingCRDs(ctx, jc, c, kv.ServingVersion)
 		}},
 		{Name: "version", Title: "Set the KnativeServing's version", Run: func(ctx context.Context, jc *JobContext) error {
 			r, c, err := s.regionAndCluster(ctx, jc)
 			if err != nil {
 				return err
 			}
-			if err := c.MergePatch(ctx, GVKKnativeServing, r.ServingNamespace, KnativeServingName, map[string]any{"spec": map[string]any{"version": p.Version}}); err != nil {
+			if err := c.MergePatch(ctx, GVKKnativeServing, r.ServingNamespace, KnativeServingName, map[string]any{"spec": map[string]any{"version": MinorOf(p.Version)}}); err != nil {
 				return err
 			}
-			jc.Note("spec.version is %s: the operator rolls Knative Serving while the Knative Services keep running", p.Version)
+			jc.Note("spec.version is %s: the operator rolls Knative Serving to its newest %s release while the Knative Services keep running", MinorOf(p.Version), MinorOf(p.Version))
 			return nil
 		}},
 		{Name: "ready", Title: "Wait for the new version", Run: func(ctx context.Context, jc *JobContext) error {
@@ -798,16 +823,20 @@ func (s *Service) upgradeSteps(p ServingParams) []Step {
 				c.ServingReadyAt(r.ServingNamespace, p.Version)); err != nil {
 				return err
 			}
+			reported, err := c.servingReported(ctx, r.ServingNamespace)
+			if err != nil {
+				return err
+			}
 			regions, err := s.Store.RegionsOnCluster(ctx, r.ClusterKey)
 			if err != nil {
 				return err
 			}
 			for _, x := range regions {
-				if err := s.Store.SetRegion(ctx, x.ID, map[string]any{"serving_status": "ready", "knative_version": p.Version, "knative_message": ""}); err != nil {
+				if err := s.Store.SetRegion(ctx, x.ID, map[string]any{"serving_status": "ready", "knative_version": reported, "knative_message": ""}); err != nil {
 					return err
 				}
 			}
-			jc.Note("Knative Serving %s is Ready on every region of the cluster", p.Version)
+			jc.Note("Knative Serving %s is Ready on every region of the cluster", reported)
 			return nil
 		}},
 	}

@@ -585,8 +585,7 @@ func (s *Service) evictPods(ctx context.Context, jc *JobContext, c *Cluster, nod
 					left = append(left, key+" (terminating)")
 					continue
 				}
-				err := c.Clientset.PolicyV1().Evictions(pod.Namespace).Evict(ctx, &policyv1.Eviction{
-					ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}})
+				err := c.evict(ctx, pod)
 				switch {
 				case err == nil:
 					if !evicted[key] {
@@ -637,15 +636,49 @@ func (s *Service) evictPods(ctx context.Context, jc *JobContext, c *Cluster, nod
 	return nil
 }
 
+// evictTimeout bounds one eviction request: the drain's own deadline stays in charge.
+const evictTimeout = 10 * time.Second
+
+// evict asks the Eviction API to evict a pod, once. client-go would retry a 429 refusal
+// (it carries Retry-After) for half a minute per pod and overrun the drain's deadline; a
+// refusal here comes back at once, and the drain's wait asks again on its next round.
+func (c *Cluster) evict(ctx context.Context, pod *corev1.Pod) error {
+	ctx, cancel := context.WithTimeout(ctx, evictTimeout)
+	defer cancel()
+	ev := &policyv1.Eviction{TypeMeta: metav1.TypeMeta{APIVersion: "policy/v1", Kind: "Eviction"},
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace}}
+	return c.Clientset.CoreV1().RESTClient().Post().MaxRetries(0).Namespace(pod.Namespace).Resource("pods").
+		Name(pod.Name).SubResource("eviction").Body(ev).Do(ctx).Error()
+}
+
+// refusingBudget reads the PodDisruptionBudget an eviction's 429 names in its causes.
+func refusingBudget(err error) string {
+	var st apierrors.APIStatus
+	if !errors.As(err, &st) || st.Status().Details == nil {
+		return ""
+	}
+	for _, c := range st.Status().Details.Causes {
+		if c.Type == policyv1.DisruptionBudgetCause {
+			if i := strings.Index(c.Message, "The disruption budget "); i >= 0 {
+				if f := strings.Fields(c.Message[i+len("The disruption budget "):]); len(f) > 0 {
+					return f[0]
+				}
+			}
+		}
+	}
+	return ""
+}
+
 // pdbBlocking names the PodDisruptionBudget that refused a pod's eviction, and its state.
 func (s *Service) pdbBlocking(ctx context.Context, c *Cluster, pod *corev1.Pod, evictErr error) (string, string) {
+	named := refusingBudget(evictErr)
 	pdbs, err := c.Clientset.PolicyV1().PodDisruptionBudgets(pod.Namespace).List(ctx, metav1.ListOptions{})
 	if err == nil {
 		var names []string
 		detail := ""
 		for _, pdb := range pdbs.Items {
 			sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-			if err != nil || sel.Empty() || !sel.Matches(labels.Set(pod.Labels)) {
+			if named != "" && pdb.Name != named || named == "" && (err != nil || sel.Empty() || !sel.Matches(labels.Set(pod.Labels))) {
 				continue
 			}
 			names = append(names, pdb.Namespace+"/"+pdb.Name)
@@ -658,6 +691,9 @@ func (s *Service) pdbBlocking(ctx context.Context, c *Cluster, pod *corev1.Pod, 
 		if len(names) > 1 {
 			return "blocked by PodDisruptionBudgets " + strings.Join(names, ", "), ""
 		}
+	}
+	if named != "" {
+		return "blocked by PodDisruptionBudget " + pod.Namespace + "/" + named, ""
 	}
 	return "blocked by a PodDisruptionBudget", ": " + short(evictErr)
 }

@@ -2,6 +2,10 @@ package kube
 
 import (
 	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"runr.dev/console/store"
 )
@@ -26,13 +30,30 @@ func (c *Cluster) ensurePriorityClass(ctx context.Context) error {
 	return err
 }
 
-func (c *Cluster) ensurePDB(ctx context.Context, name string, selector map[string]any) error {
-	_, err := c.ApplyObject(ctx, map[string]any{
-		"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
-		"metadata": map[string]any{"name": name, "namespace": ObservabilityNamespace, "labels": toAnyMap(managedLabels(nil))},
-		"spec":     map[string]any{"maxUnavailable": 1, "selector": map[string]any{"matchLabels": selector}},
-	})
-	return err
+// legacyPDBs are the PodDisruptionBudgets earlier consoles made in the observability
+// namespace. Their selector (app.kubernetes.io/instance=<release>) matched DaemonSet pods
+// and never Prometheus or Loki, so they refused evictions forever; the charts' own
+// budgets replace them.
+var legacyPDBs = map[string]string{PrometheusRelease: "prometheus-" + PrometheusRelease, LokiRelease: LokiRelease}
+
+// removeLegacyPDB deletes a release's budget of an earlier console (only one RunR made).
+func (c *Cluster) removeLegacyPDB(ctx context.Context, jc *JobContext, release string) error {
+	name := legacyPDBs[release]
+	pdb, err := c.Clientset.PolicyV1().PodDisruptionBudgets(ObservabilityNamespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read PodDisruptionBudget %s/%s: %w", ObservabilityNamespace, name, err)
+	}
+	if pdb.Labels["app.kubernetes.io/managed-by"] != "runr" {
+		return nil
+	}
+	if err := c.Clientset.PolicyV1().PodDisruptionBudgets(ObservabilityNamespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete PodDisruptionBudget %s/%s: %w", ObservabilityNamespace, name, err)
+	}
+	jc.Logf("Deleted the PodDisruptionBudget %s/%s of an earlier console: it selected the wrong pods; the chart's own budget replaces it", ObservabilityNamespace, name)
+	return nil
 }
 
 // installPrometheus installs kube-prometheus-stack (release knative) unless the region
@@ -42,10 +63,13 @@ func (s *Service) installPrometheus(ctx context.Context, jc *JobContext, c *Clus
 		jc.Note("The region uses the existing Prometheus at %s: RunR installs none", u)
 		return ErrSkip
 	}
-	if _, err := c.EnsureNamespace(ctx, ObservabilityNamespace, nil); err != nil {
+	if _, err := jc.EnsureNamespace(ctx, c, ObservabilityNamespace, nil); err != nil {
 		return err
 	}
 	if err := c.ensurePriorityClass(ctx); err != nil {
+		return err
+	}
+	if err := c.removeLegacyPDB(ctx, jc, PrometheusRelease); err != nil {
 		return err
 	}
 	vals := PrometheusValues()
@@ -53,10 +77,7 @@ func (s *Service) installPrometheus(ctx context.Context, jc *JobContext, c *Clus
 	if err != nil {
 		return err
 	}
-	if err := jc.WaitRelease(ctx, c, rel.Manifest, WaitOpts{}); err != nil {
-		return err
-	}
-	if err := c.ensurePDB(ctx, "prometheus-"+PrometheusRelease, map[string]any{"app.kubernetes.io/instance": PrometheusRelease}); err != nil {
+	if err := jc.WaitRelease(ctx, c, rel, WaitOpts{}); err != nil {
 		return err
 	}
 	jc.Note("Prometheus (%s, release %s) runs in %s", ChartPrometheus, PrometheusRelease, ObservabilityNamespace)
@@ -69,10 +90,13 @@ func (s *Service) installLoki(ctx context.Context, jc *JobContext, c *Cluster, r
 		jc.Note("The region uses the existing Loki at %s: RunR installs none", u)
 		return ErrSkip
 	}
-	if _, err := c.EnsureNamespace(ctx, ObservabilityNamespace, nil); err != nil {
+	if _, err := jc.EnsureNamespace(ctx, c, ObservabilityNamespace, nil); err != nil {
 		return err
 	}
 	if err := c.ensurePriorityClass(ctx); err != nil {
+		return err
+	}
+	if err := c.removeLegacyPDB(ctx, jc, LokiRelease); err != nil {
 		return err
 	}
 	vals := LokiValues()
@@ -80,10 +104,7 @@ func (s *Service) installLoki(ctx context.Context, jc *JobContext, c *Cluster, r
 	if err != nil {
 		return err
 	}
-	if err := jc.WaitRelease(ctx, c, rel.Manifest, WaitOpts{}); err != nil {
-		return err
-	}
-	if err := c.ensurePDB(ctx, LokiRelease, map[string]any{"app.kubernetes.io/instance": LokiRelease}); err != nil {
+	if err := jc.WaitRelease(ctx, c, rel, WaitOpts{}); err != nil {
 		return err
 	}
 	jc.Note("Loki (%s, release %s) runs in %s", ChartLoki, LokiRelease, ObservabilityNamespace)
@@ -93,7 +114,7 @@ func (s *Service) installLoki(ctx context.Context, jc *JobContext, c *Cluster, r
 // installTracing installs the tracing backend: the OpenTelemetry Collector and Tempo,
 // with the retention setting.
 func (s *Service) installTracing(ctx context.Context, jc *JobContext, c *Cluster) error {
-	if _, err := c.EnsureNamespace(ctx, ObservabilityNamespace, nil); err != nil {
+	if _, err := jc.EnsureNamespace(ctx, c, ObservabilityNamespace, nil); err != nil {
 		return err
 	}
 	tempo := TempoValues(s.Cfg.TracingRetentionHours)
@@ -101,7 +122,7 @@ func (s *Service) installTracing(ctx context.Context, jc *JobContext, c *Cluster
 	if err != nil {
 		return err
 	}
-	if err := jc.WaitRelease(ctx, c, rel.Manifest, WaitOpts{}); err != nil {
+	if err := jc.WaitRelease(ctx, c, rel, WaitOpts{}); err != nil {
 		return err
 	}
 	otel := OtelValues()
@@ -109,7 +130,7 @@ func (s *Service) installTracing(ctx context.Context, jc *JobContext, c *Cluster
 	if err != nil {
 		return err
 	}
-	if err := jc.WaitRelease(ctx, c, rel.Manifest, WaitOpts{}); err != nil {
+	if err := jc.WaitRelease(ctx, c, rel, WaitOpts{}); err != nil {
 		return err
 	}
 	jc.Note("Tracing: OpenTelemetry Collector %s and Tempo %s, traces kept %d h", ChartOtelCollector.Version, ChartTempo.Version, s.Cfg.TracingRetentionHours)

@@ -108,7 +108,7 @@ func (s *Service) deployProject(ctx context.Context, jc *JobContext, c *Cluster,
 		return fmt.Errorf("Knative Serving is not ready on region %s", r.Name)
 	}
 	ns := r.Name
-	if _, err := c.EnsureNamespace(ctx, ns, map[string]string{"runr.dev/region": r.Name}); err != nil {
+	if _, err := jc.EnsureNamespace(ctx, c, ns, map[string]string{"runr.dev/region": r.Name}); err != nil {
 		return err
 	}
 	secrets := c.Clientset.CoreV1().Secrets(ns)

@@ -101,7 +101,7 @@ func (s *Service) registerRedisKinds() {
 func (s *Service) installManagedRedis(ctx context.Context, jc *JobContext, c *Cluster, r *store.Region) error {
 	s.setRegion(ctx, jc, map[string]any{"redis_status": "installing", "redis_mode": "managed", "redis_message": ""})
 	ns := r.Name
-	if _, err := c.EnsureNamespace(ctx, ns, map[string]string{"runr.dev/region": r.Name}); err != nil {
+	if _, err := jc.EnsureNamespace(ctx, c, ns, map[string]string{"runr.dev/region": r.Name}); err != nil {
 		return err
 	}
 	password := r.RedisPassword
@@ -165,7 +165,7 @@ func (s *Service) redisPing(ctx context.Context, jc *JobContext, c *Cluster, r *
 	}
 	ns := r.Name
 	name := "runr-redis-ping"
-	if _, err := c.EnsureNamespace(ctx, ns, map[string]string{"runr.dev/region": r.Name}); err != nil {
+	if _, err := jc.EnsureNamespace(ctx, c, ns, map[string]string{"runr.dev/region": r.Name}); err != nil {
 		return err
 	}
 	host, port := r.RedisAddress, "6379"

@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -83,9 +81,19 @@ func managedLabels(extra map[string]string) map[string]string {
 	return l
 }
 
-// EnsureNamespace creates a namespace the console owns (labels merged into an existing one).
-func (c *Cluster) EnsureNamespace(ctx context.Context, name string, labels map[string]string) (created bool, err error) {
-	_, err = c.Clientset.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+// EnsureNamespace creates a namespace the console owns (labels merged into an existing
+// one). A namespace still being deleted (a removal just before) is waited for, then
+// created again.
+func (jc *JobContext) EnsureNamespace(ctx context.Context, c *Cluster, name string, labels map[string]string) (created bool, err error) {
+	ns, err := c.Clientset.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	if err == nil && ns.DeletionTimestamp != nil {
+		jc.Logf("Namespace %s is being deleted: it is created again once it is gone", name)
+		if err := jc.Wait(ctx, "namespace "+name+" to finish terminating", WaitOpts{Hint: "something in the namespace holds a finalizer: look at what is left in it"},
+			c.NamespaceGone(name)); err != nil {
+			return false, err
+		}
+		err = apierrors.NewNotFound(corev1.Resource("namespaces"), name)
+	}
 	if err == nil {
 		if len(labels) > 0 {
 			_, err = c.ApplyObject(ctx, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name, "labels": toAnyMap(labels)}})
@@ -99,6 +107,16 @@ func (c *Cluster) EnsureNamespace(ctx context.Context, name string, labels map[s
 	return err == nil, err
 }
 
+// DeleteNamespace deletes a namespace and waits, a named wait, until it is gone: the
+// next install into it would otherwise meet a terminating namespace.
+func (jc *JobContext) DeleteNamespace(ctx context.Context, c *Cluster, name string) error {
+	if err := c.Clientset.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete namespace %s: %w", name, err)
+	}
+	return jc.Wait(ctx, "namespace "+name+" to be deleted", WaitOpts{Hint: "something in the namespace holds a finalizer: look at what is left in it, then Retry"},
+		c.NamespaceGone(name))
+}
+
 func toAnyMap(m map[string]string) map[string]any {
 	out := map[string]any{}
 	for k, v := range m {
@@ -108,18 +126,17 @@ func toAnyMap(m map[string]string) map[string]any {
 }
 
 // storageTestStep creates a test volume of the chosen class and waits for it to bind.
-func (s *Service) storageTest(ctx context.Context, jc *JobContext, c *Cluster, p RegistryParams) error {
+func (s *Service) storageTest(ctx context.Context, jc *JobContext, c *Cluster, p RegistryParams, sec RegistrySecrets) error {
 	switch {
 	case p.Mode == "external":
-		return s.externalRegistryTest(ctx, jc, c, p)
+		return s.externalRegistryTest(ctx, jc, c, p, sec)
 	case p.Mode != "internal":
 		jc.Note("No registry chosen: nothing to test")
 		return ErrSkip
 	case p.StorageType == "s3":
-		jc.Note("Registry on S3 (%s, bucket %s): the bucket is checked when Zot starts", p.S3Endpoint, p.S3Bucket)
-		return ErrSkip
+		return s.s3Test(ctx, jc, c, p, sec)
 	}
-	if _, err := c.EnsureNamespace(ctx, RegistryNamespace, nil); err != nil {
+	if _, err := jc.EnsureNamespace(ctx, c, RegistryNamespace, nil); err != nil {
 		return err
 	}
 	pvcs := c.Clientset.CoreV1().PersistentVolumeClaims(RegistryNamespace)
@@ -163,83 +180,6 @@ func (s *Service) storageTest(ctx context.Context, jc *JobContext, c *Cluster, p
 	return nil
 }
 
-// externalRegistryTest checks an external registry from a pod in the cluster (a Job).
-func (s *Service) externalRegistryTest(ctx context.Context, jc *JobContext, c *Cluster, p RegistryParams) error {
-	if _, err := c.EnsureNamespace(ctx, RegistryNamespace, nil); err != nil {
-		return err
-	}
-	jobs := c.Clientset.BatchV1().Jobs(RegistryNamespace)
-	bg := metav1.DeletePropagationBackground
-	_ = jobs.Delete(ctx, RegistryTestJob, metav1.DeleteOptions{PropagationPolicy: &bg})
-	if err := jc.Wait(ctx, "the previous registry test to be deleted", WaitOpts{}, func(ctx context.Context) (bool, string, error) {
-		_, err := jobs.Get(ctx, RegistryTestJob, metav1.GetOptions{})
-		return apierrors.IsNotFound(err), "", nil
-	}); err != nil {
-		return err
-	}
-	url := p.ExternalAddress
-	if !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
-		url = "https://" + url
-	}
-	args := []string{"-sSf", "-o", "/dev/null", "--max-time", "20", strings.TrimRight(url, "/") + "/v2/"}
-	env := []corev1.EnvVar{}
-	if p.ExternalUsername != "" {
-		args = append([]string{"-u", "$(REGISTRY_USER):$(REGISTRY_PASSWORD)"}, args...)
-		env = append(env, corev1.EnvVar{Name: "REGISTRY_USER", Value: p.ExternalUsername},
-			corev1.EnvVar{Name: "REGISTRY_PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-				LocalObjectReference: corev1.LocalObjectReference{Name: "registry-test-credentials"}, Key: "password"}}})
-	}
-	backoff := int32(0)
-	ttl := int32(600)
-	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: RegistryTestJob, Labels: managedLabels(nil)},
-		Spec: batchv1.JobSpec{BackoffLimit: &backoff, TTLSecondsAfterFinished: &ttl, Template: corev1.PodTemplateSpec{
-			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
-				Name: "test", Image: "curlimages/curl:8.11.1", Args: args, Env: env,
-			}}},
-		}},
-	}
-	if _, err := jobs.Create(ctx, job, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create the registry test Job %s/%s: %w", RegistryNamespace, RegistryTestJob, err)
-	}
-	if err := jc.Wait(ctx, fmt.Sprintf("Job %s/%s to reach %s", RegistryNamespace, RegistryTestJob, p.ExternalAddress), WaitOpts{
-		Timeout: 2 * s.Cfg.StorageTestTimeout,
-		Hint:    "check the registry address and credentials, and that the cluster can reach it, then Retry",
-	}, c.JobComplete(RegistryNamespace, RegistryTestJob)); err != nil {
-		return err
-	}
-	jc.Note("The cluster reached %s from a pod (Job %s/%s)", p.ExternalAddress, RegistryNamespace, RegistryTestJob)
-	return nil
-}
-
-// installZot installs the internal registry (chart zot/zot, release runr-zot).
-func (s *Service) installZot(ctx context.Context, jc *JobContext, c *Cluster, p RegistryParams, sec RegistrySecrets) error {
-	if p.Mode != "internal" {
-		jc.Note("No internal registry: Zot is not installed")
-		return ErrSkip
-	}
-	if _, err := c.EnsureNamespace(ctx, RegistryNamespace, nil); err != nil {
-		return err
-	}
-	if p.StorageType == "s3" {
-		if _, err := c.ApplyObject(ctx, map[string]any{"apiVersion": "v1", "kind": "Secret",
-			"metadata":   map[string]any{"name": "runr-zot-s3", "namespace": RegistryNamespace, "labels": toAnyMap(managedLabels(nil))},
-			"stringData": map[string]any{"accessKey": p.S3AccessKey, "secretKey": sec.S3SecretKey}}); err != nil {
-			return err
-		}
-	}
-	vals := ZotValues(ZotOptions{Registry: p})
-	rel, err := s.HelmApply(ctx, jc, c, Release{Namespace: RegistryNamespace, Name: ZotRelease, Chart: ChartZot, Values: vals})
-	if err != nil {
-		return err
-	}
-	if err := jc.WaitRelease(ctx, c, rel.Manifest, WaitOpts{}); err != nil {
-		return err
-	}
-	jc.Note("Zot %s serves at %s", ChartZot.Version, p.Address())
-	return nil
-}
-
 // installMirror runs the node mirror DaemonSet that points containerd at the registry.
 func (s *Service) installMirror(ctx context.Context, jc *JobContext, c *Cluster, p RegistryParams) error {
 	if p.Mode != "internal" {
@@ -253,7 +193,9 @@ func (s *Service) installMirror(ctx context.Context, jc *JobContext, c *Cluster,
 	if err := jc.Wait(ctx, "DaemonSet "+RegistryNamespace+"/"+MirrorDaemonSet+" to be ready on its nodes", WaitOpts{}, c.DaemonSetReady(RegistryNamespace, MirrorDaemonSet)); err != nil {
 		return err
 	}
-	jc.Note("The node mirror writes containerd's hosts.toml for %s on every node", p.Address())
+	jc.Note("The node mirror writes containerd's hosts.toml for %s, ghcr.io and Docker Hub on every node. "+
+		"On plain containerd it also sets config_path, which containerd reads after one restart: its log says so, and `runr registry rolling-restart REGION` "+
+		"(or the Registry tab) restarts containerd node by node; k3s and rke2 read it as it is", p.Address())
 	return nil
 }
 
@@ -269,7 +211,7 @@ func mirrorDaemonSet(registry, image string) map[string]any {
 				"spec": map[string]any{
 					"tolerations": []any{map[string]any{"operator": "Exists"}},
 					"containers": []any{map[string]any{
-						"name": "mirror", "image": image, "args": []any{"registry-mirror"},
+						"name": "mirror", "image": image, "args": []any{"registry", "mirror", "--root", "/host"},
 						"env":             []any{map[string]any{"name": "RUNR_REGISTRY", "value": registry}},
 						"securityContext": map[string]any{"privileged": true},
 						"resources":       map[string]any{"requests": map[string]any{"cpu": "5m", "memory": "16Mi"}},
@@ -291,21 +233,17 @@ func mirrorDaemonSet(registry, image string) map[string]any {
 // PrepullImages are the images every node pulls ahead of the first deploys.
 var PrepullImages = []string{"ghcr.io/brf-tech/runr/wrapper:latest", "gcr.io/kaniko-project/executor:v1.23.2"}
 
-// prepull runs a short-lived DaemonSet whose init containers pull the common images.
-func (s *Service) prepull(ctx context.Context, jc *JobContext, c *Cluster, p RegistryParams) error {
-	if p.Mode == "none" || p.Mode == "" {
-		jc.Note("No registry: nothing to pre-pull")
-		return ErrSkip
-	}
-	if _, err := c.EnsureNamespace(ctx, RegistryNamespace, nil); err != nil {
-		return err
-	}
-	labels := map[string]string{"app.kubernetes.io/name": PrepullDaemonSet, "app.kubernetes.io/managed-by": "runr"}
-	var inits []corev1.Container
+// prepullDaemonSet pulls PrepullImages on every node with init containers. Images need
+// not have a shell: the first init container (the agent image, a static binary) copies
+// runr into a shared volume, and each image's container runs `runr prepull done` from it.
+func prepullDaemonSet(labels map[string]string, agentImage string) *appsv1.DaemonSet {
+	shared := corev1.VolumeMount{Name: "runr", MountPath: "/runr"}
+	inits := []corev1.Container{{Name: "runr", Image: agentImage, Args: []string{"prepull", "copy", "/runr/runr"}, VolumeMounts: []corev1.VolumeMount{shared}}}
 	for i, img := range PrepullImages {
-		inits = append(inits, corev1.Container{Name: fmt.Sprintf("pull-%d", i), Image: img, Command: []string{"true"}})
+		inits = append(inits, corev1.Container{Name: fmt.Sprintf("pull-%d", i), Image: img,
+			Command: []string{"/runr/runr"}, Args: []string{"prepull", "done", img}, VolumeMounts: []corev1.VolumeMount{shared}})
 	}
-	ds := &appsv1.DaemonSet{
+	return &appsv1.DaemonSet{
 		ObjectMeta: metav1.ObjectMeta{Name: PrepullDaemonSet, Namespace: RegistryNamespace, Labels: labels},
 		Spec: appsv1.DaemonSetSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
@@ -316,10 +254,24 @@ func (s *Service) prepull(ctx context.Context, jc *JobContext, c *Cluster, p Reg
 					InitContainers: inits,
 					Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10",
 						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1m"), corev1.ResourceMemory: resource.MustParse("8Mi")}}}},
+					Volumes: []corev1.Volume{{Name: "runr", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
 				},
 			},
 		},
 	}
+}
+
+// prepull runs a short-lived DaemonSet whose init containers pull the common images.
+func (s *Service) prepull(ctx context.Context, jc *JobContext, c *Cluster, p RegistryParams) error {
+	if p.Mode == "none" || p.Mode == "" {
+		jc.Note("No registry: nothing to pre-pull")
+		return ErrSkip
+	}
+	if _, err := jc.EnsureNamespace(ctx, c, RegistryNamespace, nil); err != nil {
+		return err
+	}
+	labels := map[string]string{"app.kubernetes.io/name": PrepullDaemonSet, "app.kubernetes.io/managed-by": "runr"}
+	ds := prepullDaemonSet(labels, s.Cfg.AgentImage)
 	dss := c.Clientset.AppsV1().DaemonSets(RegistryNamespace)
 	if _, err := dss.Get(ctx, PrepullDaemonSet, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 		if _, err := dss.Create(ctx, ds, metav1.CreateOptions{}); err != nil {
@@ -352,8 +304,8 @@ func (s *Service) removeRegistry(ctx context.Context, jc *JobContext, c *Cluster
 	}
 	ns, err := c.Clientset.CoreV1().Namespaces().Get(ctx, RegistryNamespace, metav1.GetOptions{})
 	if err == nil && ns.Labels["app.kubernetes.io/managed-by"] == "runr" {
-		if err := c.Clientset.CoreV1().Namespaces().Delete(ctx, RegistryNamespace, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("delete namespace %s: %w", RegistryNamespace, err)
+		if err := jc.DeleteNamespace(ctx, c, RegistryNamespace); err != nil {
+			return err
 		}
 		jc.Logf("Deleted namespace %s with the registry's volume", RegistryNamespace)
 	}

@@ -28,8 +28,10 @@ type Service struct {
 	owner    string
 	kinds    map[string]*Kind
 	clusters sync.Map // kubeconfig hash -> *Cluster
-	wake     chan struct{}
-	breaker  *breaker
+	// releaseCache keeps the workloads of each Helm release revision the status check read.
+	releaseCache sync.Map // releaseRevision -> []Workload
+	wake         chan struct{}
+	breaker      *breaker
 	// periodics run after every status sweep.
 	periodics []func(context.Context)
 }

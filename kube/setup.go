@@ -153,11 +153,11 @@ func (s *Service) setupSteps(p SetupParams) []Step {
 			return nil
 		}},
 		{Name: "storage", Title: "Test the storage", Run: func(ctx context.Context, jc *JobContext) error {
-			c, _, err := cluster(jc)
+			c, sec, err := cluster(jc)
 			if err != nil {
 				return err
 			}
-			return s.storageTest(ctx, jc, c, p.Registry)
+			return s.storageTest(ctx, jc, c, p.Registry, sec.Registry)
 		}},
 		{Name: "zot", Title: "Install Zot", Run: func(ctx context.Context, jc *JobContext) error {
 			c, sec, err := cluster(jc)
@@ -222,7 +222,7 @@ func (s *Service) setupSteps(p SetupParams) []Step {
 					return err
 				}
 			}
-			if _, err := c.EnsureNamespace(ctx, p.Name, map[string]string{"runr.dev/region": p.Name, "runr.dev/setup": jc.Job.ID}); err != nil {
+			if _, err := jc.EnsureNamespace(ctx, c, p.Name, map[string]string{"runr.dev/region": p.Name, "runr.dev/setup": jc.Job.ID}); err != nil {
 				return err
 			}
 			jc.Note("Region %s created; its projects run in namespace %s", p.Name, p.Name)
@@ -295,9 +295,9 @@ func (s *Service) registryInstallSteps(p RegistryParams) []Step {
 		}
 	}
 	return []Step{
-		{Name: "storage", Title: "Test the storage", Run: withCluster(func(ctx context.Context, jc *JobContext, c *Cluster, _ RegistrySecrets) error {
+		{Name: "storage", Title: "Test the storage", Run: withCluster(func(ctx context.Context, jc *JobContext, c *Cluster, sec RegistrySecrets) error {
 			s.setRegion(ctx, jc, map[string]any{"registry_status": "installing", "registry_status_message": ""})
-			return s.storageTest(ctx, jc, c, p)
+			return s.storageTest(ctx, jc, c, p, sec)
 		})},
 		{Name: "zot", Title: "Install Zot", Run: withCluster(func(ctx context.Context, jc *JobContext, c *Cluster, sec RegistrySecrets) error {
 			return s.installZot(ctx, jc, c, p, sec)
@@ -390,7 +390,7 @@ func (s *Service) registerRegionKinds() {
 					if err != nil {
 						return err
 					}
-					if _, err := c.EnsureNamespace(ctx, r.Name, map[string]string{"runr.dev/region": r.Name}); err != nil {
+					if _, err := jc.EnsureNamespace(ctx, c, r.Name, map[string]string{"runr.dev/region": r.Name}); err != nil {
 						return err
 					}
 					jc.Note("Namespace %s is ready for the region's projects", r.Name)
@@ -422,7 +422,11 @@ func (s *Service) registerRegionKinds() {
 				if err != nil {
 					return err
 				}
-				return s.storageTest(ctx, jc, c, p)
+				sec, err := decodeSecret[RegistrySecrets](jc)
+				if err != nil {
+					return err
+				}
+				return s.storageTest(ctx, jc, c, p, sec)
 			}}}, nil
 		},
 	})

@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"runr.dev/console/store"
 )
@@ -24,17 +25,29 @@ type clusterLook struct {
 	deployments map[string]*appsv1.Deployment // ns/name
 	statefuls   map[string]*appsv1.StatefulSet
 	daemons     map[string]*appsv1.DaemonSet
-	traefik     *corev1.Service
-	servingOK   bool
-	servingMsg  string
-	servingVer  string
+	// releases are the workloads of each deployed Helm release (ns/name), read from the
+	// release's own manifest.
+	releases map[string][]Workload
+	// resources are the operator-managed custom resources of those releases (Prometheus,
+	// Alertmanager), by Workload.String().
+	resources map[string]*unstructured.Unstructured
+	traefik   *corev1.Service
+	// address is the region Traefik's external address: its LoadBalancer's, or a node's.
+	address    string
+	servingOK  bool
+	servingMsg string
+	servingVer string
+	// traefikRBAC says what Traefik's service account may not do with Knative ingresses
+	// ("" when it may do all it needs).
+	traefikRBAC string
 }
 
 func key(ns, name string) string { return ns + "/" + name }
 
 // observe reads what the status check needs from a cluster, within ctx.
 func (s *Service) observe(ctx context.Context, r *store.Region) *clusterLook {
-	st := &clusterLook{deployments: map[string]*appsv1.Deployment{}, statefuls: map[string]*appsv1.StatefulSet{}, daemons: map[string]*appsv1.DaemonSet{}}
+	st := &clusterLook{deployments: map[string]*appsv1.Deployment{}, statefuls: map[string]*appsv1.StatefulSet{}, daemons: map[string]*appsv1.DaemonSet{},
+		releases: map[string][]Workload{}, resources: map[string]*unstructured.Unstructured{}}
 	c, err := s.RegionCluster(r)
 	if err != nil {
 		st.err = err
@@ -80,6 +93,10 @@ func (s *Service) observe(ctx context.Context, r *store.Region) *clusterLook {
 		for i := range dss.Items {
 			st.daemons[key(ns, dss.Items[i].Name)] = &dss.Items[i]
 		}
+		if err := s.observeReleases(ctx, c, ns, st); err != nil {
+			st.err = err
+			return st
+		}
 	}
 	redis, err := c.Clientset.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + RedisName})
 	if err == nil {
@@ -89,12 +106,46 @@ func (s *Service) observe(ctx context.Context, r *store.Region) *clusterLook {
 	}
 	if svc, err := c.Clientset.CoreV1().Services(r.ServingNamespace).Get(ctx, TraefikRelease, metav1.GetOptions{}); err == nil {
 		st.traefik = svc
+		st.address = ServiceAddress(svc)
+		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+			// Host-network Traefik: the region is reached on a node's address.
+			st.address, _ = c.hostNetworkAddress(ctx, r.ServingNamespace)
+		}
 	}
 	if o, found, err := c.Get(ctx, GVKKnativeServing, r.ServingNamespace, KnativeServingName); err == nil && found {
 		st.servingOK, st.servingMsg = ReadyCondition(o)
 		st.servingVer = servingVersion(o)
+		if st.traefikRBAC, err = c.TraefikKnativeAccess(ctx, r.ServingNamespace); err != nil {
+			st.traefikRBAC = "not checked: " + short(err)
+		}
 	}
 	return st
+}
+
+// observeReleases reads the workloads of the Helm releases deployed in a namespace (from
+// a cache while a release keeps its revision) and the operator resources among them.
+func (s *Service) observeReleases(ctx context.Context, c *Cluster, ns string, st *clusterLook) error {
+	deployed, err := c.DeployedReleases(ctx, ns)
+	if err != nil {
+		return err
+	}
+	for name, revision := range deployed {
+		ws, err := s.releaseWorkloads(c, ns, name, revision)
+		if err != nil {
+			return err
+		}
+		st.releases[key(ns, name)] = ws
+		for _, w := range ws {
+			gvk, ok := operatorKinds[w.Kind]
+			if !ok {
+				continue
+			}
+			if o, found, err := c.Get(ctx, gvk, w.Namespace, w.Name); err == nil && found {
+				st.resources[w.String()] = o
+			}
+		}
+	}
+	return nil
 }
 
 // componentCheck is one component's verdict from its own workloads.
@@ -105,33 +156,47 @@ type componentCheck struct {
 }
 
 func (st *clusterLook) deployment(ns, name string) (bool, string) {
-	d, ok := st.deployments[key(ns, name)]
-	if !ok {
-		return false, "Deployment " + key(ns, name) + " is missing"
-	}
-	ready, detail := DeploymentReady(d)
-	return ready, "Deployment " + key(ns, name) + ": " + detail
-}
-
-func (st *clusterLook) statefulSet(ns, name string) (bool, string) {
-	s, ok := st.statefuls[key(ns, name)]
-	if !ok {
-		return false, "StatefulSet " + key(ns, name) + " is missing"
-	}
-	want := int32(1)
-	if s.Spec.Replicas != nil {
-		want = *s.Spec.Replicas
-	}
-	return s.Status.ReadyReplicas >= want, fmt.Sprintf("StatefulSet %s: %d/%d ready", key(ns, name), s.Status.ReadyReplicas, want)
+	return st.verdict(Workload{Kind: "Deployment", Namespace: ns, Name: name})
 }
 
 func (st *clusterLook) daemonSet(ns, name string) (bool, string) {
-	d, ok := st.daemons[key(ns, name)]
-	if !ok {
-		return false, "DaemonSet " + key(ns, name) + " is missing"
+	return st.verdict(Workload{Kind: "DaemonSet", Namespace: ns, Name: name})
+}
+
+// release judges a Helm release from the workloads its manifest contains.
+func (st *clusterLook) release(ns, name string) func() (bool, string) {
+	return func() (bool, string) {
+		ws, ok := st.releases[key(ns, name)]
+		if !ok {
+			return false, "Helm release " + key(ns, name) + " is not deployed"
+		}
+		checks := make([]func() (bool, string), len(ws))
+		for i, w := range ws {
+			checks[i] = func() (bool, string) { return st.verdict(w) }
+		}
+		return all(checks...)
 	}
-	ready, detail := DaemonSetIsReady(d)
-	return ready, "DaemonSet " + key(ns, name) + ": " + detail
+}
+
+// operator judges the Knative Operator: its Helm release, or the Deployments of an
+// operator adopted without one.
+func (st *clusterLook) operator(ns string) func() (bool, string) {
+	if _, ok := st.releases[key(ns, OperatorRelease)]; ok {
+		return st.release(ns, OperatorRelease)
+	}
+	return func() (bool, string) {
+		var checks []func() (bool, string)
+		for _, d := range st.deployments {
+			if d.Namespace == ns && d.Labels["app.kubernetes.io/name"] == "knative-operator" {
+				name := d.Name
+				checks = append(checks, func() (bool, string) { return st.deployment(ns, name) })
+			}
+		}
+		if len(checks) == 0 {
+			return false, "no Knative Operator Deployment in " + ns
+		}
+		return all(checks...)
+	}
 }
 
 func all(checks ...func() (bool, string)) (bool, string) {
@@ -153,20 +218,25 @@ func (s *Service) components(r *store.Region, st *clusterLook) []componentCheck 
 	var out []componentCheck
 	add := func(name string, ok bool, detail string) { out = append(out, componentCheck{name, ok, detail}) }
 	if r.ServingStatus == "ready" || r.ServingStatus == "error" {
-		ok, d := all(
-			func() (bool, string) { return st.deployment(r.OperatorNamespace, "knative-operator") },
+		ok, d := all(st.operator(r.OperatorNamespace),
 			func() (bool, string) {
 				if !st.servingOK {
 					return false, "KnativeServing is not Ready: " + st.servingMsg
 				}
 				return true, ""
+			},
+			func() (bool, string) {
+				if st.traefikRBAC != "" {
+					return false, st.traefikRBAC
+				}
+				return true, ""
 			})
 		add("serving", ok, d)
-		ok, d = st.deployment(r.ServingNamespace, TraefikRelease)
+		ok, d = st.release(r.ServingNamespace, TraefikRelease)()
 		add("traefik", ok, d)
 	}
 	if r.RegistryMode == "internal" && r.RegistryStatus == "ready" {
-		ok, d := all(func() (bool, string) { return st.deployment(RegistryNamespace, ZotRelease) },
+		ok, d := all(st.release(RegistryNamespace, ZotRelease),
 			func() (bool, string) { return st.daemonSet(RegistryNamespace, MirrorDaemonSet) })
 		add("registry", ok, d)
 	}
@@ -174,15 +244,19 @@ func (s *Service) components(r *store.Region, st *clusterLook) []componentCheck 
 		ok, d := st.deployment(r.Name, RedisName)
 		add("redis", ok, d)
 	}
-	if r.Component("prometheus").Status == "ready" {
-		ok, d := all(func() (bool, string) { return st.deployment(ObservabilityNamespace, PrometheusRelease+"-operator") },
-			func() (bool, string) { return st.statefulSet(ObservabilityNamespace, "prometheus-"+PrometheusRelease) })
-		add("prometheus", ok, d)
-	}
-	if r.Component("loki").Status == "ready" {
-		ok, d := all(func() (bool, string) { return st.statefulSet(ObservabilityNamespace, LokiRelease) },
-			func() (bool, string) { return st.daemonSet(ObservabilityNamespace, LokiRelease+"-promtail") })
-		add("loki", ok, d)
+	for _, c := range []struct {
+		component string
+		releases  []string
+	}{{"prometheus", []string{PrometheusRelease}}, {"loki", []string{LokiRelease}}, {"tracing", []string{TempoRelease, OtelRelease}}} {
+		if r.Component(c.component).Status != "ready" {
+			continue
+		}
+		checks := make([]func() (bool, string), len(c.releases))
+		for i, rel := range c.releases {
+			checks[i] = st.release(ObservabilityNamespace, rel)
+		}
+		ok, d := all(checks...)
+		add(c.component, ok, d)
 	}
 	if r.Component("agent").Status == "ready" || r.Component("agent").Status == "connected" || r.Component("agent").Status == "disconnected" {
 		ok, d := st.deployment(ObservabilityNamespace, AgentName)
@@ -241,10 +315,7 @@ func (s *Service) checkRegion(ctx context.Context, r *store.Region, st *clusterL
 	}
 
 	// The external path: Traefik's address, then DNS.
-	ext := ""
-	if st.traefik != nil {
-		ext = ServiceAddress(st.traefik)
-	}
+	ext := st.address
 	if ext != r.ExternalIP && (ext != "" || r.ServingStatus == "ready") {
 		fields["external_ip"] = ext
 	}
@@ -253,7 +324,7 @@ func (s *Service) checkRegion(ctx context.Context, r *store.Region, st *clusterL
 	case r.ServingStatus != "ready":
 		h.External = store.HealthLayer{State: "unknown", Reason: "Knative Serving is not installed: no external path yet", CheckedAt: now}
 	case ext == "":
-		h.External = store.HealthLayer{State: "down", Reason: "Traefik's Service " + r.ServingNamespace + "/" + TraefikRelease + " has no external address: does the cluster have a load-balancer implementation?", CheckedAt: now}
+		h.External = store.HealthLayer{State: "down", Reason: "Traefik's Service " + r.ServingNamespace + "/" + TraefikRelease + " has no external address: does the cluster have a load-balancer implementation (else install Serving with host-network Traefik)?", CheckedAt: now}
 	case domain == "":
 		h.External = store.HealthLayer{State: "unknown", Reason: "external address " + ext + "; no function domain yet: set the platform's base domain", CheckedAt: now}
 	default:

@@ -2,10 +2,13 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
+	"helm.sh/helm/v3/pkg/release"
+	authzv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -59,6 +62,13 @@ func splitImage(img string) (registry, repo, tag string) {
 	return registry, img, tag
 }
 
+// TraefikPodSelector selects the region Traefik's pods by the labels the traefik chart
+// puts on them: app.kubernetes.io/instance is <release>-<namespace> (traefik 40.3.0,
+// templates/_helpers.tpl, "traefik.instance-name").
+func TraefikPodSelector(ns string) string {
+	return "app.kubernetes.io/name=traefik,app.kubernetes.io/instance=" + TraefikRelease + "-" + ns
+}
+
 // TrustedIPs is the union of the ingress_trusted_ips of the cluster's regions.
 func TrustedIPs(regions []store.Region) []string {
 	seen := map[string]bool{}
@@ -75,13 +85,36 @@ func TrustedIPs(regions []store.Region) []string {
 	return out
 }
 
+// Ways the region Traefik is reached (the Serving install's ingress_mode).
+const (
+	// IngressLoadBalancer is a Service of type LoadBalancer: the cluster gives it an address.
+	IngressLoadBalancer = "load_balancer"
+	// IngressHostNetwork is a DaemonSet on the nodes' ports 80 and 443 behind a ClusterIP
+	// Service: for clusters without a load-balancer implementation (RunOS clusters, bare metal).
+	IngressHostNetwork = "host_network"
+)
+
 // traefikValues are the region Traefik's Helm values for the cluster's regions.
-func (s *Service) traefikValues(class string, regions []store.Region) map[string]any {
-	return TraefikValues(TraefikOptions{Image: s.Cfg.TraefikImage, Class: class, Timeout: TraefikTimeout(regions), TrustedIPs: TrustedIPs(regions)})
+func (s *Service) traefikValues(class, mode string, regions []store.Region) map[string]any {
+	return TraefikValues(TraefikOptions{Image: s.Cfg.TraefikImage, Class: class, Timeout: TraefikTimeout(regions),
+		TrustedIPs: TrustedIPs(regions), HostNetwork: mode == IngressHostNetwork})
 }
 
-// installTraefik installs (or upgrades) the region Traefik and waits for its address.
-func (s *Service) installTraefik(ctx context.Context, jc *JobContext, c *Cluster, r *store.Region) (string, error) {
+// releaseIngressMode reads how a deployed Traefik release is reached, from its own values.
+func releaseIngressMode(rel *release.Release) string {
+	if rel != nil && rel.Config["hostNetwork"] == true {
+		return IngressHostNetwork
+	}
+	return IngressLoadBalancer
+}
+
+// ErrNoLoadBalancer is the Serving install's answer to a cluster that gives Traefik's
+// Service no LoadBalancer address.
+var ErrNoLoadBalancer = errors.New("the cluster gave Traefik's LoadBalancer Service no address")
+
+// installTraefik installs (or upgrades) the region Traefik, checks that it may serve
+// Knative's ingresses, and returns its external address.
+func (s *Service) installTraefik(ctx context.Context, jc *JobContext, c *Cluster, r *store.Region, mode string) (string, error) {
 	ns := r.ServingNamespace
 	class, err := c.traefikClass(ctx, ns)
 	if err != nil {
@@ -90,28 +123,99 @@ func (s *Service) installTraefik(ctx context.Context, jc *JobContext, c *Cluster
 	if class != TraefikClass {
 		jc.Warnf("IngressClass %s belongs to another controller: the region's Traefik serves %s and leaves it alone", TraefikClass, class)
 	}
+	prev, err := HelmStatus(c, ns, TraefikRelease)
+	if err != nil {
+		return "", err
+	}
+	if mode == "" {
+		mode = releaseIngressMode(prev)
+	}
 	regions, err := s.Store.RegionsOnCluster(ctx, r.ClusterKey)
 	if err != nil {
 		return "", err
 	}
 	regions = append(regions, *r)
 	timeout := TraefikTimeout(regions)
-	if _, err := c.EnsureNamespace(ctx, ns, nil); err != nil {
+	if _, err := jc.EnsureNamespace(ctx, c, ns, nil); err != nil {
 		return "", err
 	}
-	rel, err := s.HelmApply(ctx, jc, c, Release{Namespace: ns, Name: TraefikRelease, Chart: ChartTraefik, Values: s.traefikValues(class, regions)})
+	rel, err := s.HelmApply(ctx, jc, c, Release{Namespace: ns, Name: TraefikRelease, Chart: ChartTraefik, Values: s.traefikValues(class, mode, regions)})
 	if err != nil {
 		return "", err
 	}
-	if err := jc.WaitRelease(ctx, c, rel.Manifest, WaitOpts{Hint: "the cluster needs a load-balancer implementation that gives the Service an external IP address or hostname"}); err != nil {
+	if err := jc.WaitRelease(ctx, c, rel, WaitOpts{}); err != nil {
 		return "", err
 	}
-	var addr string
-	if err := jc.Wait(ctx, "LoadBalancer address of "+ns+"/"+TraefikRelease, WaitOpts{}, c.LoadBalancerAddress(ns, TraefikRelease, &addr)); err != nil {
+	if missing, err := c.TraefikKnativeAccess(ctx, ns); err != nil {
+		return "", err
+	} else if missing != "" {
+		return "", errors.New(missing)
+	}
+	jc.Logf("Traefik's service account may read Knative's ingresses and update their status")
+	addr, err := s.traefikAddress(ctx, jc, c, ns, mode)
+	if err != nil {
 		return "", err
 	}
-	jc.Note("Traefik %s serves IngressClass %s at %s (entry point timeouts %d s)", ChartTraefik.Version, class, addr, timeout)
+	how := "its LoadBalancer Service"
+	if mode == IngressHostNetwork {
+		how = "the host network of every node (ports 80 and 443)"
+	}
+	jc.Note("Traefik %s serves IngressClass %s on %s, at %s (entry point timeouts %d s)", ChartTraefik.Version, class, how, addr, timeout)
 	return addr, nil
+}
+
+// traefikAddress waits for the region Traefik's external address: its LoadBalancer
+// address, within a short named wait, or a node's address on the host network.
+func (s *Service) traefikAddress(ctx context.Context, jc *JobContext, c *Cluster, ns, mode string) (string, error) {
+	var addr string
+	if mode == IngressHostNetwork {
+		err := jc.Wait(ctx, "a node address of Traefik's DaemonSet "+ns+"/"+TraefikRelease, WaitOpts{}, c.HostNetworkAddress(ns, &addr))
+		return addr, err
+	}
+	err := jc.Wait(ctx, "LoadBalancer address of "+ns+"/"+TraefikRelease, WaitOpts{Timeout: s.Cfg.LoadBalancerWait,
+		Hint: "install Serving with host-network Traefik (ingress_mode host_network) when the cluster has no load-balancer implementation"},
+		c.LoadBalancerAddress(ns, TraefikRelease, &addr))
+	if err != nil && ctx.Err() == nil {
+		return "", fmt.Errorf("%w within %s: the cluster has no load-balancer implementation (or, like RunOS clusters, none is meant to exist). "+
+			"Install Serving again with host-network Traefik (ingress_mode host_network): it then runs on ports 80 and 443 of every node, "+
+			"and the region's external address is a node's", ErrNoLoadBalancer, s.Cfg.LoadBalancerWait)
+	}
+	return addr, err
+}
+
+// TraefikKnativeAccess asks the cluster (SubjectAccessReviews) whether the region
+// Traefik's service account may read Knative's ingresses and update their status; it
+// returns what is missing, in a sentence ("" when nothing is).
+func (c *Cluster) TraefikKnativeAccess(ctx context.Context, ns string) (string, error) {
+	const group = "networking.internal.knative.dev"
+	user := "system:serviceaccount:" + ns + ":" + TraefikRelease
+	var missing []string
+	for _, a := range []authzv1.ResourceAttributes{
+		{Group: group, Resource: "ingresses", Verb: "get"},
+		{Group: group, Resource: "ingresses", Verb: "list"},
+		{Group: group, Resource: "ingresses", Verb: "watch"},
+		{Group: group, Resource: "ingresses", Subresource: "status", Verb: "update"},
+	} {
+		a := a
+		sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{User: user,
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}, ResourceAttributes: &a}}
+		res, err := c.Clientset.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+		if err != nil {
+			return "", fmt.Errorf("ask whether Traefik may %s Knative ingresses: %w", a.Verb, err)
+		}
+		if !res.Status.Allowed {
+			what := a.Verb + " ingresses"
+			if a.Subresource != "" {
+				what = a.Verb + " ingresses/" + a.Subresource
+			}
+			missing = append(missing, what)
+		}
+	}
+	if len(missing) == 0 {
+		return "", nil
+	}
+	return fmt.Sprintf("Traefik's service account %s may not %s of %s: no Knative Service gets a route "+
+		"(the traefik chart grants this only with providers.knative.enabled and experimental.knative)", user, strings.Join(missing, ", "), group), nil
 }
 
 // UpdateTraefikTimeouts moves the region Traefik's entry point timeouts to the longest
@@ -134,10 +238,12 @@ func (s *Service) updateTraefikTimeouts(ctx context.Context, jc *JobContext, c *
 	if err != nil {
 		return err
 	}
-	if _, err := s.HelmApply(ctx, jc, c, Release{Namespace: r.ServingNamespace, Name: TraefikRelease, Chart: ChartTraefik, Values: s.traefikValues(class, regions)}); err != nil {
+	nr, err := s.HelmApply(ctx, jc, c, Release{Namespace: r.ServingNamespace, Name: TraefikRelease, Chart: ChartTraefik,
+		Values: s.traefikValues(class, releaseIngressMode(rel), regions)})
+	if err != nil {
 		return err
 	}
-	if err := jc.Wait(ctx, "Deployment "+r.ServingNamespace+"/"+TraefikRelease+" to roll out", WaitOpts{}, c.DeploymentAvailable(r.ServingNamespace, TraefikRelease)); err != nil {
+	if err := jc.WaitRelease(ctx, c, nr, WaitOpts{}); err != nil {
 		return err
 	}
 	jc.Note("Traefik's entry points web and websecure time out after %d s", timeout)

@@ -3,7 +3,9 @@ package kube
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -12,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // Cond is a wait condition: done, and a detail of the current state.
@@ -82,12 +83,8 @@ func (c *Cluster) StatefulSetReady(ns, name string) Cond {
 		if err != nil {
 			return false, "", err
 		}
-		want := int32(1)
-		if s.Spec.Replicas != nil {
-			want = *s.Spec.Replicas
-		}
-		return s.Status.ObservedGeneration >= s.Generation && s.Status.ReadyReplicas >= want,
-			fmt.Sprintf("%d/%d replicas ready", s.Status.ReadyReplicas, want), nil
+		ok, detail := StatefulSetIsReady(s)
+		return ok, detail, nil
 	}
 }
 
@@ -120,6 +117,100 @@ func (c *Cluster) LoadBalancerAddress(ns, name string, addr *string) Cond {
 			return true, a, nil
 		}
 		return false, "no address assigned yet: does the cluster have a load-balancer implementation?", nil
+	}
+}
+
+// HostNetworkAddress waits for a ready pod of the region Traefik's host-network
+// DaemonSet and stores the address of its node in addr: the node's external address, else
+// its internal one (the first node by name, so the answer is stable).
+func (c *Cluster) HostNetworkAddress(ns string, addr *string) Cond {
+	return func(ctx context.Context) (bool, string, error) {
+		a, err := c.hostNetworkAddress(ctx, ns)
+		if err != nil || a == "" {
+			return false, "no ready Traefik pod on a node with an address yet", err
+		}
+		*addr = a
+		return true, a, nil
+	}
+}
+
+func (c *Cluster) hostNetworkAddress(ctx context.Context, ns string) (string, error) {
+	pods, err := c.Clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: TraefikPodSelector(ns)})
+	if err != nil {
+		return "", fmt.Errorf("list Traefik's pods in %s: %w", ns, err)
+	}
+	var nodes []string
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != "" && podReady(&p) {
+			nodes = append(nodes, p.Spec.NodeName)
+		}
+	}
+	sort.Strings(nodes)
+	for _, name := range nodes {
+		n, err := c.Clientset.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("read node %s: %w", name, err)
+		}
+		if a := NodeAddress(n); a != "" {
+			return a, nil
+		}
+	}
+	return "", nil
+}
+
+// NodeAddress is a node's external IP address, else its internal one.
+func NodeAddress(n *corev1.Node) string {
+	for _, t := range []corev1.NodeAddressType{corev1.NodeExternalIP, corev1.NodeInternalIP} {
+		for _, a := range n.Status.Addresses {
+			if a.Type == t && a.Address != "" {
+				return a.Address
+			}
+		}
+	}
+	return ""
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// NodeReady waits for a node to report Ready with a fresh heartbeat.
+func (c *Cluster) NodeReady(name string) Cond {
+	return func(ctx context.Context) (bool, string, error) {
+		n, err := c.Clientset.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, "", fmt.Errorf("read node %s: %w", name, err)
+		}
+		state, _ := NodeHeartbeat(n, time.Now())
+		return state == "ready", state, nil
+	}
+}
+
+// NamespaceGone waits for a namespace to be deleted; the detail says what phase it is in.
+func (c *Cluster) NamespaceGone(name string) Cond {
+	return func(ctx context.Context) (bool, string, error) {
+		ns, err := c.Clientset.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, "", nil
+		}
+		if err != nil {
+			return false, "", err
+		}
+		detail := "phase " + string(ns.Status.Phase)
+		for _, cd := range ns.Status.Conditions {
+			if cd.Status == corev1.ConditionTrue && cd.Message != "" {
+				detail += "; " + cd.Message
+			}
+		}
+		return false, detail, nil
 	}
 }
 
@@ -186,41 +277,6 @@ func ReadyCondition(o *unstructured.Unstructured) (bool, string) {
 		return m["status"] == "True", msg
 	}
 	return false, "no Ready condition reported yet"
-}
-
-// WaitRelease waits, one named wait each, for the workloads and load balancers a Helm
-// release created.
-func (jc *JobContext) WaitRelease(ctx context.Context, c *Cluster, manifest string, o WaitOpts) error {
-	objs, err := DecodeYAML([]byte(manifest))
-	if err != nil {
-		return err
-	}
-	for _, obj := range objs {
-		ns, name := obj.GetNamespace(), obj.GetName()
-		var cond Cond
-		var what string
-		switch obj.GetKind() {
-		case "Deployment":
-			cond, what = c.DeploymentAvailable(ns, name), "Deployment "+objName(ns, name)+" to be available"
-		case "DaemonSet":
-			cond, what = c.DaemonSetReady(ns, name), "DaemonSet "+objName(ns, name)+" to be ready on its nodes"
-		case "StatefulSet":
-			cond, what = c.StatefulSetReady(ns, name), "StatefulSet "+objName(ns, name)+" to be ready"
-		case "Service":
-			var svc corev1.Service
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(obj.Object, &svc); err != nil || svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
-				continue
-			}
-			var addr string
-			cond, what = c.LoadBalancerAddress(ns, name, &addr), "LoadBalancer address of "+objName(ns, name)
-		default:
-			continue
-		}
-		if err := jc.Wait(ctx, what, o, cond); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // lowerFirst is used to splice a wait description into a sentence.

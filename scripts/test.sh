@@ -29,12 +29,16 @@ go run ./testcluster/cmd/sandbox build
 
 step "tests"
 mkdir -p "${ARTIFACTS:-test-artifacts}"
-go test -count=1 -timeout 75m -p 2 ./...
+# This run's clusters live under their own temporary directory, so that the check below
+# sees only them, even while another `make test` runs on the machine.
+run_tmp=$(mktemp -d -t runr-test-XXXXXX)
+TMPDIR=$run_tmp go test -count=1 -timeout 75m -p 2 ./...
 
 step "no stray processes"
-if pgrep -f 'runr-testcluster/' >/dev/null; then
+if pgrep -f "$run_tmp/" >/dev/null; then
   echo "simulated cluster processes were left behind:" >&2
-  pgrep -af 'runr-testcluster/' >&2
+  pgrep -af "$run_tmp/" >&2
   exit 1
 fi
+rm -rf "$run_tmp"
 echo "ok"

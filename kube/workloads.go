@@ -1,0 +1,173 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"helm.sh/helm/v3/pkg/release"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Workload is a workload a Helm release contains (Deployment, StatefulSet, DaemonSet),
+// or a custom resource an operator turns into workloads (a Prometheus or an
+// Alertmanager of the Prometheus operator). Status is judged from these, read from the
+// release's own manifest, never from guessed names.
+type Workload struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+func (w Workload) String() string { return w.Kind + " " + objName(w.Namespace, w.Name) }
+
+// operatorKinds are the custom resources whose workloads an operator creates: they are
+// judged by the resource's Available condition, as the operator reports it.
+var operatorKinds = map[string]schema.GroupVersionKind{
+	"Prometheus":   {Group: "monitoring.coreos.com", Version: "v1", Kind: "Prometheus"},
+	"Alertmanager": {Group: "monitoring.coreos.com", Version: "v1", Kind: "Alertmanager"},
+}
+
+// ReleaseWorkloads lists the workloads of a release's manifest, in manifest order. An
+// object without a namespace is in the release's.
+func ReleaseWorkloads(manifest, releaseNS string) ([]Workload, error) {
+	objs, err := DecodeYAML([]byte(manifest))
+	if err != nil {
+		return nil, fmt.Errorf("read the release manifest: %w", err)
+	}
+	var out []Workload
+	for _, o := range objs {
+		switch k := o.GetKind(); k {
+		case "Deployment", "StatefulSet", "DaemonSet", "Prometheus", "Alertmanager":
+			ns := o.GetNamespace()
+			if ns == "" {
+				ns = releaseNS
+			}
+			out = append(out, Workload{Kind: k, Namespace: ns, Name: o.GetName()})
+		}
+	}
+	return out, nil
+}
+
+// WorkloadReady waits for one workload to be ready.
+func (c *Cluster) WorkloadReady(w Workload) Cond {
+	switch w.Kind {
+	case "Deployment":
+		return c.DeploymentAvailable(w.Namespace, w.Name)
+	case "StatefulSet":
+		return c.StatefulSetReady(w.Namespace, w.Name)
+	case "DaemonSet":
+		return c.DaemonSetReady(w.Namespace, w.Name)
+	}
+	gvk, ok := operatorKinds[w.Kind]
+	if !ok {
+		return func(context.Context) (bool, string, error) {
+			return false, "", fmt.Errorf("no readiness check for %s", w)
+		}
+	}
+	return func(ctx context.Context) (bool, string, error) {
+		o, found, err := c.Get(ctx, gvk, w.Namespace, w.Name)
+		if err != nil || !found {
+			return false, "not created yet", err
+		}
+		ok, msg := OperatorResourceAvailable(o)
+		return ok, msg, nil
+	}
+}
+
+// OperatorResourceAvailable judges a Prometheus or Alertmanager from the Available
+// condition its operator reports.
+func OperatorResourceAvailable(o *unstructured.Unstructured) (bool, string) {
+	conds, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok || m["type"] != "Available" {
+			continue
+		}
+		msg, _ := m["message"].(string)
+		if msg == "" {
+			msg, _ = m["reason"].(string)
+		}
+		if m["status"] == "True" {
+			return true, "available"
+		}
+		return false, "not available: " + msg
+	}
+	return false, "its operator has reported no Available condition yet"
+}
+
+// verdict judges a workload from what one look at the cluster found.
+func (st *clusterLook) verdict(w Workload) (bool, string) {
+	switch w.Kind {
+	case "Deployment":
+		d, ok := st.deployments[key(w.Namespace, w.Name)]
+		if !ok {
+			return false, w.String() + " is missing"
+		}
+		ready, detail := DeploymentReady(d)
+		return ready, w.String() + ": " + detail
+	case "StatefulSet":
+		s, ok := st.statefuls[key(w.Namespace, w.Name)]
+		if !ok {
+			return false, w.String() + " is missing"
+		}
+		ready, detail := StatefulSetIsReady(s)
+		return ready, w.String() + ": " + detail
+	case "DaemonSet":
+		d, ok := st.daemons[key(w.Namespace, w.Name)]
+		if !ok {
+			return false, w.String() + " is missing"
+		}
+		ready, detail := DaemonSetIsReady(d)
+		return ready, w.String() + ": " + detail
+	}
+	o, ok := st.resources[w.String()]
+	if !ok {
+		return false, w.String() + " is missing"
+	}
+	ready, detail := OperatorResourceAvailable(o)
+	return ready, w.String() + ": " + detail
+}
+
+// StatefulSetIsReady judges a StatefulSet from its status.
+func StatefulSetIsReady(s *appsv1.StatefulSet) (bool, string) {
+	want := int32(1)
+	if s.Spec.Replicas != nil {
+		want = *s.Spec.Replicas
+	}
+	if s.Status.ObservedGeneration < s.Generation {
+		return false, "rollout not observed yet"
+	}
+	return s.Status.ReadyReplicas >= want, fmt.Sprintf("%d/%d replicas ready", s.Status.ReadyReplicas, want)
+}
+
+// WaitRelease waits, one named wait each, for the workloads a Helm release contains and
+// the custom resources its operator turns into workloads.
+func (jc *JobContext) WaitRelease(ctx context.Context, c *Cluster, rel *release.Release, o WaitOpts) error {
+	ws, err := ReleaseWorkloads(rel.Manifest, rel.Namespace)
+	if err != nil {
+		return err
+	}
+	for _, w := range ws {
+		what := w.String() + " to be ready"
+		if _, ok := operatorKinds[w.Kind]; ok {
+			what = w.String() + " to be available (its operator creates the workload)"
+		}
+		if err := jc.Wait(ctx, what, o, c.WorkloadReady(w)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// workloadNames lists workloads for a log line.
+func workloadNames(ws []Workload) []string {
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = w.String()
+	}
+	sort.Strings(out)
+	return out
+}
