@@ -38,8 +38,14 @@ var contractFacts = []fact{
 			if err != nil {
 				return err
 			}
-			free := map[string][]string{"traefik": {"ports"}, "opentelemetry-collector": {"config", "config.exporters", "config.receivers", "config.processors", "config.extensions", "config.service.pipelines"}}
-			if bad := ignoredKeys(jsonMap(r.vc.Values), defaults, "", free[r.vc.Chart.Name]); len(bad) > 0 {
+			// Subtrees the charts render as they are (toYaml into the pod spec or a config file).
+			verbatim := map[string][]string{
+				"traefik":                 {"securityContext", "podSecurityContext", "resources", "nodeSelector", "tolerations"},
+				"zot":                     {"configFiles", "env", "resources", "nodeSelector", "tolerations", "securityContext", "podSecurityContext"},
+				"opentelemetry-collector": {"config", "resources"},
+				"kube-prometheus-stack":   {"prometheus.prometheusSpec.resources", "prometheus.prometheusSpec.storageSpec", "alertmanager.alertmanagerSpec.storage"},
+			}
+			if bad := ignoredKeys(jsonMap(r.vc.Values), defaults, "", verbatim[r.vc.Chart.Name]); len(bad) > 0 {
 				return fmt.Errorf("keys the chart ignores: %s", strings.Join(bad, ", "))
 			}
 			return nil
@@ -682,7 +688,7 @@ var contractFacts = []fact{
 		text:  "The chart accepts the values: image.repository and mode set (no defaults), the health_check extension kept, only keys of its closed values.schema.json",
 		check: func(r *rendering) error { _, err := r.rendered(); return err }},
 	{id: "otel-workload", chart: "opentelemetry-collector", upstream: upOtel, source: "templates/deployment.yaml, daemonset.yaml, statefulset.yaml, _helpers.tpl",
-		text: "Workload <release>-opentelemetry-collector of the kind mode names (-agent for a DaemonSet); pods app.kubernetes.io/name=opentelemetry-collector, app.kubernetes.io/instance=<release>, component=standalone-collector (deployment); image <repository>:<tag>",
+		text: "Workload <release>-opentelemetry-collector of the kind mode names (-agent for a DaemonSet); pods app.kubernetes.io/name=opentelemetry-collector, app.kubernetes.io/instance=<release>, component=standalone-collector (deployment); image <repository>:<tag or the chart's appVersion>",
 		check: func(r *rendering) error {
 			m, err := r.rendered()
 			if err != nil {
@@ -702,7 +708,11 @@ var contractFacts = []fact{
 			if err := hasLabels("collector pods", pt.Labels, map[string]string{"app.kubernetes.io/name": "opentelemetry-collector", "app.kubernetes.io/instance": r.vc.Release, "component": components[mode]}); err != nil {
 				return err
 			}
-			if want := fmt.Sprintf("%v:%v", dig(r.values, "image", "repository"), dig(r.values, "image", "tag")); pt.Spec.Containers[0].Image != want {
+			tag := fmt.Sprint(dig(r.values, "image", "tag"))
+			if isEmpty(dig(r.values, "image", "tag")) {
+				tag = r.chart.Metadata.AppVersion
+			}
+			if want := fmt.Sprintf("%v:%s", dig(r.values, "image", "repository"), tag); pt.Spec.Containers[0].Image != want {
 				return fmt.Errorf("image %s, want %s", pt.Spec.Containers[0].Image, want)
 			}
 			return nil
