@@ -7,8 +7,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"runr.dev/console/kube"
@@ -250,7 +250,8 @@ func TestAdoptOperatorAndServing(t *testing.T) {
 		}
 	}
 	r, _ := e.Store.RegionByName(context.Background(), "second")
-	if !r.OperatorAdopted || !r.ServingAdopted || r.KnativeVersion != "1.19.3" || r.ServingStatus != "ready" {
+	// Operator 1.19.6 (the newest chart of 1.19) ships Serving 1.19.8.
+	if !r.OperatorAdopted || !r.ServingAdopted || r.KnativeVersion != "1.19.8" || r.ServingStatus != "ready" {
 		t.Fatalf("adoption: operator %v serving %v version %s", r.OperatorAdopted, r.ServingAdopted, r.KnativeVersion)
 	}
 }
@@ -260,20 +261,24 @@ func TestUpgradeOneMinorOnly(t *testing.T) {
 	e := console(t, nil)
 	_, tok := e.User("owner")
 	r := newRegion(t, e, tok, c, "up", nil)
-	mustSucceed(t, action(t, e, tok, r.ID, "install-operator", map[string]any{"version": "1.18"}))
-	mustSucceed(t, action(t, e, tok, r.ID, "install-serving", map[string]any{"version": "1.18"}))
+	mustSucceed(t, action(t, e, tok, r.ID, "install-operator", map[string]any{"version": "1.19"}))
+	mustSucceed(t, action(t, e, tok, r.ID, "install-serving", map[string]any{"version": "1.19"}))
 	var ans struct{ Fields map[string]string }
-	if st := e.JSON("POST", "/api/knative-regions/"+r.ID+"/upgrade", tok, map[string]any{"version": "1.20"}, &ans); st != 422 || !strings.Contains(ans.Fields["version"], "one minor version at a time") {
+	if st := e.JSON("POST", "/api/knative-regions/"+r.ID+"/upgrade", tok, map[string]any{"version": "1.21"}, &ans); st != 422 || !strings.Contains(ans.Fields["version"], "one minor version at a time") {
 		t.Fatalf("two-minor upgrade: %d %+v", st, ans)
 	}
-	mustSucceed(t, action(t, e, tok, r.ID, "upgrade", map[string]any{"version": "1.19"}))
+	mustSucceed(t, action(t, e, tok, r.ID, "upgrade", map[string]any{"version": "1.20"}))
 	r, _ = e.Store.RegionByName(context.Background(), "up")
-	if r.KnativeVersion != "1.19.3" || r.ServingStatus != "ready" || r.OperatorVersion != "1.19.3" {
+	// The operator moves to 1.20's newest chart, 1.20.2, which ships Serving 1.20.3.
+	if r.KnativeVersion != "1.20.3" || r.ServingStatus != "ready" || r.OperatorVersion != "1.20.2" {
 		t.Fatalf("after the upgrade: %s %s operator %s", r.KnativeVersion, r.ServingStatus, r.OperatorVersion)
 	}
 	ks, _ := c.DynamicGet(context.Background(), ksGVR, "knative-serving", "knative-serving")
-	if v, _, _ := unstructured.NestedString(ks.Object, "status", "version"); v != "1.19.3" {
+	if v, _, _ := unstructured.NestedString(ks.Object, "status", "version"); v != "1.20.3" {
 		t.Fatalf("the operator reports %s", v)
+	}
+	if v, _, _ := unstructured.NestedString(ks.Object, "spec", "version"); v != "1.20" {
+		t.Fatalf("spec.version %s: the KnativeServing names the minor", v)
 	}
 }
 

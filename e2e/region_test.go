@@ -131,7 +131,7 @@ func addRegion(t *testing.T, b *browser, cl *testcluster.Cluster, name string) s
 	b.expectWizardStates("done", "current", "pending", "pending", "pending")
 
 	// The steps before Zot finish and Zot waits, named, in the step and in the header.
-	const zotWait = "waiting for Deployment runr-registry/runr-zot to be available"
+	const zotWait = "waiting for StatefulSet runr-registry/runr-zot to be ready"
 	b.waitJS("Zot's named wait", fmt.Sprintf(`(function(){
 		var w = document.querySelector("[data-testid=job-step][data-step=zot][data-status=running] [data-testid=step-wait]");
 		return w && w.textContent.indexOf(%q) === 0;

@@ -41,6 +41,9 @@ func NewCluster(kc *Kubeconfig) (*Cluster, error) {
 		return nil, err
 	}
 	rc.Timeout = 30 * time.Second
+	// The API server's warnings (deprecated fields, unknown fields Helm's charts carry)
+	// would go to klog on stderr; they are not the administrator's business.
+	rc.WarningHandler = rest.NoWarnings{}
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, fmt.Errorf("kube: clientset: %w", err)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -61,20 +62,42 @@ var servingCRDNames = []string{"services.serving.knative.dev", "configurations.s
 var operatorCRDNames = []string{ServingCRD, "knativeeventings.operator.knative.dev"}
 
 // runningOperator finds a Knative Operator whose Deployments are available and whose
-// KnativeServing CRD is registered; it returns its namespace and version.
+// KnativeServing CRD is registered; it returns its namespace and version. The chart labels
+// both of its Deployments app.kubernetes.io/name=knative-operator; the webhook's also
+// carries app.kubernetes.io/component=operator-webhook, the operator's none (knative/operator,
+// config/charts/knative-operator/templates/operator.yaml).
 func (c *Cluster) runningOperator(ctx context.Context) (ns, version string, ok bool, err error) {
 	ds, err := c.Clientset.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=knative-operator"})
 	if err != nil {
 		return "", "", false, fmt.Errorf("list Deployments: %w", err)
 	}
-	for _, d := range ds.Items {
-		if ready, _ := DeploymentReady(&d); !ready {
+	type found struct {
+		operator *appsv1.Deployment
+		ready    bool
+	}
+	byNS := map[string]*found{}
+	for i := range ds.Items {
+		d := &ds.Items[i]
+		f := byNS[d.Namespace]
+		if f == nil {
+			f = &found{ready: true}
+			byNS[d.Namespace] = f
+		}
+		if r, _ := DeploymentReady(d); !r {
+			f.ready = false
+		}
+		if d.Labels["app.kubernetes.io/component"] == "" {
+			f.operator = d
+		}
+	}
+	for ns, f := range byNS {
+		if f.operator == nil || !f.ready {
 			continue
 		}
 		if done, _, _ := c.CRDEstablished(ServingCRD)(ctx); !done {
 			return "", "", false, nil
 		}
-		return d.Namespace, strings.TrimPrefix(d.Labels["app.kubernetes.io/version"], "v"), true, nil
+		return ns, strings.TrimPrefix(f.operator.Labels["app.kubernetes.io/version"], "v"), true, nil
 	}
 	return "", "", false, nil
 }
@@ -142,32 +165,38 @@ func (c *Cluster) ServingReadyAt(ns, version string) Cond {
 	}
 }
 
-// adoptKnative records an operator and a Ready KnativeServing that already run on the
-// cluster as the region's; it reports what it adopted.
-func (s *Service) adoptKnative(ctx context.Context, jc *JobContext, c *Cluster, r *store.Region) (operator, serving bool, err error) {
+// adoptOperator records an operator that already runs on the cluster as the region's
+// (adopted: the console did not install it); without one, the region's operator is the
+// one the console installs next.
+func (s *Service) adoptOperator(ctx context.Context, jc *JobContext, c *Cluster, r *store.Region) (bool, error) {
 	ns, ver, ok, err := c.runningOperator(ctx)
 	if err != nil {
-		return false, false, err
+		return false, err
 	}
-	if ok {
-		if err := s.Store.SetRegion(ctx, r.ID, map[string]any{"operator_status": "ready", "operator_namespace": ns,
-			"operator_version": ver, "operator_adopted": true}); err != nil {
-			return false, false, err
-		}
-		jc.Logf("Adopted the Knative Operator %s running in %s", ver, ns)
+	if !ok {
+		return false, s.Store.SetRegion(ctx, r.ID, map[string]any{"operator_adopted": false})
 	}
+	if err := s.Store.SetRegion(ctx, r.ID, map[string]any{"operator_status": "ready", "operator_namespace": ns,
+		"operator_version": ver, "operator_adopted": true}); err != nil {
+		return false, err
+	}
+	jc.Logf("Adopted the Knative Operator %s running in %s", ver, ns)
+	return true, nil
+}
+
+// adoptServing records a Ready KnativeServing that already runs on the cluster as the
+// region's.
+func (s *Service) adoptServing(ctx context.Context, jc *JobContext, c *Cluster, r *store.Region) (bool, error) {
 	ks, err := c.readyServing(ctx)
-	if err != nil {
-		return ok, false, err
+	if err != nil || ks == nil {
+		return false, err
 	}
-	if ks != nil {
-		if err := s.Store.SetRegion(ctx, r.ID, map[string]any{"serving_status": "ready", "serving_namespace": ks.GetNamespace(),
-			"knative_version": servingVersion(ks), "serving_adopted": true, "knative_message": ""}); err != nil {
-			return ok, false, err
-		}
-		jc.Logf("Adopted the Ready KnativeServing %s/%s (Knative %s)", ks.GetNamespace(), ks.GetName(), servingVersion(ks))
+	if err := s.Store.SetRegion(ctx, r.ID, map[string]any{"serving_status": "ready", "serving_namespace": ks.GetNamespace(),
+		"knative_version": servingVersion(ks), "serving_adopted": true, "knative_message": ""}); err != nil {
+		return false, err
 	}
-	return ok, ks != nil, nil
+	jc.Logf("Adopted the Ready KnativeServing %s/%s (Knative %s)", ks.GetNamespace(), ks.GetName(), servingVersion(ks))
+	return true, nil
 }
 
 // defaultVersion picks the newest compatible Knative version of the region's cluster.
@@ -213,9 +242,15 @@ func (s *Service) operatorSteps(p OperatorParams) []Step {
 				return err
 			}
 			s.setRegion(ctx, jc, map[string]any{"operator_status": "installing"})
-			op, sv, err := s.adoptKnative(ctx, jc, c, r)
+			op, err := s.adoptOperator(ctx, jc, c, r)
 			if err != nil {
 				return err
+			}
+			sv := false
+			if op {
+				if sv, err = s.adoptServing(ctx, jc, c, r); err != nil {
+					return err
+				}
 			}
 			if !op {
 				jc.Note("No working Knative Operator on the cluster: installing one")
@@ -415,7 +450,7 @@ func (s *Service) servingSteps(p ServingParams) []Step {
 	return []Step{
 		{Name: "quota", Title: "Project namespace quota", Run: withRegion(func(ctx context.Context, jc *JobContext, r *store.Region, c *Cluster) error {
 			s.setRegion(ctx, jc, map[string]any{"serving_status": "installing", "serving_namespace": p.Namespace, "knative_message": ""})
-			if _, sv, err := s.adoptKnative(ctx, jc, c, r); err != nil {
+			if sv, err := s.adoptServing(ctx, jc, c, r); err != nil {
 				return err
 			} else if sv {
 				jc.Logf("A Ready KnativeServing runs already: it is adopted, not applied again")

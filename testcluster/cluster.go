@@ -37,6 +37,9 @@ type Options struct {
 	PresentVersion string
 	// LBAddress is the loopback address LoadBalancer Services get (default 127.0.0.<n>).
 	LBAddress string
+	// NoLoadBalancer leaves LoadBalancer Services without an address, as a cluster
+	// without a load-balancer implementation (bare metal, RunOS) does.
+	NoLoadBalancer bool
 	// Log receives progress lines (nil: none).
 	Log func(format string, args ...any)
 }
@@ -63,6 +66,9 @@ type Cluster struct {
 	wg      sync.WaitGroup
 	once    sync.Once
 	log     func(string, ...any)
+	mu      sync.Mutex
+	nodes   int // nodes added so far (their default addresses)
+	noLB    bool
 }
 
 var (
@@ -112,7 +118,7 @@ func Start(opts Options) (*Cluster, error) {
 		if err != nil {
 			return nil, fmt.Errorf("testcluster: %w", err)
 		}
-		c := &Cluster{Name: filepath.Base(dir), Dir: dir, LBAddress: opts.LBAddress, stopCh: make(chan struct{}), log: logf,
+		c := &Cluster{Name: filepath.Base(dir), Dir: dir, LBAddress: opts.LBAddress, stopCh: make(chan struct{}), log: logf, noLB: opts.NoLoadBalancer,
 			AdminToken: randHex(16), LimitedToken: randHex(16)}
 		if lastErr = c.start(opts, bins); lastErr == nil {
 			return c, nil

@@ -710,7 +710,7 @@ var contractFacts = []fact{
 			}
 			tag := fmt.Sprint(dig(r.values, "image", "tag"))
 			if isEmpty(dig(r.values, "image", "tag")) {
-				tag = r.chart.Metadata.AppVersion
+				tag = r.chart.Metadata.AppVersion // image.tag | default .Chart.AppVersion
 			}
 			if want := fmt.Sprintf("%v:%s", dig(r.values, "image", "repository"), tag); pt.Spec.Containers[0].Image != want {
 				return fmt.Errorf("image %s, want %s", pt.Spec.Containers[0].Image, want)

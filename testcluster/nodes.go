@@ -27,6 +27,9 @@ type NodeSpec struct {
 	KubeletVersion   string // default KubernetesVersion
 	OSImage          string // default "Ubuntu 24.04.2 LTS"
 	ContainerRuntime string // default "containerd://2.1.4"
+	// Address is the node's InternalIP (default a loopback address of the cluster's own,
+	// so that whatever the console reads from it stays on this machine).
+	Address string
 }
 
 // DefaultNodes is one control-plane node (tainted) and two workers.
@@ -96,10 +99,26 @@ func (n NodeSpec) Node() *corev1.Node {
 	}
 }
 
+// nextNodeAddress gives the cluster's next node a loopback address: the load balancers'
+// 127.0.A.B becomes 127.<10+n>.A.B for the n-th node.
+func (c *Cluster) nextNodeAddress() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nodes++
+	var a, b int
+	fmt.Sscanf(c.LBAddress, "127.0.%d.%d", &a, &b)
+	return fmt.Sprintf("127.%d.%d.%d", 9+c.nodes, a, b)
+}
+
 // AddNodes creates fake nodes and waits until kwok reports them Ready.
 func (c *Cluster) AddNodes(ctx context.Context, specs ...NodeSpec) error {
+	addrs := map[string]string{}
 	for _, n := range specs {
 		node := n.Node()
+		addrs[n.Name] = n.Address
+		if addrs[n.Name] == "" {
+			addrs[n.Name] = c.nextNodeAddress()
+		}
 		created, err := c.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 		if err != nil {
 			return fmt.Errorf("testcluster: create node %s: %w", n.Name, err)
@@ -123,6 +142,20 @@ func (c *Cluster) AddNodes(ctx context.Context, specs ...NodeSpec) error {
 	for _, n := range specs {
 		if err := c.WaitNodeReady(ctx, n.Name, true); err != nil {
 			return err
+		}
+		// kwok's initialisation writes the addresses it knows (none here): the node's own
+		// go in after it.
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			latest, err := c.Client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			latest.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: addrs[n.Name]}, {Type: corev1.NodeHostName, Address: n.Name}}
+			_, err = c.Client.CoreV1().Nodes().UpdateStatus(ctx, latest, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("testcluster: node %s addresses: %w", n.Name, err)
 		}
 	}
 	return nil

@@ -88,6 +88,9 @@ func (c *Cluster) installStages(ctx context.Context, bins *Binaries) error {
 			}
 		}
 	}
+	if c.noLB {
+		return nil
+	}
 	return c.applyYAML(ctx, []byte(fmt.Sprintf(serviceLBStage, c.LBAddress)))
 }
 
