@@ -38,15 +38,14 @@ var contractFacts = []fact{
 			if err != nil {
 				return err
 			}
-			// Maps a chart renders whole (toYaml), or whose keys its templates read without
-			// a default in values.yaml (kube-prometheus-stack's maxUnavailable is commented out).
-			free := map[string][]string{
-				"traefik":                 {"ports", "securityContext", "securityContext.capabilities", "podSecurityContext"},
-				"opentelemetry-collector": {"config", "config.exporters", "config.receivers", "config.processors", "config.extensions", "config.service.pipelines"},
-				"kube-prometheus-stack":   {"prometheus.podDisruptionBudget"},
-				"loki-stack":              {"loki.podDisruptionBudget"},
+			// Subtrees the charts render as they are (toYaml into the pod spec or a config file).
+			verbatim := map[string][]string{
+				"traefik":                 {"securityContext", "podSecurityContext", "resources", "nodeSelector", "tolerations"},
+				"zot":                     {"configFiles", "env", "resources", "nodeSelector", "tolerations", "securityContext", "podSecurityContext"},
+				"opentelemetry-collector": {"config", "resources"},
+				"kube-prometheus-stack":   {"prometheus.prometheusSpec.resources", "prometheus.prometheusSpec.storageSpec", "alertmanager.alertmanagerSpec.storage"},
 			}
-			if bad := ignoredKeys(jsonMap(r.vc.Values), defaults, "", free[r.vc.Chart.Name]); len(bad) > 0 {
+			if bad := ignoredKeys(jsonMap(r.vc.Values), defaults, "", verbatim[r.vc.Chart.Name]); len(bad) > 0 {
 				return fmt.Errorf("keys the chart ignores: %s", strings.Join(bad, ", "))
 			}
 			return nil
@@ -689,7 +688,7 @@ var contractFacts = []fact{
 		text:  "The chart accepts the values: image.repository and mode set (no defaults), the health_check extension kept, only keys of its closed values.schema.json",
 		check: func(r *rendering) error { _, err := r.rendered(); return err }},
 	{id: "otel-workload", chart: "opentelemetry-collector", upstream: upOtel, source: "templates/deployment.yaml, daemonset.yaml, statefulset.yaml, _helpers.tpl",
-		text: "Workload <release>-opentelemetry-collector of the kind mode names (-agent for a DaemonSet); pods app.kubernetes.io/name=opentelemetry-collector, app.kubernetes.io/instance=<release>, component=standalone-collector (deployment); image <repository>:<tag>, the tag defaulting to the chart's appVersion",
+		text: "Workload <release>-opentelemetry-collector of the kind mode names (-agent for a DaemonSet); pods app.kubernetes.io/name=opentelemetry-collector, app.kubernetes.io/instance=<release>, component=standalone-collector (deployment); image <repository>:<tag or the chart's appVersion>",
 		check: func(r *rendering) error {
 			m, err := r.rendered()
 			if err != nil {
@@ -710,10 +709,10 @@ var contractFacts = []fact{
 				return err
 			}
 			tag := fmt.Sprint(dig(r.values, "image", "tag"))
-			if tag == "" || tag == "<nil>" {
+			if isEmpty(dig(r.values, "image", "tag")) {
 				tag = r.chart.Metadata.AppVersion // image.tag | default .Chart.AppVersion
 			}
-			if want := fmt.Sprintf("%v:%v", dig(r.values, "image", "repository"), tag); pt.Spec.Containers[0].Image != want {
+			if want := fmt.Sprintf("%v:%s", dig(r.values, "image", "repository"), tag); pt.Spec.Containers[0].Image != want {
 				return fmt.Errorf("image %s, want %s", pt.Spec.Containers[0].Image, want)
 			}
 			return nil

@@ -128,23 +128,24 @@ func jsonCopy(t *testing.T, v map[string]any) map[string]any {
 
 // ignoredKeys lists the values keys the console sets that the chart does not read: a key
 // absent from the chart's defaults, below a map the chart defines (an empty map, a null
-// or a scalar default accepts anything). Keys directly under a path of freeForm are
-// names of the user's own (ports, config sections).
-func ignoredKeys(set, defaults map[string]any, prefix string, freeForm []string) []string {
+// or a scalar default accepts anything). The subtrees of verbatim (a container's
+// securityContext, the collector's config, ...) are passed as they are by the chart.
+func ignoredKeys(set, defaults map[string]any, prefix string, verbatim []string) []string {
 	var out []string
 	for k, v := range set {
 		path := strings.TrimPrefix(prefix+"."+k, ".")
+		if slices.Contains(verbatim, path) {
+			continue
+		}
 		d, known := defaults[k]
 		if !known {
-			if !slices.Contains(freeForm, prefix) {
-				out = append(out, path)
-			}
+			out = append(out, path)
 			continue
 		}
 		dm, dIsMap := d.(map[string]any)
 		vm, vIsMap := v.(map[string]any)
 		if dIsMap && vIsMap && len(dm) > 0 {
-			out = append(out, ignoredKeys(vm, dm, path, freeForm)...)
+			out = append(out, ignoredKeys(vm, dm, path, verbatim)...)
 		}
 	}
 	slices.Sort(out)

@@ -28,11 +28,11 @@ import (
 //   - refuses a move across more than one minor (VersionMigrationEligible False);
 //   - resolves spec.version against the Serving releases its release carries
 //     (ResolveServingVersion) and refuses one it does not carry (InstallSucceeded False);
-//   - applies that release's Serving CRDs and creates Deployments activator, autoscaler,
-//     autoscaler-hpa, controller and webhook and PodDisruptionBudgets activator-pdb and
-//     webhook-pdb (minAvailable 80%) and ServiceAccount controller in the KnativeServing's namespace, labelled as in
-//     the Serving release manifests (kodata/knative-serving/<release>/2-serving-core.yaml,
-//     3-serving-hpa.yaml);
+//   - applies that release's Serving CRDs and creates, in the KnativeServing's namespace,
+//     Deployments activator, autoscaler, autoscaler-hpa, controller and webhook,
+//     PodDisruptionBudgets activator-pdb and webhook-pdb (minAvailable 80%) and
+//     ServiceAccount controller, labelled as in the Serving release manifests
+//     (kodata/knative-serving/<release>/2-serving-core.yaml, 3-serving-hpa.yaml);
 //   - reports Ready, with status.version the resolved release, once they are available.
 
 var gvrKnativeServing = schema.GroupVersionResource{Group: "operator.knative.dev", Version: "v1beta1", Resource: "knativeservings"}
@@ -127,7 +127,7 @@ func (c *Cluster) reconcileServing(ctx context.Context, dyn dynamic.Interface, o
 	if msg := migrationRefusal(current, spec); msg != "" {
 		conds["VersionMigrationEligible"] = condition{Type: "VersionMigrationEligible", Status: "False", Reason: "Error",
 			Message: "Version migration is not eligible with message: " + msg}
-		return updateStatus(ctx, ri, ks, servingStatus(status, conds))
+		return updateStatus(ctx, ri, ks, servingStatus(status, conds, "VersionMigrationEligible"))
 	}
 	conds["VersionMigrationEligible"] = condition{Type: "VersionMigrationEligible", Status: "True"}
 
@@ -135,11 +135,11 @@ func (c *Cluster) reconcileServing(ctx context.Context, dyn dynamic.Interface, o
 	if !ok {
 		conds["InstallSucceeded"] = condition{Type: "InstallSucceeded", Status: "False", Reason: "Error",
 			Message: fmt.Sprintf("Install failed with message: the manifests of the target version %s are not available to this release", spec)}
-		return updateStatus(ctx, ri, ks, servingStatus(status, conds))
+		return updateStatus(ctx, ri, ks, servingStatus(status, conds, "InstallSucceeded"))
 	}
 	if err := c.installServing(ctx, op, ks.GetNamespace(), version); err != nil {
 		conds["InstallSucceeded"] = condition{Type: "InstallSucceeded", Status: "False", Reason: "Error", Message: "Install failed with message: " + err.Error()}
-		_ = updateStatus(ctx, ri, ks, servingStatus(status, conds))
+		_ = updateStatus(ctx, ri, ks, servingStatus(status, conds, "InstallSucceeded"))
 		return err
 	}
 	notReady, err := c.servingNotReady(ctx, ks.GetNamespace())
@@ -149,14 +149,14 @@ func (c *Cluster) reconcileServing(ctx context.Context, dyn dynamic.Interface, o
 	if len(notReady) > 0 {
 		conds["DeploymentsAvailable"] = condition{Type: "DeploymentsAvailable", Status: "False", Reason: "NotReady",
 			Message: "Waiting on deployments: " + strings.Join(notReady, ", ")}
-		return updateStatus(ctx, ri, ks, servingStatus(status, conds))
+		return updateStatus(ctx, ri, ks, servingStatus(status, conds, "DeploymentsAvailable"))
 	}
 	for _, t := range []string{"DeploymentsAvailable", "InstallSucceeded", "DependenciesInstalled"} {
 		conds[t] = condition{Type: t, Status: "True"}
 	}
 	status["version"] = version
 	status["manifests"] = []any{"/var/run/ko/knative-serving/" + version}
-	return updateStatus(ctx, ri, ks, servingStatus(status, conds))
+	return updateStatus(ctx, ri, ks, servingStatus(status, conds, ""))
 }
 
 // servingConditions reads the conditions the operator manages (Unknown when absent).
@@ -179,12 +179,15 @@ func servingConditions(status map[string]any) map[string]condition {
 	return out
 }
 
-// servingStatus writes the conditions and Ready, which is False with the reason of the
-// first False condition, Unknown while one is Unknown, else True (knative.dev/pkg's
-// living condition set).
-func servingStatus(status map[string]any, conds map[string]condition) map[string]any {
+// servingStatus writes the conditions and Ready: False with the reason and message of
+// the condition marked False last (marked, when it is False) or else of the first False
+// one, Unknown while one is Unknown, else True (knative.dev/pkg's living condition set).
+func servingStatus(status map[string]any, conds map[string]condition, marked string) map[string]any {
 	order := []string{"DependenciesInstalled", "DeploymentsAvailable", "InstallSucceeded", "VersionMigrationEligible"}
 	ready := condition{Type: "Ready", Status: "True"}
+	if cd := conds[marked]; cd.Status == "False" {
+		order = append([]string{marked}, order...)
+	}
 	for _, t := range order {
 		cd := conds[t]
 		if cd.Status == "False" {
@@ -195,8 +198,8 @@ func servingStatus(status map[string]any, conds map[string]condition) map[string
 			ready = condition{Type: "Ready", Status: "Unknown"}
 		}
 	}
-	list := make([]condition, 0, len(order)+1)
-	for _, t := range order {
+	list := make([]condition, 0, len(conds)+1)
+	for _, t := range []string{"DependenciesInstalled", "DeploymentsAvailable", "InstallSucceeded", "VersionMigrationEligible"} {
 		list = append(list, conds[t])
 	}
 	setConditions(status, append(list, ready))
