@@ -237,7 +237,7 @@ func addRegion(t *testing.T, b *browser, cl *testcluster.Cluster, name string) s
 	// is skipped: a wait whose condition holds names nothing.)
 	var waits string
 	b.eval(`window.__e2e.waits.join("\n")`, &waits)
-	if !regexp.MustCompile(`(?m)^waiting for Deployment knative-serving/traefik to be available \(\d+ (s|min)\)$`).MatchString(waits) {
+	if !regexp.MustCompile(`(?m)^waiting for Deployment knative-serving/traefik to be ready \(\d+ (s|min)\)$`).MatchString(waits) {
 		t.Fatalf("the Serving install must name its wait for Traefik live; it named:\n%s", waits)
 	}
 
