@@ -81,7 +81,49 @@ func userCmd() *cobra.Command {
 		}),
 	}
 	bootstrap.Flags().StringVar(&bootEmail, "email", "admin@runr.local", "e-mail of the first owner")
-	user.AddCommand(create, bootstrap)
+	var roleEmail, newRole string
+	setRole := &cobra.Command{
+		Use:   "set-role",
+		Short: "Change a user's role (the last owner keeps theirs)",
+		Args:  cobra.NoArgs,
+		RunE: withStore(func(cmd *cobra.Command, st *store.Store) error {
+			u, err := st.UserByEmail(cmd.Context(), roleEmail)
+			if err != nil {
+				return fmt.Errorf("no user with e-mail %s: %w", roleEmail, err)
+			}
+			// The operator holds the database: no actor, but the owner rules still hold.
+			if err := st.ChangeUserRole(cmd.Context(), nil, u.ID, newRole); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s is now %s\n", u.Email, newRole)
+			return nil
+		}),
+	}
+	setRole.Flags().StringVar(&roleEmail, "email", "", "the user (required)")
+	setRole.Flags().StringVar(&newRole, "role", "", "owner, admin, member or viewer (required)")
+	_ = setRole.MarkFlagRequired("email")
+	_ = setRole.MarkFlagRequired("role")
+
+	var delEmail string
+	del := &cobra.Command{
+		Use:   "delete",
+		Short: "Delete a user and their tokens (never the last owner)",
+		Args:  cobra.NoArgs,
+		RunE: withStore(func(cmd *cobra.Command, st *store.Store) error {
+			u, err := st.UserByEmail(cmd.Context(), delEmail)
+			if err != nil {
+				return fmt.Errorf("no user with e-mail %s: %w", delEmail, err)
+			}
+			if err := st.RemoveUser(cmd.Context(), nil, u.ID); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "Deleted %s\n", u.Email)
+			return nil
+		}),
+	}
+	del.Flags().StringVar(&delEmail, "email", "", "the user (required)")
+	_ = del.MarkFlagRequired("email")
+	user.AddCommand(create, bootstrap, setRole, del)
 	return user
 }
 

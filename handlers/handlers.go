@@ -154,7 +154,19 @@ func (h *Handlers) Accepted(c *fiber.Ctx, j *store.Job, fe FieldErrors, msg stri
 // FieldErrors a 422, anything else is logged and answered 500 without its detail.
 func (h *Handlers) Fail(c *fiber.Ctx, err error) error {
 	var fe FieldErrors
+	var ure *store.UserRuleError
 	switch {
+	case errors.As(err, &ure) && ure.Forbidden:
+		if IsAPI(c) || isHTMX(c) {
+			return JSONError(c, fiber.StatusForbidden, ure.Msg)
+		}
+		return Render(c, fiber.StatusForbidden, views.ErrorPage(h.page(c, "Not allowed", ""), 403, ure.Msg))
+	case errors.As(err, &ure):
+		fe = FieldErrors{ure.Field: ure.Msg}
+		if IsAPI(c) {
+			return Invalid(c, fe)
+		}
+		return Render(c, fiber.StatusUnprocessableEntity, views.ErrorPage(h.page(c, "Invalid input", ""), 422, ure.Msg))
 	case errors.Is(err, store.ErrNotFound):
 		if IsAPI(c) {
 			return JSONError(c, fiber.StatusNotFound, "Not found.")

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"golang.org/x/crypto/bcrypt"
 )
 
@@ -139,4 +140,111 @@ func (s *Store) RecordLoginFailure(ctx context.Context, key string, window time.
 func (s *Store) ClearLoginFailures(ctx context.Context, key string) error {
 	_, err := s.DB.ExecContext(ctx, `DELETE FROM login_failures WHERE key = $1`, key)
 	return wrap("clear login failures", err)
+}
+
+// UserRuleError is a change of users that the role rules refuse. Forbidden marks a
+// refusal for lack of rights (403); the others are about the input (422).
+type UserRuleError struct {
+	Field     string
+	Msg       string
+	Forbidden bool
+}
+
+func (e *UserRuleError) Error() string { return e.Msg }
+
+func forbidden(msg string) error { return &UserRuleError{Field: "role", Msg: msg, Forbidden: true} }
+
+// CheckGrant enforces who may hand out a role: only an owner may create an owner.
+// actor nil is the operator's CLI, which holds the database and may do it.
+func CheckGrant(actor *User, role string) error {
+	if !ValidRole(role) {
+		return &UserRuleError{Field: "role", Msg: "Choose owner, admin, member or viewer."}
+	}
+	if role == "owner" && actor != nil && actor.Role != "owner" {
+		return forbidden("Only an owner may make someone an owner.")
+	}
+	return nil
+}
+
+// ChangeUserRole changes a user's role under the role rules: only owners grant or
+// remove the owner role, nobody changes their own role, and the last owner stays
+// owner. The owners are locked for the change, so two demotions at once cannot leave
+// the console without one. actor nil is the operator's CLI.
+func (s *Store) ChangeUserRole(ctx context.Context, actor *User, id, role string) error {
+	if err := CheckGrant(actor, role); err != nil {
+		return err
+	}
+	if actor != nil && actor.ID == id {
+		return forbidden("Nobody changes their own role: ask another owner.")
+	}
+	return s.inOwnerLock(ctx, func(tx *sqlx.Tx) error {
+		u := &User{}
+		if err := tx.GetContext(ctx, u, `SELECT * FROM users WHERE id = $1`, id); err != nil {
+			return wrap("user "+id, err)
+		}
+		if u.Role == role {
+			return nil
+		}
+		if u.Role == "owner" {
+			if actor != nil && actor.Role != "owner" {
+				return forbidden("Only an owner may change an owner's role.")
+			}
+			if err := lastOwner(ctx, tx, "role", "This is the last owner: make someone else owner first."); err != nil {
+				return err
+			}
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE users SET role = $2, updated_at = now() WHERE id = $1`, id, role)
+		return affected("set role of user "+id, res, err)
+	})
+}
+
+// RemoveUser deletes a user under the role rules: nobody deletes themselves, only an
+// owner deletes an owner, and the last owner stays. actor nil is the operator's CLI.
+func (s *Store) RemoveUser(ctx context.Context, actor *User, id string) error {
+	if actor != nil && actor.ID == id {
+		return &UserRuleError{Field: "id", Msg: "You cannot delete yourself.", Forbidden: true}
+	}
+	return s.inOwnerLock(ctx, func(tx *sqlx.Tx) error {
+		u := &User{}
+		if err := tx.GetContext(ctx, u, `SELECT * FROM users WHERE id = $1`, id); err != nil {
+			return wrap("user "+id, err)
+		}
+		if u.Role == "owner" {
+			if actor != nil && actor.Role != "owner" {
+				return &UserRuleError{Field: "id", Msg: "Only an owner may delete an owner.", Forbidden: true}
+			}
+			if err := lastOwner(ctx, tx, "id", "This is the last owner: make someone else owner first."); err != nil {
+				return err
+			}
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM users WHERE id = $1`, id)
+		return affected("delete user "+id, res, err)
+	})
+}
+
+// inOwnerLock runs f in a transaction that holds the owners' rows.
+func (s *Store) inOwnerLock(ctx context.Context, f func(tx *sqlx.Tx) error) error {
+	tx, err := s.DB.BeginTxx(ctx, nil)
+	if err != nil {
+		return wrap("users", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `SELECT id FROM users WHERE role = 'owner' FOR UPDATE`); err != nil {
+		return wrap("lock owners", err)
+	}
+	if err := f(tx); err != nil {
+		return err
+	}
+	return wrap("users", tx.Commit())
+}
+
+func lastOwner(ctx context.Context, tx *sqlx.Tx, field, msg string) error {
+	var n int
+	if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM users WHERE role = 'owner'`); err != nil {
+		return wrap("count owners", err)
+	}
+	if n <= 1 {
+		return &UserRuleError{Field: field, Msg: msg}
+	}
+	return nil
 }

@@ -97,7 +97,7 @@ func (s *Server) authorize(r Route) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		p := handlers.Who(c)
 		if r.Perm == Anonymous {
-			if err := checkCSRF(c); err != nil {
+			if err := s.checkCSRF(c); err != nil {
 				return err
 			}
 			return c.Next()
@@ -126,7 +126,7 @@ func (s *Server) authorize(r Route) fiber.Handler {
 			}
 			return fiber.NewError(fiber.StatusForbidden, msg)
 		}
-		if err := checkCSRF(c); err != nil {
+		if err := s.checkCSRF(c); err != nil {
 			return err
 		}
 		return c.Next()
