@@ -143,6 +143,9 @@ func tokenCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := store.CapScopes(store.EffectivePermissions(u.Role, nil), true, sc); err != nil {
+				return err
+			}
 			if strings.TrimSpace(name) == "" {
 				return fmt.Errorf("--name is required")
 			}

@@ -49,7 +49,9 @@ type Principal struct {
 	User    *store.User
 	Perms   map[string]bool
 	TokenID string
-	CSRF    string
+	// Scopes are the token's scopes (nil for a session).
+	Scopes []string
+	CSRF   string
 }
 
 // Can reports whether the principal holds a permission.

@@ -41,13 +41,30 @@ type TokenInput struct {
 	Scopes []string `json:"scopes"`
 }
 
-func validateToken(in TokenInput) ([]string, FieldErrors) {
+// mayHandOutStar reports whether the caller may create a "*" token: a signed-in user,
+// or a token that has "*" itself.
+func (p *Principal) mayHandOutStar() bool {
+	if p.TokenID == "" {
+		return true
+	}
+	for _, s := range p.Scopes {
+		if s == "*" {
+			return true
+		}
+	}
+	return false
+}
+
+func validateToken(p *Principal, in TokenInput) ([]string, FieldErrors) {
 	errs := FieldErrors{}
 	in.Name = strings.TrimSpace(in.Name)
 	if in.Name == "" || len(in.Name) > 100 {
 		errs["name"] = "Give the token a name of up to 100 characters."
 	}
 	scopes, err := ParseScopes(in.Scopes)
+	if err == nil {
+		err = store.CapScopes(p.Perms, p.mayHandOutStar(), scopes)
+	}
 	if err != nil {
 		errs["scopes"] = err.Error()
 	}
@@ -88,7 +105,7 @@ func (h *Handlers) CreateTokenForm(c *fiber.Ctx) error {
 		}
 	}
 	in := TokenInput{Name: c.FormValue("name"), Scopes: scopes}
-	sc, errs := validateToken(in)
+	sc, errs := validateToken(Who(c), in)
 	if errs != nil {
 		f := views.Form{Values: map[string]string{"name": in.Name, "scopes": strings.Join(scopes, ",")}, Errors: errs}
 		return h.renderTokens(c, fiber.StatusUnprocessableEntity, f, "")
@@ -125,7 +142,7 @@ func (h *Handlers) APICreateToken(c *fiber.Ctx) error {
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	sc, errs := validateToken(in)
+	sc, errs := validateToken(Who(c), in)
 	if errs != nil {
 		return Invalid(c, errs)
 	}

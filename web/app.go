@@ -113,7 +113,11 @@ func (s *Server) authorize(r Route) fiber.Handler {
 			return c.Redirect("/login", fiber.StatusSeeOther)
 		}
 		missing := ""
-		for _, perm := range append([]string{r.Perm}, r.Also...) {
+		need := append([]string{r.Perm}, r.Also...)
+		if p.TokenID != "" && r.TokenPerm != "" {
+			need = append(need, r.TokenPerm)
+		}
+		for _, perm := range need {
 			if perm != Authenticated && !p.Can(perm) {
 				missing = perm
 				break

@@ -85,7 +85,7 @@ func TestAuthorisationMatrix(t *testing.T) {
 					} else if got != http.StatusSeeOther {
 						t.Fatalf("anonymous page: got %d, want a redirect to /login", got)
 					}
-				case r.Perm == web.Authenticated || hasAll(p.perms, append([]string{r.Perm}, r.Also...)):
+				case hasAll(p.perms, need(r, p.token != "")):
 					if got == 401 || got == 403 {
 						t.Fatalf("allowed (%s) but got %d: %s", r.Perm, got, raw)
 					}
@@ -198,9 +198,18 @@ func TestLoginCSRFThrottleLogout(t *testing.T) {
 	}
 }
 
+// need lists the permissions a route needs of a caller (a token also needs TokenPerm).
+func need(r web.Route, token bool) []string {
+	out := append([]string{r.Perm}, r.Also...)
+	if token && r.TokenPerm != "" {
+		out = append(out, r.TokenPerm)
+	}
+	return out
+}
+
 func hasAll(perms map[string]bool, need []string) bool {
 	for _, p := range need {
-		if !perms[p] {
+		if p != web.Authenticated && !perms[p] {
 			return false
 		}
 	}

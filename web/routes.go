@@ -23,6 +23,9 @@ type Route struct {
 	WebSocket bool
 	// Agent routes authenticate a region's agent by its token.
 	Agent bool
+	// TokenPerm is a permission a bearer token needs besides Perm (a session does not):
+	// a token lists and revokes tokens only with tokens.manage.
+	TokenPerm string
 }
 
 // Perm values that are not permissions.
@@ -58,12 +61,12 @@ func (s *Server) Routes() []Route {
 		{Method: put, Path: "/api/users/:id", Perm: store.PermUsersManage, Handler: h.APIUpdateUser},
 		{Method: del, Path: "/api/users/:id", Perm: store.PermUsersManage, Handler: h.APIDeleteUser},
 
-		{Method: get, Path: "/tokens", Perm: Authenticated, Handler: h.TokensPage},
+		{Method: get, Path: "/tokens", Perm: Authenticated, TokenPerm: store.PermTokensManage, Handler: h.TokensPage},
 		{Method: post, Path: "/tokens", Perm: store.PermTokensManage, Handler: h.CreateTokenForm},
-		{Method: post, Path: "/tokens/:id/delete", Perm: Authenticated, Handler: h.DeleteTokenForm},
-		{Method: get, Path: "/api/tokens", Perm: Authenticated, Handler: h.APIListTokens},
+		{Method: post, Path: "/tokens/:id/delete", Perm: Authenticated, TokenPerm: store.PermTokensManage, Handler: h.DeleteTokenForm},
+		{Method: get, Path: "/api/tokens", Perm: Authenticated, TokenPerm: store.PermTokensManage, Handler: h.APIListTokens},
 		{Method: post, Path: "/api/tokens", Perm: store.PermTokensManage, Handler: h.APICreateToken},
-		{Method: del, Path: "/api/tokens/:id", Perm: Authenticated, Handler: h.APIDeleteToken},
+		{Method: del, Path: "/api/tokens/:id", Perm: Authenticated, TokenPerm: store.PermTokensManage, Handler: h.APIDeleteToken},
 
 		{Method: get, Path: "/regions", Perm: store.PermRegionsView, Handler: h.RegionsPage},
 		{Method: get, Path: "/regions/new", Perm: store.PermRegionsManage, Handler: h.WizardNewPage},

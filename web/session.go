@@ -71,7 +71,7 @@ func (s *Server) identify(c *fiber.Ctx) error {
 		if err != nil {
 			return unauthorized(c, "The API token is not valid (revoked, or mistyped).")
 		}
-		c.Locals(handlers.PrincipalKey, &handlers.Principal{User: u, Perms: store.EffectivePermissions(u.Role, t.Scopes), TokenID: t.ID})
+		c.Locals(handlers.PrincipalKey, &handlers.Principal{User: u, Perms: store.EffectivePermissions(u.Role, t.Scopes), TokenID: t.ID, Scopes: t.Scopes})
 		return c.Next()
 	}
 	return s.sessions(c)
