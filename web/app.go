@@ -6,6 +6,7 @@ package web
 import (
 	"errors"
 	"log/slog"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -14,8 +15,10 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/recover"
 	"github.com/gofiber/fiber/v2/middleware/requestid"
+	"github.com/gofiber/fiber/v2/utils"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"runr.dev/console/config"
 	"runr.dev/console/handlers"
@@ -48,6 +51,11 @@ var httpDuration = promauto.NewHistogramVec(prometheus.HistogramOpts{
 	Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 }, []string{"route"})
 
+// MetricsHandler serves the Prometheus metrics. It is not a route of the console: `runr
+// serve` serves it on RUNR_METRICS_ADDR alone (a separate listener, e.g. 127.0.0.1:9090,
+// for the scraper), so the console's own port never exposes it.
+func MetricsHandler() http.Handler { return promhttp.Handler() }
+
 // New builds the Fiber app with every route.
 func New(st *store.Store, cfg *config.Config, svc *kube.Service, log *slog.Logger, version string) *Server {
 	sm := NewSessions(st)
@@ -65,6 +73,10 @@ func New(st *store.Store, cfg *config.Config, svc *kube.Service, log *slog.Logge
 		IdleTimeout:           120 * time.Second,
 		ErrorHandler:          s.errorHandler,
 		JSONEncoder:           gojson.Marshal, // as encoding/json, faster on the region lists
+		// Fiber reuses the buffers of a request's strings (method, path, params, query,
+		// headers) for the next request. Immutable copies them, so that a value kept
+		// beyond the request (a metric label, a job parameter, a cache key) stays right.
+		Immutable: true,
 	})
 	s.App.Use(recover.New(recover.Config{EnableStackTrace: true}))
 	s.App.Use(requestid.New())
@@ -172,7 +184,9 @@ func (s *Server) logRequests(c *fiber.Ctx) error {
 		route = c.Route().Path
 	}
 	d := time.Since(start)
-	httpRequests.WithLabelValues(c.Method(), route, strconv.Itoa(status)).Inc()
+	// Label values outlive the request: copies, never Fiber's buffers.
+	method, route := utils.CopyString(c.Method()), utils.CopyString(route)
+	httpRequests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
 	httpDuration.WithLabelValues(route).Observe(d.Seconds())
 	lvl := slog.LevelDebug
 	if status >= 500 {

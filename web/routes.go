@@ -2,8 +2,6 @@ package web
 
 import (
 	"github.com/gofiber/fiber/v2"
-	"github.com/gofiber/fiber/v2/middleware/adaptor"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"runr.dev/console/kube"
 	"runr.dev/console/store"
@@ -17,7 +15,7 @@ type Route struct {
 	// Also lists further permissions the route needs (all of them).
 	Also    []string
 	Handler fiber.Handler
-	// Public routes skip sessions and authentication (health, metrics).
+	// Public routes skip sessions and authentication (health, version).
 	Public bool
 	// WebSocket routes answer 401/403 in JSON like the API.
 	WebSocket bool
@@ -43,7 +41,6 @@ func (s *Server) Routes() []Route {
 	routes := []Route{
 		{Method: get, Path: "/healthz", Handler: h.Healthz, Public: true},
 		{Method: get, Path: "/readyz", Handler: h.Readyz, Public: true},
-		{Method: get, Path: "/metrics", Handler: adaptor.HTTPHandler(promhttp.Handler()), Public: true},
 		{Method: get, Path: "/api/version", Handler: h.APIVersion, Public: true},
 		{Method: get, Path: "/api/internal/agent/ws", Handler: s.AgentSocket(), Agent: true, WebSocket: true},
 
