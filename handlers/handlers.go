@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"math"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -221,13 +222,49 @@ func bodyMap(c *fiber.Ctx, v any) error {
 	return nil
 }
 
-// redirect answers a form post: htmx follows HX-Redirect, browsers a 303.
+// redirect answers a form post: htmx follows HX-Redirect, browsers a 303. Only a
+// same-origin relative path is followed; anything else goes to /regions.
 func redirect(c *fiber.Ctx, to string) error {
+	to = SafePath(to, "/regions")
 	if isHTMX(c) {
 		c.Set("HX-Redirect", to)
 		return c.SendStatus(fiber.StatusNoContent)
 	}
 	return c.Redirect(to, fiber.StatusSeeOther)
+}
+
+// SafePath returns to when it is a relative path on this origin ("/jobs/1?x=y"), and
+// fallback otherwise: absolute and scheme-relative URLs ("//evil", "/\\evil"),
+// "javascript:" and the like, and control characters are never redirected to.
+func SafePath(to, fallback string) string {
+	if to == "" || to[0] != '/' || strings.HasPrefix(to, "//") || strings.HasPrefix(to, "/\\") {
+		return fallback
+	}
+	for _, r := range to {
+		if r < 0x20 || r == 0x7f || r == '\\' {
+			return fallback
+		}
+	}
+	u, err := url.Parse(to)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil {
+		return fallback
+	}
+	return to
+}
+
+// refererPath returns the path of the Referer when it is a page of this console (the
+// same host), and fallback otherwise.
+func refererPath(c *fiber.Ctx, fallback string) string {
+	ref := c.Get(fiber.HeaderReferer)
+	u, err := url.Parse(ref)
+	if ref == "" || err != nil || !strings.EqualFold(u.Host, c.Hostname()) {
+		return fallback
+	}
+	p := u.EscapedPath()
+	if u.RawQuery != "" {
+		p += "?" + u.RawQuery
+	}
+	return SafePath(p, fallback)
 }
 
 // ErrorPage renders an error page for the Fiber error handler.
