@@ -76,11 +76,7 @@ func validateToken(p *Principal, in TokenInput) ([]string, FieldErrors) {
 
 // TokensPage lists the user's tokens.
 func (h *Handlers) TokensPage(c *fiber.Ctx) error {
-	created := ""
-	if hasSession(c) {
-		created = h.Sessions.PopString(ctx(c), "new_token")
-	}
-	return h.renderTokens(c, fiber.StatusOK, views.Form{}, created)
+	return h.renderTokens(c, fiber.StatusOK, views.Form{}, "")
 }
 
 func (h *Handlers) renderTokens(c *fiber.Ctx, status int, f views.Form, created string) error {
@@ -114,8 +110,8 @@ func (h *Handlers) CreateTokenForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	h.sessionPut(c, "new_token", plain)
-	return redirect(c, "/tokens")
+	// The token is shown in this answer only, never parked in the session.
+	return h.renderTokens(c, fiber.StatusCreated, views.Form{}, plain)
 }
 
 // DeleteTokenForm revokes one of the user's tokens.
