@@ -159,6 +159,13 @@ func (h *Handlers) Fail(c *fiber.Ctx, err error) error {
 	var fe FieldErrors
 	var ure *store.UserRuleError
 	switch {
+	case errors.Is(err, store.ErrUndecryptable):
+		h.Log.Error("secrets cannot be decrypted", "path", c.Path(), "request_id", requestID(c), "err", err)
+		msg := "This cannot be saved now: " + store.SecretErrorText + " (request id " + requestID(c) + ")"
+		if IsAPI(c) || isHTMX(c) {
+			return JSONError(c, fiber.StatusConflict, msg)
+		}
+		return Render(c, fiber.StatusConflict, views.ErrorPage(h.page(c, "Secrets unreadable", ""), 409, msg))
 	case errors.As(err, &ure) && ure.Forbidden:
 		if IsAPI(c) || isHTMX(c) {
 			return JSONError(c, fiber.StatusForbidden, ure.Msg)

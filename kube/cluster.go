@@ -81,6 +81,9 @@ func (s *Service) ClusterFor(raw []byte) (*Cluster, error) {
 
 // RegionCluster returns the cluster access of a region.
 func (s *Service) RegionCluster(r *store.Region) (*Cluster, error) {
+	if r.SecretError != "" {
+		return nil, fmt.Errorf("region %s: %s", r.Name, r.SecretError)
+	}
 	c, err := s.ClusterFor([]byte(r.Kubeconfig))
 	if err != nil {
 		return nil, fmt.Errorf("region %s: %w", r.Name, err)
