@@ -3,8 +3,10 @@ package handlers
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -23,20 +25,49 @@ type sealedStep1 struct {
 	Version        string                  `json:"version"`
 	Nodes          []kube.NodeInfo         `json:"nodes"`
 	StorageClasses []kube.StorageClassInfo `json:"storage_classes"`
+	ExpiresAt      time.Time               `json:"expires_at"`
 }
 
-func (h *Handlers) seal(v sealedStep1) string {
+// sealedTTL is how long step 1's result may be posted back.
+const sealedTTL = time.Hour
+
+// sealedPurpose binds the sealed state to its use and its user (AEAD associated data):
+// another user's state, or a value sealed for something else, does not open.
+func sealedPurpose(userID string) string { return "runr-wizard-step1|" + userID }
+
+// SealStep1 seals step 1's state for a user, valid for an hour.
+func SealStep1(c *store.Cipher, userID string, v sealedStep1, now time.Time) string {
+	v.ExpiresAt = now.Add(sealedTTL).UTC()
 	raw, _ := json.Marshal(v)
-	return h.Store.Cipher.Encrypt(string(raw))
+	return c.Seal(string(raw), sealedPurpose(userID))
 }
 
-func (h *Handlers) unseal(s string) (sealedStep1, error) {
+// UnsealStep1 opens step 1's state: only for the user it was sealed for, and before it expires.
+func UnsealStep1(c *store.Cipher, userID, s string, now time.Time) (sealedStep1, error) {
 	var v sealedStep1
-	plain, err := h.Store.Cipher.Decrypt(s)
-	if err != nil || !store.IsEncrypted(s) {
-		return v, errors.New("the wizard's state is missing or damaged: start again from step 1")
+	damaged := errors.New("the wizard's state is missing or damaged: start again from step 1")
+	if len(s) > 1<<20 {
+		return v, damaged
 	}
-	return v, json.Unmarshal([]byte(plain), &v)
+	plain, err := c.Open(s, sealedPurpose(userID))
+	if err != nil {
+		return v, damaged
+	}
+	if err := json.Unmarshal([]byte(plain), &v); err != nil {
+		return v, damaged
+	}
+	if v.ExpiresAt.IsZero() || now.After(v.ExpiresAt) {
+		return v, errors.New("the wizard's state has expired: check the cluster again in step 1")
+	}
+	return v, nil
+}
+
+func (h *Handlers) seal(c *fiber.Ctx, v sealedStep1) string {
+	return SealStep1(h.Store.Cipher, Who(c).User.ID, v, time.Now())
+}
+
+func (h *Handlers) unseal(c *fiber.Ctx, s string) (sealedStep1, error) {
+	return UnsealStep1(h.Store.Cipher, Who(c).User.ID, s, time.Now())
 }
 
 // WizardNewPage is step 1 of Add Region.
@@ -90,7 +121,7 @@ func (h *Handlers) WizardCheck(c *fiber.Ctx) error {
 		return Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(page, d, nil))
 	}
 	d.Form.Values["server"], d.Form.Values["version"] = chk.Server, chk.Version
-	sealed := h.seal(sealedStep1{Name: name, Kubeconfig: string(chk.Kubeconfig), IsActive: active, Server: chk.Server,
+	sealed := h.seal(c, sealedStep1{Name: name, Kubeconfig: string(chk.Kubeconfig), IsActive: active, Server: chk.Server,
 		Version: chk.Version, Nodes: chk.Nodes, StorageClasses: chk.StorageClasses})
 	next := &views.Step2Data{Form: views.Form{Values: map[string]string{}}, Sealed: sealed, Nodes: chk.Nodes,
 		StorageClasses: chk.StorageClasses, Action: "/regions/new/setup", Submit: "Save & Next"}
@@ -140,7 +171,7 @@ func step2Input(c *fiber.Ctx, s sealedStep1) (*SetupInput, views.Form) {
 
 // WizardSetup runs "Save & Next" of step 2: it queues the region's setup.
 func (h *Handlers) WizardSetup(c *fiber.Ctx) error {
-	s, err := h.unseal(c.FormValue("sealed"))
+	s, err := h.unseal(c, c.FormValue("sealed"))
 	if err != nil {
 		return h.Fail(c, FieldErrors{"sealed": err.Error()})
 	}
@@ -167,19 +198,32 @@ func (h *Handlers) WizardSetup(c *fiber.Ctx) error {
 	return redirect(c, "/regions/setups/"+st.Token)
 }
 
-// startSetup queues a registry-setup job and records its setup.
+// startSetup queues a registry-setup job and records its setup. The name is checked
+// again under a lock on it: a replayed or doubled form never starts two setups of one name.
 func (h *Handlers) startSetup(c *fiber.Ctx, in *SetupInput) (*store.RegistrySetup, error) {
 	p, sec := in.Params()
 	raw, err := json.Marshal(sec)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("start setup: %w", err)
 	}
-	j, err := h.Kube.Enqueue(ctx(c), kube.JobRequest{Kind: kube.KindRegistrySetup, Title: "Create region " + in.Name + " with its registry",
-		Params: p, Secret: string(raw), CreatedBy: Who(c).User.Email})
-	if err != nil {
-		return nil, err
-	}
-	return h.Store.CreateSetup(ctx(c), j.ID, Who(c).User.Email)
+	var st *store.RegistrySetup
+	err = h.Store.WithNameLock(ctx(c), in.Name, func() error {
+		taken, err := h.regionNameTaken(c, in.Name)
+		if err != nil {
+			return err
+		}
+		if taken {
+			return FieldErrors{"name": "A region or a setup of this name exists already."}
+		}
+		j, err := h.Kube.Enqueue(ctx(c), kube.JobRequest{Kind: kube.KindRegistrySetup, Title: "Create region " + in.Name + " with its registry",
+			Params: p, Secret: string(raw), CreatedBy: Who(c).User.Email})
+		if err != nil {
+			return err
+		}
+		st, err = h.Store.CreateSetup(ctx(c), j.ID, Who(c).User.Email)
+		return err
+	})
+	return st, err
 }
 
 // WizardSetupPage shows a setup's live progress; a failed one offers its form again.
