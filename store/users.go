@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -113,27 +114,52 @@ func (s *Store) TouchLogin(ctx context.Context, id string) error {
 	return wrap("touch login", err)
 }
 
-// LoginThrottled reports whether key has failed too often within the window.
-func (s *Store) LoginThrottled(ctx context.Context, key string, max int, window time.Duration) (bool, error) {
-	var n int
-	err := s.DB.GetContext(ctx, &n, `SELECT failures FROM login_failures WHERE key = $1 AND window_start > now() - $2::interval`, key, window.String())
-	if err != nil {
-		if err = wrap("login throttle", err); isNotFound(err) {
-			return false, nil
-		}
-		return false, err
+// LoginFailures returns how often key failed within the window, and when it last did.
+func (s *Store) LoginFailures(ctx context.Context, key string, window time.Duration) (int, time.Time, error) {
+	var row struct {
+		Failures int       `db:"failures"`
+		Last     time.Time `db:"last_failure_at"`
 	}
-	return n >= max, nil
+	err := s.DB.GetContext(ctx, &row, `SELECT failures, last_failure_at FROM login_failures
+		WHERE key = $1 AND window_start > now() - $2::interval`, key, window.String())
+	if err != nil {
+		if err = wrap("login failures", err); isNotFound(err) {
+			return 0, time.Time{}, nil
+		}
+		return 0, time.Time{}, err
+	}
+	return row.Failures, row.Last, nil
 }
 
-// RecordLoginFailure counts a failed login for key, starting a new window when the old one expired.
+// RecordLoginFailure counts a failed login for key, starting a new window when the old
+// one expired, and prunes the rows whose window is over.
 func (s *Store) RecordLoginFailure(ctx context.Context, key string, window time.Duration) error {
-	_, err := s.DB.ExecContext(ctx, `INSERT INTO login_failures (key, failures, window_start) VALUES ($1, 1, now())
+	_, err := s.DB.ExecContext(ctx, `INSERT INTO login_failures (key, failures, window_start, last_failure_at) VALUES ($1, 1, now(), now())
 		ON CONFLICT (key) DO UPDATE SET
 		  failures = CASE WHEN login_failures.window_start > now() - $2::interval THEN login_failures.failures + 1 ELSE 1 END,
-		  window_start = CASE WHEN login_failures.window_start > now() - $2::interval THEN login_failures.window_start ELSE now() END`,
+		  window_start = CASE WHEN login_failures.window_start > now() - $2::interval THEN login_failures.window_start ELSE now() END,
+		  last_failure_at = now()`,
 		key, window.String())
-	return wrap("record login failure", err)
+	if err != nil {
+		return wrap("record login failure", err)
+	}
+	_, err = s.DB.ExecContext(ctx, `DELETE FROM login_failures WHERE window_start < now() - $1::interval`, window.String())
+	return wrap("prune login failures", err)
+}
+
+var dummyHash = sync.OnceValue(func() []byte {
+	h, _ := bcrypt.GenerateFromPassword([]byte(RandomToken("")), bcrypt.DefaultCost)
+	return h
+})
+
+// CheckLogin reports whether p is the password of u. For an unknown account (u nil) it
+// compares against a dummy hash all the same, so that both take as long.
+func CheckLogin(u *User, p string) bool {
+	if u == nil {
+		_ = bcrypt.CompareHashAndPassword(dummyHash(), []byte(p))
+		return false
+	}
+	return u.CheckPassword(p)
 }
 
 // ClearLoginFailures forgets the failures of key after a successful login.
