@@ -202,12 +202,16 @@ func requestID(c *fiber.Ctx) string {
 	return ""
 }
 
-// pageParam reads ?page= (from 1) and returns it with the offset for a page size.
+// maxPage bounds ?page=: past it the offset would overflow, and no list is that long.
+const maxPage = 100000
+
+// pageParam reads ?page= (from 1, at most maxPage) and returns it with the offset for a page size.
 func pageParam(c *fiber.Ctx, size int) (int, int) {
 	n, err := strconv.Atoi(c.Query("page", "1"))
 	if err != nil || n < 1 {
 		n = 1
 	}
+	n = min(n, maxPage)
 	return n, (n - 1) * size
 }
 

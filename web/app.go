@@ -97,6 +97,7 @@ func New(st *store.Store, cfg *config.Config, svc *kube.Service, log *slog.Logge
 	}))
 	s.App.Use(s.logRequests)
 	s.App.Get("/static/*", static.Handler())
+	s.App.Use(s.cleanInput)
 	s.App.Use("/api/internal", s.internalOnly)
 	for _, r := range s.Routes() {
 		if r.Public {
