@@ -39,19 +39,25 @@ func NewCluster(kc *Kubeconfig) (*Cluster, error) {
 		return nil, err
 	}
 	rc.Timeout = 30 * time.Second
-	cs, err := kubernetes.NewForConfig(rc)
+	// One transport for the cluster's clients (the policy dialer makes client-go's
+	// transport cache step aside).
+	hc, err := rest.HTTPClientFor(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kube: http client: %w", err)
+	}
+	cs, err := kubernetes.NewForConfigAndClient(rc, hc)
 	if err != nil {
 		return nil, fmt.Errorf("kube: clientset: %w", err)
 	}
-	dyn, err := dynamic.NewForConfig(rc)
+	dyn, err := dynamic.NewForConfigAndClient(rc, hc)
 	if err != nil {
 		return nil, fmt.Errorf("kube: dynamic client: %w", err)
 	}
-	ext, err := apiextclient.NewForConfig(rc)
+	ext, err := apiextclient.NewForConfigAndClient(rc, hc)
 	if err != nil {
 		return nil, fmt.Errorf("kube: apiextensions client: %w", err)
 	}
-	dc, err := discovery.NewDiscoveryClientForConfig(rc)
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(rc, hc)
 	if err != nil {
 		return nil, fmt.Errorf("kube: discovery: %w", err)
 	}
@@ -71,6 +77,7 @@ func (s *Service) ClusterFor(raw []byte) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	kc.AllowLoopback = s.Cfg.AllowLoopbackClusters
 	c, err := NewCluster(kc)
 	if err != nil {
 		return nil, err
