@@ -5,9 +5,11 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"math"
+	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -195,6 +197,39 @@ func (h *Handlers) Fail(c *fiber.Ctx, err error) error {
 	return Render(c, fiber.StatusInternalServerError, views.ErrorPage(h.page(c, "Error", ""), 500, "Something went wrong on our side; the error is logged with request id "+requestID(c)+"."))
 }
 
+// Cause is what a user is told about an error of a cluster or a repository: a short
+// cause and the request id; the full error (addresses, library messages) goes to the log.
+func (h *Handlers) Cause(c *fiber.Ctx, what string, err error) string {
+	h.Log.Warn(what, "path", c.Path(), "request_id", requestID(c), "err", err)
+	return what + ": " + shortCause(err) + " (request id " + requestID(c) + ")."
+}
+
+// shortCause classifies an error in a few words, without its details.
+func shortCause(err error) string {
+	var ne net.Error
+	msg := strings.ToLower(err.Error())
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "no answer in time"
+	case kube.IsAddressRefused(err):
+		return "its address is one the console never contacts"
+	case strings.Contains(msg, "connection refused"):
+		return "the connection was refused"
+	case strings.Contains(msg, "certificate"), strings.Contains(msg, "tls"):
+		return "its TLS certificate was not accepted"
+	case strings.Contains(msg, "no such host"):
+		return "its host name does not resolve"
+	case strings.Contains(msg, "unauthorized"), strings.Contains(msg, "401"):
+		return "the credentials were refused"
+	case strings.Contains(msg, "forbidden"), strings.Contains(msg, "403"):
+		return "access was refused"
+	case strings.Contains(msg, "not found"), strings.Contains(msg, "404"):
+		return "not found"
+	}
+	return "it failed"
+}
+
+// requestID returns the request id the log carries too.
 func requestID(c *fiber.Ctx) string {
 	if v, ok := c.Locals("requestid").(string); ok {
 		return v
@@ -228,9 +263,38 @@ func bodyMap(c *fiber.Ctx, v any) error {
 		return FieldErrors{"body": "Send a JSON object."}
 	}
 	if err := c.BodyParser(v); err != nil {
-		return FieldErrors{"body": "The body is not valid JSON for this request: " + err.Error()}
+		return FieldErrors{"body": "The body is not valid JSON for this request: " + jsonCause(err)}
 	}
 	return nil
+}
+
+// jsonCause says in a few words what is wrong with a JSON body (no decoder internals).
+func jsonCause(err error) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te) && te.Field != "":
+		return "the field " + te.Field + " must be " + jsonKind(te.Type.Kind().String()) + "."
+	case errors.As(err, &te):
+		return "a value has the wrong type."
+	case errors.As(err, &se):
+		return "syntax error at byte " + strconv.FormatInt(se.Offset, 10) + "."
+	}
+	return "send a JSON object."
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "slice", "array":
+		return "a list"
+	case "map", "struct", "ptr":
+		return "an object"
+	}
+	return "a number"
 }
 
 // redirect answers a form post: htmx follows HX-Redirect, browsers a 303. Only a

@@ -167,7 +167,8 @@ func (s *Server) authorize(r Route) fiber.Handler {
 
 func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 	code := fiber.StatusInternalServerError
-	msg := "Something went wrong on our side; the error is logged."
+	rid, _ := c.Locals("requestid").(string)
+	msg := "Something went wrong on our side; the error is logged with request id " + rid + "."
 	var fe *fiber.Error
 	if errors.As(err, &fe) {
 		code, msg = fe.Code, fe.Message
