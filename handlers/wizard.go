@@ -15,9 +15,9 @@ import (
 	"runr.dev/console/views"
 )
 
-// sealedStep1 carries what step 1 found to step 2 without storing anything: it is
+// SealedStep1 carries what step 1 found to step 2 without storing anything: it is
 // encrypted with the APP_KEY and posted back with the form.
-type sealedStep1 struct {
+type SealedStep1 struct {
 	Name           string                  `json:"name"`
 	Kubeconfig     string                  `json:"kubeconfig"`
 	IsActive       bool                    `json:"is_active"`
@@ -36,15 +36,15 @@ const sealedTTL = time.Hour
 func sealedPurpose(userID string) string { return "runr-wizard-step1|" + userID }
 
 // SealStep1 seals step 1's state for a user, valid for an hour.
-func SealStep1(c *store.Cipher, userID string, v sealedStep1, now time.Time) string {
+func SealStep1(c *store.Cipher, userID string, v SealedStep1, now time.Time) string {
 	v.ExpiresAt = now.Add(sealedTTL).UTC()
 	raw, _ := json.Marshal(v)
 	return c.Seal(string(raw), sealedPurpose(userID))
 }
 
 // UnsealStep1 opens step 1's state: only for the user it was sealed for, and before it expires.
-func UnsealStep1(c *store.Cipher, userID, s string, now time.Time) (sealedStep1, error) {
-	var v sealedStep1
+func UnsealStep1(c *store.Cipher, userID, s string, now time.Time) (SealedStep1, error) {
+	var v SealedStep1
 	damaged := errors.New("the wizard's state is missing or damaged: start again from step 1")
 	if len(s) > 1<<20 {
 		return v, damaged
@@ -62,11 +62,11 @@ func UnsealStep1(c *store.Cipher, userID, s string, now time.Time) (sealedStep1,
 	return v, nil
 }
 
-func (h *Handlers) seal(c *fiber.Ctx, v sealedStep1) string {
+func (h *Handlers) seal(c *fiber.Ctx, v SealedStep1) string {
 	return SealStep1(h.Store.Cipher, Who(c).User.ID, v, time.Now())
 }
 
-func (h *Handlers) unseal(c *fiber.Ctx, s string) (sealedStep1, error) {
+func (h *Handlers) unseal(c *fiber.Ctx, s string) (SealedStep1, error) {
 	return UnsealStep1(h.Store.Cipher, Who(c).User.ID, s, time.Now())
 }
 
@@ -121,7 +121,7 @@ func (h *Handlers) WizardCheck(c *fiber.Ctx) error {
 		return Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(page, d, nil))
 	}
 	d.Form.Values["server"], d.Form.Values["version"] = chk.Server, chk.Version
-	sealed := h.seal(c, sealedStep1{Name: name, Kubeconfig: string(chk.Kubeconfig), IsActive: active, Server: chk.Server,
+	sealed := h.seal(c, SealedStep1{Name: name, Kubeconfig: string(chk.Kubeconfig), IsActive: active, Server: chk.Server,
 		Version: chk.Version, Nodes: chk.Nodes, StorageClasses: chk.StorageClasses})
 	next := &views.Step2Data{Form: views.Form{Values: map[string]string{}}, Sealed: sealed, Nodes: chk.Nodes,
 		StorageClasses: chk.StorageClasses, Action: "/regions/new/setup", Submit: "Save & Next"}
@@ -140,7 +140,7 @@ func (h *Handlers) regionNameTaken(c *fiber.Ctx, name string) (bool, error) {
 }
 
 // step2Input reads the step 2 form into a setup.
-func step2Input(c *fiber.Ctx, s sealedStep1) (*SetupInput, views.Form) {
+func step2Input(c *fiber.Ctx, s SealedStep1) (*SetupInput, views.Form) {
 	args := c.Request().PostArgs()
 	var nodes []string
 	for _, v := range args.PeekMulti("nodes") {
@@ -301,7 +301,7 @@ func (h *Handlers) WizardRetry(c *fiber.Ctx) error {
 	}
 	var sec kube.SetupSecret
 	_ = json.Unmarshal([]byte(secRaw), &sec)
-	in, f := step2Input(c, sealedStep1{Name: p.Name, Kubeconfig: sec.Kubeconfig, IsActive: p.IsActive})
+	in, f := step2Input(c, SealedStep1{Name: p.Name, Kubeconfig: sec.Kubeconfig, IsActive: p.IsActive})
 	// Secrets left empty in the form keep their previous values.
 	keepSecrets(in, sec)
 	if errs := in.Validate(); errs != nil {
