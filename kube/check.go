@@ -106,6 +106,7 @@ func (s *Service) CheckCluster(ctx context.Context, name string, raw []byte, all
 	}
 
 	c, v, took, err := s.connect(ctx, kc)
+	tried := ""
 	if err != nil && kc.IsLocal() && s.Cfg.LocalClusterHost != "" {
 		// A console in a container next to a local cluster: try the host's address
 		// (only when RUNR_LOCAL_CLUSTER_HOST is set; TLS is verified as configured).
@@ -116,12 +117,12 @@ func (s *Service) CheckCluster(ctx context.Context, name string, raw []byte, all
 				res.Rewritten = true
 				res.Server = rk.Server
 			} else {
-				err = fmt.Errorf("%w; also tried %s: %s", err, rk.Server, evidence(err2))
+				tried = fmt.Sprintf("; also tried %s: %s", rk.Server, evidence(err2))
 			}
 		}
 	}
 	if err != nil {
-		res.add("api", "The API answers", "fail", explainConnectError(kc.Server, err))
+		res.add("api", "The API answers", "fail", explainConnectError(kc.Server, err)+tried)
 		return res, nil
 	}
 	res.Kubeconfig = kc.Raw
