@@ -31,6 +31,11 @@ step "tests"
 mkdir -p "${ARTIFACTS:-test-artifacts}"
 go test -count=1 -timeout 75m -p 2 ./...
 
+step "fuzz briefly (the committed corpus already ran with the tests above)"
+for target in kube:FuzzParseKubeconfig kube:FuzzCheckAddress handlers:FuzzBodyDecoders handlers:FuzzUnsealStep1; do
+  go test -run '^$' -fuzz "^${target#*:}\$" -fuzztime "${FUZZTIME:-5s}" "./${target%%:*}/"
+done
+
 step "no stray processes"
 if pgrep -f 'runr-testcluster/' >/dev/null; then
   echo "simulated cluster processes were left behind:" >&2
