@@ -97,6 +97,14 @@ func TestKeyRotationWhileConsolesRun(t *testing.T) {
 	if d := get(a, tokA, "/api/projects/"+p2.ID); d["secret_error"] == nil {
 		t.Fatal("A must say the new-key project's secrets are unreadable")
 	}
+	if code, page := a.Raw("GET", "/regions/"+r2.ID, tokA, ""); code != 200 || !strings.Contains(page, `data-testid="secret-error"`) {
+		t.Fatalf("A's region page: %d, without the secret error", code)
+	}
+	for _, tab := range []string{"overview", "workers", "settings"} {
+		if code, _ := a.Raw("GET", "/regions/"+r2.ID+"/tabs/"+tab, tokA, ""); code >= 500 {
+			t.Fatalf("A's %s tab: %d", tab, code)
+		}
+	}
 	get(a, tokA, "/api/knative-regions")
 	get(a, tokA, "/api/projects")
 	for _, id := range []string{r1.ID, r2.ID} {

@@ -293,6 +293,26 @@ func TestWebSocketReadLimit(t *testing.T) {
 		}
 		conn.Close()
 	}
+	// The agent's socket: 1 MiB at most.
+	r := &store.Region{Name: "agent-limit", Kubeconfig: "x", AgentToken: "agent-tok", AgentTokenHash: store.HashToken("agent-tok")}
+	if err := e.Store.CreateRegion(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	ah := http.Header{}
+	ah.Set("Authorization", "Bearer agent-tok")
+	conn, _, err := websocket.DefaultDialer.Dial(base+"/api/internal/agent/ws", ah)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.WriteMessage(websocket.TextMessage, make([]byte, 64<<10)); err != nil {
+		t.Fatal(err)
+	}
+	_ = conn.WriteMessage(websocket.TextMessage, make([]byte, 2<<20))
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, _, err := conn.ReadMessage(); !websocket.IsCloseError(err, websocket.CloseMessageTooBig) {
+		t.Fatalf("agent's oversize frame: %v, want close 1009", err)
+	}
+	conn.Close()
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
 	if grown := int64(ms.HeapAlloc) - int64(heapBefore); grown > 8<<20 {
