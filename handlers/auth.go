@@ -36,6 +36,10 @@ func accountDelay(failures int) time.Duration {
 	return min(time.Second<<n, maxAccountDelay)
 }
 
+// InputErrorsKey is the Locals key of the fields the input check refused (NUL bytes,
+// invalid UTF-8) on a form whose handler shows them beside the fields.
+const InputErrorsKey = "input_errors"
+
 // LoginPage shows the sign-in form.
 func (h *Handlers) LoginPage(c *fiber.Ctx) error {
 	if Who(c) != nil {
@@ -52,6 +56,17 @@ func (h *Handlers) Login(c *fiber.Ctx) error {
 	fail := func(status int, msg string) error {
 		f.Error = msg
 		return Render(c, status, views.Login(h.page(c, "Sign in", ""), f))
+	}
+	if fe, ok := c.Locals(InputErrorsKey).(FieldErrors); ok {
+		f.Values["email"] = ""
+		f.Errors = map[string]string{}
+		for k, v := range fe {
+			if k != "email" && k != "password" {
+				k = "email"
+			}
+			f.Errors[k] = v
+		}
+		return Render(c, fiber.StatusUnprocessableEntity, views.Login(h.page(c, "Sign in", ""), f))
 	}
 	if email == "" || password == "" {
 		f.Errors = map[string]string{}

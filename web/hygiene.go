@@ -54,6 +54,11 @@ func (s *Server) cleanInput(c *fiber.Ctx) error {
 	if handlers.IsAPI(c) || c.Get(fiber.HeaderAccept) == fiber.MIMEApplicationJSON {
 		return handlers.Invalid(c, fields)
 	}
+	if c.Method() == fiber.MethodPost && c.Path() == "/login" {
+		// The sign-in form shows the message beside its field; its handler stops there.
+		c.Locals(handlers.InputErrorsKey, fields)
+		return c.Next()
+	}
 	msg := "The form has invalid characters:"
 	for k, v := range fields {
 		msg += " " + k + ": " + v

@@ -449,6 +449,30 @@ func TestRedirectsStayOnTheConsole(t *testing.T) {
 	}
 }
 
+// TestLoginFormHygiene: NUL bytes and invalid UTF-8 at sign-in answer 422 with the
+// message beside the field, and count as no failure.
+func TestLoginFormHygiene(t *testing.T) {
+	e := webtest.New(t, nil)
+	b := e.NewBrowser()
+	b.Get("/login")
+	before := digest(t, e.Store)
+	for _, email := range []string{"a\x00b@example.com", "\xff@example.com"} {
+		resp, body := b.PostForm("/login", url.Values{"email": {email}, "password": {"whatever-it-is"}}, true)
+		if resp.StatusCode != 422 || !strings.Contains(body, "invalid UTF-8") || !strings.Contains(body, `id="err-email"`) {
+			t.Fatalf("login with %q: %d", email, resp.StatusCode)
+		}
+	}
+	resp, body := b.PostForm("/login", url.Values{"email": {"a@example.com"}, "password": {strings.Repeat("p", 73)}}, true)
+	if resp.StatusCode != 422 || !strings.Contains(body, "72 bytes") {
+		t.Fatalf("73-byte password: %d", resp.StatusCode)
+	}
+	var n int
+	e.Store.DB.Get(&n, `SELECT count(*) FROM login_failures`)
+	if n != 0 || digest(t, e.Store) != before {
+		t.Fatal("refused sign-ins changed something")
+	}
+}
+
 // TestNoSecretInSessions: a new token and a generated password are shown in the answer
 // that created them and never reach the sessions table.
 func TestNoSecretInSessions(t *testing.T) {
