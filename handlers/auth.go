@@ -40,6 +40,31 @@ func accountDelay(failures int) time.Duration {
 // invalid UTF-8) on a form whose handler shows them beside the fields.
 const InputErrorsKey = "input_errors"
 
+// FormShowsInputErrors lists the forms whose handlers show refused characters beside
+// their fields (the others get a 422 page that names the fields).
+var FormShowsInputErrors = map[string]bool{"/login": true, "/users": true, "/tokens": true, "/platform": true, "/regions/new/check": true}
+
+// inputErrors returns the fields the input check refused, for the form's own fields
+// (anything else is reported on first).
+func inputErrors(c *fiber.Ctx, first string, fields ...string) FieldErrors {
+	fe, ok := c.Locals(InputErrorsKey).(FieldErrors)
+	if !ok {
+		return nil
+	}
+	out := FieldErrors{}
+	for k, v := range fe {
+		known := k == first
+		for _, f := range fields {
+			known = known || k == f
+		}
+		if !known {
+			k = first
+		}
+		out[k] = v
+	}
+	return out
+}
+
 // LoginPage shows the sign-in form.
 func (h *Handlers) LoginPage(c *fiber.Ctx) error {
 	if Who(c) != nil {
@@ -57,15 +82,8 @@ func (h *Handlers) Login(c *fiber.Ctx) error {
 		f.Error = msg
 		return Render(c, status, views.Login(h.page(c, "Sign in", ""), f))
 	}
-	if fe, ok := c.Locals(InputErrorsKey).(FieldErrors); ok {
-		f.Values["email"] = ""
-		f.Errors = map[string]string{}
-		for k, v := range fe {
-			if k != "email" && k != "password" {
-				k = "email"
-			}
-			f.Errors[k] = v
-		}
+	if fe := inputErrors(c, "email", "password"); fe != nil {
+		f.Values["email"], f.Errors = "", fe
 		return Render(c, fiber.StatusUnprocessableEntity, views.Login(h.page(c, "Sign in", ""), f))
 	}
 	if email == "" || password == "" {

@@ -101,6 +101,9 @@ func (h *Handlers) CreateTokenForm(c *fiber.Ctx) error {
 		}
 	}
 	in := TokenInput{Name: c.FormValue("name"), Scopes: scopes}
+	if fe := inputErrors(c, "name", "scopes"); fe != nil {
+		return h.renderTokens(c, fiber.StatusUnprocessableEntity, views.Form{Values: map[string]string{}, Errors: fe}, "")
+	}
 	sc, errs := validateToken(Who(c), in)
 	if errs != nil {
 		f := views.Form{Values: map[string]string{"name": in.Name, "scopes": strings.Join(scopes, ",")}, Errors: errs}

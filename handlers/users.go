@@ -82,7 +82,15 @@ func (h *Handlers) UsersPage(c *fiber.Ctx) error {
 // CreateUserForm adds a user from the console.
 func (h *Handlers) CreateUserForm(c *fiber.Ctx) error {
 	in := UserInput{Email: c.FormValue("email"), Role: c.FormValue("role"), Password: c.FormValue("password")}
-	u, generated, errs, err := h.createUser(c, in)
+	var u *store.User
+	var generated string
+	var err error
+	errs := inputErrors(c, "email", "role", "password")
+	if errs != nil {
+		in = UserInput{}
+	} else {
+		u, generated, errs, err = h.createUser(c, in)
+	}
 	if err != nil {
 		return h.Fail(c, err)
 	}

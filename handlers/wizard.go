@@ -92,6 +92,10 @@ func kubeconfigFromForm(c *fiber.Ctx) string {
 // WizardCheck runs step 1: it validates, connects and shows the checklist; when every
 // check passes it opens step 2.
 func (h *Handlers) WizardCheck(c *fiber.Ctx) error {
+	if fe := inputErrors(c, "kubeconfig", "name"); fe != nil {
+		f := views.Form{Values: map[string]string{"is_active": "1"}, Errors: fe}
+		return Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(h.page(c, "Add Region", "regions"), views.Step1Data{Form: f}, nil))
+	}
 	name := strings.TrimSpace(c.FormValue("name"))
 	kc := kubeconfigFromForm(c)
 	active := c.FormValue("is_active") == "1"

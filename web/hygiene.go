@@ -54,8 +54,9 @@ func (s *Server) cleanInput(c *fiber.Ctx) error {
 	if handlers.IsAPI(c) || c.Get(fiber.HeaderAccept) == fiber.MIMEApplicationJSON {
 		return handlers.Invalid(c, fields)
 	}
-	if c.Method() == fiber.MethodPost && c.Path() == "/login" {
-		// The sign-in form shows the message beside its field; its handler stops there.
+	if c.Method() == fiber.MethodPost && handlers.FormShowsInputErrors[c.Path()] {
+		// These forms show the message beside the field: their handlers stop there,
+		// before anything is read or stored (the checks of the route still run first).
 		c.Locals(handlers.InputErrorsKey, fields)
 		return c.Next()
 	}

@@ -471,6 +471,24 @@ func TestLoginFormHygiene(t *testing.T) {
 	if n != 0 || digest(t, e.Store) != before {
 		t.Fatal("refused sign-ins changed something")
 	}
+	// The console's main forms show the message beside the field, too.
+	ob, _ := signIn(e, "owner")
+	for _, tc := range []struct{ page, path, field, value string }{
+		{"/users", "/users", "email", "x\x00@example.com"},
+		{"/tokens", "/tokens", "name", "ci\xff"},
+		{"/platform", "/platform", "base_domain", "a\x00.example.com"},
+		{"/regions/new", "/regions/new/check", "name", "eu\x00"},
+	} {
+		ob.Get(tc.page)
+		before := digest(t, e.Store)
+		resp, body := ob.PostForm(tc.path, url.Values{tc.field: {tc.value}, "role": {"viewer"}, "scopes": {"*"}}, true)
+		if resp.StatusCode != 422 || !strings.Contains(body, `id="err-`+tc.field+`"`) || !strings.Contains(body, "invalid UTF-8") {
+			t.Errorf("%s with %q: %d, want 422 with the message beside %s", tc.path, tc.value, resp.StatusCode, tc.field)
+		}
+		if digest(t, e.Store) != before {
+			t.Errorf("%s: changed something", tc.path)
+		}
+	}
 }
 
 // TestNoSecretInSessions: a new token and a generated password are shown in the answer
