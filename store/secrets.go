@@ -18,7 +18,6 @@ import (
 const (
 	encPrefix   = "enc:v1:"
 	encPrefixV2 = "enc:v2:"
-	encAny      = "enc:"
 )
 
 // ErrUndecryptable is a sealed value that no configured key opens (a key rotated away,
@@ -132,7 +131,7 @@ func adBytes(ad string) []byte {
 // Decrypt opens a sealed value. A value without the prefix is plaintext left from
 // before encryption and is returned as it is. A value no key opens is ErrUndecryptable.
 func (c *Cipher) Decrypt(v string) (string, error) {
-	if !strings.HasPrefix(v, encAny) {
+	if !IsEncrypted(v) {
 		return v, nil
 	}
 	return c.Open(v, "")
@@ -197,7 +196,9 @@ func safeID(id string) string {
 }
 
 // IsEncrypted reports whether a stored value is sealed.
-func IsEncrypted(v string) bool { return strings.HasPrefix(v, encAny) }
+func IsEncrypted(v string) bool {
+	return strings.HasPrefix(v, encPrefix) || strings.HasPrefix(v, encPrefixV2)
+}
 
 // secretColumn names one column that holds secrets.
 type secretColumn struct{ table, key, column string }
@@ -222,7 +223,7 @@ func registerSecretColumn(table, key, column string) {
 func (s *Store) EncryptPlaintext(ctx context.Context) (int, error) {
 	total := 0
 	for _, sc := range secretColumns {
-		q := fmt.Sprintf(`SELECT %s AS k, %s AS v FROM %s WHERE %s <> '' AND %s NOT LIKE 'enc:%%'`, sc.key, sc.column, sc.table, sc.column, sc.column)
+		q := fmt.Sprintf(`SELECT %s AS k, %s AS v FROM %s WHERE %s <> '' AND %s NOT LIKE 'enc:v1:%%' AND %s NOT LIKE 'enc:v2:%%'`, sc.key, sc.column, sc.table, sc.column, sc.column, sc.column)
 		var rows []struct{ K, V string }
 		if err := s.DB.SelectContext(ctx, &rows, q); err != nil {
 			return total, wrap("encrypt plaintext "+sc.table+"."+sc.column, err)
