@@ -123,3 +123,12 @@ func redactURL(raw string) string {
 	}
 	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
 }
+
+// dnsCause names a failed DNS check in a few words, without the resolver's address.
+func dnsCause(err error) string {
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return "no answer in time"
+	}
+	return "the resolver could not be asked"
+}
