@@ -81,7 +81,49 @@ func userCmd() *cobra.Command {
 		}),
 	}
 	bootstrap.Flags().StringVar(&bootEmail, "email", "admin@runr.local", "e-mail of the first owner")
-	user.AddCommand(create, bootstrap)
+	var roleEmail, newRole string
+	setRole := &cobra.Command{
+		Use:   "set-role",
+		Short: "Change a user's role (the last owner keeps theirs)",
+		Args:  cobra.NoArgs,
+		RunE: withStore(func(cmd *cobra.Command, st *store.Store) error {
+			u, err := st.UserByEmail(cmd.Context(), roleEmail)
+			if err != nil {
+				return fmt.Errorf("no user with e-mail %s: %w", roleEmail, err)
+			}
+			// The operator holds the database: no actor, but the owner rules still hold.
+			if err := st.ChangeUserRole(cmd.Context(), nil, u.ID, newRole); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s is now %s\n", u.Email, newRole)
+			return nil
+		}),
+	}
+	setRole.Flags().StringVar(&roleEmail, "email", "", "the user (required)")
+	setRole.Flags().StringVar(&newRole, "role", "", "owner, admin, member or viewer (required)")
+	_ = setRole.MarkFlagRequired("email")
+	_ = setRole.MarkFlagRequired("role")
+
+	var delEmail string
+	del := &cobra.Command{
+		Use:   "delete",
+		Short: "Delete a user and their tokens (never the last owner)",
+		Args:  cobra.NoArgs,
+		RunE: withStore(func(cmd *cobra.Command, st *store.Store) error {
+			u, err := st.UserByEmail(cmd.Context(), delEmail)
+			if err != nil {
+				return fmt.Errorf("no user with e-mail %s: %w", delEmail, err)
+			}
+			if err := st.RemoveUser(cmd.Context(), nil, u.ID); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "Deleted %s\n", u.Email)
+			return nil
+		}),
+	}
+	del.Flags().StringVar(&delEmail, "email", "", "the user (required)")
+	_ = del.MarkFlagRequired("email")
+	user.AddCommand(create, bootstrap, setRole, del)
 	return user
 }
 
@@ -99,6 +141,9 @@ func tokenCmd() *cobra.Command {
 			}
 			sc, err := handlers.ParseScopes([]string{scopes})
 			if err != nil {
+				return err
+			}
+			if err := store.CapScopes(store.EffectivePermissions(u.Role, nil), true, sc); err != nil {
 				return err
 			}
 			if strings.TrimSpace(name) == "" {
@@ -136,31 +181,47 @@ func secretsCmd() *cobra.Command {
 			return nil
 		}),
 	}
-	var newKey string
+	generate := &cobra.Command{
+		Use:   "generate-key",
+		Short: "Print a new random APP_KEY (changes nothing)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			fmt.Fprintln(cmd.OutOrStdout(), store.GenerateKey())
+			return nil
+		},
+	}
 	rotate := &cobra.Command{
 		Use:   "rotate-key",
-		Short: "Re-encrypt every secret under a new APP_KEY (printed on stdout when not given)",
-		Long: "Re-encrypts every secret column under a new key in one transaction. The new key is\n" +
-			"printed alone on stdout: put it into RUNR_APP_KEY (or .data/app.key) before the next start.",
+		Short: "Re-encrypt every secret under RUNR_APP_KEY and report the keys still in use",
+		Long: "A key rotation that never stops a running console:\n" +
+			"  1. runr secrets generate-key prints a new key.\n" +
+			"  2. Restart every console with RUNR_APP_KEY=<new> and RUNR_PREVIOUS_APP_KEYS=<old>:\n" +
+			"     they read with both keys and write with the new one.\n" +
+			"  3. runr secrets rotate-key (same environment) re-encrypts what is left under the old\n" +
+			"     key, in one transaction, and reports which keys the secrets still use.\n" +
+			"  4. When the old key is no longer in use, drop it from RUNR_PREVIOUS_APP_KEYS.",
 		Args: cobra.NoArgs,
 		RunE: withStore(func(cmd *cobra.Command, st *store.Store) error {
-			if newKey == "" {
-				newKey = store.GenerateKey()
-			}
-			next, err := store.NewCipher(newKey)
+			rep, err := st.RotateKey(cmd.Context())
 			if err != nil {
 				return err
 			}
-			n, err := st.RotateKey(cmd.Context(), next)
-			if err != nil {
-				return err
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "Re-encrypted %d value(s) under key %s (RUNR_APP_KEY)\n", rep.Reencrypted, st.Cipher.KeyID())
+			for _, id := range st.Cipher.KeyIDs()[1:] {
+				if n := rep.InUse[id]; n > 0 {
+					fmt.Fprintf(out, "Key %s (RUNR_PREVIOUS_APP_KEYS) is still in use by %d value(s)\n", id, n)
+				} else {
+					fmt.Fprintf(out, "Key %s (RUNR_PREVIOUS_APP_KEYS) is no longer in use: remove it once every console runs with the new key\n", id)
+				}
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "Re-encrypted %d value(s) under the new key; set RUNR_APP_KEY to it now.\n", n)
-			fmt.Fprintln(cmd.OutOrStdout(), newKey)
+			if len(rep.Undecryptable) > 0 {
+				return fmt.Errorf("%d value(s) open with no configured key and were left as they are: %s",
+					len(rep.Undecryptable), strings.Join(rep.Undecryptable, "; "))
+			}
 			return nil
 		}),
 	}
-	rotate.Flags().StringVar(&newKey, "new-key", "", "the new key (base64 of 32 bytes); generated when empty")
-	secrets.AddCommand(encrypt, rotate)
+	secrets.AddCommand(encrypt, generate, rotate)
 	return secrets
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os/signal"
 	"sync"
 	"syscall"
@@ -58,7 +59,18 @@ func serveCmd() *cobra.Command {
 			start(func(ctx context.Context) { svc.RunWorkers(ctx, cfg.Workers) })
 			start(svc.RunBackground)
 
-			errc := make(chan error, 1)
+			errc := make(chan error, 2)
+			var metrics *http.Server
+			if cfg.MetricsAddr != "" {
+				// /metrics on its own listener, never on the console's port.
+				metrics = &http.Server{Addr: cfg.MetricsAddr, Handler: web.MetricsHandler(), ReadHeaderTimeout: 10 * time.Second}
+				go func() {
+					if err := metrics.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+						errc <- fmt.Errorf("metrics listener: %w", err)
+					}
+				}()
+				log.Info("metrics listening", "addr", cfg.MetricsAddr)
+			}
 			go func() { errc <- srv.App.Listen(cfg.Addr) }()
 			log.Info("runr console listening", "addr", cfg.Addr, "version", version)
 			select {
@@ -68,6 +80,9 @@ func serveCmd() *cobra.Command {
 			}
 			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
+			if metrics != nil {
+				_ = metrics.Shutdown(sctx)
+			}
 			if serr := srv.App.ShutdownWithContext(sctx); serr != nil && err == nil {
 				err = serr
 			}

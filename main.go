@@ -57,7 +57,7 @@ func openStore(ctx context.Context) (*config.Config, *store.Store, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	cipher, err := store.NewCipher(cfg.AppKey)
+	cipher, err := store.NewCipher(cfg.AppKey, cfg.PreviousAppKeys...)
 	if err != nil {
 		return nil, nil, err
 	}

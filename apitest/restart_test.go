@@ -116,7 +116,7 @@ func (p *process) api(method, path, token string, body any, out any) int {
 func newProcess(t *testing.T, extra ...string) *process {
 	addr := fmt.Sprintf("127.0.0.1:%d", closedPort(t))
 	env := append(os.Environ(), "DATABASE_URL="+storetest.NewURL(t), "RUNR_APP_KEY="+storetest.AppKey, "RUNR_ADDR="+addr,
-		"RUNR_CHART_MIRROR="+repo.URL, "RUNR_LOCAL_CLUSTER_HOST=127.0.0.2", "RUNR_STATUS_INTERVAL=1h", "RUNR_LOG_LEVEL=debug")
+		"RUNR_CHART_MIRROR="+repo.URL, "RUNR_LOCAL_CLUSTER_HOST=127.0.0.2", "RUNR_ALLOW_LOOPBACK_CLUSTERS=true", "RUNR_STATUS_INTERVAL=1h", "RUNR_LOG_LEVEL=debug")
 	p := &process{t: t, env: append(env, extra...), addr: addr}
 	t.Cleanup(func() {
 		if p.cmd != nil && p.cmd.ProcessState == nil {

@@ -133,6 +133,8 @@ func (e *Env) NewConsole(name, dbURL string, setup bool, extra ...string) (*Cons
 		"RUNR_APP_URL=http://"+addr,
 		"RUNR_CHART_MIRROR="+e.Repo.URL,
 		"RUNR_LOCAL_CLUSTER_HOST=127.0.0.2",
+		// The simulated clusters listen on loopback addresses.
+		"RUNR_ALLOW_LOOPBACK_CLUSTERS=true",
 		"RUNR_STATUS_INTERVAL=1h",
 		"RUNR_LOG_LEVEL=warn",
 	)

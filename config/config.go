@@ -35,8 +35,10 @@ type Config struct {
 	// address before it says the cluster has no load-balancer implementation and offers
 	// host-network Traefik (default 3 min: cloud load balancers take a minute or two).
 	LoadBalancerWait time.Duration
-	// LocalClusterHost replaces 127.0.0.1/localhost in a kubeconfig that cannot be reached
-	// that way (default host.docker.internal).
+	// LocalClusterHost is RUNR_LOCAL_CLUSTER_HOST: when set, a kubeconfig on 127.0.0.1 or
+	// localhost that cannot be reached that way is tried once more on this host (e.g.
+	// host.docker.internal for a console in a container), TLS verified as configured.
+	// Empty (the default): no retry.
 	LocalClusterHost string
 
 	TraefikImage   string // RUNR_TRAEFIK_IMAGE
@@ -67,6 +69,19 @@ type Config struct {
 	SecureCookies bool
 	// LogLevel is debug, info, warn or error.
 	LogLevel string
+
+	// MetricsAddr is RUNR_METRICS_ADDR, the address of a separate listener that serves
+	// only /metrics (e.g. 127.0.0.1:9090); "" serves no metrics. The console's own port
+	// never serves them.
+	MetricsAddr string
+	// AllowLoopbackClusters is RUNR_ALLOW_LOOPBACK_CLUSTERS=true: kubeconfigs may point at
+	// loopback addresses (127.0.0.0/8, ::1). Off by default, on in the tests, the sandbox
+	// and the benchmarks, whose simulated clusters listen on 127.0.0.1. Link-local,
+	// unspecified, multicast and broadcast addresses are refused whatever it says.
+	AllowLoopbackClusters bool
+	// PreviousAppKeys is RUNR_PREVIOUS_APP_KEYS, comma-separated: keys the console still
+	// reads secrets with (during a key rotation); it writes with RUNR_APP_KEY only.
+	PreviousAppKeys []string
 }
 
 // FromEnv reads the configuration from the environment, with defaults.
@@ -80,7 +95,7 @@ func FromEnv() (*Config, error) {
 		GatewayURL:       os.Getenv("RUNR_GATEWAY_URL"),
 		ChartMirror:      strings.TrimRight(os.Getenv("RUNR_CHART_MIRROR"), "/"),
 		ServingCRDsURL:   os.Getenv("RUNR_SERVING_CRDS_URL"),
-		LocalClusterHost: env("RUNR_LOCAL_CLUSTER_HOST", "host.docker.internal"),
+		LocalClusterHost: os.Getenv("RUNR_LOCAL_CLUSTER_HOST"),
 		TraefikImage:     env("RUNR_TRAEFIK_IMAGE", "ghcr.io/brf-tech/runr/reqs/traefik:v3.7.4"),
 		AgentImage:       env("RUNR_AGENT_IMAGE", "ghcr.io/brf-tech/runr/agent:latest"),
 		ResponderImage:   env("RUNR_RESPONDER_IMAGE", "ghcr.io/brf-tech/runr/agent:latest"),
@@ -88,8 +103,17 @@ func FromEnv() (*Config, error) {
 		DNSResolver:      os.Getenv("RUNR_DNS_RESOLVER"),
 		SecureCookies:    os.Getenv("RUNR_SECURE_COOKIES") == "1",
 		LogLevel:         env("RUNR_LOG_LEVEL", "info"),
+		MetricsAddr:      os.Getenv("RUNR_METRICS_ADDR"),
+	}
+	for _, k := range strings.Split(os.Getenv("RUNR_PREVIOUS_APP_KEYS"), ",") {
+		if k = strings.TrimSpace(k); k != "" {
+			c.PreviousAppKeys = append(c.PreviousAppKeys, k)
+		}
 	}
 	var err error
+	if c.AllowLoopbackClusters, err = boolEnv("RUNR_ALLOW_LOOPBACK_CLUSTERS"); err != nil {
+		return nil, err
+	}
 	// KNATIVE_MIN_K8S_MINOR is the spec's name for the same setting.
 	if c.MinK8sMinor, err = intEnv("RUNR_MIN_K8S_MINOR", intOr(os.Getenv("KNATIVE_MIN_K8S_MINOR"), 30)); err != nil {
 		return nil, err
@@ -133,6 +157,18 @@ func env(k, def string) string {
 		return v
 	}
 	return def
+}
+
+func boolEnv(k string) (bool, error) {
+	v := os.Getenv(k)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("config: %s=%q is not true or false", k, v)
+	}
+	return b, nil
 }
 
 func intOr(s string, def int) int {

@@ -133,6 +133,8 @@ func startConsole(t *testing.T, extra ...string) *console {
 		"RUNR_CHART_MIRROR="+repo.URL,
 		// The local-cluster rewrite goes to another loopback address, never outside.
 		"RUNR_LOCAL_CLUSTER_HOST=127.0.0.2",
+		// The simulated clusters listen on loopback addresses.
+		"RUNR_ALLOW_LOOPBACK_CLUSTERS=true",
 		"RUNR_STATUS_INTERVAL=1h",
 		"RUNR_STORAGE_TEST_TIMEOUT=4s",
 		"RUNR_INSTALL_TIMEOUT=120s",

@@ -2,6 +2,8 @@ package handlers
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -11,12 +13,57 @@ import (
 	"runr.dev/console/views"
 )
 
-// Login throttling: failures per e-mail and client address, and per e-mail alone.
+// Login throttling. Per client address, whatever the e-mail: a hard limit within the
+// window (one address cannot try every account). Per account: a progressive delay
+// after a few failures (1 s, 2 s, 4 s ... up to 30 s between attempts) instead of a
+// lock, so failures from elsewhere slow an attacker down but never lock the real user out.
 const (
 	loginWindow         = 15 * time.Minute
-	maxFailuresPerIP    = 5
-	maxFailuresPerEmail = 20
+	maxFailuresPerIP    = 30
+	freeAccountFailures = 5
+	maxAccountDelay     = 30 * time.Second
 )
+
+// accountDelay is how long after its last failure an account may try again.
+func accountDelay(failures int) time.Duration {
+	if failures < freeAccountFailures {
+		return 0
+	}
+	n := failures - freeAccountFailures
+	if n >= 5 {
+		return maxAccountDelay
+	}
+	return min(time.Second<<n, maxAccountDelay)
+}
+
+// InputErrorsKey is the Locals key of the fields the input check refused (NUL bytes,
+// invalid UTF-8) on a form whose handler shows them beside the fields.
+const InputErrorsKey = "input_errors"
+
+// FormShowsInputErrors lists the forms whose handlers show refused characters beside
+// their fields (the others get a 422 page that names the fields).
+var FormShowsInputErrors = map[string]bool{"/login": true, "/users": true, "/tokens": true, "/platform": true, "/regions/new/check": true}
+
+// inputErrors returns the fields the input check refused, for the form's own fields
+// (anything else is reported on first).
+func inputErrors(c *fiber.Ctx, first string, fields ...string) FieldErrors {
+	fe, ok := c.Locals(InputErrorsKey).(FieldErrors)
+	if !ok {
+		return nil
+	}
+	out := FieldErrors{}
+	for k, v := range fe {
+		known := k == first
+		for _, f := range fields {
+			known = known || k == f
+		}
+		if !known {
+			k = first
+		}
+		out[k] = v
+	}
+	return out
+}
 
 // LoginPage shows the sign-in form.
 func (h *Handlers) LoginPage(c *fiber.Ctx) error {
@@ -35,6 +82,10 @@ func (h *Handlers) Login(c *fiber.Ctx) error {
 		f.Error = msg
 		return Render(c, status, views.Login(h.page(c, "Sign in", ""), f))
 	}
+	if fe := inputErrors(c, "email", "password"); fe != nil {
+		f.Values["email"], f.Errors = "", fe
+		return Render(c, fiber.StatusUnprocessableEntity, views.Login(h.page(c, "Sign in", ""), f))
+	}
 	if email == "" || password == "" {
 		f.Errors = map[string]string{}
 		if email == "" {
@@ -45,23 +96,37 @@ func (h *Handlers) Login(c *fiber.Ctx) error {
 		}
 		return Render(c, fiber.StatusUnprocessableEntity, views.Login(h.page(c, "Sign in", ""), f))
 	}
-	ipKey := "ip|" + strings.ToLower(email) + "|" + c.IP()
+	if len(password) > 72 {
+		f.Errors = map[string]string{"password": "A password has at most 72 bytes."}
+		return Render(c, fiber.StatusUnprocessableEntity, views.Login(h.page(c, "Sign in", ""), f))
+	}
+	ipKey := "ip|" + c.IP()
 	emailKey := "email|" + strings.ToLower(email)
-	for key, max := range map[string]int{ipKey: maxFailuresPerIP, emailKey: maxFailuresPerEmail} {
-		throttled, err := h.Store.LoginThrottled(ctx(c), key, max, loginWindow)
-		if err != nil {
-			return h.Fail(c, err)
-		}
-		if throttled {
-			c.Set("Retry-After", "900")
-			return fail(fiber.StatusTooManyRequests, "Too many failed sign-ins for this account. Wait 15 minutes, or ask an administrator to reset your password.")
-		}
+	n, _, err := h.Store.LoginFailures(ctx(c), ipKey, loginWindow)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	if n >= maxFailuresPerIP {
+		c.Set("Retry-After", strconv.Itoa(int(loginWindow.Seconds())))
+		return fail(fiber.StatusTooManyRequests, "Too many failed sign-ins from this address. Wait 15 minutes and try again.")
+	}
+	n, last, err := h.Store.LoginFailures(ctx(c), emailKey, loginWindow)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	if wait := time.Until(last.Add(accountDelay(n))); wait > 0 {
+		secs := int((wait + time.Second - 1) / time.Second)
+		c.Set("Retry-After", strconv.Itoa(secs))
+		return fail(fiber.StatusTooManyRequests, fmt.Sprintf("Too many failed sign-ins for this account: wait %d s and try again.", secs))
 	}
 	u, err := h.Store.UserByEmail(ctx(c), email)
 	if err != nil && !isNotFoundErr(err) {
 		return h.Fail(c, err)
 	}
-	if err != nil || !u.CheckPassword(password) {
+	if err != nil {
+		u = nil // an unknown account costs a bcrypt comparison all the same
+	}
+	if !store.CheckLogin(u, password) {
 		for _, key := range []string{ipKey, emailKey} {
 			if err := h.Store.RecordLoginFailure(ctx(c), key, loginWindow); err != nil {
 				return h.Fail(c, err)
@@ -70,7 +135,9 @@ func (h *Handlers) Login(c *fiber.Ctx) error {
 		h.Log.Info("login failed", "email", email, "ip", c.IP())
 		return fail(fiber.StatusUnauthorized, "The e-mail or the password is wrong.")
 	}
-	if err := h.Store.ClearLoginFailures(ctx(c), ipKey); err != nil {
+	// The account's failures are forgotten; the address's are not (an attacker's own
+	// account must not reset the address's count).
+	if err := h.Store.ClearLoginFailures(ctx(c), emailKey); err != nil {
 		return h.Fail(c, err)
 	}
 	// A new session token at login defeats session fixation.

@@ -5,9 +5,12 @@ package handlers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"math"
+	"net"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -49,7 +52,9 @@ type Principal struct {
 	User    *store.User
 	Perms   map[string]bool
 	TokenID string
-	CSRF    string
+	// Scopes are the token's scopes (nil for a session).
+	Scopes []string
+	CSRF   string
 }
 
 // Can reports whether the principal holds a permission.
@@ -154,7 +159,26 @@ func (h *Handlers) Accepted(c *fiber.Ctx, j *store.Job, fe FieldErrors, msg stri
 // FieldErrors a 422, anything else is logged and answered 500 without its detail.
 func (h *Handlers) Fail(c *fiber.Ctx, err error) error {
 	var fe FieldErrors
+	var ure *store.UserRuleError
 	switch {
+	case errors.Is(err, store.ErrUndecryptable):
+		h.Log.Error("secrets cannot be decrypted", "path", c.Path(), "request_id", requestID(c), "err", err)
+		msg := "This cannot be saved now: " + store.SecretErrorText + " (request id " + requestID(c) + ")"
+		if IsAPI(c) || isHTMX(c) {
+			return JSONError(c, fiber.StatusConflict, msg)
+		}
+		return Render(c, fiber.StatusConflict, views.ErrorPage(h.page(c, "Secrets unreadable", ""), 409, msg))
+	case errors.As(err, &ure) && ure.Forbidden:
+		if IsAPI(c) || isHTMX(c) {
+			return JSONError(c, fiber.StatusForbidden, ure.Msg)
+		}
+		return Render(c, fiber.StatusForbidden, views.ErrorPage(h.page(c, "Not allowed", ""), 403, ure.Msg))
+	case errors.As(err, &ure):
+		fe = FieldErrors{ure.Field: ure.Msg}
+		if IsAPI(c) {
+			return Invalid(c, fe)
+		}
+		return Render(c, fiber.StatusUnprocessableEntity, views.ErrorPage(h.page(c, "Invalid input", ""), 422, ure.Msg))
 	case errors.Is(err, store.ErrNotFound):
 		if IsAPI(c) {
 			return JSONError(c, fiber.StatusNotFound, "Not found.")
@@ -173,6 +197,39 @@ func (h *Handlers) Fail(c *fiber.Ctx, err error) error {
 	return Render(c, fiber.StatusInternalServerError, views.ErrorPage(h.page(c, "Error", ""), 500, "Something went wrong on our side; the error is logged with request id "+requestID(c)+"."))
 }
 
+// Cause is what a user is told about an error of a cluster or a repository: a short
+// cause and the request id; the full error (addresses, library messages) goes to the log.
+func (h *Handlers) Cause(c *fiber.Ctx, what string, err error) string {
+	h.Log.Warn(what, "path", c.Path(), "request_id", requestID(c), "err", err)
+	return what + ": " + shortCause(err) + " (request id " + requestID(c) + ")."
+}
+
+// shortCause classifies an error in a few words, without its details.
+func shortCause(err error) string {
+	var ne net.Error
+	msg := strings.ToLower(err.Error())
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "no answer in time"
+	case kube.IsAddressRefused(err):
+		return "its address is one the console never contacts"
+	case strings.Contains(msg, "connection refused"):
+		return "the connection was refused"
+	case strings.Contains(msg, "certificate"), strings.Contains(msg, "tls"):
+		return "its TLS certificate was not accepted"
+	case strings.Contains(msg, "no such host"):
+		return "its host name does not resolve"
+	case strings.Contains(msg, "unauthorized"), strings.Contains(msg, "401"):
+		return "the credentials were refused"
+	case strings.Contains(msg, "forbidden"), strings.Contains(msg, "403"):
+		return "access was refused"
+	case strings.Contains(msg, "not found"), strings.Contains(msg, "404"):
+		return "not found"
+	}
+	return "it failed"
+}
+
+// requestID returns the request id the log carries too.
 func requestID(c *fiber.Ctx) string {
 	if v, ok := c.Locals("requestid").(string); ok {
 		return v
@@ -180,12 +237,16 @@ func requestID(c *fiber.Ctx) string {
 	return ""
 }
 
-// pageParam reads ?page= (from 1) and returns it with the offset for a page size.
+// maxPage bounds ?page=: past it the offset would overflow, and no list is that long.
+const maxPage = 100000
+
+// pageParam reads ?page= (from 1, at most maxPage) and returns it with the offset for a page size.
 func pageParam(c *fiber.Ctx, size int) (int, int) {
 	n, err := strconv.Atoi(c.Query("page", "1"))
 	if err != nil || n < 1 {
 		n = 1
 	}
+	n = min(n, maxPage)
 	return n, (n - 1) * size
 }
 
@@ -202,18 +263,83 @@ func bodyMap(c *fiber.Ctx, v any) error {
 		return FieldErrors{"body": "Send a JSON object."}
 	}
 	if err := c.BodyParser(v); err != nil {
-		return FieldErrors{"body": "The body is not valid JSON for this request: " + err.Error()}
+		return FieldErrors{"body": "The body is not valid JSON for this request: " + jsonCause(err)}
 	}
 	return nil
 }
 
-// redirect answers a form post: htmx follows HX-Redirect, browsers a 303.
+// jsonCause says in a few words what is wrong with a JSON body (no decoder internals).
+func jsonCause(err error) string {
+	var te *json.UnmarshalTypeError
+	var se *json.SyntaxError
+	switch {
+	case errors.As(err, &te) && te.Field != "":
+		return "the field " + te.Field + " must be " + jsonKind(te.Type.Kind().String()) + "."
+	case errors.As(err, &te):
+		return "a value has the wrong type."
+	case errors.As(err, &se):
+		return "syntax error at byte " + strconv.FormatInt(se.Offset, 10) + "."
+	}
+	return "send a JSON object."
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "slice", "array":
+		return "a list"
+	case "map", "struct", "ptr":
+		return "an object"
+	}
+	return "a number"
+}
+
+// redirect answers a form post: htmx follows HX-Redirect, browsers a 303. Only a
+// same-origin relative path is followed; anything else goes to /regions.
 func redirect(c *fiber.Ctx, to string) error {
+	to = SafePath(to, "/regions")
 	if isHTMX(c) {
 		c.Set("HX-Redirect", to)
 		return c.SendStatus(fiber.StatusNoContent)
 	}
 	return c.Redirect(to, fiber.StatusSeeOther)
+}
+
+// SafePath returns to when it is a relative path on this origin ("/jobs/1?x=y"), and
+// fallback otherwise: absolute and scheme-relative URLs ("//evil", "/\\evil"),
+// "javascript:" and the like, and control characters are never redirected to.
+func SafePath(to, fallback string) string {
+	if to == "" || to[0] != '/' || strings.HasPrefix(to, "//") || strings.HasPrefix(to, "/\\") {
+		return fallback
+	}
+	for _, r := range to {
+		if r < 0x20 || r == 0x7f || r == '\\' {
+			return fallback
+		}
+	}
+	u, err := url.Parse(to)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil {
+		return fallback
+	}
+	return to
+}
+
+// refererPath returns the path of the Referer when it is a page of this console (the
+// same host), and fallback otherwise.
+func refererPath(c *fiber.Ctx, fallback string) string {
+	ref := c.Get(fiber.HeaderReferer)
+	u, err := url.Parse(ref)
+	if ref == "" || err != nil || !strings.EqualFold(u.Host, c.Hostname()) {
+		return fallback
+	}
+	p := u.EscapedPath()
+	if u.RawQuery != "" {
+		p += "?" + u.RawQuery
+	}
+	return SafePath(p, fallback)
 }
 
 // ErrorPage renders an error page for the Fiber error handler.

@@ -66,7 +66,7 @@ func (h *Handlers) RetryJobForm(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	h.Kube.Wake()
-	return redirect(c, c.Get("Referer", "/jobs/"+c.Params("id")))
+	return redirect(c, refererPath(c, "/jobs/"+c.Params("id")))
 }
 
 // CancelJobForm asks the runner to stop a job.
@@ -74,7 +74,7 @@ func (h *Handlers) CancelJobForm(c *fiber.Ctx) error {
 	if err := h.Store.RequestCancel(ctx(c), c.Params("id")); err != nil {
 		return h.Fail(c, err)
 	}
-	return redirect(c, c.Get("Referer", "/jobs/"+c.Params("id")))
+	return redirect(c, refererPath(c, "/jobs/"+c.Params("id")))
 }
 
 // JobJSON is a job with its steps, for the API.

@@ -54,7 +54,7 @@ func (h *Handlers) APICompatibleVersions(c *fiber.Ctx) error {
 	}
 	vs, err := h.compatible(c, r)
 	if err != nil {
-		return JSONError(c, fiber.StatusBadGateway, "The Knative Operator chart repository could not be read: "+err.Error())
+		return JSONError(c, fiber.StatusBadGateway, h.Cause(c, "The Knative Operator chart repository could not be read", err))
 	}
 	if vs == nil {
 		vs = []kube.KnativeVersion{}
@@ -131,7 +131,7 @@ func (h *Handlers) enqueueKnative(c *fiber.Ctx, r *store.Region, kind string, in
 	if needVersion {
 		vs, err := h.compatible(c, r)
 		if err != nil {
-			return nil, nil, "The Knative Operator chart repository could not be read: " + err.Error(), nil
+			return nil, nil, h.Cause(c, "The Knative Operator chart repository could not be read", err), nil
 		}
 		if kind == kube.KindUpgradeServing {
 			if r.ServingStatus != "ready" {

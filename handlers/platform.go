@@ -82,6 +82,9 @@ func (h *Handlers) PlatformPage(c *fiber.Ctx) error {
 
 // PlatformForm saves the base domain.
 func (h *Handlers) PlatformForm(c *fiber.Ctx) error {
+	if fe := inputErrors(c, "base_domain"); fe != nil {
+		return Render(c, fiber.StatusUnprocessableEntity, views.Platform(h.page(c, "Platform", "platform"), views.Form{Values: map[string]string{}, Errors: fe}))
+	}
 	v := c.FormValue("base_domain")
 	fe, err := h.setBaseDomain(c, v)
 	if err != nil {

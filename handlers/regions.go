@@ -15,6 +15,8 @@ const regionsPageSize = 50
 
 // RegionJSON is a region as the API shows it: never its kubeconfig or any secret.
 type RegionJSON struct {
+	// SecretError says that the region's secrets cannot be decrypted with the configured keys.
+	SecretError           string                          `json:"secret_error,omitempty"`
 	ID                    string                          `json:"id"`
 	Name                  string                          `json:"name"`
 	RegionStatus          string                          `json:"region_status"`
@@ -95,7 +97,7 @@ func ToRegionJSON(r *store.Region, baseDomain string) RegionJSON {
 		nodes = []string{}
 	}
 	return RegionJSON{
-		ID: r.ID, Name: r.Name, RegionStatus: r.Status, IsActive: r.Status == "active",
+		SecretError: r.SecretError, ID: r.ID, Name: r.Name, RegionStatus: r.Status, IsActive: r.Status == "active",
 		ClusterServer: r.ClusterServer, K8sVersion: r.K8sVersion, Nodes: nodes, DataLocation: r.DataLocation,
 		Settings: r.Settings.V, Monitoring: r.Monitoring.V,
 		RegistryMode: r.RegistryMode, RegistryStatus: r.RegistryStatus, RegistryStatusMessage: r.RegistryMessage,

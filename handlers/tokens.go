@@ -41,13 +41,30 @@ type TokenInput struct {
 	Scopes []string `json:"scopes"`
 }
 
-func validateToken(in TokenInput) ([]string, FieldErrors) {
+// mayHandOutStar reports whether the caller may create a "*" token: a signed-in user,
+// or a token that has "*" itself.
+func (p *Principal) mayHandOutStar() bool {
+	if p.TokenID == "" {
+		return true
+	}
+	for _, s := range p.Scopes {
+		if s == "*" {
+			return true
+		}
+	}
+	return false
+}
+
+func validateToken(p *Principal, in TokenInput) ([]string, FieldErrors) {
 	errs := FieldErrors{}
 	in.Name = strings.TrimSpace(in.Name)
 	if in.Name == "" || len(in.Name) > 100 {
 		errs["name"] = "Give the token a name of up to 100 characters."
 	}
 	scopes, err := ParseScopes(in.Scopes)
+	if err == nil {
+		err = store.CapScopes(p.Perms, p.mayHandOutStar(), scopes)
+	}
 	if err != nil {
 		errs["scopes"] = err.Error()
 	}
@@ -59,11 +76,7 @@ func validateToken(in TokenInput) ([]string, FieldErrors) {
 
 // TokensPage lists the user's tokens.
 func (h *Handlers) TokensPage(c *fiber.Ctx) error {
-	created := ""
-	if hasSession(c) {
-		created = h.Sessions.PopString(ctx(c), "new_token")
-	}
-	return h.renderTokens(c, fiber.StatusOK, views.Form{}, created)
+	return h.renderTokens(c, fiber.StatusOK, views.Form{}, "")
 }
 
 func (h *Handlers) renderTokens(c *fiber.Ctx, status int, f views.Form, created string) error {
@@ -88,7 +101,10 @@ func (h *Handlers) CreateTokenForm(c *fiber.Ctx) error {
 		}
 	}
 	in := TokenInput{Name: c.FormValue("name"), Scopes: scopes}
-	sc, errs := validateToken(in)
+	if fe := inputErrors(c, "name", "scopes"); fe != nil {
+		return h.renderTokens(c, fiber.StatusUnprocessableEntity, views.Form{Values: map[string]string{}, Errors: fe}, "")
+	}
+	sc, errs := validateToken(Who(c), in)
 	if errs != nil {
 		f := views.Form{Values: map[string]string{"name": in.Name, "scopes": strings.Join(scopes, ",")}, Errors: errs}
 		return h.renderTokens(c, fiber.StatusUnprocessableEntity, f, "")
@@ -97,8 +113,8 @@ func (h *Handlers) CreateTokenForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	h.sessionPut(c, "new_token", plain)
-	return redirect(c, "/tokens")
+	// The token is shown in this answer only, never parked in the session.
+	return h.renderTokens(c, fiber.StatusCreated, views.Form{}, plain)
 }
 
 // DeleteTokenForm revokes one of the user's tokens.
@@ -125,7 +141,7 @@ func (h *Handlers) APICreateToken(c *fiber.Ctx) error {
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	sc, errs := validateToken(in)
+	sc, errs := validateToken(Who(c), in)
 	if errs != nil {
 		return Invalid(c, errs)
 	}

@@ -27,10 +27,24 @@ func ValidateUser(in UserInput) FieldErrors {
 	if !store.ValidRole(in.Role) {
 		errs["role"] = "Choose owner, admin, member or viewer."
 	}
-	if in.Password != "" && len(in.Password) < 10 {
-		errs["password"] = "Use at least 10 characters, or leave it empty to generate one."
+	if m := ValidatePassword(in.Password); m != "" {
+		errs["password"] = m
 	}
 	return errs
+}
+
+// ValidatePassword checks a new password ("" asks for a generated one): at least 10
+// characters, and at most 72 bytes, the most bcrypt reads.
+func ValidatePassword(p string) string {
+	switch {
+	case p == "":
+		return ""
+	case len(p) < 10:
+		return "Use at least 10 characters, or leave it empty to generate one."
+	case len(p) > 72:
+		return "Use at most 72 bytes (bcrypt ignores what follows)."
+	}
+	return ""
 }
 
 // GeneratePassword returns a random password for a new user.
@@ -40,6 +54,9 @@ func (h *Handlers) createUser(c *fiber.Ctx, in UserInput) (*store.User, string, 
 	in.Email = strings.TrimSpace(in.Email)
 	if errs := ValidateUser(in); len(errs) > 0 {
 		return nil, "", errs, nil
+	}
+	if err := store.CheckGrant(Who(c).User, in.Role); err != nil {
+		return nil, "", nil, err
 	}
 	generated := ""
 	if in.Password == "" {
@@ -59,17 +76,21 @@ func (h *Handlers) UsersPage(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	created := ""
-	if hasSession(c) {
-		created = h.Sessions.PopString(ctx(c), "generated_password")
-	}
-	return Render(c, fiber.StatusOK, views.Users(h.page(c, "Users", "users"), us, views.Form{}, created))
+	return Render(c, fiber.StatusOK, views.Users(h.page(c, "Users", "users"), us, views.Form{}, ""))
 }
 
 // CreateUserForm adds a user from the console.
 func (h *Handlers) CreateUserForm(c *fiber.Ctx) error {
 	in := UserInput{Email: c.FormValue("email"), Role: c.FormValue("role"), Password: c.FormValue("password")}
-	u, generated, errs, err := h.createUser(c, in)
+	var u *store.User
+	var generated string
+	var err error
+	errs := inputErrors(c, "email", "role", "password")
+	if errs != nil {
+		in = UserInput{}
+	} else {
+		u, generated, errs, err = h.createUser(c, in)
+	}
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -81,11 +102,19 @@ func (h *Handlers) CreateUserForm(c *fiber.Ctx) error {
 		f := views.Form{Values: map[string]string{"email": in.Email, "role": in.Role}, Errors: errs}
 		return Render(c, fiber.StatusUnprocessableEntity, views.Users(h.page(c, "Users", "users"), us, f, ""))
 	}
-	h.flash(c, "Added "+u.Email+" as "+u.Role+".")
-	if generated != "" {
-		h.sessionPut(c, "generated_password", generated)
+	if generated == "" {
+		h.flash(c, "Added "+u.Email+" as "+u.Role+".")
+		return redirect(c, "/users")
 	}
-	return redirect(c, "/users")
+	// A generated password is shown in this answer only: it is never parked in the
+	// session (whose table would then hold it in plain text).
+	us, err := h.Store.ListUsers(ctx(c))
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	page := h.page(c, "Users", "users")
+	page.Flash = "Added " + u.Email + " as " + u.Role + "."
+	return Render(c, fiber.StatusCreated, views.Users(page, us, views.Form{}, generated))
 }
 
 // SetUserRoleForm changes a user's role; the last owner keeps theirs.
@@ -98,23 +127,7 @@ func (h *Handlers) SetUserRoleForm(c *fiber.Ctx) error {
 }
 
 func (h *Handlers) setRole(c *fiber.Ctx, id, role string) error {
-	if !store.ValidRole(role) {
-		return FieldErrors{"role": "Choose owner, admin, member or viewer."}
-	}
-	u, err := h.Store.UserByID(ctx(c), id)
-	if err != nil {
-		return err
-	}
-	if u.Role == "owner" && role != "owner" {
-		n, err := h.Store.CountUsers(ctx(c), "owner")
-		if err != nil {
-			return err
-		}
-		if n <= 1 {
-			return FieldErrors{"role": "This is the last owner: make someone else owner first."}
-		}
-	}
-	return h.Store.SetUserRole(ctx(c), id, role)
+	return h.Store.ChangeUserRole(ctx(c), Who(c).User, id, role)
 }
 
 // DeleteUserForm removes a user (never oneself, never the last owner).
@@ -127,23 +140,7 @@ func (h *Handlers) DeleteUserForm(c *fiber.Ctx) error {
 }
 
 func (h *Handlers) deleteUser(c *fiber.Ctx, id string) error {
-	if id == Who(c).User.ID {
-		return FieldErrors{"id": "You cannot delete yourself."}
-	}
-	u, err := h.Store.UserByID(ctx(c), id)
-	if err != nil {
-		return err
-	}
-	if u.Role == "owner" {
-		n, err := h.Store.CountUsers(ctx(c), "owner")
-		if err != nil {
-			return err
-		}
-		if n <= 1 {
-			return FieldErrors{"id": "This is the last owner."}
-		}
-	}
-	return h.Store.DeleteUser(ctx(c), id)
+	return h.Store.RemoveUser(ctx(c), Who(c).User, id)
 }
 
 // APIListUsers is GET /api/users.

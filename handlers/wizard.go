@@ -3,8 +3,10 @@ package handlers
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -13,9 +15,9 @@ import (
 	"runr.dev/console/views"
 )
 
-// sealedStep1 carries what step 1 found to step 2 without storing anything: it is
+// SealedStep1 carries what step 1 found to step 2 without storing anything: it is
 // encrypted with the APP_KEY and posted back with the form.
-type sealedStep1 struct {
+type SealedStep1 struct {
 	Name           string                  `json:"name"`
 	Kubeconfig     string                  `json:"kubeconfig"`
 	IsActive       bool                    `json:"is_active"`
@@ -23,20 +25,49 @@ type sealedStep1 struct {
 	Version        string                  `json:"version"`
 	Nodes          []kube.NodeInfo         `json:"nodes"`
 	StorageClasses []kube.StorageClassInfo `json:"storage_classes"`
+	ExpiresAt      time.Time               `json:"expires_at"`
 }
 
-func (h *Handlers) seal(v sealedStep1) string {
+// sealedTTL is how long step 1's result may be posted back.
+const sealedTTL = time.Hour
+
+// sealedPurpose binds the sealed state to its use and its user (AEAD associated data):
+// another user's state, or a value sealed for something else, does not open.
+func sealedPurpose(userID string) string { return "runr-wizard-step1|" + userID }
+
+// SealStep1 seals step 1's state for a user, valid for an hour.
+func SealStep1(c *store.Cipher, userID string, v SealedStep1, now time.Time) string {
+	v.ExpiresAt = now.Add(sealedTTL).UTC()
 	raw, _ := json.Marshal(v)
-	return h.Store.Cipher.Encrypt(string(raw))
+	return c.Seal(string(raw), sealedPurpose(userID))
 }
 
-func (h *Handlers) unseal(s string) (sealedStep1, error) {
-	var v sealedStep1
-	plain, err := h.Store.Cipher.Decrypt(s)
-	if err != nil || !store.IsEncrypted(s) {
-		return v, errors.New("the wizard's state is missing or damaged: start again from step 1")
+// UnsealStep1 opens step 1's state: only for the user it was sealed for, and before it expires.
+func UnsealStep1(c *store.Cipher, userID, s string, now time.Time) (SealedStep1, error) {
+	var v SealedStep1
+	damaged := errors.New("the wizard's state is missing or damaged: start again from step 1")
+	if len(s) > 1<<20 {
+		return v, damaged
 	}
-	return v, json.Unmarshal([]byte(plain), &v)
+	plain, err := c.Open(s, sealedPurpose(userID))
+	if err != nil {
+		return v, damaged
+	}
+	if err := json.Unmarshal([]byte(plain), &v); err != nil {
+		return v, damaged
+	}
+	if v.ExpiresAt.IsZero() || now.After(v.ExpiresAt) {
+		return v, errors.New("the wizard's state has expired: check the cluster again in step 1")
+	}
+	return v, nil
+}
+
+func (h *Handlers) seal(c *fiber.Ctx, v SealedStep1) string {
+	return SealStep1(h.Store.Cipher, Who(c).User.ID, v, time.Now())
+}
+
+func (h *Handlers) unseal(c *fiber.Ctx, s string) (SealedStep1, error) {
+	return UnsealStep1(h.Store.Cipher, Who(c).User.ID, s, time.Now())
 }
 
 // WizardNewPage is step 1 of Add Region.
@@ -61,6 +92,10 @@ func kubeconfigFromForm(c *fiber.Ctx) string {
 // WizardCheck runs step 1: it validates, connects and shows the checklist; when every
 // check passes it opens step 2.
 func (h *Handlers) WizardCheck(c *fiber.Ctx) error {
+	if fe := inputErrors(c, "kubeconfig", "name"); fe != nil {
+		f := views.Form{Values: map[string]string{"is_active": "1"}, Errors: fe}
+		return Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(h.page(c, "Add Region", "regions"), views.Step1Data{Form: f}, nil))
+	}
 	name := strings.TrimSpace(c.FormValue("name"))
 	kc := kubeconfigFromForm(c)
 	active := c.FormValue("is_active") == "1"
@@ -90,7 +125,7 @@ func (h *Handlers) WizardCheck(c *fiber.Ctx) error {
 		return Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(page, d, nil))
 	}
 	d.Form.Values["server"], d.Form.Values["version"] = chk.Server, chk.Version
-	sealed := h.seal(sealedStep1{Name: name, Kubeconfig: string(chk.Kubeconfig), IsActive: active, Server: chk.Server,
+	sealed := h.seal(c, SealedStep1{Name: name, Kubeconfig: string(chk.Kubeconfig), IsActive: active, Server: chk.Server,
 		Version: chk.Version, Nodes: chk.Nodes, StorageClasses: chk.StorageClasses})
 	next := &views.Step2Data{Form: views.Form{Values: map[string]string{}}, Sealed: sealed, Nodes: chk.Nodes,
 		StorageClasses: chk.StorageClasses, Action: "/regions/new/setup", Submit: "Save & Next"}
@@ -109,7 +144,7 @@ func (h *Handlers) regionNameTaken(c *fiber.Ctx, name string) (bool, error) {
 }
 
 // step2Input reads the step 2 form into a setup.
-func step2Input(c *fiber.Ctx, s sealedStep1) (*SetupInput, views.Form) {
+func step2Input(c *fiber.Ctx, s SealedStep1) (*SetupInput, views.Form) {
 	args := c.Request().PostArgs()
 	var nodes []string
 	for _, v := range args.PeekMulti("nodes") {
@@ -140,7 +175,7 @@ func step2Input(c *fiber.Ctx, s sealedStep1) (*SetupInput, views.Form) {
 
 // WizardSetup runs "Save & Next" of step 2: it queues the region's setup.
 func (h *Handlers) WizardSetup(c *fiber.Ctx) error {
-	s, err := h.unseal(c.FormValue("sealed"))
+	s, err := h.unseal(c, c.FormValue("sealed"))
 	if err != nil {
 		return h.Fail(c, FieldErrors{"sealed": err.Error()})
 	}
@@ -167,19 +202,32 @@ func (h *Handlers) WizardSetup(c *fiber.Ctx) error {
 	return redirect(c, "/regions/setups/"+st.Token)
 }
 
-// startSetup queues a registry-setup job and records its setup.
+// startSetup queues a registry-setup job and records its setup. The name is checked
+// again under a lock on it: a replayed or doubled form never starts two setups of one name.
 func (h *Handlers) startSetup(c *fiber.Ctx, in *SetupInput) (*store.RegistrySetup, error) {
 	p, sec := in.Params()
 	raw, err := json.Marshal(sec)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("start setup: %w", err)
 	}
-	j, err := h.Kube.Enqueue(ctx(c), kube.JobRequest{Kind: kube.KindRegistrySetup, Title: "Create region " + in.Name + " with its registry",
-		Params: p, Secret: string(raw), CreatedBy: Who(c).User.Email})
-	if err != nil {
-		return nil, err
-	}
-	return h.Store.CreateSetup(ctx(c), j.ID, Who(c).User.Email)
+	var st *store.RegistrySetup
+	err = h.Store.WithNameLock(ctx(c), in.Name, func() error {
+		taken, err := h.regionNameTaken(c, in.Name)
+		if err != nil {
+			return err
+		}
+		if taken {
+			return FieldErrors{"name": "A region or a setup of this name exists already."}
+		}
+		j, err := h.Kube.Enqueue(ctx(c), kube.JobRequest{Kind: kube.KindRegistrySetup, Title: "Create region " + in.Name + " with its registry",
+			Params: p, Secret: string(raw), CreatedBy: Who(c).User.Email})
+		if err != nil {
+			return err
+		}
+		st, err = h.Store.CreateSetup(ctx(c), j.ID, Who(c).User.Email)
+		return err
+	})
+	return st, err
 }
 
 // WizardSetupPage shows a setup's live progress; a failed one offers its form again.
@@ -257,7 +305,7 @@ func (h *Handlers) WizardRetry(c *fiber.Ctx) error {
 	}
 	var sec kube.SetupSecret
 	_ = json.Unmarshal([]byte(secRaw), &sec)
-	in, f := step2Input(c, sealedStep1{Name: p.Name, Kubeconfig: sec.Kubeconfig, IsActive: p.IsActive})
+	in, f := step2Input(c, SealedStep1{Name: p.Name, Kubeconfig: sec.Kubeconfig, IsActive: p.IsActive})
 	// Secrets left empty in the form keep their previous values.
 	keepSecrets(in, sec)
 	if errs := in.Validate(); errs != nil {

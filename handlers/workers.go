@@ -28,8 +28,7 @@ func (h *Handlers) clusterCtx(c *fiber.Ctx) (context.Context, context.CancelFunc
 
 // clusterFailed answers a cluster that did not answer a read: 502 with the reason.
 func (h *Handlers) clusterFailed(c *fiber.Ctx, r *store.Region, err error) error {
-	h.Log.Warn("cluster read failed", "region", r.Name, "path", c.Path(), "err", err)
-	return JSONError(c, fiber.StatusBadGateway, "The cluster of region "+r.Name+" did not answer: "+err.Error())
+	return JSONError(c, fiber.StatusBadGateway, h.Cause(c, "The cluster of region "+r.Name+" did not answer", err))
 }
 
 // workersTab renders the Workers tab: nodes, cluster shape, preflight, dedicated
@@ -47,8 +46,7 @@ func (h *Handlers) workersTab(c *fiber.Ctx, r *store.Region) (templ.Component, e
 		d.Capacity, err = h.Kube.RegionCapacity(cctx, r, "")
 	}
 	if err != nil {
-		h.Log.Warn("workers tab: cluster read failed", "region", r.Name, "err", err)
-		d.ClusterError = err.Error()
+		d.ClusterError = h.Cause(c, "The cluster did not answer", err)
 	}
 	if j, err := h.Store.LatestJobOf(ctx(c), r.ID, kube.NodeKinds); err == nil {
 		jd, err := h.JobData(ctx(c), Who(c), j.ID)
@@ -167,7 +165,7 @@ func (h *Handlers) failChange(c *fiber.Ctx, r *store.Region, err error) error {
 	if IsAPI(c) {
 		return h.clusterFailed(c, r, ce.err)
 	}
-	return h.workersInvalid(c, r, nil, nil, "The cluster did not answer: "+ce.err.Error())
+	return h.workersInvalid(c, r, nil, nil, h.Cause(c, "The cluster did not answer", ce.err))
 }
 
 // APISetWorkers is PUT /api/knative-regions/{id}/workers with {"nodes": [...]}: 202 with

@@ -98,12 +98,18 @@ func (s *Service) CheckCluster(ctx context.Context, name string, raw []byte, all
 		res.add("kubeconfig", "Kubeconfig", "fail", err.Error())
 		return res, nil
 	}
+	kc.AllowLoopback = s.Cfg.AllowLoopbackClusters
 	res.add("kubeconfig", "Kubeconfig", "pass", fmt.Sprintf("context %s, server %s, %s authentication", kc.Context, kc.Server, kc.Auth))
 	res.Server = kc.Server
+	if kc.Insecure {
+		res.add("tls", "TLS verification", "warn", "the kubeconfig sets insecure-skip-tls-verify: the console cannot tell the API server from an impostor; embed certificate-authority-data instead")
+	}
 
 	c, v, took, err := s.connect(ctx, kc)
+	tried := ""
 	if err != nil && kc.IsLocal() && s.Cfg.LocalClusterHost != "" {
-		// A console in a container next to a local cluster: try the host's address.
+		// A console in a container next to a local cluster: try the host's address
+		// (only when RUNR_LOCAL_CLUSTER_HOST is set; TLS is verified as configured).
 		if rk, rerr := kc.WithHost(s.Cfg.LocalClusterHost); rerr == nil {
 			if c2, v2, took2, err2 := s.connect(ctx, rk); err2 == nil {
 				c, v, took, err = c2, v2, took2, nil
@@ -111,18 +117,18 @@ func (s *Service) CheckCluster(ctx context.Context, name string, raw []byte, all
 				res.Rewritten = true
 				res.Server = rk.Server
 			} else {
-				err = fmt.Errorf("%w; also tried %s: %s", err, rk.Server, short(err2))
+				tried = fmt.Sprintf("; also tried %s: %s", rk.Server, evidence(err2))
 			}
 		}
 	}
 	if err != nil {
-		res.add("api", "The API answers", "fail", explainConnectError(kc.Server, err))
+		res.add("api", "The API answers", "fail", explainConnectError(kc.Server, err)+tried)
 		return res, nil
 	}
 	res.Kubeconfig = kc.Raw
 	ev := fmt.Sprintf("answered in %d ms at %s", took.Milliseconds(), res.Server)
 	if res.Rewritten {
-		ev += fmt.Sprintf(" (rewritten from a local address to %s, without the CA check)", s.Cfg.LocalClusterHost)
+		ev += fmt.Sprintf(" (rewritten from a local address to %s, RUNR_LOCAL_CLUSTER_HOST)", s.Cfg.LocalClusterHost)
 	}
 	res.add("api", "The API answers", "pass", ev)
 	res.Version = v.GitVersion
@@ -143,7 +149,7 @@ func (s *Service) CheckCluster(ctx context.Context, name string, raw []byte, all
 		case apierrors.IsNotFound(err):
 			res.add("namespace", "Namespace "+name, "pass", "does not exist yet; the region's projects will run in it")
 		case err != nil:
-			res.add("namespace", "Namespace "+name, "fail", "could not be read: "+short(err))
+			res.add("namespace", "Namespace "+name, "fail", "could not be read: "+evidence(err))
 		case allowNamespace != nil && allowNamespace(ns):
 			res.add("namespace", "Namespace "+name, "pass", "exists, created by this region's setup")
 		default:
@@ -171,10 +177,12 @@ func (s *Service) connect(ctx context.Context, kc *Kubeconfig) (*Cluster, *versi
 }
 
 func explainConnectError(server string, err error) string {
-	msg := short(err)
+	msg := evidence(err)
 	var ne net.Error
 	var ue *url.Error
 	switch {
+	case IsAddressRefused(err):
+		return fmt.Sprintf("%s was not contacted: %s", server, msg)
 	case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("%s did not answer within 10 s: check the address and that the console can reach it (%s)", server, msg)
 	case strings.Contains(msg, "connection refused"):
@@ -183,6 +191,8 @@ func explainConnectError(server string, err error) string {
 		return fmt.Sprintf("the TLS certificate of %s was not accepted: check certificate-authority-data (%s)", server, msg)
 	case apierrors.IsUnauthorized(err):
 		return "the cluster refused the credentials (401): the token or client certificate is wrong or expired"
+	case apierrors.IsForbidden(err):
+		return "the cluster refused access (403): the kubeconfig's user may not read /version"
 	case errors.As(err, &ue):
 		return fmt.Sprintf("%s could not be reached: %s", server, msg)
 	}
@@ -195,7 +205,7 @@ func (s *Service) checkRights(ctx context.Context, c *Cluster, res *CheckResult)
 	out, err := c.Clientset.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
 	switch {
 	case err != nil:
-		res.add("rights", "Cluster-admin rights", "warn", "could not be checked: "+short(err))
+		res.add("rights", "Cluster-admin rights", "warn", "could not be checked: "+evidence(err))
 	case out.Status.Allowed:
 		res.add("rights", "Cluster-admin rights", "pass", "the kubeconfig's user may do everything the installs need")
 	default:
@@ -206,7 +216,7 @@ func (s *Service) checkRights(ctx context.Context, c *Cluster, res *CheckResult)
 func (s *Service) checkNodes(ctx context.Context, c *Cluster, res *CheckResult) {
 	nodes, err := c.Clientset.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		res.add("nodes", "Nodes", "fail", "could not be listed: "+short(err))
+		res.add("nodes", "Nodes", "fail", "could not be listed: "+evidence(err))
 		return
 	}
 	ready := 0
@@ -297,7 +307,7 @@ func HumanBytes(q *resource.Quantity) string {
 func (s *Service) checkStorage(ctx context.Context, c *Cluster, res *CheckResult) {
 	scs, err := c.Clientset.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		res.add("storage", "StorageClasses", "warn", "could not be listed: "+short(err))
+		res.add("storage", "StorageClasses", "warn", "could not be listed: "+evidence(err))
 		return
 	}
 	def := ""

@@ -44,23 +44,29 @@ func NewCluster(kc *Kubeconfig) (*Cluster, error) {
 	// The API server's warnings (deprecated fields, unknown fields Helm's charts carry)
 	// would go to klog on stderr; they are not the administrator's business.
 	rc.WarningHandler = rest.NoWarnings{}
-	cs, err := kubernetes.NewForConfig(rc)
+	// One transport for the cluster's clients (the policy dialer makes client-go's
+	// transport cache step aside).
+	hc, err := rest.HTTPClientFor(rc)
+	if err != nil {
+		return nil, fmt.Errorf("kube: http client: %w", err)
+	}
+	cs, err := kubernetes.NewForConfigAndClient(rc, hc)
 	if err != nil {
 		return nil, fmt.Errorf("kube: clientset: %w", err)
 	}
-	dyn, err := dynamic.NewForConfig(rc)
+	dyn, err := dynamic.NewForConfigAndClient(rc, hc)
 	if err != nil {
 		return nil, fmt.Errorf("kube: dynamic client: %w", err)
 	}
-	md, err := metadata.NewForConfig(rc)
+	md, err := metadata.NewForConfigAndClient(rc, hc)
 	if err != nil {
 		return nil, fmt.Errorf("kube: metadata client: %w", err)
 	}
-	ext, err := apiextclient.NewForConfig(rc)
+	ext, err := apiextclient.NewForConfigAndClient(rc, hc)
 	if err != nil {
 		return nil, fmt.Errorf("kube: apiextensions client: %w", err)
 	}
-	dc, err := discovery.NewDiscoveryClientForConfig(rc)
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(rc, hc)
 	if err != nil {
 		return nil, fmt.Errorf("kube: discovery: %w", err)
 	}
@@ -80,6 +86,7 @@ func (s *Service) ClusterFor(raw []byte) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	kc.AllowLoopback = s.Cfg.AllowLoopbackClusters
 	c, err := NewCluster(kc)
 	if err != nil {
 		return nil, err
@@ -90,6 +97,9 @@ func (s *Service) ClusterFor(raw []byte) (*Cluster, error) {
 
 // RegionCluster returns the cluster access of a region.
 func (s *Service) RegionCluster(r *store.Region) (*Cluster, error) {
+	if r.SecretError != "" {
+		return nil, fmt.Errorf("region %s: %s", r.Name, r.SecretError)
+	}
 	c, err := s.ClusterFor([]byte(r.Kubeconfig))
 	if err != nil {
 		return nil, fmt.Errorf("region %s: %w", r.Name, err)

@@ -352,7 +352,13 @@ func (jc *JobContext) Region(ctx context.Context) (*store.Region, error) {
 	if jc.Job.Region() == "" {
 		return nil, errors.New("this job has no region")
 	}
-	return jc.svc.Store.RegionByID(ctx, jc.Job.Region())
+	r, err := jc.svc.Store.RegionByID(ctx, jc.Job.Region())
+	if err == nil && r.SecretError != "" {
+		// A job acting on blank secrets could overwrite them: it stops, retryable once
+		// the console has the key again.
+		return nil, fmt.Errorf("region %s: %s", r.Name, r.SecretError)
+	}
+	return r, err
 }
 
 // Logf persists and publishes a log line of the current step.

@@ -32,6 +32,9 @@ type Kubeconfig struct {
 	Insecure bool
 	// Auth is "token" or "client-certificate".
 	Auth string
+	// AllowLoopback lets the clients connect to loopback addresses
+	// (RUNR_ALLOW_LOOPBACK_CLUSTERS); the Service sets it from its configuration.
+	AllowLoopback bool
 }
 
 // ParseKubeconfig reads a kubeconfig as the spec says: the current context, its server,
@@ -67,6 +70,9 @@ func ParseKubeconfig(raw []byte) (*Kubeconfig, error) {
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return nil, kcErr("The server %q is not an http(s) URL such as https://203.0.113.10:6443.", cl.Server)
 	}
+	if cl.ProxyURL != "" {
+		return nil, kcErr("The kubeconfig sends its requests through a proxy (proxy-url). The console connects to the API server directly: remove proxy-url.")
+	}
 	if cl.CertificateAuthority != "" {
 		return nil, kcErr("The kubeconfig points at a CA file (%s). The console cannot read your files: embed it with certificate-authority-data (`kubectl config view --raw --flatten --minify`).", cl.CertificateAuthority)
 	}
@@ -101,6 +107,7 @@ func (k *Kubeconfig) RESTConfig() (*rest.Config, error) {
 	}
 	rc.QPS, rc.Burst = 50, 100
 	rc.UserAgent = "runr-console"
+	secureREST(rc, k.AllowLoopback)
 	return rc, nil
 }
 
@@ -114,26 +121,33 @@ func (k *Kubeconfig) IsLocal() bool {
 	return h == "localhost" || h == "127.0.0.1" || h == "::1"
 }
 
-// WithHost returns a copy whose server host is replaced, without the CA check: the
-// spec's rewrite of a local cluster for a console that runs in containers next to it.
+// WithHost returns a copy whose server host is replaced: the spec's rewrite of a local
+// cluster for a console that runs in a container next to it. TLS stays verified as the
+// kubeconfig says: the certificate is checked against the original host name.
 func (k *Kubeconfig) WithHost(host string) (*Kubeconfig, error) {
 	cfg := k.Config.DeepCopy()
 	kctx := cfg.Contexts[cfg.CurrentContext]
 	cl := cfg.Clusters[kctx.Cluster]
 	u, _ := url.Parse(cl.Server)
+	if cl.TLSServerName == "" && !cl.InsecureSkipTLSVerify && u.Scheme == "https" {
+		cl.TLSServerName = u.Hostname()
+	}
 	if p := u.Port(); p != "" {
 		u.Host = net.JoinHostPort(host, p)
 	} else {
 		u.Host = host
 	}
 	cl.Server = u.String()
-	cl.CertificateAuthorityData = nil
-	cl.InsecureSkipTLSVerify = true
 	raw, err := clientcmd.Write(*cfg)
 	if err != nil {
 		return nil, fmt.Errorf("kube: rewrite kubeconfig: %w", err)
 	}
-	return ParseKubeconfig(raw)
+	nk, err := ParseKubeconfig(raw)
+	if err != nil {
+		return nil, err
+	}
+	nk.AllowLoopback = k.AllowLoopback
+	return nk, nil
 }
 
 // ClusterKey identifies a cluster by its server address, so regions on one cluster share it.

@@ -331,7 +331,9 @@ func (s *Service) checkRegion(ctx context.Context, r *store.Region, st *clusterL
 		ok, reason, err := (&Resolver{Server: s.Cfg.DNSResolver}).DNSCheck(ctx, domain, ext)
 		switch {
 		case err != nil:
-			h.External = store.HealthLayer{State: "unknown", Reason: "external address " + ext + "; the DNS check failed: " + short(err), CheckedAt: now}
+			// The resolver's address and the library's message go to the log only.
+			s.Log.Warn("status: DNS check", "region", r.Name, "domain", domain, "err", err)
+			h.External = store.HealthLayer{State: "unknown", Reason: "external address " + ext + "; the DNS check failed (" + dnsCause(err) + "); the console's log has the details", CheckedAt: now}
 		case ok:
 			h.External = store.HealthLayer{State: "ok", Reason: reason, CheckedAt: now}
 		default:

@@ -34,6 +34,11 @@ mkdir -p "${ARTIFACTS:-test-artifacts}"
 run_tmp=$(mktemp -d -t runr-test-XXXXXX)
 TMPDIR=$run_tmp go test -count=1 -timeout 75m -p 2 ./...
 
+step "fuzz briefly (the committed corpus already ran with the tests above)"
+for target in kube:FuzzParseKubeconfig kube:FuzzCheckAddress handlers:FuzzBodyDecoders handlers:FuzzUnsealStep1; do
+  go test -run '^$' -fuzz "^${target#*:}\$" -fuzztime "${FUZZTIME:-5s}" "./${target%%:*}/"
+done
+
 step "no stray processes"
 if pgrep -f "$run_tmp/" >/dev/null; then
   echo "simulated cluster processes were left behind:" >&2

@@ -4,6 +4,8 @@
   "use strict";
 
   if (window.htmx) {
+    // The Content-Security-Policy forbids eval: no hx-on, no trigger filters.
+    htmx.config.allowEval = false;
     // A form sent with htmx comes back as 422 with its fields and their errors: show
     // it. A server error page (5xx) is shown too; other errors (403 and the like answer
     // JSON) are announced by requestError below.
@@ -52,6 +54,13 @@
 
   document.addEventListener("htmx:confirm", function (e) {
     var el = e.detail.elt;
+    // data-unless="SELECTOR": the request is not sent while SELECTOR matches (what a
+    // trigger filter would do, without eval).
+    var unless = el.getAttribute && el.getAttribute("data-unless");
+    if (unless && document.querySelector(unless)) {
+      e.preventDefault();
+      return;
+    }
     var msg = el.getAttribute && el.getAttribute("data-confirm");
     if (msg) {
       e.preventDefault();

@@ -1,6 +1,10 @@
 package store
 
-import "sort"
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
 
 // Permission names, as the spec uses them.
 const (
@@ -108,4 +112,20 @@ func without(list []string, drop ...string) []string {
 		}
 	}
 	return out
+}
+
+// CapScopes checks the scopes of a new token against what its creator holds: held is
+// the creator's effective permissions, and star whether the creator may hand out "*"
+// (a signed-in user, or a token that has "*" itself). A token never gets more than the
+// caller that creates it.
+func CapScopes(held map[string]bool, star bool, scopes []string) error {
+	for _, s := range scopes {
+		switch {
+		case s == "*" && !star:
+			return fmt.Errorf("* is more than this token holds: name the permissions, at most %s", strings.Join(SortedPermissions(held), ", "))
+		case s != "*" && !held[s]:
+			return fmt.Errorf("you do not hold %s, so a token of yours cannot have it", s)
+		}
+	}
+	return nil
 }

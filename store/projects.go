@@ -30,6 +30,8 @@ type Project struct {
 
 	// Secrets is the decrypted secret env vars (never serialised).
 	Secrets map[string]string `db:"-" json:"-"`
+	// SecretError says that the secret env vars could not be decrypted.
+	SecretError string `db:"-" json:"secret_error,omitempty"`
 }
 
 // Region returns the project's region id ("" when it has none).
@@ -61,7 +63,9 @@ func (s *Store) decryptProject(p *Project) error {
 	}
 	plain, err := s.Cipher.Decrypt(p.SecretEnvVars)
 	if err != nil {
-		return fmt.Errorf("store: project %s: %w", p.Slug, err)
+		// That one project says so; the others and the lists go on.
+		p.SecretError = SecretErrorText
+		return nil
 	}
 	return json.Unmarshal([]byte(plain), &p.Secrets)
 }
@@ -131,6 +135,10 @@ func (s *Store) ListProjects(ctx context.Context, regionID string) ([]Project, e
 
 // UpdateProject saves a project's editable fields and secrets.
 func (s *Store) UpdateProject(ctx context.Context, p *Project) error {
+	if p.SecretError != "" {
+		// Saving would replace the secrets it could not read with nothing.
+		return fmt.Errorf("store: update project %s: %w", p.Slug, ErrUndecryptable)
+	}
 	sealed, err := s.sealSecrets(p.Secrets)
 	if err != nil {
 		return wrap("update project", err)

@@ -89,6 +89,8 @@ type MigrationStep struct {
 
 // Region is one Kubernetes cluster that runs functions.
 type Region struct {
+	// SecretError says that the region's secrets could not be decrypted (they are blank).
+	SecretError           string                          `db:"-"`
 	ID                    string                          `db:"id"`
 	Name                  string                          `db:"name"`
 	Kubeconfig            string                          `db:"kubeconfig"`
@@ -179,16 +181,24 @@ var regionColumns = map[string]bool{
 	"domain_migration_status": true, "domain_migration_target": true,
 }
 
+// decryptRegion opens the region's secrets. A secret no configured key opens is left
+// blank and the region carries SecretError: that one region shows the error, and every
+// other region, list and sweep goes on.
 func (s *Store) decryptRegion(r *Region) error {
 	for _, f := range []*string{&r.Kubeconfig, &r.OldKubeconfig, &r.RegistrySecret, &r.RedisPassword, &r.FunctionTLSKey, &r.AgentToken} {
 		v, err := s.Cipher.Decrypt(*f)
 		if err != nil {
-			return fmt.Errorf("store: region %s: %w", r.Name, err)
+			r.SecretError = SecretErrorText
+			*f = ""
+			continue
 		}
 		*f = v
 	}
 	return nil
 }
+
+// SecretErrorText is what a region or project whose secrets cannot be read says.
+const SecretErrorText = "Its secrets cannot be decrypted with the configured keys: start the console with the key they were written with in RUNR_APP_KEY or RUNR_PREVIOUS_APP_KEYS."
 
 const regionSelect = `SELECT r.*, (SELECT count(*) FROM projects p WHERE p.region_id = r.id) AS project_count FROM regions r`
 

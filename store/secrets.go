@@ -5,17 +5,38 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
 )
 
-// encPrefix marks a value encrypted with AES-256-GCM under the APP_KEY.
-const encPrefix = "enc:v1:"
+// Sealed values carry the id of their key: "enc:v2:<key id>:<base64 nonce+ciphertext>".
+// "enc:v1:" values (before key ids) are opened with every known key in turn.
+const (
+	encPrefix   = "enc:v1:"
+	encPrefixV2 = "enc:v2:"
+)
 
-// Cipher encrypts secret columns with AES-256-GCM under the APP_KEY.
-type Cipher struct{ aead cipher.AEAD }
+// ErrUndecryptable is a sealed value that no configured key opens (a key rotated away,
+// or a damaged value).
+var ErrUndecryptable = errors.New("no configured key opens this value (RUNR_APP_KEY, RUNR_PREVIOUS_APP_KEYS)")
+
+// Cipher encrypts secret columns with AES-256-GCM: it writes with the current key
+// (RUNR_APP_KEY) and reads with it and every previous key (RUNR_PREVIOUS_APP_KEYS), so
+// that a key rotation never leaves a running console unable to read.
+type Cipher struct {
+	current *appKey
+	keys    map[string]*appKey // by id, the current key included
+	order   []*appKey          // current first
+}
+
+type appKey struct {
+	id   string
+	aead cipher.AEAD
+}
 
 // GenerateKey returns a new random APP_KEY, base64-encoded.
 func GenerateKey() string {
@@ -26,15 +47,14 @@ func GenerateKey() string {
 	return base64.StdEncoding.EncodeToString(k)
 }
 
-// NewCipher builds a cipher from a base64-encoded 32-byte APP_KEY ("base64:" prefix allowed).
-func NewCipher(key string) (*Cipher, error) {
+func parseKey(key string) (*appKey, error) {
 	key = strings.TrimPrefix(strings.TrimSpace(key), "base64:")
 	if key == "" {
 		return nil, errors.New("store: RUNR_APP_KEY is not set (run `make run`, which creates .data/app.key, or set RUNR_APP_KEY)")
 	}
 	raw, err := base64.StdEncoding.DecodeString(key)
 	if err != nil || len(raw) != 32 {
-		return nil, errors.New("store: RUNR_APP_KEY must be 32 random bytes, base64-encoded (runr secrets rotate-key prints a new one)")
+		return nil, errors.New("store: an APP_KEY must be 32 random bytes, base64-encoded (runr secrets generate-key prints a new one)")
 	}
 	block, err := aes.NewCipher(raw)
 	if err != nil {
@@ -44,7 +64,42 @@ func NewCipher(key string) (*Cipher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: cipher: %w", err)
 	}
-	return &Cipher{aead: aead}, nil
+	// The id names the key without revealing it: a hash of it, 8 hex digits.
+	h := sha256.Sum256(append([]byte("runr-app-key-id:"), raw...))
+	return &appKey{id: hex.EncodeToString(h[:4]), aead: aead}, nil
+}
+
+// NewCipher builds a cipher from a base64-encoded 32-byte APP_KEY ("base64:" prefix
+// allowed) and the previous keys it still reads with.
+func NewCipher(key string, previous ...string) (*Cipher, error) {
+	cur, err := parseKey(key)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cipher{current: cur, keys: map[string]*appKey{cur.id: cur}, order: []*appKey{cur}}
+	for i, p := range previous {
+		k, err := parseKey(p)
+		if err != nil {
+			return nil, fmt.Errorf("store: RUNR_PREVIOUS_APP_KEYS, key %d: %w", i+1, err)
+		}
+		if _, dup := c.keys[k.id]; !dup {
+			c.keys[k.id] = k
+			c.order = append(c.order, k)
+		}
+	}
+	return c, nil
+}
+
+// KeyID returns the id of the key the cipher writes with.
+func (c *Cipher) KeyID() string { return c.current.id }
+
+// KeyIDs returns the ids of every key the cipher reads with, the current one first.
+func (c *Cipher) KeyIDs() []string {
+	out := make([]string, len(c.order))
+	for i, k := range c.order {
+		out[i] = k.id
+	}
+	return out
 }
 
 // Encrypt returns the sealed form of a value; the empty string stays empty.
@@ -52,34 +107,98 @@ func (c *Cipher) Encrypt(plain string) string {
 	if plain == "" {
 		return ""
 	}
-	nonce := make([]byte, c.aead.NonceSize())
+	return c.Seal(plain, "")
+}
+
+// Seal encrypts a value bound to associated data (empty for the secret columns): it
+// opens only with the same associated data.
+func (c *Cipher) Seal(plain, ad string) string {
+	nonce := make([]byte, c.current.aead.NonceSize())
 	if _, err := rand.Read(nonce); err != nil {
 		panic(err)
 	}
-	sealed := c.aead.Seal(nonce, nonce, []byte(plain), nil)
-	return encPrefix + base64.StdEncoding.EncodeToString(sealed)
+	sealed := c.current.aead.Seal(nonce, nonce, []byte(plain), adBytes(ad))
+	return encPrefixV2 + c.current.id + ":" + base64.StdEncoding.EncodeToString(sealed)
+}
+
+func adBytes(ad string) []byte {
+	if ad == "" {
+		return nil
+	}
+	return []byte(ad)
 }
 
 // Decrypt opens a sealed value. A value without the prefix is plaintext left from
-// before encryption and is returned as it is.
+// before encryption and is returned as it is. A value no key opens is ErrUndecryptable.
 func (c *Cipher) Decrypt(v string) (string, error) {
-	if !strings.HasPrefix(v, encPrefix) {
+	if !IsEncrypted(v) {
 		return v, nil
 	}
-	raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(v, encPrefix))
-	if err != nil || len(raw) < c.aead.NonceSize() {
-		return "", errors.New("store: decrypt: malformed value")
+	return c.Open(v, "")
+}
+
+// Open opens a sealed value with its associated data.
+func (c *Cipher) Open(v, ad string) (string, error) {
+	var candidates []*appKey
+	var body string
+	switch {
+	case strings.HasPrefix(v, encPrefixV2):
+		id, rest, ok := strings.Cut(strings.TrimPrefix(v, encPrefixV2), ":")
+		k := c.keys[id]
+		if !ok || k == nil {
+			return "", fmt.Errorf("store: decrypt: key %s: %w", safeID(id), ErrUndecryptable)
+		}
+		candidates, body = []*appKey{k}, rest
+	case strings.HasPrefix(v, encPrefix):
+		candidates, body = c.order, strings.TrimPrefix(v, encPrefix)
+	default:
+		return "", fmt.Errorf("store: decrypt: not a sealed value: %w", ErrUndecryptable)
 	}
-	n := c.aead.NonceSize()
-	plain, err := c.aead.Open(nil, raw[:n], raw[n:], nil)
+	raw, err := base64.StdEncoding.DecodeString(body)
 	if err != nil {
-		return "", errors.New("store: decrypt: wrong APP_KEY or corrupted value")
+		return "", fmt.Errorf("store: decrypt: malformed value: %w", ErrUndecryptable)
 	}
-	return string(plain), nil
+	for _, k := range candidates {
+		n := k.aead.NonceSize()
+		if len(raw) < n {
+			break
+		}
+		if plain, err := k.aead.Open(nil, raw[:n], raw[n:], adBytes(ad)); err == nil {
+			return string(plain), nil
+		}
+	}
+	return "", fmt.Errorf("store: decrypt: %w", ErrUndecryptable)
+}
+
+// keyIDOf returns the key id of a sealed value ("v1" for a value without one, "" for plaintext).
+func keyIDOf(v string) string {
+	switch {
+	case strings.HasPrefix(v, encPrefixV2):
+		id, _, _ := strings.Cut(strings.TrimPrefix(v, encPrefixV2), ":")
+		return safeID(id)
+	case strings.HasPrefix(v, encPrefix):
+		return "v1"
+	}
+	return ""
+}
+
+// safeID keeps a key id printable and short (it comes from the database).
+func safeID(id string) string {
+	if len(id) > 16 {
+		id = id[:16]
+	}
+	return strings.Map(func(r rune) rune {
+		if (r >= '0' && r <= '9') || (r >= 'a' && r <= 'f') {
+			return r
+		}
+		return '?'
+	}, id)
 }
 
 // IsEncrypted reports whether a stored value is sealed.
-func IsEncrypted(v string) bool { return strings.HasPrefix(v, encPrefix) }
+func IsEncrypted(v string) bool {
+	return strings.HasPrefix(v, encPrefix) || strings.HasPrefix(v, encPrefixV2)
+}
 
 // secretColumn names one column that holds secrets.
 type secretColumn struct{ table, key, column string }
@@ -104,7 +223,7 @@ func registerSecretColumn(table, key, column string) {
 func (s *Store) EncryptPlaintext(ctx context.Context) (int, error) {
 	total := 0
 	for _, sc := range secretColumns {
-		q := fmt.Sprintf(`SELECT %s AS k, %s AS v FROM %s WHERE %s <> '' AND %s NOT LIKE 'enc:v1:%%'`, sc.key, sc.column, sc.table, sc.column, sc.column)
+		q := fmt.Sprintf(`SELECT %s AS k, %s AS v FROM %s WHERE %s <> '' AND %s NOT LIKE 'enc:v1:%%' AND %s NOT LIKE 'enc:v2:%%'`, sc.key, sc.column, sc.table, sc.column, sc.column, sc.column)
 		var rows []struct{ K, V string }
 		if err := s.DB.SelectContext(ctx, &rows, q); err != nil {
 			return total, wrap("encrypt plaintext "+sc.table+"."+sc.column, err)
@@ -122,36 +241,55 @@ func (s *Store) EncryptPlaintext(ctx context.Context) (int, error) {
 	return total, nil
 }
 
-// RotateKey re-encrypts every secret value under next, in one transaction, and returns how many.
-// Plaintext values are encrypted on the way.
-func (s *Store) RotateKey(ctx context.Context, next *Cipher) (int, error) {
+// RotationReport is what RotateKey did, and which keys the stored secrets still use.
+type RotationReport struct {
+	// Reencrypted counts the values written anew under the current key.
+	Reencrypted int
+	// InUse counts the sealed values by key id after the rotation ("v1": without id).
+	InUse map[string]int
+	// Undecryptable lists the values no configured key opens ("table.column of id");
+	// they are left as they are.
+	Undecryptable []string
+}
+
+// RotateKey re-encrypts every secret value that is not under the current key (plaintext
+// included) with the current key, reading with the previous ones, in one transaction;
+// the running consoles keep reading both meanwhile. It reports the keys still in use.
+func (s *Store) RotateKey(ctx context.Context) (*RotationReport, error) {
 	tx, err := s.DB.BeginTxx(ctx, nil)
 	if err != nil {
-		return 0, wrap("rotate key", err)
+		return nil, wrap("rotate key", err)
 	}
 	defer tx.Rollback()
-	total := 0
+	rep := &RotationReport{InUse: map[string]int{}}
+	cur := s.Cipher.KeyID()
 	for _, sc := range secretColumns {
 		q := fmt.Sprintf(`SELECT %s AS k, %s AS v FROM %s WHERE %s <> '' FOR UPDATE`, sc.key, sc.column, sc.table, sc.column)
 		var rows []struct{ K, V string }
 		if err := tx.SelectContext(ctx, &rows, q); err != nil {
-			return 0, wrap("rotate key "+sc.table+"."+sc.column, err)
+			return nil, wrap("rotate key "+sc.table+"."+sc.column, err)
 		}
 		for _, r := range rows {
+			if keyIDOf(r.V) == cur {
+				rep.InUse[cur]++
+				continue
+			}
 			plain, err := s.Cipher.Decrypt(r.V)
 			if err != nil {
-				return 0, fmt.Errorf("store: rotate key: %s.%s of %s: %w", sc.table, sc.column, r.K, err)
+				rep.Undecryptable = append(rep.Undecryptable, fmt.Sprintf("%s.%s of %s (key %s)", sc.table, sc.column, r.K, keyIDOf(r.V)))
+				rep.InUse[keyIDOf(r.V)]++
+				continue
 			}
 			u := fmt.Sprintf(`UPDATE %s SET %s = $1 WHERE %s = $2`, sc.table, sc.column, sc.key)
-			if _, err := tx.ExecContext(ctx, u, next.Encrypt(plain), r.K); err != nil {
-				return 0, wrap("rotate key "+sc.table+"."+sc.column, err)
+			if _, err := tx.ExecContext(ctx, u, s.Cipher.Encrypt(plain), r.K); err != nil {
+				return nil, wrap("rotate key "+sc.table+"."+sc.column, err)
 			}
-			total++
+			rep.Reencrypted++
+			rep.InUse[cur]++
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		return 0, wrap("rotate key", err)
+		return nil, wrap("rotate key", err)
 	}
-	s.Cipher = next
-	return total, nil
+	return rep, nil
 }

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -85,12 +86,24 @@ func TestEncryptPlaintextAndRotateKey(t *testing.T) {
 		t.Fatal("plaintext still stored")
 	}
 	old := dumpAll(t, st)
-	next, _ := store.NewCipher(store.GenerateKey())
-	if _, err := st.RotateKey(ctx, next); err != nil {
+	// The console restarts with the new key and the old one as previous: it reads both.
+	oldCipher, _ := store.NewCipher(storetest.AppKey)
+	next, err := store.NewCipher(store.GenerateKey(), storetest.AppKey)
+	if err != nil {
 		t.Fatal(err)
 	}
+	st.Cipher = next
+	if got, err := st.RegionByID(ctx, r.ID); err != nil || got.Kubeconfig != vals["kubeconfig"] || got.SecretError != "" {
+		t.Fatalf("the previous key must still read: %v %q", err, got.SecretError)
+	}
+	rep, err := st.RotateKey(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Reencrypted != len(vals) || rep.InUse[oldCipher.KeyID()] != 0 || rep.InUse[next.KeyID()] != len(vals) || len(rep.Undecryptable) != 0 {
+		t.Fatalf("report: %+v, want %d values moved to %s", rep, len(vals), next.KeyID())
+	}
 	// The old key no longer opens anything; the new one opens everything.
-	oldCipher, _ := store.NewCipher(storetest.AppKey)
 	got, err := st.RegionByID(ctx, r.ID)
 	if err != nil {
 		t.Fatal(err)
@@ -105,5 +118,68 @@ func TestEncryptPlaintextAndRotateKey(t *testing.T) {
 	}
 	if old == dumpAll(t, st) {
 		t.Fatal("rotation changed nothing")
+	}
+}
+
+// TestCipherKeyring: values carry their key's id, previous keys still read, legacy v1
+// values open with any key, and a value no key opens is ErrUndecryptable.
+func TestCipherKeyring(t *testing.T) {
+	k1, k2 := store.GenerateKey(), store.GenerateKey()
+	c1, _ := store.NewCipher(k1)
+	c21, _ := store.NewCipher(k2, k1)
+	c2, _ := store.NewCipher(k2)
+	v := c1.Encrypt("secret")
+	if !strings.HasPrefix(v, "enc:v2:"+c1.KeyID()+":") {
+		t.Fatalf("no key id in %q", v)
+	}
+	if got, err := c21.Decrypt(v); err != nil || got != "secret" {
+		t.Fatalf("previous key: %q %v", got, err)
+	}
+	if _, err := c2.Decrypt(v); !errors.Is(err, store.ErrUndecryptable) {
+		t.Fatalf("unknown key: %v, want ErrUndecryptable", err)
+	}
+	if _, err := c1.Decrypt("enc:v2:" + c1.KeyID() + ":!!!"); !errors.Is(err, store.ErrUndecryptable) {
+		t.Fatalf("damaged value: %v", err)
+	}
+	sealed := c1.Seal("state", "purpose|user-1")
+	if _, err := c1.Open(sealed, "purpose|user-2"); err == nil {
+		t.Fatal("associated data must bind the value")
+	}
+	if got, err := c1.Open(sealed, "purpose|user-1"); err != nil || got != "state" {
+		t.Fatalf("open with its associated data: %q %v", got, err)
+	}
+}
+
+// TestUndecryptableRegion: a region whose secrets no key opens reads with a clear
+// error of its own and blank secrets; the other regions and the list are unaffected.
+func TestUndecryptableRegion(t *testing.T) {
+	st := storetest.New(t)
+	ctx := context.Background()
+	good := &store.Region{Name: "good", Kubeconfig: "KC-GOOD"}
+	bad := &store.Region{Name: "bad", Kubeconfig: "KC-BAD"}
+	for _, r := range []*store.Region{good, bad} {
+		if err := st.CreateRegion(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	other, _ := store.NewCipher(store.GenerateKey())
+	if _, err := st.DB.Exec(`UPDATE regions SET kubeconfig = $2 WHERE id = $1`, bad.ID, other.Encrypt("KC-BAD")); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.RegionByID(ctx, bad.ID)
+	if err != nil {
+		t.Fatalf("an undecryptable region must still read: %v", err)
+	}
+	if got.SecretError == "" || got.Kubeconfig != "" {
+		t.Fatalf("want a secret error and no kubeconfig, got %q / %q", got.SecretError, got.Kubeconfig)
+	}
+	rs, err := st.ListRegions(ctx, store.RegionFilter{}, true)
+	if err != nil || len(rs) != 2 {
+		t.Fatalf("list with secrets: %d %v", len(rs), err)
+	}
+	for _, r := range rs {
+		if r.Name == "good" && (r.Kubeconfig != "KC-GOOD" || r.SecretError != "") {
+			t.Fatalf("the good region suffers: %+v", r.SecretError)
+		}
 	}
 }

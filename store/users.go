@@ -3,8 +3,10 @@ package store
 import (
 	"context"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"golang.org/x/crypto/bcrypt"
 )
 
@@ -112,31 +114,163 @@ func (s *Store) TouchLogin(ctx context.Context, id string) error {
 	return wrap("touch login", err)
 }
 
-// LoginThrottled reports whether key has failed too often within the window.
-func (s *Store) LoginThrottled(ctx context.Context, key string, max int, window time.Duration) (bool, error) {
-	var n int
-	err := s.DB.GetContext(ctx, &n, `SELECT failures FROM login_failures WHERE key = $1 AND window_start > now() - $2::interval`, key, window.String())
-	if err != nil {
-		if err = wrap("login throttle", err); isNotFound(err) {
-			return false, nil
-		}
-		return false, err
+// LoginFailures returns how often key failed within the window, and when it last did.
+func (s *Store) LoginFailures(ctx context.Context, key string, window time.Duration) (int, time.Time, error) {
+	var row struct {
+		Failures int       `db:"failures"`
+		Last     time.Time `db:"last_failure_at"`
 	}
-	return n >= max, nil
+	err := s.DB.GetContext(ctx, &row, `SELECT failures, last_failure_at FROM login_failures
+		WHERE key = $1 AND window_start > now() - $2::interval`, key, window.String())
+	if err != nil {
+		if err = wrap("login failures", err); isNotFound(err) {
+			return 0, time.Time{}, nil
+		}
+		return 0, time.Time{}, err
+	}
+	return row.Failures, row.Last, nil
 }
 
-// RecordLoginFailure counts a failed login for key, starting a new window when the old one expired.
+// RecordLoginFailure counts a failed login for key, starting a new window when the old
+// one expired, and prunes the rows whose window is over.
 func (s *Store) RecordLoginFailure(ctx context.Context, key string, window time.Duration) error {
-	_, err := s.DB.ExecContext(ctx, `INSERT INTO login_failures (key, failures, window_start) VALUES ($1, 1, now())
+	_, err := s.DB.ExecContext(ctx, `INSERT INTO login_failures (key, failures, window_start, last_failure_at) VALUES ($1, 1, now(), now())
 		ON CONFLICT (key) DO UPDATE SET
 		  failures = CASE WHEN login_failures.window_start > now() - $2::interval THEN login_failures.failures + 1 ELSE 1 END,
-		  window_start = CASE WHEN login_failures.window_start > now() - $2::interval THEN login_failures.window_start ELSE now() END`,
+		  window_start = CASE WHEN login_failures.window_start > now() - $2::interval THEN login_failures.window_start ELSE now() END,
+		  last_failure_at = now()`,
 		key, window.String())
-	return wrap("record login failure", err)
+	if err != nil {
+		return wrap("record login failure", err)
+	}
+	_, err = s.DB.ExecContext(ctx, `DELETE FROM login_failures WHERE window_start < now() - $1::interval`, window.String())
+	return wrap("prune login failures", err)
+}
+
+var dummyHash = sync.OnceValue(func() []byte {
+	h, _ := bcrypt.GenerateFromPassword([]byte(RandomToken("")), bcrypt.DefaultCost)
+	return h
+})
+
+// CheckLogin reports whether p is the password of u. For an unknown account (u nil) it
+// compares against a dummy hash all the same, so that both take as long.
+func CheckLogin(u *User, p string) bool {
+	if u == nil {
+		_ = bcrypt.CompareHashAndPassword(dummyHash(), []byte(p))
+		return false
+	}
+	return u.CheckPassword(p)
 }
 
 // ClearLoginFailures forgets the failures of key after a successful login.
 func (s *Store) ClearLoginFailures(ctx context.Context, key string) error {
 	_, err := s.DB.ExecContext(ctx, `DELETE FROM login_failures WHERE key = $1`, key)
 	return wrap("clear login failures", err)
+}
+
+// UserRuleError is a change of users that the role rules refuse. Forbidden marks a
+// refusal for lack of rights (403); the others are about the input (422).
+type UserRuleError struct {
+	Field     string
+	Msg       string
+	Forbidden bool
+}
+
+func (e *UserRuleError) Error() string { return e.Msg }
+
+func forbidden(msg string) error { return &UserRuleError{Field: "role", Msg: msg, Forbidden: true} }
+
+// CheckGrant enforces who may hand out a role: only an owner may create an owner.
+// actor nil is the operator's CLI, which holds the database and may do it.
+func CheckGrant(actor *User, role string) error {
+	if !ValidRole(role) {
+		return &UserRuleError{Field: "role", Msg: "Choose owner, admin, member or viewer."}
+	}
+	if role == "owner" && actor != nil && actor.Role != "owner" {
+		return forbidden("Only an owner may make someone an owner.")
+	}
+	return nil
+}
+
+// ChangeUserRole changes a user's role under the role rules: only owners grant or
+// remove the owner role, nobody changes their own role, and the last owner stays
+// owner. The owners are locked for the change, so two demotions at once cannot leave
+// the console without one. actor nil is the operator's CLI.
+func (s *Store) ChangeUserRole(ctx context.Context, actor *User, id, role string) error {
+	if err := CheckGrant(actor, role); err != nil {
+		return err
+	}
+	if actor != nil && actor.ID == id {
+		return forbidden("Nobody changes their own role: ask another owner.")
+	}
+	return s.inOwnerLock(ctx, func(tx *sqlx.Tx) error {
+		u := &User{}
+		if err := tx.GetContext(ctx, u, `SELECT * FROM users WHERE id = $1`, id); err != nil {
+			return wrap("user "+id, err)
+		}
+		if u.Role == role {
+			return nil
+		}
+		if u.Role == "owner" {
+			if actor != nil && actor.Role != "owner" {
+				return forbidden("Only an owner may change an owner's role.")
+			}
+			if err := lastOwner(ctx, tx, "role", "This is the last owner: make someone else owner first."); err != nil {
+				return err
+			}
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE users SET role = $2, updated_at = now() WHERE id = $1`, id, role)
+		return affected("set role of user "+id, res, err)
+	})
+}
+
+// RemoveUser deletes a user under the role rules: nobody deletes themselves, only an
+// owner deletes an owner, and the last owner stays. actor nil is the operator's CLI.
+func (s *Store) RemoveUser(ctx context.Context, actor *User, id string) error {
+	if actor != nil && actor.ID == id {
+		return &UserRuleError{Field: "id", Msg: "You cannot delete yourself.", Forbidden: true}
+	}
+	return s.inOwnerLock(ctx, func(tx *sqlx.Tx) error {
+		u := &User{}
+		if err := tx.GetContext(ctx, u, `SELECT * FROM users WHERE id = $1`, id); err != nil {
+			return wrap("user "+id, err)
+		}
+		if u.Role == "owner" {
+			if actor != nil && actor.Role != "owner" {
+				return &UserRuleError{Field: "id", Msg: "Only an owner may delete an owner.", Forbidden: true}
+			}
+			if err := lastOwner(ctx, tx, "id", "This is the last owner: make someone else owner first."); err != nil {
+				return err
+			}
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM users WHERE id = $1`, id)
+		return affected("delete user "+id, res, err)
+	})
+}
+
+// inOwnerLock runs f in a transaction that holds the owners' rows.
+func (s *Store) inOwnerLock(ctx context.Context, f func(tx *sqlx.Tx) error) error {
+	tx, err := s.DB.BeginTxx(ctx, nil)
+	if err != nil {
+		return wrap("users", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `SELECT id FROM users WHERE role = 'owner' FOR UPDATE`); err != nil {
+		return wrap("lock owners", err)
+	}
+	if err := f(tx); err != nil {
+		return err
+	}
+	return wrap("users", tx.Commit())
+}
+
+func lastOwner(ctx context.Context, tx *sqlx.Tx, field, msg string) error {
+	var n int
+	if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM users WHERE role = 'owner'`); err != nil {
+		return wrap("count owners", err)
+	}
+	if n <= 1 {
+		return &UserRuleError{Field: field, Msg: msg}
+	}
+	return nil
 }

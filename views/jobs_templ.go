@@ -1087,7 +1087,7 @@ func JobActions(p Page, d JobData, oob bool) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 78, "\" hx-trigger=\"load[!document.querySelector('#setup-retry form')]\" hx-select=\"#setup-retry\" hx-target=\"#setup-retry\" hx-swap=\"outerHTML\"></div><span class=\"text-sm text-slate-500\">or change the settings below and retry with them.</span> ")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 78, "\" hx-trigger=\"load\" data-unless=\"#setup-retry form\" hx-select=\"#setup-retry\" hx-target=\"#setup-retry\" hx-swap=\"outerHTML\"></div><span class=\"text-sm text-slate-500\">or change the settings below and retry with them.</span> ")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

@@ -114,6 +114,7 @@ func (s *Server) AgentSocket() fiber.Handler {
 			seen("disconnected")
 			log.Info("agent disconnected")
 		}()
+		conn.SetReadLimit(AgentReadLimit)
 		_ = conn.SetReadDeadline(time.Now().Add(90 * time.Second))
 		conn.SetPingHandler(func(data string) error {
 			_ = conn.SetReadDeadline(time.Now().Add(90 * time.Second))

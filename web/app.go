@@ -6,16 +6,20 @@ package web
 import (
 	"errors"
 	"log/slog"
+	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/alexedwards/scs/v2"
 	gojson "github.com/goccy/go-json"
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/helmet"
 	"github.com/gofiber/fiber/v2/middleware/recover"
 	"github.com/gofiber/fiber/v2/middleware/requestid"
+	"github.com/gofiber/fiber/v2/utils"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"runr.dev/console/config"
 	"runr.dev/console/handlers"
@@ -48,6 +52,18 @@ var httpDuration = promauto.NewHistogramVec(prometheus.HistogramOpts{
 	Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 }, []string{"route"})
 
+// ContentSecurityPolicy allows the console's own scripts only (no inline script, no
+// eval: htmx runs with allowEval off), inline styles (the progress bars' widths), and
+// no framing by any other page.
+const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; " +
+	"img-src 'self' data:; connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'self'; " +
+	"form-action 'self'; frame-ancestors 'none'"
+
+// MetricsHandler serves the Prometheus metrics. It is not a route of the console: `runr
+// serve` serves it on RUNR_METRICS_ADDR alone (a separate listener, e.g. 127.0.0.1:9090,
+// for the scraper), so the console's own port never exposes it.
+func MetricsHandler() http.Handler { return promhttp.Handler() }
+
 // New builds the Fiber app with every route.
 func New(st *store.Store, cfg *config.Config, svc *kube.Service, log *slog.Logger, version string) *Server {
 	sm := NewSessions(st)
@@ -65,11 +81,23 @@ func New(st *store.Store, cfg *config.Config, svc *kube.Service, log *slog.Logge
 		IdleTimeout:           120 * time.Second,
 		ErrorHandler:          s.errorHandler,
 		JSONEncoder:           gojson.Marshal, // as encoding/json, faster on the region lists
+		// Fiber reuses the buffers of a request's strings (method, path, params, query,
+		// headers) for the next request. Immutable copies them, so that a value kept
+		// beyond the request (a metric label, a job parameter, a cache key) stays right.
+		Immutable: true,
 	})
 	s.App.Use(recover.New(recover.Config{EnableStackTrace: true}))
 	s.App.Use(requestid.New())
+	s.App.Use(helmet.New(helmet.Config{
+		ContentSecurityPolicy: ContentSecurityPolicy,
+		XFrameOptions:         "DENY",
+		ReferrerPolicy:        "same-origin",
+		HSTSMaxAge:            365 * 24 * 3600, // sent on requests that arrived over TLS
+		XSSProtection:         "0",
+	}))
 	s.App.Use(s.logRequests)
 	s.App.Get("/static/*", static.Handler())
+	s.App.Use(s.cleanInput)
 	s.App.Use("/api/internal", s.internalOnly)
 	for _, r := range s.Routes() {
 		if r.Public {
@@ -97,7 +125,7 @@ func (s *Server) authorize(r Route) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		p := handlers.Who(c)
 		if r.Perm == Anonymous {
-			if err := checkCSRF(c); err != nil {
+			if err := s.checkCSRF(c); err != nil {
 				return err
 			}
 			return c.Next()
@@ -113,7 +141,11 @@ func (s *Server) authorize(r Route) fiber.Handler {
 			return c.Redirect("/login", fiber.StatusSeeOther)
 		}
 		missing := ""
-		for _, perm := range append([]string{r.Perm}, r.Also...) {
+		need := append([]string{r.Perm}, r.Also...)
+		if p.TokenID != "" && r.TokenPerm != "" {
+			need = append(need, r.TokenPerm)
+		}
+		for _, perm := range need {
 			if perm != Authenticated && !p.Can(perm) {
 				missing = perm
 				break
@@ -126,7 +158,7 @@ func (s *Server) authorize(r Route) fiber.Handler {
 			}
 			return fiber.NewError(fiber.StatusForbidden, msg)
 		}
-		if err := checkCSRF(c); err != nil {
+		if err := s.checkCSRF(c); err != nil {
 			return err
 		}
 		return c.Next()
@@ -135,7 +167,8 @@ func (s *Server) authorize(r Route) fiber.Handler {
 
 func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 	code := fiber.StatusInternalServerError
-	msg := "Something went wrong on our side; the error is logged."
+	rid, _ := c.Locals("requestid").(string)
+	msg := "Something went wrong on our side; the error is logged with request id " + rid + "."
 	var fe *fiber.Error
 	if errors.As(err, &fe) {
 		code, msg = fe.Code, fe.Message
@@ -168,7 +201,9 @@ func (s *Server) logRequests(c *fiber.Ctx) error {
 		route = c.Route().Path
 	}
 	d := time.Since(start)
-	httpRequests.WithLabelValues(c.Method(), route, strconv.Itoa(status)).Inc()
+	// Label values outlive the request: copies, never Fiber's buffers.
+	method, route := utils.CopyString(c.Method()), utils.CopyString(route)
+	httpRequests.WithLabelValues(method, route, strconv.Itoa(status)).Inc()
 	httpDuration.WithLabelValues(route).Observe(d.Seconds())
 	lvl := slog.LevelDebug
 	if status >= 500 {

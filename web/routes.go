@@ -2,8 +2,6 @@ package web
 
 import (
 	"github.com/gofiber/fiber/v2"
-	"github.com/gofiber/fiber/v2/middleware/adaptor"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"runr.dev/console/kube"
 	"runr.dev/console/store"
@@ -17,12 +15,15 @@ type Route struct {
 	// Also lists further permissions the route needs (all of them).
 	Also    []string
 	Handler fiber.Handler
-	// Public routes skip sessions and authentication (health, metrics).
+	// Public routes skip sessions and authentication (health, version).
 	Public bool
 	// WebSocket routes answer 401/403 in JSON like the API.
 	WebSocket bool
 	// Agent routes authenticate a region's agent by its token.
 	Agent bool
+	// TokenPerm is a permission a bearer token needs besides Perm (a session does not):
+	// a token lists and revokes tokens only with tokens.manage.
+	TokenPerm string
 }
 
 // Perm values that are not permissions.
@@ -40,7 +41,6 @@ func (s *Server) Routes() []Route {
 	routes := []Route{
 		{Method: get, Path: "/healthz", Handler: h.Healthz, Public: true},
 		{Method: get, Path: "/readyz", Handler: h.Readyz, Public: true},
-		{Method: get, Path: "/metrics", Handler: adaptor.HTTPHandler(promhttp.Handler()), Public: true},
 		{Method: get, Path: "/api/version", Handler: h.APIVersion, Public: true},
 		{Method: get, Path: "/api/internal/agent/ws", Handler: s.AgentSocket(), Agent: true, WebSocket: true},
 
@@ -58,12 +58,12 @@ func (s *Server) Routes() []Route {
 		{Method: put, Path: "/api/users/:id", Perm: store.PermUsersManage, Handler: h.APIUpdateUser},
 		{Method: del, Path: "/api/users/:id", Perm: store.PermUsersManage, Handler: h.APIDeleteUser},
 
-		{Method: get, Path: "/tokens", Perm: Authenticated, Handler: h.TokensPage},
+		{Method: get, Path: "/tokens", Perm: Authenticated, TokenPerm: store.PermTokensManage, Handler: h.TokensPage},
 		{Method: post, Path: "/tokens", Perm: store.PermTokensManage, Handler: h.CreateTokenForm},
-		{Method: post, Path: "/tokens/:id/delete", Perm: Authenticated, Handler: h.DeleteTokenForm},
-		{Method: get, Path: "/api/tokens", Perm: Authenticated, Handler: h.APIListTokens},
+		{Method: post, Path: "/tokens/:id/delete", Perm: Authenticated, TokenPerm: store.PermTokensManage, Handler: h.DeleteTokenForm},
+		{Method: get, Path: "/api/tokens", Perm: Authenticated, TokenPerm: store.PermTokensManage, Handler: h.APIListTokens},
 		{Method: post, Path: "/api/tokens", Perm: store.PermTokensManage, Handler: h.APICreateToken},
-		{Method: del, Path: "/api/tokens/:id", Perm: Authenticated, Handler: h.APIDeleteToken},
+		{Method: del, Path: "/api/tokens/:id", Perm: Authenticated, TokenPerm: store.PermTokensManage, Handler: h.APIDeleteToken},
 
 		{Method: get, Path: "/regions", Perm: store.PermRegionsView, Handler: h.RegionsPage},
 		{Method: get, Path: "/regions/new", Perm: store.PermRegionsManage, Handler: h.WizardNewPage},

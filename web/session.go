@@ -2,6 +2,7 @@ package web
 
 import (
 	"crypto/subtle"
+	"net/url"
 	"strings"
 	"time"
 
@@ -70,7 +71,7 @@ func (s *Server) identify(c *fiber.Ctx) error {
 		if err != nil {
 			return unauthorized(c, "The API token is not valid (revoked, or mistyped).")
 		}
-		c.Locals(handlers.PrincipalKey, &handlers.Principal{User: u, Perms: store.EffectivePermissions(u.Role, t.Scopes), TokenID: t.ID})
+		c.Locals(handlers.PrincipalKey, &handlers.Principal{User: u, Perms: store.EffectivePermissions(u.Role, t.Scopes), TokenID: t.ID, Scopes: t.Scopes})
 		return c.Next()
 	}
 	return s.sessions(c)
@@ -97,26 +98,80 @@ func (s *Server) sessionPrincipal(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-// checkCSRF refuses an unsafe request made with a session unless it carries the
-// session's CSRF token (X-CSRF-Token header, or the _csrf form field).
-func checkCSRF(c *fiber.Ctx) error {
+// checkCSRF refuses an unsafe request made with a session (or none: the login form)
+// unless it carries the session's CSRF token, in the X-CSRF-Token header or the _csrf
+// field of a POST body (never the query string), and unless it comes from the
+// console's own site (Sec-Fetch-Site, Origin). It returns a *fiber.Error, so that the
+// chain stops there: the handler never runs.
+func (s *Server) checkCSRF(c *fiber.Ctx) error {
 	p := handlers.Who(c)
 	if safeMethod(c.Method()) || (p != nil && p.TokenID != "") {
 		return nil
 	}
+	if !s.sameSite(c) {
+		return fiber.NewError(fiber.StatusForbidden, "Cross-site request refused: the console accepts changes only from its own pages.")
+	}
 	csrf, _ := c.Locals("csrf").(string)
 	sent := c.Get("X-CSRF-Token")
 	if sent == "" {
-		sent = c.FormValue("_csrf")
+		sent = bodyField(c, "_csrf")
 	}
 	if csrf == "" || subtle.ConstantTimeCompare([]byte(sent), []byte(csrf)) != 1 {
 		msg := "CSRF token missing or wrong: reload the page and try again."
 		if handlers.IsAPI(c) {
-			return handlers.JSONError(c, fiber.StatusForbidden, msg+" (API clients: use a bearer token.)")
+			msg += " (API clients: use a bearer token.)"
 		}
 		return fiber.NewError(fiber.StatusForbidden, msg)
 	}
 	return nil
+}
+
+// bodyField reads a field of a form-encoded or multipart POST body; the query string is
+// not looked at.
+func bodyField(c *fiber.Ctx, name string) string {
+	ct := strings.ToLower(c.Get(fiber.HeaderContentType))
+	switch {
+	case strings.HasPrefix(ct, fiber.MIMEApplicationForm):
+		return string(c.Request().PostArgs().Peek(name))
+	case strings.HasPrefix(ct, fiber.MIMEMultipartForm):
+		if f, err := c.MultipartForm(); err == nil && len(f.Value[name]) > 0 {
+			return f.Value[name][0]
+		}
+	}
+	return ""
+}
+
+// sameSite is the second layer against cross-site requests: a browser that says the
+// request comes from another site (Sec-Fetch-Site), or an Origin that is not the
+// console's own (its host, or RUNR_APP_URL's), is refused. Clients that send neither
+// header (scripts, old browsers) rely on the CSRF token alone.
+func (s *Server) sameSite(c *fiber.Ctx) bool {
+	switch c.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+	default: // same-site, cross-site
+		return false
+	}
+	o := c.Get(fiber.HeaderOrigin)
+	if o == "" {
+		return true
+	}
+	return s.ownOrigin(c, o)
+}
+
+// ownOrigin reports whether an Origin header names the console: the host the request
+// was sent to, or the host of RUNR_APP_URL.
+func (s *Server) ownOrigin(c *fiber.Ctx, origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return false // includes "null" (sandboxed frames, file: pages)
+	}
+	if strings.EqualFold(u.Host, c.Hostname()) {
+		return true
+	}
+	if app, err := url.Parse(s.Cfg.AppURL); err == nil && app.Host != "" && strings.EqualFold(u.Host, app.Host) {
+		return true
+	}
+	return false
 }
 
 func safeMethod(m string) bool {

@@ -36,6 +36,14 @@ func wsUpgrade(h fiber.Handler) fiber.Handler {
 	}
 }
 
+// Read limits of the sockets: a browser sends nothing but pongs and small control
+// frames; an agent sends snapshots. A bigger frame closes that socket with 1009
+// (message too big) before its payload is read, so its memory is never taken.
+const (
+	BrowserReadLimit = 4 << 10
+	AgentReadLimit   = 1 << 20
+)
+
 // maxBatch is how many events one WebSocket message carries at most. JSON subscribers
 // get one event per line (NDJSON); browsers get the fragments of all of them.
 const maxBatch = 256
@@ -85,6 +93,7 @@ func pageFor(conn *websocket.Conn) views.Page {
 // the database, then every new event as it is published.
 func (s *Server) JobSocket() fiber.Handler {
 	return wsUpgrade(websocket.New(func(conn *websocket.Conn) {
+		conn.SetReadLimit(BrowserReadLimit)
 		id := conn.Params("id")
 		jsonMode := conn.Query("format") == "json"
 		w := &wsConn{conn: conn}
@@ -264,6 +273,7 @@ func stepOf(d views.JobData, e store.JobEvent) *store.JobStep {
 // BannerSocket pushes the migration banners whenever a region changes.
 func (s *Server) BannerSocket() fiber.Handler {
 	return wsUpgrade(websocket.New(func(conn *websocket.Conn) {
+		conn.SetReadLimit(BrowserReadLimit)
 		w := &wsConn{conn: conn}
 		sub := s.Hub.SubscribeRegions()
 		defer s.Hub.UnsubscribeRegions(sub)

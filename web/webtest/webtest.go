@@ -51,6 +51,8 @@ func New(t testing.TB, tweak func(*config.Config)) *Env {
 	}
 	cfg.DatabaseURL = st.URL
 	cfg.AppKey = storetest.AppKey
+	// The simulated clusters listen on 127.0.0.1; a test that checks the refusal turns it off.
+	cfg.AllowLoopbackClusters = true
 	if tweak != nil {
 		tweak(cfg)
 	}

@@ -133,6 +133,8 @@ func serve() error {
 		"RUNR_CHART_MIRROR=" + repo.URL,
 		"RUNR_APP_URL=http://127.0.0.1:8080",
 		"RUNR_LOCAL_CLUSTER_HOST=127.0.0.1",
+		// The sandbox's cluster listens on 127.0.0.1: the console must be let to reach it.
+		"RUNR_ALLOW_LOOPBACK_CLUSTERS=true",
 	}, "\n") + "\n"
 	if err := os.WriteFile(filepath.Join(dir, "env"), []byte(env), 0o644); err != nil {
 		return err
