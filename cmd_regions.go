@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"runr.dev/console/kube"
+	"runr.dev/console/ops"
 	"runr.dev/console/store"
 )
 
@@ -120,7 +120,7 @@ func regionsCmd() *cobra.Command {
 }
 
 // regionService opens the store and the cluster side for a region named or by id.
-func regionService(cmd *cobra.Command, ref string) (*kube.Service, *store.Region, func(), error) {
+func regionService(cmd *cobra.Command, ref string) (*ops.Service, *store.Region, func(), error) {
 	cfg, st, err := openStore(cmd.Context())
 	if err != nil {
 		return nil, nil, nil, err
@@ -130,5 +130,5 @@ func regionService(cmd *cobra.Command, ref string) (*kube.Service, *store.Region
 		st.Close()
 		return nil, nil, nil, fmt.Errorf("no region %s: %w", ref, err)
 	}
-	return kube.NewService(st, cfg, newLogger(cfg.LogLevel)), r, func() { st.Close() }, nil
+	return ops.NewService(st, cfg, newLogger(cfg.LogLevel)), r, func() { st.Close() }, nil
 }

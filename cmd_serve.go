@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"runr.dev/console/kube"
+	"runr.dev/console/ops"
 	"runr.dev/console/web"
 )
 
@@ -46,7 +46,7 @@ func serveCmd() *cobra.Command {
 					return fmt.Errorf("%d migration(s) pending: run `runr migrate` first, or `runr serve --migrate`", n)
 				}
 			}
-			svc := kube.NewService(st, cfg, log)
+			svc := ops.NewService(st, cfg, log)
 			srv := web.New(st, cfg, svc, log, version)
 
 			bg, cancelBG := context.WithCancel(context.Background())

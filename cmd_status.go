@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"runr.dev/console/kube"
+	"runr.dev/console/ops"
 	"runr.dev/console/store"
 )
 
@@ -48,7 +48,7 @@ func statusCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			svc := kube.NewService(st, cfg, newLogger(cfg.LogLevel))
+			svc := ops.NewService(st, cfg, newLogger(cfg.LogLevel))
 			start := time.Now()
 			serr := svc.Sweep(ctx)
 			res := SweepResult{Regions: len(rs), Seconds: time.Since(start).Seconds(), PeakRSSKiB: peakRSSKiB()}

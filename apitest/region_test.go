@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"runr.dev/console/kube"
+	"runr.dev/console/ops"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 	"runr.dev/console/web/webtest"
@@ -123,7 +123,7 @@ func TestSettingsReachTheCluster(t *testing.T) {
 		Meta struct{ Total int }
 	}
 	e.JSON("GET", "/api/jobs?region_id="+r.ID, tok, nil, &jobs)
-	if jobs.Meta.Total < 4 || jobs.Data[0].Kind != kube.KindApplySettings {
+	if jobs.Meta.Total < 4 || jobs.Data[0].Kind != ops.KindApplySettings {
 		t.Fatalf("job history API: %+v", jobs)
 	}
 }
@@ -165,13 +165,13 @@ func TestFunctionTLS(t *testing.T) {
 		t.Fatalf("a foreign TLSStore must stay without replace_existing: %s %s", j.Status, j.Error)
 	}
 	mustSucceed(t, put(true))
-	sec, err := c.Client.CoreV1().Secrets("knative-serving").Get(ctx, kube.FunctionTLSSecret, metav1.GetOptions{})
+	sec, err := c.Client.CoreV1().Secrets("knative-serving").Get(ctx, ops.FunctionTLSSecret, metav1.GetOptions{})
 	if err != nil || string(sec.Data["tls.crt"]) != good {
 		t.Fatalf("Secret runr-function-tls: %v", err)
 	}
 	tlsStore := schema.GroupVersionResource{Group: "traefik.io", Version: "v1alpha1", Resource: "tlsstores"}
 	st, err := c.DynamicGet(ctx, tlsStore, "knative-serving", "default")
-	if name, _, _ := unstructured.NestedString(st.Object, "spec", "defaultCertificate", "secretName"); err != nil || name != kube.FunctionTLSSecret {
+	if name, _, _ := unstructured.NestedString(st.Object, "spec", "defaultCertificate", "secretName"); err != nil || name != ops.FunctionTLSSecret {
 		t.Fatalf("TLSStore: %v %q", err, name)
 	}
 	r, _ = e.Store.RegionByID(ctx, r.ID)
@@ -188,7 +188,7 @@ func TestFunctionTLS(t *testing.T) {
 		t.Fatalf("remove: %d", st)
 	}
 	mustSucceed(t, e.WaitJob(ans.JobID, time.Minute))
-	if _, err := c.Client.CoreV1().Secrets("knative-serving").Get(ctx, kube.FunctionTLSSecret, metav1.GetOptions{}); err == nil {
+	if _, err := c.Client.CoreV1().Secrets("knative-serving").Get(ctx, ops.FunctionTLSSecret, metav1.GetOptions{}); err == nil {
 		t.Fatal("the Secret must be gone")
 	}
 	if _, err := c.DynamicGet(ctx, tlsStore, "knative-serving", "default"); err == nil {
@@ -224,10 +224,10 @@ func TestMaintenanceBlockAndRemoval(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Middleware: %v", err)
 	}
-	if h, _, _ := unstructured.NestedString(m.Object, "spec", "headers", "customRequestHeaders", kube.StatusHeader); h != "maintenance" {
+	if h, _, _ := unstructured.NestedString(m.Object, "spec", "headers", "customRequestHeaders", ops.StatusHeader); h != "maintenance" {
 		t.Fatalf("middleware header %q", h)
 	}
-	d, err := c.Client.AppsV1().Deployments("knative-serving").Get(ctx, kube.ResponderName, metav1.GetOptions{})
+	d, err := c.Client.AppsV1().Deployments("knative-serving").Get(ctx, ops.ResponderName, metav1.GetOptions{})
 	if err != nil || d.Spec.Template.Spec.Containers[0].Resources.Requests.Cpu().String() != "10m" || d.Spec.Template.Spec.Containers[0].Resources.Requests.Memory().String() != "16Mi" {
 		t.Fatalf("responder: %v", err)
 	}

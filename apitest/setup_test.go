@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"runr.dev/console/handlers"
-	"runr.dev/console/kube"
+	"runr.dev/console/ops"
 	"runr.dev/console/testcluster"
 )
 
@@ -59,37 +59,37 @@ func TestSetupZotOnPVC(t *testing.T) {
 	// What the setup created on the cluster.
 	// On a PVC the zot chart makes a StatefulSet whose volume claim template gives the
 	// claim runr-zot-pvc-runr-zot-0 (zot 0.1.122, templates/statefulset.yaml).
-	if _, err := c.Client.AppsV1().StatefulSets(kube.RegistryNamespace).Get(ctx, kube.ZotRelease, metav1.GetOptions{}); err != nil {
+	if _, err := c.Client.AppsV1().StatefulSets(ops.RegistryNamespace).Get(ctx, ops.ZotRelease, metav1.GetOptions{}); err != nil {
 		t.Fatalf("Zot StatefulSet: %v", err)
 	}
-	pvc, err := c.Client.CoreV1().PersistentVolumeClaims(kube.RegistryNamespace).Get(ctx, "runr-zot-pvc-runr-zot-0", metav1.GetOptions{})
+	pvc, err := c.Client.CoreV1().PersistentVolumeClaims(ops.RegistryNamespace).Get(ctx, "runr-zot-pvc-runr-zot-0", metav1.GetOptions{})
 	if err != nil || pvc.Status.Phase != corev1.ClaimBound || *pvc.Spec.StorageClassName != "standard" {
 		t.Fatalf("Zot PVC: %v %+v", err, pvc)
 	}
 	// Zot's own config file carries the storage and the pull-through cache.
-	cm, err := c.Client.CoreV1().ConfigMaps(kube.RegistryNamespace).Get(ctx, kube.ZotRelease+"-config", metav1.GetOptions{})
+	cm, err := c.Client.CoreV1().ConfigMaps(ops.RegistryNamespace).Get(ctx, ops.ZotRelease+"-config", metav1.GetOptions{})
 	if err != nil || !strings.Contains(cm.Data["config.json"], `"/var/lib/registry"`) || !strings.Contains(cm.Data["config.json"], `"https://ghcr.io"`) {
 		t.Fatalf("Zot config: %v %v", err, cm.Data)
 	}
-	if _, err := c.Client.AppsV1().DaemonSets(kube.RegistryNamespace).Get(ctx, kube.MirrorDaemonSet, metav1.GetOptions{}); err != nil {
+	if _, err := c.Client.AppsV1().DaemonSets(ops.RegistryNamespace).Get(ctx, ops.MirrorDaemonSet, metav1.GetOptions{}); err != nil {
 		t.Fatalf("node mirror: %v", err)
 	}
-	if _, err := c.Client.AppsV1().DaemonSets(kube.RegistryNamespace).Get(ctx, kube.PrepullDaemonSet, metav1.GetOptions{}); err == nil {
+	if _, err := c.Client.AppsV1().DaemonSets(ops.RegistryNamespace).Get(ctx, ops.PrepullDaemonSet, metav1.GetOptions{}); err == nil {
 		t.Fatal("the pre-pull DaemonSet is short-lived")
 	}
-	if _, err := c.Client.CoreV1().PersistentVolumeClaims(kube.RegistryNamespace).Get(ctx, kube.StorageTestPVC, metav1.GetOptions{}); err == nil {
+	if _, err := c.Client.CoreV1().PersistentVolumeClaims(ops.RegistryNamespace).Get(ctx, ops.StorageTestPVC, metav1.GetOptions{}); err == nil {
 		t.Fatal("the test volume must be removed")
 	}
 	if _, err := c.Client.CoreV1().Namespaces().Get(ctx, "eu-2", metav1.GetOptions{}); err != nil {
 		t.Fatalf("project namespace: %v", err)
 	}
 	n, _ := c.Client.CoreV1().Nodes().Get(ctx, "worker-1", metav1.GetOptions{})
-	if n.Labels[kube.DedicatedKey] != kube.DedicatedValue || !hasTaint(n, kube.DedicatedKey) {
+	if n.Labels[ops.DedicatedKey] != ops.DedicatedValue || !hasTaint(n, ops.DedicatedKey) {
 		t.Fatalf("worker-1 must be dedicated: %v %v", n.Labels, n.Spec.Taints)
 	}
 	// The managed Redis was queued and runs.
 	r, _ := e.Store.RegionByName(ctx, "eu-2")
-	rj, err := e.Store.LatestJob(ctx, r.ID, kube.KindRedisInstall)
+	rj, err := e.Store.LatestJob(ctx, r.ID, ops.KindRedisInstall)
 	if err != nil {
 		t.Fatal("the managed Redis must be queued")
 	}
@@ -136,11 +136,11 @@ func TestSetupExternalRegistry(t *testing.T) {
 		t.Fatalf("setup: %s", j.Error)
 	}
 	ctx := context.Background()
-	j, _ := c.Client.BatchV1().Jobs(kube.RegistryNamespace).Get(ctx, kube.RegistryTestJob, metav1.GetOptions{})
+	j, _ := c.Client.BatchV1().Jobs(ops.RegistryNamespace).Get(ctx, ops.RegistryTestJob, metav1.GetOptions{})
 	if j == nil || j.Status.Succeeded != 1 || !strings.Contains(strings.Join(j.Spec.Template.Spec.Containers[0].Args, " "), "https://registry.example.com/v2/") {
 		t.Fatalf("the registry must be tested from a pod: %+v", j)
 	}
-	if _, err := c.Client.AppsV1().Deployments(kube.RegistryNamespace).Get(ctx, kube.ZotRelease, metav1.GetOptions{}); err == nil {
+	if _, err := c.Client.AppsV1().Deployments(ops.RegistryNamespace).Get(ctx, ops.ZotRelease, metav1.GetOptions{}); err == nil {
 		t.Fatal("no Zot for an external registry")
 	}
 	r, _ := e.Store.RegionByName(ctx, "ext")

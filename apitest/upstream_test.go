@@ -12,6 +12,7 @@ import (
 
 	"runr.dev/console/config"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops"
 	"runr.dev/console/testcluster"
 )
 
@@ -52,7 +53,7 @@ func TestNoLoadBalancerThenHostNetwork(t *testing.T) {
 		t.Fatalf("Traefik's Service: %v %v", err, svc.Spec.Type)
 	}
 	// The address is that of a node Traefik runs on.
-	pods, _ := c.Client.CoreV1().Pods("knative-serving").List(ctx, metav1.ListOptions{LabelSelector: kube.TraefikPodSelector("knative-serving")})
+	pods, _ := c.Client.CoreV1().Pods("knative-serving").List(ctx, metav1.ListOptions{LabelSelector: ops.TraefikPodSelector("knative-serving")})
 	nodeAddrs := map[string]bool{}
 	for _, p := range pods.Items {
 		if n, err := c.Client.CoreV1().Nodes().Get(ctx, p.Spec.NodeName, metav1.GetOptions{}); err == nil {
@@ -117,7 +118,7 @@ func TestContainerdRollingRestart(t *testing.T) {
 	}
 	mustSucceed(t, e.WaitJob(ans.JobID, 3*time.Minute))
 	r, _ := e.Store.RegionByName(ctx, "eu-3")
-	ds, err := c.Client.AppsV1().DaemonSets(kube.RegistryNamespace).Get(ctx, kube.MirrorDaemonSet, metav1.GetOptions{})
+	ds, err := c.Client.AppsV1().DaemonSets(ops.RegistryNamespace).Get(ctx, ops.MirrorDaemonSet, metav1.GetOptions{})
 	if err != nil || strings.Join(ds.Spec.Template.Spec.Containers[0].Args, " ") != "registry mirror --root /host" {
 		t.Fatalf("the node mirror must run a command the binary has: %v %v", err, ds.Spec.Template.Spec.Containers)
 	}
@@ -139,7 +140,7 @@ func TestContainerdRollingRestart(t *testing.T) {
 		}
 	}
 	// Each Job ran on its node and is gone.
-	jobs, _ := c.Client.BatchV1().Jobs(kube.RegistryNamespace).List(ctx, metav1.ListOptions{LabelSelector: "runr.dev/node"})
+	jobs, _ := c.Client.BatchV1().Jobs(ops.RegistryNamespace).List(ctx, metav1.ListOptions{LabelSelector: "runr.dev/node"})
 	if len(jobs.Items) != 0 {
 		t.Fatalf("restart Jobs left: %d", len(jobs.Items))
 	}
@@ -172,15 +173,15 @@ func TestRegistryRemovedThenSetUpAgain(t *testing.T) {
 	}
 	rm := e.WaitJob(del.JobID, 3*time.Minute)
 	mustSucceed(t, rm)
-	if _, err := c.Client.CoreV1().Namespaces().Get(ctx, kube.RegistryNamespace, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("the removal ended before namespace %s was gone: %v", kube.RegistryNamespace, err)
+	if _, err := c.Client.CoreV1().Namespaces().Get(ctx, ops.RegistryNamespace, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the removal ended before namespace %s was gone: %v", ops.RegistryNamespace, err)
 	}
 	if log := wkLog(t, e, rm.ID); !strings.Contains(log, "namespace runr-registry to be deleted") {
 		t.Fatalf("the removal's wait must be named:\n%s", log)
 	}
 	body := map[string]any{"registry_mode": "internal", "storage_type": "pvc", "pvc_config": map[string]any{"storageClass": "standard", "size": "1Gi"}}
 	mustSucceed(t, action(t, e, tok, r.ID, "registry", body))
-	if _, err := c.Client.AppsV1().StatefulSets(kube.RegistryNamespace).Get(ctx, kube.ZotRelease, metav1.GetOptions{}); err != nil {
+	if _, err := c.Client.AppsV1().StatefulSets(ops.RegistryNamespace).Get(ctx, ops.ZotRelease, metav1.GetOptions{}); err != nil {
 		t.Fatalf("Zot after the second setup: %v", err)
 	}
 }
@@ -206,7 +207,7 @@ func TestSetupZotOnS3(t *testing.T) {
 		!strings.Contains(log, "listed, wrote and deleted in the bucket") {
 		t.Fatalf("the bucket must be checked from a pod:\n%s", log)
 	}
-	d, err := c.Client.AppsV1().Deployments(kube.RegistryNamespace).Get(ctx, kube.ZotRelease, metav1.GetOptions{})
+	d, err := c.Client.AppsV1().Deployments(ops.RegistryNamespace).Get(ctx, ops.ZotRelease, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("Zot on S3 runs as the chart's Deployment: %v", err)
 	}
@@ -216,15 +217,15 @@ func TestSetupZotOnS3(t *testing.T) {
 			env[v.Name] = v.ValueFrom.SecretKeyRef.Name + "/" + v.ValueFrom.SecretKeyRef.Key
 		}
 	}
-	if env["AWS_ACCESS_KEY_ID"] != kube.ZotS3Secret+"/accessKey" || env["AWS_SECRET_ACCESS_KEY"] != kube.ZotS3Secret+"/secretKey" {
+	if env["AWS_ACCESS_KEY_ID"] != ops.ZotS3Secret+"/accessKey" || env["AWS_SECRET_ACCESS_KEY"] != ops.ZotS3Secret+"/secretKey" {
 		t.Fatalf("Zot's S3 keys: %v", env)
 	}
-	cm, err := c.Client.CoreV1().ConfigMaps(kube.RegistryNamespace).Get(ctx, kube.ZotRelease+"-config", metav1.GetOptions{})
+	cm, err := c.Client.CoreV1().ConfigMaps(ops.RegistryNamespace).Get(ctx, ops.ZotRelease+"-config", metav1.GetOptions{})
 	if err != nil || !strings.Contains(cm.Data["config.json"], `"name": "s3"`) || !strings.Contains(cm.Data["config.json"], `"bucket": "runr-images"`) ||
 		strings.Contains(cm.Data["config.json"], "S3-SECRET-KEY-VALUE") {
 		t.Fatalf("Zot's config file: %v %s", err, cm.Data["config.json"])
 	}
-	if sec, err := c.Client.CoreV1().Secrets(kube.RegistryNamespace).Get(ctx, kube.ZotS3Secret, metav1.GetOptions{}); err != nil || string(sec.Data["secretKey"]) != "S3-SECRET-KEY-VALUE" {
+	if sec, err := c.Client.CoreV1().Secrets(ops.RegistryNamespace).Get(ctx, ops.ZotS3Secret, metav1.GetOptions{}); err != nil || string(sec.Data["secretKey"]) != "S3-SECRET-KEY-VALUE" {
 		t.Fatalf("the S3 keys Secret: %v", err)
 	}
 }

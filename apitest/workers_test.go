@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
-	"runr.dev/console/kube"
+	"runr.dev/console/ops"
 	"runr.dev/console/testcluster"
 	"runr.dev/console/web/webtest"
 )
@@ -23,13 +23,13 @@ var wkCPTaint = corev1.Taint{Key: "node-role.kubernetes.io/control-plane", Effec
 
 // wkNodes is GET /api/knative-regions/{id}/nodes.
 type wkNodes struct {
-	Data          []kube.NodeView     `json:"data"`
-	ControlPlanes int                 `json:"control_planes"`
-	Warnings      []kube.ShapeWarning `json:"warnings"`
+	Data          []ops.NodeView     `json:"data"`
+	ControlPlanes int                `json:"control_planes"`
+	Warnings      []ops.ShapeWarning `json:"warnings"`
 	Error         string
 }
 
-func (n wkNodes) node(t *testing.T, name string) kube.NodeView {
+func (n wkNodes) node(t *testing.T, name string) ops.NodeView {
 	t.Helper()
 	for _, v := range n.Data {
 		if v.Name == name {
@@ -37,7 +37,7 @@ func (n wkNodes) node(t *testing.T, name string) kube.NodeView {
 		}
 	}
 	t.Fatalf("no node %s in %+v", name, n.Data)
-	return kube.NodeView{}
+	return ops.NodeView{}
 }
 
 func (n wkNodes) warning(key string) string {
@@ -58,13 +58,13 @@ func wkGetNodes(t *testing.T, e *webtest.Env, tok, id string) wkNodes {
 	return ans
 }
 
-func wkPreflight(v kube.NodeView, key string) kube.CheckItem {
+func wkPreflight(v ops.NodeView, key string) ops.CheckItem {
 	for _, it := range v.Preflight {
 		if it.Key == key {
 			return it
 		}
 	}
-	return kube.CheckItem{}
+	return ops.CheckItem{}
 }
 
 // wkStart posts a node action and returns its job id (202).
@@ -400,11 +400,11 @@ func wkEventually(t *testing.T, timeout time.Duration, what string, cond func() 
 
 // wkCapacity is GET /api/knative-regions/{id}/capacity.
 type wkCapacity struct {
-	Data  kube.CapacityReport `json:"data"`
+	Data  ops.CapacityReport `json:"data"`
 	Error string
 }
 
-func wkGetCapacity(t *testing.T, e *webtest.Env, tok, id string) kube.CapacityReport {
+func wkGetCapacity(t *testing.T, e *webtest.Env, tok, id string) ops.CapacityReport {
 	t.Helper()
 	var ans wkCapacity
 	if st := e.JSON("GET", "/api/knative-regions/"+id+"/capacity", tok, nil, &ans); st != 200 {
@@ -419,8 +419,8 @@ func wkDedicated(t *testing.T, c *testcluster.Cluster, name string) (label, tain
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, role := n.Labels[kube.KnativeWorkerRL]
-	return n.Labels[kube.DedicatedKey] == kube.DedicatedValue && role, hasTaint(n, kube.DedicatedKey)
+	_, role := n.Labels[ops.KnativeWorkerRL]
+	return n.Labels[ops.DedicatedKey] == ops.DedicatedValue && role, hasTaint(n, ops.DedicatedKey)
 }
 
 func TestWorkersSelectionCapacityAndAdmission(t *testing.T) {
@@ -478,8 +478,8 @@ spec:
 `); err != nil {
 		t.Fatal(err)
 	}
-	type want struct{ alloc, platform, total kube.Resources }
-	check := func(label string, dedicated bool, counted string, w want) kube.CapacityReport {
+	type want struct{ alloc, platform, total ops.Resources }
+	check := func(label string, dedicated bool, counted string, w want) ops.CapacityReport {
 		t.Helper()
 		cp := wkGetCapacity(t, e, tok, r.ID)
 		var got []string
@@ -496,7 +496,7 @@ spec:
 	}
 	// Without dedicated workers: worker-1 and worker-2 (cp-1 is tainted).
 	cp := check("every schedulable node", false, "worker-1,worker-2",
-		want{kube.Resources{CPUm: 16000, MemoryMi: 32768}, kube.Resources{CPUm: 1500, MemoryMi: 1536}, kube.Resources{CPUm: 14500, MemoryMi: 31232}})
+		want{ops.Resources{CPUm: 16000, MemoryMi: 32768}, ops.Resources{CPUm: 1500, MemoryMi: 1536}, ops.Resources{CPUm: 14500, MemoryMi: 31232}})
 	if cp.CPUOvercommit != 3 || cp.MemoryOvercommit != 1.5 || cp.FaaS.CPU.Gross != 43500 || cp.FaaS.Memory.Gross != 46848 || cp.AlwaysOn.CPU.Budget != 14500 {
 		t.Fatalf("default budgets: %+v", cp.Budgets)
 	}
@@ -516,7 +516,7 @@ spec:
 		t.Fatalf("worker-1 label %v taint %v", l, tt)
 	}
 	check("worker-2 dedicated", true, "worker-2",
-		want{kube.Resources{CPUm: 8000, MemoryMi: 16384}, kube.Resources{CPUm: 1000, MemoryMi: 1024}, kube.Resources{CPUm: 7000, MemoryMi: 15360}})
+		want{ops.Resources{CPUm: 8000, MemoryMi: 16384}, ops.Resources{CPUm: 1000, MemoryMi: 1024}, ops.Resources{CPUm: 7000, MemoryMi: 15360}})
 	put([]string{"worker-1"})
 	if l, tt := wkDedicated(t, c, "worker-2"); l || tt {
 		t.Fatalf("deselected worker-2 keeps label %v taint %v", l, tt)
@@ -525,7 +525,7 @@ spec:
 		t.Fatalf("worker-1 label %v taint %v", l, tt)
 	}
 	check("worker-1 dedicated", true, "worker-1",
-		want{kube.Resources{CPUm: 8000, MemoryMi: 16384}, kube.Resources{CPUm: 500, MemoryMi: 512}, kube.Resources{CPUm: 7500, MemoryMi: 15872}})
+		want{ops.Resources{CPUm: 8000, MemoryMi: 16384}, ops.Resources{CPUm: 500, MemoryMi: 512}, ops.Resources{CPUm: 7500, MemoryMi: 15872}})
 	if r, _ = e.Store.RegionByID(ctx, r.ID); strings.Join(r.Nodes, ",") != "worker-1" {
 		t.Fatalf("region nodes %v", r.Nodes)
 	}
@@ -570,30 +570,30 @@ spec:
 	}
 	// FaaS CPU: 7500 × 2 − 2000 = 13000m, 10000m used. FaaS memory: 15872 × 1.5 − 2048 = 21760Mi.
 	cp = wkGetCapacity(t, e, tok, r.ID)
-	if w := (kube.BudgetLine{Gross: 15000, Reserved: 2000, Budget: 13000, Used: 10000, Free: 3000}); cp.FaaS.CPU != w {
+	if w := (ops.BudgetLine{Gross: 15000, Reserved: 2000, Budget: 13000, Used: 10000, Free: 3000}); cp.FaaS.CPU != w {
 		t.Fatalf("FaaS CPU %+v, want %+v", cp.FaaS.CPU, w)
 	}
-	if w := (kube.BudgetLine{Gross: 23808, Reserved: 2048, Budget: 21760, Used: 4096, Free: 17664}); cp.FaaS.Memory != w {
+	if w := (ops.BudgetLine{Gross: 23808, Reserved: 2048, Budget: 21760, Used: 4096, Free: 17664}); cp.FaaS.Memory != w {
 		t.Fatalf("FaaS memory %+v, want %+v", cp.FaaS.Memory, w)
 	}
-	if w := (kube.BudgetLine{Gross: 8000, Reserved: 500, Budget: 7500, Used: 2000, Free: 5500}); cp.AlwaysOn.CPU != w || cp.AlwaysOn.Projects != 1 || cp.FaaS.Projects != 1 {
+	if w := (ops.BudgetLine{Gross: 8000, Reserved: 500, Budget: 7500, Used: 2000, Free: 5500}); cp.AlwaysOn.CPU != w || cp.AlwaysOn.Projects != 1 || cp.FaaS.Projects != 1 {
 		t.Fatalf("always-on CPU %+v, want %+v", cp.AlwaysOn.CPU, w)
 	}
 	admit := []struct {
 		name string
-		req  kube.AdmitRequest
+		req  ops.AdmitRequest
 		want string
 	}{
-		{"oversized FaaS deploy", kube.AdmitRequest{ProjectID: "p-next", CPUm: 4000, MemoryMi: 256},
+		{"oversized FaaS deploy", ops.AdmitRequest{ProjectID: "p-next", CPUm: 4000, MemoryMi: 256},
 			"CPU: this deploy asks 4000m; the FaaS budget is 13000m, 10000m used: 3000m free"},
-		{"FaaS deploy that fits", kube.AdmitRequest{ProjectID: "p-next", CPUm: 3000, MemoryMi: 256}, ""},
-		{"a redeploy does not count itself", kube.AdmitRequest{ProjectID: "p-faas", CPUm: 13000, MemoryMi: 4096}, ""},
-		{"oversized always-on deploy", kube.AdmitRequest{ProjectID: "p-next", CPUm: 6000, MemoryMi: 20000, AlwaysOn: true},
+		{"FaaS deploy that fits", ops.AdmitRequest{ProjectID: "p-next", CPUm: 3000, MemoryMi: 256}, ""},
+		{"a redeploy does not count itself", ops.AdmitRequest{ProjectID: "p-faas", CPUm: 13000, MemoryMi: 4096}, ""},
+		{"oversized always-on deploy", ops.AdmitRequest{ProjectID: "p-next", CPUm: 6000, MemoryMi: 20000, AlwaysOn: true},
 			"CPU: this deploy asks 6000m; the always-on budget is 7500m, 2000m used: 5500m free; memory: this deploy asks 20000Mi; the always-on budget is 15872Mi, 2048Mi used: 13824Mi free"},
 	}
 	for _, tc := range admit {
 		err := e.Kube.Admit(ctx, r, tc.req)
-		var ae *kube.AdmissionError
+		var ae *ops.AdmissionError
 		switch {
 		case tc.want == "" && err != nil:
 			t.Fatalf("%s: refused: %v", tc.name, err)
@@ -637,7 +637,7 @@ spec:
 	if resp, _ := b.PostForm("/regions/"+r.ID+"/nodes/worker-1/undedicate", url.Values{}, true); resp.StatusCode != 303 {
 		t.Fatalf("undedicate form: %d", resp.StatusCode)
 	}
-	j, err := e.Store.LatestJobOf(ctx, r.ID, []string{kube.KindApplyWorkers})
+	j, err := e.Store.LatestJobOf(ctx, r.ID, []string{ops.KindApplyWorkers})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -650,5 +650,5 @@ spec:
 		t.Fatalf("region nodes %v, factors %v %v", r.Nodes, r.FaaSCPUOvercommit, r.FaaSMemoryOvercommit)
 	}
 	check("no dedicated workers again", false, "worker-1,worker-2",
-		want{kube.Resources{CPUm: 16000, MemoryMi: 32768}, kube.Resources{CPUm: 1500, MemoryMi: 1536}, kube.Resources{CPUm: 14500, MemoryMi: 31232}})
+		want{ops.Resources{CPUm: 16000, MemoryMi: 32768}, ops.Resources{CPUm: 1500, MemoryMi: 1536}, ops.Resources{CPUm: 14500, MemoryMi: 31232}})
 }

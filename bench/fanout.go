@@ -14,7 +14,7 @@ import (
 
 	"github.com/fasthttp/websocket"
 
-	"runr.dev/console/kube"
+	"runr.dev/console/ops"
 	"runr.dev/console/store"
 )
 
@@ -192,7 +192,7 @@ func benchFanout(env *Env, rep *Report, o *Options) error {
 		return err
 	}
 	rid := r.ID
-	j := &store.Job{Kind: kube.KindRedisTest, Title: "Test the Redis of eu-west-1", RegionID: &rid, CreatedBy: "bench@example.com"}
+	j := &store.Job{Kind: ops.KindRedisTest, Title: "Test the Redis of eu-west-1", RegionID: &rid, CreatedBy: "bench@example.com"}
 	if err := st.CreateJob(ctx, j, []store.JobStep{{Name: "ping", Title: "PING Redis from a pod"}}, ""); err != nil {
 		return err
 	}

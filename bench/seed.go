@@ -23,6 +23,7 @@ import (
 
 	"runr.dev/console/agent"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops"
 	"runr.dev/console/store"
 )
 
@@ -187,7 +188,7 @@ func parallel(n, w int, f func(i int) error) error {
 // the history a region's General tab shows. It has no region yet (attachJob sets it), so
 // that it can be written before any console runs: a queued job would be claimed.
 func seedSettingsJob(ctx context.Context, st *store.Store, name string) (string, error) {
-	j := &store.Job{Kind: kube.KindApplySettings, Title: "Apply the General settings of " + name, CreatedBy: "bench@example.com",
+	j := &store.Job{Kind: ops.KindApplySettings, Title: "Apply the General settings of " + name, CreatedBy: "bench@example.com",
 		Params: json.RawMessage(`{"request_timeout":300}`)}
 	steps := []store.JobStep{{Name: "connect", Title: "Connect to the cluster"}, {Name: "config", Title: "Update config-network and config-defaults"}, {Name: "traefik", Title: "Roll out Traefik"}}
 	if err := st.CreateJob(ctx, j, steps, ""); err != nil {

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"runr.dev/console/kube"
+	"runr.dev/console/ops"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 )
@@ -44,7 +45,7 @@ spec:
 func lbAddress(ctx context.Context, cl *testcluster.Cluster) (string, error) {
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		svc, err := cl.Client.CoreV1().Services("knative-serving").Get(ctx, kube.TraefikRelease, metav1.GetOptions{})
+		svc, err := cl.Client.CoreV1().Services("knative-serving").Get(ctx, ops.TraefikRelease, metav1.GetOptions{})
 		if err == nil {
 			if a := serviceAddress(svc); a != "" {
 				return a, nil
@@ -224,7 +225,7 @@ func benchSweep(env *Env, rep *Report, o *Options, clusters []*testcluster.Clust
 	}
 	sec.Details = append(sec.Details, fmt.Sprintf("When the checks were saved, from the start of the process: the %d regions of answering clusters from +%.1f s to +%.1f s; the %d regions whose cluster never answers: %s.\n\n",
 		n-deadCount, liveFirst.Seconds(), liveLast.Seconds(), deadCount, strings.Join(dl, ", ")))
-	sec.note("Measured inside the real binary: `runr status sweep` (cmd_status.go) runs `kube.Service.Sweep` once, exactly as the console's background loop does, and prints the sweep's duration and its own peak resident memory (VmHWM from /proc/self/status). The whole process took %s from start to exit.", secs(wall))
+	sec.note("Measured inside the real binary: `runr status sweep` (cmd_status.go) runs `ops.Service.Sweep` once, exactly as the console's background loop does, and prints the sweep's duration and its own peak resident memory (VmHWM from /proc/self/status). The whole process took %s from start to exit.", secs(wall))
 	sec.note("%d regions in all: every %dth (%d) has a cluster of its own — its own kubeconfig and credentials — whose API server address is one loopback listener (%s) that accepts TCP connections and never answers; it accepted %d connections. The other %d are spread over %d simulated clusters (%s), regions of one cluster sharing its kubeconfig, as regions created from the same kubeconfig do.", len(rs), every, deadCount, hole.URL(), hole.n.Load(), n-deadCount, len(clusters), clusterNames(clusters, installed))
 	sec.note("Every region has Serving ready and a function domain under the base domain %s, so the sweep also checks DNS: RUNR_DNS_RESOLVER points at a DNS server in the bench process on %s (it answered %d queries); the system resolver is never asked. Settings are the console's defaults: RUNR_STATUS_TIMEOUT 10 s per cluster look, RUNR_STATUS_CONCURRENCY 64 clusters at once.", base, dnsSrv.Addr, dnsSrv.Queries.Load())
 	return nil

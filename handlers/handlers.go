@@ -20,6 +20,7 @@ import (
 
 	"runr.dev/console/config"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -29,7 +30,7 @@ type Handlers struct {
 	Store    *store.Store
 	Cfg      *config.Config
 	Sessions *scs.SessionManager
-	Kube     *kube.Service
+	Kube     *ops.Service
 	// Events lets a JSON feed wait for the next event of a job.
 	Events  EventWaiter
 	Version string

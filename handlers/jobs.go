@@ -6,7 +6,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"runr.dev/console/kube"
+	"runr.dev/console/ops"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -30,7 +30,7 @@ func (h *Handlers) JobData(ctx context.Context, p *Principal, id string) (views.
 	}
 	d := views.JobData{Job: j, Steps: steps, Events: events, CanRetry: p.Can(store.PermRegionsManage)}
 	d.NextURL, d.NextLabel = nextAfter(j)
-	if j.Kind == kube.KindRegistrySetup && d.CanRetry && p.Can(store.PermRegistryManage) {
+	if j.Kind == ops.KindRegistrySetup && d.CanRetry && p.Can(store.PermRegistryManage) {
 		// A failed setup's fields can be changed on its page before a retry.
 		if st, err := h.Store.SetupByJob(ctx, id); err == nil {
 			d.SetupURL = "/regions/setups/" + st.Token
@@ -45,7 +45,7 @@ func nextAfter(j *store.Job) (string, string) {
 		return "", ""
 	}
 	switch j.Kind {
-	case kube.KindRegistrySetup, kube.KindInstallOperator, kube.KindInstallServing, kube.KindRedisInstall:
+	case ops.KindRegistrySetup, ops.KindInstallOperator, ops.KindInstallServing, ops.KindRedisInstall:
 		return "/regions/" + j.Region() + "/wizard", "Continue"
 	}
 	return "/regions/" + j.Region(), "Back to the region"
@@ -65,7 +65,7 @@ func (h *Handlers) RetryJobForm(c *fiber.Ctx) error {
 	if err := h.Store.RetryJob(ctx(c), c.Params("id")); err != nil {
 		return h.Fail(c, err)
 	}
-	h.Kube.Wake()
+	h.Kube.Engine.Wake()
 	return redirect(c, refererPath(c, "/jobs/"+c.Params("id")))
 }
 
@@ -144,7 +144,7 @@ func (h *Handlers) APIRetryJob(c *fiber.Ctx) error {
 		}
 		return h.Fail(c, err)
 	}
-	h.Kube.Wake()
+	h.Kube.Engine.Wake()
 	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"job_id": c.Params("id")})
 }
 

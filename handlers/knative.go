@@ -6,7 +6,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"runr.dev/console/kube"
+	"runr.dev/console/engine"
+	"runr.dev/console/ops"
 	"runr.dev/console/store"
 )
 
@@ -21,19 +22,19 @@ func k8sMinor(r *store.Region) int {
 }
 
 // compatible returns the Knative versions offered to a region's cluster.
-func (h *Handlers) compatible(c *fiber.Ctx, r *store.Region) ([]kube.KnativeVersion, error) {
+func (h *Handlers) compatible(c *fiber.Ctx, r *store.Region) ([]ops.KnativeVersion, error) {
 	return h.Kube.CompatibleVersions(ctx(c), k8sMinor(r))
 }
 
 // resolveVersion maps "1.20" (or a release of it, "1.20.3") to an offered minor; "" picks the newest.
-func resolveVersion(vs []kube.KnativeVersion, want string) (*kube.KnativeVersion, string) {
+func resolveVersion(vs []ops.KnativeVersion, want string) (*ops.KnativeVersion, string) {
 	if len(vs) == 0 {
 		return nil, "No Knative version is offered for this cluster (its Kubernetes, or the operator chart repository)."
 	}
 	if want == "" {
 		return &vs[0], ""
 	}
-	want = kube.MinorOf(want)
+	want = ops.MinorOf(want)
 	for i, v := range vs {
 		if v.Minor == want {
 			return &vs[i], ""
@@ -57,7 +58,7 @@ func (h *Handlers) APICompatibleVersions(c *fiber.Ctx) error {
 		return JSONError(c, fiber.StatusBadGateway, h.Cause(c, "The Knative Operator chart repository could not be read", err))
 	}
 	if vs == nil {
-		vs = []kube.KnativeVersion{}
+		vs = []ops.KnativeVersion{}
 	}
 	return c.JSON(fiber.Map{"data": vs, "kubernetes_version": r.K8sVersion})
 }
@@ -101,8 +102,8 @@ func (h *Handlers) busy(c *fiber.Ctx, r *store.Region, kinds ...string) (bool, e
 	return false, nil
 }
 
-var knativeKinds = []string{kube.KindInstallOperator, kube.KindInstallServing, kube.KindInstallKnative, kube.KindUpgradeServing,
-	kube.KindUninstallServing, kube.KindUninstallOperator, kube.KindUninstallKnative}
+var knativeKinds = []string{ops.KindInstallOperator, ops.KindInstallServing, ops.KindInstallKnative, ops.KindUpgradeServing,
+	ops.KindUninstallServing, ops.KindUninstallOperator, ops.KindUninstallKnative}
 
 // enqueueKnative validates and queues one of the Knative jobs; it returns the job or a
 // 422 reason.
@@ -121,19 +122,19 @@ func (h *Handlers) enqueueKnative(c *fiber.Ctx, r *store.Region, kind string, in
 		return nil, FieldErrors{"namespace": m}, "", nil
 	}
 	switch in.IngressMode {
-	case "", kube.IngressLoadBalancer, kube.IngressHostNetwork:
+	case "", ops.IngressLoadBalancer, ops.IngressHostNetwork:
 	default:
 		return nil, FieldErrors{"ingress_mode": "Choose load_balancer (a LoadBalancer Service) or host_network (a DaemonSet on ports 80 and 443 of every node)."}, "", nil
 	}
-	req := kube.JobRequest{Kind: kind, RegionID: r.ID, CreatedBy: Who(c).User.Email}
-	needVersion := kind == kube.KindInstallOperator || kind == kube.KindInstallServing || kind == kube.KindInstallKnative || kind == kube.KindUpgradeServing
-	var ver *kube.KnativeVersion
+	req := engine.Request{Kind: kind, Subject: r.ID, CreatedBy: Who(c).User.Email}
+	needVersion := kind == ops.KindInstallOperator || kind == ops.KindInstallServing || kind == ops.KindInstallKnative || kind == ops.KindUpgradeServing
+	var ver *ops.KnativeVersion
 	if needVersion {
 		vs, err := h.compatible(c, r)
 		if err != nil {
 			return nil, nil, h.Cause(c, "The Knative Operator chart repository could not be read", err), nil
 		}
-		if kind == kube.KindUpgradeServing {
+		if kind == ops.KindUpgradeServing {
 			if r.ServingStatus != "ready" {
 				return nil, nil, "Knative Serving is not ready on this region (" + r.ServingStatus + "): install it first.", nil
 			}
@@ -141,7 +142,7 @@ func (h *Handlers) enqueueKnative(c *fiber.Ctx, r *store.Region, kind string, in
 			if err != nil {
 				return nil, nil, "No upgrade: " + err.Error(), nil
 			}
-			if want := kube.MinorOf(in.Version); want != "" && want != next.Minor {
+			if want := ops.MinorOf(in.Version); want != "" && want != next.Minor {
 				return nil, FieldErrors{"version": "Knative upgrades one minor version at a time: from " + r.KnativeVersion + " the next is " + next.Version + "."}, "", nil
 			}
 			ver = next
@@ -154,30 +155,30 @@ func (h *Handlers) enqueueKnative(c *fiber.Ctx, r *store.Region, kind string, in
 		}
 	}
 	switch kind {
-	case kube.KindInstallOperator:
-		req.Title, req.Params = "Install the Knative Operator on "+r.Name, kube.OperatorParams{Namespace: opNS, Version: ver.Version}
-	case kube.KindInstallServing:
+	case ops.KindInstallOperator:
+		req.Title, req.Params = "Install the Knative Operator on "+r.Name, ops.OperatorParams{Namespace: opNS, Version: ver.Version}
+	case ops.KindInstallServing:
 		if r.OperatorStatus != "ready" {
 			return nil, nil, "Install the Knative Operator first (its status is " + r.OperatorStatus + ").", nil
 		}
-		req.Title, req.Params = "Install Knative Serving "+ver.Version+" on "+r.Name, kube.ServingParams{Namespace: svNS, Version: ver.Version, IngressMode: in.IngressMode}
-	case kube.KindInstallKnative:
+		req.Title, req.Params = "Install Knative Serving "+ver.Version+" on "+r.Name, ops.ServingParams{Namespace: svNS, Version: ver.Version, IngressMode: in.IngressMode}
+	case ops.KindInstallKnative:
 		req.Title = "Install Knative " + ver.Version + " on " + r.Name
-		req.Params = map[string]any{"operator": kube.OperatorParams{Namespace: opNS, Version: ver.Version}, "serving": kube.ServingParams{Namespace: svNS, Version: ver.Version, IngressMode: in.IngressMode}}
-	case kube.KindUpgradeServing:
-		req.Title, req.Params = "Upgrade Knative Serving of "+r.Name+" to "+ver.Version, kube.ServingParams{Namespace: r.ServingNamespace, Version: ver.Version}
-	case kube.KindUninstallServing:
+		req.Params = map[string]any{"operator": ops.OperatorParams{Namespace: opNS, Version: ver.Version}, "serving": ops.ServingParams{Namespace: svNS, Version: ver.Version, IngressMode: in.IngressMode}}
+	case ops.KindUpgradeServing:
+		req.Title, req.Params = "Upgrade Knative Serving of "+r.Name+" to "+ver.Version, ops.ServingParams{Namespace: r.ServingNamespace, Version: ver.Version}
+	case ops.KindUninstallServing:
 		if r.ServingStatus == "not_installed" {
 			return nil, nil, "Knative Serving is not installed on this region.", nil
 		}
-		req.Title, req.Params = "Uninstall Knative Serving of "+r.Name, kube.ServingParams{Namespace: r.ServingNamespace, RemoveTraefik: in.RemoveTraefik}
-	case kube.KindUninstallOperator:
+		req.Title, req.Params = "Uninstall Knative Serving of "+r.Name, ops.ServingParams{Namespace: r.ServingNamespace, RemoveTraefik: in.RemoveTraefik}
+	case ops.KindUninstallOperator:
 		if r.ServingStatus != "not_installed" {
 			return nil, nil, "Uninstall Knative Serving first: removing the operator removes the Knative CRDs, and with them every Knative Service.", nil
 		}
 		req.Title = "Uninstall the Knative Operator of " + r.Name
-	case kube.KindUninstallKnative:
-		req.Title, req.Params = "Uninstall Knative of "+r.Name, kube.ServingParams{Namespace: r.ServingNamespace, RemoveTraefik: in.RemoveTraefik}
+	case ops.KindUninstallKnative:
+		req.Title, req.Params = "Uninstall Knative of "+r.Name, ops.ServingParams{Namespace: r.ServingNamespace, RemoveTraefik: in.RemoveTraefik}
 	}
 	j, err := h.Kube.Enqueue(ctx(c), req)
 	return j, nil, "", err
@@ -216,8 +217,8 @@ func (h *Handlers) enqueueRedis(c *fiber.Ctx, r *store.Region, in RedisInput) (*
 	default:
 		return nil, FieldErrors{"mode": "Choose managed or external."}, nil
 	}
-	j, err := h.Kube.Enqueue(ctx(c), kube.JobRequest{Kind: kube.KindRedisInstall, Title: "Set up the Redis of " + r.Name, RegionID: r.ID,
-		Params: kube.RedisParams{Mode: in.Mode, Address: in.Address}, Secret: in.Password, CreatedBy: Who(c).User.Email})
+	j, err := h.Kube.Enqueue(ctx(c), engine.Request{Kind: ops.KindRedisInstall, Title: "Set up the Redis of " + r.Name, Subject: r.ID,
+		Params: ops.RedisParams{Mode: in.Mode, Address: in.Address}, Secret: in.Password, CreatedBy: Who(c).User.Email})
 	return j, nil, err
 }
 
@@ -241,7 +242,7 @@ func (h *Handlers) APIDeleteRedis(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.Enqueue(ctx(c), kube.JobRequest{Kind: kube.KindRedisRemove, Title: "Remove the Redis of " + r.Name, RegionID: r.ID, CreatedBy: Who(c).User.Email})
+	j, err := h.Kube.Enqueue(ctx(c), engine.Request{Kind: ops.KindRedisRemove, Title: "Remove the Redis of " + r.Name, Subject: r.ID, CreatedBy: Who(c).User.Email})
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -257,7 +258,7 @@ func (h *Handlers) APITestRedis(c *fiber.Ctx) error {
 	if r.RedisAddress == "" {
 		return Unprocessable(c, "The region has no Redis to test: install the managed Redis or set an external one.")
 	}
-	j, err := h.Kube.Enqueue(ctx(c), kube.JobRequest{Kind: kube.KindRedisTest, Title: "Test the Redis of " + r.Name, RegionID: r.ID, CreatedBy: Who(c).User.Email})
+	j, err := h.Kube.Enqueue(ctx(c), engine.Request{Kind: ops.KindRedisTest, Title: "Test the Redis of " + r.Name, Subject: r.ID, CreatedBy: Who(c).User.Email})
 	if err != nil {
 		return h.Fail(c, err)
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/a-h/templ"
 	"github.com/gofiber/fiber/v2"
 
-	"runr.dev/console/kube"
+	"runr.dev/console/ops"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -18,9 +18,9 @@ type MigrateInput struct {
 	DataLocation string `json:"data_location"`
 }
 
-// refusal splits a kube.Refusal into a field error or a message.
+// refusal splits a ops.Refusal into a field error or a message.
 func refusal(err error) (FieldErrors, string, error) {
-	var rf *kube.Refusal
+	var rf *ops.Refusal
 	if errors.As(err, &rf) {
 		if rf.Field != "" {
 			return FieldErrors{rf.Field: rf.Msg}, "", nil
@@ -74,7 +74,7 @@ func (h *Handlers) migrationStatus(c *fiber.Ctx, r *store.Region) (MigrationStat
 	ms := MigrationStatus{MigrationStatus: r.MigrationStatus, Detail: r.MigrationDetail.V, DNSCheckAt: r.MigrationDNSCheckAt,
 		OldExternalIP: r.OldExternalIP, ExternalIP: r.ExternalIP, DNSInstruction: DNSInstruction(KnativeDomain(r, base), r.ExternalIP), Steps: []store.JobStep{}}
 	if r.MigrationDNSCheckAt != nil {
-		d := r.MigrationDNSCheckAt.Add(kube.MigrationDeadline)
+		d := r.MigrationDNSCheckAt.Add(ops.MigrationDeadline)
 		ms.Deadline = &d
 	}
 	if id := r.MigrationDetail.V.JobID; id != "" {
@@ -146,7 +146,7 @@ func (h *Handlers) migrationTab(c *fiber.Ctx, r *store.Region) (templ.Component,
 		return nil, err
 	}
 	var jd *views.JobData
-	if j, err := h.Store.LatestJobOf(ctx(c), r.ID, []string{kube.KindMigrateRegion, kube.KindRollbackMigration}); err == nil {
+	if j, err := h.Store.LatestJobOf(ctx(c), r.ID, []string{ops.KindMigrateRegion, ops.KindRollbackMigration}); err == nil {
 		d, err := h.JobData(ctx(c), Who(c), j.ID)
 		if err != nil {
 			return nil, err

@@ -6,7 +6,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"runr.dev/console/kube"
+	"runr.dev/console/engine"
+	"runr.dev/console/ops"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -146,9 +147,9 @@ func (h *Handlers) applyProjectInput(c *fiber.Ctx, p *store.Project, in ProjectI
 	return errs
 }
 
-func (h *Handlers) enqueueProject(c *fiber.Ctx, p *store.Project, kind, title string, params kube.ProjectParams) (*store.Job, error) {
+func (h *Handlers) enqueueProject(c *fiber.Ctx, p *store.Project, kind, title string, params ops.ProjectParams) (*store.Job, error) {
 	params.ProjectID = p.ID
-	return h.Kube.Enqueue(ctx(c), kube.JobRequest{Kind: kind, Title: title + " " + p.Slug, RegionID: p.Region(), Params: params, CreatedBy: Who(c).User.Email})
+	return h.Kube.Enqueue(ctx(c), engine.Request{Kind: kind, Title: title + " " + p.Slug, Subject: p.Region(), Params: params, CreatedBy: Who(c).User.Email})
 }
 
 // APICreateProject is POST /api/projects.
@@ -199,7 +200,7 @@ func (h *Handlers) updateProject(c *fiber.Ctx, p *store.Project, in ProjectInput
 		return nil, nil, err
 	}
 	if p.Region() != from && p.State == "running" {
-		j, err := h.enqueueProject(c, p, kube.KindMoveProject, "Move", kube.ProjectParams{From: from})
+		j, err := h.enqueueProject(c, p, ops.KindMoveProject, "Move", ops.ProjectParams{From: from})
 		return j, nil, err
 	}
 	return nil, nil, nil
@@ -237,27 +238,27 @@ func (h *Handlers) projectAction(c *fiber.Ctx, p *store.Project, action string) 
 	switch action {
 	case "deploy":
 		if p.State == "stopped" {
-			return nil, kube.ErrProjectStopped.Error(), nil
+			return nil, ops.ErrProjectStopped.Error(), nil
 		}
-		j, err := h.enqueueProject(c, p, kube.KindDeployProject, "Deploy", kube.ProjectParams{})
+		j, err := h.enqueueProject(c, p, ops.KindDeployProject, "Deploy", ops.ProjectParams{})
 		return j, "", err
 	case "resume":
 		if p.State != "stopped" {
 			return nil, "Only a stopped project resumes; this one is " + p.State + ".", nil
 		}
-		j, err := h.enqueueProject(c, p, kube.KindDeployProject, "Resume", kube.ProjectParams{Resume: true})
+		j, err := h.enqueueProject(c, p, ops.KindDeployProject, "Resume", ops.ProjectParams{Resume: true})
 		return j, "", err
 	case "stop":
 		if p.State != "running" {
 			return nil, "Only a running project stops; this one is " + p.State + ".", nil
 		}
-		j, err := h.enqueueProject(c, p, kube.KindStopProject, "Stop", kube.ProjectParams{})
+		j, err := h.enqueueProject(c, p, ops.KindStopProject, "Stop", ops.ProjectParams{})
 		return j, "", err
 	case "delete":
 		if p.Region() == "" {
 			return nil, "", h.Store.DeleteProject(ctx(c), p.ID)
 		}
-		j, err := h.enqueueProject(c, p, kube.KindDeleteProject, "Delete", kube.ProjectParams{})
+		j, err := h.enqueueProject(c, p, ops.KindDeleteProject, "Delete", ops.ProjectParams{})
 		return j, "", err
 	}
 	return nil, "", store.ErrNotFound

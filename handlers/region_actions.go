@@ -10,7 +10,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"runr.dev/console/kube"
+	"runr.dev/console/engine"
+	"runr.dev/console/ops"
 	"runr.dev/console/store"
 )
 
@@ -72,11 +73,11 @@ func (h *Handlers) updateSettings(c *fiber.Ctx, r *store.Region, in SettingsInpu
 		return nil, errs, nil
 	}
 	s := r.Settings.V
-	var p kube.SettingsParams
+	var p ops.SettingsParams
 	if in.RequestTimeout != nil && *in.RequestTimeout != s.RequestTimeout {
 		s.RequestTimeout = *in.RequestTimeout
 		p.Traefik = true
-		p.Knative = s.RequestTimeout > kube.MaxRevisionTimeoutDefault
+		p.Knative = s.RequestTimeout > ops.MaxRevisionTimeoutDefault
 	}
 	if in.AgentWSURL != nil && *in.AgentWSURL != s.AgentWSURL {
 		s.AgentWSURL = *in.AgentWSURL
@@ -92,8 +93,8 @@ func (h *Handlers) updateSettings(c *fiber.Ctx, r *store.Region, in SettingsInpu
 	if !p.Traefik && !p.Knative && !p.Agent {
 		return nil, nil, nil
 	}
-	j, err := h.Kube.Enqueue(ctx(c), kube.JobRequest{Kind: kube.KindApplySettings, Title: "Apply the settings of " + r.Name,
-		RegionID: r.ID, Params: p, CreatedBy: Who(c).User.Email})
+	j, err := h.Kube.Enqueue(ctx(c), engine.Request{Kind: ops.KindApplySettings, Title: "Apply the settings of " + r.Name,
+		Subject: r.ID, Params: p, CreatedBy: Who(c).User.Email})
 	return j, nil, err
 }
 
@@ -148,8 +149,8 @@ func (h *Handlers) setStatus(c *fiber.Ctx, r *store.Region, status string) (*sto
 		return nil, nil, err
 	}
 	h.Log.Info("region status changed", "region", r.Name, "from", r.Status, "to", status, "user", Who(c).User.Email)
-	j, err := h.Kube.Enqueue(ctx(c), kube.JobRequest{Kind: kube.KindRegionStatus, Title: "Region " + r.Name + " is " + status,
-		RegionID: r.ID, CreatedBy: Who(c).User.Email})
+	j, err := h.Kube.Enqueue(ctx(c), engine.Request{Kind: ops.KindRegionStatus, Title: "Region " + r.Name + " is " + status,
+		Subject: r.ID, CreatedBy: Who(c).User.Email})
 	return j, nil, err
 }
 
@@ -220,11 +221,11 @@ func (h *Handlers) setFunctionTLS(c *fiber.Ctx, r *store.Region, in TLSInput) (*
 	if len(errs) > 0 {
 		return nil, errs, "", nil
 	}
-	if _, fe := kube.CheckCertificate(in.Certificate, in.PrivateKey, KnativeDomain(r, base), time.Now()); fe != nil {
+	if _, fe := ops.CheckCertificate(in.Certificate, in.PrivateKey, KnativeDomain(r, base), time.Now()); fe != nil {
 		return nil, fe, "", nil
 	}
-	j, err := h.Kube.Enqueue(ctx(c), kube.JobRequest{Kind: kube.KindFunctionTLS, Title: "Function-domain certificate of " + r.Name,
-		RegionID: r.ID, Params: kube.TLSParams{Certificate: in.Certificate, ReplaceExisting: in.ReplaceExisting},
+	j, err := h.Kube.Enqueue(ctx(c), engine.Request{Kind: ops.KindFunctionTLS, Title: "Function-domain certificate of " + r.Name,
+		Subject: r.ID, Params: ops.TLSParams{Certificate: in.Certificate, ReplaceExisting: in.ReplaceExisting},
 		Secret: in.PrivateKey, CreatedBy: Who(c).User.Email})
 	return j, nil, "", err
 }
@@ -249,8 +250,8 @@ func (h *Handlers) APIDeleteFunctionTLS(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.Enqueue(ctx(c), kube.JobRequest{Kind: kube.KindRemoveFunctionTLS, Title: "Remove the function-domain certificate of " + r.Name,
-		RegionID: r.ID, CreatedBy: Who(c).User.Email})
+	j, err := h.Kube.Enqueue(ctx(c), engine.Request{Kind: ops.KindRemoveFunctionTLS, Title: "Remove the function-domain certificate of " + r.Name,
+		Subject: r.ID, CreatedBy: Who(c).User.Email})
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -297,8 +298,8 @@ func (h *Handlers) updateMonitoring(c *fiber.Ctx, r *store.Region, raw map[strin
 	if !backToOwn || r.ServingStatus != "ready" {
 		return nil, nil, nil
 	}
-	j, err := h.Kube.Enqueue(ctx(c), kube.JobRequest{Kind: kube.KindInstallMonitoring, Title: "Install RunR's Prometheus and Loki on " + r.Name,
-		RegionID: r.ID, CreatedBy: Who(c).User.Email})
+	j, err := h.Kube.Enqueue(ctx(c), engine.Request{Kind: ops.KindInstallMonitoring, Title: "Install RunR's Prometheus and Loki on " + r.Name,
+		Subject: r.ID, CreatedBy: Who(c).User.Email})
 	return j, nil, err
 }
 

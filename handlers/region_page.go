@@ -10,19 +10,20 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"runr.dev/console/agent"
-	"runr.dev/console/kube"
+	"runr.dev/console/engine"
+	"runr.dev/console/ops"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
 
 // tabKinds are the job kinds whose latest job a tab shows live.
 var tabKinds = map[string][]string{
-	"general":  {kube.KindApplySettings, kube.KindRegionStatus, kube.KindFunctionTLS, kube.KindRemoveFunctionTLS, kube.KindInstallMonitoring},
-	"registry": {kube.KindRegistrySetup, kube.KindRegistryInstall, kube.KindRegistryRemove, kube.KindRegistryTest, kube.KindContainerdRestart},
-	"operator": {kube.KindInstallOperator, kube.KindInstallKnative, kube.KindUninstallOperator},
-	"serving":  {kube.KindInstallServing, kube.KindInstallKnative, kube.KindUpgradeServing, kube.KindUninstallServing, kube.KindUninstallKnative},
-	"redis":    {kube.KindRedisInstall, kube.KindRedisRemove, kube.KindRedisTest},
-	"workers":  {kube.KindApplyWorkers, kube.KindRegionInit},
+	"general":  {ops.KindApplySettings, ops.KindRegionStatus, ops.KindFunctionTLS, ops.KindRemoveFunctionTLS, ops.KindInstallMonitoring},
+	"registry": {ops.KindRegistrySetup, ops.KindRegistryInstall, ops.KindRegistryRemove, ops.KindRegistryTest, ops.KindContainerdRestart},
+	"operator": {ops.KindInstallOperator, ops.KindInstallKnative, ops.KindUninstallOperator},
+	"serving":  {ops.KindInstallServing, ops.KindInstallKnative, ops.KindUpgradeServing, ops.KindUninstallServing, ops.KindUninstallKnative},
+	"redis":    {ops.KindRedisInstall, ops.KindRedisRemove, ops.KindRedisTest},
+	"workers":  {ops.KindApplyWorkers, ops.KindRegionInit},
 }
 
 // IsRegionTab reports whether t names a tab of the region page.
@@ -221,8 +222,8 @@ func (h *Handlers) DeleteFunctionTLSForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	if _, err := h.Kube.Enqueue(ctx(c), kube.JobRequest{Kind: kube.KindRemoveFunctionTLS, Title: "Remove the function-domain certificate of " + r.Name,
-		RegionID: r.ID, CreatedBy: Who(c).User.Email}); err != nil {
+	if _, err := h.Kube.Enqueue(ctx(c), engine.Request{Kind: ops.KindRemoveFunctionTLS, Title: "Remove the function-domain certificate of " + r.Name,
+		Subject: r.ID, CreatedBy: Who(c).User.Email}); err != nil {
 		return h.Fail(c, err)
 	}
 	return h.formDone(c, r, "general", "The certificate is being removed.")
@@ -257,8 +258,8 @@ func (h *Handlers) KnativeForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	kinds := map[string]string{"install-operator": kube.KindInstallOperator, "install-serving": kube.KindInstallServing,
-		"upgrade": kube.KindUpgradeServing, "uninstall-serving": kube.KindUninstallServing, "uninstall-operator": kube.KindUninstallOperator}
+	kinds := map[string]string{"install-operator": ops.KindInstallOperator, "install-serving": ops.KindInstallServing,
+		"upgrade": ops.KindUpgradeServing, "uninstall-serving": ops.KindUninstallServing, "uninstall-operator": ops.KindUninstallOperator}
 	kind, ok := kinds[c.Params("action")]
 	if !ok {
 		return h.Fail(c, store.ErrNotFound)
@@ -311,8 +312,8 @@ func (h *Handlers) RegistryDeleteForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	if _, err := h.Kube.Enqueue(ctx(c), kube.JobRequest{Kind: kube.KindRegistryRemove, Title: "Remove the registry of " + r.Name,
-		RegionID: r.ID, CreatedBy: Who(c).User.Email}); err != nil {
+	if _, err := h.Kube.Enqueue(ctx(c), engine.Request{Kind: ops.KindRegistryRemove, Title: "Remove the registry of " + r.Name,
+		Subject: r.ID, CreatedBy: Who(c).User.Email}); err != nil {
 		return h.Fail(c, err)
 	}
 	if err := h.Store.SetRegion(ctx(c), r.ID, map[string]any{"registry_status": "removing"}); err != nil {
@@ -344,12 +345,12 @@ func (h *Handlers) RedisActionForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	req := kube.JobRequest{RegionID: r.ID, CreatedBy: Who(c).User.Email}
+	req := engine.Request{Subject: r.ID, CreatedBy: Who(c).User.Email}
 	switch c.Params("action") {
 	case "test":
-		req.Kind, req.Title = kube.KindRedisTest, "Test the Redis of "+r.Name
+		req.Kind, req.Title = ops.KindRedisTest, "Test the Redis of "+r.Name
 	case "delete":
-		req.Kind, req.Title = kube.KindRedisRemove, "Remove the Redis of "+r.Name
+		req.Kind, req.Title = ops.KindRedisRemove, "Remove the Redis of "+r.Name
 	default:
 		return h.Fail(c, store.ErrNotFound)
 	}

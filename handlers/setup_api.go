@@ -6,7 +6,9 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops"
 	"runr.dev/console/store"
 )
 
@@ -42,7 +44,7 @@ func (h *Handlers) APICheckRegion(c *fiber.Ctx) error {
 }
 
 // validateSetup validates a setup body and checks the cluster: a refusal is a 422.
-func (h *Handlers) validateSetup(c *fiber.Ctx, in *SetupInput, exceptJob string) (*kube.CheckResult, FieldErrors, error) {
+func (h *Handlers) validateSetup(c *fiber.Ctx, in *SetupInput, exceptJob string) (*ops.CheckResult, FieldErrors, error) {
 	if errs := in.Validate(); errs != nil {
 		return nil, errs, nil
 	}
@@ -161,7 +163,7 @@ func (h *Handlers) APISetupRetry(c *fiber.Ctx) error {
 	if in.RegistryMode == "" {
 		in.RegistryMode = "internal"
 	}
-	var p kube.SetupParams
+	var p ops.SetupParams
 	_ = json.Unmarshal(j.Params, &p)
 	if in.Name != p.Name {
 		return Invalid(c, FieldErrors{"name": "A retry keeps the region's name (" + p.Name + ")."})
@@ -216,7 +218,7 @@ func (in RegionInput) setup() SetupInput {
 	return s
 }
 
-func (in RegionInput) registry() (kube.RegistryParams, kube.RegistrySecrets) {
+func (in RegionInput) registry() (ops.RegistryParams, ops.RegistrySecrets) {
 	st := in.RegistryStorageConfig
 	s := SetupInput{RegistryMode: in.RegistryMode, StorageType: in.RegistryStorageType, ExternalAddress: in.RegistryAddress,
 		ExternalUsername: in.RegistryUsername, ExternalPassword: in.RegistryPassword}
@@ -258,7 +260,7 @@ func (h *Handlers) APICreateRegion(c *fiber.Ctx) error {
 		return Invalid(c, errs)
 	}
 	p, sec := s.Params()
-	r, _ := kube.NewRegionRecord(p, sec, chk)
+	r, _ := ops.NewRegionRecord(p, sec, chk)
 	if in.RequestTimeout != nil {
 		if *in.RequestTimeout < 1 || *in.RequestTimeout > 3600 {
 			return Invalid(c, FieldErrors{"request_timeout": "Use 1 to 3600 seconds."})
@@ -272,8 +274,8 @@ func (h *Handlers) APICreateRegion(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	jobs := fiber.Map{}
-	j, err := h.Kube.Enqueue(ctx(c), kube.JobRequest{Kind: kube.KindRegionInit, Title: "Prepare the cluster of " + r.Name,
-		RegionID: r.ID, Params: kube.WorkersParams{Nodes: p.Nodes}, CreatedBy: Who(c).User.Email})
+	j, err := h.Kube.Enqueue(ctx(c), engine.Request{Kind: ops.KindRegionInit, Title: "Prepare the cluster of " + r.Name,
+		Subject: r.ID, Params: ops.WorkersParams{Nodes: p.Nodes}, CreatedBy: Who(c).User.Email})
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -300,7 +302,7 @@ func (h *Handlers) APICreateRegion(c *fiber.Ctx) error {
 	return c.Status(fiber.StatusCreated).JSON(fiber.Map{"data": ToRegionJSON(r, base), "jobs": jobs})
 }
 
-func (h *Handlers) enqueueRegistry(c *fiber.Ctx, r *store.Region, p kube.RegistryParams, sec kube.RegistrySecrets) (*store.Job, error) {
+func (h *Handlers) enqueueRegistry(c *fiber.Ctx, r *store.Region, p ops.RegistryParams, sec ops.RegistrySecrets) (*store.Job, error) {
 	raw, err := json.Marshal(sec)
 	if err != nil {
 		return nil, err
@@ -308,8 +310,8 @@ func (h *Handlers) enqueueRegistry(c *fiber.Ctx, r *store.Region, p kube.Registr
 	if err := h.Store.SetRegion(ctx(c), r.ID, map[string]any{"registry_status": "installing", "registry_status_message": ""}); err != nil {
 		return nil, err
 	}
-	return h.Kube.Enqueue(ctx(c), kube.JobRequest{Kind: kube.KindRegistryInstall, Title: "Set up the registry of " + r.Name,
-		RegionID: r.ID, Params: p, Secret: string(raw), CreatedBy: Who(c).User.Email})
+	return h.Kube.Enqueue(ctx(c), engine.Request{Kind: ops.KindRegistryInstall, Title: "Set up the registry of " + r.Name,
+		Subject: r.ID, Params: p, Secret: string(raw), CreatedBy: Who(c).User.Email})
 }
 
 // RegistryInput is the body of POST /api/knative-regions/{id}/registry.
@@ -332,7 +334,7 @@ type RegistryInput struct {
 	ExternalPassword string `json:"external_password"`
 }
 
-func (in RegistryInput) params() (kube.RegistryParams, kube.RegistrySecrets) {
+func (in RegistryInput) params() (ops.RegistryParams, ops.RegistrySecrets) {
 	s := SetupInput{RegistryMode: in.RegistryMode, StorageType: in.StorageType, ExternalAddress: in.ExternalAddress,
 		ExternalUsername: in.ExternalUsername, ExternalPassword: in.ExternalPassword}
 	s.PVCConfig = in.PVCConfig
@@ -362,7 +364,7 @@ func (h *Handlers) APISetRegistry(c *fiber.Ctx) error {
 	if r.RegistryMode == "internal" && r.RegistryStatus != "not_installed" {
 		return Unprocessable(c, "The region has an internal registry: its volume holds the region's images. Remove it first (DELETE /api/knative-regions/"+r.ID+"/registry).")
 	}
-	if _, err := h.Store.ActiveJob(ctx(c), r.ID, kube.KindRegistryInstall); err == nil {
+	if _, err := h.Store.ActiveJob(ctx(c), r.ID, ops.KindRegistryInstall); err == nil {
 		return Unprocessable(c, "A registry setup of this region is running already.")
 	}
 	j, err := h.enqueueRegistry(c, r, p, sec)
@@ -381,8 +383,8 @@ func (h *Handlers) APIDeleteRegistry(c *fiber.Ctx) error {
 	if r.RegistryMode == "none" {
 		return Unprocessable(c, "The region has no registry.")
 	}
-	j, err := h.Kube.Enqueue(ctx(c), kube.JobRequest{Kind: kube.KindRegistryRemove, Title: "Remove the registry of " + r.Name,
-		RegionID: r.ID, CreatedBy: Who(c).User.Email})
+	j, err := h.Kube.Enqueue(ctx(c), engine.Request{Kind: ops.KindRegistryRemove, Title: "Remove the registry of " + r.Name,
+		Subject: r.ID, CreatedBy: Who(c).User.Email})
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -410,8 +412,8 @@ func (h *Handlers) APITestRegistry(c *fiber.Ctx) error {
 		return Invalid(c, errs)
 	}
 	raw, _ := json.Marshal(sec)
-	j, err := h.Kube.Enqueue(ctx(c), kube.JobRequest{Kind: kube.KindRegistryTest, Title: "Test the registry storage of " + r.Name,
-		RegionID: r.ID, Params: p, Secret: string(raw), CreatedBy: Who(c).User.Email})
+	j, err := h.Kube.Enqueue(ctx(c), engine.Request{Kind: ops.KindRegistryTest, Title: "Test the registry storage of " + r.Name,
+		Subject: r.ID, Params: p, Secret: string(raw), CreatedBy: Who(c).User.Email})
 	if err != nil {
 		return h.Fail(c, err)
 	}

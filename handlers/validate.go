@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"runr.dev/console/kube"
+	"runr.dev/console/ops"
 	"runr.dev/console/store"
 )
 
@@ -77,19 +78,19 @@ type SetupInput struct {
 }
 
 // Registry returns the registry part of the input.
-func (in *SetupInput) Registry() (kube.RegistryParams, kube.RegistrySecrets) {
-	p := kube.RegistryParams{Mode: in.RegistryMode, StorageType: in.StorageType,
+func (in *SetupInput) Registry() (ops.RegistryParams, ops.RegistrySecrets) {
+	p := ops.RegistryParams{Mode: in.RegistryMode, StorageType: in.StorageType,
 		StorageClass: strings.TrimSpace(in.PVCConfig.StorageClass), Size: strings.TrimSpace(in.PVCConfig.Size),
 		S3Endpoint: in.S3Config.Endpoint, S3Bucket: in.S3Config.Bucket, S3Region: in.S3Config.Region, S3AccessKey: in.S3Config.AccessKey,
 		ExternalAddress: strings.TrimSpace(in.ExternalAddress), ExternalUsername: in.ExternalUsername}
 	if p.Mode == "internal" && p.StorageType == "" {
 		p.StorageType = "pvc"
 	}
-	return p, kube.RegistrySecrets{S3SecretKey: in.S3Config.SecretKey, ExternalPassword: in.ExternalPassword}
+	return p, ops.RegistrySecrets{S3SecretKey: in.S3Config.SecretKey, ExternalPassword: in.ExternalPassword}
 }
 
 // Params returns the job parameters and secrets of a setup.
-func (in *SetupInput) Params() (kube.SetupParams, kube.SetupSecret) {
+func (in *SetupInput) Params() (ops.SetupParams, ops.SetupSecret) {
 	reg, regSec := in.Registry()
 	active := in.IsActive == nil || *in.IsActive
 	redis := in.RedisMode
@@ -100,14 +101,14 @@ func (in *SetupInput) Params() (kube.SetupParams, kube.SetupSecret) {
 	if nodes == nil {
 		nodes = []string{}
 	}
-	return kube.SetupParams{Name: in.Name, Nodes: nodes, Registry: reg,
+	return ops.SetupParams{Name: in.Name, Nodes: nodes, Registry: reg,
 			Monitoring: store.Monitoring{PrometheusURL: in.PrometheusURL, LokiURL: in.LokiURL, LokiOrgID: in.LokiOrgID},
 			RedisMode:  redis, RedisAddress: in.RedisAddress, IsActive: active, DataLocation: in.DataLocation},
-		kube.SetupSecret{Kubeconfig: in.Kubeconfig, Registry: regSec, RedisPassword: in.RedisPassword}
+		ops.SetupSecret{Kubeconfig: in.Kubeconfig, Registry: regSec, RedisPassword: in.RedisPassword}
 }
 
 // ValidateRegistry checks the registry fields.
-func ValidateRegistry(p kube.RegistryParams, sec kube.RegistrySecrets, errs FieldErrors) {
+func ValidateRegistry(p ops.RegistryParams, sec ops.RegistrySecrets, errs FieldErrors) {
 	switch p.Mode {
 	case "internal":
 		switch p.StorageType {
@@ -198,7 +199,7 @@ func validateHostPort(a string) string {
 }
 
 // checkRefusal turns a failed check into the field errors of a 422.
-func checkRefusal(chk *kube.CheckResult) FieldErrors {
+func checkRefusal(chk *ops.CheckResult) FieldErrors {
 	errs := FieldErrors{}
 	for _, it := range chk.Items {
 		if it.Status != "fail" {
@@ -219,7 +220,7 @@ func checkRefusal(chk *kube.CheckResult) FieldErrors {
 }
 
 // nodesExist checks a worker selection against the cluster's nodes.
-func nodesExist(selected []string, chk *kube.CheckResult) string {
+func nodesExist(selected []string, chk *ops.CheckResult) string {
 	have := map[string]bool{}
 	for _, n := range chk.Nodes {
 		have[n.Name] = true

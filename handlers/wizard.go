@@ -10,7 +10,9 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -18,14 +20,14 @@ import (
 // SealedStep1 carries what step 1 found to step 2 without storing anything: it is
 // encrypted with the APP_KEY and posted back with the form.
 type SealedStep1 struct {
-	Name           string                  `json:"name"`
-	Kubeconfig     string                  `json:"kubeconfig"`
-	IsActive       bool                    `json:"is_active"`
-	Server         string                  `json:"server"`
-	Version        string                  `json:"version"`
-	Nodes          []kube.NodeInfo         `json:"nodes"`
-	StorageClasses []kube.StorageClassInfo `json:"storage_classes"`
-	ExpiresAt      time.Time               `json:"expires_at"`
+	Name           string                 `json:"name"`
+	Kubeconfig     string                 `json:"kubeconfig"`
+	IsActive       bool                   `json:"is_active"`
+	Server         string                 `json:"server"`
+	Version        string                 `json:"version"`
+	Nodes          []ops.NodeInfo         `json:"nodes"`
+	StorageClasses []ops.StorageClassInfo `json:"storage_classes"`
+	ExpiresAt      time.Time              `json:"expires_at"`
 }
 
 // sealedTTL is how long step 1's result may be posted back.
@@ -184,7 +186,7 @@ func (h *Handlers) WizardSetup(c *fiber.Ctx) error {
 	if errs == nil {
 		errs = FieldErrors{}
 	}
-	chk := &kube.CheckResult{Nodes: s.Nodes}
+	chk := &ops.CheckResult{Nodes: s.Nodes}
 	if m := nodesExist(in.Nodes, chk); m != "" {
 		errs["nodes"] = m
 	}
@@ -219,7 +221,7 @@ func (h *Handlers) startSetup(c *fiber.Ctx, in *SetupInput) (*store.RegistrySetu
 		if taken {
 			return FieldErrors{"name": "A region or a setup of this name exists already."}
 		}
-		j, err := h.Kube.Enqueue(ctx(c), kube.JobRequest{Kind: kube.KindRegistrySetup, Title: "Create region " + in.Name + " with its registry",
+		j, err := h.Kube.Enqueue(ctx(c), engine.Request{Kind: ops.KindRegistrySetup, Title: "Create region " + in.Name + " with its registry",
 			Params: p, Secret: string(raw), CreatedBy: Who(c).User.Email})
 		if err != nil {
 			return err
@@ -240,7 +242,7 @@ func (h *Handlers) WizardSetupPage(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	var p kube.SetupParams
+	var p ops.SetupParams
 	if err := json.Unmarshal(jd.Job.Params, &p); err != nil {
 		return h.Fail(c, err)
 	}
@@ -257,7 +259,7 @@ func (h *Handlers) WizardSetupPage(c *fiber.Ctx) error {
 }
 
 // retryForm is the step 2 form of a failed setup, to change its fields and retry.
-func (h *Handlers) retryForm(c *fiber.Ctx, st *store.RegistrySetup, p kube.SetupParams, f views.Form) (*views.Step2Data, error) {
+func (h *Handlers) retryForm(c *fiber.Ctx, st *store.RegistrySetup, p ops.SetupParams, f views.Form) (*views.Step2Data, error) {
 	j, err := h.Store.JobByID(ctx(c), *st.JobID)
 	if err != nil {
 		return nil, err
@@ -266,7 +268,7 @@ func (h *Handlers) retryForm(c *fiber.Ctx, st *store.RegistrySetup, p kube.Setup
 	if err != nil {
 		return nil, err
 	}
-	var sec kube.SetupSecret
+	var sec ops.SetupSecret
 	_ = json.Unmarshal([]byte(secRaw), &sec)
 	chk, err := h.Kube.CheckCluster(ctx(c), "", []byte(sec.Kubeconfig), nil)
 	if err != nil {
@@ -276,7 +278,7 @@ func (h *Handlers) retryForm(c *fiber.Ctx, st *store.RegistrySetup, p kube.Setup
 		Action: "/regions/setups/" + st.Token + "/retry", Submit: "Retry with these settings"}, nil
 }
 
-func formOfParams(p kube.SetupParams) map[string]string {
+func formOfParams(p ops.SetupParams) map[string]string {
 	return map[string]string{"nodes": strings.Join(p.Nodes, ","), "registry_mode": p.Registry.Mode, "storage_type": p.Registry.StorageType,
 		"storage_class": p.Registry.StorageClass, "size": p.Registry.Size, "s3_endpoint": p.Registry.S3Endpoint,
 		"s3_bucket": p.Registry.S3Bucket, "s3_region": p.Registry.S3Region, "s3_access_key": p.Registry.S3AccessKey,
@@ -295,7 +297,7 @@ func (h *Handlers) WizardRetry(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	var p kube.SetupParams
+	var p ops.SetupParams
 	if err := json.Unmarshal(j.Params, &p); err != nil {
 		return h.Fail(c, err)
 	}
@@ -303,7 +305,7 @@ func (h *Handlers) WizardRetry(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	var sec kube.SetupSecret
+	var sec ops.SetupSecret
 	_ = json.Unmarshal([]byte(secRaw), &sec)
 	in, f := step2Input(c, SealedStep1{Name: p.Name, Kubeconfig: sec.Kubeconfig, IsActive: p.IsActive})
 	// Secrets left empty in the form keep their previous values.
@@ -327,7 +329,7 @@ func (h *Handlers) WizardRetry(c *fiber.Ctx) error {
 	return redirect(c, "/regions/setups/"+st.Token)
 }
 
-func keepSecrets(in *SetupInput, old kube.SetupSecret) {
+func keepSecrets(in *SetupInput, old ops.SetupSecret) {
 	if in.S3Config.SecretKey == "" {
 		in.S3Config.SecretKey = old.Registry.S3SecretKey
 	}
@@ -363,6 +365,6 @@ func (h *Handlers) retrySetup(c *fiber.Ctx, st *store.RegistrySetup, j *store.Jo
 	if err := h.Store.RetryJob(ctx(c), j.ID); err != nil {
 		return err
 	}
-	h.Kube.Wake()
+	h.Kube.Engine.Wake()
 	return nil
 }

@@ -10,7 +10,8 @@ import (
 	"github.com/a-h/templ"
 	"github.com/gofiber/fiber/v2"
 
-	"runr.dev/console/kube"
+	"runr.dev/console/engine"
+	"runr.dev/console/ops"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -48,7 +49,7 @@ func (h *Handlers) workersTab(c *fiber.Ctx, r *store.Region) (templ.Component, e
 	if err != nil {
 		d.ClusterError = h.Cause(c, "The cluster did not answer", err)
 	}
-	if j, err := h.Store.LatestJobOf(ctx(c), r.ID, kube.NodeKinds); err == nil {
+	if j, err := h.Store.LatestJobOf(ctx(c), r.ID, ops.NodeKinds); err == nil {
 		jd, err := h.JobData(ctx(c), Who(c), j.ID)
 		if err != nil {
 			return nil, err
@@ -125,15 +126,15 @@ func (h *Handlers) setWorkers(c *fiber.Ctx, r *store.Region, nodes []string) (*s
 	if err != nil {
 		return nil, nil, clusterError{err}
 	}
-	if m := nodesExist(sel, &kube.CheckResult{Nodes: nodeInfos(names)}); m != "" {
+	if m := nodesExist(sel, &ops.CheckResult{Nodes: nodeInfos(names)}); m != "" {
 		return nil, FieldErrors{"nodes": m}, nil
 	}
 	title := "Dedicated workers of " + r.Name
 	if len(sel) == 0 {
 		title = "Clear the dedicated workers of " + r.Name
 	}
-	j, err := h.Kube.Enqueue(ctx(c), kube.JobRequest{Kind: kube.KindApplyWorkers, Title: title,
-		RegionID: r.ID, Params: kube.WorkersParams{Nodes: sel}, CreatedBy: Who(c).User.Email})
+	j, err := h.Kube.Enqueue(ctx(c), engine.Request{Kind: ops.KindApplyWorkers, Title: title,
+		Subject: r.ID, Params: ops.WorkersParams{Nodes: sel}, CreatedBy: Who(c).User.Email})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -141,10 +142,10 @@ func (h *Handlers) setWorkers(c *fiber.Ctx, r *store.Region, nodes []string) (*s
 	return j, nil, nil
 }
 
-func nodeInfos(names []string) []kube.NodeInfo {
-	out := make([]kube.NodeInfo, len(names))
+func nodeInfos(names []string) []ops.NodeInfo {
+	out := make([]ops.NodeInfo, len(names))
 	for i, n := range names {
-		out[i] = kube.NodeInfo{Name: n}
+		out[i] = ops.NodeInfo{Name: n}
 	}
 	return out
 }
@@ -209,8 +210,8 @@ func (h *Handlers) removeWorker(c *fiber.Ctx, r *store.Region, node string) (*st
 	if keep == nil {
 		keep = []string{}
 	}
-	j, err := h.Kube.Enqueue(ctx(c), kube.JobRequest{Kind: kube.KindApplyWorkers, Title: "Remove " + node + " from the dedicated workers of " + r.Name,
-		RegionID: r.ID, Params: kube.WorkersParams{Nodes: keep}, CreatedBy: Who(c).User.Email})
+	j, err := h.Kube.Enqueue(ctx(c), engine.Request{Kind: ops.KindApplyWorkers, Title: "Remove " + node + " from the dedicated workers of " + r.Name,
+		Subject: r.ID, Params: ops.WorkersParams{Nodes: keep}, CreatedBy: Who(c).User.Email})
 	return j, "", err
 }
 
@@ -240,8 +241,8 @@ type OvercommitInput struct {
 func validateOvercommit(in OvercommitInput) FieldErrors {
 	errs := FieldErrors{}
 	check := func(key string, v *float64) {
-		if v != nil && (*v < kube.MinOvercommit || *v > kube.MaxOvercommit) {
-			errs[key] = fmt.Sprintf("Use a factor from %d to %d.", kube.MinOvercommit, kube.MaxOvercommit)
+		if v != nil && (*v < ops.MinOvercommit || *v > ops.MaxOvercommit) {
+			errs[key] = fmt.Sprintf("Use a factor from %d to %d.", ops.MinOvercommit, ops.MaxOvercommit)
 		}
 	}
 	check("faas_cpu_overcommit", in.CPU)
@@ -300,9 +301,9 @@ func (h *Handlers) APISetOvercommit(c *fiber.Ctx) error {
 
 // nodeActions are the node actions that run as jobs, by the name in their route.
 var nodeActions = map[string]struct{ kind, verb string }{
-	"cordon":   {kube.KindNodeCordon, "Cordon"},
-	"uncordon": {kube.KindNodeUncordon, "Uncordon"},
-	"drain":    {kube.KindNodeDrain, "Drain"},
+	"cordon":   {ops.KindNodeCordon, "Cordon"},
+	"uncordon": {ops.KindNodeUncordon, "Uncordon"},
+	"drain":    {ops.KindNodeDrain, "Drain"},
 }
 
 // enqueueNodeAction queues a cordon, uncordon or drain of a node the cluster has.
@@ -321,8 +322,8 @@ func (h *Handlers) enqueueNodeAction(c *fiber.Ctx, r *store.Region, action, node
 	if n == nil {
 		return nil, fmt.Sprintf("The cluster has no node %q.", node), nil
 	}
-	j, err = h.Kube.Enqueue(ctx(c), kube.JobRequest{Kind: a.kind, Title: a.verb + " node " + node + " of " + r.Name,
-		RegionID: r.ID, Params: kube.NodeParams{Node: node, TimeoutSeconds: timeout}, CreatedBy: Who(c).User.Email})
+	j, err = h.Kube.Enqueue(ctx(c), engine.Request{Kind: a.kind, Title: a.verb + " node " + node + " of " + r.Name,
+		Subject: r.ID, Params: ops.NodeParams{Node: node, TimeoutSeconds: timeout}, CreatedBy: Who(c).User.Email})
 	if err == nil {
 		h.Log.Info("node action", "region", r.Name, "node", node, "action", action, "user", Who(c).User.Email)
 	}
@@ -363,7 +364,7 @@ func (h *Handlers) APINodeAction(action string) fiber.Handler {
 
 // deleteNode checks and queues the delete of a node: the check's Refused is a 422, its
 // Warning goes with the answer.
-func (h *Handlers) deleteNode(c *fiber.Ctx, r *store.Region, node string) (*store.Job, kube.NodeDeleteCheck, string, error) {
+func (h *Handlers) deleteNode(c *fiber.Ctx, r *store.Region, node string) (*store.Job, ops.NodeDeleteCheck, string, error) {
 	cctx, cancel := h.clusterCtx(c)
 	defer cancel()
 	d, found, err := h.Kube.NodeDeletePreflight(cctx, r, node)
@@ -376,8 +377,8 @@ func (h *Handlers) deleteNode(c *fiber.Ctx, r *store.Region, node string) (*stor
 	if d.Refused != "" {
 		return nil, d, "", nil
 	}
-	j, err := h.Kube.Enqueue(ctx(c), kube.JobRequest{Kind: kube.KindNodeDelete, Title: "Delete node " + node + " from the cluster of " + r.Name,
-		RegionID: r.ID, Params: kube.NodeParams{Node: node}, CreatedBy: Who(c).User.Email})
+	j, err := h.Kube.Enqueue(ctx(c), engine.Request{Kind: ops.KindNodeDelete, Title: "Delete node " + node + " from the cluster of " + r.Name,
+		Subject: r.ID, Params: ops.NodeParams{Node: node}, CreatedBy: Who(c).User.Email})
 	if err == nil {
 		h.Log.Info("node delete", "region", r.Name, "node", node, "warning", d.Warning, "user", Who(c).User.Email)
 	}
@@ -480,7 +481,7 @@ func (h *Handlers) OvercommitForm(c *fiber.Ctx) error {
 		}
 		v, err := strconv.ParseFloat(vals[key], 64)
 		if err != nil {
-			errs[key] = fmt.Sprintf("Use a number from %d to %d, e.g. 1.5.", kube.MinOvercommit, kube.MaxOvercommit)
+			errs[key] = fmt.Sprintf("Use a number from %d to %d, e.g. 1.5.", ops.MinOvercommit, ops.MaxOvercommit)
 			continue
 		}
 		*dst = &v

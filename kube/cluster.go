@@ -2,8 +2,6 @@ package kube
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"strconv"
 	"strings"
@@ -18,8 +16,6 @@ import (
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
-
-	"runr.dev/console/store"
 )
 
 // Cluster is the console's access to one cluster, built from a kubeconfig.
@@ -73,38 +69,6 @@ func NewCluster(kc *Kubeconfig) (*Cluster, error) {
 	cached := memory.NewMemCacheClient(dc)
 	return &Cluster{KC: kc, REST: rc, Clientset: cs, Dynamic: dyn, Metadata: md, APIExt: ext, Discovery: cached,
 		Mapper: restmapper.NewDeferredDiscoveryRESTMapper(cached)}, nil
-}
-
-// ClusterFor returns the (cached) cluster access of a kubeconfig.
-func (s *Service) ClusterFor(raw []byte) (*Cluster, error) {
-	h := sha256.Sum256(raw)
-	key := hex.EncodeToString(h[:])
-	if c, ok := s.clusters.Load(key); ok {
-		return c.(*Cluster), nil
-	}
-	kc, err := ParseKubeconfig(raw)
-	if err != nil {
-		return nil, err
-	}
-	kc.AllowLoopback = s.Cfg.AllowLoopbackClusters
-	c, err := NewCluster(kc)
-	if err != nil {
-		return nil, err
-	}
-	actual, _ := s.clusters.LoadOrStore(key, c)
-	return actual.(*Cluster), nil
-}
-
-// RegionCluster returns the cluster access of a region.
-func (s *Service) RegionCluster(r *store.Region) (*Cluster, error) {
-	if r.SecretError != "" {
-		return nil, fmt.Errorf("region %s: %s", r.Name, r.SecretError)
-	}
-	c, err := s.ClusterFor([]byte(r.Kubeconfig))
-	if err != nil {
-		return nil, fmt.Errorf("region %s: %w", r.Name, err)
-	}
-	return c, nil
 }
 
 // ServerVersion asks the cluster for its version, within ctx.

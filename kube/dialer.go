@@ -93,9 +93,9 @@ func IsAddressRefused(err error) bool {
 	return errors.As(err, &ae)
 }
 
-// evidence describes a failure of a call to a cluster for the checklist without
+// Evidence describes a failure of a call to a cluster for the checklist without
 // echoing what the server answered: an HTTP status and its reason, never a body.
-func evidence(err error) string {
+func Evidence(err error) string {
 	var ae *AddressRefusedError
 	if errors.As(err, &ae) {
 		return ae.Error()
@@ -110,9 +110,9 @@ func evidence(err error) string {
 	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		return fmt.Sprintf("%s %s: %s", ue.Op, redactURL(ue.URL), short(ue.Err))
+		return fmt.Sprintf("%s %s: %s", ue.Op, redactURL(ue.URL), Short(ue.Err))
 	}
-	return short(err)
+	return Short(err)
 }
 
 // redactURL keeps the scheme, host and path of a URL (no query, no user info).
@@ -124,8 +124,8 @@ func redactURL(raw string) string {
 	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
 }
 
-// dnsCause names a failed DNS check in a few words, without the resolver's address.
-func dnsCause(err error) string {
+// DNSCause names a failed DNS check in a few words, without the resolver's address.
+func DNSCause(err error) string {
 	var ne net.Error
 	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
 		return "no answer in time"

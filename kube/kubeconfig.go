@@ -46,7 +46,7 @@ func ParseKubeconfig(raw []byte) (*Kubeconfig, error) {
 	}
 	cfg, err := clientcmd.Load(raw)
 	if err != nil {
-		return nil, kcErr("The kubeconfig is not valid YAML for a kubeconfig: %s", short(err))
+		return nil, kcErr("The kubeconfig is not valid YAML for a kubeconfig: %s", Short(err))
 	}
 	if cfg.CurrentContext == "" {
 		return nil, kcErr("The kubeconfig has no current-context: set one with `kubectl config use-context NAME` before exporting it.")

@@ -3,7 +3,6 @@ package kube
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -120,47 +119,6 @@ func (c *Cluster) LoadBalancerAddress(ns, name string, addr *string) Cond {
 	}
 }
 
-// HostNetworkAddress waits for a ready pod of the region Traefik's host-network
-// DaemonSet and stores the address of its node in addr: the node's external address, else
-// its internal one (the first node by name, so the answer is stable).
-func (c *Cluster) HostNetworkAddress(ns string, addr *string) Cond {
-	return func(ctx context.Context) (bool, string, error) {
-		a, err := c.hostNetworkAddress(ctx, ns)
-		if err != nil || a == "" {
-			return false, "no ready Traefik pod on a node with an address yet", err
-		}
-		*addr = a
-		return true, a, nil
-	}
-}
-
-func (c *Cluster) hostNetworkAddress(ctx context.Context, ns string) (string, error) {
-	pods, err := c.Clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: TraefikPodSelector(ns)})
-	if err != nil {
-		return "", fmt.Errorf("list Traefik's pods in %s: %w", ns, err)
-	}
-	var nodes []string
-	for _, p := range pods.Items {
-		if p.Spec.NodeName != "" && podReady(&p) {
-			nodes = append(nodes, p.Spec.NodeName)
-		}
-	}
-	sort.Strings(nodes)
-	for _, name := range nodes {
-		n, err := c.Clientset.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			continue
-		}
-		if err != nil {
-			return "", fmt.Errorf("read node %s: %w", name, err)
-		}
-		if a := NodeAddress(n); a != "" {
-			return a, nil
-		}
-	}
-	return "", nil
-}
-
 // NodeAddress is a node's external IP address, else its internal one.
 func NodeAddress(n *corev1.Node) string {
 	for _, t := range []corev1.NodeAddressType{corev1.NodeExternalIP, corev1.NodeInternalIP} {
@@ -173,7 +131,8 @@ func NodeAddress(n *corev1.Node) string {
 	return ""
 }
 
-func podReady(p *corev1.Pod) bool {
+// PodReady reports a pod's Ready condition.
+func PodReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			return c.Status == corev1.ConditionTrue

@@ -3,9 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
-	"sort"
 
-	"helm.sh/helm/v3/pkg/release"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -23,9 +21,9 @@ type Workload struct {
 
 func (w Workload) String() string { return w.Kind + " " + objName(w.Namespace, w.Name) }
 
-// operatorKinds are the custom resources whose workloads an operator creates: they are
+// OperatorKinds are the custom resources whose workloads an operator creates: they are
 // judged by the resource's Available condition, as the operator reports it.
-var operatorKinds = map[string]schema.GroupVersionKind{
+var OperatorKinds = map[string]schema.GroupVersionKind{
 	"Prometheus":   {Group: "monitoring.coreos.com", Version: "v1", Kind: "Prometheus"},
 	"Alertmanager": {Group: "monitoring.coreos.com", Version: "v1", Kind: "Alertmanager"},
 }
@@ -61,7 +59,7 @@ func (c *Cluster) WorkloadReady(w Workload) Cond {
 	case "DaemonSet":
 		return c.DaemonSetReady(w.Namespace, w.Name)
 	}
-	gvk, ok := operatorKinds[w.Kind]
+	gvk, ok := OperatorKinds[w.Kind]
 	if !ok {
 		return func(context.Context) (bool, string, error) {
 			return false, "", fmt.Errorf("no readiness check for %s", w)
@@ -98,39 +96,6 @@ func OperatorResourceAvailable(o *unstructured.Unstructured) (bool, string) {
 	return false, "its operator has reported no Available condition yet"
 }
 
-// verdict judges a workload from what one look at the cluster found.
-func (st *clusterLook) verdict(w Workload) (bool, string) {
-	switch w.Kind {
-	case "Deployment":
-		d, ok := st.deployments[key(w.Namespace, w.Name)]
-		if !ok {
-			return false, w.String() + " is missing"
-		}
-		ready, detail := DeploymentReady(d)
-		return ready, w.String() + ": " + detail
-	case "StatefulSet":
-		s, ok := st.statefuls[key(w.Namespace, w.Name)]
-		if !ok {
-			return false, w.String() + " is missing"
-		}
-		ready, detail := StatefulSetIsReady(s)
-		return ready, w.String() + ": " + detail
-	case "DaemonSet":
-		d, ok := st.daemons[key(w.Namespace, w.Name)]
-		if !ok {
-			return false, w.String() + " is missing"
-		}
-		ready, detail := DaemonSetIsReady(d)
-		return ready, w.String() + ": " + detail
-	}
-	o, ok := st.resources[w.String()]
-	if !ok {
-		return false, w.String() + " is missing"
-	}
-	ready, detail := OperatorResourceAvailable(o)
-	return ready, w.String() + ": " + detail
-}
-
 // StatefulSetIsReady judges a StatefulSet from its status.
 func StatefulSetIsReady(s *appsv1.StatefulSet) (bool, string) {
 	want := int32(1)
@@ -141,33 +106,4 @@ func StatefulSetIsReady(s *appsv1.StatefulSet) (bool, string) {
 		return false, "rollout not observed yet"
 	}
 	return s.Status.ReadyReplicas >= want, fmt.Sprintf("%d/%d replicas ready", s.Status.ReadyReplicas, want)
-}
-
-// WaitRelease waits, one named wait each, for the workloads a Helm release contains and
-// the custom resources its operator turns into workloads.
-func (jc *JobContext) WaitRelease(ctx context.Context, c *Cluster, rel *release.Release, o WaitOpts) error {
-	ws, err := ReleaseWorkloads(rel.Manifest, rel.Namespace)
-	if err != nil {
-		return err
-	}
-	for _, w := range ws {
-		what := w.String() + " to be ready"
-		if _, ok := operatorKinds[w.Kind]; ok {
-			what = w.String() + " to be available (its operator creates the workload)"
-		}
-		if err := jc.Wait(ctx, what, o, c.WorkloadReady(w)); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// workloadNames lists workloads for a log line.
-func workloadNames(ws []Workload) []string {
-	out := make([]string, len(ws))
-	for i, w := range ws {
-		out[i] = w.String()
-	}
-	sort.Strings(out)
-	return out
 }

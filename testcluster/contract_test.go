@@ -14,12 +14,11 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-
-	"runr.dev/console/kube"
+	"runr.dev/console/ops"
 )
 
 // The contract test: every stand-in chart is rendered with exactly the values the
-// console sends (kube.ValuesCases) and checked against the facts of contractFacts, each
+// console sends (ops.ValuesCases) and checked against the facts of contractFacts, each
 // read from the upstream chart at a version and a file it names (also listed in
 // charts/CONTRACT.md). A fact that fails means the console sends values the real chart
 // does not treat as the console expects; it is never skipped.
@@ -27,7 +26,7 @@ import (
 // fact is one thing the console relies on, read from an upstream chart.
 type fact struct {
 	id       string
-	chart    string   // the stand-in chart (kube.ChartRef.Name); "*" for every chart
+	chart    string   // the stand-in chart (ops.ChartRef.Name); "*" for every chart
 	cases    []string // the ValuesCases it applies to; nil: every case of the chart
 	upstream string   // the upstream chart and version read
 	source   string   // the upstream file(s) it was read from
@@ -37,7 +36,7 @@ type fact struct {
 
 // rendering is one ValuesCase rendered with the chart the repository serves.
 type rendering struct {
-	vc     kube.ValuesCase
+	vc     ops.ValuesCase
 	cv     *repo.ChartVersion
 	chart  *chart.Chart
 	values map[string]any // the chart's defaults merged with the case's values
@@ -56,7 +55,7 @@ func (r *rendering) rendered() (*manifest, error) {
 func TestContract(t *testing.T) {
 	s := serve(t)
 	covered := map[string]bool{}
-	for _, vc := range kube.ValuesCases() {
+	for _, vc := range ops.ValuesCases() {
 		t.Run(vc.Name, func(t *testing.T) {
 			cv, ch := s.chart(t, vc.Chart.Name, vc.Chart.Version)
 			r := &rendering{vc: vc, cv: cv, chart: ch}

@@ -12,7 +12,7 @@ import templruntime "github.com/a-h/templ/runtime"
 import (
 	"fmt"
 	"runr.dev/console/agent"
-	"runr.dev/console/kube"
+	"runr.dev/console/ops"
 	"runr.dev/console/store"
 	"strings"
 	"time"
@@ -39,8 +39,8 @@ type RegionPageData struct {
 	Form           Form
 	// Job is the latest job of the tab's area (live), when there is one.
 	Job      *JobData
-	Versions []kube.KnativeVersion
-	Next     *kube.KnativeVersion
+	Versions []ops.KnativeVersion
+	Next     *ops.KnativeVersion
 	// Extra is the body of tabs rendered elsewhere (workers, migration).
 	Extra templ.Component
 	// Snapshot is the agent's latest report of the region's usage.

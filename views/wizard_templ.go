@@ -10,7 +10,7 @@ import "github.com/a-h/templ"
 import templruntime "github.com/a-h/templ/runtime"
 
 import (
-	"runr.dev/console/kube"
+	"runr.dev/console/ops"
 	"runr.dev/console/store"
 	"strings"
 )
@@ -45,15 +45,15 @@ func WizardSteps(done []bool, current int) []WizardStep {
 // Step1Data is the first step's form and check.
 type Step1Data struct {
 	Form  Form
-	Check *kube.CheckResult
+	Check *ops.CheckResult
 }
 
 // Step2Data is the second step's form with what the check found.
 type Step2Data struct {
 	Form           Form
 	Sealed         string
-	Nodes          []kube.NodeInfo
-	StorageClasses []kube.StorageClassInfo
+	Nodes          []ops.NodeInfo
+	StorageClasses []ops.StorageClassInfo
 	// Action is where the form posts.
 	Action string
 	Submit string
@@ -625,7 +625,7 @@ func Step1Form(p Page, d Step1Data) templ.Component {
 	})
 }
 
-func CheckList(r *kube.CheckResult) templ.Component {
+func CheckList(r *ops.CheckResult) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -2603,7 +2603,7 @@ func orV(v, def string) string {
 // SetupData is the live view of a region setup (wizard step 2 running).
 type SetupData struct {
 	Token  string
-	Params kube.SetupParams
+	Params ops.SetupParams
 	Job    JobData
 	// Retry is the step 2 form to change the fields before a retry (failed setups).
 	Retry *Step2Data

@@ -11,7 +11,7 @@ import templruntime "github.com/a-h/templ/runtime"
 
 import (
 	"fmt"
-	"runr.dev/console/kube"
+	"runr.dev/console/ops"
 	"runr.dev/console/store"
 	"sort"
 	"strings"
@@ -21,8 +21,8 @@ import (
 // WorkersData is what the Workers tab shows.
 type WorkersData struct {
 	Region   *store.Region
-	Nodes    *kube.NodesReport
-	Capacity *kube.CapacityReport
+	Nodes    *ops.NodesReport
+	Capacity *ops.CapacityReport
 	// ClusterError is why the cluster could not be read ("" when it was).
 	ClusterError string
 	Form         Form
@@ -61,7 +61,7 @@ func sortedLabels(m map[string]string) []string {
 	return out
 }
 
-func heartbeatText(n kube.NodeView) string {
+func heartbeatText(n ops.NodeView) string {
 	if n.LastHeartbeat == nil {
 		return "no heartbeat seen"
 	}
@@ -89,7 +89,7 @@ func cores(m int64) string {
 	return fmt.Sprintf("%.2f", float64(m)/1000)
 }
 
-func deleteConfirm(n kube.NodeView) string {
+func deleteConfirm(n ops.NodeView) string {
 	msg := "Delete node " + n.Name + " from the cluster? It is cordoned and its pods are evicted (PodDisruptionBudgets are respected), then its Node object is deleted; the machine itself is not touched."
 	if n.Delete.Warning != "" {
 		msg += "\n\nWarning: " + n.Delete.Warning
@@ -97,7 +97,7 @@ func deleteConfirm(n kube.NodeView) string {
 	return msg
 }
 
-func budgetText(l kube.BudgetLine, unit string) string {
+func budgetText(l ops.BudgetLine, unit string) string {
 	free := fmt.Sprintf("%d%s free", max(l.Free, 0), unit)
 	if l.Free < 0 {
 		free = fmt.Sprintf("%d%s over", -l.Free, unit)
@@ -326,7 +326,7 @@ func nodesSection(p Page, d WorkersData) templ.Component {
 	})
 }
 
-func nodeRow(p Page, d WorkersData, n kube.NodeView) templ.Component {
+func nodeRow(p Page, d WorkersData, n ops.NodeView) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -799,7 +799,7 @@ func nodeRow(p Page, d WorkersData, n kube.NodeView) templ.Component {
 	})
 }
 
-func nodeAction(p Page, d WorkersData, n kube.NodeView, action, label, confirm string, danger bool) templ.Component {
+func nodeAction(p Page, d WorkersData, n ops.NodeView, action, label, confirm string, danger bool) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -1788,7 +1788,7 @@ func overcommitField(f Form, name, label string, current float64) templ.Componen
 	})
 }
 
-func budgetCard(b kube.Budget, title, reservedLabel string) templ.Component {
+func budgetCard(b ops.Budget, title, reservedLabel string) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -1864,7 +1864,7 @@ func budgetCard(b kube.Budget, title, reservedLabel string) templ.Component {
 	})
 }
 
-func budgetBar(label string, l kube.BudgetLine, unit, reservedLabel string) templ.Component {
+func budgetBar(label string, l ops.BudgetLine, unit, reservedLabel string) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {

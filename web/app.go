@@ -23,7 +23,7 @@ import (
 
 	"runr.dev/console/config"
 	"runr.dev/console/handlers"
-	"runr.dev/console/kube"
+	"runr.dev/console/ops"
 	"runr.dev/console/static"
 	"runr.dev/console/store"
 )
@@ -65,7 +65,7 @@ const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 
 func MetricsHandler() http.Handler { return promhttp.Handler() }
 
 // New builds the Fiber app with every route.
-func New(st *store.Store, cfg *config.Config, svc *kube.Service, log *slog.Logger, version string) *Server {
+func New(st *store.Store, cfg *config.Config, svc *ops.Service, log *slog.Logger, version string) *Server {
 	sm := NewSessions(st)
 	hub := NewHub(st, log)
 	h := &handlers.Handlers{Store: st, Cfg: cfg, Sessions: sm, Kube: svc, Events: hub, Version: version, Log: log}

@@ -12,7 +12,7 @@ import (
 
 	"runr.dev/console/config"
 	"runr.dev/console/handlers"
-	"runr.dev/console/kube"
+	"runr.dev/console/ops"
 	"runr.dev/console/store"
 	"runr.dev/console/store/storetest"
 	"runr.dev/console/web"
@@ -49,7 +49,7 @@ func secondConsole(t *testing.T, e *webtest.Env, key string, previous ...string)
 	cfg := *e.Cfg
 	cfg.AppKey, cfg.PreviousAppKeys = key, previous
 	log := webtest.Logger()
-	svc := kube.NewService(st, &cfg, log)
+	svc := ops.NewService(st, &cfg, log)
 	return &webtest.Env{T: t, Store: st, Cfg: &cfg, Kube: svc, S: web.New(st, &cfg, svc, log, "test")}
 }
 
@@ -172,7 +172,7 @@ func TestSealedStateBoundAndSingleUse(t *testing.T) {
 	other, _ := e.User("owner")
 	c := e.Store.Cipher
 	now := time.Now()
-	st := handlers.SealedStep1{Name: "eu-9", Kubeconfig: testKubeconfig, IsActive: true, Nodes: []kube.NodeInfo{{Name: "n1", Ready: true}}}
+	st := handlers.SealedStep1{Name: "eu-9", Kubeconfig: testKubeconfig, IsActive: true, Nodes: []ops.NodeInfo{{Name: "n1", Ready: true}}}
 	sealed := handlers.SealStep1(c, u.ID, st, now)
 	if _, err := handlers.UnsealStep1(c, other.ID, sealed, now); err == nil {
 		t.Fatal("another user's sealed state opened")

@@ -16,8 +16,9 @@ import (
 	"github.com/fasthttp/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"runr.dev/console/engine"
 	"runr.dev/console/handlers"
-	"runr.dev/console/kube"
+	"runr.dev/console/ops"
 	"runr.dev/console/store"
 	"runr.dev/console/web"
 	"runr.dev/console/web/webtest"
@@ -422,7 +423,7 @@ func TestSecurityHeaders(t *testing.T) {
 // other than relative paths, are never followed.
 func TestRedirectsStayOnTheConsole(t *testing.T) {
 	e := webtest.New(t, nil)
-	j, err := e.Kube.Enqueue(context.Background(), kube.JobRequest{Kind: kube.KindRegistryTest, Title: "t", Params: map[string]string{}})
+	j, err := e.Kube.Enqueue(context.Background(), engine.Request{Kind: ops.KindRegistryTest, Title: "t", Params: map[string]string{}})
 	if err != nil {
 		t.Fatal(err)
 	}

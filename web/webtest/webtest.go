@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"runr.dev/console/config"
-	"runr.dev/console/kube"
+	"runr.dev/console/ops"
 	"runr.dev/console/store"
 	"runr.dev/console/store/storetest"
 	"runr.dev/console/web"
@@ -29,7 +29,7 @@ type Env struct {
 	T     testing.TB
 	Store *store.Store
 	Cfg   *config.Config
-	Kube  *kube.Service
+	Kube  *ops.Service
 	S     *web.Server
 }
 
@@ -57,7 +57,7 @@ func New(t testing.TB, tweak func(*config.Config)) *Env {
 		tweak(cfg)
 	}
 	log := Logger()
-	svc := kube.NewService(st, cfg, log)
+	svc := ops.NewService(st, cfg, log)
 	s := web.New(st, cfg, svc, log, "test")
 	return &Env{T: t, Store: st, Cfg: cfg, Kube: svc, S: s}
 }

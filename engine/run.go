@@ -1,0 +1,175 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"runr.dev/console/store"
+)
+
+// runJob runs one claimed job to its end (or until this console stops).
+func (e *Engine) runJob(parent context.Context, j *store.Job) {
+	log := e.Log.With("job", j.ID, "kind", j.Kind)
+	secret, err := e.Store.JobSecret(j)
+	if err != nil {
+		e.finish(j, nil, "failed", fmt.Errorf("read the job's parameters: %w", err))
+		return
+	}
+	jc := &JobContext{eng: e, Job: j, Secret: secret, step: -1, log: log}
+	k, ok := e.kinds[j.Kind]
+	if !ok {
+		e.finish(j, jc, "failed", fmt.Errorf("this console does not know jobs of kind %q (an older version?)", j.Kind))
+		return
+	}
+	if j.Attempts > maxAttempts {
+		e.finish(j, jc, "failed", fmt.Errorf("the console stopped %d times while running this job; check its logs, then Retry", j.Attempts-1))
+		return
+	}
+	if j.Attempts > 1 {
+		jc.Logf("Resuming after the console restarted (attempt %d)", j.Attempts)
+	}
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	go e.keepLease(ctx, cancel, j)
+
+	log.Info("job started", "attempt", j.Attempts)
+	err = e.runSteps(ctx, jc, k)
+	switch {
+	case parent.Err() != nil:
+		// The console is shutting down: leave the job running; its lease is released so
+		// that the next console resumes it.
+		log.Info("job interrupted by shutdown; it resumes on restart")
+		return
+	case errors.Is(context.Cause(ctx), errCancelled):
+		e.finish(j, jc, "cancelled", errors.New("cancelled by a user"))
+	case errors.Is(context.Cause(ctx), errLeaseLost):
+		log.Warn("job lease lost; another console continues it")
+	case err != nil:
+		e.finish(j, jc, "failed", err)
+	default:
+		e.finish(j, jc, "succeeded", nil)
+	}
+}
+
+var (
+	errCancelled = errors.New("cancelled")
+	errLeaseLost = errors.New("lease lost")
+)
+
+func (e *Engine) keepLease(ctx context.Context, cancel context.CancelCauseFunc, j *store.Job) {
+	t := time.NewTicker(e.Lease / 4)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			cctx, c := context.WithTimeout(ctx, e.Lease/4)
+			want, err := e.Store.RenewLease(cctx, j.ID, e.owner, e.Lease)
+			c()
+			if errors.Is(err, store.ErrNotFound) {
+				cancel(errLeaseLost)
+				return
+			}
+			if want {
+				cancel(errCancelled)
+				return
+			}
+		}
+	}
+}
+
+func (e *Engine) runSteps(ctx context.Context, jc *JobContext, k *Kind) error {
+	steps, err := k.Plan(jc)
+	if err != nil {
+		return err
+	}
+	rows, err := e.Store.JobSteps(ctx, jc.Job.ID)
+	if err != nil {
+		return err
+	}
+	if len(rows) != len(steps) {
+		return fmt.Errorf("the job's steps changed since it was created (%d recorded, %d planned); start it again", len(rows), len(steps))
+	}
+	for i, st := range steps {
+		if rows[i].Status == "done" || rows[i].Status == "skipped" {
+			continue
+		}
+		jc.step = i
+		if _, err := e.Store.SetStep(ctx, jc.Job.ID, i, "running", "", ""); err != nil {
+			return err
+		}
+		err := runStep(ctx, jc, st)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		switch {
+		case errors.Is(err, ErrSkip):
+			_, serr := e.Store.SetStep(sctx, jc.Job.ID, i, "skipped", jc.lastNote, "")
+			cancel()
+			if serr != nil {
+				return serr
+			}
+		case err != nil:
+			if ctx.Err() != nil && !errors.Is(context.Cause(ctx), errCancelled) {
+				cancel()
+				return err
+			}
+			msg := err.Error()
+			if errors.Is(context.Cause(ctx), errCancelled) {
+				msg = "cancelled"
+			}
+			jc.logLevel("error", msg)
+			_, serr := e.Store.SetStep(sctx, jc.Job.ID, i, "failed", msg, "")
+			cancel()
+			if serr != nil {
+				return serr
+			}
+			return err
+		default:
+			_, serr := e.Store.SetStep(sctx, jc.Job.ID, i, "done", jc.lastNote, "")
+			cancel()
+			if serr != nil {
+				return serr
+			}
+		}
+		jc.lastNote = ""
+	}
+	return nil
+}
+
+// runStep runs one step, turning a panic into a failure of that step.
+func runStep(ctx context.Context, jc *JobContext, st Step) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			jc.log.Error("step panicked", "step", st.Name, "panic", r)
+			err = fmt.Errorf("%s: internal error (%v); the console logged it", st.Title, r)
+		}
+	}()
+	return st.Run(ctx, jc)
+}
+
+func (e *Engine) finish(j *store.Job, jc *JobContext, status string, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	if jc != nil {
+		if k, ok := e.kinds[j.Kind]; ok && k.Finished != nil {
+			func() {
+				defer func() {
+					if r := recover(); r != nil {
+						e.Log.Error("job finish hook panicked", "job", j.ID, "panic", r)
+					}
+				}()
+				k.Finished(ctx, jc, err)
+			}()
+		}
+	}
+	if ferr := e.Store.FinishJob(ctx, j.ID, status, msg); ferr != nil {
+		e.Log.Error("jobs: finish", "job", j.ID, "err", ferr)
+	}
+	e.Log.Info("job finished", "job", j.ID, "kind", j.Kind, "status", status, "err", msg)
+}

@@ -1,0 +1,111 @@
+package ops
+
+import (
+	"context"
+	"strings"
+
+	"runr.dev/console/engine"
+	"runr.dev/console/kube"
+	"runr.dev/console/store"
+)
+
+// The runr-agent's names on the cluster.
+const (
+	AgentName   = "runr-agent"
+	AgentSecret = "runr-agent-token"
+)
+
+// AgentWSURL is where a region's agent connects, in the spec's order: the region's
+// agent_ws_url; the in-cluster gateway when the region is the console's own cluster;
+// RUNR_AGENT_WS_URL; the console URL with https becoming wss.
+func (s *Service) AgentWSURL(r *store.Region, ownCluster bool) string {
+	base := ""
+	switch {
+	case r.Settings.V.AgentWSURL != "":
+		base = r.Settings.V.AgentWSURL
+	case ownCluster && s.Cfg.GatewayURL != "":
+		base = s.Cfg.GatewayURL
+	case s.Cfg.AgentWSURL != "":
+		base = s.Cfg.AgentWSURL
+	default:
+		base = s.Cfg.AppURL
+	}
+	base = strings.TrimRight(base, "/")
+	switch {
+	case strings.HasPrefix(base, "https://"):
+		base = "wss://" + strings.TrimPrefix(base, "https://")
+	case strings.HasPrefix(base, "http://"):
+		base = "ws://" + strings.TrimPrefix(base, "http://")
+	}
+	if base == "" {
+		return ""
+	}
+	if !strings.Contains(strings.TrimPrefix(strings.TrimPrefix(base, "wss://"), "ws://"), "/") {
+		base += AgentPath
+	}
+	return base
+}
+
+// AgentPath is the agent's WebSocket endpoint on the console.
+const AgentPath = "/api/internal/agent/ws"
+
+// installAgent deploys the runr-agent: its token Secret, RBAC and Deployment. The
+// Deployment runs this project's binary (`runr agent`).
+func (s *Service) installAgent(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
+	if _, err := ensureNamespace(ctx, jc, c, ObservabilityNamespace, nil); err != nil {
+		return err
+	}
+	token := r.AgentToken
+	if token == "" {
+		token = store.RandomToken("runr_agent_")
+		if err := s.Store.SetRegion(ctx, r.ID, map[string]any{"agent_token": token, "agent_token_hash": store.HashToken(token)}); err != nil {
+			return err
+		}
+	}
+	url := s.AgentWSURL(r, false)
+	labels := map[string]any{"app.kubernetes.io/name": AgentName, "app.kubernetes.io/managed-by": "runr", "runr.dev/region": r.Name}
+	objs := []map[string]any{
+		{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": AgentName, "namespace": ObservabilityNamespace, "labels": labels}},
+		{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": map[string]any{"name": AgentName, "labels": labels},
+			"rules": []any{
+				map[string]any{"apiGroups": []any{""}, "resources": []any{"nodes", "pods", "events", "namespaces"}, "verbs": []any{"get", "list", "watch"}},
+				map[string]any{"apiGroups": []any{"events.k8s.io"}, "resources": []any{"events"}, "verbs": []any{"get", "list", "watch"}},
+				map[string]any{"apiGroups": []any{"metrics.k8s.io"}, "resources": []any{"pods", "nodes"}, "verbs": []any{"get", "list"}},
+			}},
+		{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": map[string]any{"name": AgentName, "labels": labels},
+			"roleRef":  map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": AgentName},
+			"subjects": []any{map[string]any{"kind": "ServiceAccount", "name": AgentName, "namespace": ObservabilityNamespace}}},
+		{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": AgentSecret, "namespace": ObservabilityNamespace, "labels": labels},
+			"stringData": map[string]any{"token": token}},
+		{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": AgentName, "namespace": ObservabilityNamespace, "labels": labels},
+			"spec": map[string]any{
+				"replicas": 1,
+				"selector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": AgentName}},
+				"template": map[string]any{"metadata": map[string]any{"labels": labels}, "spec": map[string]any{
+					"serviceAccountName": AgentName,
+					"containers": []any{map[string]any{
+						"name": "agent", "image": s.Cfg.AgentImage, "args": []any{"agent"},
+						"env": []any{
+							map[string]any{"name": "RUNR_AGENT_URL", "value": url},
+							map[string]any{"name": "RUNR_REGION", "value": r.Name},
+							map[string]any{"name": "RUNR_AGENT_TOKEN", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": AgentSecret, "key": "token"}}},
+						},
+						"resources": map[string]any{"requests": map[string]any{"cpu": "20m", "memory": "48Mi"}, "limits": map[string]any{"memory": "256Mi"}},
+					}},
+				}},
+			}},
+	}
+	for _, o := range objs {
+		if _, err := c.ApplyObject(ctx, o); err != nil {
+			return err
+		}
+	}
+	if err := jc.Wait(ctx, "Deployment "+ObservabilityNamespace+"/"+AgentName+" to be available", engine.WaitOpts{}, c.DeploymentAvailable(ObservabilityNamespace, AgentName)); err != nil {
+		return err
+	}
+	if url == "" {
+		jc.Warnf("The agent has no address to reach the console: set RUNR_APP_URL, RUNR_AGENT_WS_URL or the region's agent_ws_url")
+	}
+	jc.Note("runr-agent runs and connects to %s", url)
+	return nil
+}

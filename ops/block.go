@@ -1,0 +1,171 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"runr.dev/console/engine"
+	"runr.dev/console/kube"
+	"runr.dev/console/store"
+)
+
+// The status block of a region that is not active.
+const (
+	ResponderName = "runr-status-responder"
+	// StatusHeader tells the responder which answer to give.
+	StatusHeader = "X-Runr-Region-Status"
+	// blockPriority puts the block in front of every Knative route.
+	blockPriority = 1000000
+)
+
+// BlockName is the IngressRoute (and Middleware) of a region's status block.
+func BlockName(region string) string { return "runr-region-block-" + region }
+
+// BlockHosts are the host patterns a region answers on: its function domain and, during
+// a base-domain migration, the domain it moves to.
+func BlockHosts(r *store.Region) []string {
+	var hosts []string
+	if d := r.Settings.V.KnativeDomain; d != "" {
+		hosts = append(hosts, d)
+	}
+	if t := r.DomainMigrationTarget; t != "" && r.DomainMigrationStatus != "" {
+		hosts = append(hosts, t)
+	}
+	return hosts
+}
+
+// blockRule is the Traefik rule that matches every host under the given domains.
+func blockRule(domains []string) string {
+	var parts []string
+	for _, d := range domains {
+		parts = append(parts, fmt.Sprintf("HostRegexp(`^(.+\\.)?%s$`)", regexp.QuoteMeta(d)))
+	}
+	return strings.Join(parts, " || ")
+}
+
+// applyBlock puts the status responder in front of a region that is not active: the
+// responder (shared by the cluster's regions) and, per region, a Middleware that names
+// the status and the IngressRoutes at the highest priority for HTTP and HTTPS.
+func (s *Service) applyBlock(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
+	ns := r.ServingNamespace
+	hosts := BlockHosts(r)
+	if len(hosts) == 0 {
+		jc.Note("Region %s has no function domain yet: nothing to block", r.Name)
+		return nil
+	}
+	if err := s.ensureResponder(ctx, jc, c, ns); err != nil {
+		return err
+	}
+	name := BlockName(r.Name)
+	labels := map[string]any{"app.kubernetes.io/managed-by": "runr", "runr.dev/region": r.Name, "runr.dev/block": "true"}
+	mw := map[string]any{"apiVersion": "traefik.io/v1alpha1", "kind": "Middleware",
+		"metadata": map[string]any{"name": name, "namespace": ns, "labels": labels},
+		"spec":     map[string]any{"headers": map[string]any{"customRequestHeaders": map[string]any{StatusHeader: r.Status}}}}
+	route := func(suffix string, entry string, tls bool) map[string]any {
+		spec := map[string]any{
+			"entryPoints": []any{entry},
+			"routes": []any{map[string]any{
+				"kind": "Rule", "match": blockRule(hosts), "priority": blockPriority,
+				"middlewares": []any{map[string]any{"name": name}},
+				"services":    []any{map[string]any{"name": ResponderName, "port": 80}},
+			}},
+		}
+		if tls {
+			spec["tls"] = map[string]any{}
+		}
+		return map[string]any{"apiVersion": "traefik.io/v1alpha1", "kind": "IngressRoute",
+			"metadata": map[string]any{"name": name + suffix, "namespace": ns, "labels": labels}, "spec": spec}
+	}
+	// One IngressRoute per entry point: HTTPS (with TLS) and HTTP.
+	for _, o := range []map[string]any{mw, route("", "websecure", true), route("-http", "web", false)} {
+		if _, err := c.ApplyObject(ctx, o); err != nil {
+			return err
+		}
+	}
+	jc.Note("Region %s is %s: requests to %s get the status responder's answer", r.Name, r.Status, strings.Join(hosts, ", "))
+	return nil
+}
+
+func (s *Service) ensureResponder(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, ns string) error {
+	labels := map[string]any{"app.kubernetes.io/name": ResponderName, "app.kubernetes.io/managed-by": "runr"}
+	objs := []map[string]any{
+		{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": ResponderName, "namespace": ns, "labels": labels},
+			"spec": map[string]any{
+				"replicas": 1,
+				"selector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": ResponderName}},
+				"template": map[string]any{"metadata": map[string]any{"labels": labels}, "spec": map[string]any{
+					"containers": []any{map[string]any{
+						"name": "responder", "image": s.Cfg.ResponderImage, "args": []any{"responder"},
+						"ports":     []any{map[string]any{"name": "http", "containerPort": 8080}},
+						"resources": map[string]any{"requests": map[string]any{"cpu": "10m", "memory": "16Mi"}, "limits": map[string]any{"memory": "64Mi"}},
+					}},
+				}},
+			}},
+		{"apiVersion": "v1", "kind": "Service", "metadata": map[string]any{"name": ResponderName, "namespace": ns, "labels": labels},
+			"spec": map[string]any{"selector": map[string]any{"app.kubernetes.io/name": ResponderName},
+				"ports": []any{map[string]any{"name": "http", "port": 80, "targetPort": "http"}}}},
+	}
+	for _, o := range objs {
+		if _, err := c.ApplyObject(ctx, o); err != nil {
+			return err
+		}
+	}
+	return jc.Wait(ctx, "Deployment "+ns+"/"+ResponderName+" to be available", engine.WaitOpts{}, c.DeploymentAvailable(ns, ResponderName))
+}
+
+var ingressRouteGVR = schema.GroupVersionResource{Group: "traefik.io", Version: "v1alpha1", Resource: "ingressroutes"}
+
+// removeBlock removes a region's status block, and the responder once no region of the
+// cluster is blocked.
+func (s *Service) removeBlock(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
+	ns := r.ServingNamespace
+	name := BlockName(r.Name)
+	if err := c.Delete(ctx, kube.GVKIngressRoute, ns, name); err != nil {
+		return err
+	}
+	if err := c.Delete(ctx, kube.GVKIngressRoute, ns, name+"-http"); err != nil {
+		return err
+	}
+	if err := c.Delete(ctx, kube.GVKMiddleware, ns, name); err != nil {
+		return err
+	}
+	blocked, err := c.Dynamic.Resource(ingressRouteGVR).Namespace(ns).List(ctx, metav1.ListOptions{LabelSelector: "runr.dev/block=true"})
+	if err == nil && len(blocked.Items) == 0 {
+		if err := c.Clientset.AppsV1().Deployments(ns).Delete(ctx, ResponderName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete Deployment %s/%s: %w", ns, ResponderName, err)
+		}
+		if err := c.Clientset.CoreV1().Services(ns).Delete(ctx, ResponderName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete Service %s/%s: %w", ns, ResponderName, err)
+		}
+	}
+	jc.Note("Region %s is active: its status block is removed; the project pods kept running", r.Name)
+	return nil
+}
+
+// KindRegionStatus applies a region's status to its cluster (the block, or its removal).
+const KindRegionStatus = "region-status"
+
+func (s *Service) registerStatusKinds() {
+	s.Engine.Register(&engine.Kind{Name: KindRegionStatus, Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
+		return []engine.Step{{Name: "block", Title: "Status block", Run: func(ctx context.Context, jc *engine.JobContext) error {
+			r, c, err := s.regionAndCluster(ctx, jc)
+			if err != nil {
+				return err
+			}
+			if r.ServingStatus != "ready" {
+				jc.Note("Knative Serving is not ready: the block is applied when it is")
+				return engine.ErrSkip
+			}
+			if r.Status == "active" {
+				return s.removeBlock(ctx, jc, c, r)
+			}
+			return s.applyBlock(ctx, jc, c, r)
+		}}}, nil
+	}})
+}

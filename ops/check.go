@@ -1,0 +1,334 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"sort"
+	"strings"
+	"time"
+
+	authv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/version"
+	"runr.dev/console/kube"
+)
+
+// CheckItem is one line of the connection checklist, with its evidence.
+type CheckItem struct {
+	Key      string   `json:"key"`
+	Title    string   `json:"title"`
+	Status   string   `json:"status"` // pass | warn | fail
+	Evidence string   `json:"evidence"`
+	Details  []string `json:"details,omitempty"`
+}
+
+// NodeInfo summarises a node for the checklist and the worker selection.
+type NodeInfo struct {
+	Name         string   `json:"name"`
+	Roles        []string `json:"roles"`
+	Ready        bool     `json:"ready"`
+	CPU          string   `json:"cpu"`
+	Memory       string   `json:"memory"`
+	Kubelet      string   `json:"kubelet_version"`
+	OSImage      string   `json:"os_image"`
+	Schedulable  bool     `json:"schedulable"`
+	ControlPlane bool     `json:"control_plane"`
+}
+
+// StorageClassInfo summarises a StorageClass.
+type StorageClassInfo struct {
+	Name        string `json:"name"`
+	Provisioner string `json:"provisioner"`
+	Default     bool   `json:"default"`
+}
+
+// CheckResult is what step 1 found out about a cluster. Nothing is created by a check.
+type CheckResult struct {
+	OK             bool               `json:"ok"`
+	Items          []CheckItem        `json:"checks"`
+	Server         string             `json:"server"`
+	Version        string             `json:"kubernetes_version"`
+	Nodes          []NodeInfo         `json:"nodes"`
+	StorageClasses []StorageClassInfo `json:"storage_classes"`
+	// Kubeconfig is the kubeconfig to store: rewritten when the local-cluster rewrite applied.
+	Kubeconfig []byte `json:"-"`
+	Rewritten  bool   `json:"rewritten"`
+}
+
+// Item returns the checklist line of a key.
+func (r *CheckResult) Item(key string) *CheckItem {
+	for i := range r.Items {
+		if r.Items[i].Key == key {
+			return &r.Items[i]
+		}
+	}
+	return nil
+}
+
+// FirstFailure returns the first failing line ("" when all pass).
+func (r *CheckResult) FirstFailure() string {
+	for _, it := range r.Items {
+		if it.Status == "fail" {
+			return it.Title + ": " + it.Evidence
+		}
+	}
+	return ""
+}
+
+func (r *CheckResult) add(key, title, status, evidence string, details ...string) {
+	r.Items = append(r.Items, CheckItem{Key: key, Title: title, Status: status, Evidence: evidence, Details: details})
+	if status == "fail" {
+		r.OK = false
+	}
+}
+
+// CheckCluster connects with a kubeconfig and checks what step 1 of the wizard needs:
+// the API answers, the version is new enough, the nodes, the StorageClasses, the
+// rights, and that no namespace of the region's name exists. allowNamespace lets a
+// namespace that the console's own setup created pass (a retried setup).
+func (s *Service) CheckCluster(ctx context.Context, name string, raw []byte, allowNamespace func(*corev1.Namespace) bool) (*CheckResult, error) {
+	res := &CheckResult{OK: true}
+	kc, err := kube.ParseKubeconfig(raw)
+	if err != nil {
+		res.add("kubeconfig", "Kubeconfig", "fail", err.Error())
+		return res, nil
+	}
+	kc.AllowLoopback = s.Cfg.AllowLoopbackClusters
+	res.add("kubeconfig", "Kubeconfig", "pass", fmt.Sprintf("context %s, server %s, %s authentication", kc.Context, kc.Server, kc.Auth))
+	res.Server = kc.Server
+	if kc.Insecure {
+		res.add("tls", "TLS verification", "warn", "the kubeconfig sets insecure-skip-tls-verify: the console cannot tell the API server from an impostor; embed certificate-authority-data instead")
+	}
+
+	c, v, took, err := s.connect(ctx, kc)
+	tried := ""
+	if err != nil && kc.IsLocal() && s.Cfg.LocalClusterHost != "" {
+		// A console in a container next to a local cluster: try the host's address
+		// (only when RUNR_LOCAL_CLUSTER_HOST is set; TLS is verified as configured).
+		if rk, rerr := kc.WithHost(s.Cfg.LocalClusterHost); rerr == nil {
+			if c2, v2, took2, err2 := s.connect(ctx, rk); err2 == nil {
+				c, v, took, err = c2, v2, took2, nil
+				kc = rk
+				res.Rewritten = true
+				res.Server = rk.Server
+			} else {
+				tried = fmt.Sprintf("; also tried %s: %s", rk.Server, kube.Evidence(err2))
+			}
+		}
+	}
+	if err != nil {
+		res.add("api", "The API answers", "fail", explainConnectError(kc.Server, err)+tried)
+		return res, nil
+	}
+	res.Kubeconfig = kc.Raw
+	ev := fmt.Sprintf("answered in %d ms at %s", took.Milliseconds(), res.Server)
+	if res.Rewritten {
+		ev += fmt.Sprintf(" (rewritten from a local address to %s, RUNR_LOCAL_CLUSTER_HOST)", s.Cfg.LocalClusterHost)
+	}
+	res.add("api", "The API answers", "pass", ev)
+	res.Version = v.GitVersion
+	if m := kube.Minor(v); m < s.Cfg.MinK8sMinor {
+		res.add("version", "Kubernetes version", "fail", fmt.Sprintf("%s is older than the minimum 1.%d: upgrade the cluster first", v.GitVersion, s.Cfg.MinK8sMinor))
+	} else {
+		res.add("version", "Kubernetes version", "pass", fmt.Sprintf("%s (minimum 1.%d)", v.GitVersion, s.Cfg.MinK8sMinor))
+	}
+
+	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	s.checkRights(cctx, c, res)
+	s.checkNodes(cctx, c, res)
+	s.checkStorage(cctx, c, res)
+	if name != "" {
+		ns, err := c.Clientset.CoreV1().Namespaces().Get(cctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			res.add("namespace", "Namespace "+name, "pass", "does not exist yet; the region's projects will run in it")
+		case err != nil:
+			res.add("namespace", "Namespace "+name, "fail", "could not be read: "+kube.Evidence(err))
+		case allowNamespace != nil && allowNamespace(ns):
+			res.add("namespace", "Namespace "+name, "pass", "exists, created by this region's setup")
+		default:
+			res.add("namespace", "Namespace "+name, "fail", fmt.Sprintf("namespace %s already exists on the cluster: choose another region name, or delete the namespace", name))
+		}
+	}
+	return res, nil
+}
+
+// connect asks the cluster for its version within 10 s.
+func (s *Service) connect(ctx context.Context, kc *kube.Kubeconfig) (*kube.Cluster, *version.Info, time.Duration, error) {
+	c, err := kube.NewCluster(kc)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	c.REST.Timeout = 10 * time.Second
+	vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	v, err := c.ServerVersion(vctx)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return c, v, time.Since(start), nil
+}
+
+func explainConnectError(server string, err error) string {
+	msg := kube.Evidence(err)
+	var ne net.Error
+	var ue *url.Error
+	switch {
+	case kube.IsAddressRefused(err):
+		return fmt.Sprintf("%s was not contacted: %s", server, msg)
+	case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("%s did not answer within 10 s: check the address and that the console can reach it (%s)", server, msg)
+	case strings.Contains(msg, "connection refused"):
+		return fmt.Sprintf("%s refused the connection: is the API server running on that address and port? (%s)", server, msg)
+	case strings.Contains(msg, "certificate"):
+		return fmt.Sprintf("the TLS certificate of %s was not accepted: check certificate-authority-data (%s)", server, msg)
+	case apierrors.IsUnauthorized(err):
+		return "the cluster refused the credentials (401): the token or client certificate is wrong or expired"
+	case apierrors.IsForbidden(err):
+		return "the cluster refused access (403): the kubeconfig's user may not read /version"
+	case errors.As(err, &ue):
+		return fmt.Sprintf("%s could not be reached: %s", server, msg)
+	}
+	return fmt.Sprintf("%s could not be reached: %s", server, msg)
+}
+
+func (s *Service) checkRights(ctx context.Context, c *kube.Cluster, res *CheckResult) {
+	sar := &authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authv1.ResourceAttributes{Verb: "*", Group: "*", Resource: "*"}}}
+	out, err := c.Clientset.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+	switch {
+	case err != nil:
+		res.add("rights", "Cluster-admin rights", "warn", "could not be checked: "+kube.Evidence(err))
+	case out.Status.Allowed:
+		res.add("rights", "Cluster-admin rights", "pass", "the kubeconfig's user may do everything the installs need")
+	default:
+		res.add("rights", "Cluster-admin rights", "fail", "the kubeconfig's user is not cluster-admin: the installs create namespaces, CRDs, ClusterRoles and DaemonSets; bind the user to cluster-admin")
+	}
+}
+
+func (s *Service) checkNodes(ctx context.Context, c *kube.Cluster, res *CheckResult) {
+	nodes, err := c.Clientset.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		res.add("nodes", "Nodes", "fail", "could not be listed: "+kube.Evidence(err))
+		return
+	}
+	ready := 0
+	var details []string
+	for _, n := range nodes.Items {
+		ni := NodeSummary(&n)
+		res.Nodes = append(res.Nodes, ni)
+		if ni.Ready {
+			ready++
+		}
+		st := "Ready"
+		if !ni.Ready {
+			st = "NotReady"
+		}
+		details = append(details, fmt.Sprintf("%s: %s, %s CPU, %s memory, %s", ni.Name, strings.Join(ni.Roles, "+"), ni.CPU, ni.Memory, st))
+	}
+	switch {
+	case len(nodes.Items) == 0:
+		res.add("nodes", "Nodes", "fail", "the cluster has no nodes", details...)
+	case ready == 0:
+		res.add("nodes", "Nodes", "fail", fmt.Sprintf("none of the %d nodes is Ready", len(nodes.Items)), details...)
+	case ready < len(nodes.Items):
+		res.add("nodes", "Nodes", "warn", fmt.Sprintf("%d of %d nodes are Ready", ready, len(nodes.Items)), details...)
+	default:
+		res.add("nodes", "Nodes", "pass", fmt.Sprintf("%d nodes, all Ready", ready), details...)
+	}
+}
+
+// NodeSummary reads a node's roles, readiness and allocatable resources.
+func NodeSummary(n *corev1.Node) NodeInfo {
+	ni := NodeInfo{Name: n.Name, Kubelet: n.Status.NodeInfo.KubeletVersion, OSImage: n.Status.NodeInfo.OSImage, Schedulable: !n.Spec.Unschedulable}
+	ni.Roles = NodeRoles(n)
+	for _, r := range ni.Roles {
+		if r == "control-plane" {
+			ni.ControlPlane = true
+		}
+	}
+	for _, cd := range n.Status.Conditions {
+		if cd.Type == corev1.NodeReady {
+			ni.Ready = cd.Status == corev1.ConditionTrue
+		}
+	}
+	ni.CPU = n.Status.Allocatable.Cpu().String()
+	ni.Memory = HumanBytes(n.Status.Allocatable.Memory())
+	return ni
+}
+
+// NodeRoles reads the roles of a node from its labels: control-plane and/or worker.
+func NodeRoles(n *corev1.Node) []string {
+	var roles []string
+	cp := false
+	for k := range n.Labels {
+		if k == "node-role.kubernetes.io/control-plane" || k == "node-role.kubernetes.io/master" {
+			cp = true
+		}
+	}
+	if cp {
+		roles = append(roles, "control-plane")
+	}
+	// A node is a worker when it says so, or when it is not a control plane, or when a
+	// control plane runs workloads (no NoSchedule taint of its role).
+	_, worker := n.Labels["node-role.kubernetes.io/worker"]
+	if worker || !cp || !hasControlPlaneTaint(n) {
+		roles = append(roles, "worker")
+	}
+	sort.Strings(roles)
+	return roles
+}
+
+func hasControlPlaneTaint(n *corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if (t.Key == "node-role.kubernetes.io/control-plane" || t.Key == "node-role.kubernetes.io/master") && t.Effect == corev1.TaintEffectNoSchedule {
+			return true
+		}
+	}
+	return false
+}
+
+// HumanBytes renders a memory quantity in GiB or MiB.
+func HumanBytes(q *resource.Quantity) string {
+	b := q.Value()
+	if b >= 1<<30 {
+		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
+	}
+	return fmt.Sprintf("%d MiB", b>>20)
+}
+
+func (s *Service) checkStorage(ctx context.Context, c *kube.Cluster, res *CheckResult) {
+	scs, err := c.Clientset.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		res.add("storage", "StorageClasses", "warn", "could not be listed: "+kube.Evidence(err))
+		return
+	}
+	def := ""
+	var names []string
+	for _, sc := range scs.Items {
+		isDef := sc.Annotations["storageclass.kubernetes.io/is-default-class"] == "true"
+		res.StorageClasses = append(res.StorageClasses, StorageClassInfo{Name: sc.Name, Provisioner: sc.Provisioner, Default: isDef})
+		n := sc.Name
+		if isDef {
+			def = sc.Name
+			n += " (default)"
+		}
+		names = append(names, n)
+	}
+	switch {
+	case len(scs.Items) == 0:
+		res.add("storage", "StorageClasses", "warn", "none: an internal registry needs S3 then, or create a StorageClass")
+	case def == "":
+		res.add("storage", "StorageClasses", "warn", "no default StorageClass: name a class for every volume (registry, Prometheus, Loki)", names...)
+	default:
+		res.add("storage", "StorageClasses", "pass", fmt.Sprintf("%d, default %s", len(scs.Items), def), names...)
+	}
+}

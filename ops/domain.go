@@ -1,0 +1,45 @@
+package ops
+
+import (
+	"context"
+
+	"runr.dev/console/engine"
+	"runr.dev/console/store"
+)
+
+// KindSetDomain gives a region its function domain on the cluster.
+const KindSetDomain = "set-domain"
+
+// DomainParams name a function domain.
+type DomainParams struct {
+	Domain string `json:"domain"`
+	Old    string `json:"old,omitempty"`
+}
+
+func (s *Service) registerDomainKinds() {
+	s.Engine.Register(&engine.Kind{Name: KindSetDomain, Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
+		var p DomainParams
+		if err := jc.Params(&p); err != nil {
+			return nil, err
+		}
+		return []engine.Step{{Name: "domain", Title: "Function domain in Knative's configuration", Run: func(ctx context.Context, jc *engine.JobContext) error {
+			r, c, err := s.regionAndCluster(ctx, jc)
+			if err != nil {
+				return err
+			}
+			if r.ServingStatus == "ready" {
+				if err := setDomain(ctx, c, r.ServingNamespace, r.Name, p.Domain, p.Old); err != nil {
+					return err
+				}
+			}
+			settings := r.Settings.V
+			settings.KnativeDomain = p.Domain
+			if p.Domain == "" {
+				jc.Note("Region %s has no function domain any more", r.Name)
+			} else {
+				jc.Note("Region %s answers on %s", r.Name, p.Domain)
+			}
+			return s.Store.SetRegion(ctx, r.ID, map[string]any{"settings": store.JSON[store.RegionSettings]{V: settings}})
+		}}}, nil
+	}})
+}

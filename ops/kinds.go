@@ -1,0 +1,17 @@
+package ops
+
+// registerKinds registers every kind of job the console runs.
+func (s *Service) registerKinds() {
+	s.registerSetupKinds()
+	s.registerRedisKinds()
+	s.registerRegionKinds()
+	s.registerKnativeKinds()
+	s.registerStatusKinds()
+	s.registerSettingsKinds()
+	s.registerDomainKinds()
+	s.registerNodeKinds()
+	s.registerProjectKinds()
+	s.registerMigrationKinds()
+	s.registerBaseDomainKinds()
+	s.registerContainerdKinds()
+}

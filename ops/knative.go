@@ -1,0 +1,908 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"runr.dev/console/engine"
+	"runr.dev/console/kube"
+	"runr.dev/console/store"
+)
+
+// Knative names on the cluster.
+const (
+	OperatorRelease    = "knative-operator"
+	KnativeServingName = "knative-serving"
+	ServingCRD         = "knativeservings.operator.knative.dev"
+	// TraefikIngressClass is Knative's ingress class for Traefik's Knative provider.
+	TraefikIngressClass = "traefik.ingress.networking.knative.dev"
+	// MaxRevisionTimeoutDefault is Knative's own max-revision-timeout-seconds.
+	MaxRevisionTimeoutDefault = 600
+)
+
+// Job kinds of Knative's lifecycle (install-operator and install-serving are in setup.go).
+const (
+	KindInstallKnative     = "install-knative"
+	KindUpgradeServing     = "upgrade-serving"
+	KindUninstallServing   = "uninstall-serving"
+	KindUninstallOperator  = "uninstall-operator"
+	KindUninstallKnative   = "uninstall-knative"
+	KindApplyRegionSetting = "apply-settings"
+)
+
+// OperatorParams are the fields of an operator install.
+type OperatorParams struct {
+	Namespace string `json:"namespace"`
+	Version   string `json:"version,omitempty"`
+}
+
+// ServingParams are the fields of a Serving install or upgrade.
+type ServingParams struct {
+	Namespace     string `json:"namespace"`
+	Version       string `json:"version"`
+	RemoveTraefik bool   `json:"remove_traefik,omitempty"`
+	// IngressMode is how Traefik is reached: IngressLoadBalancer or IngressHostNetwork
+	// ("" keeps what the cluster's Traefik release has, else a LoadBalancer).
+	IngressMode string `json:"ingress_mode,omitempty"`
+}
+
+var servingCRDNames = []string{"services.serving.knative.dev", "configurations.serving.knative.dev", "revisions.serving.knative.dev",
+	"routes.serving.knative.dev", "domainmappings.serving.knative.dev", "ingresses.networking.internal.knative.dev",
+	"certificates.networking.internal.knative.dev", "serverlessservices.networking.internal.knative.dev",
+	"podautoscalers.autoscaling.internal.knative.dev", "metrics.autoscaling.internal.knative.dev", "images.caching.internal.knative.dev",
+	"clusterdomainclaims.networking.internal.knative.dev"}
+
+var operatorCRDNames = []string{ServingCRD, "knativeeventings.operator.knative.dev"}
+
+// runningOperator finds a Knative Operator whose Deployments are available and whose
+// KnativeServing CRD is registered; it returns its namespace and version. The chart labels
+// both of its Deployments app.kubernetes.io/name=knative-operator; the webhook's also
+// carries app.kubernetes.io/component=operator-webhook, the operator's none (knative/operator,
+// config/charts/knative-operator/templates/operator.yaml).
+func runningOperator(ctx context.Context, c *kube.Cluster) (ns, version string, ok bool, err error) {
+	ds, err := c.Clientset.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=knative-operator"})
+	if err != nil {
+		return "", "", false, fmt.Errorf("list Deployments: %w", err)
+	}
+	type found struct {
+		operator *appsv1.Deployment
+		ready    bool
+	}
+	byNS := map[string]*found{}
+	for i := range ds.Items {
+		d := &ds.Items[i]
+		f := byNS[d.Namespace]
+		if f == nil {
+			f = &found{ready: true}
+			byNS[d.Namespace] = f
+		}
+		if r, _ := kube.DeploymentReady(d); !r {
+			f.ready = false
+		}
+		if d.Labels["app.kubernetes.io/component"] == "" {
+			f.operator = d
+		}
+	}
+	for ns, f := range byNS {
+		if f.operator == nil || !f.ready {
+			continue
+		}
+		if done, _, _ := c.CRDEstablished(ServingCRD)(ctx); !done {
+			return "", "", false, nil
+		}
+		return ns, strings.TrimPrefix(f.operator.Labels["app.kubernetes.io/version"], "v"), true, nil
+	}
+	return "", "", false, nil
+}
+
+// knativeServings lists the KnativeServing resources of the cluster (none without the CRD).
+func knativeServings(ctx context.Context, c *kube.Cluster) ([]unstructured.Unstructured, error) {
+	if done, _, _ := c.CRDEstablished(ServingCRD)(ctx); !done {
+		return nil, nil
+	}
+	gvr := schema.GroupVersionResource{Group: "operator.knative.dev", Version: "v1beta1", Resource: "knativeservings"}
+	l, err := c.Dynamic.Resource(gvr).Namespace("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list KnativeServings: %w", err)
+	}
+	return l.Items, nil
+}
+
+// readyServing returns a Ready KnativeServing of the cluster, if any.
+func readyServing(ctx context.Context, c *kube.Cluster) (*unstructured.Unstructured, error) {
+	l, err := knativeServings(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	for i := range l {
+		if ok, _ := kube.ReadyCondition(&l[i]); ok {
+			return &l[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// servingReported reads the Serving version the operator reports on the KnativeServing.
+func servingReported(ctx context.Context, c *kube.Cluster, ns string) (string, error) {
+	o, found, err := c.Get(ctx, kube.GVKKnativeServing, ns, KnativeServingName)
+	if err != nil {
+		return "", err
+	}
+	if !found {
+		return "", fmt.Errorf("KnativeServing %s/%s is gone", ns, KnativeServingName)
+	}
+	return servingVersion(o), nil
+}
+
+func servingVersion(o *unstructured.Unstructured) string {
+	v, _, _ := unstructured.NestedString(o.Object, "status", "version")
+	return v
+}
+
+// ServingReadyAt waits for the KnativeServing to report Ready at a version.
+func ServingReadyAt(c *kube.Cluster, ns, version string) kube.Cond {
+	return func(ctx context.Context) (bool, string, error) {
+		o, found, err := c.Get(ctx, kube.GVKKnativeServing, ns, KnativeServingName)
+		if err != nil || !found {
+			return false, "not created yet", err
+		}
+		ready, msg := kube.ReadyCondition(o)
+		got := servingVersion(o)
+		if ready && MinorOf(got) == MinorOf(version) {
+			return true, "Ready at " + got, nil
+		}
+		if got != "" && MinorOf(got) != MinorOf(version) {
+			return false, fmt.Sprintf("the operator reports %s, not yet %s", got, version), nil
+		}
+		return false, msg, nil
+	}
+}
+
+// adoptOperator records an operator that already runs on the cluster as the region's
+// (adopted: the console did not install it); without one, the region's operator is the
+// one the console installs next.
+func (s *Service) adoptOperator(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) (bool, error) {
+	ns, ver, ok, err := runningOperator(ctx, c)
+	if err != nil {
+		return false, err
+	}
+	if !ok {
+		return false, s.Store.SetRegion(ctx, r.ID, map[string]any{"operator_adopted": false})
+	}
+	if err := s.Store.SetRegion(ctx, r.ID, map[string]any{"operator_status": "ready", "operator_namespace": ns,
+		"operator_version": ver, "operator_adopted": true}); err != nil {
+		return false, err
+	}
+	jc.Logf("Adopted the Knative Operator %s running in %s", ver, ns)
+	return true, nil
+}
+
+// adoptServing records a Ready KnativeServing that already runs on the cluster as the
+// region's.
+func (s *Service) adoptServing(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) (bool, error) {
+	ks, err := readyServing(ctx, c)
+	if err != nil || ks == nil {
+		return false, err
+	}
+	if err := s.Store.SetRegion(ctx, r.ID, map[string]any{"serving_status": "ready", "serving_namespace": ks.GetNamespace(),
+		"knative_version": servingVersion(ks), "serving_adopted": true, "knative_message": ""}); err != nil {
+		return false, err
+	}
+	jc.Logf("Adopted the Ready KnativeServing %s/%s (Knative %s)", ks.GetNamespace(), ks.GetName(), servingVersion(ks))
+	return true, nil
+}
+
+// defaultVersion picks the newest compatible Knative version of the region's cluster.
+func (s *Service) defaultVersion(ctx context.Context, c *kube.Cluster) (*KnativeVersion, error) {
+	v, err := c.ServerVersion(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the cluster's version: %w", err)
+	}
+	vs, err := s.CompatibleVersions(ctx, kube.Minor(v))
+	if err != nil {
+		return nil, err
+	}
+	if len(vs) == 0 {
+		return nil, fmt.Errorf("no Knative version supports Kubernetes %s with the charts available", v.GitVersion)
+	}
+	return &vs[0], nil
+}
+
+// chartFor returns the offered Knative minor of a version: its operator chart and the
+// Serving release that chart installs.
+func (s *Service) chartFor(ctx context.Context, c *kube.Cluster, version string) (*KnativeVersion, error) {
+	v, err := c.ServerVersion(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the cluster's version: %w", err)
+	}
+	vs, err := s.CompatibleVersions(ctx, kube.Minor(v))
+	if err != nil {
+		return nil, err
+	}
+	for i := range vs {
+		if vs[i].Minor == MinorOf(version) {
+			return &vs[i], nil
+		}
+	}
+	return nil, fmt.Errorf("Knative %s is not offered for Kubernetes %s (see compatible-versions)", MinorOf(version), v.GitVersion)
+}
+
+func (s *Service) operatorSteps(p OperatorParams) []engine.Step {
+	return []engine.Step{
+		{Name: "adopt", Title: "Adopt a running operator", Run: func(ctx context.Context, jc *engine.JobContext) error {
+			r, c, err := s.regionAndCluster(ctx, jc)
+			if err != nil {
+				return err
+			}
+			s.setRegion(ctx, jc, map[string]any{"operator_status": "installing"})
+			op, err := s.adoptOperator(ctx, jc, c, r)
+			if err != nil {
+				return err
+			}
+			sv := false
+			if op {
+				if sv, err = s.adoptServing(ctx, jc, c, r); err != nil {
+					return err
+				}
+			}
+			if !op {
+				jc.Note("No working Knative Operator on the cluster: installing one")
+				return engine.ErrSkip
+			}
+			if sv {
+				jc.Note("Adopted the running operator and a Ready KnativeServing")
+			} else {
+				jc.Note("Adopted the running operator")
+			}
+			return nil
+		}},
+		{Name: "crds", Title: "Knative Serving CRDs", Run: func(ctx context.Context, jc *engine.JobContext) error {
+			r, c, err := s.regionAndCluster(ctx, jc)
+			if err != nil {
+				return err
+			}
+			if r.OperatorAdopted {
+				return skipAdopted(jc)
+			}
+			ver, err := s.operatorVersion(ctx, c, p)
+			if err != nil {
+				return err
+			}
+			kv, err := s.chartFor(ctx, c, ver)
+			if err != nil {
+				return err
+			}
+			return s.applyServingCRDs(ctx, jc, c, kv.ServingVersion)
+		}},
+		{Name: "operator", Title: "Install the Knative Operator", Run: func(ctx context.Context, jc *engine.JobContext) error {
+			r, c, err := s.regionAndCluster(ctx, jc)
+			if err != nil {
+				return err
+			}
+			if r.OperatorAdopted {
+				return skipAdopted(jc)
+			}
+			ver, err := s.operatorVersion(ctx, c, p)
+			if err != nil {
+				return err
+			}
+			kv, err := s.chartFor(ctx, c, ver)
+			if err != nil {
+				return err
+			}
+			chart := ChartKnativeOperator
+			chart.Version = kv.ChartVersion
+			prev, err := HelmStatus(c, p.Namespace, OperatorRelease)
+			if err != nil {
+				return err
+			}
+			if prev != nil {
+				// Its CRDs (KnativeServing, KnativeEventing) are part of the release: an
+				// uninstall would delete every KnativeServing with them.
+				jc.Logf("The previous operator release (%s) is upgraded in place, not uninstalled: its CRDs belong to the release, and removing them would delete every KnativeServing", prev.Info.Status)
+			}
+			// TakeOwnership adopts operator CRDs left on the cluster without Helm's labels.
+			rel, err := s.HelmApply(ctx, jc, c, Release{Namespace: p.Namespace, Name: OperatorRelease, Chart: chart, Values: OperatorValues(),
+				TakeOwnership: true, Repair: prev != nil})
+			if err != nil {
+				return err
+			}
+			if err := waitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {
+				return err
+			}
+			if err := jc.Wait(ctx, "CRD "+ServingCRD+" to be established", engine.WaitOpts{}, c.CRDEstablished(ServingCRD)); err != nil {
+				return err
+			}
+			jc.Note("Knative Operator %s runs in %s (it installs Knative Serving %s)", chart.Version, p.Namespace, kv.ServingVersion)
+			return s.Store.SetRegion(ctx, r.ID, map[string]any{"operator_status": "ready", "operator_namespace": p.Namespace, "operator_version": chart.Version})
+		}},
+	}
+}
+
+func skipAdopted(jc *engine.JobContext) error {
+	jc.Note("Adopted what runs: nothing to install")
+	return engine.ErrSkip
+}
+
+func (s *Service) operatorVersion(ctx context.Context, c *kube.Cluster, p OperatorParams) (string, error) {
+	if p.Version != "" {
+		return MinorOf(p.Version), nil
+	}
+	v, err := s.defaultVersion(ctx, c)
+	if err != nil {
+		return "", err
+	}
+	return v.Version, nil
+}
+
+// applyServingCRDs applies the Knative Serving CRDs of a version from the configured source.
+func (s *Service) applyServingCRDs(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, version string) error {
+	raw, err := s.Charts.ServingCRDs(ctx, version)
+	if err != nil {
+		return err
+	}
+	n, err := c.ApplyYAML(ctx, raw)
+	if err != nil {
+		return fmt.Errorf("apply the Knative Serving CRDs of %s: %w", version, err)
+	}
+	if err := jc.Wait(ctx, "CRD services.serving.knative.dev to be established", engine.WaitOpts{}, c.CRDEstablished("services.serving.knative.dev")); err != nil {
+		return err
+	}
+	jc.Note("Applied %d Knative Serving CRDs of %s", n, version)
+	return nil
+}
+
+// knativeServingObject is the KnativeServing resource with Traefik as its ingress.
+func knativeServingObject(ns, version string, maxTimeout int) map[string]any {
+	cfg := map[string]any{
+		"network": map[string]any{"ingress-class": TraefikIngressClass, "domain-template": "{{.Name}}.{{.Domain}}"},
+	}
+	if maxTimeout > MaxRevisionTimeoutDefault {
+		cfg["defaults"] = map[string]any{"max-revision-timeout-seconds": strconv.Itoa(maxTimeout)}
+	}
+	return map[string]any{
+		"apiVersion": "operator.knative.dev/v1beta1", "kind": "KnativeServing",
+		"metadata": map[string]any{"name": KnativeServingName, "namespace": ns, "labels": toAnyMap(managedLabels(nil))},
+		"spec": map[string]any{
+			"version": version,
+			"ingress": map[string]any{"kourier": map[string]any{"enabled": false}, "istio": map[string]any{"enabled": false}, "contour": map[string]any{"enabled": false}},
+			"config":  cfg,
+		},
+	}
+}
+
+// FunctionDomain is the region's function domain: its own, or <region>.<base domain>.
+func FunctionDomain(r *store.Region, base string) string {
+	if r.Settings.V.KnativeDomain != "" {
+		return r.Settings.V.KnativeDomain
+	}
+	if base == "" {
+		return ""
+	}
+	return r.Name + "." + base
+}
+
+// domainSelector maps a function domain to the region's Knative Services in Knative's
+// domain configuration.
+func domainSelector(region string) string { return "selector:\n  runr.dev/region: " + region + "\n" }
+
+// setDomain adds (or removes, when domain is "") the region's function domain in the
+// KnativeServing's domain configuration.
+func setDomain(ctx context.Context, c *kube.Cluster, ns, region, domain, old string) error {
+	patch := map[string]any{}
+	if old != "" && old != domain {
+		patch[old] = nil
+	}
+	if domain != "" {
+		patch[domain] = domainSelector(region)
+	}
+	if len(patch) == 0 {
+		return nil
+	}
+	return c.MergePatch(ctx, kube.GVKKnativeServing, ns, KnativeServingName, map[string]any{"spec": map[string]any{"config": map[string]any{"domain": patch}}})
+}
+
+// raiseMaxRevisionTimeout raises Knative's max-revision-timeout-seconds to the longest
+// request_timeout above 600 s; it is never lowered.
+func raiseMaxRevisionTimeout(ctx context.Context, c *kube.Cluster, ns string, want int) (bool, error) {
+	if want <= MaxRevisionTimeoutDefault {
+		return false, nil
+	}
+	o, found, err := c.Get(ctx, kube.GVKKnativeServing, ns, KnativeServingName)
+	if err != nil || !found {
+		return false, err
+	}
+	cur, _, _ := unstructured.NestedString(o.Object, "spec", "config", "defaults", "max-revision-timeout-seconds")
+	if n, err := strconv.Atoi(cur); err == nil && n >= want {
+		return false, nil
+	}
+	return true, c.MergePatch(ctx, kube.GVKKnativeServing, ns, KnativeServingName, map[string]any{"spec": map[string]any{"config": map[string]any{
+		"defaults": map[string]any{"max-revision-timeout-seconds": strconv.Itoa(want)}}}})
+}
+
+func longestTimeout(regions []store.Region) int {
+	n := 0
+	for _, r := range regions {
+		n = max(n, r.Settings.V.RequestTimeout)
+	}
+	return n
+}
+
+func (s *Service) servingSteps(p ServingParams) []engine.Step {
+	withRegion := func(f func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error) func(context.Context, *engine.JobContext) error {
+		return func(ctx context.Context, jc *engine.JobContext) error {
+			r, c, err := s.regionAndCluster(ctx, jc)
+			if err != nil {
+				return err
+			}
+			r.ServingNamespace = p.Namespace
+			return f(ctx, jc, r, c)
+		}
+	}
+	adopted := func(r *store.Region) bool { return r.ServingAdopted && r.ServingStatus == "ready" }
+	return []engine.Step{
+		{Name: "quota", Title: "Project namespace quota", Run: withRegion(func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+			s.setRegion(ctx, jc, map[string]any{"serving_status": "installing", "serving_namespace": p.Namespace, "knative_message": ""})
+			if sv, err := s.adoptServing(ctx, jc, c, r); err != nil {
+				return err
+			} else if sv {
+				jc.Logf("A Ready KnativeServing runs already: it is adopted, not applied again")
+			}
+			return s.applyQuota(ctx, jc, c, r)
+		})},
+		{Name: "traefik", Title: "Traefik", Run: withRegion(func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+			addr, err := s.installTraefik(ctx, jc, c, r, p.IngressMode)
+			if err != nil {
+				return err
+			}
+			return s.Store.SetRegion(ctx, r.ID, map[string]any{"external_ip": addr})
+		})},
+		{Name: "serving", Title: "KnativeServing with Traefik as ingress", Run: withRegion(func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+			r, err := s.Store.RegionByID(ctx, r.ID)
+			if err != nil {
+				return err
+			}
+			if adopted(r) {
+				jc.Note("The Ready KnativeServing %s/%s (Knative %s) is adopted", r.ServingNamespace, KnativeServingName, r.KnativeVersion)
+				return nil
+			}
+			regions, err := s.Store.RegionsOnCluster(ctx, r.ClusterKey)
+			if err != nil {
+				return err
+			}
+			minor := MinorOf(p.Version)
+			if _, err := c.ApplyObject(ctx, knativeServingObject(p.Namespace, minor, longestTimeout(regions))); err != nil {
+				return err
+			}
+			if err := jc.Wait(ctx, fmt.Sprintf("KnativeServing %s/%s to be Ready at %s", p.Namespace, KnativeServingName, minor), engine.WaitOpts{Hint: "check the Knative Operator's logs (namespace " + r.OperatorNamespace + ")"}, ServingReadyAt(c, p.Namespace, minor)); err != nil {
+				return err
+			}
+			reported, err := servingReported(ctx, c, p.Namespace)
+			if err != nil {
+				return err
+			}
+			jc.Note("Knative Serving %s is Ready", reported)
+			return s.Store.SetRegion(ctx, r.ID, map[string]any{"knative_version": reported})
+		})},
+		{Name: "domain", Title: "Function domain", Run: withRegion(func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+			base, err := s.Store.BaseDomain(ctx)
+			if err != nil {
+				return err
+			}
+			domain := FunctionDomain(r, base)
+			if domain == "" {
+				jc.Note("No base domain yet: the region gets its function domain when one is set (Administration → Platform)")
+				return engine.ErrSkip
+			}
+			if err := setDomain(ctx, c, r.ServingNamespace, r.Name, domain, ""); err != nil {
+				return err
+			}
+			settings := r.Settings.V
+			settings.KnativeDomain = domain
+			jc.Note("Function domain %s", domain)
+			return s.Store.SetRegion(ctx, r.ID, map[string]any{"settings": store.JSON[store.RegionSettings]{V: settings}})
+		})},
+		{Name: "address", Title: "External address", Run: withRegion(func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+			rel, err := HelmStatus(c, r.ServingNamespace, TraefikRelease)
+			if err != nil {
+				return err
+			}
+			addr, err := s.traefikAddress(ctx, jc, c, r.ServingNamespace, releaseIngressMode(rel))
+			if err != nil {
+				return err
+			}
+			jc.Note("External address %s", addr)
+			return s.Store.SetRegion(ctx, r.ID, map[string]any{"external_ip": addr})
+		})},
+		{Name: "prometheus", Title: "Prometheus", Run: withRegion(func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+			return s.component(ctx, jc, r, "prometheus", func() error { return s.installPrometheus(ctx, jc, c, r) })
+		})},
+		{Name: "loki", Title: "Loki", Run: withRegion(func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+			return s.component(ctx, jc, r, "loki", func() error { return s.installLoki(ctx, jc, c, r) })
+		})},
+		{Name: "agent", Title: "runr-agent", Run: withRegion(func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+			return s.component(ctx, jc, r, "agent", func() error { return s.installAgent(ctx, jc, c, r) })
+		})},
+		{Name: "tracing", Title: "Tracing backend", Run: withRegion(func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+			return s.component(ctx, jc, r, "tracing", func() error { return s.installTracing(ctx, jc, c) })
+		})},
+		{Name: "record", Title: "Record the region", Run: withRegion(func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+			r, err := s.Store.RegionByID(ctx, r.ID)
+			if err != nil {
+				return err
+			}
+			if err := s.Store.SetRegion(ctx, r.ID, map[string]any{"serving_status": "ready",
+				"serving_namespace": p.Namespace, "knative_message": ""}); err != nil {
+				return err
+			}
+			if err := s.Store.SetComponent(ctx, r.ID, "traefik", store.ComponentState{Status: "ready", Version: ChartTraefik.Version}); err != nil {
+				return err
+			}
+			if r.Status != "active" {
+				if err := s.applyBlock(ctx, jc, c, r); err != nil {
+					return err
+				}
+			}
+			jc.Note("Knative Serving %s is ready; create the DNS record *.%s → %s", r.KnativeVersion, r.Settings.V.KnativeDomain, r.ExternalIP)
+			return nil
+		})},
+	}
+}
+
+// component runs a component's install and records its state.
+func (s *Service) component(ctx context.Context, jc *engine.JobContext, r *store.Region, name string, install func() error) error {
+	err := install()
+	state := store.ComponentState{Status: "ready"}
+	switch {
+	case errors.Is(err, engine.ErrSkip):
+		state = store.ComponentState{Status: "external", Message: jc.LastNote()}
+	case err != nil:
+		state = store.ComponentState{Status: "error", Message: err.Error()}
+	}
+	if serr := s.Store.SetComponent(ctx, r.ID, name, state); serr != nil {
+		return serr
+	}
+	return err
+}
+
+// applyQuota applies the project namespace's ResourceQuota and LimitRange when an
+// organisation ceiling is configured.
+func (s *Service) applyQuota(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
+	if s.Cfg.QuotaCPU <= 0 && s.Cfg.QuotaMemoryGiB <= 0 {
+		jc.Note("No organisation ceiling is configured: no quota")
+		return engine.ErrSkip
+	}
+	if _, err := ensureNamespace(ctx, jc, c, r.Name, map[string]string{"runr.dev/region": r.Name}); err != nil {
+		return err
+	}
+	hard := map[string]any{}
+	if s.Cfg.QuotaCPU > 0 {
+		hard["requests.cpu"] = strconv.FormatFloat(s.Cfg.QuotaCPU, 'f', -1, 64)
+	}
+	if s.Cfg.QuotaMemoryGiB > 0 {
+		hard["requests.memory"] = strconv.FormatFloat(s.Cfg.QuotaMemoryGiB, 'f', -1, 64) + "Gi"
+	}
+	objs := []map[string]any{
+		{"apiVersion": "v1", "kind": "ResourceQuota", "metadata": map[string]any{"name": "runr-ceiling", "namespace": r.Name}, "spec": map[string]any{"hard": hard}},
+		{"apiVersion": "v1", "kind": "LimitRange", "metadata": map[string]any{"name": "runr-defaults", "namespace": r.Name}, "spec": map[string]any{
+			"limits": []any{map[string]any{"type": "Container",
+				"defaultRequest": map[string]any{"cpu": "50m", "memory": "64Mi"},
+				"default":        map[string]any{"memory": "256Mi"}}}}},
+	}
+	for _, o := range objs {
+		if _, err := c.ApplyObject(ctx, o); err != nil {
+			return err
+		}
+	}
+	jc.Note("ResourceQuota runr-ceiling %v and LimitRange runr-defaults in %s", hard, r.Name)
+	return nil
+}
+
+// deleteKnativeServing deletes the KnativeServing resource and waits until it is gone.
+func (s *Service) deleteKnativeServing(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, ns string) error {
+	if done, _, _ := c.CRDEstablished(ServingCRD)(ctx); !done {
+		jc.Note("No KnativeServing CRD: nothing to delete")
+		return nil
+	}
+	if err := c.Delete(ctx, kube.GVKKnativeServing, ns, KnativeServingName); err != nil {
+		return err
+	}
+	return jc.Wait(ctx, "KnativeServing "+ns+"/"+KnativeServingName+" to be deleted", engine.WaitOpts{}, func(ctx context.Context) (bool, string, error) {
+		_, found, err := c.Get(ctx, kube.GVKKnativeServing, ns, KnativeServingName)
+		return !found, "", err
+	})
+}
+
+// traefikServesOthers reports whether Ingresses other than Knative's use the region Traefik.
+func traefikServesOthers(ctx context.Context, c *kube.Cluster, ns string) (int, error) {
+	class, err := traefikClass(ctx, c, ns)
+	if err != nil {
+		return 0, err
+	}
+	ings, err := c.Clientset.NetworkingV1().Ingresses("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return 0, fmt.Errorf("list Ingresses: %w", err)
+	}
+	n := 0
+	for _, i := range ings.Items {
+		if i.Spec.IngressClassName != nil && *i.Spec.IngressClassName == class {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func (s *Service) uninstallServingSteps(p ServingParams) []engine.Step {
+	return []engine.Step{
+		{Name: "serving", Title: "Delete the KnativeServing", Run: func(ctx context.Context, jc *engine.JobContext) error {
+			r, c, err := s.regionAndCluster(ctx, jc)
+			if err != nil {
+				return err
+			}
+			s.setServingStatus(ctx, r, "removing")
+			return s.deleteKnativeServing(ctx, jc, c, r.ServingNamespace)
+		}},
+		{Name: "traefik", Title: "Remove Traefik", Run: func(ctx context.Context, jc *engine.JobContext) error {
+			r, c, err := s.regionAndCluster(ctx, jc)
+			if err != nil {
+				return err
+			}
+			n, err := traefikServesOthers(ctx, c, r.ServingNamespace)
+			if err != nil {
+				return err
+			}
+			if n > 0 && !p.RemoveTraefik {
+				jc.Note("Traefik stays: it serves %d other Ingress(es); remove_traefik removes it anyway", n)
+				return engine.ErrSkip
+			}
+			return s.HelmUninstall(ctx, jc, c, r.ServingNamespace, TraefikRelease)
+		}},
+		{Name: "namespace", Title: "Remove the Serving namespace", Run: func(ctx context.Context, jc *engine.JobContext) error {
+			r, c, err := s.regionAndCluster(ctx, jc)
+			if err != nil {
+				return err
+			}
+			if rel, err := HelmStatus(c, r.ServingNamespace, TraefikRelease); err != nil {
+				return err
+			} else if rel != nil && rel.Info.Status != "uninstalled" {
+				jc.Note("Traefik stays, and so does namespace %s", r.ServingNamespace)
+				return engine.ErrSkip
+			}
+			ns, err := c.Clientset.CoreV1().Namespaces().Get(ctx, r.ServingNamespace, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return engine.ErrSkip
+			}
+			if err != nil {
+				return err
+			}
+			if ns.Labels["app.kubernetes.io/managed-by"] != "runr" {
+				jc.Note("Namespace %s was not created by RunR: it stays", r.ServingNamespace)
+				return engine.ErrSkip
+			}
+			if err := deleteNamespace(ctx, jc, c, r.ServingNamespace); err != nil {
+				return err
+			}
+			jc.Note("Deleted namespace %s", r.ServingNamespace)
+			return nil
+		}},
+		{Name: "record", Title: "Record", Run: func(ctx context.Context, jc *engine.JobContext) error {
+			r, err := s.jobRegion(ctx, jc)
+			if err != nil {
+				return err
+			}
+			s.setServingStatus(ctx, r, "not_installed")
+			jc.Note("Knative Serving is gone; Prometheus, Loki, the runr-agent and the tracing backend stay")
+			return nil
+		}},
+	}
+}
+
+// setServingStatus sets the Serving status of every region on the region's cluster:
+// they share Knative Serving.
+func (s *Service) setServingStatus(ctx context.Context, r *store.Region, status string) {
+	regions, err := s.Store.RegionsOnCluster(ctx, r.ClusterKey)
+	if err != nil {
+		s.Log.Warn("serving status", "err", err)
+		return
+	}
+	fields := map[string]any{"serving_status": status}
+	if status == "not_installed" {
+		fields["serving_adopted"] = false
+		fields["external_ip"] = ""
+		fields["dns_resolved"] = false
+	}
+	for _, x := range regions {
+		if err := s.Store.SetRegion(ctx, x.ID, fields); err != nil {
+			s.Log.Warn("serving status", "region", x.Name, "err", err)
+		}
+	}
+}
+
+func (s *Service) uninstallOperatorSteps() []engine.Step {
+	return []engine.Step{
+		{Name: "operator", Title: "Remove the Knative Operator", Run: func(ctx context.Context, jc *engine.JobContext) error {
+			r, c, err := s.regionAndCluster(ctx, jc)
+			if err != nil {
+				return err
+			}
+			if ks, err := knativeServings(ctx, c); err != nil {
+				return err
+			} else if len(ks) > 0 {
+				return fmt.Errorf("a KnativeServing still exists (%s/%s): uninstall Serving first", ks[0].GetNamespace(), ks[0].GetName())
+			}
+			s.setRegion(ctx, jc, map[string]any{"operator_status": "removing"})
+			return s.HelmUninstall(ctx, jc, c, r.OperatorNamespace, OperatorRelease)
+		}},
+		{Name: "crds", Title: "Remove the Knative CRDs", Run: func(ctx context.Context, jc *engine.JobContext) error {
+			_, c, err := s.regionAndCluster(ctx, jc)
+			if err != nil {
+				return err
+			}
+			n := 0
+			names := append(append([]string{}, servingCRDNames...), operatorCRDNames...)
+			for _, name := range names {
+				err := c.APIExt.ApiextensionsV1().CustomResourceDefinitions().Delete(ctx, name, metav1.DeleteOptions{})
+				if err == nil {
+					n++
+				} else if !apierrors.IsNotFound(err) {
+					return fmt.Errorf("delete CRD %s: %w", name, err)
+				}
+			}
+			// The API server removes a CRD after its objects: wait until they are gone.
+			if err := jc.Wait(ctx, "the Knative CRDs to be removed", engine.WaitOpts{}, func(ctx context.Context) (bool, string, error) {
+				left := 0
+				for _, name := range names {
+					if _, err := c.APIExt.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{}); err == nil {
+						left++
+					}
+				}
+				return left == 0, fmt.Sprintf("%d left", left), nil
+			}); err != nil {
+				return err
+			}
+			jc.Note("Deleted %d Knative CRDs, and with them every Knative Service left on the cluster", n)
+			return nil
+		}},
+		{Name: "record", Title: "Record", Run: func(ctx context.Context, jc *engine.JobContext) error {
+			r, err := s.jobRegion(ctx, jc)
+			if err != nil {
+				return err
+			}
+			regions, err := s.Store.RegionsOnCluster(ctx, r.ClusterKey)
+			if err != nil {
+				return err
+			}
+			for _, x := range regions {
+				if err := s.Store.SetRegion(ctx, x.ID, map[string]any{"operator_status": "not_installed", "operator_adopted": false, "operator_version": ""}); err != nil {
+					return err
+				}
+			}
+			jc.Note("The Knative Operator is gone")
+			return nil
+		}},
+	}
+}
+
+func (s *Service) upgradeSteps(p ServingParams) []engine.Step {
+	return []engine.Step{
+		{Name: "operator", Title: "Move the operator to the version's chart", Run: func(ctx context.Context, jc *engine.JobContext) error {
+			r, c, err := s.regionAndCluster(ctx, jc)
+			if err != nil {
+				return err
+			}
+			s.setServingStatus(ctx, r, "installing")
+			rel, err := HelmStatus(c, r.OperatorNamespace, OperatorRelease)
+			if err != nil {
+				return err
+			}
+			if rel == nil {
+				jc.Note("The operator was adopted without a Helm release: it is not moved")
+				return engine.ErrSkip
+			}
+			kv, err := s.chartFor(ctx, c, p.Version)
+			if err != nil {
+				return err
+			}
+			chart := ChartKnativeOperator
+			chart.Version = kv.ChartVersion
+			if rel.Chart != nil && minorNumber(rel.Chart.Metadata.Version) >= minorNumber(chart.Version) {
+				jc.Note("The operator's chart %s is not older", rel.Chart.Metadata.Version)
+				return engine.ErrSkip
+			}
+			nr, err := s.HelmApply(ctx, jc, c, Release{Namespace: r.OperatorNamespace, Name: OperatorRelease, Chart: chart, Values: OperatorValues()})
+			if err != nil {
+				return err
+			}
+			if err := waitRelease(ctx, jc, c, nr, engine.WaitOpts{}); err != nil {
+				return err
+			}
+			jc.Note("The Knative Operator runs %s", chart.Version)
+			return s.Store.SetRegion(ctx, r.ID, map[string]any{"operator_version": chart.Version})
+		}},
+		{Name: "crds", Title: "Knative Serving CRDs of the version", Run: func(ctx context.Context, jc *engine.JobContext) error {
+			_, c, err := s.regionAndCluster(ctx, jc)
+			if err != nil {
+				return err
+			}
+			kv, err := s.chartFor(ctx, c, p.Version)
+			if err != nil {
+				return err
+			}
+			return s.applyServingCRDs(ctx, jc, c, kv.ServingVersion)
+		}},
+		{Name: "version", Title: "Set the KnativeServing's version", Run: func(ctx context.Context, jc *engine.JobContext) error {
+			r, c, err := s.regionAndCluster(ctx, jc)
+			if err != nil {
+				return err
+			}
+			if err := c.MergePatch(ctx, kube.GVKKnativeServing, r.ServingNamespace, KnativeServingName, map[string]any{"spec": map[string]any{"version": MinorOf(p.Version)}}); err != nil {
+				return err
+			}
+			jc.Note("spec.version is %s: the operator rolls Knative Serving to its newest %s release while the Knative Services keep running", MinorOf(p.Version), MinorOf(p.Version))
+			return nil
+		}},
+		{Name: "ready", Title: "Wait for the new version", Run: func(ctx context.Context, jc *engine.JobContext) error {
+			r, c, err := s.regionAndCluster(ctx, jc)
+			if err != nil {
+				return err
+			}
+			if err := jc.Wait(ctx, fmt.Sprintf("KnativeServing %s/%s to be Ready at %s", r.ServingNamespace, KnativeServingName, p.Version), engine.WaitOpts{}, ServingReadyAt(c, r.ServingNamespace, p.Version)); err != nil {
+				return err
+			}
+			reported, err := servingReported(ctx, c, r.ServingNamespace)
+			if err != nil {
+				return err
+			}
+			regions, err := s.Store.RegionsOnCluster(ctx, r.ClusterKey)
+			if err != nil {
+				return err
+			}
+			for _, x := range regions {
+				if err := s.Store.SetRegion(ctx, x.ID, map[string]any{"serving_status": "ready", "knative_version": reported, "knative_message": ""}); err != nil {
+					return err
+				}
+			}
+			jc.Note("Knative Serving %s is Ready on every region of the cluster", reported)
+			return nil
+		}},
+	}
+}
+
+func (s *Service) registerKnativeKinds() {
+	servingFailed := func(ctx context.Context, jc *engine.JobContext, err error) {
+		if err != nil {
+			s.setRegion(ctx, jc, map[string]any{"serving_status": "error", "knative_message": err.Error()})
+		}
+	}
+	operatorFailed := func(ctx context.Context, jc *engine.JobContext, err error) {
+		if err != nil {
+			s.setRegion(ctx, jc, map[string]any{"operator_status": "error", "knative_message": err.Error()})
+		}
+	}
+	type knativeParams struct {
+		Operator OperatorParams `json:"operator"`
+		Serving  ServingParams  `json:"serving"`
+	}
+	s.Engine.Register(&engine.Kind{Name: KindInstallOperator, Finished: operatorFailed, Plan: engine.PlanWith(s.operatorSteps)})
+	s.Engine.Register(&engine.Kind{Name: KindInstallServing, Finished: servingFailed, Plan: engine.PlanWith(s.servingSteps)})
+	s.Engine.Register(&engine.Kind{Name: KindInstallKnative, Finished: servingFailed, Plan: engine.PlanWith(func(p knativeParams) []engine.Step {
+		return append(s.operatorSteps(p.Operator), s.servingSteps(p.Serving)...)
+	})})
+	s.Engine.Register(&engine.Kind{Name: KindUpgradeServing, Finished: servingFailed, Plan: engine.PlanWith(s.upgradeSteps)})
+	s.Engine.Register(&engine.Kind{Name: KindUninstallServing, Finished: servingFailed, Plan: engine.PlanWith(s.uninstallServingSteps)})
+	s.Engine.Register(&engine.Kind{Name: KindUninstallOperator, Finished: operatorFailed, Plan: func(*engine.JobContext) ([]engine.Step, error) {
+		return s.uninstallOperatorSteps(), nil
+	}})
+	s.Engine.Register(&engine.Kind{Name: KindUninstallKnative, Finished: servingFailed, Plan: engine.PlanWith(func(p ServingParams) []engine.Step {
+		return append(s.uninstallServingSteps(p), s.uninstallOperatorSteps()...)
+	})})
+}

@@ -1,0 +1,418 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"runr.dev/console/engine"
+	"runr.dev/console/kube"
+	"runr.dev/console/store"
+)
+
+// Job kinds of region moves.
+const (
+	KindMigrateRegion     = "region-migrate"
+	KindRollbackMigration = "region-migrate-rollback"
+)
+
+// MigrationDeadline is how long a move waits in dns_check before it completes by itself.
+const MigrationDeadline = 48 * time.Hour
+
+// MigrationRunning reports whether a move is under way (a second one is refused).
+func MigrationRunning(status string) bool {
+	return status == "pending" || status == "in_progress" || status == "dns_check"
+}
+
+// migrationHad records what the region had before a move, to bring it to the new cluster.
+type migrationHad struct {
+	Serving  bool   `json:"serving"`
+	Version  string `json:"version"`
+	Registry bool   `json:"registry"`
+	Redis    bool   `json:"redis"`
+	TLS      bool   `json:"tls"`
+}
+
+func (s *Service) saveDetail(ctx context.Context, r *store.Region, f func(d *store.MigrationDetail)) error {
+	d := r.MigrationDetail.V
+	f(&d)
+	r.MigrationDetail.V = d
+	return s.Store.SetRegion(ctx, r.ID, map[string]any{"migration_detail": store.JSON[store.MigrationDetail]{V: d}})
+}
+
+// tolerate runs a part of a move whose failure is logged while the move goes on.
+func (s *Service) tolerate(ctx context.Context, jc *engine.JobContext, r *store.Region, what string, f func() error) {
+	err := f()
+	if err == nil || errors.Is(err, engine.ErrSkip) {
+		return
+	}
+	jc.Warnf("%s failed; the move goes on: %v", what, err)
+	_ = s.saveDetail(ctx, r, func(d *store.MigrationDetail) {
+		d.Steps = append(d.Steps, store.MigrationStep{Name: what, Status: "failed", Message: err.Error()})
+	})
+}
+
+// runSteps runs another job's steps inside this one (idempotent, they adopt what exists).
+func runInline(ctx context.Context, jc *engine.JobContext, steps []engine.Step) error {
+	for _, st := range steps {
+		jc.Logf("— %s", st.Title)
+		if err := st.Run(ctx, jc); err != nil && !errors.Is(err, engine.ErrSkip) {
+			return fmt.Errorf("%s: %w", st.Title, err)
+		}
+	}
+	return nil
+}
+
+func (s *Service) migrationSteps() []engine.Step {
+	region := func(ctx context.Context, jc *engine.JobContext) (*store.Region, *kube.Cluster, error) {
+		return s.regionAndCluster(ctx, jc)
+	}
+	return []engine.Step{
+		{Name: "pending", Title: "Check the new cluster and switch to it", Run: func(ctx context.Context, jc *engine.JobContext) error {
+			r, err := s.jobRegion(ctx, jc)
+			if err != nil {
+				return err
+			}
+			if r.MigrationDetail.V.JobID == jc.Job.ID && r.OldKubeconfig != "" {
+				jc.Note("Already switched to the new cluster")
+				return nil
+			}
+			chk, err := s.CheckCluster(ctx, "", []byte(jc.Secret), nil)
+			if err != nil {
+				return err
+			}
+			if !chk.OK {
+				return fmt.Errorf("the new cluster cannot take the region: %s", chk.FirstFailure())
+			}
+			had := migrationHad{Serving: r.ServingStatus == "ready", Version: r.KnativeVersion, Registry: r.RegistryMode == "internal" && r.RegistryStatus == "ready",
+				Redis: r.RedisMode == "managed", TLS: r.FunctionTLSCert != ""}
+			now := time.Now().UTC()
+			detail := store.MigrationDetail{JobID: jc.Job.ID, StartedAt: &now, Had: map[string]any{"serving": had.Serving, "version": had.Version,
+				"registry": had.Registry, "redis": had.Redis, "tls": had.TLS}}
+			if err := s.Store.SetRegion(ctx, r.ID, map[string]any{
+				"old_kubeconfig": r.Kubeconfig, "old_external_ip": r.ExternalIP,
+				"kubeconfig": string(chk.Kubeconfig), "cluster_server": chk.Server, "cluster_key": kube.ClusterKey(chk.Server), "k8s_version": chk.Version,
+				"external_ip": "", "dns_resolved": false, "migration_status": "in_progress", "migration_detail": store.JSON[store.MigrationDetail]{V: detail},
+				"operator_status": "not_installed", "operator_adopted": false, "serving_adopted": false,
+				"serving_status": map[bool]string{true: "installing", false: "not_installed"}[had.Serving],
+			}); err != nil {
+				return err
+			}
+			jc.Note("The region now uses %s (%s); the old kubeconfig and address %s are kept until the move completes", chk.Server, chk.Version, r.ExternalIP)
+			return nil
+		}},
+		{Name: "workers", Title: "Dedicated workers", Run: func(ctx context.Context, jc *engine.JobContext) error {
+			r, c, err := region(ctx, jc)
+			if err != nil {
+				return err
+			}
+			if len(r.Nodes) == 0 {
+				jc.Note("No dedicated workers")
+				return engine.ErrSkip
+			}
+			exist, err := ApplyWorkers(ctx, c, r.Nodes, nil)
+			if err != nil {
+				return err
+			}
+			if len(exist) == 0 {
+				jc.Note("None of the selected nodes (%s) exists on the new cluster: the selection is cleared, projects run on every schedulable node; select workers again in the Workers tab", strings.Join(r.Nodes, ", "))
+			} else {
+				jc.Note("Dedicated workers on the new cluster: %s", strings.Join(exist, ", "))
+			}
+			return s.Store.SetRegion(ctx, r.ID, map[string]any{"nodes": stringArray(exist)})
+		}},
+		{Name: "knative", Title: "Knative Operator and Serving", Run: func(ctx context.Context, jc *engine.JobContext) error {
+			r, err := s.jobRegion(ctx, jc)
+			if err != nil {
+				return err
+			}
+			if serving, _ := r.MigrationDetail.V.Had["serving"].(bool); !serving {
+				jc.Note("The region had no Knative Serving")
+				return engine.ErrSkip
+			}
+			ver, _ := r.MigrationDetail.V.Had["version"].(string)
+			if _, c, err := region(ctx, jc); err == nil {
+				if _, err := s.chartFor(ctx, c, ver); err != nil {
+					dv, derr := s.defaultVersion(ctx, c)
+					if derr != nil {
+						return derr
+					}
+					jc.Warnf("Knative %s is not offered on the new cluster: installing %s", ver, dv.Version)
+					ver = dv.Version
+				}
+			}
+			steps := append(s.operatorSteps(OperatorParams{Namespace: r.OperatorNamespace, Version: ver}),
+				s.servingSteps(ServingParams{Namespace: r.ServingNamespace, Version: ver})...)
+			if err := runInline(ctx, jc, steps); err != nil {
+				return err
+			}
+			jc.Note("Knative Serving %s with Traefik, Prometheus, Loki, the runr-agent and tracing runs on the new cluster", ver)
+			return nil
+		}},
+		{Name: "services", Title: "Redis and the registry", Run: func(ctx context.Context, jc *engine.JobContext) error {
+			r, c, err := region(ctx, jc)
+			if err != nil {
+				return err
+			}
+			if redis, _ := r.MigrationDetail.V.Had["redis"].(bool); redis {
+				s.tolerate(ctx, jc, r, "managed Redis", func() error { return s.installManagedRedis(ctx, jc, c, r) })
+			} else if r.RedisMode == "external" {
+				jc.Logf("The external Redis keeps its address %s", r.RedisAddress)
+			}
+			if reg, _ := r.MigrationDetail.V.Had["registry"].(bool); reg {
+				p := RegistryParams{Mode: "internal", StorageType: r.RegistryConfig.V.StorageType, StorageClass: r.RegistryConfig.V.StorageClass,
+					Size: r.RegistryConfig.V.Size, S3Endpoint: r.RegistryConfig.V.S3Endpoint, S3Bucket: r.RegistryConfig.V.S3Bucket,
+					S3Region: r.RegistryConfig.V.S3Region, S3AccessKey: r.RegistryConfig.V.S3AccessKey}
+				if p.StorageType == "" {
+					p.StorageType = "pvc"
+				}
+				s.tolerate(ctx, jc, r, "internal registry", func() error {
+					if err := s.installZot(ctx, jc, c, p, RegistrySecrets{S3SecretKey: r.RegistrySecret}); err != nil && !errors.Is(err, engine.ErrSkip) {
+						return err
+					}
+					if err := s.installMirror(ctx, jc, c, p); err != nil && !errors.Is(err, engine.ErrSkip) {
+						return err
+					}
+					return s.Store.SetRegion(ctx, r.ID, map[string]any{"registry_address": p.Address(), "registry_status": "ready"})
+				})
+			}
+			jc.Note("Redis and the registry are on the new cluster")
+			return nil
+		}},
+		{Name: "extras", Title: "What else the region had", Run: func(ctx context.Context, jc *engine.JobContext) error {
+			r, c, err := region(ctx, jc)
+			if err != nil {
+				return err
+			}
+			if tls, _ := r.MigrationDetail.V.Had["tls"].(bool); tls && r.FunctionTLSCert != "" {
+				s.tolerate(ctx, jc, r, "function TLS", func() error {
+					return s.setFunctionTLS(ctx, jc, c, r, r.FunctionTLSCert, r.FunctionTLSKey, false)
+				})
+			}
+			if r.Status != "active" && r.ServingStatus == "ready" {
+				s.tolerate(ctx, jc, r, "status block", func() error { return s.applyBlock(ctx, jc, c, r) })
+			}
+			jc.Note("Function TLS and the status block follow the region")
+			return nil
+		}},
+		{Name: "domain", Title: "Function domain on the new cluster", Run: func(ctx context.Context, jc *engine.JobContext) error {
+			r, c, err := region(ctx, jc)
+			if err != nil {
+				return err
+			}
+			if r.Settings.V.KnativeDomain == "" || r.ServingStatus != "ready" {
+				jc.Note("No function domain to configure")
+				return engine.ErrSkip
+			}
+			if err := setDomain(ctx, c, r.ServingNamespace, r.Name, r.Settings.V.KnativeDomain, ""); err != nil {
+				return err
+			}
+			jc.Note("Knative on the new cluster serves %s", r.Settings.V.KnativeDomain)
+			return nil
+		}},
+		{Name: "redeploy", Title: "Deploy the projects again", Run: func(ctx context.Context, jc *engine.JobContext) error {
+			r, c, err := region(ctx, jc)
+			if err != nil {
+				return err
+			}
+			return s.redeploy(ctx, jc, c, r)
+		}},
+		{Name: "dns_check", Title: "Point DNS at the new cluster", Run: func(ctx context.Context, jc *engine.JobContext) error {
+			r, err := s.jobRegion(ctx, jc)
+			if err != nil {
+				return err
+			}
+			now := time.Now().UTC()
+			if err := s.Store.SetRegion(ctx, r.ID, map[string]any{"migration_status": "dns_check", "migration_dns_check_at": now}); err != nil {
+				return err
+			}
+			jc.Note("Point the wildcard record *.%s at %s; the move completes when dns-check.%s resolves there, or by %s", r.Settings.V.KnativeDomain, r.ExternalIP, r.Settings.V.KnativeDomain, now.Add(MigrationDeadline).Format(time.RFC1123))
+			return nil
+		}},
+	}
+}
+
+// redeploy deploys again every project of the region that runs, with the deploy checks;
+// a refused project is shut down with the reason; stopped projects stay stopped.
+func (s *Service) redeploy(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
+	ps, err := s.Store.ListProjects(ctx, r.ID)
+	if err != nil {
+		return err
+	}
+	deployed, refused, stopped := 0, 0, 0
+	for i := range ps {
+		p := &ps[i]
+		switch p.State {
+		case "stopped":
+			stopped++
+			jc.Logf("%s is stopped: it moves with the region and stays stopped", p.Slug)
+			continue
+		case "none":
+			continue
+		}
+		if err := s.DeployCheck(ctx, r, p, false); err != nil {
+			refused++
+			jc.Warnf("%s is refused: %v", p.Slug, err)
+			if err := s.Store.SetProjectState(ctx, p.ID, "none", "not deployed on the new cluster: "+err.Error(), ""); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := s.deployProject(ctx, jc, c, r, p); err != nil {
+			return fmt.Errorf("deploy %s: %w", p.Slug, err)
+		}
+		if err := s.Store.SetProjectState(ctx, p.ID, "running", "", p.Image); err != nil {
+			return err
+		}
+		deployed++
+	}
+	jc.Note("Deployed %d project(s) again; %d refused; %d stopped", deployed, refused, stopped)
+	return nil
+}
+
+// CompleteMigration ends a move: the old kubeconfig and address are forgotten; nothing
+// is removed from the old cluster.
+func (s *Service) CompleteMigration(ctx context.Context, r *store.Region, why string) error {
+	d := r.MigrationDetail.V
+	d.Steps = append(d.Steps, store.MigrationStep{Name: "completed", Status: "done", Message: why})
+	s.Log.Info("region move completed", "region", r.Name, "why", why)
+	return s.Store.SetRegion(ctx, r.ID, map[string]any{"migration_status": "completed", "old_kubeconfig": "", "old_external_ip": "",
+		"migration_dns_check_at": nil, "migration_detail": store.JSON[store.MigrationDetail]{V: d}})
+}
+
+// completeMoves completes the moves whose DNS reaches the new address, or whose 48 hours passed.
+func (s *Service) completeMoves(ctx context.Context) {
+	rs, err := s.Store.MovingRegions(ctx)
+	if err != nil {
+		return
+	}
+	for _, m := range rs {
+		if m.Status != "dns_check" {
+			continue
+		}
+		r, err := s.Store.RegionByID(ctx, m.ID)
+		if err != nil {
+			continue
+		}
+		if m.DNSCheckAt != nil && time.Since(*m.DNSCheckAt) > MigrationDeadline {
+			_ = s.CompleteMigration(ctx, r, "48 hours in dns_check passed")
+			continue
+		}
+		if r.Settings.V.KnativeDomain == "" || r.ExternalIP == "" {
+			continue
+		}
+		cctx, cancel := context.WithTimeout(ctx, s.Cfg.StatusTimeout)
+		ok, reason, err := (&Resolver{Server: s.Cfg.DNSResolver}).DNSCheck(cctx, r.Settings.V.KnativeDomain, r.ExternalIP)
+		cancel()
+		if err == nil && ok {
+			_ = s.CompleteMigration(ctx, r, "DNS reaches the new cluster: "+reason)
+		}
+	}
+}
+
+func (s *Service) registerMigrationKinds() {
+	s.periodics = append(s.periodics, s.completeMoves)
+	s.Engine.Register(&engine.Kind{Name: KindMigrateRegion, Plan: func(jc *engine.JobContext) ([]engine.Step, error) { return s.migrationSteps(), nil },
+		Finished: func(ctx context.Context, jc *engine.JobContext, err error) {
+			if err != nil {
+				if r, rerr := s.jobRegion(ctx, jc); rerr == nil {
+					_ = s.saveDetail(ctx, r, func(d *store.MigrationDetail) { d.Error = err.Error() })
+				}
+				s.setRegion(ctx, jc, map[string]any{"migration_status": "failed"})
+			}
+		}})
+	s.Engine.Register(&engine.Kind{Name: KindRollbackMigration, Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
+		return []engine.Step{
+			{Name: "restore", Title: "Restore the old kubeconfig and address", Run: func(ctx context.Context, jc *engine.JobContext) error {
+				r, err := s.jobRegion(ctx, jc)
+				if err != nil {
+					return err
+				}
+				if r.OldKubeconfig == "" {
+					jc.Note("The move never switched clusters: nothing to restore")
+					return nil
+				}
+				kc, err := kube.ParseKubeconfig([]byte(r.OldKubeconfig))
+				if err != nil {
+					return err
+				}
+				if err := s.Store.SetRegion(ctx, r.ID, map[string]any{"kubeconfig": r.OldKubeconfig, "external_ip": r.OldExternalIP,
+					"cluster_server": kc.Server, "cluster_key": kube.ClusterKey(kc.Server), "old_kubeconfig": "", "old_external_ip": "",
+					"serving_status": "ready", "operator_status": "ready"}); err != nil {
+					return err
+				}
+				jc.Note("The region uses %s again, at %s; what the move installed on the new cluster stays there", kc.Server, r.OldExternalIP)
+				return nil
+			}},
+			{Name: "redeploy", Title: "Deploy the running projects there again", Run: func(ctx context.Context, jc *engine.JobContext) error {
+				r, c, err := s.regionAndCluster(ctx, jc)
+				if err != nil {
+					return err
+				}
+				return s.redeploy(ctx, jc, c, r)
+			}},
+			{Name: "record", Title: "Record", Run: func(ctx context.Context, jc *engine.JobContext) error {
+				jc.Note("The move is rolled back")
+				s.setRegion(ctx, jc, map[string]any{"migration_status": "rolled_back", "migration_dns_check_at": nil})
+				return nil
+			}},
+		}, nil
+	}})
+}
+
+// Refusal is a request the console turns down (a 422), with the field it is about.
+type Refusal struct {
+	Field string
+	Msg   string
+}
+
+func (r *Refusal) Error() string { return r.Msg }
+
+// StartMigration checks and queues a region's move to the cluster of a kubeconfig.
+func (s *Service) StartMigration(ctx context.Context, r *store.Region, kubeconfig, dataLocation, by string) (*store.Job, error) {
+	if MigrationRunning(r.MigrationStatus) {
+		return nil, &Refusal{Msg: "The region is moving already (" + r.MigrationStatus + "): complete or roll back that move first."}
+	}
+	if r.DataLocation != "" && dataLocation != r.DataLocation {
+		return nil, &Refusal{Field: "data_location", Msg: "The region's data stays in " + r.DataLocation + ": the new cluster must be there (data_location " + r.DataLocation + ")."}
+	}
+	if _, err := kube.ParseKubeconfig([]byte(kubeconfig)); err != nil {
+		return nil, &Refusal{Field: "kubeconfig", Msg: err.Error()}
+	}
+	j, err := s.Enqueue(ctx, engine.Request{Kind: KindMigrateRegion, Title: "Move region " + r.Name + " to another cluster",
+		Subject: r.ID, Secret: kubeconfig, CreatedBy: by})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Store.SetRegion(ctx, r.ID, map[string]any{"migration_status": "pending",
+		"migration_detail": store.JSON[store.MigrationDetail]{V: store.MigrationDetail{JobID: j.ID}}}); err != nil {
+		return nil, err
+	}
+	s.Log.Info("region move started", "region", r.Name, "by", by)
+	return j, nil
+}
+
+// CompleteMigrationByHand completes a move in dns_check.
+func (s *Service) CompleteMigrationByHand(ctx context.Context, r *store.Region, by string) error {
+	if r.MigrationStatus != "dns_check" {
+		return &Refusal{Msg: "A move completes by hand only in dns_check; this region's is " + orNone(r.MigrationStatus) + "."}
+	}
+	return s.CompleteMigration(ctx, r, "completed by "+by)
+}
+
+// RollbackMigration queues the rollback of a move in dns_check or failed.
+func (s *Service) RollbackMigration(ctx context.Context, r *store.Region, by string) (*store.Job, error) {
+	if r.MigrationStatus != "dns_check" && r.MigrationStatus != "failed" {
+		return nil, &Refusal{Msg: "A move rolls back only in dns_check or failed; this region's is " + orNone(r.MigrationStatus) + "."}
+	}
+	return s.Enqueue(ctx, engine.Request{Kind: KindRollbackMigration, Title: "Roll back the move of " + r.Name, Subject: r.ID, CreatedBy: by})
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
+}

@@ -1,0 +1,140 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"runr.dev/console/engine"
+	"runr.dev/console/kube"
+	"runr.dev/console/store"
+)
+
+// Observability names on the cluster.
+const (
+	ObservabilityNamespace = "observability"
+	PrometheusRelease      = "knative"
+	LokiRelease            = "loki-stack"
+	PriorityClassName      = "observability-critical"
+	OtelRelease            = "otel-collector"
+	TempoRelease           = "tempo"
+)
+
+func ensurePriorityClass(ctx context.Context, c *kube.Cluster) error {
+	_, err := c.ApplyObject(ctx, map[string]any{
+		"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+		"metadata":    map[string]any{"name": PriorityClassName, "labels": toAnyMap(managedLabels(nil))},
+		"value":       1000000,
+		"description": "RunR's Prometheus and Loki: evicted last, so that a region keeps its metrics and logs.",
+	})
+	return err
+}
+
+// legacyPDBs are the PodDisruptionBudgets earlier consoles made in the observability
+// namespace. Their selector (app.kubernetes.io/instance=<release>) matched DaemonSet pods
+// and never Prometheus or Loki, so they refused evictions forever; the charts' own
+// budgets replace them.
+var legacyPDBs = map[string]string{PrometheusRelease: "prometheus-" + PrometheusRelease, LokiRelease: LokiRelease}
+
+// removeLegacyPDB deletes a release's budget of an earlier console (only one RunR made).
+func removeLegacyPDB(ctx context.Context, c *kube.Cluster, jc *engine.JobContext, release string) error {
+	name := legacyPDBs[release]
+	pdb, err := c.Clientset.PolicyV1().PodDisruptionBudgets(ObservabilityNamespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read PodDisruptionBudget %s/%s: %w", ObservabilityNamespace, name, err)
+	}
+	if pdb.Labels["app.kubernetes.io/managed-by"] != "runr" {
+		return nil
+	}
+	if err := c.Clientset.PolicyV1().PodDisruptionBudgets(ObservabilityNamespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete PodDisruptionBudget %s/%s: %w", ObservabilityNamespace, name, err)
+	}
+	jc.Logf("Deleted the PodDisruptionBudget %s/%s of an earlier console: it selected the wrong pods; the chart's own budget replaces it", ObservabilityNamespace, name)
+	return nil
+}
+
+// installPrometheus installs kube-prometheus-stack (release knative) unless the region
+// uses an existing Prometheus.
+func (s *Service) installPrometheus(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
+	if u := r.Monitoring.V.PrometheusURL; u != "" {
+		jc.Note("The region uses the existing Prometheus at %s: RunR installs none", u)
+		return engine.ErrSkip
+	}
+	if _, err := ensureNamespace(ctx, jc, c, ObservabilityNamespace, nil); err != nil {
+		return err
+	}
+	if err := ensurePriorityClass(ctx, c); err != nil {
+		return err
+	}
+	if err := removeLegacyPDB(ctx, c, jc, PrometheusRelease); err != nil {
+		return err
+	}
+	vals := PrometheusValues()
+	rel, err := s.HelmApply(ctx, jc, c, Release{Namespace: ObservabilityNamespace, Name: PrometheusRelease, Chart: ChartPrometheus, Values: vals})
+	if err != nil {
+		return err
+	}
+	if err := waitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {
+		return err
+	}
+	jc.Note("Prometheus (%s, release %s) runs in %s", ChartPrometheus, PrometheusRelease, ObservabilityNamespace)
+	return nil
+}
+
+// installLoki installs loki-stack unless the region uses an existing Loki.
+func (s *Service) installLoki(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
+	if u := r.Monitoring.V.LokiURL; u != "" {
+		jc.Note("The region uses the existing Loki at %s: RunR installs none", u)
+		return engine.ErrSkip
+	}
+	if _, err := ensureNamespace(ctx, jc, c, ObservabilityNamespace, nil); err != nil {
+		return err
+	}
+	if err := ensurePriorityClass(ctx, c); err != nil {
+		return err
+	}
+	if err := removeLegacyPDB(ctx, c, jc, LokiRelease); err != nil {
+		return err
+	}
+	vals := LokiValues()
+	rel, err := s.HelmApply(ctx, jc, c, Release{Namespace: ObservabilityNamespace, Name: LokiRelease, Chart: ChartLoki, Values: vals})
+	if err != nil {
+		return err
+	}
+	if err := waitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {
+		return err
+	}
+	jc.Note("Loki (%s, release %s) runs in %s", ChartLoki, LokiRelease, ObservabilityNamespace)
+	return nil
+}
+
+// installTracing installs the tracing backend: the OpenTelemetry Collector and Tempo,
+// with the retention setting.
+func (s *Service) installTracing(ctx context.Context, jc *engine.JobContext, c *kube.Cluster) error {
+	if _, err := ensureNamespace(ctx, jc, c, ObservabilityNamespace, nil); err != nil {
+		return err
+	}
+	tempo := TempoValues(s.Cfg.TracingRetentionHours)
+	rel, err := s.HelmApply(ctx, jc, c, Release{Namespace: ObservabilityNamespace, Name: TempoRelease, Chart: ChartTempo, Values: tempo})
+	if err != nil {
+		return err
+	}
+	if err := waitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {
+		return err
+	}
+	otel := OtelValues()
+	rel, err = s.HelmApply(ctx, jc, c, Release{Namespace: ObservabilityNamespace, Name: OtelRelease, Chart: ChartOtelCollector, Values: otel})
+	if err != nil {
+		return err
+	}
+	if err := waitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {
+		return err
+	}
+	jc.Note("Tracing: OpenTelemetry Collector %s and Tempo %s, traces kept %d h", ChartOtelCollector.Version, ChartTempo.Version, s.Cfg.TracingRetentionHours)
+	return nil
+}

@@ -1,0 +1,291 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"runr.dev/console/engine"
+	"runr.dev/console/kube"
+	"runr.dev/console/store"
+)
+
+// Job kinds of projects.
+const (
+	KindDeployProject = "project-deploy"
+	KindStopProject   = "project-stop"
+	KindDeleteProject = "project-delete"
+	KindMoveProject   = "project-move"
+)
+
+// ProjectParams name the project of a job.
+type ProjectParams struct {
+	ProjectID string `json:"project_id"`
+	// Resume deploys a stopped project again.
+	Resume bool `json:"resume,omitempty"`
+	// From is the region a project moves away from.
+	From string `json:"from,omitempty"`
+}
+
+// ErrProjectStopped refuses the deploy of a stopped project.
+var ErrProjectStopped = errors.New("the project is stopped: resume it to deploy it")
+
+// DeployCheck runs the deploy checks: a stopped project is refused (unless resumed),
+// and so is one that would exceed its region's capacity.
+func (s *Service) DeployCheck(ctx context.Context, r *store.Region, p *store.Project, resume bool) error {
+	if p.State == "stopped" && !resume {
+		return ErrProjectStopped
+	}
+	if p.Image == "" {
+		return errors.New("the project has no image to deploy")
+	}
+	return s.Admit(ctx, r, AdmitRequest{ProjectID: p.ID, CPUm: int64(p.CPUm), MemoryMi: int64(p.MemoryMi), AlwaysOn: p.AlwaysOn})
+}
+
+// SecretEnvName is the Secret that holds a project's secret env vars.
+func SecretEnvName(slug string) string { return slug + "-secret-env" }
+
+// knativeService is a project's Knative Service: plain env inline, secret env through
+// secretKeyRef, never inlined.
+func knativeService(r *store.Region, p *store.Project) map[string]any {
+	var env []any
+	keys := make([]string, 0, len(p.EnvVars.V))
+	for k := range p.EnvVars.V {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		env = append(env, map[string]any{"name": k, "value": p.EnvVars.V[k]})
+	}
+	skeys := make([]string, 0, len(p.Secrets))
+	for k := range p.Secrets {
+		skeys = append(skeys, k)
+	}
+	sort.Strings(skeys)
+	for _, k := range skeys {
+		env = append(env, map[string]any{"name": k, "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": SecretEnvName(p.Slug), "key": k}}})
+	}
+	container := map[string]any{
+		"image": p.Image,
+		"resources": map[string]any{"requests": map[string]any{
+			"cpu": strconv.Itoa(p.CPUm) + "m", "memory": strconv.Itoa(p.MemoryMi) + "Mi"}},
+	}
+	if len(env) > 0 {
+		container["env"] = env
+	}
+	annotations := map[string]any{}
+	if p.AlwaysOn {
+		annotations["autoscaling.knative.dev/min-scale"] = "1"
+	}
+	podSpec := map[string]any{"containers": []any{container}}
+	if r.Settings.V.RequestTimeout > 0 {
+		podSpec["timeoutSeconds"] = r.Settings.V.RequestTimeout
+	}
+	if len(r.Nodes) > 0 {
+		// Dedicated workers: the projects run there only.
+		podSpec["nodeSelector"] = map[string]any{DedicatedKey: DedicatedValue}
+		podSpec["tolerations"] = []any{map[string]any{"key": DedicatedKey, "operator": "Equal", "value": DedicatedValue, "effect": "NoSchedule"}}
+	}
+	labels := map[string]any{"runr.dev/region": r.Name, "runr.dev/project": p.ID, "app.kubernetes.io/managed-by": "runr"}
+	return map[string]any{
+		"apiVersion": "serving.knative.dev/v1", "kind": "Service",
+		"metadata": map[string]any{"name": p.Slug, "namespace": r.Name, "labels": labels},
+		"spec": map[string]any{"template": map[string]any{
+			"metadata": map[string]any{"labels": labels, "annotations": annotations},
+			"spec":     podSpec,
+		}},
+	}
+}
+
+// deployProject creates or updates the project's Knative Service (and its secret env
+// Secret) in the region's project namespace and waits for it to be Ready.
+func (s *Service) deployProject(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region, p *store.Project) error {
+	if r.ServingStatus != "ready" {
+		return fmt.Errorf("Knative Serving is not ready on region %s", r.Name)
+	}
+	ns := r.Name
+	if _, err := ensureNamespace(ctx, jc, c, ns, map[string]string{"runr.dev/region": r.Name}); err != nil {
+		return err
+	}
+	secrets := c.Clientset.CoreV1().Secrets(ns)
+	if len(p.Secrets) > 0 {
+		data := map[string]any{}
+		for k, v := range p.Secrets {
+			data[k] = v
+		}
+		if _, err := c.ApplyObject(ctx, map[string]any{"apiVersion": "v1", "kind": "Secret",
+			"metadata":   map[string]any{"name": SecretEnvName(p.Slug), "namespace": ns, "labels": map[string]any{"runr.dev/project": p.ID}},
+			"stringData": data}); err != nil {
+			return err
+		}
+	} else if err := secrets.Delete(ctx, SecretEnvName(p.Slug), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete Secret %s/%s: %w", ns, SecretEnvName(p.Slug), err)
+	}
+	if _, err := c.ApplyObject(ctx, knativeService(r, p)); err != nil {
+		return err
+	}
+	if err := jc.Wait(ctx, fmt.Sprintf("Knative Service %s/%s to be Ready", ns, p.Slug), engine.WaitOpts{}, func(ctx context.Context) (bool, string, error) {
+		o, found, err := c.Get(ctx, kube.GVKKService, ns, p.Slug)
+		if err != nil || !found {
+			return false, "not created yet", err
+		}
+		gen, _, _ := unstructured.NestedInt64(o.Object, "status", "observedGeneration")
+		ready, msg := kube.ReadyCondition(o)
+		return ready && gen >= o.GetGeneration(), msg, nil
+	}); err != nil {
+		return err
+	}
+	jc.Logf("Project %s runs %s on region %s", p.Slug, p.Image, r.Name)
+	return nil
+}
+
+// undeployProject deletes the project's Knative Service and Secret from a cluster.
+func undeployProject(ctx context.Context, c *kube.Cluster, ns string, p *store.Project) error {
+	if err := c.Delete(ctx, kube.GVKKService, ns, p.Slug); err != nil {
+		return err
+	}
+	if err := c.Clientset.CoreV1().Secrets(ns).Delete(ctx, SecretEnvName(p.Slug), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete Secret %s/%s: %w", ns, SecretEnvName(p.Slug), err)
+	}
+	return nil
+}
+
+func (s *Service) registerProjectKinds() {
+	load := func(ctx context.Context, jc *engine.JobContext) (*store.Project, *store.Region, *kube.Cluster, error) {
+		var pp ProjectParams
+		if err := jc.Params(&pp); err != nil {
+			return nil, nil, nil, err
+		}
+		p, err := s.Store.ProjectByID(ctx, pp.ProjectID)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if p.Region() == "" {
+			return p, nil, nil, errors.New("the project has no region")
+		}
+		r, err := s.Store.RegionByID(ctx, p.Region())
+		if err != nil {
+			return p, nil, nil, err
+		}
+		c, err := s.RegionCluster(r)
+		return p, r, c, err
+	}
+	s.Engine.Register(&engine.Kind{Name: KindDeployProject, Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
+		var pp ProjectParams
+		if err := jc.Params(&pp); err != nil {
+			return nil, err
+		}
+		return []engine.Step{
+			{Name: "checks", Title: "Deploy checks", Run: func(ctx context.Context, jc *engine.JobContext) error {
+				p, r, _, err := load(ctx, jc)
+				if err != nil {
+					return err
+				}
+				if err := s.DeployCheck(ctx, r, p, pp.Resume); err != nil {
+					return err
+				}
+				jc.Note("%s fits region %s", p.Slug, r.Name)
+				return nil
+			}},
+			{Name: "deploy", Title: "Deploy the Knative Service", Run: func(ctx context.Context, jc *engine.JobContext) error {
+				p, r, c, err := load(ctx, jc)
+				if err != nil {
+					return err
+				}
+				if err := s.deployProject(ctx, jc, c, r, p); err != nil {
+					return err
+				}
+				return s.Store.SetProjectState(ctx, p.ID, "running", "", p.Image)
+			}},
+		}, nil
+	}, Finished: func(ctx context.Context, jc *engine.JobContext, err error) {
+		var pp ProjectParams
+		if err != nil && jc.Params(&pp) == nil {
+			if p, perr := s.Store.ProjectByID(ctx, pp.ProjectID); perr == nil {
+				_ = s.Store.SetProjectState(ctx, p.ID, p.State, "deploy refused or failed: "+err.Error(), "")
+			}
+		}
+	}})
+	s.Engine.Register(&engine.Kind{Name: KindStopProject, Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
+		return []engine.Step{{Name: "stop", Title: "Stop the project", Run: func(ctx context.Context, jc *engine.JobContext) error {
+			p, r, c, err := load(ctx, jc)
+			if err != nil {
+				return err
+			}
+			if err := undeployProject(ctx, c, r.Name, p); err != nil {
+				return err
+			}
+			jc.Note("%s is stopped; nothing of it runs on region %s", p.Slug, r.Name)
+			return s.Store.SetProjectState(ctx, p.ID, "stopped", "", "")
+		}}}, nil
+	}})
+	s.Engine.Register(&engine.Kind{Name: KindDeleteProject, Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
+		return []engine.Step{{Name: "delete", Title: "Delete the project", Run: func(ctx context.Context, jc *engine.JobContext) error {
+			var pp ProjectParams
+			if err := jc.Params(&pp); err != nil {
+				return err
+			}
+			p, r, c, err := load(ctx, jc)
+			if errors.Is(err, store.ErrNotFound) && p == nil {
+				jc.Note("The project is gone already")
+				return nil
+			}
+			if err == nil {
+				if err := undeployProject(ctx, c, r.Name, p); err != nil {
+					return err
+				}
+			} else if p == nil {
+				return err
+			}
+			jc.Note("Deleted project %s", p.Slug)
+			return s.Store.DeleteProject(ctx, p.ID)
+		}}}, nil
+	}})
+	s.Engine.Register(&engine.Kind{Name: KindMoveProject, Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
+		var pp ProjectParams
+		if err := jc.Params(&pp); err != nil {
+			return nil, err
+		}
+		return []engine.Step{
+			{Name: "deploy", Title: "Deploy on the new region", Run: func(ctx context.Context, jc *engine.JobContext) error {
+				p, r, c, err := load(ctx, jc)
+				if err != nil {
+					return err
+				}
+				if err := s.DeployCheck(ctx, r, p, false); err != nil {
+					return err
+				}
+				if err := s.deployProject(ctx, jc, c, r, p); err != nil {
+					return err
+				}
+				return s.Store.SetProjectState(ctx, p.ID, "running", "", p.Image)
+			}},
+			{Name: "remove", Title: "Remove it from the old region", Run: func(ctx context.Context, jc *engine.JobContext) error {
+				p, err := s.Store.ProjectByID(ctx, pp.ProjectID)
+				if err != nil {
+					return err
+				}
+				old, err := s.Store.RegionByID(ctx, pp.From)
+				if err != nil {
+					jc.Note("The old region is gone: nothing to remove")
+					return engine.ErrSkip
+				}
+				c, err := s.RegionCluster(old)
+				if err != nil {
+					return err
+				}
+				if err := undeployProject(ctx, c, old.Name, p); err != nil {
+					return err
+				}
+				jc.Note("%s no longer runs on %s", p.Slug, old.Name)
+				return nil
+			}},
+		}, nil
+	}})
+}

@@ -1,0 +1,209 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"runr.dev/console/engine"
+	"runr.dev/console/kube"
+	"runr.dev/console/store"
+)
+
+// Job kinds of Redis.
+const (
+	KindRedisInstall = "redis-install"
+	KindRedisRemove  = "redis-remove"
+	KindRedisTest    = "redis-test"
+)
+
+// RedisName is the managed Redis's Deployment, Service and Secret in the project namespace.
+const RedisName = "runr-redis"
+
+// RedisParams configure the region's Redis.
+type RedisParams struct {
+	Mode    string `json:"mode"` // managed | external
+	Address string `json:"address,omitempty"`
+}
+
+// EnqueueRedisInstall queues the managed Redis of a region.
+func (s *Service) EnqueueRedisInstall(ctx context.Context, r *store.Region, by string) (*store.Job, error) {
+	return s.Enqueue(ctx, engine.Request{Kind: KindRedisInstall, Title: "Install the managed Redis of " + r.Name, Subject: r.ID,
+		Params: RedisParams{Mode: "managed"}, CreatedBy: by})
+}
+
+func (s *Service) registerRedisKinds() {
+	s.Engine.Register(&engine.Kind{
+		Name: KindRedisInstall,
+		Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
+			var p RedisParams
+			if err := jc.Params(&p); err != nil {
+				return nil, err
+			}
+			return []engine.Step{
+				{Name: "redis", Title: "Redis", Run: func(ctx context.Context, jc *engine.JobContext) error {
+					r, c, err := s.regionAndCluster(ctx, jc)
+					if err != nil {
+						return err
+					}
+					if p.Mode == "external" {
+						if err := deleteManagedRedis(ctx, c, r.Name); err != nil {
+							return err
+						}
+						jc.Note("External Redis at %s", p.Address)
+						return s.Store.SetRegion(ctx, r.ID, map[string]any{"redis_mode": "external", "redis_status": "ready",
+							"redis_address": p.Address, "redis_password": jc.Secret, "redis_message": ""})
+					}
+					return s.installManagedRedis(ctx, jc, c, r)
+				}},
+			}, nil
+		},
+		Finished: func(ctx context.Context, jc *engine.JobContext, err error) {
+			if err != nil {
+				s.setRegion(ctx, jc, map[string]any{"redis_status": "error", "redis_message": err.Error()})
+			}
+		},
+	})
+	s.Engine.Register(&engine.Kind{
+		Name: KindRedisRemove,
+		Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
+			return []engine.Step{{Name: "remove", Title: "Remove Redis", Run: func(ctx context.Context, jc *engine.JobContext) error {
+				r, c, err := s.regionAndCluster(ctx, jc)
+				if err != nil {
+					return err
+				}
+				if err := deleteManagedRedis(ctx, c, r.Name); err != nil {
+					return err
+				}
+				jc.Note("Removed the region's Redis and its settings")
+				return s.Store.SetRegion(ctx, r.ID, map[string]any{"redis_mode": "none", "redis_status": "not_installed",
+					"redis_address": "", "redis_password": "", "redis_message": ""})
+			}}}, nil
+		},
+	})
+	s.Engine.Register(&engine.Kind{
+		Name: KindRedisTest,
+		Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
+			return []engine.Step{{Name: "ping", Title: "PING from a pod in the cluster", Run: func(ctx context.Context, jc *engine.JobContext) error {
+				r, c, err := s.regionAndCluster(ctx, jc)
+				if err != nil {
+					return err
+				}
+				return s.redisPing(ctx, jc, c, r)
+			}}}, nil
+		},
+	})
+}
+
+func (s *Service) installManagedRedis(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
+	s.setRegion(ctx, jc, map[string]any{"redis_status": "installing", "redis_mode": "managed", "redis_message": ""})
+	ns := r.Name
+	if _, err := ensureNamespace(ctx, jc, c, ns, map[string]string{"runr.dev/region": r.Name}); err != nil {
+		return err
+	}
+	password := r.RedisPassword
+	if r.RedisMode != "managed" || password == "" {
+		password = store.RandomToken("")[:32]
+	}
+	labels := map[string]any{"app.kubernetes.io/name": RedisName, "app.kubernetes.io/managed-by": "runr"}
+	objs := []map[string]any{
+		{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": RedisName, "namespace": ns, "labels": labels},
+			"stringData": map[string]any{"password": password}},
+		{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": RedisName, "namespace": ns, "labels": labels},
+			"spec": map[string]any{
+				"replicas": 1,
+				"strategy": map[string]any{"type": "Recreate"},
+				"selector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": RedisName}},
+				"template": map[string]any{"metadata": map[string]any{"labels": labels}, "spec": map[string]any{
+					"containers": []any{map[string]any{
+						"name": "redis", "image": s.Cfg.RedisImage,
+						"args":      []any{"--requirepass", "$(REDIS_PASSWORD)", "--appendonly", "no"},
+						"env":       []any{map[string]any{"name": "REDIS_PASSWORD", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": RedisName, "key": "password"}}}},
+						"ports":     []any{map[string]any{"name": "redis", "containerPort": 6379}},
+						"resources": map[string]any{"requests": map[string]any{"cpu": "50m", "memory": "64Mi"}, "limits": map[string]any{"memory": "256Mi"}},
+					}},
+				}},
+			}},
+		{"apiVersion": "v1", "kind": "Service", "metadata": map[string]any{"name": RedisName, "namespace": ns, "labels": labels},
+			"spec": map[string]any{"selector": map[string]any{"app.kubernetes.io/name": RedisName},
+				"ports": []any{map[string]any{"name": "redis", "port": 6379, "targetPort": "redis"}}}},
+	}
+	for _, o := range objs {
+		if _, err := c.ApplyObject(ctx, o); err != nil {
+			return err
+		}
+	}
+	if err := jc.Wait(ctx, "Deployment "+ns+"/"+RedisName+" to be available", engine.WaitOpts{}, c.DeploymentAvailable(ns, RedisName)); err != nil {
+		return err
+	}
+	addr := fmt.Sprintf("%s.%s.svc.cluster.local:6379", RedisName, ns)
+	jc.Note("Managed Redis serves at %s", addr)
+	return s.Store.SetRegion(ctx, r.ID, map[string]any{"redis_mode": "managed", "redis_status": "ready", "redis_address": addr,
+		"redis_password": password, "redis_message": ""})
+}
+
+func deleteManagedRedis(ctx context.Context, c *kube.Cluster, ns string) error {
+	if err := c.Clientset.AppsV1().Deployments(ns).Delete(ctx, RedisName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete Deployment %s/%s: %w", ns, RedisName, err)
+	}
+	if err := c.Clientset.CoreV1().Services(ns).Delete(ctx, RedisName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete Service %s/%s: %w", ns, RedisName, err)
+	}
+	if err := c.Clientset.CoreV1().Secrets(ns).Delete(ctx, RedisName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete Secret %s/%s: %w", ns, RedisName, err)
+	}
+	return nil
+}
+
+// redisPing runs redis-cli PING from a pod in the cluster (a Job) and reads its result.
+func (s *Service) redisPing(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
+	if r.RedisAddress == "" {
+		return fmt.Errorf("the region has no Redis address: install the managed Redis or set an external one first")
+	}
+	ns := r.Name
+	name := "runr-redis-ping"
+	if _, err := ensureNamespace(ctx, jc, c, ns, map[string]string{"runr.dev/region": r.Name}); err != nil {
+		return err
+	}
+	host, port := r.RedisAddress, "6379"
+	if i := strings.LastIndex(host, ":"); i > 0 {
+		host, port = host[:i], host[i+1:]
+	}
+	secret := map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": name, "namespace": ns,
+		"labels": toAnyMap(managedLabels(nil))}, "stringData": map[string]any{"password": r.RedisPassword}}
+	if _, err := c.ApplyObject(ctx, secret); err != nil {
+		return err
+	}
+	jobs := c.Clientset.BatchV1().Jobs(ns)
+	bg := metav1.DeletePropagationBackground
+	_ = jobs.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &bg})
+	if err := jc.Wait(ctx, "the previous PING Job to be deleted", engine.WaitOpts{}, func(ctx context.Context) (bool, string, error) {
+		_, err := jobs.Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), "", nil
+	}); err != nil {
+		return err
+	}
+	backoff, ttl := int32(0), int32(300)
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: managedLabels(nil)},
+		Spec: batchv1.JobSpec{BackoffLimit: &backoff, TTLSecondsAfterFinished: &ttl, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "ping", Image: s.Cfg.RedisImage,
+				Command: []string{"sh", "-c", `test "$(redis-cli -h "$HOST" -p "$PORT" --no-auth-warning -a "$REDIS_PASSWORD" PING)" = PONG`},
+				Env: []corev1.EnvVar{{Name: "HOST", Value: host}, {Name: "PORT", Value: port},
+					{Name: "REDIS_PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: "password"}}}}}},
+		}}}}
+	if _, err := jobs.Create(ctx, job, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create Job %s/%s: %w", ns, name, err)
+	}
+	if err := jc.Wait(ctx, fmt.Sprintf("Job %s/%s to PING %s", ns, name, r.RedisAddress), engine.WaitOpts{
+		Timeout: s.Cfg.StorageTestTimeout, Hint: "check the address and password, and that the cluster reaches the Redis"}, c.JobComplete(ns, name)); err != nil {
+		return err
+	}
+	jc.Note("PONG from %s (Job %s/%s succeeded)", r.RedisAddress, ns, name)
+	return nil
+}

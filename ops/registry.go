@@ -1,0 +1,325 @@
+package ops
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"runr.dev/console/engine"
+	"runr.dev/console/kube"
+	"runr.dev/console/store"
+)
+
+// RegistryNamespace is where the internal registry runs.
+const RegistryNamespace = "runr-registry"
+
+// Registry names on the cluster.
+const (
+	ZotRelease       = "runr-zot"
+	MirrorDaemonSet  = "runr-registry-mirror"
+	PrepullDaemonSet = "runr-registry-prepull"
+	StorageTestPVC   = "storage-test"
+	RegistryTestJob  = "registry-test"
+)
+
+// RegistryParams are the registry fields of a setup (no secrets).
+type RegistryParams struct {
+	Mode             string `json:"registry_mode"` // internal | external | none
+	StorageType      string `json:"storage_type"`  // pvc | s3
+	StorageClass     string `json:"storage_class,omitempty"`
+	Size             string `json:"size,omitempty"`
+	S3Endpoint       string `json:"s3_endpoint,omitempty"`
+	S3Bucket         string `json:"s3_bucket,omitempty"`
+	S3Region         string `json:"s3_region,omitempty"`
+	S3AccessKey      string `json:"s3_access_key,omitempty"`
+	ExternalAddress  string `json:"external_address,omitempty"`
+	ExternalUsername string `json:"external_username,omitempty"`
+}
+
+// RegistrySecrets are the registry's secret fields.
+type RegistrySecrets struct {
+	S3SecretKey      string `json:"s3_secret_key,omitempty"`
+	ExternalPassword string `json:"external_password,omitempty"`
+}
+
+// Address is where the region's nodes and builds reach the registry.
+func (p RegistryParams) Address() string {
+	switch p.Mode {
+	case "internal":
+		return ZotRelease + "." + RegistryNamespace + ".svc.cluster.local:5000"
+	case "external":
+		return p.ExternalAddress
+	}
+	return ""
+}
+
+// Config is the stored, non-secret form.
+func (p RegistryParams) Config() store.RegistryConfig {
+	return store.RegistryConfig{StorageType: p.StorageType, StorageClass: p.StorageClass, Size: p.Size,
+		S3Endpoint: p.S3Endpoint, S3Bucket: p.S3Bucket, S3Region: p.S3Region, S3AccessKey: p.S3AccessKey,
+		ExternalAddress: p.ExternalAddress, ExternalUsername: p.ExternalUsername}
+}
+
+// SecretValue is the stored secret of the registry (S3 secret key or external password).
+func (p RegistryParams) SecretValue(s RegistrySecrets) string {
+	if p.Mode == "external" {
+		return s.ExternalPassword
+	}
+	return s.S3SecretKey
+}
+
+// managedLabels mark what the console created.
+func managedLabels(extra map[string]string) map[string]string {
+	l := map[string]string{"app.kubernetes.io/managed-by": "runr"}
+	for k, v := range extra {
+		l[k] = v
+	}
+	return l
+}
+
+// EnsureNamespace creates a namespace the console owns (labels merged into an existing
+// one). A namespace still being deleted (a removal just before) is waited for, then
+// created again.
+func ensureNamespace(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, name string, labels map[string]string) (created bool, err error) {
+	ns, err := c.Clientset.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	if err == nil && ns.DeletionTimestamp != nil {
+		jc.Logf("Namespace %s is being deleted: it is created again once it is gone", name)
+		if err := jc.Wait(ctx, "namespace "+name+" to finish terminating", engine.WaitOpts{Hint: "something in the namespace holds a finalizer: look at what is left in it"}, c.NamespaceGone(name)); err != nil {
+			return false, err
+		}
+		err = apierrors.NewNotFound(corev1.Resource("namespaces"), name)
+	}
+	if err == nil {
+		if len(labels) > 0 {
+			_, err = c.ApplyObject(ctx, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name, "labels": toAnyMap(labels)}})
+		}
+		return false, err
+	}
+	if !apierrors.IsNotFound(err) {
+		return false, fmt.Errorf("read namespace %s: %w", name, err)
+	}
+	_, err = c.ApplyObject(ctx, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name, "labels": toAnyMap(managedLabels(labels))}})
+	return err == nil, err
+}
+
+// DeleteNamespace deletes a namespace and waits, a named wait, until it is gone: the
+// next install into it would otherwise meet a terminating namespace.
+func deleteNamespace(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, name string) error {
+	if err := c.Clientset.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete namespace %s: %w", name, err)
+	}
+	return jc.Wait(ctx, "namespace "+name+" to be deleted", engine.WaitOpts{Hint: "something in the namespace holds a finalizer: look at what is left in it, then Retry"}, c.NamespaceGone(name))
+}
+
+func toAnyMap(m map[string]string) map[string]any {
+	out := map[string]any{}
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// storageTestStep creates a test volume of the chosen class and waits for it to bind.
+func (s *Service) storageTest(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, p RegistryParams, sec RegistrySecrets) error {
+	switch {
+	case p.Mode == "external":
+		return s.externalRegistryTest(ctx, jc, c, p, sec)
+	case p.Mode != "internal":
+		jc.Note("No registry chosen: nothing to test")
+		return engine.ErrSkip
+	case p.StorageType == "s3":
+		return s.s3Test(ctx, jc, c, p, sec)
+	}
+	if _, err := ensureNamespace(ctx, jc, c, RegistryNamespace, nil); err != nil {
+		return err
+	}
+	pvcs := c.Clientset.CoreV1().PersistentVolumeClaims(RegistryNamespace)
+	// A test volume left by an interrupted run is replaced.
+	_ = pvcs.Delete(ctx, StorageTestPVC, metav1.DeleteOptions{})
+	if err := jc.Wait(ctx, "the previous test volume to be deleted", engine.WaitOpts{}, func(ctx context.Context) (bool, string, error) {
+		_, err := pvcs.Get(ctx, StorageTestPVC, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), "", nil
+	}); err != nil {
+		return err
+	}
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: StorageTestPVC, Labels: managedLabels(nil)},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}},
+		},
+	}
+	class := p.StorageClass
+	if class != "" {
+		pvc.Spec.StorageClassName = &class
+	} else {
+		class = "the default class"
+	}
+	if _, err := pvcs.Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create the test volume %s/%s: %w", RegistryNamespace, StorageTestPVC, err)
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10e9)
+		defer cancel()
+		_ = pvcs.Delete(dctx, StorageTestPVC, metav1.DeleteOptions{})
+	}()
+	err := jc.Wait(ctx, fmt.Sprintf("PVC %s/%s to bind", RegistryNamespace, StorageTestPVC), engine.WaitOpts{
+		Timeout: s.Cfg.StorageTestTimeout,
+		Hint:    fmt.Sprintf("StorageClass %s does not provision volumes: choose another StorageClass (or fix its provisioner), then Retry", class),
+	}, c.PVCBound(RegistryNamespace, StorageTestPVC))
+	if err != nil {
+		return err
+	}
+	jc.Note("A test volume of %s bound", class)
+	return nil
+}
+
+// installMirror runs the node mirror DaemonSet that points containerd at the registry.
+func (s *Service) installMirror(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, p RegistryParams) error {
+	if p.Mode != "internal" {
+		jc.Note("No internal registry: no node mirror")
+		return engine.ErrSkip
+	}
+	ds := mirrorDaemonSet(p.Address(), s.Cfg.AgentImage)
+	if _, err := c.ApplyObject(ctx, ds); err != nil {
+		return err
+	}
+	if err := jc.Wait(ctx, "DaemonSet "+RegistryNamespace+"/"+MirrorDaemonSet+" to be ready on its nodes", engine.WaitOpts{}, c.DaemonSetReady(RegistryNamespace, MirrorDaemonSet)); err != nil {
+		return err
+	}
+	jc.Note("The node mirror writes containerd's hosts.toml for %s, ghcr.io and Docker Hub on every node. "+
+		"On plain containerd it also sets config_path, which containerd reads after one restart: its log says so, and `runr registry rolling-restart REGION` "+
+		"(or the Registry tab) restarts containerd node by node; k3s and rke2 read it as it is", p.Address())
+	return nil
+}
+
+func mirrorDaemonSet(registry, image string) map[string]any {
+	labels := map[string]any{"app.kubernetes.io/name": MirrorDaemonSet, "app.kubernetes.io/managed-by": "runr"}
+	return map[string]any{
+		"apiVersion": "apps/v1", "kind": "DaemonSet",
+		"metadata": map[string]any{"name": MirrorDaemonSet, "namespace": RegistryNamespace, "labels": labels},
+		"spec": map[string]any{
+			"selector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": MirrorDaemonSet}},
+			"template": map[string]any{
+				"metadata": map[string]any{"labels": labels},
+				"spec": map[string]any{
+					"tolerations": []any{map[string]any{"operator": "Exists"}},
+					"containers": []any{map[string]any{
+						"name": "mirror", "image": image, "args": []any{"registry", "mirror", "--root", "/host"},
+						"env":             []any{map[string]any{"name": "RUNR_REGISTRY", "value": registry}},
+						"securityContext": map[string]any{"privileged": true},
+						"resources":       map[string]any{"requests": map[string]any{"cpu": "5m", "memory": "16Mi"}},
+						"volumeMounts": []any{
+							map[string]any{"name": "containerd", "mountPath": "/host/etc/containerd"},
+							map[string]any{"name": "rancher", "mountPath": "/host/var/lib/rancher"},
+						},
+					}},
+					"volumes": []any{
+						map[string]any{"name": "containerd", "hostPath": map[string]any{"path": "/etc/containerd", "type": "DirectoryOrCreate"}},
+						map[string]any{"name": "rancher", "hostPath": map[string]any{"path": "/var/lib/rancher", "type": "DirectoryOrCreate"}},
+					},
+				},
+			},
+		},
+	}
+}
+
+// PrepullImages are the images every node pulls ahead of the first deploys.
+var PrepullImages = []string{"ghcr.io/brf-tech/runr/wrapper:latest", "gcr.io/kaniko-project/executor:v1.23.2"}
+
+// prepullDaemonSet pulls PrepullImages on every node with init containers. Images need
+// not have a shell: the first init container (the agent image, a static binary) copies
+// runr into a shared volume, and each image's container runs `runr prepull done` from it.
+func prepullDaemonSet(labels map[string]string, agentImage string) *appsv1.DaemonSet {
+	shared := corev1.VolumeMount{Name: "runr", MountPath: "/runr"}
+	inits := []corev1.Container{{Name: "runr", Image: agentImage, Args: []string{"prepull", "copy", "/runr/runr"}, VolumeMounts: []corev1.VolumeMount{shared}}}
+	for i, img := range PrepullImages {
+		inits = append(inits, corev1.Container{Name: fmt.Sprintf("pull-%d", i), Image: img,
+			Command: []string{"/runr/runr"}, Args: []string{"prepull", "done", img}, VolumeMounts: []corev1.VolumeMount{shared}})
+	}
+	return &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: PrepullDaemonSet, Namespace: RegistryNamespace, Labels: labels},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					Tolerations:    []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
+					InitContainers: inits,
+					Containers: []corev1.Container{{Name: "pause", Image: "registry.k8s.io/pause:3.10",
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1m"), corev1.ResourceMemory: resource.MustParse("8Mi")}}}},
+					Volumes: []corev1.Volume{{Name: "runr", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+				},
+			},
+		},
+	}
+}
+
+// prepull runs a short-lived DaemonSet whose init containers pull the common images.
+func (s *Service) prepull(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, p RegistryParams) error {
+	if p.Mode == "none" || p.Mode == "" {
+		jc.Note("No registry: nothing to pre-pull")
+		return engine.ErrSkip
+	}
+	if _, err := ensureNamespace(ctx, jc, c, RegistryNamespace, nil); err != nil {
+		return err
+	}
+	labels := map[string]string{"app.kubernetes.io/name": PrepullDaemonSet, "app.kubernetes.io/managed-by": "runr"}
+	ds := prepullDaemonSet(labels, s.Cfg.AgentImage)
+	dss := c.Clientset.AppsV1().DaemonSets(RegistryNamespace)
+	if _, err := dss.Get(ctx, PrepullDaemonSet, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		if _, err := dss.Create(ctx, ds, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create DaemonSet %s/%s: %w", RegistryNamespace, PrepullDaemonSet, err)
+		}
+	}
+	if err := jc.Wait(ctx, "DaemonSet "+RegistryNamespace+"/"+PrepullDaemonSet+" to pull the images on every node", engine.WaitOpts{}, c.DaemonSetReady(RegistryNamespace, PrepullDaemonSet)); err != nil {
+		return err
+	}
+	if err := dss.Delete(ctx, PrepullDaemonSet, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete DaemonSet %s/%s: %w", RegistryNamespace, PrepullDaemonSet, err)
+	}
+	jc.Note("Pre-pulled %d images on every node", len(PrepullImages))
+	return nil
+}
+
+// RemoveRegistry removes the internal registry: node mirror, Helm release, and the
+// namespace (with its volume) when the console created it.
+func (s *Service) removeRegistry(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
+	if r.RegistryMode != "internal" {
+		jc.Note("External registry: the console forgets it; nothing runs on the cluster")
+		return nil
+	}
+	if err := c.Clientset.AppsV1().DaemonSets(RegistryNamespace).Delete(ctx, MirrorDaemonSet, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete DaemonSet %s/%s: %w", RegistryNamespace, MirrorDaemonSet, err)
+	}
+	jc.Logf("Deleted the node mirror %s/%s", RegistryNamespace, MirrorDaemonSet)
+	if err := s.HelmUninstall(ctx, jc, c, RegistryNamespace, ZotRelease); err != nil {
+		return err
+	}
+	ns, err := c.Clientset.CoreV1().Namespaces().Get(ctx, RegistryNamespace, metav1.GetOptions{})
+	if err == nil && ns.Labels["app.kubernetes.io/managed-by"] == "runr" {
+		if err := deleteNamespace(ctx, jc, c, RegistryNamespace); err != nil {
+			return err
+		}
+		jc.Logf("Deleted namespace %s with the registry's volume", RegistryNamespace)
+	}
+	jc.Note("Removed the internal registry")
+	return nil
+}
+
+func decodeSecret[T any](jc *engine.JobContext) (T, error) {
+	var v T
+	if jc.Secret == "" {
+		return v, nil
+	}
+	if err := json.Unmarshal([]byte(jc.Secret), &v); err != nil {
+		return v, fmt.Errorf("decode the job's secret parameters: %w", err)
+	}
+	return v, nil
+}

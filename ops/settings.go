@@ -1,0 +1,253 @@
+package ops
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"runr.dev/console/engine"
+	"runr.dev/console/kube"
+	"runr.dev/console/store"
+)
+
+// Job kinds of region settings.
+const (
+	KindApplySettings     = "apply-settings"
+	KindFunctionTLS       = "function-tls"
+	KindRemoveFunctionTLS = "remove-function-tls"
+	KindInstallMonitoring = "install-monitoring"
+)
+
+// FunctionTLSSecret and the default TLSStore serve the function domain.
+const (
+	FunctionTLSSecret = "runr-function-tls"
+	DefaultTLSStore   = "default"
+)
+
+// SettingsParams say which changes to bring to the cluster.
+type SettingsParams struct {
+	Traefik bool `json:"traefik"`
+	Knative bool `json:"knative"`
+	Agent   bool `json:"agent"`
+}
+
+// TLSParams is a function TLS upload (the key goes in the job's secret).
+type TLSParams struct {
+	Certificate     string `json:"certificate"`
+	ReplaceExisting bool   `json:"replace_existing"`
+}
+
+// CheckCertificate checks a PEM certificate and key for a function domain: they must
+// pair, be valid now, and cover the domain. It returns the expiry.
+func CheckCertificate(certPEM, keyPEM, domain string, now time.Time) (time.Time, map[string]string) {
+	errs := map[string]string{}
+	pair, err := tls.X509KeyPair([]byte(certPEM), []byte(keyPEM))
+	if err != nil {
+		if _, cerr := parseLeaf(certPEM); cerr != nil {
+			errs["certificate"] = "Not a PEM certificate: " + cerr.Error()
+		} else {
+			errs["private_key"] = "The key does not match the certificate (or is not a PEM private key)."
+		}
+		return time.Time{}, errs
+	}
+	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	if err != nil {
+		errs["certificate"] = "The certificate cannot be read: " + err.Error()
+		return time.Time{}, errs
+	}
+	if now.After(leaf.NotAfter) {
+		errs["certificate"] = fmt.Sprintf("The certificate expired on %s.", leaf.NotAfter.Format("2006-01-02"))
+	} else if now.Before(leaf.NotBefore) {
+		errs["certificate"] = fmt.Sprintf("The certificate is valid only from %s.", leaf.NotBefore.Format("2006-01-02"))
+	}
+	if domain == "" {
+		errs["certificate"] = "The region has no function domain yet: set the platform's base domain first."
+	} else if leaf.VerifyHostname("runr-tls-check."+domain) != nil {
+		errs["certificate"] = fmt.Sprintf("The certificate's names (%s) do not cover *.%s.", strings.Join(leaf.DNSNames, ", "), domain)
+	}
+	if len(errs) > 0 {
+		return leaf.NotAfter, errs
+	}
+	return leaf.NotAfter, nil
+}
+
+func parseLeaf(certPEM string) (*x509.Certificate, error) {
+	b, _ := pem.Decode([]byte(certPEM))
+	if b == nil || b.Type != "CERTIFICATE" {
+		return nil, errors.New("no CERTIFICATE block")
+	}
+	return x509.ParseCertificate(b.Bytes)
+}
+
+func (s *Service) registerSettingsKinds() {
+	s.Engine.Register(&engine.Kind{Name: KindApplySettings, Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
+		var p SettingsParams
+		if err := jc.Params(&p); err != nil {
+			return nil, err
+		}
+		return []engine.Step{
+			{Name: "traefik", Title: "Traefik's entry point timeouts", Run: func(ctx context.Context, jc *engine.JobContext) error {
+				if !p.Traefik {
+					return engine.ErrSkip
+				}
+				r, c, err := s.regionAndCluster(ctx, jc)
+				if err != nil {
+					return err
+				}
+				return s.updateTraefikTimeouts(ctx, jc, c, r)
+			}},
+			{Name: "knative", Title: "Knative's max-revision-timeout-seconds", Run: func(ctx context.Context, jc *engine.JobContext) error {
+				if !p.Knative {
+					return engine.ErrSkip
+				}
+				r, c, err := s.regionAndCluster(ctx, jc)
+				if err != nil {
+					return err
+				}
+				if r.ServingStatus != "ready" {
+					jc.Note("Knative Serving is not ready: the value applies with its install")
+					return engine.ErrSkip
+				}
+				regions, err := s.Store.RegionsOnCluster(ctx, r.ClusterKey)
+				if err != nil {
+					return err
+				}
+				want := longestTimeout(regions)
+				raised, err := raiseMaxRevisionTimeout(ctx, c, r.ServingNamespace, want)
+				if err != nil {
+					return err
+				}
+				if !raised {
+					jc.Note("max-revision-timeout-seconds is high enough already (it is never lowered)")
+					return engine.ErrSkip
+				}
+				jc.Note("Raised Knative's max-revision-timeout-seconds to %d", want)
+				return nil
+			}},
+			{Name: "agent", Title: "The agent's address", Run: func(ctx context.Context, jc *engine.JobContext) error {
+				if !p.Agent {
+					return engine.ErrSkip
+				}
+				r, c, err := s.regionAndCluster(ctx, jc)
+				if err != nil {
+					return err
+				}
+				if _, err := c.Clientset.AppsV1().Deployments(ObservabilityNamespace).Get(ctx, AgentName, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+					jc.Note("No runr-agent yet: it gets the address when Serving is installed")
+					return engine.ErrSkip
+				}
+				return s.installAgent(ctx, jc, c, r)
+			}},
+		}, nil
+	}})
+	s.Engine.Register(&engine.Kind{Name: KindFunctionTLS, Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
+		var p TLSParams
+		if err := jc.Params(&p); err != nil {
+			return nil, err
+		}
+		return []engine.Step{{Name: "tls", Title: "Function-domain certificate", Run: func(ctx context.Context, jc *engine.JobContext) error {
+			r, c, err := s.regionAndCluster(ctx, jc)
+			if err != nil {
+				return err
+			}
+			return s.setFunctionTLS(ctx, jc, c, r, p.Certificate, jc.Secret, p.ReplaceExisting)
+		}}}, nil
+	}})
+	s.Engine.Register(&engine.Kind{Name: KindRemoveFunctionTLS, Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
+		return []engine.Step{{Name: "tls", Title: "Remove the function-domain certificate", Run: func(ctx context.Context, jc *engine.JobContext) error {
+			r, c, err := s.regionAndCluster(ctx, jc)
+			if err != nil {
+				return err
+			}
+			return s.removeFunctionTLS(ctx, jc, c, r)
+		}}}, nil
+	}})
+	s.Engine.Register(&engine.Kind{Name: KindInstallMonitoring, Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
+		return []engine.Step{
+			{Name: "prometheus", Title: "Prometheus", Run: func(ctx context.Context, jc *engine.JobContext) error {
+				r, c, err := s.regionAndCluster(ctx, jc)
+				if err != nil {
+					return err
+				}
+				return s.component(ctx, jc, r, "prometheus", func() error { return s.installPrometheus(ctx, jc, c, r) })
+			}},
+			{Name: "loki", Title: "Loki", Run: func(ctx context.Context, jc *engine.JobContext) error {
+				r, c, err := s.regionAndCluster(ctx, jc)
+				if err != nil {
+					return err
+				}
+				return s.component(ctx, jc, r, "loki", func() error { return s.installLoki(ctx, jc, c, r) })
+			}},
+		}, nil
+	}})
+}
+
+// setFunctionTLS writes the Secret runr-function-tls and Traefik's default TLSStore in the
+// Serving namespace. A default TLSStore RunR did not create is replaced only on request.
+func (s *Service) setFunctionTLS(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region, certPEM, keyPEM string, replace bool) error {
+	ns := r.ServingNamespace
+	existing, found, err := c.Get(ctx, kube.GVKTLSStore, ns, DefaultTLSStore)
+	if err != nil {
+		return err
+	}
+	if found && existing.GetLabels()["app.kubernetes.io/managed-by"] != "runr" && !replace {
+		return fmt.Errorf("a default TLSStore %s/%s that RunR did not create exists: upload again with replace_existing to replace it", ns, DefaultTLSStore)
+	}
+	base, err := s.Store.BaseDomain(ctx)
+	if err != nil {
+		return err
+	}
+	domain := FunctionDomain(r, base)
+	expires, errs := CheckCertificate(certPEM, keyPEM, domain, time.Now())
+	if errs != nil {
+		for _, m := range errs {
+			return errors.New(m)
+		}
+	}
+	labels := map[string]any{"app.kubernetes.io/managed-by": "runr"}
+	if _, err := c.ApplyObject(ctx, map[string]any{"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+		"metadata":   map[string]any{"name": FunctionTLSSecret, "namespace": ns, "labels": labels},
+		"stringData": map[string]any{"tls.crt": certPEM, "tls.key": keyPEM}}); err != nil {
+		return err
+	}
+	if found && replace {
+		if err := c.Delete(ctx, kube.GVKTLSStore, ns, DefaultTLSStore); err != nil {
+			return err
+		}
+	}
+	if _, err := c.ApplyObject(ctx, map[string]any{"apiVersion": "traefik.io/v1alpha1", "kind": "TLSStore",
+		"metadata": map[string]any{"name": DefaultTLSStore, "namespace": ns, "labels": labels},
+		"spec":     map[string]any{"defaultCertificate": map[string]any{"secretName": FunctionTLSSecret}}}); err != nil {
+		return err
+	}
+	jc.Note("Traefik serves *.%s with the uploaded certificate (expires %s)", domain, expires.Format("2006-01-02"))
+	return s.Store.SetRegion(ctx, r.ID, map[string]any{"function_tls_cert": certPEM, "function_tls_key": keyPEM, "function_tls_expires_at": expires})
+}
+
+func (s *Service) removeFunctionTLS(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
+	ns := r.ServingNamespace
+	if err := c.Clientset.CoreV1().Secrets(ns).Delete(ctx, FunctionTLSSecret, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete Secret %s/%s: %w", ns, FunctionTLSSecret, err)
+	}
+	st, found, err := c.Get(ctx, kube.GVKTLSStore, ns, DefaultTLSStore)
+	if err != nil {
+		return err
+	}
+	if found && st.GetLabels()["app.kubernetes.io/managed-by"] == "runr" {
+		if err := c.Delete(ctx, kube.GVKTLSStore, ns, DefaultTLSStore); err != nil {
+			return err
+		}
+	} else if found {
+		jc.Logf("The default TLSStore was not created by RunR: it stays")
+	}
+	jc.Note("Function TLS is off: Traefik answers HTTPS with its own default certificate")
+	return s.Store.SetRegion(ctx, r.ID, map[string]any{"function_tls_cert": "", "function_tls_key": "", "function_tls_expires_at": nil})
+}

@@ -1,0 +1,468 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"runr.dev/console/engine"
+	"runr.dev/console/kube"
+	"runr.dev/console/store"
+)
+
+// clusterLook is what one look at a cluster finds, shared by its regions in a sweep.
+type clusterLook struct {
+	err         error
+	took        time.Duration
+	version     string
+	deployments map[string]*appsv1.Deployment // ns/name
+	statefuls   map[string]*appsv1.StatefulSet
+	daemons     map[string]*appsv1.DaemonSet
+	// releases are the workloads of each deployed Helm release (ns/name), read from the
+	// release's own manifest.
+	releases map[string][]kube.Workload
+	// resources are the operator-managed custom resources of those releases (Prometheus,
+	// Alertmanager), by Workload.String().
+	resources map[string]*unstructured.Unstructured
+	traefik   *corev1.Service
+	// address is the region Traefik's external address: its LoadBalancer's, or a node's.
+	address    string
+	servingOK  bool
+	servingMsg string
+	servingVer string
+	// traefikRBAC says what Traefik's service account may not do with Knative ingresses
+	// ("" when it may do all it needs).
+	traefikRBAC string
+}
+
+func key(ns, name string) string { return ns + "/" + name }
+
+// observe reads what the status check needs from a cluster, within ctx.
+func (s *Service) observe(ctx context.Context, r *store.Region) *clusterLook {
+	st := &clusterLook{deployments: map[string]*appsv1.Deployment{}, statefuls: map[string]*appsv1.StatefulSet{}, daemons: map[string]*appsv1.DaemonSet{},
+		releases: map[string][]kube.Workload{}, resources: map[string]*unstructured.Unstructured{}}
+	c, err := s.RegionCluster(r)
+	if err != nil {
+		st.err = err
+		return st
+	}
+	start := time.Now()
+	// The first question has half the deadline: a cluster that accepts connections but
+	// never answers is known as such sooner.
+	vctx, cancel := context.WithTimeout(ctx, s.Cfg.StatusTimeout/2)
+	v, err := c.ServerVersion(vctx)
+	cancel()
+	if err != nil {
+		if vctx.Err() != nil {
+			err = fmt.Errorf("no answer within %s", s.Cfg.StatusTimeout/2)
+		}
+		st.err = err
+		return st
+	}
+	st.took = time.Since(start)
+	st.version = v.GitVersion
+	for _, ns := range []string{r.OperatorNamespace, r.ServingNamespace, ObservabilityNamespace, RegistryNamespace} {
+		ds, err := c.Clientset.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			st.err = err
+			return st
+		}
+		for i := range ds.Items {
+			st.deployments[key(ns, ds.Items[i].Name)] = &ds.Items[i]
+		}
+		ss, err := c.Clientset.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			st.err = err
+			return st
+		}
+		for i := range ss.Items {
+			st.statefuls[key(ns, ss.Items[i].Name)] = &ss.Items[i]
+		}
+		dss, err := c.Clientset.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			st.err = err
+			return st
+		}
+		for i := range dss.Items {
+			st.daemons[key(ns, dss.Items[i].Name)] = &dss.Items[i]
+		}
+		if err := s.observeReleases(ctx, c, ns, st); err != nil {
+			st.err = err
+			return st
+		}
+	}
+	redis, err := c.Clientset.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + RedisName})
+	if err == nil {
+		for i := range redis.Items {
+			st.deployments[key(redis.Items[i].Namespace, RedisName)] = &redis.Items[i]
+		}
+	}
+	if svc, err := c.Clientset.CoreV1().Services(r.ServingNamespace).Get(ctx, TraefikRelease, metav1.GetOptions{}); err == nil {
+		st.traefik = svc
+		st.address = kube.ServiceAddress(svc)
+		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+			// Host-network Traefik: the region is reached on a node's address.
+			st.address, _ = hostNetworkAddress(ctx, c, r.ServingNamespace)
+		}
+	}
+	if o, found, err := c.Get(ctx, kube.GVKKnativeServing, r.ServingNamespace, KnativeServingName); err == nil && found {
+		st.servingOK, st.servingMsg = kube.ReadyCondition(o)
+		st.servingVer = servingVersion(o)
+		if st.traefikRBAC, err = TraefikKnativeAccess(ctx, c, r.ServingNamespace); err != nil {
+			st.traefikRBAC = "not checked: " + kube.Short(err)
+		}
+	}
+	return st
+}
+
+// observeReleases reads the workloads of the Helm releases deployed in a namespace (from
+// a cache while a release keeps its revision) and the operator resources among them.
+func (s *Service) observeReleases(ctx context.Context, c *kube.Cluster, ns string, st *clusterLook) error {
+	deployed, err := DeployedReleases(ctx, c, ns)
+	if err != nil {
+		return err
+	}
+	for name, revision := range deployed {
+		ws, err := s.releaseWorkloads(c, ns, name, revision)
+		if err != nil {
+			return err
+		}
+		st.releases[key(ns, name)] = ws
+		for _, w := range ws {
+			gvk, ok := kube.OperatorKinds[w.Kind]
+			if !ok {
+				continue
+			}
+			if o, found, err := c.Get(ctx, gvk, w.Namespace, w.Name); err == nil && found {
+				st.resources[w.String()] = o
+			}
+		}
+	}
+	return nil
+}
+
+// componentCheck is one component's verdict from its own workloads.
+type componentCheck struct {
+	name   string
+	ok     bool
+	detail string
+}
+
+func (st *clusterLook) deployment(ns, name string) (bool, string) {
+	return st.verdict(kube.Workload{Kind: "Deployment", Namespace: ns, Name: name})
+}
+
+func (st *clusterLook) daemonSet(ns, name string) (bool, string) {
+	return st.verdict(kube.Workload{Kind: "DaemonSet", Namespace: ns, Name: name})
+}
+
+// release judges a Helm release from the workloads its manifest contains.
+func (st *clusterLook) release(ns, name string) func() (bool, string) {
+	return func() (bool, string) {
+		ws, ok := st.releases[key(ns, name)]
+		if !ok {
+			return false, "Helm release " + key(ns, name) + " is not deployed"
+		}
+		checks := make([]func() (bool, string), len(ws))
+		for i, w := range ws {
+			checks[i] = func() (bool, string) { return st.verdict(w) }
+		}
+		return all(checks...)
+	}
+}
+
+// operator judges the Knative Operator: its Helm release, or the Deployments of an
+// operator adopted without one.
+func (st *clusterLook) operator(ns string) func() (bool, string) {
+	if _, ok := st.releases[key(ns, OperatorRelease)]; ok {
+		return st.release(ns, OperatorRelease)
+	}
+	return func() (bool, string) {
+		var checks []func() (bool, string)
+		for _, d := range st.deployments {
+			if d.Namespace == ns && d.Labels["app.kubernetes.io/name"] == "knative-operator" {
+				name := d.Name
+				checks = append(checks, func() (bool, string) { return st.deployment(ns, name) })
+			}
+		}
+		if len(checks) == 0 {
+			return false, "no Knative Operator Deployment in " + ns
+		}
+		return all(checks...)
+	}
+}
+
+func all(checks ...func() (bool, string)) (bool, string) {
+	var bad []string
+	for _, c := range checks {
+		if ok, d := c(); !ok {
+			bad = append(bad, d)
+		}
+	}
+	if len(bad) > 0 {
+		return false, strings.Join(bad, "; ")
+	}
+	return true, "ready"
+}
+
+// components judges each installed component from its own Deployments and DaemonSets,
+// not only from a custom resource's Ready.
+func (s *Service) components(r *store.Region, st *clusterLook) []componentCheck {
+	var out []componentCheck
+	add := func(name string, ok bool, detail string) { out = append(out, componentCheck{name, ok, detail}) }
+	if r.ServingStatus == "ready" || r.ServingStatus == "error" {
+		ok, d := all(st.operator(r.OperatorNamespace),
+			func() (bool, string) {
+				if !st.servingOK {
+					return false, "KnativeServing is not Ready: " + st.servingMsg
+				}
+				return true, ""
+			},
+			func() (bool, string) {
+				if st.traefikRBAC != "" {
+					return false, st.traefikRBAC
+				}
+				return true, ""
+			})
+		add("serving", ok, d)
+		ok, d = st.release(r.ServingNamespace, TraefikRelease)()
+		add("traefik", ok, d)
+	}
+	if r.RegistryMode == "internal" && r.RegistryStatus == "ready" {
+		ok, d := all(st.release(RegistryNamespace, ZotRelease),
+			func() (bool, string) { return st.daemonSet(RegistryNamespace, MirrorDaemonSet) })
+		add("registry", ok, d)
+	}
+	if r.RedisMode == "managed" && r.RedisStatus == "ready" {
+		ok, d := st.deployment(r.Name, RedisName)
+		add("redis", ok, d)
+	}
+	for _, c := range []struct {
+		component string
+		releases  []string
+	}{{"prometheus", []string{PrometheusRelease}}, {"loki", []string{LokiRelease}}, {"tracing", []string{TempoRelease, OtelRelease}}} {
+		if r.Component(c.component).Status != "ready" {
+			continue
+		}
+		checks := make([]func() (bool, string), len(c.releases))
+		for i, rel := range c.releases {
+			checks[i] = st.release(ObservabilityNamespace, rel)
+		}
+		ok, d := all(checks...)
+		add(c.component, ok, d)
+	}
+	if r.Component("agent").Status == "ready" || r.Component("agent").Status == "connected" || r.Component("agent").Status == "disconnected" {
+		ok, d := st.deployment(ObservabilityNamespace, AgentName)
+		// A new agent has three minutes to report before its silence counts.
+		if ok && (r.AgentLastSeenAt == nil || time.Since(*r.AgentLastSeenAt) > 3*time.Minute) && time.Since(r.Component("agent").UpdatedAt) > 3*time.Minute {
+			ok, d = false, "the runr-agent runs but has not reported to the console for "+ago(r.AgentLastSeenAt)
+		}
+		add("agent", ok, d)
+	}
+	return out
+}
+
+func ago(t *time.Time) string {
+	if t == nil {
+		return "ever (never connected)"
+	}
+	return time.Since(*t).Round(time.Second).String()
+}
+
+// CheckRegion runs the three layers of a region's status check against a cluster look.
+func (s *Service) checkRegion(ctx context.Context, r *store.Region, st *clusterLook, base string) (store.Health, map[string]any) {
+	now := time.Now().UTC()
+	h := r.Health.V
+	fields := map[string]any{"checked_at": now}
+	if st.err != nil {
+		h.API = store.HealthLayer{State: "down", Reason: "the API does not answer: " + kube.Short(st.err), CheckedAt: now}
+		h.Components = store.HealthLayer{State: "unknown", Reason: "not checked: the cluster's API does not answer", CheckedAt: now}
+		h.External = store.HealthLayer{State: "unknown", Reason: "not checked: the cluster's API does not answer", CheckedAt: now}
+		return h, fields
+	}
+	h.Failures, h.NextCheck = 0, time.Time{}
+	h.API = store.HealthLayer{State: "ok", Reason: fmt.Sprintf("answered in %d ms (%s)", st.took.Milliseconds(), st.version), CheckedAt: now}
+	fields["k8s_version"] = st.version
+
+	checks := s.components(r, st)
+	items := map[string]string{}
+	var bad []string
+	for _, c := range checks {
+		items[c.name] = c.detail
+		if !c.ok {
+			bad = append(bad, c.name+": "+c.detail)
+		}
+	}
+	switch {
+	case len(checks) == 0:
+		h.Components = store.HealthLayer{State: "unknown", Reason: "nothing installed yet: install the registry and Knative Serving", CheckedAt: now}
+	case len(bad) > 0:
+		sort.Strings(bad)
+		h.Components = store.HealthLayer{State: "degraded", Reason: strings.Join(bad, "; "), CheckedAt: now, Items: items}
+	default:
+		names := make([]string, len(checks))
+		for i, c := range checks {
+			names[i] = c.name
+		}
+		h.Components = store.HealthLayer{State: "ok", Reason: "ready: " + strings.Join(names, ", "), CheckedAt: now, Items: items}
+	}
+
+	// The external path: Traefik's address, then DNS.
+	ext := st.address
+	if ext != r.ExternalIP && (ext != "" || r.ServingStatus == "ready") {
+		fields["external_ip"] = ext
+	}
+	domain := FunctionDomain(r, base)
+	switch {
+	case r.ServingStatus != "ready":
+		h.External = store.HealthLayer{State: "unknown", Reason: "Knative Serving is not installed: no external path yet", CheckedAt: now}
+	case ext == "":
+		h.External = store.HealthLayer{State: "down", Reason: "Traefik's Service " + r.ServingNamespace + "/" + TraefikRelease + " has no external address: does the cluster have a load-balancer implementation (else install Serving with host-network Traefik)?", CheckedAt: now}
+	case domain == "":
+		h.External = store.HealthLayer{State: "unknown", Reason: "external address " + ext + "; no function domain yet: set the platform's base domain", CheckedAt: now}
+	default:
+		ok, reason, err := (&Resolver{Server: s.Cfg.DNSResolver}).DNSCheck(ctx, domain, ext)
+		switch {
+		case err != nil:
+			// The resolver's address and the library's message go to the log only.
+			s.Log.Warn("status: DNS check", "region", r.Name, "domain", domain, "err", err)
+			h.External = store.HealthLayer{State: "unknown", Reason: "external address " + ext + "; the DNS check failed (" + kube.DNSCause(err) + "); the console's log has the details", CheckedAt: now}
+		case ok:
+			h.External = store.HealthLayer{State: "ok", Reason: reason, CheckedAt: now}
+		default:
+			h.External = store.HealthLayer{State: "degraded", Reason: reason, CheckedAt: now}
+		}
+		fields["dns_resolved"] = ok
+	}
+	return h, fields
+}
+
+// Sweep checks every active region once: bounded concurrency, a deadline per region,
+// one look per cluster, and a circuit breaker that backs off from clusters that do not
+// answer so that they never delay the others.
+func (s *Service) Sweep(ctx context.Context) error {
+	regions, err := s.Store.ListRegions(ctx, store.RegionFilter{ActiveOnly: true}, true)
+	if err != nil {
+		return err
+	}
+	base, err := s.Store.BaseDomain(ctx)
+	if err != nil {
+		return err
+	}
+	byCluster := map[string][]*store.Region{}
+	for i := range regions {
+		k := regions[i].ClusterKey + "|" + hashOf(regions[i].Kubeconfig)
+		byCluster[k] = append(byCluster[k], &regions[i])
+	}
+	sem := make(chan struct{}, max(1, s.Cfg.StatusConcurrency))
+	var wg sync.WaitGroup
+	for k, rs := range byCluster {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(k string, rs []*store.Region) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			s.checkCluster(ctx, k, rs, base)
+		}(k, rs)
+	}
+	wg.Wait()
+	return ctx.Err()
+}
+
+// checkCluster checks the regions of one cluster with one look at it.
+func (s *Service) checkCluster(ctx context.Context, k string, rs []*store.Region, base string) {
+	if !s.breaker.allow(k) {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.Cfg.StatusTimeout)
+	st := s.observe(cctx, rs[0])
+	if st.err != nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		st.err = fmt.Errorf("no answer within %s", s.Cfg.StatusTimeout)
+	}
+	cancel()
+	var failures int
+	var next time.Time
+	if st.err != nil {
+		failures, next = s.breaker.fail(k)
+	} else {
+		s.breaker.ok(k)
+	}
+	for _, r := range rs {
+		dctx, cancel := context.WithTimeout(ctx, s.Cfg.StatusTimeout)
+		h, fields := s.checkRegion(dctx, r, st, base)
+		cancel()
+		if st.err != nil {
+			h.Failures, h.NextCheck = failures, next
+			h.API.Reason += fmt.Sprintf(" (%d failed check(s) in a row; next check at %s)", failures, next.Format("15:04:05"))
+		}
+		fields["health"] = store.JSON[store.Health]{V: h}
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		if err := s.Store.SetRegion(wctx, r.ID, fields); err != nil {
+			s.Log.Warn("status: save", "region", r.Name, "err", err)
+		}
+		cancel()
+		if st.err == nil {
+			s.followBaseDomain(ctx, r, base)
+		}
+	}
+}
+
+// CheckNow checks one region at once (on demand), ignoring the breaker's backoff.
+func (s *Service) CheckNow(ctx context.Context, id string) error {
+	r, err := s.Store.RegionByID(ctx, id)
+	if err != nil {
+		return err
+	}
+	base, err := s.Store.BaseDomain(ctx)
+	if err != nil {
+		return err
+	}
+	k := r.ClusterKey + "|" + hashOf(r.Kubeconfig)
+	s.breaker.ok(k)
+	s.checkCluster(ctx, k, []*store.Region{r}, base)
+	return nil
+}
+
+// followBaseDomain gives a region with Serving and no function domain the base domain's,
+// once a base domain is set.
+func (s *Service) followBaseDomain(ctx context.Context, r *store.Region, base string) {
+	if base == "" || r.ServingStatus != "ready" || r.Settings.V.KnativeDomain != "" {
+		return
+	}
+	if _, err := s.Store.ActiveJob(ctx, r.ID, KindSetDomain); err == nil {
+		return
+	}
+	if _, err := s.Enqueue(ctx, engine.Request{Kind: KindSetDomain, Title: "Function domain of " + r.Name, Subject: r.ID,
+		Params: DomainParams{Domain: r.Name + "." + base}, CreatedBy: "status check"}); err != nil {
+		s.Log.Warn("status: queue the function domain", "region", r.Name, "err", err)
+	}
+}
+
+// RunBackground runs the status sweep every interval until ctx ends.
+func (s *Service) RunBackground(ctx context.Context) {
+	t := time.NewTicker(s.Cfg.StatusInterval)
+	defer t.Stop()
+	for {
+		start := time.Now()
+		if err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
+			s.Log.Warn("status sweep", "err", err)
+		} else if ctx.Err() == nil {
+			s.Log.Debug("status sweep done", "took", time.Since(start))
+		}
+		s.Periodic(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

@@ -1,0 +1,168 @@
+package ops
+
+import "fmt"
+
+// ValuesCase is one set of values the console sends to an upstream chart. The stand-in
+// charts' contract test renders each with exactly these values and checks the facts read
+// from the upstream chart at its pinned version.
+type ValuesCase struct {
+	Name      string
+	Chart     ChartRef
+	Release   string
+	Namespace string
+	Values    map[string]any
+}
+
+// TraefikOptions are what the region Traefik's values depend on.
+type TraefikOptions struct {
+	Image      string
+	Class      string
+	Timeout    int
+	TrustedIPs []string
+	// HostNetwork runs Traefik as a DaemonSet on the nodes' ports 80 and 443 behind a
+	// ClusterIP Service, for clusters without a load-balancer implementation.
+	HostNetwork bool
+}
+
+// ValuesCases lists the values the console sends to every chart it installs, one case per
+// shape (a registry on a PVC and on S3, Traefik with and without trusted addresses, ...).
+func ValuesCases() []ValuesCase {
+	traefikImage := "ghcr.io/brf-tech/runr/reqs/traefik:v3.7.4"
+	return []ValuesCase{
+		{Name: "traefik", Chart: ChartTraefik, Release: TraefikRelease, Namespace: "knative-serving",
+			Values: TraefikValues(TraefikOptions{Image: traefikImage, Class: TraefikClass, Timeout: 120})},
+		{Name: "traefik-trusted-ips", Chart: ChartTraefik, Release: TraefikRelease, Namespace: "knative-serving",
+			Values: TraefikValues(TraefikOptions{Image: traefikImage, Class: TraefikFallbackClass, Timeout: 610, TrustedIPs: []string{"10.0.0.0/24"}})},
+		{Name: "traefik-host-network", Chart: ChartTraefik, Release: TraefikRelease, Namespace: "knative-serving",
+			Values: TraefikValues(TraefikOptions{Image: traefikImage, Class: TraefikClass, Timeout: 120, HostNetwork: true})},
+		{Name: "zot-pvc", Chart: ChartZot, Release: ZotRelease, Namespace: RegistryNamespace,
+			Values: ZotValues(RegistryParams{Mode: "internal", StorageType: "pvc", StorageClass: "standard", Size: "10Gi"})},
+		{Name: "zot-s3", Chart: ChartZot, Release: ZotRelease, Namespace: RegistryNamespace,
+			Values: ZotValues(RegistryParams{Mode: "internal", StorageType: "s3", S3Endpoint: "https://s3.example.test", S3Bucket: "images", S3Region: "eu-1", S3AccessKey: "AKIA"})},
+		{Name: "knative-operator", Chart: ChartKnativeOperator, Release: OperatorRelease, Namespace: "knative-operator", Values: OperatorValues()},
+		{Name: "kube-prometheus-stack", Chart: ChartPrometheus, Release: PrometheusRelease, Namespace: ObservabilityNamespace, Values: PrometheusValues()},
+		{Name: "loki-stack", Chart: ChartLoki, Release: LokiRelease, Namespace: ObservabilityNamespace, Values: LokiValues()},
+		{Name: "tempo", Chart: ChartTempo, Release: TempoRelease, Namespace: ObservabilityNamespace, Values: TempoValues(72)},
+		{Name: "opentelemetry-collector", Chart: ChartOtelCollector, Release: OtelRelease, Namespace: ObservabilityNamespace, Values: OtelValues()},
+	}
+}
+
+// TraefikValues are the region Traefik's Helm values (chart traefik/traefik 40.3.0,
+// whose values schema refuses unknown keys).
+func TraefikValues(o TraefikOptions) map[string]any {
+	reg, repo, tag := splitImage(o.Image)
+	rt := map[string]any{"respondingTimeouts": map[string]any{"readTimeout": fmt.Sprintf("%ds", o.Timeout), "writeTimeout": fmt.Sprintf("%ds", o.Timeout)}}
+	web := map[string]any{"transport": rt}
+	websecure := map[string]any{"transport": rt}
+	if len(o.TrustedIPs) > 0 {
+		// A load balancer in front of Traefik that sends PROXY protocol or X-Forwarded-For.
+		ips := make([]any, len(o.TrustedIPs))
+		for i, ip := range o.TrustedIPs {
+			ips[i] = ip
+		}
+		for _, p := range []map[string]any{web, websecure} {
+			p["forwardedHeaders"] = map[string]any{"trustedIPs": ips}
+			p["proxyProtocol"] = map[string]any{"trustedIPs": ips}
+		}
+	}
+	ports := map[string]any{"web": web, "websecure": websecure}
+	vals := map[string]any{
+		"image":        map[string]any{"registry": reg, "repository": repo, "tag": tag},
+		"ports":        ports,
+		"ingressClass": map[string]any{"enabled": true, "name": o.Class, "isDefaultClass": false},
+		"providers": map[string]any{
+			"kubernetesIngress": map[string]any{"ingressClass": o.Class},
+			"kubernetesCRD":     map[string]any{"enabled": true, "allowCrossNamespace": true},
+			// The chart's own switch: only with it does its ClusterRole let Traefik read
+			// Knative's ingresses and update their status.
+			"knative": map[string]any{"enabled": true},
+		},
+		"experimental": map[string]any{"knative": true},
+	}
+	if !o.HostNetwork {
+		// The chart's Service type lives under service.spec (a service.type is ignored).
+		vals["service"] = map[string]any{"spec": map[string]any{"type": "LoadBalancer"}}
+		return vals
+	}
+	// Traefik listens on the nodes' ports 80 and 443 itself; its other ports move off the
+	// ones node-exporter (9100) and common node agents (8080) take on the host.
+	web["port"], websecure["port"] = 80, 443
+	ports["traefik"] = map[string]any{"port": 9080}
+	ports["metrics"] = map[string]any{"port": 9101}
+	vals["deployment"] = map[string]any{"kind": "DaemonSet"}
+	vals["hostNetwork"] = true
+	vals["service"] = map[string]any{"spec": map[string]any{"type": "ClusterIP"}}
+	// Binding ports below 1024 needs NET_BIND_SERVICE in effect: as root, with every other
+	// capability dropped.
+	vals["securityContext"] = map[string]any{"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
+		"capabilities": map[string]any{"drop": []any{"ALL"}, "add": []any{"NET_BIND_SERVICE"}}}
+	vals["podSecurityContext"] = map[string]any{"runAsUser": 0, "runAsGroup": 0, "runAsNonRoot": false,
+		"seccompProfile": map[string]any{"type": "RuntimeDefault"}}
+	// Two pods of one node cannot both bind its ports: replace them one node at a time.
+	vals["updateStrategy"] = map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"maxUnavailable": 1, "maxSurge": 0}}
+	return vals
+}
+
+// OperatorValues are the Knative Operator chart's values (its defaults).
+func OperatorValues() map[string]any { return map[string]any{} }
+
+// PrometheusValues are kube-prometheus-stack's values (release knative).
+func PrometheusValues() map[string]any {
+	return map[string]any{
+		"grafana":           map[string]any{"enabled": false},
+		"windowsMonitoring": map[string]any{"enabled": false},
+		"prometheus": map[string]any{
+			"prometheusSpec": map[string]any{
+				"priorityClassName": PriorityClassName, "retention": "10d",
+				"resources": map[string]any{"requests": map[string]any{"cpu": "100m", "memory": "512Mi"}},
+			},
+			// The chart's own budget selects exactly the Prometheus pods (by
+			// operator.prometheus.io/name). One may go at a time: a drain can move the single
+			// replica, never two at once. minAvailable (the chart's default, 1) would refuse
+			// every eviction of a single replica: null removes it.
+			"podDisruptionBudget": map[string]any{"enabled": true, "maxUnavailable": 1, "minAvailable": nil},
+		},
+	}
+}
+
+// LokiValues are loki-stack's values.
+func LokiValues() map[string]any {
+	return map[string]any{
+		// loki 2.16.0 (loki-stack's subchart) renders a budget selecting app: loki, the
+		// label of its StatefulSet's pods only.
+		"loki":     map[string]any{"priorityClassName": PriorityClassName, "podDisruptionBudget": map[string]any{"maxUnavailable": 1}},
+		"promtail": map[string]any{"enabled": true},
+		"grafana":  map[string]any{"enabled": false},
+	}
+}
+
+// RunR's mirrors of the tracing images (ghcr.io/brf-tech/runr, regions.md "Images and
+// Helm charts"), at the tag each chart defaults to (its appVersion).
+const (
+	tracingRegistry   = "ghcr.io"
+	tempoRepository   = "brf-tech/runr/reqs/tempo"
+	collectorImageRef = "ghcr.io/brf-tech/runr/reqs/opentelemetry-collector-contrib"
+)
+
+// TempoValues are Tempo's values, with traces kept retentionHours. The chart composes its
+// image as tempo.registry/tempo.repository:tag, registry defaulting to docker.io.
+func TempoValues(retentionHours int) map[string]any {
+	return map[string]any{
+		"tempo":       map[string]any{"registry": tracingRegistry, "repository": tempoRepository, "retention": fmt.Sprintf("%dh", retentionHours)},
+		"persistence": map[string]any{"enabled": false},
+	}
+}
+
+// OtelValues are the OpenTelemetry Collector's values: OTLP in, Tempo out.
+func OtelValues() map[string]any {
+	return map[string]any{
+		"mode": "deployment",
+		// The chart composes the image from the repository alone (registry included).
+		"image": map[string]any{"repository": collectorImageRef},
+		"config": map[string]any{
+			"receivers": map[string]any{"otlp": map[string]any{"protocols": map[string]any{"grpc": map[string]any{}, "http": map[string]any{}}}},
+			"exporters": map[string]any{"otlp/tempo": map[string]any{"endpoint": TempoRelease + "." + ObservabilityNamespace + ".svc:4317", "tls": map[string]any{"insecure": true}}},
+			"service":   map[string]any{"pipelines": map[string]any{"traces": map[string]any{"receivers": []any{"otlp"}, "exporters": []any{"otlp/tempo"}}}},
+		},
+	}
+}
