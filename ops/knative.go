@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"runr.dev/console/engine"
+	"runr.dev/console/helm"
 	"runr.dev/console/kube"
 	"runr.dev/console/store"
 )
@@ -301,7 +302,7 @@ func (s *Service) operatorSteps(p OperatorParams) []engine.Step {
 			}
 			chart := ChartKnativeOperator
 			chart.Version = kv.ChartVersion
-			prev, err := HelmStatus(c, p.Namespace, OperatorRelease)
+			prev, err := helm.Status(c, p.Namespace, OperatorRelease)
 			if err != nil {
 				return err
 			}
@@ -512,7 +513,7 @@ func (s *Service) servingSteps(p ServingParams) []engine.Step {
 			return s.Store.SetRegion(ctx, r.ID, map[string]any{"settings": store.JSON[store.RegionSettings]{V: settings}})
 		})},
 		{Name: "address", Title: "External address", Run: withRegion(func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
-			rel, err := HelmStatus(c, r.ServingNamespace, TraefikRelease)
+			rel, err := helm.Status(c, r.ServingNamespace, TraefikRelease)
 			if err != nil {
 				return err
 			}
@@ -671,7 +672,7 @@ func (s *Service) uninstallServingSteps(p ServingParams) []engine.Step {
 			if err != nil {
 				return err
 			}
-			if rel, err := HelmStatus(c, r.ServingNamespace, TraefikRelease); err != nil {
+			if rel, err := helm.Status(c, r.ServingNamespace, TraefikRelease); err != nil {
 				return err
 			} else if rel != nil && rel.Info.Status != "uninstalled" {
 				jc.Note("Traefik stays, and so does namespace %s", r.ServingNamespace)
@@ -800,7 +801,7 @@ func (s *Service) upgradeSteps(p ServingParams) []engine.Step {
 				return err
 			}
 			s.setServingStatus(ctx, r, "installing")
-			rel, err := HelmStatus(c, r.OperatorNamespace, OperatorRelease)
+			rel, err := helm.Status(c, r.OperatorNamespace, OperatorRelease)
 			if err != nil {
 				return err
 			}

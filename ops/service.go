@@ -17,6 +17,7 @@ import (
 
 	"runr.dev/console/config"
 	"runr.dev/console/engine"
+	"runr.dev/console/helm"
 	"runr.dev/console/store"
 )
 
@@ -25,7 +26,7 @@ type Service struct {
 	Store  *store.Store
 	Cfg    *config.Config
 	Log    *slog.Logger
-	Charts *ChartSource
+	Charts *helm.ChartSource
 	// Engine runs the jobs whose kinds this service registers.
 	Engine *engine.Engine
 
@@ -44,7 +45,7 @@ func NewService(st *store.Store, cfg *config.Config, log *slog.Logger) *Service 
 		Store:   st,
 		Cfg:     cfg,
 		Log:     log,
-		Charts:  NewChartSource(cfg),
+		Charts:  helm.NewChartSource(cfg.ChartMirror, cfg.ServingCRDsURL),
 		Engine:  engine.New(st, log, host+"/"+store.NewID(), cfg.InstallTimeout),
 		breaker: newBreaker(),
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"runr.dev/console/engine"
+	"runr.dev/console/helm"
 	"runr.dev/console/kube"
 	"runr.dev/console/store"
 )
@@ -127,7 +128,7 @@ func (s *Service) observe(ctx context.Context, r *store.Region) *clusterLook {
 // observeReleases reads the workloads of the Helm releases deployed in a namespace (from
 // a cache while a release keeps its revision) and the operator resources among them.
 func (s *Service) observeReleases(ctx context.Context, c *kube.Cluster, ns string, st *clusterLook) error {
-	deployed, err := DeployedReleases(ctx, c, ns)
+	deployed, err := helm.Deployed(ctx, c, ns)
 	if err != nil {
 		return err
 	}

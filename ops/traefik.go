@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"runr.dev/console/engine"
+	"runr.dev/console/helm"
 	"runr.dev/console/kube"
 	"runr.dev/console/store"
 )
@@ -125,7 +126,7 @@ func (s *Service) installTraefik(ctx context.Context, jc *engine.JobContext, c *
 	if class != TraefikClass {
 		jc.Warnf("IngressClass %s belongs to another controller: the region's Traefik serves %s and leaves it alone", TraefikClass, class)
 	}
-	prev, err := HelmStatus(c, ns, TraefikRelease)
+	prev, err := helm.Status(c, ns, TraefikRelease)
 	if err != nil {
 		return "", err
 	}
@@ -222,7 +223,7 @@ func TraefikKnativeAccess(ctx context.Context, c *kube.Cluster, ns string) (stri
 // UpdateTraefikTimeouts moves the region Traefik's entry point timeouts to the longest
 // request_timeout of the cluster's regions (a Helm upgrade; its pods roll once).
 func (s *Service) updateTraefikTimeouts(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
-	rel, err := HelmStatus(c, r.ServingNamespace, TraefikRelease)
+	rel, err := helm.Status(c, r.ServingNamespace, TraefikRelease)
 	if err != nil {
 		return err
 	}

@@ -1,13 +1,17 @@
 package ops
 
-import "fmt"
+import (
+	"fmt"
+
+	"runr.dev/console/helm"
+)
 
 // ValuesCase is one set of values the console sends to an upstream chart. The stand-in
 // charts' contract test renders each with exactly these values and checks the facts read
 // from the upstream chart at its pinned version.
 type ValuesCase struct {
 	Name      string
-	Chart     ChartRef
+	Chart     helm.ChartRef
 	Release   string
 	Namespace string
 	Values    map[string]any

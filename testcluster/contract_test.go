@@ -26,7 +26,7 @@ import (
 // fact is one thing the console relies on, read from an upstream chart.
 type fact struct {
 	id       string
-	chart    string   // the stand-in chart (ops.ChartRef.Name); "*" for every chart
+	chart    string   // the stand-in chart (helm.ChartRef.Name); "*" for every chart
 	cases    []string // the ValuesCases it applies to; nil: every case of the chart
 	upstream string   // the upstream chart and version read
 	source   string   // the upstream file(s) it was read from

@@ -1,0 +1,203 @@
+package helm
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/Masterminds/semver/v3"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/repo"
+	"sigs.k8s.io/yaml"
+)
+
+// ChartRef names a chart in its upstream repository.
+type ChartRef struct {
+	Repo    string
+	Name    string
+	Version string
+}
+
+func (r ChartRef) String() string { return r.Name + " " + r.Version }
+
+// ChartSource fetches charts from their repositories, or from one mirror
+// (RUNR_CHART_MIRROR) that serves every chart under the same names and versions.
+type ChartSource struct {
+	mirror   string
+	crdsURL  string
+	client   *http.Client
+	mu       sync.Mutex
+	indexes  map[string]cachedIndex
+	charts   map[string]*chart.Chart
+	fetching map[string]*sync.Mutex
+}
+
+type cachedIndex struct {
+	idx *repo.IndexFile
+	at  time.Time
+}
+
+// NewChartSource builds the chart source: mirror is one repository that serves every
+// chart ("" for their own), crdsURL the template of the Knative Serving CRDs' address
+// (%s is the version; "" for the mirror's, else the Serving release's on GitHub).
+func NewChartSource(mirror, crdsURL string) *ChartSource {
+	crds := crdsURL
+	if crds == "" {
+		if mirror != "" {
+			crds = mirror + "/knative-serving/v%s/serving-crds.yaml"
+		} else {
+			crds = "https://github.com/knative/serving/releases/download/knative-v%s/serving-crds.yaml"
+		}
+	}
+	return &ChartSource{mirror: mirror, crdsURL: crds, client: &http.Client{Timeout: 60 * time.Second},
+		indexes: map[string]cachedIndex{}, charts: map[string]*chart.Chart{}, fetching: map[string]*sync.Mutex{}}
+}
+
+func (cs *ChartSource) repoURL(ref ChartRef) string {
+	if cs.mirror != "" {
+		return cs.mirror
+	}
+	return ref.Repo
+}
+
+func (cs *ChartSource) get(ctx context.Context, u string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := cs.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", u, resp.Status)
+	}
+	return io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+}
+
+// Index returns a repository's index (cached for a minute).
+func (cs *ChartSource) Index(ctx context.Context, repoURL string) (*repo.IndexFile, error) {
+	cs.mu.Lock()
+	ci, ok := cs.indexes[repoURL]
+	cs.mu.Unlock()
+	if ok && time.Since(ci.at) < time.Minute {
+		return ci.idx, nil
+	}
+	raw, err := cs.get(ctx, strings.TrimRight(repoURL, "/")+"/index.yaml")
+	if err != nil {
+		return nil, fmt.Errorf("chart repository %s: %w (set RUNR_CHART_MIRROR for an air-gapped mirror)", repoURL, err)
+	}
+	idx := &repo.IndexFile{}
+	if err := yaml.Unmarshal(raw, idx); err != nil {
+		return nil, fmt.Errorf("chart repository %s: bad index.yaml: %w", repoURL, err)
+	}
+	idx.SortEntries()
+	cs.mu.Lock()
+	cs.indexes[repoURL] = cachedIndex{idx: idx, at: time.Now()}
+	cs.mu.Unlock()
+	return idx, nil
+}
+
+// Versions lists the versions of a chart its repository has, newest first.
+func (cs *ChartSource) Versions(ctx context.Context, ref ChartRef) ([]string, error) {
+	idx, err := cs.Index(ctx, cs.repoURL(ref))
+	if err != nil {
+		return nil, err
+	}
+	var vs []*semver.Version
+	for _, e := range idx.Entries[ref.Name] {
+		if v, err := semver.NewVersion(e.Version); err == nil {
+			vs = append(vs, v)
+		}
+	}
+	sort.Sort(sort.Reverse(semver.Collection(vs)))
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = v.Original()
+	}
+	return out, nil
+}
+
+// Load fetches and loads a chart (cached for the life of the process).
+func (cs *ChartSource) Load(ctx context.Context, ref ChartRef) (*chart.Chart, error) {
+	repoURL := cs.repoURL(ref)
+	key := repoURL + "|" + ref.Name + "|" + ref.Version
+	cs.mu.Lock()
+	if ch, ok := cs.charts[key]; ok {
+		cs.mu.Unlock()
+		return ch, nil
+	}
+	lock, ok := cs.fetching[key]
+	if !ok {
+		lock = &sync.Mutex{}
+		cs.fetching[key] = lock
+	}
+	cs.mu.Unlock()
+	lock.Lock()
+	defer lock.Unlock()
+	cs.mu.Lock()
+	if ch, ok := cs.charts[key]; ok {
+		cs.mu.Unlock()
+		return ch, nil
+	}
+	cs.mu.Unlock()
+
+	idx, err := cs.Index(ctx, repoURL)
+	if err != nil {
+		return nil, err
+	}
+	cv, err := idx.Get(ref.Name, ref.Version)
+	if err != nil {
+		return nil, fmt.Errorf("chart %s %s is not in %s", ref.Name, ref.Version, repoURL)
+	}
+	if len(cv.URLs) == 0 {
+		return nil, fmt.Errorf("chart %s %s in %s has no download address", ref.Name, ref.Version, repoURL)
+	}
+	u, err := resolveURL(repoURL, cv.URLs[0])
+	if err != nil {
+		return nil, err
+	}
+	raw, err := cs.get(ctx, u)
+	if err != nil {
+		return nil, fmt.Errorf("download chart %s %s: %w", ref.Name, ref.Version, err)
+	}
+	ch, err := loader.LoadArchive(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("load chart %s %s: %w", ref.Name, ref.Version, err)
+	}
+	cs.mu.Lock()
+	cs.charts[key] = ch
+	cs.mu.Unlock()
+	return ch, nil
+}
+
+// ServingCRDs fetches the Knative Serving CRDs of a version (e.g. "1.20.0").
+func (cs *ChartSource) ServingCRDs(ctx context.Context, version string) ([]byte, error) {
+	u := fmt.Sprintf(cs.crdsURL, strings.TrimPrefix(version, "v"))
+	raw, err := cs.get(ctx, u)
+	if err != nil {
+		return nil, fmt.Errorf("fetch the Knative Serving CRDs: %w", err)
+	}
+	return raw, nil
+}
+
+func resolveURL(base, ref string) (string, error) {
+	b, err := url.Parse(strings.TrimRight(base, "/") + "/")
+	if err != nil {
+		return "", fmt.Errorf("bad repository URL %q: %w", base, err)
+	}
+	r, err := url.Parse(ref)
+	if err != nil {
+		return "", fmt.Errorf("bad chart URL %q: %w", ref, err)
+	}
+	return b.ResolveReference(r).String(), nil
+}
