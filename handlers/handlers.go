@@ -19,6 +19,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"runr.dev/console/config"
+	"runr.dev/console/hub"
 	"runr.dev/console/kube"
 	"runr.dev/console/ops"
 	"runr.dev/console/store"
@@ -31,8 +32,8 @@ type Handlers struct {
 	Cfg      *config.Config
 	Sessions *scs.SessionManager
 	Kube     *ops.Service
-	// Events lets a JSON feed wait for the next event of a job.
-	Events  EventWaiter
+	// Hub fans job events and region changes out to sockets and JSON feeds.
+	Hub     *hub.Hub
 	Version string
 	Log     *slog.Logger
 
@@ -40,12 +41,6 @@ type Handlers struct {
 
 	// extraTabs render the region tabs of later features (workers, migration).
 	extraTabs map[string]func(c *fiber.Ctx, r *store.Region) (templ.Component, error)
-}
-
-// EventWaiter wakes a caller when a job emits an event.
-type EventWaiter interface {
-	// Wait returns a channel that is closed at the job's next event, and a cancel func.
-	Wait(jobID string) (<-chan struct{}, func())
 }
 
 // Principal is who makes a request: a user by session, or a user's API token.

@@ -109,9 +109,9 @@ func (h *Handlers) APIJobEvents(c *fiber.Ctx) error {
 	}
 	var done <-chan struct{}
 	var stop func()
-	if wait > 0 && h.Events != nil {
+	if wait > 0 && h.Hub != nil {
 		// Subscribe before reading, so that no event falls between the read and the wait.
-		done, stop = h.Events.Wait(id)
+		done, stop = h.Hub.Wait(id)
 		defer stop()
 	}
 	es, err := h.Store.JobEvents(ctx(c), id, after, maxEvents)

@@ -2,7 +2,6 @@ package web
 
 import (
 	"context"
-	"encoding/json"
 	"net"
 	"net/url"
 	"strings"
@@ -10,11 +9,8 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/gofiber/websocket/v2"
 
-	"runr.dev/console/agent"
 	"runr.dev/console/handlers"
-	"runr.dev/console/store"
 )
 
 // internalHosts decides which hosts /api/internal/* answers for: the console's own, and
@@ -87,88 +83,4 @@ func (s *Server) agentAuth(c *fiber.Ctx) error {
 	c.Locals("region_id", r.ID)
 	c.Locals("region_name", r.Name)
 	return c.Next()
-}
-
-// AgentSocket receives an agent's reports: it stores snapshots (not for regions that
-// are not active), pod sessions and events, and keeps the agent's last-seen time.
-func (s *Server) AgentSocket() fiber.Handler {
-	return wsUpgrade(websocket.New(func(conn *websocket.Conn) {
-		id, _ := conn.Locals("region_id").(string)
-		name, _ := conn.Locals("region_name").(string)
-		log := s.Log.With("region", name)
-		ctx := context.Background()
-		seen := func(status string) {
-			now := time.Now().UTC()
-			if err := s.Store.SetRegion(ctx, id, map[string]any{"agent_last_seen_at": now}); err != nil {
-				log.Warn("agent: last seen", "err", err)
-			}
-			if status != "" {
-				if err := s.Store.SetComponent(ctx, id, "agent", store.ComponentState{Status: status}); err != nil {
-					log.Warn("agent: state", "err", err)
-				}
-			}
-		}
-		seen("connected")
-		log.Info("agent connected")
-		defer func() {
-			seen("disconnected")
-			log.Info("agent disconnected")
-		}()
-		conn.SetReadLimit(AgentReadLimit)
-		_ = conn.SetReadDeadline(time.Now().Add(90 * time.Second))
-		conn.SetPingHandler(func(data string) error {
-			_ = conn.SetReadDeadline(time.Now().Add(90 * time.Second))
-			return conn.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(5*time.Second))
-		})
-		last := time.Now()
-		for {
-			_, raw, err := conn.ReadMessage()
-			if err != nil {
-				return
-			}
-			_ = conn.SetReadDeadline(time.Now().Add(90 * time.Second))
-			var m agent.Message
-			if err := json.Unmarshal(raw, &m); err != nil {
-				log.Warn("agent: bad message", "err", err)
-				continue
-			}
-			if err := s.storeAgentMessage(ctx, id, m); err != nil {
-				log.Warn("agent: store", "type", m.Type, "err", err)
-			}
-			if time.Since(last) > 10*time.Second {
-				seen("")
-				last = time.Now()
-			}
-		}
-	}))
-}
-
-func (s *Server) storeAgentMessage(ctx context.Context, regionID string, m agent.Message) error {
-	at := m.At
-	if at.IsZero() {
-		at = time.Now().UTC()
-	}
-	switch m.Type {
-	case "snapshot":
-		if m.Snapshot == nil {
-			return nil
-		}
-		r, err := s.Store.RegionByID(ctx, regionID)
-		if err != nil {
-			return err
-		}
-		if r.Status != "active" {
-			return nil // a region that is not active is left out of the snapshots
-		}
-		raw, err := json.Marshal(m.Snapshot)
-		if err != nil {
-			return err
-		}
-		return s.Store.AddSnapshot(ctx, regionID, at, raw)
-	case "pod":
-		return s.Store.AddPodSession(ctx, regionID, m.Namespace, m.Pod, m.Event, m.Restarts, at)
-	case "event":
-		return s.Store.AddKubeEvent(ctx, regionID, m.Namespace, m.Object, m.Kind, m.Reason, m.Message, at)
-	}
-	return nil
 }

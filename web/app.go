@@ -23,6 +23,7 @@ import (
 
 	"runr.dev/console/config"
 	"runr.dev/console/handlers"
+	"runr.dev/console/hub"
 	"runr.dev/console/ops"
 	"runr.dev/console/static"
 	"runr.dev/console/store"
@@ -37,7 +38,7 @@ type Server struct {
 	Store    *store.Store
 	Cfg      *config.Config
 	Sessions *scs.SessionManager
-	Hub      *Hub
+	Hub      *hub.Hub
 	H        *handlers.Handlers
 	Log      *slog.Logger
 	internal *internalHosts
@@ -67,10 +68,10 @@ func MetricsHandler() http.Handler { return promhttp.Handler() }
 // New builds the Fiber app with every route.
 func New(st *store.Store, cfg *config.Config, svc *ops.Service, log *slog.Logger, version string) *Server {
 	sm := NewSessions(st)
-	hub := NewHub(st, log)
-	h := &handlers.Handlers{Store: st, Cfg: cfg, Sessions: sm, Kube: svc, Events: hub, Version: version, Log: log}
+	events := hub.New(st, log)
+	h := &handlers.Handlers{Store: st, Cfg: cfg, Sessions: sm, Kube: svc, Hub: events, Version: version, Log: log}
 	h.Init()
-	s := &Server{Store: st, Cfg: cfg, Sessions: sm, Hub: hub, H: h, Log: log}
+	s := &Server{Store: st, Cfg: cfg, Sessions: sm, Hub: events, H: h, Log: log}
 	s.internal = &internalHosts{s: s}
 	s.App = fiber.New(fiber.Config{
 		AppName:               "runr-console",

@@ -319,7 +319,7 @@ func TestWebSocketReadLimit(t *testing.T) {
 	if grown := int64(ms.HeapAlloc) - int64(heapBefore); grown > 8<<20 {
 		t.Fatalf("the heap grew by %d MiB after three 16 MiB frames", grown>>20)
 	}
-	if web.BrowserReadLimit > 64<<10 || web.AgentReadLimit > 2<<20 {
+	if handlers.BrowserReadLimit > 64<<10 || handlers.AgentReadLimit > 2<<20 {
 		t.Fatal("read limits too large")
 	}
 }

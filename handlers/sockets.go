@@ -1,4 +1,4 @@
-package web
+package handlers
 
 import (
 	"bytes"
@@ -14,7 +14,8 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/websocket/v2"
 
-	"runr.dev/console/handlers"
+	"runr.dev/console/agent"
+	"runr.dev/console/hub"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -29,7 +30,7 @@ func wsUpgrade(h fiber.Handler) fiber.Handler {
 		}
 		if o := c.Get(fiber.HeaderOrigin); o != "" {
 			if u, err := url.Parse(o); err != nil || !strings.EqualFold(u.Host, c.Hostname()) {
-				return handlers.JSONError(c, fiber.StatusForbidden, "WebSocket from another origin refused.")
+				return JSONError(c, fiber.StatusForbidden, "WebSocket from another origin refused.")
 			}
 		}
 		return h(c)
@@ -80,7 +81,7 @@ func render(c templ.Component) []byte {
 }
 
 func pageFor(conn *websocket.Conn) views.Page {
-	p, _ := conn.Locals(handlers.PrincipalKey).(*handlers.Principal)
+	p, _ := conn.Locals(PrincipalKey).(*Principal)
 	if p == nil {
 		return views.Page{}
 	}
@@ -91,20 +92,20 @@ func pageFor(conn *websocket.Conn) views.Page {
 // JobSocket streams a job's progress: htmx fragments for browsers, or JSON events with
 // ?format=json (after ?after=ID). It first sends what the client may have missed, from
 // the database, then every new event as it is published.
-func (s *Server) JobSocket() fiber.Handler {
+func (h *Handlers) JobSocket() fiber.Handler {
 	return wsUpgrade(websocket.New(func(conn *websocket.Conn) {
 		conn.SetReadLimit(BrowserReadLimit)
 		id := conn.Params("id")
 		jsonMode := conn.Query("format") == "json"
 		w := &wsConn{conn: conn}
-		sub := s.Hub.Subscribe(id)
-		defer s.Hub.Unsubscribe(id, sub)
-		p, _ := conn.Locals(handlers.PrincipalKey).(*handlers.Principal)
+		sub := h.Hub.Subscribe(id)
+		defer h.Hub.Unsubscribe(id, sub)
+		p, _ := conn.Locals(PrincipalKey).(*Principal)
 		page := pageFor(conn)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 
-		d, err := s.H.JobData(ctx, p, id)
+		d, err := h.JobData(ctx, p, id)
 		if err != nil {
 			_ = w.write(websocket.CloseMessage, websocket.FormatCloseMessage(4404, "job not found"))
 			return
@@ -115,7 +116,7 @@ func (s *Server) JobSocket() fiber.Handler {
 			d.WizardStep = n
 		}
 		d.OnJobPage = conn.Query("page") == "job"
-		if tab := conn.Query("tab"); tab != "" && handlers.IsRegionTab(tab) {
+		if tab := conn.Query("tab"); tab != "" && IsRegionTab(tab) {
 			d.Tab = tab
 		}
 		var last int64
@@ -169,7 +170,7 @@ func (s *Server) JobSocket() fiber.Handler {
 			case m := <-sub.C:
 				// Everything queued already goes out in one message: one write for a
 				// burst of events instead of one per event.
-				batch := []Msg{m}
+				batch := []hub.Msg{m}
 				for len(batch) < maxBatch {
 					select {
 					case more := <-sub.C:
@@ -202,7 +203,7 @@ func (s *Server) JobSocket() fiber.Handler {
 					if e.Kind == "job" {
 						// The job started or ended: what follows it (Continue, Retry, the
 						// region it created) is read again from the database.
-						if fresh, err := s.H.JobData(ctx, p, id); err == nil {
+						if fresh, err := h.JobData(ctx, p, id); err == nil {
 							fresh.WizardStep, fresh.OnJobPage, fresh.Tab = d.WizardStep, d.OnJobPage, d.Tab
 							d, cur = fresh, fresh
 						}
@@ -271,12 +272,12 @@ func stepOf(d views.JobData, e store.JobEvent) *store.JobStep {
 }
 
 // BannerSocket pushes the migration banners whenever a region changes.
-func (s *Server) BannerSocket() fiber.Handler {
+func (h *Handlers) BannerSocket() fiber.Handler {
 	return wsUpgrade(websocket.New(func(conn *websocket.Conn) {
 		conn.SetReadLimit(BrowserReadLimit)
 		w := &wsConn{conn: conn}
-		sub := s.Hub.SubscribeRegions()
-		defer s.Hub.UnsubscribeRegions(sub)
+		sub := h.Hub.SubscribeRegions()
+		defer h.Hub.UnsubscribeRegions(sub)
 		done := make(chan struct{})
 		go w.readLoop(done)
 		ping := time.NewTicker(25 * time.Second)
@@ -296,7 +297,7 @@ func (s *Server) BannerSocket() fiber.Handler {
 					<-sub.C
 				}
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				bs, err := handlers.MigrationBanners(ctx, s.Store)
+				bs, err := MigrationBanners(ctx, h.Store)
 				cancel()
 				if err != nil {
 					continue
@@ -304,6 +305,60 @@ func (s *Server) BannerSocket() fiber.Handler {
 				if w.write(websocket.TextMessage, render(views.Banners(bs))) != nil {
 					return
 				}
+			}
+		}
+	}))
+}
+
+// AgentSocket receives an agent's reports: it stores snapshots (not for regions that
+// are not active), pod sessions and events, and keeps the agent's last-seen time.
+func (h *Handlers) AgentSocket() fiber.Handler {
+	return wsUpgrade(websocket.New(func(conn *websocket.Conn) {
+		id, _ := conn.Locals("region_id").(string)
+		name, _ := conn.Locals("region_name").(string)
+		log := h.Log.With("region", name)
+		ctx := context.Background()
+		seen := func(status string) {
+			now := time.Now().UTC()
+			if err := h.Store.SetRegion(ctx, id, map[string]any{"agent_last_seen_at": now}); err != nil {
+				log.Warn("agent: last seen", "err", err)
+			}
+			if status != "" {
+				if err := h.Store.SetComponent(ctx, id, "agent", store.ComponentState{Status: status}); err != nil {
+					log.Warn("agent: state", "err", err)
+				}
+			}
+		}
+		seen("connected")
+		log.Info("agent connected")
+		defer func() {
+			seen("disconnected")
+			log.Info("agent disconnected")
+		}()
+		conn.SetReadLimit(AgentReadLimit)
+		_ = conn.SetReadDeadline(time.Now().Add(90 * time.Second))
+		conn.SetPingHandler(func(data string) error {
+			_ = conn.SetReadDeadline(time.Now().Add(90 * time.Second))
+			return conn.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(5*time.Second))
+		})
+		last := time.Now()
+		for {
+			_, raw, err := conn.ReadMessage()
+			if err != nil {
+				return
+			}
+			_ = conn.SetReadDeadline(time.Now().Add(90 * time.Second))
+			var m agent.Message
+			if err := json.Unmarshal(raw, &m); err != nil {
+				log.Warn("agent: bad message", "err", err)
+				continue
+			}
+			if err := h.Kube.RecordAgentReport(ctx, id, m); err != nil {
+				log.Warn("agent: store", "type", m.Type, "err", err)
+			}
+			if time.Since(last) > 10*time.Second {
+				seen("")
+				last = time.Now()
 			}
 		}
 	}))

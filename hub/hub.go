@@ -1,4 +1,6 @@
-package web
+// Package hub fans job events and region changes out to the WebSocket subscribers and
+// JSON feeds of every console process, from PostgreSQL LISTEN/NOTIFY.
+package hub
 
 import (
 	"context"
@@ -45,8 +47,8 @@ type Msg struct {
 // SubBuffer is how many events a subscriber may lag behind.
 const SubBuffer = 4096
 
-// NewHub builds a hub; Run starts it.
-func NewHub(st *store.Store, log *slog.Logger) *Hub {
+// New builds a hub; Run starts it.
+func New(st *store.Store, log *slog.Logger) *Hub {
 	return &Hub{store: st, log: log, subs: map[string]map[*Sub]struct{}{}, regions: map[*Sub]struct{}{}, ready: make(chan struct{})}
 }
 
