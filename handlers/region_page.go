@@ -316,7 +316,7 @@ func (h *Handlers) RegistryDeleteForm(c *fiber.Ctx) error {
 		Subject: r.ID, CreatedBy: Who(c).User.Email}); err != nil {
 		return h.Fail(c, err)
 	}
-	if err := h.Store.SetRegion(ctx(c), r.ID, map[string]any{"registry_status": "removing"}); err != nil {
+	if err := h.Store.UpdateRegistry(ctx(c), r.ID, store.RegistryUpdate{Status: store.Ptr(store.ComponentRemoving)}); err != nil {
 		return h.Fail(c, err)
 	}
 	return h.formDone(c, r, "registry", "")

@@ -320,7 +320,7 @@ func (h *Handlers) AgentSocket() fiber.Handler {
 		ctx := context.Background()
 		seen := func(status store.ComponentStatus) {
 			now := time.Now().UTC()
-			if err := h.Store.SetRegion(ctx, id, map[string]any{"agent_last_seen_at": now}); err != nil {
+			if err := h.Store.SetAgentSeen(ctx, id, now); err != nil {
 				log.Warn("agent: last seen", "err", err)
 			}
 			if status != "" {

@@ -58,7 +58,7 @@ func (s *Service) installAgent(ctx context.Context, jc *engine.JobContext, c *ku
 	token := r.AgentToken
 	if token == "" {
 		token = store.RandomToken("runr_agent_")
-		if err := s.Store.SetRegion(ctx, r.ID, map[string]any{"agent_token": token, "agent_token_hash": store.HashToken(token)}); err != nil {
+		if err := s.Store.SetAgentToken(ctx, r.ID, token); err != nil {
 			return err
 		}
 	}

@@ -280,19 +280,20 @@ func ago(t *time.Time) string {
 }
 
 // CheckRegion runs the three layers of a region's status check against a cluster look.
-func (s *Service) checkRegion(ctx context.Context, r *store.Region, st *clusterLook, base string) (store.Health, map[string]any) {
+func (s *Service) checkRegion(ctx context.Context, r *store.Region, st *clusterLook, base string) store.CheckUpdate {
 	now := time.Now().UTC()
 	h := r.Health.V
-	fields := map[string]any{"checked_at": now}
+	u := store.CheckUpdate{CheckedAt: now}
 	if st.err != nil {
 		h.API = store.HealthLayer{State: store.HealthDown, Reason: "the API does not answer: " + kube.Short(st.err), CheckedAt: now}
 		h.Components = store.HealthLayer{State: store.HealthUnknown, Reason: "not checked: the cluster's API does not answer", CheckedAt: now}
 		h.External = store.HealthLayer{State: store.HealthUnknown, Reason: "not checked: the cluster's API does not answer", CheckedAt: now}
-		return h, fields
+		u.Health = h
+		return u
 	}
 	h.Failures, h.NextCheck = 0, time.Time{}
 	h.API = store.HealthLayer{State: store.HealthOK, Reason: fmt.Sprintf("answered in %d ms (%s)", st.took.Milliseconds(), st.version), CheckedAt: now}
-	fields["k8s_version"] = st.version
+	u.K8sVersion = store.Ptr(st.version)
 
 	checks := s.components(r, st)
 	items := map[string]string{}
@@ -320,7 +321,7 @@ func (s *Service) checkRegion(ctx context.Context, r *store.Region, st *clusterL
 	// The external path: Traefik's address, then DNS.
 	ext := st.address
 	if ext != r.ExternalIP && (ext != "" || r.ServingStatus == store.ComponentReady) {
-		fields["external_ip"] = ext
+		u.ExternalIP = store.Ptr(ext)
 	}
 	domain := FunctionDomain(r, base)
 	switch {
@@ -342,9 +343,10 @@ func (s *Service) checkRegion(ctx context.Context, r *store.Region, st *clusterL
 		default:
 			h.External = store.HealthLayer{State: store.HealthDegraded, Reason: reason, CheckedAt: now}
 		}
-		fields["dns_resolved"] = ok
+		u.DNSResolved = store.Ptr(ok)
 	}
-	return h, fields
+	u.Health = h
+	return u
 }
 
 // Sweep checks every active region once: bounded concurrency, a deadline per region,
@@ -399,15 +401,14 @@ func (s *Service) checkCluster(ctx context.Context, k string, rs []*store.Region
 	}
 	for _, r := range rs {
 		dctx, cancel := context.WithTimeout(ctx, s.Cfg.StatusTimeout)
-		h, fields := s.checkRegion(dctx, r, st, base)
+		u := s.checkRegion(dctx, r, st, base)
 		cancel()
 		if st.err != nil {
-			h.Failures, h.NextCheck = failures, next
-			h.API.Reason += fmt.Sprintf(" (%d failed check(s) in a row; next check at %s)", failures, next.Format("15:04:05"))
+			u.Health.Failures, u.Health.NextCheck = failures, next
+			u.Health.API.Reason += fmt.Sprintf(" (%d failed check(s) in a row; next check at %s)", failures, next.Format("15:04:05"))
 		}
-		fields["health"] = store.JSON[store.Health]{V: h}
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		if err := s.Store.SetRegion(wctx, r.ID, fields); err != nil {
+		if err := s.Store.SaveCheck(wctx, r.ID, u); err != nil {
 			s.Log.Warn("status: save", "region", r.Name, "err", err)
 		}
 		cancel()

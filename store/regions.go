@@ -3,8 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/lib/pq"
@@ -161,24 +159,6 @@ func (r *Region) Component(name string) ComponentState {
 var regionSecretFields = map[string]bool{
 	"kubeconfig": true, "old_kubeconfig": true, "registry_secret": true,
 	"redis_password": true, "function_tls_key": true, "agent_token": true,
-}
-
-// regionColumns are the columns SetRegion may change.
-var regionColumns = map[string]bool{
-	"name": true, "kubeconfig": true, "cluster_server": true, "cluster_key": true, "k8s_version": true,
-	"region_status": true, "nodes": true, "data_location": true, "settings": true, "monitoring": true,
-	"registry_mode": true, "registry_status": true, "registry_status_message": true, "registry_config": true,
-	"registry_secret": true, "registry_address": true,
-	"operator_status": true, "operator_namespace": true, "operator_version": true, "operator_adopted": true,
-	"serving_status": true, "serving_namespace": true, "knative_version": true, "serving_adopted": true, "knative_message": true,
-	"redis_mode": true, "redis_status": true, "redis_address": true, "redis_password": true, "redis_message": true,
-	"components": true, "external_ip": true, "dns_resolved": true, "health": true, "checked_at": true,
-	"agent_token": true, "agent_token_hash": true, "agent_last_seen_at": true,
-	"function_tls_cert": true, "function_tls_key": true, "function_tls_expires_at": true,
-	"faas_cpu_overcommit": true, "faas_memory_overcommit": true,
-	"migration_status": true, "migration_detail": true, "migration_dns_check_at": true,
-	"old_kubeconfig": true, "old_external_ip": true,
-	"domain_migration_status": true, "domain_migration_target": true,
 }
 
 // decryptRegion opens the region's secrets. A secret no configured key opens is left
@@ -372,37 +352,6 @@ func (s *Store) CountRegions(ctx context.Context, query string) (int, error) {
 	var n int
 	err := s.DB.GetContext(ctx, &n, `SELECT count(*) FROM regions WHERE $1 = '' OR name LIKE '%' || $1 || '%'`, likeEscape(query))
 	return n, wrap("count regions", err)
-}
-
-// SetRegion updates the given columns of a region; secret columns are encrypted.
-func (s *Store) SetRegion(ctx context.Context, id string, fields map[string]any) error {
-	if len(fields) == 0 {
-		return nil
-	}
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		if !regionColumns[k] {
-			return fmt.Errorf("store: set region: unknown column %q", k)
-		}
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	sets := make([]string, 0, len(keys)+1)
-	args := []any{id}
-	for i, k := range keys {
-		v := fields[k]
-		if regionSecretFields[k] {
-			v = s.Cipher.Encrypt(v.(string))
-		}
-		sets = append(sets, fmt.Sprintf("%s = $%d", k, i+2))
-		args = append(args, v)
-	}
-	sets = append(sets, "updated_at = now()")
-	res, err := s.DB.ExecContext(ctx, `UPDATE regions SET `+strings.Join(sets, ", ")+` WHERE id = $1`, args...)
-	if err := affected("set region "+id, res, err); err != nil {
-		return err
-	}
-	return s.NotifyRegion(ctx, id)
 }
 
 // RegionsChannel is the NOTIFY channel that announces a changed region.
