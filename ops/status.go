@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"sort"
 	"strings"
 	"sync"
@@ -353,6 +354,22 @@ func (s *Service) checkRegion(ctx context.Context, r *store.Region, st *clusterL
 // one look per cluster, and a circuit breaker that backs off from clusters that do not
 // answer so that they never delay the others.
 func (s *Service) Sweep(ctx context.Context) error {
+	return s.sweep(ctx, func(context.Context, int) bool { return true })
+}
+
+// SweepShards is how many parts the fleet's clusters are divided into: console processes
+// claim the parts of each interval (store.ClaimFleetTask), so that whatever their number
+// each cluster is looked at once per interval.
+const SweepShards = 16
+
+func shardOf(clusterKey string) int {
+	h := fnv.New32a()
+	h.Write([]byte(clusterKey))
+	return int(h.Sum32() % SweepShards)
+}
+
+// sweep checks the clusters of the shards take accepts, all at once (bounded).
+func (s *Service) sweep(ctx context.Context, take func(ctx context.Context, shard int) bool) error {
 	regions, err := s.Store.ListRegions(ctx, store.RegionFilter{ActiveOnly: true}, true)
 	if err != nil {
 		return err
@@ -366,9 +383,16 @@ func (s *Service) Sweep(ctx context.Context) error {
 		k := regions[i].ClusterKey + "|" + hashOf(regions[i].Kubeconfig)
 		byCluster[k] = append(byCluster[k], &regions[i])
 	}
+	taken := map[int]bool{}
+	for shard := range SweepShards {
+		taken[shard] = take(ctx, shard)
+	}
 	sem := make(chan struct{}, max(1, s.Cfg.StatusConcurrency))
 	var wg sync.WaitGroup
 	for k, rs := range byCluster {
+		if !taken[shardOf(rs[0].ClusterKey)] {
+			continue
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func(k string, rs []*store.Region) {
@@ -451,20 +475,48 @@ func (s *Service) followBaseDomain(ctx context.Context, r *store.Region, base st
 
 // RunBackground runs the status sweep every interval until ctx ends.
 func (s *Service) RunBackground(ctx context.Context) {
-	t := time.NewTicker(s.Cfg.StatusInterval)
+	every := s.Cfg.StatusInterval
+	// Processes look four times per interval whether a part of the sweep is due: the
+	// claims make each part run once per interval, whichever process is first.
+	t := time.NewTicker(max(every/4, 100*time.Millisecond))
 	defer t.Stop()
+	claim := func(ctx context.Context, task string) bool {
+		ok, err := s.Store.ClaimFleetTask(ctx, task, s.Owner(), every)
+		if err != nil && ctx.Err() == nil {
+			s.Log.Warn("status sweep: claim", "task", task, "err", err)
+		}
+		return ok
+	}
 	for {
 		start := time.Now()
-		if err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
+		err := s.sweep(ctx, func(ctx context.Context, shard int) bool { return claim(ctx, fmt.Sprintf("sweep/%d", shard)) })
+		if err != nil && ctx.Err() == nil {
 			s.Log.Warn("status sweep", "err", err)
 		} else if ctx.Err() == nil {
 			s.Log.Debug("status sweep done", "took", time.Since(start))
 		}
-		s.Periodic(ctx)
+		if claim(ctx, "periodic") {
+			s.Periodic(ctx)
+		}
 		select {
 		case <-ctx.Done():
+			s.checks.Wait()
 			return
 		case <-t.C:
 		}
 	}
+}
+
+// CheckSoon checks one region in the background, at once (on demand); the background
+// loop waits for such checks when the console stops.
+func (s *Service) CheckSoon(id string) {
+	s.checks.Add(1)
+	go func() {
+		defer s.checks.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*s.Cfg.StatusTimeout)
+		defer cancel()
+		if err := s.CheckNow(ctx, id); err != nil {
+			s.Log.Warn("status check on demand", "region", id, "err", err)
+		}
+	}()
 }
