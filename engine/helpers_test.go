@@ -105,8 +105,14 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 // with another status than want.
 func waitJob(t testing.TB, st *store.Store, id, want string) *store.Job {
 	t.Helper()
+	return waitJobWithin(t, st, id, want, 15*time.Second)
+}
+
+// waitJobWithin is waitJob with its own deadline.
+func waitJobWithin(t testing.TB, st *store.Store, id, want string, timeout time.Duration) *store.Job {
+	t.Helper()
 	var j *store.Job
-	eventually(t, 15*time.Second, "job "+id+" to be "+want, func() bool {
+	eventually(t, timeout, "job "+id+" to be "+want, func() bool {
 		var err error
 		j, err = st.JobByID(context.Background(), id)
 		if err != nil {
