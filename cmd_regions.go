@@ -65,7 +65,7 @@ func regionsCmd() *cobra.Command {
 			}
 			defer done()
 			if domain {
-				if r.DomainMigrationStatus != "dns_check" {
+				if r.DomainMigrationStatus != store.MigrationDNSCheck {
 					return fmt.Errorf("region %s has no domain migration in dns_check", r.Name)
 				}
 				j, err := svc.CompleteDomainMigration(cmd.Context(), r, "cli")

@@ -41,7 +41,7 @@ func newRegion(t *testing.T, e *webtest.Env, tok string, c *testcluster.Cluster,
 		t.Fatalf("create region %s: %d %+v", name, st, ans)
 	}
 	for _, id := range ans.Jobs {
-		if j := e.WaitJob(id, 2*time.Minute); j.Status != "succeeded" {
+		if j := e.WaitJob(id, 2*time.Minute); j.Status != store.JobSucceeded {
 			t.Fatalf("job %s: %s", j.Kind, j.Error)
 		}
 	}
@@ -68,7 +68,7 @@ func action(t *testing.T, e *webtest.Env, tok, regionID, route string, body any)
 
 func mustSucceed(t *testing.T, j *store.Job) {
 	t.Helper()
-	if j.Status != "succeeded" {
+	if j.Status != store.JobSucceeded {
 		t.Fatalf("%s: %s: %s", j.Kind, j.Status, j.Error)
 	}
 }
@@ -102,7 +102,7 @@ func TestWizardToReadyServingAndRedis(t *testing.T) {
 	mustSucceed(t, action(t, e, tok, r.ID, "install-serving", map[string]any{"version": "1.20"}))
 
 	r, _ = e.Store.RegionByName(ctx, "eu-2")
-	if r.OperatorStatus != "ready" || r.OperatorVersion != "1.20.2" || r.ServingStatus != "ready" || r.KnativeVersion != "1.20.3" || r.ExternalIP != c.LBAddress {
+	if r.OperatorStatus != store.ComponentReady || r.OperatorVersion != "1.20.2" || r.ServingStatus != store.ComponentReady || r.KnativeVersion != "1.20.3" || r.ExternalIP != c.LBAddress {
 		t.Fatalf("region after Serving: operator %s %s serving %s %s ip %s", r.OperatorStatus, r.OperatorVersion, r.ServingStatus, r.KnativeVersion, r.ExternalIP)
 	}
 	// Traefik may read Knative's ingresses and update their status: its chart's switch
@@ -147,7 +147,7 @@ func TestWizardToReadyServingAndRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, _ = e.Store.RegionByName(ctx, "eu-2")
-	if h := r.Health.V.Components; h.State != "ok" {
+	if h := r.Health.V.Components; h.State != store.HealthOK {
 		t.Fatalf("components after a full install: %s: %s", h.State, h.Reason)
 	}
 	// A node that runs Prometheus drains within its deadline, or is refused naming a
@@ -170,7 +170,7 @@ func TestWizardToReadyServingAndRedis(t *testing.T) {
 	if took := time.Since(started); took > 45*time.Second {
 		t.Fatalf("a 20 s drain took %s", took)
 	}
-	if dj.Status != "succeeded" && (!strings.Contains(dj.Error, "blocked by PodDisruptionBudget knative-serving/") || strings.Contains(dj.Error, "observability/")) {
+	if dj.Status != store.JobSucceeded && (!strings.Contains(dj.Error, "blocked by PodDisruptionBudget knative-serving/") || strings.Contains(dj.Error, "observability/")) {
 		t.Fatalf("drain of %s: %s: %s", node, dj.Status, dj.Error)
 	}
 	left, _ := c.Client.CoreV1().Pods("observability").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
@@ -212,7 +212,7 @@ func TestWizardToReadyServingAndRedis(t *testing.T) {
 	// External Redis, then removal.
 	mustSucceed(t, action(t, e, tok, r.ID, "redis", map[string]any{"mode": "external", "address": "redis.example.com:6379", "password": "REDIS-EXT-PW"}))
 	r, _ = e.Store.RegionByName(ctx, "eu-2")
-	if r.RedisMode != "external" || r.RedisPassword != "REDIS-EXT-PW" {
+	if r.RedisMode != store.RedisExternal || r.RedisPassword != "REDIS-EXT-PW" {
 		t.Fatalf("external redis %s", r.RedisMode)
 	}
 	if _, err := c.Client.AppsV1().Deployments("eu-2").Get(ctx, ops.RedisName, metav1.GetOptions{}); err == nil {
@@ -278,13 +278,13 @@ func TestAdoptOperatorAndServing(t *testing.T) {
 	mustSucceed(t, j)
 	steps, _ := e.Store.JobSteps(context.Background(), j.ID)
 	for _, s := range steps {
-		if (s.Name == "operator" || s.Name == "crds" || s.Name == "previous") && s.Status != "skipped" {
+		if (s.Name == "operator" || s.Name == "crds" || s.Name == "previous") && s.Status != store.StepSkipped {
 			t.Errorf("step %s must be skipped when adopting, is %s", s.Name, s.Status)
 		}
 	}
 	r, _ := e.Store.RegionByName(context.Background(), "second")
 	// Operator 1.19.6 (the newest chart of 1.19) ships Serving 1.19.8.
-	if !r.OperatorAdopted || !r.ServingAdopted || r.KnativeVersion != "1.19.8" || r.ServingStatus != "ready" {
+	if !r.OperatorAdopted || !r.ServingAdopted || r.KnativeVersion != "1.19.8" || r.ServingStatus != store.ComponentReady {
 		t.Fatalf("adoption: operator %v serving %v version %s", r.OperatorAdopted, r.ServingAdopted, r.KnativeVersion)
 	}
 }
@@ -303,7 +303,7 @@ func TestUpgradeOneMinorOnly(t *testing.T) {
 	mustSucceed(t, action(t, e, tok, r.ID, "upgrade", map[string]any{"version": "1.20"}))
 	r, _ = e.Store.RegionByName(context.Background(), "up")
 	// The operator moves to 1.20's newest chart, 1.20.2, which ships Serving 1.20.3.
-	if r.KnativeVersion != "1.20.3" || r.ServingStatus != "ready" || r.OperatorVersion != "1.20.2" {
+	if r.KnativeVersion != "1.20.3" || r.ServingStatus != store.ComponentReady || r.OperatorVersion != "1.20.2" {
 		t.Fatalf("after the upgrade: %s %s operator %s", r.KnativeVersion, r.ServingStatus, r.OperatorVersion)
 	}
 	ks, _ := c.DynamicGet(context.Background(), ksGVR, "knative-serving", "knative-serving")
@@ -357,7 +357,7 @@ func TestUninstallOrderAndExistingMonitoring(t *testing.T) {
 		}
 	}
 	r, _ = e.Store.RegionByName(ctx, "mon")
-	if r.Component("prometheus").Status != "external" || r.Component("loki").Status != "external" {
+	if r.Component("prometheus").Status != store.ComponentExternal || r.Component("loki").Status != store.ComponentExternal {
 		t.Fatalf("components %+v", r.Components.V)
 	}
 	// The operator cannot go while Serving runs.
@@ -373,7 +373,7 @@ func TestUninstallOrderAndExistingMonitoring(t *testing.T) {
 		t.Fatal("the operator's CRDs must be gone")
 	}
 	r, _ = e.Store.RegionByName(ctx, "mon")
-	if r.ServingStatus != "not_installed" || r.OperatorStatus != "not_installed" {
+	if r.ServingStatus != store.ComponentNotInstalled || r.OperatorStatus != store.ComponentNotInstalled {
 		t.Fatalf("after uninstall: serving %s operator %s", r.ServingStatus, r.OperatorStatus)
 	}
 	// Prometheus stays running for others: the agent and tracing stay.

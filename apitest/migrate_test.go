@@ -129,7 +129,7 @@ func TestRegionMove(t *testing.T) {
 	<-tlsStoreWatch
 	mustSucceed(t, j)
 	r, _ = e.Store.RegionByID(ctx, r.ID)
-	if r.MigrationStatus != "dns_check" || r.ExternalIP != b.LBAddress || r.OldExternalIP != a.LBAddress || r.ClusterServer != b.Server {
+	if r.MigrationStatus != store.MigrationDNSCheck || r.ExternalIP != b.LBAddress || r.OldExternalIP != a.LBAddress || r.ClusterServer != b.Server {
 		t.Fatalf("after the move: %s ip %s old %s server %s", r.MigrationStatus, r.ExternalIP, r.OldExternalIP, r.ClusterServer)
 	}
 	if r.Settings.V.KnativeDomain != "mv.example.test" || r.Name != "mv" {
@@ -154,7 +154,7 @@ func TestRegionMove(t *testing.T) {
 			t.Fatalf("%s must not run on the new cluster", slug)
 		}
 	}
-	if p, _ := e.Store.ProjectByID(ctx, p3); p.State != "stopped" {
+	if p, _ := e.Store.ProjectByID(ctx, p3); p.State != store.ProjectStopped {
 		t.Fatalf("a stopped project stays stopped: %s", p.State)
 	}
 	// The banner shows the move with its countdown.
@@ -172,13 +172,13 @@ func TestRegionMove(t *testing.T) {
 
 	// Completion by DNS: dns-check.<domain> reaches the new address.
 	e.Kube.Periodic(ctx)
-	if r, _ = e.Store.RegionByID(ctx, r.ID); r.MigrationStatus != "dns_check" {
+	if r, _ = e.Store.RegionByID(ctx, r.ID); r.MigrationStatus != store.MigrationDNSCheck {
 		t.Fatal("without the DNS record the move waits")
 	}
 	z.Set("dns-check.mv.example.test", b.LBAddress)
 	e.Kube.Periodic(ctx)
 	r, _ = e.Store.RegionByID(ctx, r.ID)
-	if r.MigrationStatus != "completed" || r.OldKubeconfig != "" || r.OldExternalIP != "" {
+	if r.MigrationStatus != store.MigrationCompleted || r.OldKubeconfig != "" || r.OldExternalIP != "" {
 		t.Fatalf("completion by DNS: %s old %q", r.MigrationStatus, r.OldExternalIP)
 	}
 	if st := e.JSON("POST", "/api/knative-regions/"+r.ID+"/complete-migration", tok, nil, nil); st != 422 {
@@ -195,7 +195,7 @@ func TestRegionMove(t *testing.T) {
 	}
 	mustSucceed(t, e.WaitJob(rb.JobID, 2*time.Minute))
 	r, _ = e.Store.RegionByID(ctx, r.ID)
-	if r.MigrationStatus != "rolled_back" || r.ClusterServer != b.Server || r.ExternalIP != b.LBAddress {
+	if r.MigrationStatus != store.MigrationRolledBack || r.ClusterServer != b.Server || r.ExternalIP != b.LBAddress {
 		t.Fatalf("rollback: %s server %s ip %s", r.MigrationStatus, r.ClusterServer, r.ExternalIP)
 	}
 
@@ -205,7 +205,7 @@ func TestRegionMove(t *testing.T) {
 		t.Fatalf("complete by hand: %d", st)
 	}
 	r, _ = e.Store.RegionByID(ctx, r.ID)
-	if r.MigrationStatus != "completed" || r.ClusterServer != a.Server {
+	if r.MigrationStatus != store.MigrationCompleted || r.ClusterServer != a.Server {
 		t.Fatalf("completion by hand: %s", r.MigrationStatus)
 	}
 	_ = p1
@@ -244,7 +244,7 @@ func TestBaseDomainChanges(t *testing.T) {
 	// A change starts a domain migration with the alias proxy.
 	patch("new.test")
 	r, _ = e.Store.RegionByID(ctx, r.ID)
-	if r.DomainMigrationStatus != "dns_check" || r.DomainMigrationTarget != "bd.new.test" || r.Settings.V.KnativeDomain != "bd.old.test" {
+	if r.DomainMigrationStatus != store.MigrationDNSCheck || r.DomainMigrationTarget != "bd.new.test" || r.Settings.V.KnativeDomain != "bd.old.test" {
 		t.Fatalf("domain migration: %s %s %s", r.DomainMigrationStatus, r.DomainMigrationTarget, r.Settings.V.KnativeDomain)
 	}
 	alias, err := c.Client.AppsV1().Deployments("bd").Get(ctx, ops.AliasName, metav1.GetOptions{})
@@ -303,7 +303,7 @@ func waitIdle(t *testing.T, e *webtest.Env, regionID string) {
 	for time.Now().Before(deadline) {
 		if _, err := e.Store.ActiveJob(context.Background(), regionID, ""); err != nil {
 			js, _ := e.Store.ListJobs(context.Background(), regionID, 1)
-			if len(js) > 0 && js[0].Status == "failed" {
+			if len(js) > 0 && js[0].Status == store.JobFailed {
 				t.Fatalf("job %s failed: %s", js[0].Kind, js[0].Error)
 			}
 			return

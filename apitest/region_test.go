@@ -161,7 +161,7 @@ func TestFunctionTLS(t *testing.T) {
 		}
 		return e.WaitJob(ans.JobID, time.Minute)
 	}
-	if j := put(false); j.Status != "failed" || !strings.Contains(j.Error, "replace_existing") {
+	if j := put(false); j.Status != store.JobFailed || !strings.Contains(j.Error, "replace_existing") {
 		t.Fatalf("a foreign TLSStore must stay without replace_existing: %s %s", j.Status, j.Error)
 	}
 	mustSucceed(t, put(true))

@@ -12,6 +12,7 @@ import (
 
 	"runr.dev/console/handlers"
 	"runr.dev/console/ops"
+	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 )
 
@@ -42,7 +43,7 @@ func TestSetupZotOnPVC(t *testing.T) {
 		t.Fatalf("start: %d %+v", st, ans)
 	}
 	j := e.WaitJob(ans.JobID, 3*time.Minute)
-	if j.Status != "succeeded" {
+	if j.Status != store.JobSucceeded {
 		t.Fatalf("setup %s: %s", j.Status, j.Error)
 	}
 	var status handlers.SetupStatus
@@ -93,7 +94,7 @@ func TestSetupZotOnPVC(t *testing.T) {
 	if err != nil {
 		t.Fatal("the managed Redis must be queued")
 	}
-	if j := e.WaitJob(rj.ID, time.Minute); j.Status != "succeeded" {
+	if j := e.WaitJob(rj.ID, time.Minute); j.Status != store.JobSucceeded {
 		t.Fatalf("redis: %s", j.Error)
 	}
 	// Every wait was named, with its deadline.
@@ -132,7 +133,7 @@ func TestSetupExternalRegistry(t *testing.T) {
 	if st := e.JSON("POST", "/api/registry-setup/start", tok, body, &ans); st != 202 {
 		t.Fatalf("start: %d %+v", st, ans)
 	}
-	if j := e.WaitJob(ans.JobID, 2*time.Minute); j.Status != "succeeded" {
+	if j := e.WaitJob(ans.JobID, 2*time.Minute); j.Status != store.JobSucceeded {
 		t.Fatalf("setup: %s", j.Error)
 	}
 	ctx := context.Background()
@@ -144,7 +145,7 @@ func TestSetupExternalRegistry(t *testing.T) {
 		t.Fatal("no Zot for an external registry")
 	}
 	r, _ := e.Store.RegionByName(ctx, "ext")
-	if r.RegistryAddress != "registry.example.com" || r.RegistrySecret != "EXT-REG-PASSWORD" || r.RedisMode != "external" {
+	if r.RegistryAddress != "registry.example.com" || r.RegistrySecret != "EXT-REG-PASSWORD" || r.RedisMode != store.RedisExternal {
 		t.Fatalf("region %+v", r)
 	}
 	// The password is in no API answer.
@@ -163,7 +164,7 @@ func TestSetupBrokenStorageClassThenRetry(t *testing.T) {
 		t.Fatalf("start: %d %+v", st, ans)
 	}
 	j := e.WaitJob(ans.JobID, time.Minute)
-	if j.Status != "failed" || !strings.Contains(j.Error, "PVC runr-registry/storage-test") || !strings.Contains(j.Error, "4 s") ||
+	if j.Status != store.JobFailed || !strings.Contains(j.Error, "PVC runr-registry/storage-test") || !strings.Contains(j.Error, "4 s") ||
 		!strings.Contains(j.Error, "choose another StorageClass") {
 		t.Fatalf("want a clear failure naming the PVC and the next action, got %s: %q", j.Status, j.Error)
 	}
@@ -180,7 +181,7 @@ func TestSetupBrokenStorageClassThenRetry(t *testing.T) {
 	if st := e.JSON("POST", "/api/registry-setup/"+ans.SetupToken+"/retry", tok, body, nil); st != 202 {
 		t.Fatalf("retry: %d", st)
 	}
-	if j := e.WaitJob(ans.JobID, 2*time.Minute); j.Status != "succeeded" {
+	if j := e.WaitJob(ans.JobID, 2*time.Minute); j.Status != store.JobSucceeded {
 		t.Fatalf("retry: %s", j.Error)
 	}
 	e.JSON("GET", "/api/registry-setup/"+ans.SetupToken+"/status", tok, nil, &status)

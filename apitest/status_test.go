@@ -80,15 +80,15 @@ func TestSweepUnreachableRegionDoesNotDelayOthers(t *testing.T) {
 		if r.CheckedAt == nil || r.CheckedAt.Sub(start) > 3*time.Second {
 			t.Fatalf("%s was checked at %v (sweep started %v): delayed by the dead region", r.Name, r.CheckedAt, start)
 		}
-		if r.Health.V.API.State != "ok" || !strings.Contains(r.Health.V.API.Reason, "answered in") {
+		if r.Health.V.API.State != store.HealthOK || !strings.Contains(r.Health.V.API.Reason, "answered in") {
 			t.Fatalf("%s: API %+v", r.Name, r.Health.V.API)
 		}
-		if r.Health.V.Components.State != "unknown" || r.Health.V.Components.Reason == "" {
+		if r.Health.V.Components.State != store.HealthUnknown || r.Health.V.Components.Reason == "" {
 			t.Fatalf("%s: an empty region's components must say why they are unknown: %+v", r.Name, r.Health.V.Components)
 		}
 	}
 	d, _ := e.Store.RegionByID(ctx, dead.ID)
-	if d.Health.V.API.State != "down" || !strings.Contains(d.Health.V.API.Reason, "no answer within 2s") || d.Health.V.Failures != 1 {
+	if d.Health.V.API.State != store.HealthDown || !strings.Contains(d.Health.V.API.Reason, "no answer within 2s") || d.Health.V.Failures != 1 {
 		t.Fatalf("dead region: %+v failures %d", d.Health.V.API, d.Health.V.Failures)
 	}
 	// The circuit breaker: the next sweep does not wait for the dead cluster again.
@@ -167,7 +167,7 @@ func TestAgentReportsAndReconnects(t *testing.T) {
 		}
 	}
 	got, _ := st.RegionByID(context.Background(), r.ID)
-	if got.Component("agent").Status != "connected" || got.AgentLastSeenAt == nil {
+	if got.Component("agent").Status != store.ComponentConnected || got.AgentLastSeenAt == nil {
 		t.Fatalf("agent state %+v", got.Component("agent"))
 	}
 
@@ -177,7 +177,7 @@ func TestAgentReportsAndReconnects(t *testing.T) {
 	p.start()
 	waitFor("the agent to reconnect", func() bool {
 		r, _ := st.RegionByID(context.Background(), r.ID)
-		return r.Component("agent").Status == "connected" && r.Component("agent").UpdatedAt.After(restarted)
+		return r.Component("agent").Status == store.ComponentConnected && r.Component("agent").UpdatedAt.After(restarted)
 	})
 	before := snapshots()
 	waitFor("snapshots after the restart", func() bool { return snapshots() > before })

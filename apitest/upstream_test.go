@@ -13,6 +13,7 @@ import (
 	"runr.dev/console/config"
 	"runr.dev/console/kube"
 	"runr.dev/console/ops"
+	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 )
 
@@ -29,14 +30,14 @@ func TestNoLoadBalancerThenHostNetwork(t *testing.T) {
 
 	started := time.Now()
 	j := action(t, e, tok, r.ID, "install-serving", map[string]any{"version": "1.20"})
-	if j.Status != "failed" || !strings.Contains(j.Error, "no load-balancer implementation") || !strings.Contains(j.Error, "host_network") {
+	if j.Status != store.JobFailed || !strings.Contains(j.Error, "no load-balancer implementation") || !strings.Contains(j.Error, "host_network") {
 		t.Fatalf("install on a cluster without load balancer: %s: %s", j.Status, j.Error)
 	}
 	if took := time.Since(started); took > 60*time.Second {
 		t.Fatalf("the install took %s to notice: the wait must be short", took)
 	}
 	r, _ = e.Store.RegionByID(ctx, r.ID)
-	if r.ServingStatus != "error" || !strings.Contains(r.KnativeMessage, "host-network Traefik") {
+	if r.ServingStatus != store.ComponentError || !strings.Contains(r.KnativeMessage, "host-network Traefik") {
 		t.Fatalf("region: %s %q", r.ServingStatus, r.KnativeMessage)
 	}
 	if st := e.JSON("POST", "/api/knative-regions/"+r.ID+"/install-serving", tok, map[string]any{"ingress_mode": "sideways"}, nil); st != 422 {
@@ -61,14 +62,14 @@ func TestNoLoadBalancerThenHostNetwork(t *testing.T) {
 		}
 	}
 	r, _ = e.Store.RegionByID(ctx, r.ID)
-	if r.ServingStatus != "ready" || !nodeAddrs[r.ExternalIP] {
+	if r.ServingStatus != store.ComponentReady || !nodeAddrs[r.ExternalIP] {
 		t.Fatalf("after host-network Serving: %s, address %q (Traefik's nodes: %v)", r.ServingStatus, r.ExternalIP, nodeAddrs)
 	}
 	if err := e.Kube.CheckNow(ctx, r.ID); err != nil {
 		t.Fatal(err)
 	}
 	r, _ = e.Store.RegionByID(ctx, r.ID)
-	if r.Health.V.External.State == "down" || r.ExternalIP == "" {
+	if r.Health.V.External.State == store.HealthDown || r.ExternalIP == "" {
 		t.Fatalf("the status check lost the node address: %+v (address %q)", r.Health.V.External, r.ExternalIP)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 )
 
@@ -73,7 +74,7 @@ func TestWizardRefusals(t *testing.T) {
 	_ = setup
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
-		if r, err := e.Store.RegionByName(ctx, "eu-9"); err == nil && r.RegistryStatus == "ready" {
+		if r, err := e.Store.RegionByName(ctx, "eu-9"); err == nil && r.RegistryStatus == store.ComponentReady {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -14,7 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
+	"runr.dev/console/kube"
 	"runr.dev/console/ops"
+	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 	"runr.dev/console/web/webtest"
 )
@@ -121,24 +123,24 @@ func TestWorkersNodesPreflightDrainAndDelete(t *testing.T) {
 		t.Fatalf("cp-1 roles %v", v.Roles)
 	}
 	ok := ns.node(t, "w-ok")
-	if strings.Join(ok.Roles, ",") != "worker" || ok.Status != "ready" || ok.LastHeartbeat == nil || ok.HeartbeatAgeSeconds > 30 ||
+	if strings.Join(ok.Roles, ",") != "worker" || ok.Status != kube.NodeReadyState || ok.LastHeartbeat == nil || ok.HeartbeatAgeSeconds > 30 ||
 		ok.KubeletVersion != testcluster.KubernetesVersion || ok.OSImage != "Ubuntu 24.04.2 LTS" || ok.ContainerRuntime != "containerd://2.1.4" ||
 		ok.CPUAllocatableM != 8000 || ok.MemoryAllocatableMi != 16384 || !ok.PreflightOK || ok.Labels["kubernetes.io/hostname"] != "w-ok" {
 		t.Fatalf("w-ok: %+v", ok)
 	}
-	if it := wkPreflight(ns.node(t, "w-small"), "cpu"); it.Status != "fail" || !strings.Contains(it.Evidence, "1 CPU (at least 2)") {
+	if it := wkPreflight(ns.node(t, "w-small"), "cpu"); it.Status != ops.CheckFail || !strings.Contains(it.Evidence, "1 CPU (at least 2)") {
 		t.Fatalf("1-CPU node: %+v", it)
 	}
-	if it := wkPreflight(ns.node(t, "w-interim"), "os"); it.Status != "fail" || !strings.Contains(it.Evidence, "Ubuntu 25.04 is an interim release") {
+	if it := wkPreflight(ns.node(t, "w-interim"), "os"); it.Status != ops.CheckFail || !strings.Contains(it.Evidence, "Ubuntu 25.04 is an interim release") {
 		t.Fatalf("Ubuntu 25.04: %+v", it)
 	}
 	for _, n := range []string{"w-small", "w-interim"} {
 		v := ns.node(t, n)
-		if v.PreflightOK || wkPreflight(v, "kubelet").Status != "pass" || wkPreflight(v, "memory").Status != "pass" {
+		if v.PreflightOK || wkPreflight(v, "kubelet").Status != ops.CheckPass || wkPreflight(v, "memory").Status != ops.CheckPass {
 			t.Fatalf("%s preflight: %+v", n, v.Preflight)
 		}
 	}
-	if v := ns.node(t, "w-lost"); v.Status != "ready" {
+	if v := ns.node(t, "w-lost"); v.Status != kube.NodeReadyState {
 		t.Fatalf("w-lost just lost its heartbeat: %s", v.Status)
 	}
 	if v := ns.node(t, "cp-3"); v.Delete.Refused != "" || !strings.Contains(v.Delete.Warning, "leaves 2 control-plane nodes") {
@@ -250,7 +252,7 @@ spec:
 	// an eviction refused with 429 is not retried by the client for half a minute.
 	started := time.Now()
 	short, _ := wkStart(t, e, tok, "POST", base+"w-ok/drain", map[string]any{"timeout_seconds": 8})
-	if j := e.WaitJob(short, time.Minute); j.Status != "failed" || !strings.Contains(j.Error, "blocked by PodDisruptionBudget shop/web") {
+	if j := e.WaitJob(short, time.Minute); j.Status != store.JobFailed || !strings.Contains(j.Error, "blocked by PodDisruptionBudget shop/web") {
 		t.Fatalf("a blocked drain: %s: %s", j.Status, j.Error)
 	}
 	if took := time.Since(started); took > 20*time.Second {
@@ -270,7 +272,7 @@ spec:
 		t.Fatalf("the drain ended while blocked: %s %s", j.Status, j.Error)
 	}
 	steps, _ := e.Store.JobSteps(ctx, drain)
-	if len(steps) != 2 || steps[0].Status != "done" || steps[1].Status != "running" || !strings.Contains(steps[1].Wait, "waiting for the pods to leave w-ok") {
+	if len(steps) != 2 || steps[0].Status != store.StepDone || steps[1].Status != store.StepRunning || !strings.Contains(steps[1].Wait, "waiting for the pods to leave w-ok") {
 		t.Fatalf("drain steps: %+v", steps)
 	}
 	if n, _ := c.Client.CoreV1().Nodes().Get(ctx, "w-ok", metav1.GetOptions{}); !n.Spec.Unschedulable {
@@ -335,10 +337,10 @@ spec:
 	// The heartbeat of w-lost is older than 30 s: no_heartbeat.
 	wkEventually(t, 90*time.Second, "w-lost to show no_heartbeat", func() bool {
 		v := wkGetNodes(t, e, tok, r.ID).node(t, "w-lost")
-		return v.Status == "no_heartbeat" && v.HeartbeatAgeSeconds >= 30
+		return v.Status == kube.NodeNoHeartbeat && v.HeartbeatAgeSeconds >= 30
 	})
 	t.Logf("no_heartbeat %s after the heartbeat stopped", time.Since(stopped).Round(time.Second))
-	if v := wkGetNodes(t, e, tok, r.ID).node(t, "w-ok"); v.Status != "ready" {
+	if v := wkGetNodes(t, e, tok, r.ID).node(t, "w-ok"); v.Status != kube.NodeReadyState {
 		t.Fatalf("w-ok: %s", v.Status)
 	}
 }

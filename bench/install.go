@@ -180,7 +180,7 @@ func runWizard(env *Env, o *Options, cl *testcluster.Cluster, n int) (*installRu
 		if err != nil {
 			return nil, err
 		}
-		if p.job.Status != "succeeded" {
+		if p.job.Status != store.JobSucceeded {
 			return nil, fmt.Errorf("%s: job %s %s: %s", name, p.job.ID, p.job.Status, p.job.Error)
 		}
 		ir.phases = append(ir.phases, p)
@@ -377,7 +377,7 @@ func createRegion(c *Console, name string, kc []byte, o *Options) (string, error
 		if err != nil {
 			return "", err
 		}
-		if j.Status != "succeeded" {
+		if j.Status != store.JobSucceeded {
 			return "", fmt.Errorf("region %s: job %s %s: %s", name, kind, j.Status, j.Error)
 		}
 	}
@@ -441,7 +441,7 @@ func benchConcurrent(env *Env, rep *Report, o *Options, solos []*testcluster.Clu
 		if err != nil {
 			return err
 		}
-		if soloJob.Status != "succeeded" {
+		if soloJob.Status != store.JobSucceeded {
 			return fmt.Errorf("%s: install-knative %s: %s", name, soloJob.Status, soloJob.Error)
 		}
 		solosDone = append(solosDone, soloRun{name: name, cluster: solo.Name, job: jid, view: soloJob, took: seen.Sub(t0)})
@@ -496,7 +496,7 @@ func benchConcurrent(env *Env, rep *Report, o *Options, solos []*testcluster.Clu
 		if in.seen.After(last) {
 			last = in.seen
 		}
-		if in.view.Status == "succeeded" {
+		if in.view.Status == store.JobSucceeded {
 			succeeded++
 		} else {
 			failures = append(failures, fmt.Sprintf("%s: %s: %s", in.name, in.view.Status, in.view.Error))

@@ -109,19 +109,19 @@ func seedRegion(ctx context.Context, st *store.Store, s RegionSeed) (*store.Regi
 	now := time.Now().UTC()
 	comps := map[string]store.ComponentState{}
 	for _, c := range s.Components {
-		comps[c] = store.ComponentState{Status: "ready", Version: "bench", UpdatedAt: now}
+		comps[c] = store.ComponentState{Status: store.ComponentReady, Version: "bench", UpdatedAt: now}
 	}
 	agentTok := store.RandomToken("runr_agent_")
 	r := &store.Region{
 		Name: s.Name, Kubeconfig: s.Kubeconfig, ClusterServer: s.Server, ClusterKey: kube.ClusterKey(s.Server),
 		K8sVersion: "v1.32.4", Nodes: pq.StringArray(s.Nodes), DataLocation: s.Location,
 		Settings:  store.JSON[store.RegionSettings]{V: store.RegionSettings{RequestTimeout: 300, KnativeDomain: s.Domain}},
-		RedisMode: "none", RegistryMode: "none",
+		RedisMode: store.RedisNone, RegistryMode: store.RegistryNone,
 		Components: store.JSON[map[string]store.ComponentState]{V: comps},
 		AgentToken: agentTok, AgentTokenHash: store.HashToken(agentTok),
 	}
 	if s.Registry {
-		r.RegistryMode = "internal"
+		r.RegistryMode = store.RegistryInternal
 		r.RegistryConfig = store.JSON[store.RegistryConfig]{V: store.RegistryConfig{StorageType: "pvc", StorageClass: "standard", Size: "20Gi"}}
 		r.RegistrySecret = store.RandomToken("")
 	}
@@ -148,9 +148,9 @@ func seedRegion(ctx context.Context, st *store.Store, s RegionSeed) (*store.Regi
 func okHealth(domain, ip string) store.Health {
 	now := time.Now().UTC()
 	return store.Health{
-		API:        store.HealthLayer{State: "ok", Reason: "answered in 14 ms (v1.32.4)", CheckedAt: now},
-		Components: store.HealthLayer{State: "ok", Reason: "ready: serving, traefik, registry, prometheus, loki", CheckedAt: now, Items: map[string]string{"serving": "ready", "traefik": "Deployment knative-serving/traefik: 1/1 replicas available", "registry": "ready", "prometheus": "ready", "loki": "ready"}},
-		External:   store.HealthLayer{State: "ok", Reason: "dns-check." + domain + " resolves to " + ip, CheckedAt: now},
+		API:        store.HealthLayer{State: store.HealthOK, Reason: "answered in 14 ms (v1.32.4)", CheckedAt: now},
+		Components: store.HealthLayer{State: store.HealthOK, Reason: "ready: serving, traefik, registry, prometheus, loki", CheckedAt: now, Items: map[string]string{"serving": "ready", "traefik": "Deployment knative-serving/traefik: 1/1 replicas available", "registry": "ready", "prometheus": "ready", "loki": "ready"}},
+		External:   store.HealthLayer{State: store.HealthOK, Reason: "dns-check." + domain + " resolves to " + ip, CheckedAt: now},
 	}
 }
 
@@ -195,7 +195,7 @@ func seedSettingsJob(ctx context.Context, st *store.Store, name string) (string,
 		return "", err
 	}
 	for i := range steps {
-		if _, err := st.SetStep(ctx, j.ID, i, "running", "", ""); err != nil {
+		if _, err := st.SetStep(ctx, j.ID, i, store.StepRunning, "", ""); err != nil {
 			return "", err
 		}
 		for k := 0; k < 6; k++ {
@@ -204,11 +204,11 @@ func seedSettingsJob(ctx context.Context, st *store.Store, name string) (string,
 				return "", err
 			}
 		}
-		if _, err := st.SetStep(ctx, j.ID, i, "done", "done", ""); err != nil {
+		if _, err := st.SetStep(ctx, j.ID, i, store.StepDone, "done", ""); err != nil {
 			return "", err
 		}
 	}
-	return j.ID, st.FinishJob(ctx, j.ID, "succeeded", "")
+	return j.ID, st.FinishJob(ctx, j.ID, store.JobSucceeded, "")
 }
 
 // seedSnapshot stores an agent snapshot of a region (its usage on the General tab).

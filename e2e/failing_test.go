@@ -3,6 +3,8 @@ package e2e
 import (
 	"strings"
 	"testing"
+
+	"runr.dev/console/store"
 )
 
 // Flow 3: a StorageClass that never binds. The setup fails live with an error that
@@ -113,7 +115,7 @@ func TestFailingInstall(t *testing.T) {
 		t.Fatalf("the storage step after the retry: %q", got)
 	}
 	b.expectWizardStates("done", "done", "pending", "pending", "pending")
-	if r, err := c.Store.RegionByName(t.Context(), "e2e-broken"); err != nil || r.RegistryStatus != "ready" {
+	if r, err := c.Store.RegionByName(t.Context(), "e2e-broken"); err != nil || r.RegistryStatus != store.ComponentReady {
 		t.Fatalf("the region after the retry: %v %+v", err, r)
 	}
 	b.checkFeel("setup-retried")

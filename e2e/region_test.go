@@ -17,6 +17,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 )
 
@@ -467,7 +468,7 @@ func viewer(t *testing.T, b *browser, c *console, regionID, name string) {
 	if status != 403 {
 		t.Fatalf("a Viewer's forged POST: %d, want 403", status)
 	}
-	if r, err := c.Store.RegionByID(context.Background(), regionID); err != nil || r.Status != "active" {
+	if r, err := c.Store.RegionByID(context.Background(), regionID); err != nil || r.Status != store.RegionActive {
 		t.Fatalf("the forged POST must change nothing: %v %+v", err, r)
 	}
 	b.open("/regions/"+regionID, "[data-testid=region-name]")

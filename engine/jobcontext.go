@@ -166,7 +166,7 @@ func (jc *JobContext) waitEvent(ctx context.Context, phase, what, label string, 
 	}
 	if jc.step >= 0 {
 		w := label
-		if _, err := jc.eng.Store.SetStep(ctx, jc.Job.ID, jc.step, "running", "", w); err != nil && jc.log != nil {
+		if _, err := jc.eng.Store.SetStep(ctx, jc.Job.ID, jc.step, store.StepRunning, "", w); err != nil && jc.log != nil {
 			jc.log.Warn("jobs: wait", "err", err)
 		}
 	}

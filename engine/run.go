@@ -14,17 +14,17 @@ func (e *Engine) runJob(parent context.Context, j *store.Job) {
 	log := e.Log.With("job", j.ID, "kind", j.Kind)
 	secret, err := e.Store.JobSecret(j)
 	if err != nil {
-		e.finish(j, nil, "failed", fmt.Errorf("read the job's parameters: %w", err))
+		e.finish(j, nil, store.JobFailed, fmt.Errorf("read the job's parameters: %w", err))
 		return
 	}
 	jc := &JobContext{eng: e, Job: j, Secret: secret, step: -1, log: log}
 	k, ok := e.kinds[j.Kind]
 	if !ok {
-		e.finish(j, jc, "failed", fmt.Errorf("this console does not know jobs of kind %q (an older version?)", j.Kind))
+		e.finish(j, jc, store.JobFailed, fmt.Errorf("this console does not know jobs of kind %q (an older version?)", j.Kind))
 		return
 	}
 	if j.Attempts > maxAttempts {
-		e.finish(j, jc, "failed", fmt.Errorf("the console stopped %d times while running this job; check its logs, then Retry", j.Attempts-1))
+		e.finish(j, jc, store.JobFailed, fmt.Errorf("the console stopped %d times while running this job; check its logs, then Retry", j.Attempts-1))
 		return
 	}
 	if j.Attempts > 1 {
@@ -43,13 +43,13 @@ func (e *Engine) runJob(parent context.Context, j *store.Job) {
 		log.Info("job interrupted by shutdown; it resumes on restart")
 		return
 	case errors.Is(context.Cause(ctx), errCancelled):
-		e.finish(j, jc, "cancelled", errors.New("cancelled by a user"))
+		e.finish(j, jc, store.JobCancelled, errors.New("cancelled by a user"))
 	case errors.Is(context.Cause(ctx), errLeaseLost):
 		log.Warn("job lease lost; another console continues it")
 	case err != nil:
-		e.finish(j, jc, "failed", err)
+		e.finish(j, jc, store.JobFailed, err)
 	default:
-		e.finish(j, jc, "succeeded", nil)
+		e.finish(j, jc, store.JobSucceeded, nil)
 	}
 }
 
@@ -107,18 +107,18 @@ func (e *Engine) runSteps(ctx context.Context, jc *JobContext, k *Kind) error {
 		return fmt.Errorf("the job's steps changed since it was created (%d recorded, %d planned); start it again", len(rows), len(steps))
 	}
 	for i, st := range steps {
-		if rows[i].Status == "done" || rows[i].Status == "skipped" {
+		if rows[i].Status == store.StepDone || rows[i].Status == store.StepSkipped {
 			continue
 		}
 		jc.step = i
-		if _, err := e.Store.SetStep(ctx, jc.Job.ID, i, "running", "", ""); err != nil {
+		if _, err := e.Store.SetStep(ctx, jc.Job.ID, i, store.StepRunning, "", ""); err != nil {
 			return err
 		}
 		err := runStep(ctx, jc, st)
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		switch {
 		case errors.Is(err, ErrSkip):
-			_, serr := e.Store.SetStep(sctx, jc.Job.ID, i, "skipped", jc.lastNote, "")
+			_, serr := e.Store.SetStep(sctx, jc.Job.ID, i, store.StepSkipped, jc.lastNote, "")
 			cancel()
 			if serr != nil {
 				return serr
@@ -133,14 +133,14 @@ func (e *Engine) runSteps(ctx context.Context, jc *JobContext, k *Kind) error {
 				msg = "cancelled"
 			}
 			jc.logLevel("error", msg)
-			_, serr := e.Store.SetStep(sctx, jc.Job.ID, i, "failed", msg, "")
+			_, serr := e.Store.SetStep(sctx, jc.Job.ID, i, store.StepFailed, msg, "")
 			cancel()
 			if serr != nil {
 				return serr
 			}
 			return err
 		default:
-			_, serr := e.Store.SetStep(sctx, jc.Job.ID, i, "done", jc.lastNote, "")
+			_, serr := e.Store.SetStep(sctx, jc.Job.ID, i, store.StepDone, jc.lastNote, "")
 			cancel()
 			if serr != nil {
 				return serr
@@ -162,7 +162,7 @@ func runStep(ctx context.Context, jc *JobContext, st Step) (err error) {
 	return st.Run(ctx, jc)
 }
 
-func (e *Engine) finish(j *store.Job, jc *JobContext, status string, err error) {
+func (e *Engine) finish(j *store.Job, jc *JobContext, status store.JobStatus, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	msg := ""

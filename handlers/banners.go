@@ -16,7 +16,7 @@ func MigrationBanners(ctx context.Context, st *store.Store) ([]views.MigrationBa
 	}
 	out := make([]views.MigrationBanner, 0, len(rs))
 	for _, r := range rs {
-		b := views.MigrationBanner{RegionID: r.ID, RegionName: r.Name, Status: r.Status}
+		b := views.MigrationBanner{RegionID: r.ID, RegionName: r.Name, Status: string(r.Status)}
 		if r.DNSCheckAt != nil {
 			b.Deadline = r.DNSCheckAt.Add(ops.MigrationDeadline)
 		}

@@ -135,8 +135,8 @@ func (h *Handlers) enqueueKnative(c *fiber.Ctx, r *store.Region, kind string, in
 			return nil, nil, h.Cause(c, "The Knative Operator chart repository could not be read", err), nil
 		}
 		if kind == ops.KindUpgradeServing {
-			if r.ServingStatus != "ready" {
-				return nil, nil, "Knative Serving is not ready on this region (" + r.ServingStatus + "): install it first.", nil
+			if r.ServingStatus != store.ComponentReady {
+				return nil, nil, "Knative Serving is not ready on this region (" + string(r.ServingStatus) + "): install it first.", nil
 			}
 			next, err := h.Kube.NextMinor(ctx(c), r.KnativeVersion, k8sMinor(r))
 			if err != nil {
@@ -158,8 +158,8 @@ func (h *Handlers) enqueueKnative(c *fiber.Ctx, r *store.Region, kind string, in
 	case ops.KindInstallOperator:
 		req.Title, req.Params = "Install the Knative Operator on "+r.Name, ops.OperatorParams{Namespace: opNS, Version: ver.Version}
 	case ops.KindInstallServing:
-		if r.OperatorStatus != "ready" {
-			return nil, nil, "Install the Knative Operator first (its status is " + r.OperatorStatus + ").", nil
+		if r.OperatorStatus != store.ComponentReady {
+			return nil, nil, "Install the Knative Operator first (its status is " + string(r.OperatorStatus) + ").", nil
 		}
 		req.Title, req.Params = "Install Knative Serving "+ver.Version+" on "+r.Name, ops.ServingParams{Namespace: svNS, Version: ver.Version, IngressMode: in.IngressMode}
 	case ops.KindInstallKnative:
@@ -168,12 +168,12 @@ func (h *Handlers) enqueueKnative(c *fiber.Ctx, r *store.Region, kind string, in
 	case ops.KindUpgradeServing:
 		req.Title, req.Params = "Upgrade Knative Serving of "+r.Name+" to "+ver.Version, ops.ServingParams{Namespace: r.ServingNamespace, Version: ver.Version}
 	case ops.KindUninstallServing:
-		if r.ServingStatus == "not_installed" {
+		if r.ServingStatus == store.ComponentNotInstalled {
 			return nil, nil, "Knative Serving is not installed on this region.", nil
 		}
 		req.Title, req.Params = "Uninstall Knative Serving of "+r.Name, ops.ServingParams{Namespace: r.ServingNamespace, RemoveTraefik: in.RemoveTraefik}
 	case ops.KindUninstallOperator:
-		if r.ServingStatus != "not_installed" {
+		if r.ServingStatus != store.ComponentNotInstalled {
 			return nil, nil, "Uninstall Knative Serving first: removing the operator removes the Knative CRDs, and with them every Knative Service.", nil
 		}
 		req.Title = "Uninstall the Knative Operator of " + r.Name
@@ -202,15 +202,15 @@ func (h *Handlers) KnativeAction(kind string) fiber.Handler {
 
 // RedisInput is the body of POST /api/knative-regions/{id}/redis.
 type RedisInput struct {
-	Mode     string `json:"mode"`
-	Address  string `json:"address"`
-	Password string `json:"password"`
+	Mode     store.RedisMode `json:"mode"`
+	Address  string          `json:"address"`
+	Password string          `json:"password"`
 }
 
 func (h *Handlers) enqueueRedis(c *fiber.Ctx, r *store.Region, in RedisInput) (*store.Job, FieldErrors, error) {
 	switch in.Mode {
-	case "managed":
-	case "external":
+	case store.RedisManaged:
+	case store.RedisExternal:
 		if m := validateHostPort(in.Address); m != "" {
 			return nil, FieldErrors{"address": m}, nil
 		}

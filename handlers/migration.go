@@ -55,7 +55,7 @@ func (h *Handlers) rollbackMigration(c *fiber.Ctx, r *store.Region) (*store.Job,
 
 // MigrationStatus is GET /api/knative-regions/{id}/migration-status.
 type MigrationStatus struct {
-	MigrationStatus string                `json:"migration_status"`
+	MigrationStatus store.MigrationStatus `json:"migration_status"`
 	JobID           string                `json:"job_id,omitempty"`
 	Steps           []store.JobStep       `json:"steps"`
 	Detail          store.MigrationDetail `json:"detail"`
@@ -153,7 +153,7 @@ func (h *Handlers) migrationTab(c *fiber.Ctx, r *store.Region) (templ.Component,
 		}
 		jd = &d
 	}
-	return views.MigrationTab(h.page(c, r.Name, "regions"), r, views.MigrationData{Status: ms.MigrationStatus, Deadline: ms.Deadline,
+	return views.MigrationTab(h.page(c, r.Name, "regions"), r, views.MigrationData{Status: string(ms.MigrationStatus), Deadline: ms.Deadline,
 		OldExternalIP: ms.OldExternalIP, DNSInstruction: ms.DNSInstruction, Job: jd, Detail: ms.Detail}), nil
 }
 

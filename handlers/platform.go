@@ -6,6 +6,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
 
@@ -103,7 +104,7 @@ func (h *Handlers) APICompleteDomainMigration(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	if r.DomainMigrationStatus != "dns_check" {
+	if r.DomainMigrationStatus != store.MigrationDNSCheck {
 		return Unprocessable(c, "The region has no domain migration to complete.")
 	}
 	j, err := h.Kube.CompleteDomainMigration(ctx(c), r, Who(c).User.Email)

@@ -199,7 +199,7 @@ func (h *Handlers) updateProject(c *fiber.Ctx, p *store.Project, in ProjectInput
 	if err := h.Store.UpdateProject(ctx(c), p); err != nil {
 		return nil, nil, err
 	}
-	if p.Region() != from && p.State == "running" {
+	if p.Region() != from && p.State == store.ProjectRunning {
 		j, err := h.enqueueProject(c, p, ops.KindMoveProject, "Move", ops.ProjectParams{From: from})
 		return j, nil, err
 	}
@@ -237,20 +237,20 @@ func (h *Handlers) projectAction(c *fiber.Ctx, p *store.Project, action string) 
 	}
 	switch action {
 	case "deploy":
-		if p.State == "stopped" {
+		if p.State == store.ProjectStopped {
 			return nil, ops.ErrProjectStopped.Error(), nil
 		}
 		j, err := h.enqueueProject(c, p, ops.KindDeployProject, "Deploy", ops.ProjectParams{})
 		return j, "", err
 	case "resume":
-		if p.State != "stopped" {
-			return nil, "Only a stopped project resumes; this one is " + p.State + ".", nil
+		if p.State != store.ProjectStopped {
+			return nil, "Only a stopped project resumes; this one is " + string(p.State) + ".", nil
 		}
 		j, err := h.enqueueProject(c, p, ops.KindDeployProject, "Resume", ops.ProjectParams{Resume: true})
 		return j, "", err
 	case "stop":
-		if p.State != "running" {
-			return nil, "Only a running project stops; this one is " + p.State + ".", nil
+		if p.State != store.ProjectRunning {
+			return nil, "Only a running project stops; this one is " + string(p.State) + ".", nil
 		}
 		j, err := h.enqueueProject(c, p, ops.KindStopProject, "Stop", ops.ProjectParams{})
 		return j, "", err

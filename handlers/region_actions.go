@@ -136,9 +136,9 @@ func (h *Handlers) regionAnswer(c *fiber.Ctx, id string, j *store.Job) error {
 }
 
 // setStatus changes region_status and queues the block's change on the cluster.
-func (h *Handlers) setStatus(c *fiber.Ctx, r *store.Region, status string) (*store.Job, FieldErrors, error) {
+func (h *Handlers) setStatus(c *fiber.Ctx, r *store.Region, status store.RegionStatus) (*store.Job, FieldErrors, error) {
 	switch status {
-	case "active", "inactive", "maintenance":
+	case store.RegionActive, store.RegionInactive, store.RegionMaintenance:
 	default:
 		return nil, FieldErrors{"region_status": "Choose active, inactive or maintenance."}, nil
 	}
@@ -149,7 +149,7 @@ func (h *Handlers) setStatus(c *fiber.Ctx, r *store.Region, status string) (*sto
 		return nil, nil, err
 	}
 	h.Log.Info("region status changed", "region", r.Name, "from", r.Status, "to", status, "user", Who(c).User.Email)
-	j, err := h.Kube.Enqueue(ctx(c), engine.Request{Kind: ops.KindRegionStatus, Title: "Region " + r.Name + " is " + status,
+	j, err := h.Kube.Enqueue(ctx(c), engine.Request{Kind: ops.KindRegionStatus, Title: "Region " + r.Name + " is " + string(status),
 		Subject: r.ID, CreatedBy: Who(c).User.Email})
 	return j, nil, err
 }
@@ -161,7 +161,7 @@ func (h *Handlers) APIUpdateRegion(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	var in struct {
-		RegionStatus *string `json:"region_status"`
+		RegionStatus *store.RegionStatus `json:"region_status"`
 		SettingsInput
 	}
 	if err := bodyMap(c, &in); err != nil {
@@ -204,7 +204,7 @@ type TLSInput struct {
 }
 
 func (h *Handlers) setFunctionTLS(c *fiber.Ctx, r *store.Region, in TLSInput) (*store.Job, FieldErrors, string, error) {
-	if r.ServingStatus != "ready" {
+	if r.ServingStatus != store.ComponentReady {
 		return nil, nil, "Function-domain TLS needs Knative Serving ready on the region.", nil
 	}
 	base, err := h.Store.BaseDomain(ctx(c))
@@ -295,7 +295,7 @@ func (h *Handlers) updateMonitoring(c *fiber.Ctx, r *store.Region, raw map[strin
 	if err := h.Store.SetRegion(ctx(c), r.ID, map[string]any{"monitoring": store.JSON[store.Monitoring]{V: m}}); err != nil {
 		return nil, nil, err
 	}
-	if !backToOwn || r.ServingStatus != "ready" {
+	if !backToOwn || r.ServingStatus != store.ComponentReady {
 		return nil, nil, nil
 	}
 	j, err := h.Kube.Enqueue(ctx(c), engine.Request{Kind: ops.KindInstallMonitoring, Title: "Install RunR's Prometheus and Loki on " + r.Name,

@@ -62,7 +62,7 @@ func (h *Handlers) regionPageData(c *fiber.Ctx, r *store.Region, tab string, f v
 		// A chart repository that cannot be read leaves the form without versions; the
 		// install then names the problem.
 		d.Versions, _ = h.compatible(c, r)
-		if r.ServingStatus == "ready" {
+		if r.ServingStatus == store.ComponentReady {
 			d.Next, _ = h.Kube.NextMinor(ctx(c), r.KnativeVersion, k8sMinor(r))
 		}
 	}
@@ -95,7 +95,7 @@ func (h *Handlers) RegionPage(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	tab := c.Query("tab")
-	if tab == "" && r.Health.V.API.State == "down" {
+	if tab == "" && r.Health.V.API.State == store.HealthDown {
 		// A region whose cluster no longer answers opens on its Migration tab.
 		tab = "migration"
 	}
@@ -189,7 +189,7 @@ func (h *Handlers) StatusForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, fe, err := h.setStatus(c, r, c.FormValue("region_status"))
+	_, fe, err := h.setStatus(c, r, store.RegionStatus(c.FormValue("region_status")))
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -290,7 +290,7 @@ func (h *Handlers) RegistryForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	in := RegistryInput{RegistryMode: c.FormValue("registry_mode"), StorageType: "pvc", ExternalAddress: c.FormValue("external_address"),
+	in := RegistryInput{RegistryMode: store.RegistryMode(c.FormValue("registry_mode")), StorageType: "pvc", ExternalAddress: c.FormValue("external_address"),
 		ExternalUsername: c.FormValue("external_username"), ExternalPassword: c.FormValue("external_password")}
 	in.PVCConfig.StorageClass, in.PVCConfig.Size = c.FormValue("storage_class"), c.FormValue("size")
 	p, sec := in.params()
@@ -328,7 +328,7 @@ func (h *Handlers) RedisForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	in := RedisInput{Mode: c.FormValue("mode"), Address: strings.TrimSpace(c.FormValue("address")), Password: c.FormValue("password")}
+	in := RedisInput{Mode: store.RedisMode(c.FormValue("mode")), Address: strings.TrimSpace(c.FormValue("address")), Password: c.FormValue("password")}
 	_, fe, err := h.enqueueRedis(c, r, in)
 	if err != nil {
 		return h.Fail(c, err)

@@ -11,9 +11,9 @@ import (
 
 // wizardDone says which of the five wizard steps a region has done.
 func wizardDone(r *store.Region) []bool {
-	registry := r.RegistryMode == "none" || r.RegistryStatus == "ready"
-	redis := r.RedisMode == "none" || r.RedisStatus == "ready"
-	return []bool{true, registry, r.OperatorStatus == "ready", r.ServingStatus == "ready", redis}
+	registry := r.RegistryMode == store.RegistryNone || r.RegistryStatus == store.ComponentReady
+	redis := r.RedisMode == store.RedisNone || r.RedisStatus == store.ComponentReady
+	return []bool{true, registry, r.OperatorStatus == store.ComponentReady, r.ServingStatus == store.ComponentReady, redis}
 }
 
 // RegionWizardPage is the wizard of a created region: steps 3 to 5, each on the engine

@@ -19,7 +19,7 @@ type RegionJSON struct {
 	SecretError           string                          `json:"secret_error,omitempty"`
 	ID                    string                          `json:"id"`
 	Name                  string                          `json:"name"`
-	RegionStatus          string                          `json:"region_status"`
+	RegionStatus          store.RegionStatus              `json:"region_status"`
 	IsActive              bool                            `json:"is_active"`
 	ClusterServer         string                          `json:"cluster_server"`
 	K8sVersion            string                          `json:"k8s_version"`
@@ -27,19 +27,19 @@ type RegionJSON struct {
 	DataLocation          string                          `json:"data_location"`
 	Settings              store.RegionSettings            `json:"settings"`
 	Monitoring            store.Monitoring                `json:"monitoring"`
-	RegistryMode          string                          `json:"registry_mode"`
-	RegistryStatus        string                          `json:"registry_status"`
+	RegistryMode          store.RegistryMode              `json:"registry_mode"`
+	RegistryStatus        store.ComponentStatus           `json:"registry_status"`
 	RegistryStatusMessage string                          `json:"registry_status_message"`
 	RegistryAddress       string                          `json:"registry_address"`
 	RegistryStorageType   string                          `json:"registry_storage_type,omitempty"`
-	OperatorStatus        string                          `json:"operator_status"`
+	OperatorStatus        store.ComponentStatus           `json:"operator_status"`
 	OperatorNamespace     string                          `json:"operator_namespace"`
-	ServingStatus         string                          `json:"serving_status"`
+	ServingStatus         store.ComponentStatus           `json:"serving_status"`
 	ServingNamespace      string                          `json:"serving_namespace"`
 	KnativeVersion        string                          `json:"knative_version"`
 	KnativeMessage        string                          `json:"knative_message"`
-	RedisMode             string                          `json:"redis_mode"`
-	RedisStatus           string                          `json:"redis_status"`
+	RedisMode             store.RedisMode                 `json:"redis_mode"`
+	RedisStatus           store.ComponentStatus           `json:"redis_status"`
 	RedisAddress          string                          `json:"redis_address"`
 	Components            map[string]store.ComponentState `json:"components"`
 	KnativeDomain         string                          `json:"knative_domain"`
@@ -52,8 +52,8 @@ type RegionJSON struct {
 	FunctionTLSExpiresAt  *time.Time                      `json:"function_tls_expires_at"`
 	FaaSCPUOvercommit     float64                         `json:"faas_cpu_overcommit"`
 	FaaSMemoryOvercommit  float64                         `json:"faas_memory_overcommit"`
-	MigrationStatus       string                          `json:"migration_status"`
-	DomainMigrationStatus string                          `json:"domain_migration_status"`
+	MigrationStatus       store.MigrationStatus           `json:"migration_status"`
+	DomainMigrationStatus store.MigrationStatus           `json:"domain_migration_status"`
 	DomainMigrationTarget string                          `json:"domain_migration_target"`
 	ProjectCount          int                             `json:"project_count"`
 	CreatedAt             time.Time                       `json:"created_at"`
@@ -97,7 +97,7 @@ func ToRegionJSON(r *store.Region, baseDomain string) RegionJSON {
 		nodes = []string{}
 	}
 	return RegionJSON{
-		SecretError: r.SecretError, ID: r.ID, Name: r.Name, RegionStatus: r.Status, IsActive: r.Status == "active",
+		SecretError: r.SecretError, ID: r.ID, Name: r.Name, RegionStatus: r.Status, IsActive: r.Status == store.RegionActive,
 		ClusterServer: r.ClusterServer, K8sVersion: r.K8sVersion, Nodes: nodes, DataLocation: r.DataLocation,
 		Settings: r.Settings.V, Monitoring: r.Monitoring.V,
 		RegistryMode: r.RegistryMode, RegistryStatus: r.RegistryStatus, RegistryStatusMessage: r.RegistryMessage,
@@ -189,12 +189,12 @@ func (h *Handlers) pendingSetups(c *fiber.Ctx) ([]views.PendingSetup, error) {
 			continue
 		}
 		j, err := h.Store.JobByID(ctx(c), *s.JobID)
-		if err != nil || j.Status == "succeeded" {
+		if err != nil || j.Status == store.JobSucceeded {
 			continue
 		}
 		var p struct{ Name string }
 		_ = json.Unmarshal(j.Params, &p)
-		out = append(out, views.PendingSetup{Token: s.Token, Name: p.Name, Status: j.Status})
+		out = append(out, views.PendingSetup{Token: s.Token, Name: p.Name, Status: string(j.Status)})
 	}
 	return out, nil
 }

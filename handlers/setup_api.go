@@ -80,7 +80,7 @@ func (h *Handlers) APISetupStart(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	if in.RegistryMode == "" {
-		in.RegistryMode = "internal"
+		in.RegistryMode = store.RegistryInternal
 	}
 	_, errs, err := h.validateSetup(c, &in, "")
 	if err != nil {
@@ -120,18 +120,18 @@ func (h *Handlers) APISetupStatus(c *fiber.Ctx) error {
 	}
 	out := SetupStatus{SetupID: st.ID, JobID: d.Job.ID, RegionID: st.RegionID, Progress: d.Progress(), Wait: d.CurrentWait()}
 	switch d.Job.Status {
-	case "queued":
+	case store.JobQueued:
 		out.Status, out.Phase = "pending", "queued"
-	case "running":
+	case store.JobRunning:
 		out.Status = "installing"
-	case "succeeded":
+	case store.JobSucceeded:
 		out.Status, out.Phase = "ready", "done"
 	default:
 		out.Status, out.Error = "error", d.Job.Error
 	}
 	if out.Phase == "" {
 		for _, s := range d.Steps {
-			if s.Status == "running" || s.Status == "failed" || s.Status == "pending" {
+			if s.Status == store.StepRunning || s.Status == store.StepFailed || s.Status == store.StepPending {
 				out.Phase = s.Name
 				break
 			}
@@ -153,15 +153,15 @@ func (h *Handlers) APISetupRetry(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	if j.Status != "failed" && j.Status != "cancelled" {
-		return Unprocessable(c, "Only a setup in error can be retried; this one is "+j.Status+".")
+	if j.Status != store.JobFailed && j.Status != store.JobCancelled {
+		return Unprocessable(c, "Only a setup in error can be retried; this one is "+string(j.Status)+".")
 	}
 	var in SetupInput
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
 	if in.RegistryMode == "" {
-		in.RegistryMode = "internal"
+		in.RegistryMode = store.RegistryInternal
 	}
 	var p ops.SetupParams
 	_ = json.Unmarshal(j.Params, &p)
@@ -180,25 +180,25 @@ func (h *Handlers) APISetupRetry(c *fiber.Ctx) error {
 // RegionInput is the body of POST /api/knative-regions: the region at once, and its
 // registry in the background when registry fields are given.
 type RegionInput struct {
-	Name                  string            `json:"name"`
-	Kubeconfig            string            `json:"kubeconfig"`
-	Nodes                 []string          `json:"nodes"`
-	IsActive              *bool             `json:"is_active"`
-	RedisMode             string            `json:"redis_mode"`
-	RedisAddress          string            `json:"redis_address"`
-	RedisPassword         string            `json:"redis_password"`
-	PrometheusURL         string            `json:"prometheus_url"`
-	LokiURL               string            `json:"loki_url"`
-	LokiOrgID             string            `json:"loki_org_id"`
-	RegistryMode          string            `json:"registry_mode"`
-	RegistryStorageType   string            `json:"registry_storage_type"`
-	RegistryStorageConfig registryStorage   `json:"registry_storage_config"`
-	RegistryAddress       string            `json:"registry_address"`
-	RegistryUsername      string            `json:"registry_username"`
-	RegistryPassword      string            `json:"registry_password"`
-	DataLocation          string            `json:"data_location"`
-	RequestTimeout        *int              `json:"request_timeout"`
-	Monitoring            *store.Monitoring `json:"monitoring"`
+	Name                  string             `json:"name"`
+	Kubeconfig            string             `json:"kubeconfig"`
+	Nodes                 []string           `json:"nodes"`
+	IsActive              *bool              `json:"is_active"`
+	RedisMode             store.RedisMode    `json:"redis_mode"`
+	RedisAddress          string             `json:"redis_address"`
+	RedisPassword         string             `json:"redis_password"`
+	PrometheusURL         string             `json:"prometheus_url"`
+	LokiURL               string             `json:"loki_url"`
+	LokiOrgID             string             `json:"loki_org_id"`
+	RegistryMode          store.RegistryMode `json:"registry_mode"`
+	RegistryStorageType   string             `json:"registry_storage_type"`
+	RegistryStorageConfig registryStorage    `json:"registry_storage_config"`
+	RegistryAddress       string             `json:"registry_address"`
+	RegistryUsername      string             `json:"registry_username"`
+	RegistryPassword      string             `json:"registry_password"`
+	DataLocation          string             `json:"data_location"`
+	RequestTimeout        *int               `json:"request_timeout"`
+	Monitoring            *store.Monitoring  `json:"monitoring"`
 }
 
 type registryStorage struct {
@@ -212,7 +212,7 @@ type registryStorage struct {
 }
 
 func (in RegionInput) setup() SetupInput {
-	s := SetupInput{Name: strings.TrimSpace(in.Name), Kubeconfig: in.Kubeconfig, Nodes: in.Nodes, RegistryMode: "none",
+	s := SetupInput{Name: strings.TrimSpace(in.Name), Kubeconfig: in.Kubeconfig, Nodes: in.Nodes, RegistryMode: store.RegistryNone,
 		PrometheusURL: in.PrometheusURL, LokiURL: in.LokiURL, LokiOrgID: in.LokiOrgID, RedisMode: in.RedisMode,
 		RedisAddress: in.RedisAddress, RedisPassword: in.RedisPassword, IsActive: in.IsActive, DataLocation: in.DataLocation}
 	return s
@@ -243,7 +243,7 @@ func (h *Handlers) APICreateRegion(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	reg, regSec := in.registry()
-	withRegistry := reg.Mode != "" && reg.Mode != "none"
+	withRegistry := reg.Mode != "" && reg.Mode != store.RegistryNone
 	if withRegistry {
 		if errs == nil {
 			errs = FieldErrors{}
@@ -287,7 +287,7 @@ func (h *Handlers) APICreateRegion(c *fiber.Ctx) error {
 		}
 		jobs["registry"] = j.ID
 	}
-	if p.RedisMode == "managed" {
+	if p.RedisMode == store.RedisManaged {
 		j, err := h.Kube.EnqueueRedisInstall(ctx(c), r, Who(c).User.Email)
 		if err != nil {
 			return h.Fail(c, err)
@@ -316,8 +316,8 @@ func (h *Handlers) enqueueRegistry(c *fiber.Ctx, r *store.Region, p ops.Registry
 
 // RegistryInput is the body of POST /api/knative-regions/{id}/registry.
 type RegistryInput struct {
-	RegistryMode string `json:"registry_mode"`
-	StorageType  string `json:"storage_type"`
+	RegistryMode store.RegistryMode `json:"registry_mode"`
+	StorageType  string             `json:"storage_type"`
 	PVCConfig    struct {
 		StorageClass string `json:"storageClass"`
 		Size         string `json:"size"`
@@ -355,13 +355,13 @@ func (h *Handlers) APISetRegistry(c *fiber.Ctx) error {
 	p, sec := in.params()
 	errs := FieldErrors{}
 	ValidateRegistry(p, sec, errs)
-	if p.Mode == "none" || p.Mode == "" {
+	if p.Mode == store.RegistryNone || p.Mode == "" {
 		errs["registry_mode"] = "Choose internal or external; DELETE removes the registry."
 	}
 	if len(errs) > 0 {
 		return Invalid(c, errs)
 	}
-	if r.RegistryMode == "internal" && r.RegistryStatus != "not_installed" {
+	if r.RegistryMode == store.RegistryInternal && r.RegistryStatus != store.ComponentNotInstalled {
 		return Unprocessable(c, "The region has an internal registry: its volume holds the region's images. Remove it first (DELETE /api/knative-regions/"+r.ID+"/registry).")
 	}
 	if _, err := h.Store.ActiveJob(ctx(c), r.ID, ops.KindRegistryInstall); err == nil {
@@ -380,7 +380,7 @@ func (h *Handlers) APIDeleteRegistry(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	if r.RegistryMode == "none" {
+	if r.RegistryMode == store.RegistryNone {
 		return Unprocessable(c, "The region has no registry.")
 	}
 	j, err := h.Kube.Enqueue(ctx(c), engine.Request{Kind: ops.KindRegistryRemove, Title: "Remove the registry of " + r.Name,
@@ -436,7 +436,7 @@ func (h *Handlers) APIKubeconfig(c *fiber.Ctx) error {
 // rollingRestartRefusal says why a region's containerd cannot be restarted for its node
 // mirror ("" when it can).
 func rollingRestartRefusal(r *store.Region) string {
-	if r.RegistryMode != "internal" || r.RegistryStatus != "ready" {
+	if r.RegistryMode != store.RegistryInternal || r.RegistryStatus != store.ComponentReady {
 		return "Only a region with a ready internal registry has a node mirror whose config_path containerd must read."
 	}
 	return ""

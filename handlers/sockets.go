@@ -234,7 +234,7 @@ func applyEvent(d *views.JobData, e store.JobEvent) views.JobData {
 		var v struct{ Status, Error string }
 		if json.Unmarshal(e.Data, &v) == nil && v.Status != "" {
 			j := *d.Job
-			j.Status, j.Error = v.Status, v.Error
+			j.Status, j.Error = store.JobStatus(v.Status), v.Error
 			if j.Done() {
 				t := e.CreatedAt
 				j.FinishedAt = &t
@@ -248,9 +248,9 @@ func applyEvent(d *views.JobData, e store.JobEvent) views.JobData {
 			d.Job = &j
 		}
 	}
-	if d.Job.Status == "queued" && e.Kind == "step" {
+	if d.Job.Status == store.JobQueued && e.Kind == "step" {
 		j := *d.Job
-		j.Status = "running"
+		j.Status = store.JobRunning
 		if j.StartedAt == nil {
 			t := e.CreatedAt
 			j.StartedAt = &t
@@ -318,7 +318,7 @@ func (h *Handlers) AgentSocket() fiber.Handler {
 		name, _ := conn.Locals("region_name").(string)
 		log := h.Log.With("region", name)
 		ctx := context.Background()
-		seen := func(status string) {
+		seen := func(status store.ComponentStatus) {
 			now := time.Now().UTC()
 			if err := h.Store.SetRegion(ctx, id, map[string]any{"agent_last_seen_at": now}); err != nil {
 				log.Warn("agent: last seen", "err", err)
@@ -329,10 +329,10 @@ func (h *Handlers) AgentSocket() fiber.Handler {
 				}
 			}
 		}
-		seen("connected")
+		seen(store.ComponentConnected)
 		log.Info("agent connected")
 		defer func() {
-			seen("disconnected")
+			seen(store.ComponentDisconnected)
 			log.Info("agent disconnected")
 		}()
 		conn.SetReadLimit(AgentReadLimit)

@@ -48,11 +48,11 @@ func ValidateMonitoringURL(u string) string {
 
 // SetupInput is the body of POST /api/registry-setup/start (and the wizard's step 2).
 type SetupInput struct {
-	Name         string   `json:"name"`
-	Kubeconfig   string   `json:"kubeconfig"`
-	Nodes        []string `json:"nodes"`
-	RegistryMode string   `json:"registry_mode"`
-	StorageType  string   `json:"storage_type"`
+	Name         string             `json:"name"`
+	Kubeconfig   string             `json:"kubeconfig"`
+	Nodes        []string           `json:"nodes"`
+	RegistryMode store.RegistryMode `json:"registry_mode"`
+	StorageType  string             `json:"storage_type"`
 	PVCConfig    struct {
 		StorageClass string `json:"storageClass"`
 		Size         string `json:"size"`
@@ -64,17 +64,17 @@ type SetupInput struct {
 		AccessKey string `json:"access_key"`
 		SecretKey string `json:"secret_key"`
 	} `json:"s3_config"`
-	ExternalAddress  string `json:"external_address"`
-	ExternalUsername string `json:"external_username"`
-	ExternalPassword string `json:"external_password"`
-	PrometheusURL    string `json:"prometheus_url"`
-	LokiURL          string `json:"loki_url"`
-	LokiOrgID        string `json:"loki_org_id"`
-	RedisMode        string `json:"redis_mode"`
-	RedisAddress     string `json:"redis_address"`
-	RedisPassword    string `json:"redis_password"`
-	IsActive         *bool  `json:"is_active"`
-	DataLocation     string `json:"data_location"`
+	ExternalAddress  string          `json:"external_address"`
+	ExternalUsername string          `json:"external_username"`
+	ExternalPassword string          `json:"external_password"`
+	PrometheusURL    string          `json:"prometheus_url"`
+	LokiURL          string          `json:"loki_url"`
+	LokiOrgID        string          `json:"loki_org_id"`
+	RedisMode        store.RedisMode `json:"redis_mode"`
+	RedisAddress     string          `json:"redis_address"`
+	RedisPassword    string          `json:"redis_password"`
+	IsActive         *bool           `json:"is_active"`
+	DataLocation     string          `json:"data_location"`
 }
 
 // Registry returns the registry part of the input.
@@ -83,7 +83,7 @@ func (in *SetupInput) Registry() (ops.RegistryParams, ops.RegistrySecrets) {
 		StorageClass: strings.TrimSpace(in.PVCConfig.StorageClass), Size: strings.TrimSpace(in.PVCConfig.Size),
 		S3Endpoint: in.S3Config.Endpoint, S3Bucket: in.S3Config.Bucket, S3Region: in.S3Config.Region, S3AccessKey: in.S3Config.AccessKey,
 		ExternalAddress: strings.TrimSpace(in.ExternalAddress), ExternalUsername: in.ExternalUsername}
-	if p.Mode == "internal" && p.StorageType == "" {
+	if p.Mode == store.RegistryInternal && p.StorageType == "" {
 		p.StorageType = "pvc"
 	}
 	return p, ops.RegistrySecrets{S3SecretKey: in.S3Config.SecretKey, ExternalPassword: in.ExternalPassword}
@@ -95,7 +95,7 @@ func (in *SetupInput) Params() (ops.SetupParams, ops.SetupSecret) {
 	active := in.IsActive == nil || *in.IsActive
 	redis := in.RedisMode
 	if redis == "" {
-		redis = "managed"
+		redis = store.RedisManaged
 	}
 	nodes := in.Nodes
 	if nodes == nil {
@@ -110,7 +110,7 @@ func (in *SetupInput) Params() (ops.SetupParams, ops.SetupSecret) {
 // ValidateRegistry checks the registry fields.
 func ValidateRegistry(p ops.RegistryParams, sec ops.RegistrySecrets, errs FieldErrors) {
 	switch p.Mode {
-	case "internal":
+	case store.RegistryInternal:
 		switch p.StorageType {
 		case "pvc":
 			if p.Size != "" {
@@ -137,14 +137,14 @@ func ValidateRegistry(p ops.RegistryParams, sec ops.RegistrySecrets, errs FieldE
 		default:
 			errs["storage_type"] = "Choose pvc or s3."
 		}
-	case "external":
+	case store.RegistryExternal:
 		if p.ExternalAddress == "" || strings.ContainsAny(p.ExternalAddress, " \t") {
 			errs["external_address"] = "Give the registry's address, e.g. registry.example.com or registry.example.com:5000."
 		}
 		if (p.ExternalUsername == "") != (sec.ExternalPassword == "") {
 			errs["external_password"] = "Give both a username and a password, or neither."
 		}
-	case "none":
+	case store.RegistryNone:
 	default:
 		errs["registry_mode"] = "Choose internal or external."
 	}
@@ -168,8 +168,8 @@ func (in *SetupInput) Validate() FieldErrors {
 		}
 	}
 	switch in.RedisMode {
-	case "", "managed", "none":
-	case "external":
+	case "", store.RedisManaged, store.RedisNone:
+	case store.RedisExternal:
 		if m := validateHostPort(in.RedisAddress); m != "" {
 			errs["redis_address"] = m
 		}
@@ -202,7 +202,7 @@ func validateHostPort(a string) string {
 func checkRefusal(chk *ops.CheckResult) FieldErrors {
 	errs := FieldErrors{}
 	for _, it := range chk.Items {
-		if it.Status != "fail" {
+		if it.Status != ops.CheckFail {
 			continue
 		}
 		field := "kubeconfig"

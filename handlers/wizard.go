@@ -155,22 +155,22 @@ func step2Input(c *fiber.Ctx, s SealedStep1) (*SetupInput, views.Form) {
 	if form, err := c.MultipartForm(); err == nil && len(nodes) == 0 {
 		nodes = form.Value["nodes"]
 	}
-	in := &SetupInput{Name: s.Name, Kubeconfig: s.Kubeconfig, Nodes: nodes, RegistryMode: c.FormValue("registry_mode"),
+	in := &SetupInput{Name: s.Name, Kubeconfig: s.Kubeconfig, Nodes: nodes, RegistryMode: store.RegistryMode(c.FormValue("registry_mode")),
 		StorageType: c.FormValue("storage_type"), ExternalAddress: c.FormValue("external_address"),
 		ExternalUsername: c.FormValue("external_username"), ExternalPassword: c.FormValue("external_password"),
 		PrometheusURL: strings.TrimSpace(c.FormValue("prometheus_url")), LokiURL: strings.TrimSpace(c.FormValue("loki_url")),
-		LokiOrgID: c.FormValue("loki_org_id"), RedisMode: c.FormValue("redis_mode"), RedisAddress: strings.TrimSpace(c.FormValue("redis_address")),
+		LokiOrgID: c.FormValue("loki_org_id"), RedisMode: store.RedisMode(c.FormValue("redis_mode")), RedisAddress: strings.TrimSpace(c.FormValue("redis_address")),
 		RedisPassword: c.FormValue("redis_password"), IsActive: &s.IsActive}
 	in.PVCConfig.StorageClass, in.PVCConfig.Size = c.FormValue("storage_class"), c.FormValue("size")
 	in.S3Config.Endpoint, in.S3Config.Bucket, in.S3Config.Region = c.FormValue("s3_endpoint"), c.FormValue("s3_bucket"), c.FormValue("s3_region")
 	in.S3Config.AccessKey, in.S3Config.SecretKey = c.FormValue("s3_access_key"), c.FormValue("s3_secret_key")
 	f := views.Form{Values: map[string]string{
-		"nodes": strings.Join(nodes, ","), "registry_mode": in.RegistryMode, "storage_type": in.StorageType,
+		"nodes": strings.Join(nodes, ","), "registry_mode": string(in.RegistryMode), "storage_type": in.StorageType,
 		"storage_class": in.PVCConfig.StorageClass, "size": in.PVCConfig.Size, "s3_endpoint": in.S3Config.Endpoint,
 		"s3_bucket": in.S3Config.Bucket, "s3_region": in.S3Config.Region, "s3_access_key": in.S3Config.AccessKey,
 		"external_address": in.ExternalAddress, "external_username": in.ExternalUsername,
 		"prometheus_url": in.PrometheusURL, "loki_url": in.LokiURL, "loki_org_id": in.LokiOrgID,
-		"redis_mode": in.RedisMode, "redis_address": in.RedisAddress,
+		"redis_mode": string(in.RedisMode), "redis_address": in.RedisAddress,
 	}}
 	return in, f
 }
@@ -248,7 +248,7 @@ func (h *Handlers) WizardSetupPage(c *fiber.Ctx) error {
 	}
 	jd.WizardStep = 2
 	d := views.SetupData{Token: st.Token, Params: p, Job: jd}
-	if jd.Job.Status == "failed" || jd.Job.Status == "cancelled" {
+	if jd.Job.Status == store.JobFailed || jd.Job.Status == store.JobCancelled {
 		retry, err := h.retryForm(c, st, p, views.Form{Values: formOfParams(p)})
 		if err != nil {
 			return h.Fail(c, err)
@@ -279,12 +279,12 @@ func (h *Handlers) retryForm(c *fiber.Ctx, st *store.RegistrySetup, p ops.SetupP
 }
 
 func formOfParams(p ops.SetupParams) map[string]string {
-	return map[string]string{"nodes": strings.Join(p.Nodes, ","), "registry_mode": p.Registry.Mode, "storage_type": p.Registry.StorageType,
+	return map[string]string{"nodes": strings.Join(p.Nodes, ","), "registry_mode": string(p.Registry.Mode), "storage_type": p.Registry.StorageType,
 		"storage_class": p.Registry.StorageClass, "size": p.Registry.Size, "s3_endpoint": p.Registry.S3Endpoint,
 		"s3_bucket": p.Registry.S3Bucket, "s3_region": p.Registry.S3Region, "s3_access_key": p.Registry.S3AccessKey,
 		"external_address": p.Registry.ExternalAddress, "external_username": p.Registry.ExternalUsername,
 		"prometheus_url": p.Monitoring.PrometheusURL, "loki_url": p.Monitoring.LokiURL, "loki_org_id": p.Monitoring.LokiOrgID,
-		"redis_mode": p.RedisMode, "redis_address": p.RedisAddress}
+		"redis_mode": string(p.RedisMode), "redis_address": p.RedisAddress}
 }
 
 // WizardRetry changes a failed setup's step 2 fields and retries it.
@@ -344,8 +344,8 @@ func keepSecrets(in *SetupInput, old ops.SetupSecret) {
 // retrySetup stores the new fields of a failed setup and queues it again; finished
 // steps are kept, and the steps are idempotent, so it continues where it stopped.
 func (h *Handlers) retrySetup(c *fiber.Ctx, st *store.RegistrySetup, j *store.Job, in *SetupInput) error {
-	if !j.Done() || j.Status == "succeeded" {
-		return FieldErrors{"setup": "Only a failed setup can be retried; this one is " + j.Status + "."}
+	if !j.Done() || j.Status == store.JobSucceeded {
+		return FieldErrors{"setup": "Only a failed setup can be retried; this one is " + string(j.Status) + "."}
 	}
 	p, sec := in.Params()
 	params, err := json.Marshal(p)

@@ -149,7 +149,7 @@ func (c *Cluster) NodeReady(name string) Cond {
 			return false, "", fmt.Errorf("read node %s: %w", name, err)
 		}
 		state, _ := NodeHeartbeat(n, time.Now())
-		return state == "ready", state, nil
+		return state == NodeReadyState, string(state), nil
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"runr.dev/console/agent"
+	"runr.dev/console/store"
 )
 
 // RecordAgentReport stores one report of a region's agent: a metric snapshot (not for a
@@ -24,7 +25,7 @@ func (s *Service) RecordAgentReport(ctx context.Context, regionID string, m agen
 		if err != nil {
 			return err
 		}
-		if r.Status != "active" {
+		if r.Status != store.RegionActive {
 			return nil // a region that is not active is left out of the snapshots
 		}
 		raw, err := json.Marshal(m.Snapshot)

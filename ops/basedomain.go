@@ -57,7 +57,7 @@ func (s *Service) BaseDomainChanged(ctx context.Context, old, next, by string) e
 				req = nil
 			}
 		case kd == "":
-			if r.ServingStatus == "ready" {
+			if r.ServingStatus == store.ComponentReady {
 				req = &engine.Request{Kind: KindSetDomain, Title: "Function domain of " + r.Name, Params: DomainParams{Domain: r.Name + "." + next}}
 			}
 		case migrating && kd == r.Name+"."+next:
@@ -178,7 +178,7 @@ func (s *Service) registerBaseDomainKinds() {
 				}
 				switch p.Op {
 				case "start", "move":
-					if r.ServingStatus != "ready" {
+					if r.ServingStatus != store.ComponentReady {
 						jc.Note("Knative Serving is not ready: the alias waits for it")
 						return engine.ErrSkip
 					}
@@ -199,7 +199,7 @@ func (s *Service) registerBaseDomainKinds() {
 				if err != nil {
 					return err
 				}
-				if r.ServingStatus == "ready" {
+				if r.ServingStatus == store.ComponentReady {
 					if err := setDomain(ctx, c, r.ServingNamespace, r.Name, p.Target, r.Settings.V.KnativeDomain); err != nil {
 						return err
 					}
@@ -232,7 +232,7 @@ func (s *Service) registerBaseDomainKinds() {
 				if err := s.Store.SetRegion(ctx, r.ID, fields); err != nil {
 					return err
 				}
-				if r.Status != "active" && r.ServingStatus == "ready" {
+				if r.Status != store.RegionActive && r.ServingStatus == store.ComponentReady {
 					r, err = s.Store.RegionByID(ctx, r.ID)
 					if err != nil {
 						return err
@@ -256,7 +256,7 @@ func (s *Service) completeDomainMigrations(ctx context.Context) {
 	}
 	for i := range rs {
 		r := &rs[i]
-		if r.DomainMigrationStatus != "dns_check" || r.DomainMigrationTarget == "" || r.ExternalIP == "" {
+		if r.DomainMigrationStatus != store.MigrationDNSCheck || r.DomainMigrationTarget == "" || r.ExternalIP == "" {
 			continue
 		}
 		if _, err := s.Store.ActiveJob(ctx, r.ID, KindDomainMigration); err == nil {

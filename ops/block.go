@@ -158,11 +158,11 @@ func (s *Service) registerStatusKinds() {
 			if err != nil {
 				return err
 			}
-			if r.ServingStatus != "ready" {
+			if r.ServingStatus != store.ComponentReady {
 				jc.Note("Knative Serving is not ready: the block is applied when it is")
 				return engine.ErrSkip
 			}
-			if r.Status == "active" {
+			if r.Status == store.RegionActive {
 				return s.removeBlock(ctx, jc, c, r)
 			}
 			return s.applyBlock(ctx, jc, c, r)

@@ -166,13 +166,13 @@ func TestCapacityNodeChecks(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		mod  func(*corev1.Node)
-		want string
+		want kube.NodeState
 	}{
-		{"fresh", hb(5*time.Second, corev1.ConditionTrue), "ready"},
-		{"not ready", hb(5*time.Second, corev1.ConditionFalse), "not_ready"},
-		{"stale", hb(31*time.Second, corev1.ConditionTrue), "no_heartbeat"},
-		{"unknown and stale", hb(45*time.Second, corev1.ConditionUnknown), "no_heartbeat"},
-		{"never", nil, "no_heartbeat"},
+		{"fresh", hb(5*time.Second, corev1.ConditionTrue), kube.NodeReadyState},
+		{"not ready", hb(5*time.Second, corev1.ConditionFalse), kube.NodeNotReady},
+		{"stale", hb(31*time.Second, corev1.ConditionTrue), kube.NodeNoHeartbeat},
+		{"unknown and stale", hb(45*time.Second, corev1.ConditionUnknown), kube.NodeNoHeartbeat},
+		{"never", nil, kube.NodeNoHeartbeat},
 	} {
 		n := testNode("n", "2", "4Gi", tc.mod)
 		if got, _ := kube.NodeHeartbeat(&n, now); got != tc.want {
@@ -204,7 +204,7 @@ func TestCapacityNodeChecks(t *testing.T) {
 		}
 		for _, it := range items {
 			want, fails := tc.fails[it.Key]
-			if fails != (it.Status == "fail") || (fails && !strings.Contains(it.Evidence, want)) {
+			if fails != (it.Status == CheckFail) || (fails && !strings.Contains(it.Evidence, want)) {
 				t.Errorf("%s: %s is %s (%s)", tc.name, it.Key, it.Status, it.Evidence)
 			}
 		}

@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"runr.dev/console/store"
 )
 
 func TestServingRelease(t *testing.T) {
@@ -65,14 +66,14 @@ func TestTraefikValues(t *testing.T) {
 }
 
 func TestZotConfig(t *testing.T) {
-	pvc := ZotValues(RegistryParams{Mode: "internal", StorageType: "pvc", StorageClass: "fast-ssd", Size: "20Gi"})
+	pvc := ZotValues(RegistryParams{Mode: store.RegistryInternal, StorageType: "pvc", StorageClass: "fast-ssd", Size: "20Gi"})
 	if pvc["persistence"] != true || pvc["pvc"].(map[string]any)["storageClassName"] != "fast-ssd" || pvc["mountConfig"] != true {
 		t.Errorf("PVC values = %v", pvc)
 	}
 	if _, ok := pvc["s3"]; ok {
 		t.Error("the zot chart has no s3 values")
 	}
-	s3 := ZotValues(RegistryParams{Mode: "internal", StorageType: "s3", S3Endpoint: "https://minio.example.test:9000", S3Bucket: "images", S3Region: "eu-1"})
+	s3 := ZotValues(RegistryParams{Mode: store.RegistryInternal, StorageType: "s3", S3Endpoint: "https://minio.example.test:9000", S3Bucket: "images", S3Region: "eu-1"})
 	var cfg struct {
 		Storage struct {
 			RootDirectory string         `json:"rootDirectory"`

@@ -19,13 +19,23 @@ import (
 	"runr.dev/console/kube"
 )
 
+// CheckStatus is the verdict of one line of the connection checklist.
+type CheckStatus string
+
+// Checklist verdicts: a failure refuses the cluster, a warning does not.
+const (
+	CheckPass CheckStatus = "pass"
+	CheckWarn CheckStatus = "warn"
+	CheckFail CheckStatus = "fail"
+)
+
 // CheckItem is one line of the connection checklist, with its evidence.
 type CheckItem struct {
-	Key      string   `json:"key"`
-	Title    string   `json:"title"`
-	Status   string   `json:"status"` // pass | warn | fail
-	Evidence string   `json:"evidence"`
-	Details  []string `json:"details,omitempty"`
+	Key      string      `json:"key"`
+	Title    string      `json:"title"`
+	Status   CheckStatus `json:"status"`
+	Evidence string      `json:"evidence"`
+	Details  []string    `json:"details,omitempty"`
 }
 
 // NodeInfo summarises a node for the checklist and the worker selection.
@@ -74,16 +84,16 @@ func (r *CheckResult) Item(key string) *CheckItem {
 // FirstFailure returns the first failing line ("" when all pass).
 func (r *CheckResult) FirstFailure() string {
 	for _, it := range r.Items {
-		if it.Status == "fail" {
+		if it.Status == CheckFail {
 			return it.Title + ": " + it.Evidence
 		}
 	}
 	return ""
 }
 
-func (r *CheckResult) add(key, title, status, evidence string, details ...string) {
+func (r *CheckResult) add(key, title string, status CheckStatus, evidence string, details ...string) {
 	r.Items = append(r.Items, CheckItem{Key: key, Title: title, Status: status, Evidence: evidence, Details: details})
-	if status == "fail" {
+	if status == CheckFail {
 		r.OK = false
 	}
 }
@@ -96,14 +106,14 @@ func (s *Service) CheckCluster(ctx context.Context, name string, raw []byte, all
 	res := &CheckResult{OK: true}
 	kc, err := kube.ParseKubeconfig(raw)
 	if err != nil {
-		res.add("kubeconfig", "Kubeconfig", "fail", err.Error())
+		res.add("kubeconfig", "Kubeconfig", CheckFail, err.Error())
 		return res, nil
 	}
 	kc.AllowLoopback = s.Cfg.AllowLoopbackClusters
-	res.add("kubeconfig", "Kubeconfig", "pass", fmt.Sprintf("context %s, server %s, %s authentication", kc.Context, kc.Server, kc.Auth))
+	res.add("kubeconfig", "Kubeconfig", CheckPass, fmt.Sprintf("context %s, server %s, %s authentication", kc.Context, kc.Server, kc.Auth))
 	res.Server = kc.Server
 	if kc.Insecure {
-		res.add("tls", "TLS verification", "warn", "the kubeconfig sets insecure-skip-tls-verify: the console cannot tell the API server from an impostor; embed certificate-authority-data instead")
+		res.add("tls", "TLS verification", CheckWarn, "the kubeconfig sets insecure-skip-tls-verify: the console cannot tell the API server from an impostor; embed certificate-authority-data instead")
 	}
 
 	c, v, took, err := s.connect(ctx, kc)
@@ -123,7 +133,7 @@ func (s *Service) CheckCluster(ctx context.Context, name string, raw []byte, all
 		}
 	}
 	if err != nil {
-		res.add("api", "The API answers", "fail", explainConnectError(kc.Server, err)+tried)
+		res.add("api", "The API answers", CheckFail, explainConnectError(kc.Server, err)+tried)
 		return res, nil
 	}
 	res.Kubeconfig = kc.Raw
@@ -131,12 +141,12 @@ func (s *Service) CheckCluster(ctx context.Context, name string, raw []byte, all
 	if res.Rewritten {
 		ev += fmt.Sprintf(" (rewritten from a local address to %s, RUNR_LOCAL_CLUSTER_HOST)", s.Cfg.LocalClusterHost)
 	}
-	res.add("api", "The API answers", "pass", ev)
+	res.add("api", "The API answers", CheckPass, ev)
 	res.Version = v.GitVersion
 	if m := kube.Minor(v); m < s.Cfg.MinK8sMinor {
-		res.add("version", "Kubernetes version", "fail", fmt.Sprintf("%s is older than the minimum 1.%d: upgrade the cluster first", v.GitVersion, s.Cfg.MinK8sMinor))
+		res.add("version", "Kubernetes version", CheckFail, fmt.Sprintf("%s is older than the minimum 1.%d: upgrade the cluster first", v.GitVersion, s.Cfg.MinK8sMinor))
 	} else {
-		res.add("version", "Kubernetes version", "pass", fmt.Sprintf("%s (minimum 1.%d)", v.GitVersion, s.Cfg.MinK8sMinor))
+		res.add("version", "Kubernetes version", CheckPass, fmt.Sprintf("%s (minimum 1.%d)", v.GitVersion, s.Cfg.MinK8sMinor))
 	}
 
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
@@ -148,13 +158,13 @@ func (s *Service) CheckCluster(ctx context.Context, name string, raw []byte, all
 		ns, err := c.Clientset.CoreV1().Namespaces().Get(cctx, name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
-			res.add("namespace", "Namespace "+name, "pass", "does not exist yet; the region's projects will run in it")
+			res.add("namespace", "Namespace "+name, CheckPass, "does not exist yet; the region's projects will run in it")
 		case err != nil:
-			res.add("namespace", "Namespace "+name, "fail", "could not be read: "+kube.Evidence(err))
+			res.add("namespace", "Namespace "+name, CheckFail, "could not be read: "+kube.Evidence(err))
 		case allowNamespace != nil && allowNamespace(ns):
-			res.add("namespace", "Namespace "+name, "pass", "exists, created by this region's setup")
+			res.add("namespace", "Namespace "+name, CheckPass, "exists, created by this region's setup")
 		default:
-			res.add("namespace", "Namespace "+name, "fail", fmt.Sprintf("namespace %s already exists on the cluster: choose another region name, or delete the namespace", name))
+			res.add("namespace", "Namespace "+name, CheckFail, fmt.Sprintf("namespace %s already exists on the cluster: choose another region name, or delete the namespace", name))
 		}
 	}
 	return res, nil
@@ -206,18 +216,18 @@ func (s *Service) checkRights(ctx context.Context, c *kube.Cluster, res *CheckRe
 	out, err := c.Clientset.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
 	switch {
 	case err != nil:
-		res.add("rights", "Cluster-admin rights", "warn", "could not be checked: "+kube.Evidence(err))
+		res.add("rights", "Cluster-admin rights", CheckWarn, "could not be checked: "+kube.Evidence(err))
 	case out.Status.Allowed:
-		res.add("rights", "Cluster-admin rights", "pass", "the kubeconfig's user may do everything the installs need")
+		res.add("rights", "Cluster-admin rights", CheckPass, "the kubeconfig's user may do everything the installs need")
 	default:
-		res.add("rights", "Cluster-admin rights", "fail", "the kubeconfig's user is not cluster-admin: the installs create namespaces, CRDs, ClusterRoles and DaemonSets; bind the user to cluster-admin")
+		res.add("rights", "Cluster-admin rights", CheckFail, "the kubeconfig's user is not cluster-admin: the installs create namespaces, CRDs, ClusterRoles and DaemonSets; bind the user to cluster-admin")
 	}
 }
 
 func (s *Service) checkNodes(ctx context.Context, c *kube.Cluster, res *CheckResult) {
 	nodes, err := c.Clientset.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		res.add("nodes", "Nodes", "fail", "could not be listed: "+kube.Evidence(err))
+		res.add("nodes", "Nodes", CheckFail, "could not be listed: "+kube.Evidence(err))
 		return
 	}
 	ready := 0
@@ -236,13 +246,13 @@ func (s *Service) checkNodes(ctx context.Context, c *kube.Cluster, res *CheckRes
 	}
 	switch {
 	case len(nodes.Items) == 0:
-		res.add("nodes", "Nodes", "fail", "the cluster has no nodes", details...)
+		res.add("nodes", "Nodes", CheckFail, "the cluster has no nodes", details...)
 	case ready == 0:
-		res.add("nodes", "Nodes", "fail", fmt.Sprintf("none of the %d nodes is Ready", len(nodes.Items)), details...)
+		res.add("nodes", "Nodes", CheckFail, fmt.Sprintf("none of the %d nodes is Ready", len(nodes.Items)), details...)
 	case ready < len(nodes.Items):
-		res.add("nodes", "Nodes", "warn", fmt.Sprintf("%d of %d nodes are Ready", ready, len(nodes.Items)), details...)
+		res.add("nodes", "Nodes", CheckWarn, fmt.Sprintf("%d of %d nodes are Ready", ready, len(nodes.Items)), details...)
 	default:
-		res.add("nodes", "Nodes", "pass", fmt.Sprintf("%d nodes, all Ready", ready), details...)
+		res.add("nodes", "Nodes", CheckPass, fmt.Sprintf("%d nodes, all Ready", ready), details...)
 	}
 }
 
@@ -308,7 +318,7 @@ func HumanBytes(q *resource.Quantity) string {
 func (s *Service) checkStorage(ctx context.Context, c *kube.Cluster, res *CheckResult) {
 	scs, err := c.Clientset.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		res.add("storage", "StorageClasses", "warn", "could not be listed: "+kube.Evidence(err))
+		res.add("storage", "StorageClasses", CheckWarn, "could not be listed: "+kube.Evidence(err))
 		return
 	}
 	def := ""
@@ -325,10 +335,10 @@ func (s *Service) checkStorage(ctx context.Context, c *kube.Cluster, res *CheckR
 	}
 	switch {
 	case len(scs.Items) == 0:
-		res.add("storage", "StorageClasses", "warn", "none: an internal registry needs S3 then, or create a StorageClass")
+		res.add("storage", "StorageClasses", CheckWarn, "none: an internal registry needs S3 then, or create a StorageClass")
 	case def == "":
-		res.add("storage", "StorageClasses", "warn", "no default StorageClass: name a class for every volume (registry, Prometheus, Loki)", names...)
+		res.add("storage", "StorageClasses", CheckWarn, "no default StorageClass: name a class for every volume (registry, Prometheus, Loki)", names...)
 	default:
-		res.add("storage", "StorageClasses", "pass", fmt.Sprintf("%d, default %s", len(scs.Items), def), names...)
+		res.add("storage", "StorageClasses", CheckPass, fmt.Sprintf("%d, default %s", len(scs.Items), def), names...)
 	}
 }

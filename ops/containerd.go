@@ -28,7 +28,7 @@ type RestartParams struct {
 // StartRollingRestart queues the restart of containerd on every node of the region's
 // cluster, one node at a time.
 func (s *Service) StartRollingRestart(ctx context.Context, r *store.Region, by string) (*store.Job, error) {
-	if r.RegistryMode != "internal" {
+	if r.RegistryMode != store.RegistryInternal {
 		return nil, fmt.Errorf("region %s has no internal registry: its nodes have no mirror to read", r.Name)
 	}
 	c, err := s.RegionCluster(r)

@@ -27,7 +27,7 @@ func (s *Service) registerDomainKinds() {
 			if err != nil {
 				return err
 			}
-			if r.ServingStatus == "ready" {
+			if r.ServingStatus == store.ComponentReady {
 				if err := setDomain(ctx, c, r.ServingNamespace, r.Name, p.Domain, p.Old); err != nil {
 					return err
 				}

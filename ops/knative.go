@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"helm.sh/helm/v3/pkg/release"
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -449,7 +450,7 @@ func (s *Service) servingSteps(p ServingParams) []engine.Step {
 			return f(ctx, jc, r, c)
 		}
 	}
-	adopted := func(r *store.Region) bool { return r.ServingAdopted && r.ServingStatus == "ready" }
+	adopted := func(r *store.Region) bool { return r.ServingAdopted && r.ServingStatus == store.ComponentReady }
 	return []engine.Step{
 		{Name: "quota", Title: "Project namespace quota", Run: withRegion(func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 			s.setRegion(ctx, jc, map[string]any{"serving_status": "installing", "serving_namespace": p.Namespace, "knative_message": ""})
@@ -545,10 +546,10 @@ func (s *Service) servingSteps(p ServingParams) []engine.Step {
 				"serving_namespace": p.Namespace, "knative_message": ""}); err != nil {
 				return err
 			}
-			if err := s.Store.SetComponent(ctx, r.ID, "traefik", store.ComponentState{Status: "ready", Version: ChartTraefik.Version}); err != nil {
+			if err := s.Store.SetComponent(ctx, r.ID, "traefik", store.ComponentState{Status: store.ComponentReady, Version: ChartTraefik.Version}); err != nil {
 				return err
 			}
-			if r.Status != "active" {
+			if r.Status != store.RegionActive {
 				if err := s.applyBlock(ctx, jc, c, r); err != nil {
 					return err
 				}
@@ -562,12 +563,12 @@ func (s *Service) servingSteps(p ServingParams) []engine.Step {
 // component runs a component's install and records its state.
 func (s *Service) component(ctx context.Context, jc *engine.JobContext, r *store.Region, name string, install func() error) error {
 	err := install()
-	state := store.ComponentState{Status: "ready"}
+	state := store.ComponentState{Status: store.ComponentReady}
 	switch {
 	case errors.Is(err, engine.ErrSkip):
-		state = store.ComponentState{Status: "external", Message: jc.LastNote()}
+		state = store.ComponentState{Status: store.ComponentExternal, Message: jc.LastNote()}
 	case err != nil:
-		state = store.ComponentState{Status: "error", Message: err.Error()}
+		state = store.ComponentState{Status: store.ComponentError, Message: err.Error()}
 	}
 	if serr := s.Store.SetComponent(ctx, r.ID, name, state); serr != nil {
 		return serr
@@ -649,7 +650,7 @@ func (s *Service) uninstallServingSteps(p ServingParams) []engine.Step {
 			if err != nil {
 				return err
 			}
-			s.setServingStatus(ctx, r, "removing")
+			s.setServingStatus(ctx, r, store.ComponentRemoving)
 			return s.deleteKnativeServing(ctx, jc, c, r.ServingNamespace)
 		}},
 		{Name: "traefik", Title: "Remove Traefik", Run: func(ctx context.Context, jc *engine.JobContext) error {
@@ -674,7 +675,7 @@ func (s *Service) uninstallServingSteps(p ServingParams) []engine.Step {
 			}
 			if rel, err := helm.Status(c, r.ServingNamespace, TraefikRelease); err != nil {
 				return err
-			} else if rel != nil && rel.Info.Status != "uninstalled" {
+			} else if rel != nil && rel.Info.Status != release.StatusUninstalled {
 				jc.Note("Traefik stays, and so does namespace %s", r.ServingNamespace)
 				return engine.ErrSkip
 			}
@@ -700,7 +701,7 @@ func (s *Service) uninstallServingSteps(p ServingParams) []engine.Step {
 			if err != nil {
 				return err
 			}
-			s.setServingStatus(ctx, r, "not_installed")
+			s.setServingStatus(ctx, r, store.ComponentNotInstalled)
 			jc.Note("Knative Serving is gone; Prometheus, Loki, the runr-agent and the tracing backend stay")
 			return nil
 		}},
@@ -709,14 +710,14 @@ func (s *Service) uninstallServingSteps(p ServingParams) []engine.Step {
 
 // setServingStatus sets the Serving status of every region on the region's cluster:
 // they share Knative Serving.
-func (s *Service) setServingStatus(ctx context.Context, r *store.Region, status string) {
+func (s *Service) setServingStatus(ctx context.Context, r *store.Region, status store.ComponentStatus) {
 	regions, err := s.Store.RegionsOnCluster(ctx, r.ClusterKey)
 	if err != nil {
 		s.Log.Warn("serving status", "err", err)
 		return
 	}
 	fields := map[string]any{"serving_status": status}
-	if status == "not_installed" {
+	if status == store.ComponentNotInstalled {
 		fields["serving_adopted"] = false
 		fields["external_ip"] = ""
 		fields["dns_resolved"] = false
@@ -800,7 +801,7 @@ func (s *Service) upgradeSteps(p ServingParams) []engine.Step {
 			if err != nil {
 				return err
 			}
-			s.setServingStatus(ctx, r, "installing")
+			s.setServingStatus(ctx, r, store.ComponentInstalling)
 			rel, err := helm.Status(c, r.OperatorNamespace, OperatorRelease)
 			if err != nil {
 				return err

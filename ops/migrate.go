@@ -22,9 +22,7 @@ const (
 const MigrationDeadline = 48 * time.Hour
 
 // MigrationRunning reports whether a move is under way (a second one is refused).
-func MigrationRunning(status string) bool {
-	return status == "pending" || status == "in_progress" || status == "dns_check"
-}
+func MigrationRunning(status store.MigrationStatus) bool { return status.Running() }
 
 // migrationHad records what the region had before a move, to bring it to the new cluster.
 type migrationHad struct {
@@ -86,8 +84,8 @@ func (s *Service) migrationSteps() []engine.Step {
 			if !chk.OK {
 				return fmt.Errorf("the new cluster cannot take the region: %s", chk.FirstFailure())
 			}
-			had := migrationHad{Serving: r.ServingStatus == "ready", Version: r.KnativeVersion, Registry: r.RegistryMode == "internal" && r.RegistryStatus == "ready",
-				Redis: r.RedisMode == "managed", TLS: r.FunctionTLSCert != ""}
+			had := migrationHad{Serving: r.ServingStatus == store.ComponentReady, Version: r.KnativeVersion, Registry: r.RegistryMode == store.RegistryInternal && r.RegistryStatus == store.ComponentReady,
+				Redis: r.RedisMode == store.RedisManaged, TLS: r.FunctionTLSCert != ""}
 			now := time.Now().UTC()
 			detail := store.MigrationDetail{JobID: jc.Job.ID, StartedAt: &now, Had: map[string]any{"serving": had.Serving, "version": had.Version,
 				"registry": had.Registry, "redis": had.Redis, "tls": had.TLS}}
@@ -158,11 +156,11 @@ func (s *Service) migrationSteps() []engine.Step {
 			}
 			if redis, _ := r.MigrationDetail.V.Had["redis"].(bool); redis {
 				s.tolerate(ctx, jc, r, "managed Redis", func() error { return s.installManagedRedis(ctx, jc, c, r) })
-			} else if r.RedisMode == "external" {
+			} else if r.RedisMode == store.RedisExternal {
 				jc.Logf("The external Redis keeps its address %s", r.RedisAddress)
 			}
 			if reg, _ := r.MigrationDetail.V.Had["registry"].(bool); reg {
-				p := RegistryParams{Mode: "internal", StorageType: r.RegistryConfig.V.StorageType, StorageClass: r.RegistryConfig.V.StorageClass,
+				p := RegistryParams{Mode: store.RegistryInternal, StorageType: r.RegistryConfig.V.StorageType, StorageClass: r.RegistryConfig.V.StorageClass,
 					Size: r.RegistryConfig.V.Size, S3Endpoint: r.RegistryConfig.V.S3Endpoint, S3Bucket: r.RegistryConfig.V.S3Bucket,
 					S3Region: r.RegistryConfig.V.S3Region, S3AccessKey: r.RegistryConfig.V.S3AccessKey}
 				if p.StorageType == "" {
@@ -191,7 +189,7 @@ func (s *Service) migrationSteps() []engine.Step {
 					return s.setFunctionTLS(ctx, jc, c, r, r.FunctionTLSCert, r.FunctionTLSKey, false)
 				})
 			}
-			if r.Status != "active" && r.ServingStatus == "ready" {
+			if r.Status != store.RegionActive && r.ServingStatus == store.ComponentReady {
 				s.tolerate(ctx, jc, r, "status block", func() error { return s.applyBlock(ctx, jc, c, r) })
 			}
 			jc.Note("Function TLS and the status block follow the region")
@@ -202,7 +200,7 @@ func (s *Service) migrationSteps() []engine.Step {
 			if err != nil {
 				return err
 			}
-			if r.Settings.V.KnativeDomain == "" || r.ServingStatus != "ready" {
+			if r.Settings.V.KnativeDomain == "" || r.ServingStatus != store.ComponentReady {
 				jc.Note("No function domain to configure")
 				return engine.ErrSkip
 			}
@@ -245,17 +243,17 @@ func (s *Service) redeploy(ctx context.Context, jc *engine.JobContext, c *kube.C
 	for i := range ps {
 		p := &ps[i]
 		switch p.State {
-		case "stopped":
+		case store.ProjectStopped:
 			stopped++
 			jc.Logf("%s is stopped: it moves with the region and stays stopped", p.Slug)
 			continue
-		case "none":
+		case store.ProjectNone:
 			continue
 		}
 		if err := s.DeployCheck(ctx, r, p, false); err != nil {
 			refused++
 			jc.Warnf("%s is refused: %v", p.Slug, err)
-			if err := s.Store.SetProjectState(ctx, p.ID, "none", "not deployed on the new cluster: "+err.Error(), ""); err != nil {
+			if err := s.Store.SetProjectState(ctx, p.ID, store.ProjectNone, "not deployed on the new cluster: "+err.Error(), ""); err != nil {
 				return err
 			}
 			continue
@@ -263,7 +261,7 @@ func (s *Service) redeploy(ctx context.Context, jc *engine.JobContext, c *kube.C
 		if err := s.deployProject(ctx, jc, c, r, p); err != nil {
 			return fmt.Errorf("deploy %s: %w", p.Slug, err)
 		}
-		if err := s.Store.SetProjectState(ctx, p.ID, "running", "", p.Image); err != nil {
+		if err := s.Store.SetProjectState(ctx, p.ID, store.ProjectRunning, "", p.Image); err != nil {
 			return err
 		}
 		deployed++
@@ -289,7 +287,7 @@ func (s *Service) completeMoves(ctx context.Context) {
 		return
 	}
 	for _, m := range rs {
-		if m.Status != "dns_check" {
+		if m.Status != store.MigrationDNSCheck {
 			continue
 		}
 		r, err := s.Store.RegionByID(ctx, m.ID)
@@ -373,7 +371,7 @@ func (r *Refusal) Error() string { return r.Msg }
 // StartMigration checks and queues a region's move to the cluster of a kubeconfig.
 func (s *Service) StartMigration(ctx context.Context, r *store.Region, kubeconfig, dataLocation, by string) (*store.Job, error) {
 	if MigrationRunning(r.MigrationStatus) {
-		return nil, &Refusal{Msg: "The region is moving already (" + r.MigrationStatus + "): complete or roll back that move first."}
+		return nil, &Refusal{Msg: "The region is moving already (" + string(r.MigrationStatus) + "): complete or roll back that move first."}
 	}
 	if r.DataLocation != "" && dataLocation != r.DataLocation {
 		return nil, &Refusal{Field: "data_location", Msg: "The region's data stays in " + r.DataLocation + ": the new cluster must be there (data_location " + r.DataLocation + ")."}
@@ -396,23 +394,16 @@ func (s *Service) StartMigration(ctx context.Context, r *store.Region, kubeconfi
 
 // CompleteMigrationByHand completes a move in dns_check.
 func (s *Service) CompleteMigrationByHand(ctx context.Context, r *store.Region, by string) error {
-	if r.MigrationStatus != "dns_check" {
-		return &Refusal{Msg: "A move completes by hand only in dns_check; this region's is " + orNone(r.MigrationStatus) + "."}
+	if r.MigrationStatus != store.MigrationDNSCheck {
+		return &Refusal{Msg: "A move completes by hand only in dns_check; this region's is " + r.MigrationStatus.String() + "."}
 	}
 	return s.CompleteMigration(ctx, r, "completed by "+by)
 }
 
 // RollbackMigration queues the rollback of a move in dns_check or failed.
 func (s *Service) RollbackMigration(ctx context.Context, r *store.Region, by string) (*store.Job, error) {
-	if r.MigrationStatus != "dns_check" && r.MigrationStatus != "failed" {
-		return nil, &Refusal{Msg: "A move rolls back only in dns_check or failed; this region's is " + orNone(r.MigrationStatus) + "."}
+	if r.MigrationStatus != store.MigrationDNSCheck && r.MigrationStatus != store.MigrationFailed {
+		return nil, &Refusal{Msg: "A move rolls back only in dns_check or failed; this region's is " + r.MigrationStatus.String() + "."}
 	}
 	return s.Enqueue(ctx, engine.Request{Kind: KindRollbackMigration, Title: "Roll back the move of " + r.Name, Subject: r.ID, CreatedBy: by})
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
 }

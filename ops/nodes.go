@@ -52,7 +52,7 @@ type NodeView struct {
 	ControlPlane bool     `json:"control_plane"`
 	Worker       bool     `json:"worker"`
 	// Status is ready, not_ready, or no_heartbeat (no heartbeat for HeartbeatTimeout).
-	Status              string            `json:"status"`
+	Status              kube.NodeState    `json:"status"`
 	Ready               bool              `json:"ready"`
 	LastHeartbeat       *time.Time        `json:"last_heartbeat"`
 	HeartbeatAgeSeconds int64             `json:"heartbeat_age_seconds"`
@@ -202,7 +202,7 @@ func BuildNodesReport(nodes []corev1.Node, pods []corev1.Pod, dedicated []string
 		v.Preflight = Preflight(n, minMinor)
 		v.PreflightOK = true
 		for _, it := range v.Preflight {
-			if it.Status == "fail" {
+			if it.Status == CheckFail {
 				v.PreflightOK = false
 			}
 		}
@@ -310,9 +310,9 @@ var (
 func Preflight(n *corev1.Node, minMinor int) []CheckItem {
 	var items []CheckItem
 	add := func(key, title string, ok bool, evidence string) {
-		st := "pass"
+		st := CheckPass
 		if !ok {
-			st = "fail"
+			st = CheckFail
 		}
 		items = append(items, CheckItem{Key: key, Title: title, Status: st, Evidence: evidence})
 	}
@@ -552,7 +552,7 @@ func (s *Service) evictPods(ctx context.Context, jc *engine.JobContext, c *kube.
 				continue
 			}
 			if pod.DeletionTimestamp != nil {
-				if lost == "no_heartbeat" {
+				if lost == kube.NodeNoHeartbeat {
 					// Nothing on the node confirms the pod's end: it goes with the node.
 					continue
 				}

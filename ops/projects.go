@@ -39,7 +39,7 @@ var ErrProjectStopped = errors.New("the project is stopped: resume it to deploy 
 // DeployCheck runs the deploy checks: a stopped project is refused (unless resumed),
 // and so is one that would exceed its region's capacity.
 func (s *Service) DeployCheck(ctx context.Context, r *store.Region, p *store.Project, resume bool) error {
-	if p.State == "stopped" && !resume {
+	if p.State == store.ProjectStopped && !resume {
 		return ErrProjectStopped
 	}
 	if p.Image == "" {
@@ -106,7 +106,7 @@ func knativeService(r *store.Region, p *store.Project) map[string]any {
 // deployProject creates or updates the project's Knative Service (and its secret env
 // Secret) in the region's project namespace and waits for it to be Ready.
 func (s *Service) deployProject(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region, p *store.Project) error {
-	if r.ServingStatus != "ready" {
+	if r.ServingStatus != store.ComponentReady {
 		return fmt.Errorf("Knative Serving is not ready on region %s", r.Name)
 	}
 	ns := r.Name
@@ -201,7 +201,7 @@ func (s *Service) registerProjectKinds() {
 				if err := s.deployProject(ctx, jc, c, r, p); err != nil {
 					return err
 				}
-				return s.Store.SetProjectState(ctx, p.ID, "running", "", p.Image)
+				return s.Store.SetProjectState(ctx, p.ID, store.ProjectRunning, "", p.Image)
 			}},
 		}, nil
 	}, Finished: func(ctx context.Context, jc *engine.JobContext, err error) {
@@ -222,7 +222,7 @@ func (s *Service) registerProjectKinds() {
 				return err
 			}
 			jc.Note("%s is stopped; nothing of it runs on region %s", p.Slug, r.Name)
-			return s.Store.SetProjectState(ctx, p.ID, "stopped", "", "")
+			return s.Store.SetProjectState(ctx, p.ID, store.ProjectStopped, "", "")
 		}}}, nil
 	}})
 	s.Engine.Register(&engine.Kind{Name: KindDeleteProject, Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
@@ -264,7 +264,7 @@ func (s *Service) registerProjectKinds() {
 				if err := s.deployProject(ctx, jc, c, r, p); err != nil {
 					return err
 				}
-				return s.Store.SetProjectState(ctx, p.ID, "running", "", p.Image)
+				return s.Store.SetProjectState(ctx, p.ID, store.ProjectRunning, "", p.Image)
 			}},
 			{Name: "remove", Title: "Remove it from the old region", Run: func(ctx context.Context, jc *engine.JobContext) error {
 				p, err := s.Store.ProjectByID(ctx, pp.ProjectID)

@@ -27,14 +27,14 @@ const RedisName = "runr-redis"
 
 // RedisParams configure the region's Redis.
 type RedisParams struct {
-	Mode    string `json:"mode"` // managed | external
-	Address string `json:"address,omitempty"`
+	Mode    store.RedisMode `json:"mode"`
+	Address string          `json:"address,omitempty"`
 }
 
 // EnqueueRedisInstall queues the managed Redis of a region.
 func (s *Service) EnqueueRedisInstall(ctx context.Context, r *store.Region, by string) (*store.Job, error) {
 	return s.Enqueue(ctx, engine.Request{Kind: KindRedisInstall, Title: "Install the managed Redis of " + r.Name, Subject: r.ID,
-		Params: RedisParams{Mode: "managed"}, CreatedBy: by})
+		Params: RedisParams{Mode: store.RedisManaged}, CreatedBy: by})
 }
 
 func (s *Service) registerRedisKinds() {
@@ -51,7 +51,7 @@ func (s *Service) registerRedisKinds() {
 					if err != nil {
 						return err
 					}
-					if p.Mode == "external" {
+					if p.Mode == store.RedisExternal {
 						if err := deleteManagedRedis(ctx, c, r.Name); err != nil {
 							return err
 						}
@@ -107,7 +107,7 @@ func (s *Service) installManagedRedis(ctx context.Context, jc *engine.JobContext
 		return err
 	}
 	password := r.RedisPassword
-	if r.RedisMode != "managed" || password == "" {
+	if r.RedisMode != store.RedisManaged || password == "" {
 		password = store.RandomToken("")[:32]
 	}
 	labels := map[string]any{"app.kubernetes.io/name": RedisName, "app.kubernetes.io/managed-by": "runr"}

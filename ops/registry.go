@@ -30,16 +30,16 @@ const (
 
 // RegistryParams are the registry fields of a setup (no secrets).
 type RegistryParams struct {
-	Mode             string `json:"registry_mode"` // internal | external | none
-	StorageType      string `json:"storage_type"`  // pvc | s3
-	StorageClass     string `json:"storage_class,omitempty"`
-	Size             string `json:"size,omitempty"`
-	S3Endpoint       string `json:"s3_endpoint,omitempty"`
-	S3Bucket         string `json:"s3_bucket,omitempty"`
-	S3Region         string `json:"s3_region,omitempty"`
-	S3AccessKey      string `json:"s3_access_key,omitempty"`
-	ExternalAddress  string `json:"external_address,omitempty"`
-	ExternalUsername string `json:"external_username,omitempty"`
+	Mode             store.RegistryMode `json:"registry_mode"`
+	StorageType      string             `json:"storage_type"` // pvc | s3
+	StorageClass     string             `json:"storage_class,omitempty"`
+	Size             string             `json:"size,omitempty"`
+	S3Endpoint       string             `json:"s3_endpoint,omitempty"`
+	S3Bucket         string             `json:"s3_bucket,omitempty"`
+	S3Region         string             `json:"s3_region,omitempty"`
+	S3AccessKey      string             `json:"s3_access_key,omitempty"`
+	ExternalAddress  string             `json:"external_address,omitempty"`
+	ExternalUsername string             `json:"external_username,omitempty"`
 }
 
 // RegistrySecrets are the registry's secret fields.
@@ -51,9 +51,9 @@ type RegistrySecrets struct {
 // Address is where the region's nodes and builds reach the registry.
 func (p RegistryParams) Address() string {
 	switch p.Mode {
-	case "internal":
+	case store.RegistryInternal:
 		return ZotRelease + "." + RegistryNamespace + ".svc.cluster.local:5000"
-	case "external":
+	case store.RegistryExternal:
 		return p.ExternalAddress
 	}
 	return ""
@@ -68,7 +68,7 @@ func (p RegistryParams) Config() store.RegistryConfig {
 
 // SecretValue is the stored secret of the registry (S3 secret key or external password).
 func (p RegistryParams) SecretValue(s RegistrySecrets) string {
-	if p.Mode == "external" {
+	if p.Mode == store.RegistryExternal {
 		return s.ExternalPassword
 	}
 	return s.S3SecretKey
@@ -128,9 +128,9 @@ func toAnyMap(m map[string]string) map[string]any {
 // storageTestStep creates a test volume of the chosen class and waits for it to bind.
 func (s *Service) storageTest(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, p RegistryParams, sec RegistrySecrets) error {
 	switch {
-	case p.Mode == "external":
+	case p.Mode == store.RegistryExternal:
 		return s.externalRegistryTest(ctx, jc, c, p, sec)
-	case p.Mode != "internal":
+	case p.Mode != store.RegistryInternal:
 		jc.Note("No registry chosen: nothing to test")
 		return engine.ErrSkip
 	case p.StorageType == "s3":
@@ -182,7 +182,7 @@ func (s *Service) storageTest(ctx context.Context, jc *engine.JobContext, c *kub
 
 // installMirror runs the node mirror DaemonSet that points containerd at the registry.
 func (s *Service) installMirror(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, p RegistryParams) error {
-	if p.Mode != "internal" {
+	if p.Mode != store.RegistryInternal {
 		jc.Note("No internal registry: no node mirror")
 		return engine.ErrSkip
 	}
@@ -263,7 +263,7 @@ func prepullDaemonSet(labels map[string]string, agentImage string) *appsv1.Daemo
 
 // prepull runs a short-lived DaemonSet whose init containers pull the common images.
 func (s *Service) prepull(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, p RegistryParams) error {
-	if p.Mode == "none" || p.Mode == "" {
+	if p.Mode == store.RegistryNone || p.Mode == "" {
 		jc.Note("No registry: nothing to pre-pull")
 		return engine.ErrSkip
 	}
@@ -291,7 +291,7 @@ func (s *Service) prepull(ctx context.Context, jc *engine.JobContext, c *kube.Cl
 // RemoveRegistry removes the internal registry: node mirror, Helm release, and the
 // namespace (with its volume) when the console created it.
 func (s *Service) removeRegistry(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
-	if r.RegistryMode != "internal" {
+	if r.RegistryMode != store.RegistryInternal {
 		jc.Note("External registry: the console forgets it; nothing runs on the cluster")
 		return nil
 	}

@@ -112,7 +112,7 @@ func (s *Service) registerSettingsKinds() {
 				if err != nil {
 					return err
 				}
-				if r.ServingStatus != "ready" {
+				if r.ServingStatus != store.ComponentReady {
 					jc.Note("Knative Serving is not ready: the value applies with its install")
 					return engine.ErrSkip
 				}

@@ -28,7 +28,7 @@ type SetupParams struct {
 	Nodes        []string         `json:"nodes"`
 	Registry     RegistryParams   `json:"registry"`
 	Monitoring   store.Monitoring `json:"monitoring"`
-	RedisMode    string           `json:"redis_mode"`
+	RedisMode    store.RedisMode  `json:"redis_mode"`
 	RedisAddress string           `json:"redis_address,omitempty"`
 	IsActive     bool             `json:"is_active"`
 	DataLocation string           `json:"data_location,omitempty"`
@@ -44,31 +44,31 @@ type SetupSecret struct {
 // NewRegionRecord builds the record of a new region from its fields and the check.
 func NewRegionRecord(p SetupParams, sec SetupSecret, chk *CheckResult) (*store.Region, string) {
 	agentToken := store.RandomToken("runr_agent_")
-	status := "active"
+	status := store.RegionActive
 	if !p.IsActive {
-		status = "inactive"
+		status = store.RegionInactive
 	}
 	redisMode := p.RedisMode
 	if redisMode == "" {
-		redisMode = "managed"
+		redisMode = store.RedisManaged
 	}
 	r := &store.Region{
 		Name: p.Name, Kubeconfig: string(chk.Kubeconfig), ClusterServer: chk.Server, ClusterKey: kube.ClusterKey(chk.Server),
 		K8sVersion: chk.Version, Status: status, Nodes: p.Nodes, DataLocation: p.DataLocation,
 		Monitoring:   store.JSON[store.Monitoring]{V: p.Monitoring},
-		RegistryMode: orDefault(p.Registry.Mode, "none"), RegistryConfig: store.JSON[store.RegistryConfig]{V: p.Registry.Config()},
+		RegistryMode: orDefault(p.Registry.Mode, store.RegistryNone), RegistryConfig: store.JSON[store.RegistryConfig]{V: p.Registry.Config()},
 		RegistrySecret: p.Registry.SecretValue(sec.Registry),
 		RedisMode:      redisMode, RedisAddress: p.RedisAddress, RedisPassword: sec.RedisPassword,
 		AgentToken: agentToken, AgentTokenHash: store.HashToken(agentToken),
 	}
 	r.Settings.V.RequestTimeout = DefaultRequestTimeout
-	if redisMode == "external" {
-		r.RedisStatus = "ready"
+	if redisMode == store.RedisExternal {
+		r.RedisStatus = store.ComponentReady
 	}
 	return r, agentToken
 }
 
-func orDefault(s, def string) string {
+func orDefault[T ~string](s, def T) T {
 	if s == "" {
 		return def
 	}
@@ -196,13 +196,13 @@ func (s *Service) setupSteps(p SetupParams) []engine.Step {
 			switch {
 			case errors.Is(err, store.ErrNotFound):
 				r, _ = NewRegionRecord(p, sec, chk)
-				if p.Registry.Mode != "" && p.Registry.Mode != "none" {
-					r.RegistryStatus, r.RegistryAddress = "ready", p.Registry.Address()
+				if p.Registry.Mode != "" && p.Registry.Mode != store.RegistryNone {
+					r.RegistryStatus, r.RegistryAddress = store.ComponentReady, p.Registry.Address()
 				}
 				if err := s.Store.CreateRegion(ctx, r); err != nil {
 					return err
 				}
-				if p.Registry.Mode != "" && p.Registry.Mode != "none" {
+				if p.Registry.Mode != "" && p.Registry.Mode != store.RegistryNone {
 					if err := s.Store.SetRegion(ctx, r.ID, map[string]any{"registry_status": "ready", "registry_address": p.Registry.Address()}); err != nil {
 						return err
 					}
@@ -247,7 +247,7 @@ func (s *Service) setupSteps(p SetupParams) []engine.Step {
 			return nil
 		}},
 		{Name: "redis", Title: "Queue the managed Redis", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			if p.RedisMode != "" && p.RedisMode != "managed" {
+			if p.RedisMode != "" && p.RedisMode != store.RedisManaged {
 				jc.Note("Redis mode %s: no managed Redis", p.RedisMode)
 				return engine.ErrSkip
 			}

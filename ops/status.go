@@ -220,7 +220,7 @@ func all(checks ...func() (bool, string)) (bool, string) {
 func (s *Service) components(r *store.Region, st *clusterLook) []componentCheck {
 	var out []componentCheck
 	add := func(name string, ok bool, detail string) { out = append(out, componentCheck{name, ok, detail}) }
-	if r.ServingStatus == "ready" || r.ServingStatus == "error" {
+	if r.ServingStatus == store.ComponentReady || r.ServingStatus == store.ComponentError {
 		ok, d := all(st.operator(r.OperatorNamespace),
 			func() (bool, string) {
 				if !st.servingOK {
@@ -238,12 +238,12 @@ func (s *Service) components(r *store.Region, st *clusterLook) []componentCheck 
 		ok, d = st.release(r.ServingNamespace, TraefikRelease)()
 		add("traefik", ok, d)
 	}
-	if r.RegistryMode == "internal" && r.RegistryStatus == "ready" {
+	if r.RegistryMode == store.RegistryInternal && r.RegistryStatus == store.ComponentReady {
 		ok, d := all(st.release(RegistryNamespace, ZotRelease),
 			func() (bool, string) { return st.daemonSet(RegistryNamespace, MirrorDaemonSet) })
 		add("registry", ok, d)
 	}
-	if r.RedisMode == "managed" && r.RedisStatus == "ready" {
+	if r.RedisMode == store.RedisManaged && r.RedisStatus == store.ComponentReady {
 		ok, d := st.deployment(r.Name, RedisName)
 		add("redis", ok, d)
 	}
@@ -251,7 +251,7 @@ func (s *Service) components(r *store.Region, st *clusterLook) []componentCheck 
 		component string
 		releases  []string
 	}{{"prometheus", []string{PrometheusRelease}}, {"loki", []string{LokiRelease}}, {"tracing", []string{TempoRelease, OtelRelease}}} {
-		if r.Component(c.component).Status != "ready" {
+		if r.Component(c.component).Status != store.ComponentReady {
 			continue
 		}
 		checks := make([]func() (bool, string), len(c.releases))
@@ -261,7 +261,7 @@ func (s *Service) components(r *store.Region, st *clusterLook) []componentCheck 
 		ok, d := all(checks...)
 		add(c.component, ok, d)
 	}
-	if r.Component("agent").Status == "ready" || r.Component("agent").Status == "connected" || r.Component("agent").Status == "disconnected" {
+	if r.Component("agent").Status == store.ComponentReady || r.Component("agent").Status == store.ComponentConnected || r.Component("agent").Status == store.ComponentDisconnected {
 		ok, d := st.deployment(ObservabilityNamespace, AgentName)
 		// A new agent has three minutes to report before its silence counts.
 		if ok && (r.AgentLastSeenAt == nil || time.Since(*r.AgentLastSeenAt) > 3*time.Minute) && time.Since(r.Component("agent").UpdatedAt) > 3*time.Minute {
@@ -285,13 +285,13 @@ func (s *Service) checkRegion(ctx context.Context, r *store.Region, st *clusterL
 	h := r.Health.V
 	fields := map[string]any{"checked_at": now}
 	if st.err != nil {
-		h.API = store.HealthLayer{State: "down", Reason: "the API does not answer: " + kube.Short(st.err), CheckedAt: now}
-		h.Components = store.HealthLayer{State: "unknown", Reason: "not checked: the cluster's API does not answer", CheckedAt: now}
-		h.External = store.HealthLayer{State: "unknown", Reason: "not checked: the cluster's API does not answer", CheckedAt: now}
+		h.API = store.HealthLayer{State: store.HealthDown, Reason: "the API does not answer: " + kube.Short(st.err), CheckedAt: now}
+		h.Components = store.HealthLayer{State: store.HealthUnknown, Reason: "not checked: the cluster's API does not answer", CheckedAt: now}
+		h.External = store.HealthLayer{State: store.HealthUnknown, Reason: "not checked: the cluster's API does not answer", CheckedAt: now}
 		return h, fields
 	}
 	h.Failures, h.NextCheck = 0, time.Time{}
-	h.API = store.HealthLayer{State: "ok", Reason: fmt.Sprintf("answered in %d ms (%s)", st.took.Milliseconds(), st.version), CheckedAt: now}
+	h.API = store.HealthLayer{State: store.HealthOK, Reason: fmt.Sprintf("answered in %d ms (%s)", st.took.Milliseconds(), st.version), CheckedAt: now}
 	fields["k8s_version"] = st.version
 
 	checks := s.components(r, st)
@@ -305,42 +305,42 @@ func (s *Service) checkRegion(ctx context.Context, r *store.Region, st *clusterL
 	}
 	switch {
 	case len(checks) == 0:
-		h.Components = store.HealthLayer{State: "unknown", Reason: "nothing installed yet: install the registry and Knative Serving", CheckedAt: now}
+		h.Components = store.HealthLayer{State: store.HealthUnknown, Reason: "nothing installed yet: install the registry and Knative Serving", CheckedAt: now}
 	case len(bad) > 0:
 		sort.Strings(bad)
-		h.Components = store.HealthLayer{State: "degraded", Reason: strings.Join(bad, "; "), CheckedAt: now, Items: items}
+		h.Components = store.HealthLayer{State: store.HealthDegraded, Reason: strings.Join(bad, "; "), CheckedAt: now, Items: items}
 	default:
 		names := make([]string, len(checks))
 		for i, c := range checks {
 			names[i] = c.name
 		}
-		h.Components = store.HealthLayer{State: "ok", Reason: "ready: " + strings.Join(names, ", "), CheckedAt: now, Items: items}
+		h.Components = store.HealthLayer{State: store.HealthOK, Reason: "ready: " + strings.Join(names, ", "), CheckedAt: now, Items: items}
 	}
 
 	// The external path: Traefik's address, then DNS.
 	ext := st.address
-	if ext != r.ExternalIP && (ext != "" || r.ServingStatus == "ready") {
+	if ext != r.ExternalIP && (ext != "" || r.ServingStatus == store.ComponentReady) {
 		fields["external_ip"] = ext
 	}
 	domain := FunctionDomain(r, base)
 	switch {
-	case r.ServingStatus != "ready":
-		h.External = store.HealthLayer{State: "unknown", Reason: "Knative Serving is not installed: no external path yet", CheckedAt: now}
+	case r.ServingStatus != store.ComponentReady:
+		h.External = store.HealthLayer{State: store.HealthUnknown, Reason: "Knative Serving is not installed: no external path yet", CheckedAt: now}
 	case ext == "":
-		h.External = store.HealthLayer{State: "down", Reason: "Traefik's Service " + r.ServingNamespace + "/" + TraefikRelease + " has no external address: does the cluster have a load-balancer implementation (else install Serving with host-network Traefik)?", CheckedAt: now}
+		h.External = store.HealthLayer{State: store.HealthDown, Reason: "Traefik's Service " + r.ServingNamespace + "/" + TraefikRelease + " has no external address: does the cluster have a load-balancer implementation (else install Serving with host-network Traefik)?", CheckedAt: now}
 	case domain == "":
-		h.External = store.HealthLayer{State: "unknown", Reason: "external address " + ext + "; no function domain yet: set the platform's base domain", CheckedAt: now}
+		h.External = store.HealthLayer{State: store.HealthUnknown, Reason: "external address " + ext + "; no function domain yet: set the platform's base domain", CheckedAt: now}
 	default:
 		ok, reason, err := (&Resolver{Server: s.Cfg.DNSResolver}).DNSCheck(ctx, domain, ext)
 		switch {
 		case err != nil:
 			// The resolver's address and the library's message go to the log only.
 			s.Log.Warn("status: DNS check", "region", r.Name, "domain", domain, "err", err)
-			h.External = store.HealthLayer{State: "unknown", Reason: "external address " + ext + "; the DNS check failed (" + kube.DNSCause(err) + "); the console's log has the details", CheckedAt: now}
+			h.External = store.HealthLayer{State: store.HealthUnknown, Reason: "external address " + ext + "; the DNS check failed (" + kube.DNSCause(err) + "); the console's log has the details", CheckedAt: now}
 		case ok:
-			h.External = store.HealthLayer{State: "ok", Reason: reason, CheckedAt: now}
+			h.External = store.HealthLayer{State: store.HealthOK, Reason: reason, CheckedAt: now}
 		default:
-			h.External = store.HealthLayer{State: "degraded", Reason: reason, CheckedAt: now}
+			h.External = store.HealthLayer{State: store.HealthDegraded, Reason: reason, CheckedAt: now}
 		}
 		fields["dns_resolved"] = ok
 	}
@@ -436,7 +436,7 @@ func (s *Service) CheckNow(ctx context.Context, id string) error {
 // followBaseDomain gives a region with Serving and no function domain the base domain's,
 // once a base domain is set.
 func (s *Service) followBaseDomain(ctx context.Context, r *store.Region, base string) {
-	if base == "" || r.ServingStatus != "ready" || r.Settings.V.KnativeDomain != "" {
+	if base == "" || r.ServingStatus != store.ComponentReady || r.Settings.V.KnativeDomain != "" {
 		return
 	}
 	if _, err := s.Store.ActiveJob(ctx, r.ID, KindSetDomain); err == nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"runr.dev/console/helm"
+	"runr.dev/console/store"
 )
 
 // ValuesCase is one set of values the console sends to an upstream chart. The stand-in
@@ -40,9 +41,9 @@ func ValuesCases() []ValuesCase {
 		{Name: "traefik-host-network", Chart: ChartTraefik, Release: TraefikRelease, Namespace: "knative-serving",
 			Values: TraefikValues(TraefikOptions{Image: traefikImage, Class: TraefikClass, Timeout: 120, HostNetwork: true})},
 		{Name: "zot-pvc", Chart: ChartZot, Release: ZotRelease, Namespace: RegistryNamespace,
-			Values: ZotValues(RegistryParams{Mode: "internal", StorageType: "pvc", StorageClass: "standard", Size: "10Gi"})},
+			Values: ZotValues(RegistryParams{Mode: store.RegistryInternal, StorageType: "pvc", StorageClass: "standard", Size: "10Gi"})},
 		{Name: "zot-s3", Chart: ChartZot, Release: ZotRelease, Namespace: RegistryNamespace,
-			Values: ZotValues(RegistryParams{Mode: "internal", StorageType: "s3", S3Endpoint: "https://s3.example.test", S3Bucket: "images", S3Region: "eu-1", S3AccessKey: "AKIA"})},
+			Values: ZotValues(RegistryParams{Mode: store.RegistryInternal, StorageType: "s3", S3Endpoint: "https://s3.example.test", S3Bucket: "images", S3Region: "eu-1", S3AccessKey: "AKIA"})},
 		{Name: "knative-operator", Chart: ChartKnativeOperator, Release: OperatorRelease, Namespace: "knative-operator", Values: OperatorValues()},
 		{Name: "kube-prometheus-stack", Chart: ChartPrometheus, Release: PrometheusRelease, Namespace: ObservabilityNamespace, Values: PrometheusValues()},
 		{Name: "loki-stack", Chart: ChartLoki, Release: LokiRelease, Namespace: ObservabilityNamespace, Values: LokiValues()},

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/store"
 )
 
 // Names of the registry's S3 credentials and its checks.
@@ -222,7 +223,7 @@ func (s *Service) runCheckJob(ctx context.Context, jc *engine.JobContext, c *kub
 
 // installZot installs the internal registry (chart zot/zot, release runr-zot).
 func (s *Service) installZot(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, p RegistryParams, sec RegistrySecrets) error {
-	if p.Mode != "internal" {
+	if p.Mode != store.RegistryInternal {
 		jc.Note("No internal registry: Zot is not installed")
 		return engine.ErrSkip
 	}

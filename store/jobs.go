@@ -16,7 +16,7 @@ type Job struct {
 	RegionID        *string         `db:"region_id" json:"region_id"`
 	Params          json.RawMessage `db:"params" json:"params"`
 	SecretParams    string          `db:"secret_params" json:"-"`
-	Status          string          `db:"status" json:"status"`
+	Status          JobStatus       `db:"status" json:"status"`
 	Error           string          `db:"error" json:"error"`
 	Attempts        int             `db:"attempts" json:"attempts"`
 	LeaseOwner      string          `db:"lease_owner" json:"-"`
@@ -38,7 +38,7 @@ func (j *Job) Region() string {
 
 // Done reports whether the job has ended.
 func (j *Job) Done() bool {
-	return j.Status == "succeeded" || j.Status == "failed" || j.Status == "cancelled"
+	return j.Status == JobSucceeded || j.Status == JobFailed || j.Status == JobCancelled
 }
 
 // JobStep is one ordered step of a job.
@@ -47,7 +47,7 @@ type JobStep struct {
 	Idx        int        `db:"idx" json:"idx"`
 	Name       string     `db:"name" json:"name"`
 	Title      string     `db:"title" json:"title"`
-	Status     string     `db:"status" json:"status"`
+	Status     StepStatus `db:"status" json:"status"`
 	Message    string     `db:"message" json:"message"`
 	Wait       string     `db:"wait" json:"wait"`
 	StartedAt  *time.Time `db:"started_at" json:"started_at"`
@@ -146,19 +146,19 @@ func (s *Store) ReleaseJobs(ctx context.Context, owner string) error {
 }
 
 // FinishJob ends a job with a status and an error message, and emits the job event.
-func (s *Store) FinishJob(ctx context.Context, id, status, errMsg string) error {
+func (s *Store) FinishJob(ctx context.Context, id string, status JobStatus, errMsg string) error {
 	_, err := s.DB.ExecContext(ctx, `UPDATE jobs SET status = $2, error = $3, finished_at = now(), lease_owner = '' WHERE id = $1`,
 		id, status, truncate(errMsg, 4000))
 	if err != nil {
 		return wrap("finish job "+id, err)
 	}
 	_, err = s.AddEvent(ctx, &JobEvent{JobID: id, Kind: "job", StepIdx: -1, Level: levelOf(status), Message: errMsg,
-		Data: mustJSON(map[string]string{"status": status, "error": errMsg})})
+		Data: mustJSON(map[string]string{"status": string(status), "error": errMsg})})
 	return err
 }
 
-func levelOf(status string) string {
-	if status == "failed" {
+func levelOf[T JobStatus | StepStatus](status T) string {
+	if string(status) == string(JobFailed) {
 		return "error"
 	}
 	return "info"
@@ -194,13 +194,13 @@ func (s *Store) RetryJob(ctx context.Context, id string) error {
 
 // RequestCancel asks the runner to stop a job; a queued job is cancelled at once.
 func (s *Store) RequestCancel(ctx context.Context, id string) error {
-	var status string
+	var status JobStatus
 	err := s.DB.GetContext(ctx, &status, `UPDATE jobs SET cancel_requested = true WHERE id = $1 RETURNING status`, id)
 	if err != nil {
 		return wrap("cancel job "+id, err)
 	}
-	if status == "queued" {
-		return s.FinishJob(ctx, id, "cancelled", "cancelled before it started")
+	if status == JobQueued {
+		return s.FinishJob(ctx, id, JobCancelled, "cancelled before it started")
 	}
 	return nil
 }
@@ -257,7 +257,7 @@ func (s *Store) JobSteps(ctx context.Context, jobID string) ([]JobStep, error) {
 }
 
 // SetStep changes a step's status, message and wait, and emits the step event.
-func (s *Store) SetStep(ctx context.Context, jobID string, idx int, status, message, wait string) (*JobStep, error) {
+func (s *Store) SetStep(ctx context.Context, jobID string, idx int, status StepStatus, message, wait string) (*JobStep, error) {
 	st := &JobStep{}
 	err := s.DB.GetContext(ctx, st, `UPDATE job_steps SET status = $3, message = $4, wait = $5,
 		started_at = CASE WHEN $3 = 'running' AND (started_at IS NULL OR status <> 'running') THEN now() ELSE started_at END,

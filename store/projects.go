@@ -21,7 +21,7 @@ type Project struct {
 	CPUm          int                     `db:"cpu_m" json:"cpu_m"`
 	MemoryMi      int                     `db:"memory_mi" json:"memory_mi"`
 	AlwaysOn      bool                    `db:"always_on" json:"always_on"`
-	State         string                  `db:"state" json:"state"` // none | running | stopped
+	State         ProjectState            `db:"state" json:"state"`
 	DeployedImage string                  `db:"deployed_image" json:"deployed_image"`
 	DeployedAt    *time.Time              `db:"deployed_at" json:"deployed_at"`
 	Message       string                  `db:"message" json:"message"`
@@ -150,7 +150,7 @@ func (s *Store) UpdateProject(ctx context.Context, p *Project) error {
 }
 
 // SetProjectState records a project's state after a deploy, stop or refusal.
-func (s *Store) SetProjectState(ctx context.Context, id, state, message, deployedImage string) error {
+func (s *Store) SetProjectState(ctx context.Context, id string, state ProjectState, message, deployedImage string) error {
 	res, err := s.DB.ExecContext(ctx, `UPDATE projects SET state = $2, message = $3,
 		deployed_image = CASE WHEN $4 = '' THEN deployed_image ELSE $4 END,
 		deployed_at = CASE WHEN $4 = '' THEN deployed_at ELSE now() END, updated_at = now() WHERE id = $1`, id, state, message, deployedImage)

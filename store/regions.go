@@ -45,15 +45,15 @@ type RegistryConfig struct {
 
 // ComponentState is the install state of one component of a region.
 type ComponentState struct {
-	Status    string    `json:"status"`
-	Message   string    `json:"message,omitempty"`
-	Version   string    `json:"version,omitempty"`
-	UpdatedAt time.Time `json:"updated_at"`
+	Status    ComponentStatus `json:"status"`
+	Message   string          `json:"message,omitempty"`
+	Version   string          `json:"version,omitempty"`
+	UpdatedAt time.Time       `json:"updated_at"`
 }
 
 // HealthLayer is one layer of a region's status check.
 type HealthLayer struct {
-	State     string            `json:"state"` // ok | degraded | down | unknown
+	State     HealthState       `json:"state"`
 	Reason    string            `json:"reason"`
 	CheckedAt time.Time         `json:"checked_at"`
 	Items     map[string]string `json:"items,omitempty"`
@@ -97,28 +97,28 @@ type Region struct {
 	ClusterServer         string                          `db:"cluster_server"`
 	ClusterKey            string                          `db:"cluster_key"`
 	K8sVersion            string                          `db:"k8s_version"`
-	Status                string                          `db:"region_status"`
+	Status                RegionStatus                    `db:"region_status"`
 	Nodes                 pq.StringArray                  `db:"nodes"`
 	DataLocation          string                          `db:"data_location"`
 	Settings              JSON[RegionSettings]            `db:"settings"`
 	Monitoring            JSON[Monitoring]                `db:"monitoring"`
-	RegistryMode          string                          `db:"registry_mode"`
-	RegistryStatus        string                          `db:"registry_status"`
+	RegistryMode          RegistryMode                    `db:"registry_mode"`
+	RegistryStatus        ComponentStatus                 `db:"registry_status"`
 	RegistryMessage       string                          `db:"registry_status_message"`
 	RegistryConfig        JSON[RegistryConfig]            `db:"registry_config"`
 	RegistrySecret        string                          `db:"registry_secret"`
 	RegistryAddress       string                          `db:"registry_address"`
-	OperatorStatus        string                          `db:"operator_status"`
+	OperatorStatus        ComponentStatus                 `db:"operator_status"`
 	OperatorNamespace     string                          `db:"operator_namespace"`
 	OperatorVersion       string                          `db:"operator_version"`
 	OperatorAdopted       bool                            `db:"operator_adopted"`
-	ServingStatus         string                          `db:"serving_status"`
+	ServingStatus         ComponentStatus                 `db:"serving_status"`
 	ServingNamespace      string                          `db:"serving_namespace"`
 	KnativeVersion        string                          `db:"knative_version"`
 	ServingAdopted        bool                            `db:"serving_adopted"`
 	KnativeMessage        string                          `db:"knative_message"`
-	RedisMode             string                          `db:"redis_mode"`
-	RedisStatus           string                          `db:"redis_status"`
+	RedisMode             RedisMode                       `db:"redis_mode"`
+	RedisStatus           ComponentStatus                 `db:"redis_status"`
 	RedisAddress          string                          `db:"redis_address"`
 	RedisPassword         string                          `db:"redis_password"`
 	RedisMessage          string                          `db:"redis_message"`
@@ -135,12 +135,12 @@ type Region struct {
 	FunctionTLSExpiresAt  *time.Time                      `db:"function_tls_expires_at"`
 	FaaSCPUOvercommit     float64                         `db:"faas_cpu_overcommit"`
 	FaaSMemoryOvercommit  float64                         `db:"faas_memory_overcommit"`
-	MigrationStatus       string                          `db:"migration_status"`
+	MigrationStatus       MigrationStatus                 `db:"migration_status"`
 	MigrationDetail       JSON[MigrationDetail]           `db:"migration_detail"`
 	MigrationDNSCheckAt   *time.Time                      `db:"migration_dns_check_at"`
 	OldKubeconfig         string                          `db:"old_kubeconfig"`
 	OldExternalIP         string                          `db:"old_external_ip"`
-	DomainMigrationStatus string                          `db:"domain_migration_status"`
+	DomainMigrationStatus MigrationStatus                 `db:"domain_migration_status"`
 	DomainMigrationTarget string                          `db:"domain_migration_target"`
 	CreatedAt             time.Time                       `db:"created_at"`
 	UpdatedAt             time.Time                       `db:"updated_at"`
@@ -154,7 +154,7 @@ func (r *Region) Component(name string) ComponentState {
 	if c, ok := r.Components.V[name]; ok {
 		return c
 	}
-	return ComponentState{Status: "not_installed"}
+	return ComponentState{Status: ComponentNotInstalled}
 }
 
 // regionSecretFields are the Region columns encrypted at rest.
@@ -222,13 +222,13 @@ func (s *Store) CreateRegion(ctx context.Context, r *Region) error {
 		r.ID = NewID()
 	}
 	if r.Status == "" {
-		r.Status = "active"
+		r.Status = RegionActive
 	}
 	if r.RegistryMode == "" {
-		r.RegistryMode = "none"
+		r.RegistryMode = RegistryNone
 	}
 	if r.RedisMode == "" {
-		r.RedisMode = "managed"
+		r.RedisMode = RedisManaged
 	}
 	if r.Components.V == nil {
 		r.Components.V = map[string]ComponentState{}
@@ -460,10 +460,10 @@ func (s *Store) RegionsOnCluster(ctx context.Context, clusterKey string) ([]Regi
 
 // MovingRegion is a region whose move to another cluster is under way.
 type MovingRegion struct {
-	ID         string     `db:"id"`
-	Name       string     `db:"name"`
-	Status     string     `db:"migration_status"`
-	DNSCheckAt *time.Time `db:"migration_dns_check_at"`
+	ID         string          `db:"id"`
+	Name       string          `db:"name"`
+	Status     MigrationStatus `db:"migration_status"`
+	DNSCheckAt *time.Time      `db:"migration_dns_check_at"`
 }
 
 // MovingRegions returns the regions with a move under way.

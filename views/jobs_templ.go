@@ -6,14 +6,14 @@ package views
 
 //lint:file-ignore SA4006 This context is only used if a nested component is present.
 
-import "github.com/a-h/templ"
-import templruntime "github.com/a-h/templ/runtime"
-
 import (
 	"encoding/json"
 	"fmt"
-	"runr.dev/console/store"
 	"time"
+
+	"github.com/a-h/templ"
+	templruntime "github.com/a-h/templ/runtime"
+	"runr.dev/console/store"
 )
 
 // JobData is everything the live progress view shows.
@@ -363,7 +363,7 @@ func JobHeader(d JobData, oob bool) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			var templ_7745c5c3_Var13 = []any{"inline-flex items-center rounded-full px-2 py-0.5 text-xs font-medium", jobColor(d.Job.Status)}
+			var templ_7745c5c3_Var13 = []any{"inline-flex items-center rounded-full px-2 py-0.5 text-xs font-medium", jobColor(string(d.Job.Status))}
 			templ_7745c5c3_Err = templ.RenderCSSItems(ctx, templ_7745c5c3_ElementWriter, templ_7745c5c3_Var13...)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -398,7 +398,7 @@ func JobHeader(d JobData, oob bool) templ.Component {
 		var templ_7745c5c3_Var15 string
 		templ_7745c5c3_Var15, templ_7745c5c3_Err = templ.JoinStringErrs(d.Job.Status)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `jobs.templ`, Line: 147, Col: 221}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `jobs.templ`, Line: 147, Col: 229}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var15))
 		if templ_7745c5c3_Err != nil {
@@ -615,7 +615,7 @@ func JobStepRow(jobID string, s store.JobStep, oob bool) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			var templ_7745c5c3_Var27 = []any{"mt-0.5 inline-flex h-5 w-5 shrink-0 items-center justify-center rounded-full text-xs", jobColor(s.Status), templ.KV("animate-pulse", s.Status == "running")}
+			var templ_7745c5c3_Var27 = []any{"mt-0.5 inline-flex h-5 w-5 shrink-0 items-center justify-center rounded-full text-xs", jobColor(string(s.Status)), templ.KV("animate-pulse", s.Status == "running")}
 			templ_7745c5c3_Err = templ.RenderCSSItems(ctx, templ_7745c5c3_ElementWriter, templ_7745c5c3_Var27...)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -648,9 +648,9 @@ func JobStepRow(jobID string, s store.JobStep, oob bool) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var29 string
-		templ_7745c5c3_Var29, templ_7745c5c3_Err = templ.JoinStringErrs(stepIcon(s.Status))
+		templ_7745c5c3_Var29, templ_7745c5c3_Err = templ.JoinStringErrs(stepIcon(string(s.Status)))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `jobs.templ`, Line: 180, Col: 214}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `jobs.templ`, Line: 180, Col: 230}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var29))
 		if templ_7745c5c3_Err != nil {
@@ -1737,7 +1737,7 @@ func JobsPage(p Page, l JobList) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = Badge(j.Status).Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = Badge(string(j.Status)).Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}

@@ -6,11 +6,11 @@ package views
 
 //lint:file-ignore SA4006 This context is only used if a nested component is present.
 
-import "github.com/a-h/templ"
-import templruntime "github.com/a-h/templ/runtime"
-
 import (
 	"fmt"
+
+	"github.com/a-h/templ"
+	templruntime "github.com/a-h/templ/runtime"
 	"runr.dev/console/store"
 )
 
@@ -184,7 +184,7 @@ func Projects(p Page, rows []ProjectRow, regions []store.Region, f Form) templ.C
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = Badge(r.Project.State).Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = Badge(string(r.Project.State)).Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}

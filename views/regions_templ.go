@@ -6,12 +6,12 @@ package views
 
 //lint:file-ignore SA4006 This context is only used if a nested component is present.
 
-import "github.com/a-h/templ"
-import templruntime "github.com/a-h/templ/runtime"
-
 import (
-	"runr.dev/console/store"
 	"strconv"
+
+	"github.com/a-h/templ"
+	templruntime "github.com/a-h/templ/runtime"
+	"runr.dev/console/store"
 )
 
 // RegionsList is the data of the regions list page.
@@ -388,7 +388,7 @@ func RegionRow(p Page, r store.Region) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = Badge(r.Status).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = Badge(string(r.Status)).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -396,7 +396,7 @@ func RegionRow(p Page, r store.Region) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = Badge(r.ServingStatus).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = Badge(string(r.ServingStatus)).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -404,7 +404,7 @@ func RegionRow(p Page, r store.Region) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = Badge(r.RegistryStatus).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = Badge(string(r.RegistryStatus)).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -412,7 +412,7 @@ func RegionRow(p Page, r store.Region) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = Badge(r.RedisStatus).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = Badge(string(r.RedisStatus)).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

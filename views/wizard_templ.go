@@ -6,13 +6,13 @@ package views
 
 //lint:file-ignore SA4006 This context is only used if a nested component is present.
 
-import "github.com/a-h/templ"
-import templruntime "github.com/a-h/templ/runtime"
-
 import (
+	"strings"
+
+	"github.com/a-h/templ"
+	templruntime "github.com/a-h/templ/runtime"
 	"runr.dev/console/ops"
 	"runr.dev/console/store"
-	"strings"
 )
 
 // WizardStep is one of the wizard's steps, as its header shows it.
@@ -677,7 +677,7 @@ func CheckList(r *ops.CheckResult) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = Badge(it.Status).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = Badge(string(it.Status)).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

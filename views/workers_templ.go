@@ -6,16 +6,16 @@ package views
 
 //lint:file-ignore SA4006 This context is only used if a nested component is present.
 
-import "github.com/a-h/templ"
-import templruntime "github.com/a-h/templ/runtime"
-
 import (
 	"fmt"
-	"runr.dev/console/ops"
-	"runr.dev/console/store"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/a-h/templ"
+	templruntime "github.com/a-h/templ/runtime"
+	"runr.dev/console/ops"
+	"runr.dev/console/store"
 )
 
 // WorkersData is what the Workers tab shows.
@@ -464,7 +464,7 @@ func nodeRow(p Page, d WorkersData, n ops.NodeView) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = Badge(n.Status).Render(ctx, templ_7745c5c3_Buffer)
+		templ_7745c5c3_Err = Badge(string(n.Status)).Render(ctx, templ_7745c5c3_Buffer)
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -620,7 +620,7 @@ func nodeRow(p Page, d WorkersData, n ops.NodeView) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = Badge(it.Status).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = Badge(string(it.Status)).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -631,7 +631,7 @@ func nodeRow(p Page, d WorkersData, n ops.NodeView) templ.Component {
 			var templ_7745c5c3_Var28 string
 			templ_7745c5c3_Var28, templ_7745c5c3_Err = templ.JoinStringErrs(it.Title)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `workers.templ`, Line: 205, Col: 109}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `workers.templ`, Line: 205, Col: 117}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var28))
 			if templ_7745c5c3_Err != nil {
@@ -644,7 +644,7 @@ func nodeRow(p Page, d WorkersData, n ops.NodeView) templ.Component {
 			var templ_7745c5c3_Var29 string
 			templ_7745c5c3_Var29, templ_7745c5c3_Err = templ.JoinStringErrs(it.Evidence)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `workers.templ`, Line: 205, Col: 133}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `workers.templ`, Line: 205, Col: 141}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var29))
 			if templ_7745c5c3_Err != nil {

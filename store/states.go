@@ -1,0 +1,125 @@
+package store
+
+// RegionStatus is a region's status (region_status).
+type RegionStatus string
+
+// Region statuses: a region that is not active answers through its status block.
+const (
+	RegionActive      RegionStatus = "active"
+	RegionInactive    RegionStatus = "inactive"
+	RegionMaintenance RegionStatus = "maintenance"
+)
+
+// ComponentStatus is the install state of a component of a region: the operator,
+// Serving, the registry, Redis, and those in the components map.
+type ComponentStatus string
+
+// Component statuses.
+const (
+	ComponentNotInstalled ComponentStatus = "not_installed"
+	ComponentInstalling   ComponentStatus = "installing"
+	ComponentReady        ComponentStatus = "ready"
+	ComponentError        ComponentStatus = "error"
+	ComponentRemoving     ComponentStatus = "removing"
+	// ComponentExternal: the region uses an instance of its own (Prometheus, Loki).
+	ComponentExternal ComponentStatus = "external"
+	// ComponentConnected and ComponentDisconnected are the runr-agent's, as it reports.
+	ComponentConnected    ComponentStatus = "connected"
+	ComponentDisconnected ComponentStatus = "disconnected"
+)
+
+// JobStatus is a job's state.
+type JobStatus string
+
+// Job statuses.
+const (
+	JobQueued    JobStatus = "queued"
+	JobRunning   JobStatus = "running"
+	JobSucceeded JobStatus = "succeeded"
+	JobFailed    JobStatus = "failed"
+	JobCancelled JobStatus = "cancelled"
+)
+
+// StepStatus is the state of one step of a job.
+type StepStatus string
+
+// Step statuses.
+const (
+	StepPending StepStatus = "pending"
+	StepRunning StepStatus = "running"
+	StepDone    StepStatus = "done"
+	StepSkipped StepStatus = "skipped"
+	StepFailed  StepStatus = "failed"
+)
+
+// MigrationStatus is the state of a region move (migration_status) or of a base-domain
+// migration (domain_migration_status); "" is none.
+type MigrationStatus string
+
+// Migration statuses.
+const (
+	MigrationNone       MigrationStatus = ""
+	MigrationPending    MigrationStatus = "pending"
+	MigrationInProgress MigrationStatus = "in_progress"
+	MigrationDNSCheck   MigrationStatus = "dns_check"
+	MigrationCompleted  MigrationStatus = "completed"
+	MigrationFailed     MigrationStatus = "failed"
+	MigrationRolledBack MigrationStatus = "rolled_back"
+)
+
+// RegistryMode is where a region's images live.
+type RegistryMode string
+
+// Registry modes.
+const (
+	RegistryInternal RegistryMode = "internal"
+	RegistryExternal RegistryMode = "external"
+	RegistryNone     RegistryMode = "none"
+)
+
+// RedisMode is the Redis of a region's queue triggers.
+type RedisMode string
+
+// Redis modes.
+const (
+	RedisManaged  RedisMode = "managed"
+	RedisExternal RedisMode = "external"
+	RedisNone     RedisMode = "none"
+)
+
+// HealthState is the verdict of one layer of a status check.
+type HealthState string
+
+// Health states.
+const (
+	HealthOK       HealthState = "ok"
+	HealthDegraded HealthState = "degraded"
+	HealthDown     HealthState = "down"
+	HealthUnknown  HealthState = "unknown"
+)
+
+// Running reports a move that has started and not ended.
+func (m MigrationStatus) Running() bool {
+	return m == MigrationPending || m == MigrationInProgress || m == MigrationDNSCheck
+}
+
+// String names the status, "none" for no migration.
+func (m MigrationStatus) String() string {
+	if m == MigrationNone {
+		return "none"
+	}
+	return string(m)
+}
+
+// Done reports a job that ended.
+func (s JobStatus) Done() bool { return s == JobSucceeded || s == JobFailed || s == JobCancelled }
+
+// ProjectState is whether a project runs.
+type ProjectState string
+
+// Project states: none (never deployed), running, stopped.
+const (
+	ProjectNone    ProjectState = "none"
+	ProjectRunning ProjectState = "running"
+	ProjectStopped ProjectState = "stopped"
+)
