@@ -63,7 +63,7 @@ func TestStepOutcomesAndLogsArePersisted(t *testing.T) {
 	tests := []struct {
 		name       string
 		fail       bool
-		wantStatus string
+		wantStatus store.JobStatus
 		wantError  string
 		wantSteps  string
 		wantMsgs   []string
@@ -124,7 +124,7 @@ func TestStepOutcomesAndLogsArePersisted(t *testing.T) {
 			}
 			last := es[len(es)-1]
 			var end struct{ Status, Error string }
-			if err := json.Unmarshal(last.Data, &end); err != nil || last.Kind != "job" || end.Status != tc.wantStatus || end.Error != tc.wantError {
+			if err := json.Unmarshal(last.Data, &end); err != nil || last.Kind != "job" || store.JobStatus(end.Status) != tc.wantStatus || end.Error != tc.wantError {
 				t.Errorf("last event %s %s, want the job's end (%s)", last.Kind, last.Data, tc.wantStatus)
 			}
 		})
@@ -291,9 +291,9 @@ func TestWait(t *testing.T) {
 			case errors.As(r.err, &wte) != tc.wantTimeout:
 				t.Fatalf("Wait: %T, want a *WaitTimeoutError: %v", r.err, tc.wantTimeout)
 			}
-			status := "succeeded"
+			status := store.JobSucceeded
 			if tc.wantErr != "" {
-				status = "failed"
+				status = store.JobFailed
 			}
 			waitJob(t, st, j.ID, status)
 			steps := jobSteps(t, st, j.ID)

@@ -103,16 +103,16 @@ func eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 
 // waitJob waits until the job has ended and returns it; it fails when the job ends
 // with another status than want.
-func waitJob(t testing.TB, st *store.Store, id, want string) *store.Job {
+func waitJob(t testing.TB, st *store.Store, id string, want store.JobStatus) *store.Job {
 	t.Helper()
 	return waitJobWithin(t, st, id, want, 15*time.Second)
 }
 
 // waitJobWithin is waitJob with its own deadline.
-func waitJobWithin(t testing.TB, st *store.Store, id, want string, timeout time.Duration) *store.Job {
+func waitJobWithin(t testing.TB, st *store.Store, id string, want store.JobStatus, timeout time.Duration) *store.Job {
 	t.Helper()
 	var j *store.Job
-	eventually(t, timeout, "job "+id+" to be "+want, func() bool {
+	eventually(t, timeout, "job "+id+" to be "+string(want), func() bool {
 		var err error
 		j, err = st.JobByID(context.Background(), id)
 		if err != nil {
@@ -148,7 +148,7 @@ func jobEvents(t testing.TB, st *store.Store, id string) []store.JobEvent {
 func stepStates(steps []store.JobStep) string {
 	var b []string
 	for _, s := range steps {
-		b = append(b, s.Name+"="+s.Status)
+		b = append(b, s.Name+"="+string(s.Status))
 	}
 	return strings.Join(b, " ")
 }

@@ -61,7 +61,7 @@ var (
 func (e *Engine) keepLease(ctx context.Context, cancel context.CancelCauseFunc, j *store.Job) {
 	t := time.NewTicker(e.Lease / 4)
 	defer t.Stop()
-	renewed := time.Now() // the claim (no later than the lease it set)
+	renewed := time.Now() // just after the claim that set the lease
 	for {
 		select {
 		case <-ctx.Done():

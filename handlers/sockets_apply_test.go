@@ -23,14 +23,14 @@ func TestApplyEvent(t *testing.T) {
 		}
 		return raw
 	}
-	steps := func(statuses ...string) []store.JobStep {
+	steps := func(statuses ...store.StepStatus) []store.JobStep {
 		out := make([]store.JobStep, len(statuses))
 		for i, s := range statuses {
 			out[i] = store.JobStep{Idx: i, Name: string(rune('a' + i)), Title: "Step", Status: s}
 		}
 		return out
 	}
-	job := func(status string, startedAt, finishedAt *time.Time, errMsg string) *store.Job {
+	job := func(status store.JobStatus, startedAt, finishedAt *time.Time, errMsg string) *store.Job {
 		return &store.Job{ID: "j1", Status: status, Error: errMsg, CreatedAt: created, StartedAt: startedAt, FinishedAt: finishedAt}
 	}
 	tests := []struct {
@@ -39,49 +39,49 @@ func TestApplyEvent(t *testing.T) {
 		steps     []store.JobStep
 		event     store.JobEvent
 		wantJob   *store.Job
-		wantSteps []string
+		wantSteps []store.StepStatus
 		wantMsg   string // message of step 1 afterwards
 	}{
 		{
 			name: "step event updates its step", job: job("running", &started, nil, ""), steps: steps("done", "pending"),
 			event: store.JobEvent{Kind: "step", StepIdx: 1, CreatedAt: at,
 				Data: stepData(store.JobStep{Idx: 1, Name: "b", Status: "running", Message: "installing", StartedAt: &at})},
-			wantJob: job("running", &started, nil, ""), wantSteps: []string{"done", "running"}, wantMsg: "installing",
+			wantJob: job("running", &started, nil, ""), wantSteps: []store.StepStatus{"done", "running"}, wantMsg: "installing",
 		},
 		{
 			name: "queued job becomes running on its first step event", job: job("queued", nil, nil, ""), steps: steps("pending", "pending"),
 			event:   store.JobEvent{Kind: "step", StepIdx: 0, CreatedAt: at, Data: stepData(store.JobStep{Idx: 0, Name: "a", Status: "running"})},
-			wantJob: job("running", &at, nil, ""), wantSteps: []string{"running", "pending"},
+			wantJob: job("running", &at, nil, ""), wantSteps: []store.StepStatus{"running", "pending"},
 		},
 		{
 			name: "retried job keeps its first start when it runs again", job: job("queued", &started, nil, ""), steps: steps("done", "pending"),
 			event:   store.JobEvent{Kind: "step", StepIdx: 1, CreatedAt: at, Data: stepData(store.JobStep{Idx: 1, Name: "b", Status: "running"})},
-			wantJob: job("running", &started, nil, ""), wantSteps: []string{"done", "running"},
+			wantJob: job("running", &started, nil, ""), wantSteps: []store.StepStatus{"done", "running"},
 		},
 		{
 			name: "step event out of range is ignored", job: job("running", &started, nil, ""), steps: steps("done", "running"),
 			event:   store.JobEvent{Kind: "step", StepIdx: 5, CreatedAt: at, Data: stepData(store.JobStep{Idx: 5, Name: "z", Status: "failed"})},
-			wantJob: job("running", &started, nil, ""), wantSteps: []string{"done", "running"},
+			wantJob: job("running", &started, nil, ""), wantSteps: []store.StepStatus{"done", "running"},
 		},
 		{
 			name: "job event ends the job", job: job("running", &started, nil, ""), steps: steps("done", "failed"),
 			event:   store.JobEvent{Kind: "job", StepIdx: -1, CreatedAt: at, Data: json.RawMessage(`{"status":"failed","error":"boom"}`)},
-			wantJob: job("failed", &started, &at, "boom"), wantSteps: []string{"done", "failed"},
+			wantJob: job("failed", &started, &at, "boom"), wantSteps: []store.StepStatus{"done", "failed"},
 		},
 		{
 			name: "retry queues the job again without a finished time", job: job("failed", &started, &at, "boom"), steps: steps("done", "pending"),
 			event:   store.JobEvent{Kind: "job", StepIdx: -1, CreatedAt: at.Add(time.Minute), Data: json.RawMessage(`{"status":"queued"}`)},
-			wantJob: job("queued", &started, nil, ""), wantSteps: []string{"done", "pending"},
+			wantJob: job("queued", &started, nil, ""), wantSteps: []store.StepStatus{"done", "pending"},
 		},
 		{
 			name: "job event without a status is ignored", job: job("running", &started, nil, ""), steps: steps("running"),
 			event:   store.JobEvent{Kind: "job", StepIdx: -1, CreatedAt: at, Data: json.RawMessage(`{}`)},
-			wantJob: job("running", &started, nil, ""), wantSteps: []string{"running"},
+			wantJob: job("running", &started, nil, ""), wantSteps: []store.StepStatus{"running"},
 		},
 		{
 			name: "log and wait events leave the view alone", job: job("queued", nil, nil, ""), steps: steps("pending", "pending"),
 			event:   store.JobEvent{Kind: "log", StepIdx: 1, CreatedAt: at, Message: "hello", Data: json.RawMessage(`{}`)},
-			wantJob: job("queued", nil, nil, ""), wantSteps: []string{"pending", "pending"},
+			wantJob: job("queued", nil, nil, ""), wantSteps: []store.StepStatus{"pending", "pending"},
 		},
 	}
 	for _, tc := range tests {
