@@ -267,6 +267,9 @@ func (h *Handlers) APICreateRegion(c *fiber.Ctx) error {
 		}
 		r.Settings.V.RequestTimeout = *in.RequestTimeout
 	}
+	if err := h.Kube.AdoptClusterAgentToken(ctx(c), r); err != nil {
+		return h.Fail(c, err)
+	}
 	if err := h.Store.CreateRegion(ctx(c), r); err != nil {
 		if errorsIsConflict(err) {
 			return Invalid(c, FieldErrors{"name": "A region with this name exists already."})

@@ -197,6 +197,9 @@ func (s *Service) setupSteps(p SetupParams) []engine.Step {
 				if p.Registry.Mode != "" && p.Registry.Mode != store.RegistryNone {
 					r.RegistryStatus, r.RegistryAddress = store.ComponentReady, p.Registry.Address()
 				}
+				if err := s.AdoptClusterAgentToken(ctx, r); err != nil {
+					return err
+				}
 				if err := s.Store.CreateRegion(ctx, r); err != nil {
 					return err
 				}

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
@@ -253,13 +255,31 @@ func (s *Store) RegionRef(ctx context.Context, ref string) (*Region, error) {
 	return r, err
 }
 
-// RegionByAgentToken finds the region a runr-agent token belongs to.
+// RegionByAgentToken finds a region a runr-agent token belongs to.
 func (s *Store) RegionByAgentToken(ctx context.Context, token string) (*Region, error) {
-	r := &Region{}
-	if err := s.DB.GetContext(ctx, r, regionSelect+` WHERE r.agent_token_hash = $1 AND r.agent_token_hash <> ''`, HashToken(token)); err != nil {
-		return nil, wrap("region by agent token", err)
+	rs, err := s.RegionsByAgentToken(ctx, token)
+	if err != nil {
+		return nil, err
 	}
-	return r, s.decryptRegion(r)
+	return &rs[0], nil
+}
+
+// RegionsByAgentToken finds the regions a runr-agent token belongs to: one agent runs per
+// cluster, and every region of its cluster shares its token (ErrNotFound: none left).
+func (s *Store) RegionsByAgentToken(ctx context.Context, token string) ([]Region, error) {
+	var rs []Region
+	if err := s.DB.SelectContext(ctx, &rs, regionSelect+` WHERE r.agent_token_hash = $1 AND r.agent_token_hash <> '' ORDER BY r.name`, HashToken(token)); err != nil {
+		return nil, wrap("regions by agent token", err)
+	}
+	if len(rs) == 0 {
+		return nil, ErrNotFound
+	}
+	for i := range rs {
+		if err := s.decryptRegion(&rs[i]); err != nil {
+			return nil, err
+		}
+	}
+	return rs, nil
 }
 
 // RegionFilter narrows ListRegions.
@@ -405,6 +425,21 @@ func (e *HasProjectsError) Error() string {
 // RegionsOnCluster returns the regions that share a cluster.
 func (s *Store) RegionsOnCluster(ctx context.Context, clusterKey string) ([]Region, error) {
 	return s.ListRegions(ctx, RegionFilter{ClusterKey: clusterKey}, false)
+}
+
+// ClusterAgentToken returns the runr-agent token the regions of a cluster share ("" when
+// none of them has one).
+func (s *Store) ClusterAgentToken(ctx context.Context, clusterKey string) (string, error) {
+	var enc string
+	err := s.DB.GetContext(ctx, &enc, `SELECT agent_token FROM regions WHERE cluster_key = $1 AND agent_token <> '' ORDER BY created_at LIMIT 1`, clusterKey)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", wrap("cluster agent token", err)
+	}
+	tok, err := s.Cipher.Decrypt(enc)
+	return tok, wrap("cluster agent token", err)
 }
 
 // MovingRegion is a region whose move to another cluster is under way.
