@@ -236,6 +236,9 @@ func (s *Store) SetRegionStatus(ctx context.Context, id string, v RegionStatus) 
 
 // SetRegionNodes records the region's dedicated workers.
 func (s *Store) SetRegionNodes(ctx context.Context, id string, nodes []string) error {
+	if nodes == nil {
+		nodes = []string{} // none selected: NOT NULL, an empty array
+	}
 	return s.updateRegion(ctx, "set nodes", id, cols{{"nodes", pq.StringArray(nodes)}})
 }
 
