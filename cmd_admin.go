@@ -26,8 +26,16 @@ func migrateCmd() *cobra.Command {
 	}
 }
 
+// userCmd holds `runr user …`: the operator's tools for console users.
 func userCmd() *cobra.Command {
 	user := &cobra.Command{Use: "user", Short: "Manage console users"}
+	user.AddCommand(userCreateCmd(), userBootstrapCmd(), userSetRoleCmd(), userDeleteCmd())
+	return user
+}
+
+// userCreateCmd is `runr user create`: it creates a user, and prints the password it
+// generated when none was given.
+func userCreateCmd() *cobra.Command {
 	var email, role, password string
 	create := &cobra.Command{
 		Use:   "create",
@@ -38,16 +46,16 @@ func userCmd() *cobra.Command {
 			if errs := handlers.ValidateUser(in); len(errs) > 0 {
 				return errs
 			}
-			generated := password == ""
+			pw, generated := password, password == ""
 			if generated {
-				password = handlers.GeneratePassword()
+				pw = handlers.GeneratePassword()
 			}
-			u, err := st.CreateUser(cmd.Context(), strings.TrimSpace(email), "", role, password)
+			u, err := st.CreateUser(cmd.Context(), strings.TrimSpace(email), "", role, pw)
 			if err != nil {
 				return err
 			}
 			if generated {
-				fmt.Fprintln(cmd.OutOrStdout(), password)
+				fmt.Fprintln(cmd.OutOrStdout(), pw)
 			} else {
 				fmt.Fprintf(cmd.ErrOrStderr(), "Created %s (%s)\n", u.Email, u.Role)
 			}
@@ -58,8 +66,13 @@ func userCmd() *cobra.Command {
 	create.Flags().StringVar(&role, "role", "member", "owner, admin, member or viewer")
 	create.Flags().StringVar(&password, "password", "", "password (generated and printed when empty)")
 	_ = create.MarkFlagRequired("email")
+	return create
+}
 
-	var bootEmail string
+// userBootstrapCmd is `runr user bootstrap`: it creates the first owner when there is no
+// user, and prints its credentials once.
+func userBootstrapCmd() *cobra.Command {
+	var email string
 	bootstrap := &cobra.Command{
 		Use:   "bootstrap",
 		Short: "Create the first owner when there is no user, and print its credentials once",
@@ -73,46 +86,55 @@ func userCmd() *cobra.Command {
 				return nil
 			}
 			pw := handlers.GeneratePassword()
-			if _, err := st.CreateUser(cmd.Context(), bootEmail, "Administrator", "owner", pw); err != nil {
+			if _, err := st.CreateUser(cmd.Context(), email, "Administrator", "owner", pw); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "\n  First administrator created (shown once):\n    e-mail:   %s\n    password: %s\n\n", bootEmail, pw)
+			fmt.Fprintf(cmd.OutOrStdout(), "\n  First administrator created (shown once):\n    e-mail:   %s\n    password: %s\n\n", email, pw)
 			return nil
 		}),
 	}
-	bootstrap.Flags().StringVar(&bootEmail, "email", "admin@runr.local", "e-mail of the first owner")
-	var roleEmail, newRole string
+	bootstrap.Flags().StringVar(&email, "email", "admin@runr.local", "e-mail of the first owner")
+	return bootstrap
+}
+
+// userSetRoleCmd is `runr user set-role`: it changes a user's role, under the owner rules.
+func userSetRoleCmd() *cobra.Command {
+	var email, role string
 	setRole := &cobra.Command{
 		Use:   "set-role",
 		Short: "Change a user's role (the last owner keeps theirs)",
 		Args:  cobra.NoArgs,
 		RunE: withStore(func(cmd *cobra.Command, st *store.Store) error {
-			u, err := st.UserByEmail(cmd.Context(), roleEmail)
+			u, err := userByEmail(cmd, st, email)
 			if err != nil {
-				return fmt.Errorf("no user with e-mail %s: %w", roleEmail, err)
-			}
-			// The operator holds the database: no actor, but the owner rules still hold.
-			if err := st.ChangeUserRole(cmd.Context(), nil, u.ID, newRole); err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "%s is now %s\n", u.Email, newRole)
+			// The operator holds the database: no actor, but the owner rules still hold.
+			if err := st.ChangeUserRole(cmd.Context(), nil, u.ID, role); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "%s is now %s\n", u.Email, role)
 			return nil
 		}),
 	}
-	setRole.Flags().StringVar(&roleEmail, "email", "", "the user (required)")
-	setRole.Flags().StringVar(&newRole, "role", "", "owner, admin, member or viewer (required)")
+	setRole.Flags().StringVar(&email, "email", "", "the user (required)")
+	setRole.Flags().StringVar(&role, "role", "", "owner, admin, member or viewer (required)")
 	_ = setRole.MarkFlagRequired("email")
 	_ = setRole.MarkFlagRequired("role")
+	return setRole
+}
 
-	var delEmail string
+// userDeleteCmd is `runr user delete`: it deletes a user and their tokens, never the last owner.
+func userDeleteCmd() *cobra.Command {
+	var email string
 	del := &cobra.Command{
 		Use:   "delete",
 		Short: "Delete a user and their tokens (never the last owner)",
 		Args:  cobra.NoArgs,
 		RunE: withStore(func(cmd *cobra.Command, st *store.Store) error {
-			u, err := st.UserByEmail(cmd.Context(), delEmail)
+			u, err := userByEmail(cmd, st, email)
 			if err != nil {
-				return fmt.Errorf("no user with e-mail %s: %w", delEmail, err)
+				return err
 			}
 			if err := st.RemoveUser(cmd.Context(), nil, u.ID); err != nil {
 				return err
@@ -121,10 +143,18 @@ func userCmd() *cobra.Command {
 			return nil
 		}),
 	}
-	del.Flags().StringVar(&delEmail, "email", "", "the user (required)")
+	del.Flags().StringVar(&email, "email", "", "the user (required)")
 	_ = del.MarkFlagRequired("email")
-	user.AddCommand(create, bootstrap, setRole, del)
-	return user
+	return del
+}
+
+// userByEmail finds the user an operator's --email names.
+func userByEmail(cmd *cobra.Command, st *store.Store, email string) (*store.User, error) {
+	u, err := st.UserByEmail(cmd.Context(), email)
+	if err != nil {
+		return nil, fmt.Errorf("no user with e-mail %s: %w", email, err)
+	}
+	return u, nil
 }
 
 func tokenCmd() *cobra.Command {
@@ -135,9 +165,9 @@ func tokenCmd() *cobra.Command {
 		Short: "Create an API token for a user; prints the token alone on stdout",
 		Args:  cobra.NoArgs,
 		RunE: withStore(func(cmd *cobra.Command, st *store.Store) error {
-			u, err := st.UserByEmail(cmd.Context(), email)
+			u, err := userByEmail(cmd, st, email)
 			if err != nil {
-				return fmt.Errorf("no user with e-mail %s: %w", email, err)
+				return err
 			}
 			sc, err := handlers.ParseScopes([]string{scopes})
 			if err != nil {

@@ -15,7 +15,13 @@ import (
 // regionsCmd holds `runr regions …`: the operator's region tools (moves, listing).
 func regionsCmd() *cobra.Command {
 	regions := &cobra.Command{Use: "regions", Short: "Regions: list them and move them to another cluster"}
-	regions.AddCommand(&cobra.Command{
+	regions.AddCommand(regionsListCmd(), regionsMigrationCmd())
+	return regions
+}
+
+// regionsListCmd is `runr regions list`: one line per region with its statuses.
+func regionsListCmd() *cobra.Command {
+	return &cobra.Command{
 		Use: "list", Short: "List the regions", Args: cobra.NoArgs,
 		RunE: withStore(func(cmd *cobra.Command, st *store.Store) error {
 			rs, err := st.ListRegions(cmd.Context(), store.RegionFilter{}, false)
@@ -29,17 +35,22 @@ func regionsCmd() *cobra.Command {
 			}
 			return w.Flush()
 		}),
-	})
+	}
+}
+
+// regionsMigrationCmd holds `runr regions migration …`: start, complete, roll back and follow a move.
+func regionsMigrationCmd() *cobra.Command {
 	migration := &cobra.Command{Use: "migration", Short: "Move a region to another cluster"}
+	migration.AddCommand(migrationStartCmd(), migrationCompleteCmd(), migrationRollbackCmd(), migrationStatusCmd())
+	return migration
+}
+
+// migrationStartCmd is `runr regions migration start`: it queues a region's move to the cluster of a kubeconfig.
+func migrationStartCmd() *cobra.Command {
 	var kubeconfig, dataLocation string
 	start := &cobra.Command{
 		Use: "start REGION --kubeconfig FILE", Short: "Start moving a region (the running console carries it out)", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			svc, r, done, err := regionService(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			defer done()
+		RunE: withRegion(func(cmd *cobra.Command, svc *ops.Service, r *store.Region) error {
 			raw, err := os.ReadFile(kubeconfig)
 			if err != nil {
 				return fmt.Errorf("read the kubeconfig: %w", err)
@@ -50,73 +61,87 @@ func regionsCmd() *cobra.Command {
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Move of %s queued as job %s; follow it with `runr regions migration status %s`\n", r.Name, j.ID, r.Name)
 			return nil
-		},
+		}),
 	}
 	start.Flags().StringVar(&kubeconfig, "kubeconfig", "", "the new cluster's kubeconfig (required)")
 	start.Flags().StringVar(&dataLocation, "data-location", "", "the new cluster's data location (required when the region has one)")
 	_ = start.MarkFlagRequired("kubeconfig")
+	return start
+}
+
+// migrationCompleteCmd is `runr regions migration complete`: it completes a move, or with --domain a base-domain migration, in dns_check.
+func migrationCompleteCmd() *cobra.Command {
 	var domain bool
 	complete := &cobra.Command{
 		Use: "complete REGION", Short: "Complete a move in dns_check (with --domain: a base-domain migration)", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			svc, r, done, err := regionService(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			defer done()
+		RunE: withRegion(func(cmd *cobra.Command, svc *ops.Service, r *store.Region) error {
 			if domain {
-				if r.DomainMigrationStatus != store.MigrationDNSCheck {
-					return fmt.Errorf("region %s has no domain migration in dns_check", r.Name)
-				}
-				j, err := svc.CompleteDomainMigration(cmd.Context(), r, "cli")
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "Domain migration of %s completes in job %s\n", r.Name, j.ID)
-				return nil
+				return completeDomainMigration(cmd, svc, r)
 			}
 			if err := svc.CompleteMigrationByHand(cmd.Context(), r, "cli"); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Move of %s completed\n", r.Name)
 			return nil
-		},
+		}),
 	}
 	complete.Flags().BoolVar(&domain, "domain", false, "complete the base-domain migration instead")
-	rollback := &cobra.Command{
+	return complete
+}
+
+// completeDomainMigration queues the completion of a region's base-domain migration in dns_check.
+func completeDomainMigration(cmd *cobra.Command, svc *ops.Service, r *store.Region) error {
+	if r.DomainMigrationStatus != store.MigrationDNSCheck {
+		return fmt.Errorf("region %s has no domain migration in dns_check", r.Name)
+	}
+	j, err := svc.CompleteDomainMigration(cmd.Context(), r, "cli")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "Domain migration of %s completes in job %s\n", r.Name, j.ID)
+	return nil
+}
+
+// migrationRollbackCmd is `runr regions migration rollback`: it queues the rollback of a move.
+func migrationRollbackCmd() *cobra.Command {
+	return &cobra.Command{
 		Use: "rollback REGION", Short: "Roll a move back (in dns_check or failed)", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			svc, r, done, err := regionService(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			defer done()
+		RunE: withRegion(func(cmd *cobra.Command, svc *ops.Service, r *store.Region) error {
 			j, err := svc.RollbackMigration(cmd.Context(), r, "cli")
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Rollback of %s queued as job %s\n", r.Name, j.ID)
 			return nil
-		},
+		}),
 	}
-	status := &cobra.Command{
+}
+
+// migrationStatusCmd is `runr regions migration status`: a move's status as JSON.
+func migrationStatusCmd() *cobra.Command {
+	return &cobra.Command{
 		Use: "status REGION", Short: "Show a move's status", Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			_, r, done, err := regionService(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			defer done()
+		RunE: withRegion(func(cmd *cobra.Command, _ *ops.Service, r *store.Region) error {
 			out := map[string]any{"region": r.Name, "migration_status": r.MigrationStatus, "detail": r.MigrationDetail.V,
 				"dns_check_at": r.MigrationDNSCheckAt, "external_ip": r.ExternalIP, "old_external_ip": r.OldExternalIP}
 			enc := json.NewEncoder(cmd.OutOrStdout())
 			enc.SetIndent("", "  ")
 			return enc.Encode(out)
-		},
+		}),
 	}
-	migration.AddCommand(start, complete, rollback, status)
-	regions.AddCommand(migration)
-	return regions
+}
+
+// withRegion wraps a command body so it runs with the service and the region its first
+// argument names, and closes the store afterwards.
+func withRegion(run func(cmd *cobra.Command, svc *ops.Service, r *store.Region) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		svc, r, done, err := regionService(cmd, args[0])
+		if err != nil {
+			return err
+		}
+		defer done()
+		return run(cmd, svc, r)
+	}
 }
 
 // regionService opens the store and the cluster side for a region named or by id.

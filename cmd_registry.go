@@ -16,6 +16,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"runr.dev/console/agent/nodemirror"
+	"runr.dev/console/ops"
+	"runr.dev/console/store"
 )
 
 // registryCmd holds `runr registry …`: the node mirror and containerd's restart, which
@@ -147,18 +149,13 @@ func rollingRestartCmd() *cobra.Command {
 		Use:   "rolling-restart REGION",
 		Short: "Restart containerd on the region's nodes one at a time, so that they read the node mirror's config_path",
 		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			svc, r, done, err := regionService(cmd, args[0])
-			if err != nil {
-				return err
-			}
-			defer done()
+		RunE: withRegion(func(cmd *cobra.Command, svc *ops.Service, r *store.Region) error {
 			j, err := svc.StartRollingRestart(cmd.Context(), r, "cli")
 			if err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Rolling restart of containerd on %s queued as job %s\n", r.Name, j.ID)
 			return nil
-		},
+		}),
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os/signal"
 	"sync"
@@ -13,9 +14,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"runr.dev/console/ops"
+	"runr.dev/console/store"
 	"runr.dev/console/web"
 )
 
+// serveCmd is `runr serve`: the console itself.
 func serveCmd() *cobra.Command {
 	var migrate bool
 	cmd := &cobra.Command{
@@ -23,77 +26,110 @@ func serveCmd() *cobra.Command {
 		Short: "Run the console (listens on RUNR_ADDR, default :8080)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
-			defer stop()
-			cfg, st, err := openStore(ctx)
-			if err != nil {
-				return err
-			}
-			defer st.Close()
-			log := newLogger(cfg.LogLevel)
-			if migrate {
-				n, err := st.Migrate(ctx)
-				if err != nil {
-					return err
-				}
-				log.Info("migrations applied", "count", n)
-			} else {
-				n, err := st.PendingMigrations(ctx)
-				if err != nil {
-					return err
-				}
-				if n > 0 {
-					return fmt.Errorf("%d migration(s) pending: run `runr migrate` first, or `runr serve --migrate`", n)
-				}
-			}
-			svc := ops.NewService(st, cfg, log)
-			srv := web.New(st, cfg, svc, log, version)
-
-			bg, cancelBG := context.WithCancel(context.Background())
-			var wg sync.WaitGroup
-			start := func(f func(context.Context)) {
-				wg.Add(1)
-				go func() { defer wg.Done(); f(bg) }()
-			}
-			start(srv.Hub.Run)
-			start(func(ctx context.Context) { svc.RunWorkers(ctx, cfg.Workers) })
-			start(svc.RunBackground)
-
-			errc := make(chan error, 2)
-			var metrics *http.Server
-			if cfg.MetricsAddr != "" {
-				// /metrics on its own listener, never on the console's port.
-				metrics = &http.Server{Addr: cfg.MetricsAddr, Handler: web.MetricsHandler(), ReadHeaderTimeout: 10 * time.Second}
-				go func() {
-					if err := metrics.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-						errc <- fmt.Errorf("metrics listener: %w", err)
-					}
-				}()
-				log.Info("metrics listening", "addr", cfg.MetricsAddr)
-			}
-			go func() { errc <- srv.App.Listen(cfg.Addr) }()
-			log.Info("runr console listening", "addr", cfg.Addr, "version", version)
-			select {
-			case err = <-errc:
-			case <-ctx.Done():
-				log.Info("shutting down")
-			}
-			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if metrics != nil {
-				_ = metrics.Shutdown(sctx)
-			}
-			if serr := srv.App.ShutdownWithContext(sctx); serr != nil && err == nil {
-				err = serr
-			}
-			cancelBG()
-			wg.Wait()
-			if errors.Is(err, context.Canceled) {
-				return nil
-			}
-			return err
+			return serve(cmd.Context(), migrate)
 		},
 	}
 	cmd.Flags().BoolVar(&migrate, "migrate", false, "apply pending migrations before serving")
 	return cmd
+}
+
+// serve runs the console until SIGINT, SIGTERM or a listener's failure, then shuts it
+// down: the listeners first, the background work (hub, job workers) last.
+func serve(parent context.Context, migrate bool) error {
+	ctx, stop := signal.NotifyContext(parent, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	cfg, st, err := openStore(ctx)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	log := newLogger(cfg.LogLevel)
+	if err := ensureMigrated(ctx, st, migrate, log); err != nil {
+		return err
+	}
+	svc := ops.NewService(st, cfg, log)
+	srv := web.New(st, cfg, svc, log, version)
+	stopBackground := runInBackground(srv.Hub.Run, func(ctx context.Context) { svc.RunWorkers(ctx, cfg.Workers) }, svc.RunBackground)
+
+	errc := make(chan error, 2)
+	metrics := startMetrics(cfg.MetricsAddr, errc, log)
+	go func() { errc <- srv.App.Listen(cfg.Addr) }()
+	log.Info("runr console listening", "addr", cfg.Addr, "version", version)
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+		log.Info("shutting down")
+	}
+	err = shutdownListeners(srv, metrics, err)
+	stopBackground()
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// ensureMigrated applies the pending migrations when asked to, and otherwise refuses to
+// serve while any is pending.
+func ensureMigrated(ctx context.Context, st *store.Store, migrate bool, log *slog.Logger) error {
+	if migrate {
+		n, err := st.Migrate(ctx)
+		if err != nil {
+			return err
+		}
+		log.Info("migrations applied", "count", n)
+		return nil
+	}
+	n, err := st.PendingMigrations(ctx)
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		return fmt.Errorf("%d migration(s) pending: run `runr migrate` first, or `runr serve --migrate`", n)
+	}
+	return nil
+}
+
+// runInBackground runs each task in a goroutine of its own; the function it returns
+// cancels the tasks' context and waits for every task to return.
+func runInBackground(tasks ...func(context.Context)) (stop func()) {
+	bg, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, task := range tasks {
+		wg.Go(func() { task(bg) })
+	}
+	return func() {
+		cancel()
+		wg.Wait()
+	}
+}
+
+// startMetrics serves /metrics on its own listener, never on the console's port, when
+// addr is set (it returns nil otherwise); the listener's failure goes to errc.
+func startMetrics(addr string, errc chan<- error, log *slog.Logger) *http.Server {
+	if addr == "" {
+		return nil
+	}
+	metrics := &http.Server{Addr: addr, Handler: web.MetricsHandler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := metrics.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("metrics listener: %w", err)
+		}
+	}()
+	log.Info("metrics listening", "addr", addr)
+	return metrics
+}
+
+// shutdownListeners stops the metrics listener (when there is one) and the console's,
+// giving them 10 s together; it returns the error the console stopped on, or else the
+// console's shutdown error.
+func shutdownListeners(srv *web.Server, metrics *http.Server, err error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if metrics != nil {
+		_ = metrics.Shutdown(ctx)
+	}
+	if serr := srv.App.ShutdownWithContext(ctx); serr != nil && err == nil {
+		err = serr
+	}
+	return err
 }

@@ -82,6 +82,36 @@ func (e *Env) DropDB(dbURL string) {
 	db.Exec(`DROP DATABASE IF EXISTS ` + strings.TrimPrefix(u.Path, "/") + ` WITH (FORCE)`)
 }
 
+// NewStore creates a fresh database for a benchmark and opens its store; drop closes the
+// store and removes the database.
+func (e *Env) NewStore(prefix string) (dbURL string, st *store.Store, drop func(), err error) {
+	if dbURL, err = e.NewDB(prefix); err != nil {
+		return "", nil, nil, err
+	}
+	if st, err = OpenStore(dbURL); err != nil {
+		e.DropDB(dbURL)
+		return "", nil, nil, fmt.Errorf("open the store of %s: %w", dbURL, err)
+	}
+	return dbURL, st, func() { st.Close(); e.DropDB(dbURL) }, nil
+}
+
+// StartConsole prepares a console on a fresh database and starts it; stop ends the
+// console and removes the database.
+func (e *Env) StartConsole(name, dbPrefix string) (c *Console, stop func(), err error) {
+	dbURL, err := e.NewDB(dbPrefix)
+	if err != nil {
+		return nil, nil, err
+	}
+	if c, err = e.NewConsole(name, dbURL, true); err == nil {
+		err = c.Start()
+	}
+	if err != nil {
+		e.DropDB(dbURL)
+		return nil, nil, err
+	}
+	return c, func() { c.Stop(); e.DropDB(dbURL) }, nil
+}
+
 // OpenStore opens the store of a benchmark's database, as the console does.
 func OpenStore(dbURL string) (*store.Store, error) {
 	cipher, err := store.NewCipher(appKey)

@@ -103,119 +103,187 @@ func main() {
 	}
 }
 
+// run runs the selected benchmarks (in the order 1, 2, 3, 5, 4), then prints the table
+// and writes the results file; it fails when a benchmark could not run at all.
 func run(o *Options) error {
-	runr, err := filepath.Abs(o.Runr)
+	runr, err := runrBinary(o.Runr)
 	if err != nil {
 		return err
+	}
+	logDir, err := newLogDir()
+	if err != nil {
+		return err
+	}
+	rep := newRunReport(runr, logDir)
+	repo, err := testcluster.StartChartRepo("")
+	if err != nil {
+		return fmt.Errorf("start the stand-in chart repository: %w", err)
+	}
+	defer repo.Close()
+	mon := startMonitor(o.PGDir)
+	defer mon.close()
+	env := &Env{AdminURL: o.PG, Runr: runr, Repo: repo, LogDir: logDir, KeepDB: o.KeepDB, Mon: mon}
+	runStart := noteOtherWork(rep, mon, o.Shared)
+
+	b := &benchRun{o: o, rep: rep, mon: mon}
+	b.step("1", "Console pages under load", "pages", func() error { return benchPages(env, rep, o) })
+	b.step("2", "Progress fan-out", "fanout", func() error { return benchFanout(env, rep, o) })
+	// Benchmark 3 has its cluster to itself; 5 uses three fresh ones, which 4 then reuses
+	// (with what 5 installed on them).
+	b.step("3", "Install overhead", "install", func() error { return benchInstall(env, rep, o) })
+	pool := &clusterPool{}
+	defer pool.stop()
+	b.step("5", "Concurrent installs", "concurrent", func() error { return pool.concurrent(env, rep, o) })
+	b.step("4", "Status sweep", "sweep", func() error { return pool.sweep(env, rep, o) })
+
+	if err := finishReport(rep, mon, runStart, o.Out); err != nil {
+		return err
+	}
+	if b.failed > 0 {
+		return fmt.Errorf("%d benchmark(s) failed to run", b.failed)
+	}
+	return nil
+}
+
+// runrBinary is the absolute path of the binary under test, which must have been built.
+func runrBinary(path string) (string, error) {
+	runr, err := filepath.Abs(path)
+	if err != nil {
+		return "", fmt.Errorf("locate %s: %w", path, err)
 	}
 	if _, err := os.Stat(runr); err != nil {
-		return fmt.Errorf("%s: build it first (make build)", o.Runr)
+		return "", fmt.Errorf("%s: build it first (make build)", path)
 	}
-	logDir, err := filepath.Abs(filepath.Join(".data", "bench", time.Now().Format("20060102-150405")))
+	return runr, nil
+}
+
+// newLogDir creates the folder of this run's console logs, .data/bench/<time>.
+func newLogDir() (string, error) {
+	dir, err := filepath.Abs(filepath.Join(".data", "bench", time.Now().Format("20060102-150405")))
 	if err != nil {
-		return err
+		return "", fmt.Errorf("locate the log folder: %w", err)
 	}
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		return err
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("create the log folder: %w", err)
 	}
+	return dir, nil
+}
+
+// newRunReport starts the report with the machine, the network and the binary under
+// test, and prints them with where the console logs go.
+func newRunReport(runr, logDir string) *Report {
 	rep := newReport(strings.Join(append([]string{"bin/bench"}, os.Args[1:]...), " "))
 	rep.Machine.Netns = networkNote()
 	rep.Machine.Build = buildNote(runr)
 	fmt.Printf("machine: %d CPUs, %s, %s; load %s\n", rep.Machine.Nproc, rep.Machine.MemTotal, rep.Machine.GoVersion, rep.Machine.LoadStart)
 	fmt.Printf("network: %s\nconsole logs: %s\n", rep.Machine.Netns, logDir)
+	return rep
+}
 
-	repo, err := testcluster.StartChartRepo("")
-	if err != nil {
-		return err
-	}
-	defer repo.Close()
-	env := &Env{AdminURL: o.PG, Runr: runr, Repo: repo, LogDir: logDir, KeepDB: o.KeepDB}
-
-	mon := startMonitor(o.PGDir)
-	defer mon.close()
-	env.Mon = mon
+// noteOtherWork marks the start of the run and notes the CPU use of the 3 s before the
+// first benchmark (the -machine-note in front); it returns the mark.
+func noteOtherWork(rep *Report, mon *cpuMonitor, machineNote string) Usage {
 	runStart := mon.mark()
 	time.Sleep(3 * time.Second)
 	rep.Machine.OtherProc = usageNote(mon.since(runStart), rep.Machine.Nproc, "the 3 s before the first benchmark")
-	if o.Shared != "" {
-		rep.Machine.OtherProc = o.Shared + " " + rep.Machine.OtherProc
+	if machineNote != "" {
+		rep.Machine.OtherProc = machineNote + " " + rep.Machine.OtherProc
 	}
 	fmt.Println(rep.Machine.OtherProc)
-	failed := 0
-	step := func(id, title, name string, f func() error) {
-		if !o.Only[name] {
-			return
-		}
-		fmt.Printf("\n== %s. %s\n", id, title)
-		start := time.Now()
-		m0 := mon.mark()
-		err := f()
-		u := mon.since(m0)
-		rep.section(id, title).note("%s", usageNote(u, rep.Machine.Nproc, "this benchmark"))
-		if err != nil {
-			failed++
-			sec := rep.section(id, title)
-			sec.Err = err
-			rep.check(id, title+": the benchmark ran", "failed: "+truncate(err.Error(), 160), "runs", false, "-")
-			fmt.Printf("FAILED: %v\n", err)
-		}
-		fmt.Printf("(%s)\n", time.Since(start).Round(time.Second))
-	}
-	step("1", "Console pages under load", "pages", func() error { return benchPages(env, rep, o) })
-	step("2", "Progress fan-out", "fanout", func() error { return benchFanout(env, rep, o) })
+	return runStart
+}
 
-	// Benchmark 3 has its cluster to itself; 5 uses three fresh ones, which 4 then reuses
-	// (with what 5 installed on them).
-	step("3", "Install overhead", "install", func() error { return benchInstall(env, rep, o) })
-	var pool []*testcluster.Cluster
-	installed := false
-	defer func() {
-		for _, c := range pool {
-			c.Stop()
-		}
-	}()
-	step("5", "Concurrent installs", "concurrent", func() error {
-		n := o.BaselineRuns + 2
-		fmt.Printf("starting %d simulated clusters\n", n)
-		cs, err := startClusters(n)
+// benchRun runs the benchmarks that -only selects, each in its section of the report
+// with the CPU use of its run, and counts those that failed to run.
+type benchRun struct {
+	o      *Options
+	rep    *Report
+	mon    *cpuMonitor
+	failed int
+}
+
+// step runs one benchmark when it is selected (name) and records its CPU use, its time
+// and, when it could not run, its failure.
+func (b *benchRun) step(id, title, name string, f func() error) {
+	if !b.o.Only[name] {
+		return
+	}
+	fmt.Printf("\n== %s. %s\n", id, title)
+	start := time.Now()
+	m0 := b.mon.mark()
+	err := f()
+	u := b.mon.since(m0)
+	b.rep.section(id, title).note("%s", usageNote(u, b.rep.Machine.Nproc, "this benchmark"))
+	if err != nil {
+		b.failed++
+		b.rep.section(id, title).Err = err
+		b.rep.check(id, title+": the benchmark ran", "failed: "+truncate(err.Error(), 160), "runs", false, "-")
+		fmt.Printf("FAILED: %v\n", err)
+	}
+	fmt.Printf("(%s)\n", time.Since(start).Round(time.Second))
+}
+
+// clusterPool holds the simulated clusters benchmark 5 leaves to benchmark 4: one of its
+// solo clusters and the two shared ones, with what 5 installed on them.
+type clusterPool struct {
+	clusters  []*testcluster.Cluster
+	installed bool
+}
+
+// concurrent runs benchmark 5 on fresh clusters (the solo installs' and two shared ones),
+// then keeps one solo cluster and the shared ones for the sweep and stops the others.
+func (p *clusterPool) concurrent(env *Env, rep *Report, o *Options) error {
+	n := o.BaselineRuns + 2
+	fmt.Printf("starting %d simulated clusters\n", n)
+	cs, err := startClusters(n)
+	if err != nil {
+		return err
+	}
+	solos, shared := cs[:o.BaselineRuns], cs[o.BaselineRuns:]
+	err = benchConcurrent(env, rep, o, solos, shared)
+	p.clusters = append([]*testcluster.Cluster{solos[0]}, shared...)
+	for _, c := range solos[1:] {
+		c.Stop()
+	}
+	p.installed = err == nil
+	return err
+}
+
+// sweep runs benchmark 4 on the pool's clusters, or on three fresh ones when benchmark 5
+// did not run.
+func (p *clusterPool) sweep(env *Env, rep *Report, o *Options) error {
+	if len(p.clusters) == 0 {
+		fmt.Println("starting three simulated clusters")
+		cs, err := startClusters(3)
 		if err != nil {
 			return err
 		}
-		solos, shared := cs[:o.BaselineRuns], cs[o.BaselineRuns:]
-		err = benchConcurrent(env, rep, o, solos, shared)
-		// The sweep reuses one solo cluster and the two shared ones.
-		pool = append([]*testcluster.Cluster{solos[0]}, shared...)
-		for _, c := range solos[1:] {
-			c.Stop()
-		}
-		installed = err == nil
-		return err
-	})
-	step("4", "Status sweep", "sweep", func() error {
-		if len(pool) == 0 {
-			fmt.Println("starting three simulated clusters")
-			cs, err := startClusters(3)
-			if err != nil {
-				return err
-			}
-			pool = cs
-		}
-		return benchSweep(env, rep, o, pool, installed)
-	})
+		p.clusters = cs
+	}
+	return benchSweep(env, rep, o, p.clusters, p.installed)
+}
 
+// stop stops the pool's clusters.
+func (p *clusterPool) stop() {
+	for _, c := range p.clusters {
+		c.Stop()
+	}
+}
+
+// finishReport notes the end of the run, prints the table and writes the results file
+// when there is one (-out).
+func finishReport(rep *Report, mon *cpuMonitor, runStart Usage, out string) error {
 	rep.Finished = time.Now()
 	rep.Machine.LoadEnd = loadAvg()
 	rep.Machine.Shared = usageNote(mon.since(runStart), rep.Machine.Nproc, "the whole run")
 	rep.printTable()
-	if o.Out != "" {
-		if err := os.WriteFile(o.Out, []byte(rep.markdown()), 0o644); err != nil {
-			return err
-		}
-		fmt.Printf("\nwrote %s\n", o.Out)
+	if out == "" {
+		return nil
 	}
-	if failed > 0 {
-		return fmt.Errorf("%d benchmark(s) failed to run", failed)
+	if err := os.WriteFile(out, []byte(rep.markdown()), 0o644); err != nil {
+		return fmt.Errorf("write the results: %w", err)
 	}
+	fmt.Printf("\nwrote %s\n", out)
 	return nil
 }
 

@@ -39,6 +39,16 @@ type Usage struct {
 	Mine   map[string]float64
 }
 
+// addWindow adds a window's wall time, the benchmark's CPU seconds by command and other
+// work's CPU seconds to u (whose Mine must not be nil).
+func (u *Usage) addWindow(w Usage) {
+	u.Wall += w.Wall
+	u.Others += w.Others
+	for k, v := range w.Mine {
+		u.Mine[k] += v
+	}
+}
+
 func startMonitor(pgDir string) *cpuMonitor {
 	m := &cpuMonitor{pgDir: pgDir, self: os.Getpid(), prev: map[int]uint64{}, top: map[string]float64{}, mine: map[string]float64{},
 		stop: make(chan struct{}), done: make(chan struct{})}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"runr.dev/console/store"
 )
 
 // Target is one endpoint the load generator drives.
@@ -123,44 +125,77 @@ func load(client *http.Client, base string, t Target, conns int, d time.Duration
 // benchPages measures the console's pages under load (issue #11, item 1).
 func benchPages(env *Env, rep *Report, o *Options) error {
 	sec := rep.section("1", "Console pages under load")
-	dbURL, err := env.NewDB("pages")
+	dbURL, st, drop, err := env.NewStore("pages")
 	if err != nil {
 		return err
 	}
-	defer env.DropDB(dbURL)
-	st, err := OpenStore(dbURL)
-	if err != nil {
-		return err
-	}
-	defer st.Close()
+	defer drop()
 	con, err := env.NewConsole("pages", dbURL, true)
 	if err != nil {
 		return err
 	}
 	ctx := context.Background()
-
-	// Finished jobs are written before the console runs (a queued job would be claimed by
-	// its runners), and attached to their regions afterwards.
 	fmt.Printf("seeding %d regions\n", o.Regions)
 	seedStart := time.Now()
-	jobs := make([]string, o.Regions)
-	if err := parallel(o.Regions, 8, func(i int) error {
-		id, err := seedSettingsJob(ctx, st, regionName(i))
-		jobs[i] = id
+	// Finished jobs are written before the console runs (a queued job would be claimed by
+	// its runners), and attached to their regions afterwards.
+	jobs, err := seedFinishedJobs(ctx, st, o.Regions)
+	if err != nil {
 		return err
-	}); err != nil {
-		return fmt.Errorf("seed jobs: %w", err)
 	}
 	if err := con.Start(); err != nil {
 		return err
 	}
 	defer con.Stop()
 	// The regions are written once the console has run its boot-time status sweep on an
-	// empty table, so that no sweep touches them; their kubeconfigs name a closed
-	// loopback port.
+	// empty table, so that no sweep touches them.
+	ids, err := seedInstalledRegions(ctx, st, jobs)
+	if err != nil {
+		return err
+	}
+	if err := st.SetSetting(ctx, "base_domain", "fn.bench.test"); err != nil {
+		return fmt.Errorf("set the base domain: %w", err)
+	}
+	sec.note("Seeded %d regions through `store.CreateRegion` + `store.SetRegion` (installed-region fields: registry, operator and Serving ready, health, external address, function domain), each with a finished job of 3 steps and 28 events and an agent snapshot, in %s. The regions are written after the console's boot-time sweep (on an empty table), and RUNR_STATUS_INTERVAL=1h keeps the next one out of the run.", o.Regions, time.Since(seedStart).Round(100*time.Millisecond))
+
+	targets, err := pageTargets(con, o, ids)
+	if err != nil {
+		return err
+	}
+	client, base := newLoadClient(o.Conns), "http://"+con.Addr
+	pages, err := checkTargets(client, base, targets)
+	if err != nil {
+		return err
+	}
+	measureRounds(env, client, base, pages, o)
+	id := sec.cmd("C1", fmt.Sprintf("%s\n# console under test (PID %d):\n%s %s serve\n# per endpoint: %d goroutines, each with its own keep-alive connection (net/http, closed loop), %s of warm-up, then %d interleaved rounds of %s (%s in all):\n%s",
+		benchCmd(o, "pages"), con.Pid(), con.EnvFor(), env.Runr, o.Conns, o.Warmup, o.Rounds, o.Duration/time.Duration(o.Rounds), o.Duration, targetLines(base, targets)))
+	reportPages(rep, sec, pages, id)
+	notePages(rep, sec, o, procStatus(con.Pid()))
+	return nil
+}
+
+// seedFinishedJobs writes one finished settings job for each region to come, and returns
+// their ids.
+func seedFinishedJobs(ctx context.Context, st *store.Store, n int) ([]string, error) {
+	jobs := make([]string, n)
+	if err := parallel(n, 8, func(i int) error {
+		id, err := seedSettingsJob(ctx, st, regionName(i))
+		jobs[i] = id
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("seed jobs: %w", err)
+	}
+	return jobs, nil
+}
+
+// seedInstalledRegions writes one installed region for each job, attaches the job to it
+// and gives it an agent snapshot; it returns the regions' ids. Their kubeconfigs name a
+// closed loopback port.
+func seedInstalledRegions(ctx context.Context, st *store.Store, jobs []string) ([]string, error) {
 	dead := "https://" + freeAddr()
-	ids := make([]string, o.Regions)
-	if err := parallel(o.Regions, 8, func(i int) error {
+	ids := make([]string, len(jobs))
+	if err := parallel(len(jobs), 8, func(i int) error {
 		name := regionName(i)
 		ip := fmt.Sprintf("127.0.%d.%d", 200+i/250, 1+i%250)
 		domain := name + ".fn.bench.test"
@@ -177,58 +212,80 @@ func benchPages(env *Env, rep *Report, o *Options) error {
 		}
 		return seedSnapshot(ctx, st, r.ID, nodes)
 	}); err != nil {
-		return fmt.Errorf("seed regions: %w", err)
+		return nil, fmt.Errorf("seed regions: %w", err)
 	}
-	if err := st.SetSetting(ctx, "base_domain", "fn.bench.test"); err != nil {
-		return err
-	}
-	sec.note("Seeded %d regions through `store.CreateRegion` + `store.SetRegion` (installed-region fields: registry, operator and Serving ready, health, external address, function domain), each with a finished job of 3 steps and 28 events and an agent snapshot, in %s. The regions are written after the console's boot-time sweep (on an empty table), and RUNR_STATUS_INTERVAL=1h keeps the next one out of the run.", o.Regions, time.Since(seedStart).Round(100*time.Millisecond))
+	return ids, nil
+}
 
+// pageTargets are the endpoints under load: /healthz, the regions page and API (with a
+// browser session and a bearer token), and the page of the middle region.
+func pageTargets(con *Console, o *Options, ids []string) ([]Target, error) {
 	cookie, err := con.Login()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	session := http.Header{"Cookie": {cookie.Name + "=" + cookie.Value}}
 	bearer := http.Header{"Authorization": {"Bearer " + con.Token}}
-	one := ids[len(ids)/2]
-	targets := []Target{
+	one := len(ids) / 2
+	return []Target{
 		{Name: "GET /healthz", Path: "/healthz", Check: func(s int, b []byte) error { return expect(s, b, "ok") }},
-		{Name: "GET /regions (HTML)", Path: "/regions", Header: session, Check: func(s int, b []byte) error {
-			names := make([]string, o.Regions)
-			for i := range names {
-				names[i] = regionName(i)
-			}
-			sort.Strings(names)
-			if s != 200 {
-				return expect(s, b, "")
-			}
-			for _, n := range names[:min(50, len(names))] {
-				if !strings.Contains(string(b), ">"+n+"<") {
-					return fmt.Errorf("the first page does not list %s", n)
-				}
-			}
-			return nil
+		{Name: "GET /regions (HTML)", Path: "/regions", Header: session, Check: checkRegionsPage(o.Regions)},
+		{Name: "GET /api/knative-regions (JSON)", Path: "/api/knative-regions", Header: bearer, Check: checkRegionsAPI(o.Regions)},
+		{Name: "GET /regions/:id (HTML)", Path: "/regions/" + ids[one], Header: session, Check: func(s int, b []byte) error {
+			return expect(s, b, regionName(one))
 		}},
-		{Name: "GET /api/knative-regions (JSON)", Path: "/api/knative-regions", Header: bearer, Check: func(s int, b []byte) error {
-			var v struct {
-				Data []map[string]any
-				Meta struct{ Total int }
+	}, nil
+}
+
+// checkRegionsPage checks that the regions page lists the first 50 of n regions by name.
+func checkRegionsPage(n int) func(status int, body []byte) error {
+	return func(s int, b []byte) error {
+		names := make([]string, n)
+		for i := range names {
+			names[i] = regionName(i)
+		}
+		sort.Strings(names)
+		if s != 200 {
+			return expect(s, b, "")
+		}
+		for _, name := range names[:min(50, len(names))] {
+			if !strings.Contains(string(b), ">"+name+"<") {
+				return fmt.Errorf("the first page does not list %s", name)
 			}
-			if err := json.Unmarshal(b, &v); err != nil || s != 200 {
-				return fmt.Errorf("status %d: %v", s, err)
-			}
-			if v.Meta.Total != o.Regions || len(v.Data) != 100 {
-				return fmt.Errorf("total %d, %d regions on the page", v.Meta.Total, len(v.Data))
-			}
-			return nil
-		}},
-		{Name: "GET /regions/:id (HTML)", Path: "/regions/" + one, Header: session, Check: func(s int, b []byte) error {
-			return expect(s, b, regionName(len(ids)/2))
-		}},
+		}
+		return nil
 	}
-	client := newLoadClient(o.Conns)
-	base := "http://" + con.Addr
-	sizes := map[string]int{}
+}
+
+// checkRegionsAPI checks that the regions API counts n regions and answers a page of 100.
+func checkRegionsAPI(n int) func(status int, body []byte) error {
+	return func(s int, b []byte) error {
+		var v struct {
+			Data []map[string]any
+			Meta struct{ Total int }
+		}
+		if err := json.Unmarshal(b, &v); err != nil || s != 200 {
+			return fmt.Errorf("status %d: %v", s, err)
+		}
+		if v.Meta.Total != n || len(v.Data) != 100 {
+			return fmt.Errorf("total %d, %d regions on the page", v.Meta.Total, len(v.Data))
+		}
+		return nil
+	}
+}
+
+// pageMeasure is what benchmark 1 measured of one endpoint over every round.
+type pageMeasure struct {
+	Target
+	size int // bytes of its answer
+	load *LoadResult
+	cpu  Usage // over its rounds: wall time, the benchmark's CPU by command, other work's
+}
+
+// checkTargets validates one full answer of each endpoint before the measurement and
+// notes its size.
+func checkTargets(client *http.Client, base string, targets []Target) ([]*pageMeasure, error) {
+	var pages []*pageMeasure
 	for _, t := range targets {
 		req, _ := http.NewRequest("GET", base+t.Path, nil)
 		for k, v := range t.Header {
@@ -236,84 +293,84 @@ func benchPages(env *Env, rep *Report, o *Options) error {
 		}
 		resp, err := client.Do(req)
 		if err != nil {
-			return err
+			return nil, fmt.Errorf("%s: %w", t.Name, err)
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if err := t.Check(resp.StatusCode, body); err != nil {
-			return fmt.Errorf("%s: %w", t.Name, err)
+			return nil, fmt.Errorf("%s: %w", t.Name, err)
 		}
-		sizes[t.Name] = len(body)
+		pages = append(pages, &pageMeasure{Target: t, size: len(body), load: &LoadResult{}, cpu: Usage{Mine: map[string]float64{}}})
 	}
-	// Warm-up, then rounds that interleave the endpoints so that a change of the
-	// machine's load touches every endpoint alike.
-	for _, t := range targets {
-		fmt.Printf("warm-up %s (%s)\n", t.Name, o.Warmup)
-		load(client, base, t, o.Conns, o.Warmup)
+	return pages, nil
+}
+
+// measureRounds warms every endpoint up, then loads them in rounds that interleave the
+// endpoints, so that a change of the machine's load touches every endpoint alike.
+func measureRounds(env *Env, client *http.Client, base string, pages []*pageMeasure, o *Options) {
+	for _, p := range pages {
+		fmt.Printf("warm-up %s (%s)\n", p.Name, o.Warmup)
+		load(client, base, p.Target, o.Conns, o.Warmup)
 	}
-	res := map[string]*LoadResult{}
-	cpu := map[string]*Usage{}
 	per := o.Duration / time.Duration(o.Rounds)
 	for round := 1; round <= o.Rounds; round++ {
-		for _, t := range targets {
-			fmt.Printf("round %d/%d: %s for %s on %d connections\n", round, o.Rounds, t.Name, per, o.Conns)
+		for _, p := range pages {
+			fmt.Printf("round %d/%d: %s for %s on %d connections\n", round, o.Rounds, p.Name, per, o.Conns)
 			m0 := env.Mon.mark()
-			r := load(client, base, t, o.Conns, per)
+			r := load(client, base, p.Target, o.Conns, per)
 			time.Sleep(1100 * time.Millisecond) // the monitor samples once a second
-			u := env.Mon.since(m0)
-			if cpu[t.Name] == nil {
-				cpu[t.Name] = &Usage{Mine: map[string]float64{}}
-			}
-			c := cpu[t.Name]
-			c.Wall += u.Wall
-			c.Others += u.Others
-			for k, v := range u.Mine {
-				c.Mine[k] += v
-			}
-			if res[t.Name] == nil {
-				res[t.Name] = &LoadResult{}
-			}
-			res[t.Name].merge(r)
+			p.cpu.addWindow(env.Mon.since(m0))
+			p.load.merge(r)
 		}
 	}
-	rss := procStatus(con.Pid())
+}
 
-	id := sec.cmd("C1", fmt.Sprintf("%s\n# console under test (PID %d):\n%s %s serve\n# per endpoint: %d goroutines, each with its own keep-alive connection (net/http, closed loop), %s of warm-up, then %d interleaved rounds of %s (%s in all):\n%s",
-		benchCmd(o, "pages"), con.Pid(), con.EnvFor(), env.Runr, o.Conns, o.Warmup, o.Rounds, per, o.Duration, targetLines(base, targets)))
-	health := res[targets[0].Name]
+// reportPages records every endpoint's figures and the table of its answers, latencies
+// and the CPU use during its rounds; the first endpoint (/healthz) is the reference.
+func reportPages(rep *Report, sec *Section, pages []*pageMeasure, id string) {
+	health := pages[0].load
 	var table strings.Builder
 	table.WriteString("| Endpoint | Answer size | Requests | Errors | req/s | p50 | p99 | max | Throughput ÷ /healthz | CPUs used: load generator / console / PostgreSQL / other work |\n| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
-	for _, t := range targets {
-		r := res[t.Name]
+	for _, p := range pages {
+		r := p.load
 		s := statsOf(r.Lat)
 		ratio := r.RPS() / health.RPS()
-		c := cpu[t.Name]
-		w := c.Wall.Seconds()
-		fmt.Fprintf(&table, "| %s | %d B | %d | %d | %.0f | %s | %s | %s | %.3f | %.2f / %.2f / %.2f / %.2f |\n", t.Name, sizes[t.Name], r.Requests, r.Errors, r.RPS(), ms(s.P50), ms(s.P99), ms(s.Max), ratio,
-			c.Mine["bench"]/w, c.Mine["runr"]/w, c.Mine["postgres"]/w, c.Others/w)
-		rep.add("1", t.Name+": throughput", fmt.Sprintf("%.0f req/s", r.RPS()), id)
-		rep.add("1", t.Name+": p50", ms(s.P50), id)
-		if t.Path == "/healthz" {
-			rep.add("1", t.Name+": p99", ms(s.P99), id)
-		} else {
-			rep.check("1", t.Name+": p99", ms(s.P99), "< 25 ms", s.P99 < 25*time.Millisecond, id)
-			if t.Path == "/regions" || t.Path == "/api/knative-regions" {
-				rep.check("1", t.Name+": throughput ÷ /healthz", fmt.Sprintf("%.3f", ratio), "≥ 0.2", ratio >= 0.2, id)
-			} else {
-				rep.add("1", t.Name+": throughput ÷ /healthz", fmt.Sprintf("%.3f", ratio), id)
-			}
-		}
-		if r.Errors > 0 {
-			rep.check("1", t.Name+": errors", fmt.Sprintf("%d (%s)", r.Errors, r.FirstErr), "0", false, id)
-		}
+		w := p.cpu.Wall.Seconds()
+		fmt.Fprintf(&table, "| %s | %d B | %d | %d | %.0f | %s | %s | %s | %.3f | %.2f / %.2f / %.2f / %.2f |\n", p.Name, p.size, r.Requests, r.Errors, r.RPS(), ms(s.P50), ms(s.P99), ms(s.Max), ratio,
+			p.cpu.Mine["bench"]/w, p.cpu.Mine["runr"]/w, p.cpu.Mine["postgres"]/w, p.cpu.Others/w)
+		pageFigures(rep, p, s, ratio, id)
 	}
 	sec.Details = append(sec.Details, table.String()+"\n")
+}
+
+// pageFigures records one endpoint's throughput, latency and errors; every page but
+// /healthz has a p99 target, and the regions page and API a throughput target too.
+func pageFigures(rep *Report, p *pageMeasure, s Stats, ratio float64, id string) {
+	rep.add("1", p.Name+": throughput", fmt.Sprintf("%.0f req/s", p.load.RPS()), id)
+	rep.add("1", p.Name+": p50", ms(s.P50), id)
+	if p.Path == "/healthz" {
+		rep.add("1", p.Name+": p99", ms(s.P99), id)
+	} else {
+		rep.check("1", p.Name+": p99", ms(s.P99), "< 25 ms", s.P99 < 25*time.Millisecond, id)
+		if p.Path == "/regions" || p.Path == "/api/knative-regions" {
+			rep.check("1", p.Name+": throughput ÷ /healthz", fmt.Sprintf("%.3f", ratio), "≥ 0.2", ratio >= 0.2, id)
+		} else {
+			rep.add("1", p.Name+": throughput ÷ /healthz", fmt.Sprintf("%.3f", ratio), id)
+		}
+	}
+	if p.load.Errors > 0 {
+		rep.check("1", p.Name+": errors", fmt.Sprintf("%d (%s)", p.load.Errors, p.load.FirstErr), "0", false, id)
+	}
+}
+
+// notePages explains how benchmark 1 authenticates and measures, and the console's
+// memory after the run (rss: its /proc status).
+func notePages(rep *Report, sec *Section, o *Options, rss map[string]int64) {
 	sec.note("Authentication: the HTML pages with a browser session (signed in through the login form, cookie `runr_session`), the JSON API with a bearer token (`runr token create`); every request is authenticated by the console (session or token lookup in PostgreSQL).")
 	sec.note("Latency is measured by the client from sending the request to reading the last byte of the answer; p50/p99 are nearest-rank percentiles of every request of the measured rounds; throughput counts the 200 answers. The load generator runs on the same %d-CPU machine as the console and PostgreSQL, so the three share the CPUs: absolute figures are lower than on a dedicated server, which is why each page's throughput is also given as a ratio to /healthz from the same process in the same run.", rep.Machine.Nproc)
 	sec.note("The CPU columns come from /proc, sampled every second over each endpoint's rounds (plus the second after each round). /healthz does almost nothing, so its throughput is bounded by the load generator's own CPU share, which makes every ratio to it, if anything, too kind to the pages.")
 	sec.note("With a closed loop of %d connections, latency and throughput are tied (Little's law: mean latency ≈ %d ÷ throughput), so a p99 under 25 ms at 64 connections needs more than 2,560 answers per second.", o.Conns, o.Conns)
 	sec.note("Console RSS after the run: %.0f MiB (peak %.0f MiB).", float64(rss["VmRSS"])/1024, float64(rss["VmHWM"])/1024)
-	return nil
 }
 
 func store32(i int) string { return fmt.Sprintf("bench-token-%08d-%s", i, strings.Repeat("x", 24)) }

@@ -129,103 +129,30 @@ func Start(opts Options) (*Cluster, error) {
 	return nil, lastErr
 }
 
+// start brings the cluster up in order: etcd, the API server, the controller manager and
+// the scheduler, kwok with its stages, then the cluster's objects, nodes and operators.
 func (c *Cluster) start(opts Options, bins *Binaries) error {
-	dir := c.Dir
-	logf := c.log
-	start := time.Now()
-
+	begin := time.Now()
 	if err := c.writeCredentials(); err != nil {
-		return err
+		return fmt.Errorf("testcluster: write the credentials: %w", err)
 	}
-	etcdPort, peerPort, apiPort := freePort(), freePort(), freePort()
-	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPort)
-	if err := c.spawn("etcd", bins.Etcd,
-		"--data-dir", filepath.Join(dir, "etcd"),
-		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
-		"--listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peerPort),
-		"--initial-advertise-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", peerPort),
-		"--initial-cluster", fmt.Sprintf("default=http://127.0.0.1:%d", peerPort),
-		"--listen-metrics-urls", fmt.Sprintf("http://127.0.0.1:%d", freePort()),
-		"--quota-backend-bytes", "4294967296", "--log-level", "warn"); err != nil {
-		return err
-	}
-	if err := waitHTTP(etcdURL+"/health", nil, "", 30*time.Second); err != nil {
-		return fmt.Errorf("etcd did not start: %w%s", err, c.logTail("etcd"))
-	}
-
-	certDir := filepath.Join(dir, "pki")
-	if err := c.spawn("kube-apiserver", bins.APIServer,
-		"--etcd-servers", etcdURL,
-		"--cert-dir", certDir,
-		"--secure-port", fmt.Sprint(apiPort), "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
-		"--service-account-issuer", "https://kubernetes.default.svc",
-		"--service-account-key-file", filepath.Join(dir, "sa.pub"),
-		"--service-account-signing-key-file", filepath.Join(dir, "sa.key"),
-		"--authorization-mode", "Node,RBAC",
-		"--token-auth-file", filepath.Join(dir, "tokens.csv"),
-		"--service-cluster-ip-range", "10.0.0.0/24",
-		"--allow-privileged=true",
-		"--enable-priority-and-fairness=false",
-		"--profiling=false", "--shutdown-delay-duration=0s", "--shutdown-send-retry-after=false",
-		"--v", "0"); err != nil {
-		return err
-	}
-	c.APIServer = fmt.Sprintf("https://127.0.0.1:%d", apiPort)
-	if err := waitHTTP(c.APIServer+"/readyz", insecureClient(), c.AdminToken, 90*time.Second); err != nil {
-		return fmt.Errorf("kube-apiserver did not become ready: %w%s", err, c.logTail("kube-apiserver"))
-	}
-	ca, err := os.ReadFile(filepath.Join(certDir, "apiserver.crt"))
-	if err != nil {
-		return fmt.Errorf("testcluster: read the API server's certificate: %w", err)
-	}
-	c.CAData = ca
-	c.Server = c.APIServer
-	adminKC := filepath.Join(dir, "admin.kubeconfig")
-	if err := os.WriteFile(adminKC, c.kubeconfigFor(c.APIServer, ca, "admin", c.AdminToken), 0o600); err != nil {
-		return err
-	}
-	c.REST, err = clientcmd.RESTConfigFromKubeConfig(c.kubeconfigFor(c.APIServer, ca, "admin", c.AdminToken))
+	etcdURL, err := c.startEtcd(bins)
 	if err != nil {
 		return err
 	}
-	c.REST.QPS, c.REST.Burst = 100, 200
-	c.Client, err = kubernetes.NewForConfig(c.REST)
+	if err := c.startAPIServer(bins, etcdURL); err != nil {
+		return err
+	}
+	adminKC, err := c.connectAdmin()
 	if err != nil {
 		return err
 	}
-
-	if err := c.spawn("kube-controller-manager", bins.ControllerManager,
-		"--kubeconfig", adminKC, "--authentication-kubeconfig", adminKC, "--authorization-kubeconfig", adminKC,
-		"--leader-elect=false",
-		"--controllers", "*,-node-ipam-controller,-cloud-node-lifecycle-controller,-service-lb-controller,-node-route-controller",
-		"--service-account-private-key-file", filepath.Join(dir, "sa.key"),
-		"--root-ca-file", filepath.Join(certDir, "apiserver.crt"),
-		"--use-service-account-credentials=false",
-		"--node-monitor-grace-period", "20s",
-		"--concurrent-deployment-syncs", "10", "--concurrent-replicaset-syncs", "10",
-		"--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(freePort())); err != nil {
+	if err := c.startControllers(bins, adminKC); err != nil {
 		return err
 	}
-	if err := c.spawn("kube-scheduler", bins.Scheduler,
-		"--kubeconfig", adminKC, "--authentication-kubeconfig", adminKC, "--authorization-kubeconfig", adminKC,
-		"--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(freePort())); err != nil {
-		return err
-	}
-
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := c.installStages(ctx, bins); err != nil {
-		return err
-	}
-	emptyCfg := filepath.Join(dir, "kwok.yaml")
-	if err := os.WriteFile(emptyCfg, nil, 0o644); err != nil {
-		return err
-	}
-	if err := c.spawn("kwok", bins.Kwok,
-		"--kubeconfig", adminKC, "-c", emptyCfg,
-		"--manage-nodes-with-annotation-selector", "kwok.x-k8s.io/node=fake",
-		"--enable-crds", "Stage",
-		"--server-address", fmt.Sprintf("127.0.0.1:%d", freePort())); err != nil {
+	if err := c.startKwok(ctx, bins, adminKC); err != nil {
 		return err
 	}
 	if err := c.setupCluster(ctx); err != nil {
@@ -239,12 +166,130 @@ func (c *Cluster) start(opts Options, bins *Binaries) error {
 			return err
 		}
 	}
+	c.startOperators()
+	c.log("testcluster %s ready in %s (API %s, load balancers on %s)", c.Name, time.Since(begin).Round(time.Millisecond), c.Server, c.LBAddress)
+	return nil
+}
+
+// startEtcd starts etcd on free ports and waits until it is healthy; it returns its client URL.
+func (c *Cluster) startEtcd(bins *Binaries) (string, error) {
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", freePort())
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", freePort())
+	if err := c.spawn("etcd", bins.Etcd,
+		"--data-dir", filepath.Join(c.Dir, "etcd"),
+		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
+		"--listen-peer-urls", peerURL,
+		"--initial-advertise-peer-urls", peerURL,
+		"--initial-cluster", "default="+peerURL,
+		"--listen-metrics-urls", fmt.Sprintf("http://127.0.0.1:%d", freePort()),
+		"--quota-backend-bytes", "4294967296", "--log-level", "warn"); err != nil {
+		return "", err
+	}
+	if err := waitHTTP(etcdURL+"/health", nil, "", 30*time.Second); err != nil {
+		return "", fmt.Errorf("etcd did not start: %w%s", err, c.logTail("etcd"))
+	}
+	return etcdURL, nil
+}
+
+// startAPIServer starts kube-apiserver on etcd, waits until it is ready and records its
+// URL and the CA of its self-signed certificate.
+func (c *Cluster) startAPIServer(bins *Binaries, etcdURL string) error {
+	apiPort := freePort()
+	if err := c.spawn("kube-apiserver", bins.APIServer,
+		"--etcd-servers", etcdURL,
+		"--cert-dir", c.certDir(),
+		"--secure-port", fmt.Sprint(apiPort), "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
+		"--service-account-issuer", "https://kubernetes.default.svc",
+		"--service-account-key-file", filepath.Join(c.Dir, "sa.pub"),
+		"--service-account-signing-key-file", filepath.Join(c.Dir, "sa.key"),
+		"--authorization-mode", "Node,RBAC",
+		"--token-auth-file", filepath.Join(c.Dir, "tokens.csv"),
+		"--service-cluster-ip-range", "10.0.0.0/24",
+		"--allow-privileged=true",
+		"--enable-priority-and-fairness=false",
+		"--profiling=false", "--shutdown-delay-duration=0s", "--shutdown-send-retry-after=false",
+		"--v", "0"); err != nil {
+		return err
+	}
+	c.APIServer = fmt.Sprintf("https://127.0.0.1:%d", apiPort)
+	if err := waitHTTP(c.APIServer+"/readyz", insecureClient(), c.AdminToken, 90*time.Second); err != nil {
+		return fmt.Errorf("kube-apiserver did not become ready: %w%s", err, c.logTail("kube-apiserver"))
+	}
+	ca, err := os.ReadFile(filepath.Join(c.certDir(), "apiserver.crt"))
+	if err != nil {
+		return fmt.Errorf("testcluster: read the API server's certificate: %w", err)
+	}
+	c.CAData = ca
+	c.Server = c.APIServer
+	return nil
+}
+
+// certDir is where the API server keeps its self-signed certificate.
+func (c *Cluster) certDir() string { return filepath.Join(c.Dir, "pki") }
+
+// connectAdmin writes the admin's kubeconfig for the cluster's own components and builds
+// the admin's client; it returns the kubeconfig's path.
+func (c *Cluster) connectAdmin() (string, error) {
+	kc := c.kubeconfigFor(c.APIServer, c.CAData, "admin", c.AdminToken)
+	adminKC := filepath.Join(c.Dir, "admin.kubeconfig")
+	if err := os.WriteFile(adminKC, kc, 0o600); err != nil {
+		return "", fmt.Errorf("testcluster: write the admin kubeconfig: %w", err)
+	}
+	var err error
+	if c.REST, err = clientcmd.RESTConfigFromKubeConfig(kc); err != nil {
+		return "", fmt.Errorf("testcluster: read the admin kubeconfig: %w", err)
+	}
+	c.REST.QPS, c.REST.Burst = 100, 200
+	if c.Client, err = kubernetes.NewForConfig(c.REST); err != nil {
+		return "", fmt.Errorf("testcluster: build the admin client: %w", err)
+	}
+	return adminKC, nil
+}
+
+// startControllers starts kube-controller-manager (without the controllers a cloud or a
+// real network would need) and kube-scheduler.
+func (c *Cluster) startControllers(bins *Binaries, adminKC string) error {
+	if err := c.spawn("kube-controller-manager", bins.ControllerManager,
+		"--kubeconfig", adminKC, "--authentication-kubeconfig", adminKC, "--authorization-kubeconfig", adminKC,
+		"--leader-elect=false",
+		"--controllers", "*,-node-ipam-controller,-cloud-node-lifecycle-controller,-service-lb-controller,-node-route-controller",
+		"--service-account-private-key-file", filepath.Join(c.Dir, "sa.key"),
+		"--root-ca-file", filepath.Join(c.certDir(), "apiserver.crt"),
+		"--use-service-account-credentials=false",
+		"--node-monitor-grace-period", "20s",
+		"--concurrent-deployment-syncs", "10", "--concurrent-replicaset-syncs", "10",
+		"--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(freePort())); err != nil {
+		return err
+	}
+	return c.spawn("kube-scheduler", bins.Scheduler,
+		"--kubeconfig", adminKC, "--authentication-kubeconfig", adminKC, "--authorization-kubeconfig", adminKC,
+		"--leader-elect=false", "--bind-address", "127.0.0.1", "--secure-port", fmt.Sprint(freePort()))
+}
+
+// startKwok installs the stages that play the nodes' and pods' lives, then starts kwok on
+// the fake nodes with an empty configuration.
+func (c *Cluster) startKwok(ctx context.Context, bins *Binaries, adminKC string) error {
+	if err := c.installStages(ctx, bins); err != nil {
+		return err
+	}
+	emptyCfg := filepath.Join(c.Dir, "kwok.yaml")
+	if err := os.WriteFile(emptyCfg, nil, 0o644); err != nil {
+		return fmt.Errorf("testcluster: write kwok's configuration: %w", err)
+	}
+	return c.spawn("kwok", bins.Kwok,
+		"--kubeconfig", adminKC, "-c", emptyCfg,
+		"--manage-nodes-with-annotation-selector", "kwok.x-k8s.io/node=fake",
+		"--enable-crds", "Stage",
+		"--server-address", fmt.Sprintf("127.0.0.1:%d", freePort()))
+}
+
+// startOperators starts the custom-stage watcher and the simulated Knative and Prometheus
+// operators; Stop waits for them.
+func (c *Cluster) startOperators() {
 	c.wg.Add(3)
 	go c.watchCustomStages()
 	go c.runOperator("Knative Operator", c.reconcileKnative(&knativeOperator{applied: map[string]bool{}}))
 	go c.runOperator("Prometheus operator", c.reconcilePrometheus)
-	logf("testcluster %s ready in %s (API %s, load balancers on %s)", c.Name, time.Since(start).Round(time.Millisecond), c.Server, c.LBAddress)
-	return nil
 }
 
 // Kubeconfig returns a kubeconfig of a cluster-admin user (token auth, embedded CA).

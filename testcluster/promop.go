@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -194,65 +195,12 @@ func promStatefulSet(k promKind, o *unstructured.Unstructured, shard int, replic
 	if shard > 0 {
 		stsName = fmt.Sprintf("%s-shard-%d", stsName, shard)
 	}
-	spec := func(path ...string) any {
-		v, _, _ := unstructured.NestedFieldNoCopy(o.Object, append([]string{"spec"}, path...)...)
-		return v
-	}
-	version := strings.TrimPrefix(fmt.Sprint(spec("version")), "v")
-	image, _ := spec("image").(string)
-	if image == "" {
-		image = k.image + ":v" + version
-	}
+	version := strings.TrimPrefix(fmt.Sprint(promSpecField(o, "version")), "v")
 	selector := promSelector(k, name, shard)
-	podLabels := map[string]string{"app.kubernetes.io/version": version}
-	if pl, ok := spec("podMetadata", "labels").(map[string]any); ok {
-		for key, v := range pl {
-			podLabels[key] = fmt.Sprint(v)
-		}
-	}
-	for key, v := range selector {
-		podLabels[key] = v
-	}
-	stsLabels := map[string]string{}
-	for key, v := range o.GetLabels() {
-		stsLabels[key] = v
-	}
-	if k.sharded {
-		stsLabels["operator.prometheus.io/mode"] = "server"
-	}
-	for key, v := range selector {
-		stsLabels[key] = v
-	}
-	container := corev1.Container{Name: k.app, Image: image,
-		Ports:        []corev1.ContainerPort{{Name: "http-web", ContainerPort: k.port}},
-		VolumeMounts: []corev1.VolumeMount{{Name: k.app + "-" + name + "-db", MountPath: "/" + k.app}}}
-	if rt, ok := spec("retention").(string); ok && rt != "" {
-		flag := "--storage.tsdb.retention.time="
-		if !k.sharded {
-			flag = "--data.retention="
-		}
-		container.Args = append(container.Args, flag+rt)
-	}
-	var res corev1.ResourceRequirements
-	if fromMap(spec("resources"), &res) == nil {
-		container.Resources = res
-	}
-	pod := corev1.PodSpec{
-		Containers:                    []corev1.Container{container},
-		ServiceAccountName:            fmt.Sprint(orEmpty(spec("serviceAccountName"))),
-		TerminationGracePeriodSeconds: ptrTo(int64(600)),
-	}
-	if pc, ok := spec("priorityClassName").(string); ok {
-		pod.PriorityClassName = pc
-	}
-	var nodeSelector map[string]string
-	if fromMap(spec("nodeSelector"), &nodeSelector) == nil {
-		pod.NodeSelector = nodeSelector
-	}
-	var tolerations []corev1.Toleration
-	if fromMap(spec("tolerations"), &tolerations) == nil {
-		pod.Tolerations = tolerations
-	}
+	stsLabels := promStatefulSetLabels(k, o, selector)
+	volume, claims, volumes := promStorage(k, o)
+	pod := promPodSpec(o, promContainer(k, o, version, volume))
+	pod.Volumes = volumes
 	sts := &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Name: stsName, Namespace: o.GetNamespace(), Labels: stsLabels, OwnerReferences: []metav1.OwnerReference{owner}},
 		Spec: appsv1.StatefulSetSpec{
@@ -261,28 +209,118 @@ func promStatefulSet(k promKind, o *unstructured.Unstructured, shard int, replic
 			PodManagementPolicy: appsv1.ParallelPodManagement,
 			Selector:            &metav1.LabelSelector{MatchLabels: selector},
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: map[string]string{"kubectl.kubernetes.io/default-container": k.app}},
+				ObjectMeta: metav1.ObjectMeta{Labels: promPodLabels(o, selector, version), Annotations: map[string]string{"kubectl.kubernetes.io/default-container": k.app}},
 				Spec:       pod,
 			},
+			VolumeClaimTemplates: claims,
 		},
 	}
-	dbName := k.app + "-" + name + "-db"
-	if vct, ok := spec("storage", "volumeClaimTemplate").(map[string]any); ok {
-		var claim corev1.PersistentVolumeClaim
-		if fromMap(vct, &claim) == nil {
-			if claim.Name == "" {
-				claim.Name = dbName
-			}
-			sts.Spec.Template.Spec.Containers[0].VolumeMounts[0].Name = claim.Name
-			sts.Spec.VolumeClaimTemplates = []corev1.PersistentVolumeClaim{claim}
-		}
-	} else {
-		sts.Spec.Template.Spec.Volumes = []corev1.Volume{{Name: dbName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
-	}
-	raw, _ := json.Marshal(sts.Spec)
-	sum := sha256.Sum256(append(raw, []byte(fmt.Sprint(stsLabels))...))
-	sts.Annotations = map[string]string{inputHashAnnotation: hex.EncodeToString(sum[:8])}
+	sts.Annotations = map[string]string{inputHashAnnotation: promInputHash(sts.Spec, stsLabels)}
 	return sts
+}
+
+// promSpecField is the value at a path under a Prometheus's or an Alertmanager's spec
+// (nil when absent).
+func promSpecField(o *unstructured.Unstructured, path ...string) any {
+	v, _, _ := unstructured.NestedFieldNoCopy(o.Object, append([]string{"spec"}, path...)...)
+	return v
+}
+
+// promStatefulSetLabels are the StatefulSet's labels: the resource's own, the mode of a
+// Prometheus, and the pods' selector over them.
+func promStatefulSetLabels(k promKind, o *unstructured.Unstructured, selector map[string]string) map[string]string {
+	stsLabels := map[string]string{}
+	maps.Copy(stsLabels, o.GetLabels())
+	if k.sharded {
+		stsLabels["operator.prometheus.io/mode"] = "server"
+	}
+	maps.Copy(stsLabels, selector)
+	return stsLabels
+}
+
+// promPodLabels are the pods' labels: spec.podMetadata.labels, the version, and the
+// selector over them.
+func promPodLabels(o *unstructured.Unstructured, selector map[string]string, version string) map[string]string {
+	podLabels := map[string]string{"app.kubernetes.io/version": version}
+	if pl, ok := promSpecField(o, "podMetadata", "labels").(map[string]any); ok {
+		for key, v := range pl {
+			podLabels[key] = fmt.Sprint(v)
+		}
+	}
+	maps.Copy(podLabels, selector)
+	return podLabels
+}
+
+// promStorage is where the database lives: the claim of spec.storage.volumeClaimTemplate
+// when there is one, an emptyDir volume otherwise; volume is the name the container mounts.
+func promStorage(k promKind, o *unstructured.Unstructured) (volume string, claims []corev1.PersistentVolumeClaim, volumes []corev1.Volume) {
+	dbName := k.app + "-" + o.GetName() + "-db"
+	vct, ok := promSpecField(o, "storage", "volumeClaimTemplate").(map[string]any)
+	if !ok {
+		return dbName, nil, []corev1.Volume{{Name: dbName, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	}
+	var claim corev1.PersistentVolumeClaim
+	if fromMap(vct, &claim) != nil {
+		return dbName, nil, nil
+	}
+	if claim.Name == "" {
+		claim.Name = dbName
+	}
+	return claim.Name, []corev1.PersistentVolumeClaim{claim}, nil
+}
+
+// promContainer is the Prometheus or Alertmanager container: its image (spec.image, or the
+// default one of the version), port, database mount, retention and resources.
+func promContainer(k promKind, o *unstructured.Unstructured, version, volume string) corev1.Container {
+	image, _ := promSpecField(o, "image").(string)
+	if image == "" {
+		image = k.image + ":v" + version
+	}
+	container := corev1.Container{Name: k.app, Image: image,
+		Ports:        []corev1.ContainerPort{{Name: "http-web", ContainerPort: k.port}},
+		VolumeMounts: []corev1.VolumeMount{{Name: volume, MountPath: "/" + k.app}}}
+	if rt, ok := promSpecField(o, "retention").(string); ok && rt != "" {
+		flag := "--storage.tsdb.retention.time="
+		if !k.sharded {
+			flag = "--data.retention="
+		}
+		container.Args = append(container.Args, flag+rt)
+	}
+	var res corev1.ResourceRequirements
+	if fromMap(promSpecField(o, "resources"), &res) == nil {
+		container.Resources = res
+	}
+	return container
+}
+
+// promPodSpec is the pods' spec around the container, with the scheduling fields the
+// resource's spec sets (service account, priority class, node selector, tolerations).
+func promPodSpec(o *unstructured.Unstructured, container corev1.Container) corev1.PodSpec {
+	pod := corev1.PodSpec{
+		Containers:                    []corev1.Container{container},
+		ServiceAccountName:            fmt.Sprint(orEmpty(promSpecField(o, "serviceAccountName"))),
+		TerminationGracePeriodSeconds: ptrTo(int64(600)),
+	}
+	if pc, ok := promSpecField(o, "priorityClassName").(string); ok {
+		pod.PriorityClassName = pc
+	}
+	var nodeSelector map[string]string
+	if fromMap(promSpecField(o, "nodeSelector"), &nodeSelector) == nil {
+		pod.NodeSelector = nodeSelector
+	}
+	var tolerations []corev1.Toleration
+	if fromMap(promSpecField(o, "tolerations"), &tolerations) == nil {
+		pod.Tolerations = tolerations
+	}
+	return pod
+}
+
+// promInputHash is the input-hash annotation: a hash of the generated spec and labels, so
+// that the StatefulSet is replaced only when they change.
+func promInputHash(spec appsv1.StatefulSetSpec, stsLabels map[string]string) string {
+	raw, _ := json.Marshal(spec)
+	sum := sha256.Sum256(append(raw, []byte(fmt.Sprint(stsLabels))...))
+	return hex.EncodeToString(sum[:8])
 }
 
 // applyStatefulSet creates the StatefulSet, or replaces its spec when what the operator
