@@ -156,19 +156,19 @@ func nav(p Page) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		if p.Can("projects.view") {
+		if p.Can.ProjectsView {
 			templ_7745c5c3_Err = navLink("/projects", "Projects", p.Active == "projects").Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		}
-		if p.Can("settings.view") {
+		if p.Can.SettingsView {
 			templ_7745c5c3_Err = navLink("/platform", "Platform", p.Active == "platform").Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		}
-		if p.Can("users.view") {
+		if p.Can.UsersView {
 			templ_7745c5c3_Err = navLink("/users", "Users", p.Active == "users").Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err

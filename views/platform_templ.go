@@ -82,7 +82,7 @@ func Platform(p Page, f Form) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if p.Can("settings.manage") {
+			if p.Can.SettingsManage {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 5, "<form method=\"post\" action=\"/platform\" class=\"space-y-3\" data-testid=\"base-domain-form\" data-confirm=\"Change the base domain? Regions that follow it start a domain migration.\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
