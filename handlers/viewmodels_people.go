@@ -10,9 +10,19 @@ import (
 // newUserRole is the role the Add a user form preselects.
 const newUserRole = "member"
 
-// usersPage is the users list as the current user sees it: what they may do to each
-// user, and the roles they may give.
+// usersPage is the users list as the current user sees it.
 func usersPage(pr *Principal, p views.Page, us []store.User, f views.Form, created string) templ.Component {
+	role := f.V("role")
+	if role == "" {
+		role = newUserRole
+	}
+	return views.Users(p, userRows(pr, us), grantableRoles(pr.User, role), f, created)
+}
+
+// userRows are the lines of the users list, with what the current user may do to each
+// user: nobody changes their own role or deletes themselves, and a role is changed
+// only by someone who may give it.
+func userRows(pr *Principal, us []store.User) []views.UserRow {
 	rows := make([]views.UserRow, len(us))
 	for i, u := range us {
 		manage := pr.Can(store.PermUsersManage) && u.Email != pr.User.Email
@@ -22,11 +32,7 @@ func usersPage(pr *Principal, p views.Page, us []store.User, f views.Form, creat
 			rows[i].RoleOptions = grantableRoles(pr.User, u.Role)
 		}
 	}
-	role := f.V("role")
-	if role == "" {
-		role = newUserRole
-	}
-	return views.Users(p, rows, grantableRoles(pr.User, role), f, created)
+	return rows
 }
 
 // grantableRoles are the roles a user may give, the chosen one selected.
