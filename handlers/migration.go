@@ -151,8 +151,7 @@ func (h *Handlers) migrationTab(c *fiber.Ctx, r *store.Region) (templ.Component,
 		if err != nil {
 			return nil, err
 		}
-		jv := jd.View()
-		d.Job = &jv
+		d.Job = jd.panel()
 	}
 	return views.MigrationTab(h.page(c, r.Name, "regions"), regionView(r), d), nil
 }

@@ -53,8 +53,7 @@ func (h *Handlers) regionPageData(c *fiber.Ctx, r *store.Region, tab string, f v
 				return d, err
 			}
 			jd.Tab = tab
-			jv := jd.View()
-			d.Job = &jv
+			d.Job = jd.panel()
 		} else if !isNotFoundErr(err) {
 			return d, err
 		}

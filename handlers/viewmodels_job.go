@@ -71,6 +71,12 @@ func (d JobData) View() views.JobView {
 	return v
 }
 
+// panel is the job's view for the panel of a page that shows it.
+func (d JobData) panel() *views.JobView {
+	v := d.View()
+	return &v
+}
+
 // wizardState is the state of a wizard step whose job has a status.
 func wizardState(s store.JobStatus) views.WizardState {
 	switch s {

@@ -57,8 +57,7 @@ func (h *Handlers) workersTab(c *fiber.Ctx, r *store.Region) (templ.Component, e
 		if err != nil {
 			return nil, err
 		}
-		jv := jd.View()
-		d.Job = &jv
+		d.Job = jd.panel()
 	} else if !isNotFoundErr(err) {
 		return nil, err
 	}
