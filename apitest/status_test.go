@@ -171,6 +171,24 @@ func TestAgentReportsAndReconnects(t *testing.T) {
 		t.Fatalf("agent state %+v", got.Component("agent"))
 	}
 
+	// One agent per cluster: a second region of the cluster shares its token, and the
+	// agent's reports count for it too.
+	var second struct {
+		Data struct{ ID string }
+	}
+	if st := p.api("POST", "/api/knative-regions", tok, map[string]any{"name": "agent-2", "kubeconfig": string(c.Kubeconfig()), "redis_mode": "none"}, &second); st != 201 {
+		t.Fatalf("create the second region: %d", st)
+	}
+	r2, err := st.RegionByID(context.Background(), second.Data.ID)
+	if err != nil || r2.AgentToken != r.AgentToken {
+		t.Fatalf("the cluster's second region must share its agent's token: %v", err)
+	}
+	waitFor("the agent's snapshots for the second region", func() bool {
+		var n int
+		st.DB.Get(&n, `SELECT count(*) FROM metric_snapshots WHERE region_id = $1`, r2.ID)
+		return n >= 1
+	})
+
 	// The console restarts; the agent reconnects by itself.
 	p.kill()
 	restarted := time.Now()
@@ -199,15 +217,23 @@ func TestAgentReportsAndReconnects(t *testing.T) {
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 400 {
 		t.Fatalf("foreign host: %v %v", resp, err)
 	}
-	// A removed region's token is turned away.
+	// The agent is turned away only once no region of its cluster is left.
+	h := http.Header{}
+	h.Set("Authorization", "Bearer "+r.AgentToken)
 	if code := p.api("DELETE", "/api/knative-regions/"+r.ID, tok, nil, nil); code != 204 {
 		t.Fatalf("delete: %d", code)
 	}
-	h := http.Header{}
-	h.Set("Authorization", "Bearer "+r.AgentToken)
-	_, resp, err := websocket.DefaultDialer.Dial(agentURL, h)
+	conn, resp, err := websocket.DefaultDialer.Dial(agentURL, h)
+	if err != nil {
+		t.Fatalf("the agent of a cluster with a region left: %v %v", resp, err)
+	}
+	conn.Close()
+	if code := p.api("DELETE", "/api/knative-regions/"+r2.ID, tok, nil, nil); code != 204 {
+		t.Fatalf("delete the second region: %d", code)
+	}
+	_, resp, err = websocket.DefaultDialer.Dial(agentURL, h)
 	if err == nil || resp == nil || resp.StatusCode != 401 {
-		t.Fatalf("a removed region's token: %v %v", resp, err)
+		t.Fatalf("the agent of a cluster without regions: %v %v", resp, err)
 	}
 }
 

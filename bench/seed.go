@@ -128,18 +128,21 @@ func seedRegion(ctx context.Context, st *store.Store, s RegionSeed) (*store.Regi
 	if err := st.CreateRegion(ctx, r); err != nil {
 		return nil, err
 	}
-	fields := map[string]any{
-		"operator_status": "ready", "operator_version": "1.20.2",
-		"serving_status": "ready", "knative_version": "1.20.2",
-		"external_ip": s.ExternalIP, "dns_resolved": true,
-		"health": store.JSON[store.Health]{V: s.Health}, "checked_at": now,
+	if err := st.UpdateOperator(ctx, r.ID, store.OperatorUpdate{Status: store.Ptr(store.ComponentReady), Version: store.Ptr("1.20.2")}); err != nil {
+		return nil, err
+	}
+	if err := st.UpdateServing(ctx, r.ID, store.ServingUpdate{Status: store.Ptr(store.ComponentReady), Version: store.Ptr("1.20.3"),
+		ExternalIP: store.Ptr(s.ExternalIP), DNSResolved: store.Ptr(true)}); err != nil {
+		return nil, err
+	}
+	if err := st.SaveCheck(ctx, r.ID, store.CheckUpdate{Health: s.Health, CheckedAt: now}); err != nil {
+		return nil, err
 	}
 	if s.Registry {
-		fields["registry_status"] = "ready"
-		fields["registry_address"] = "runr-zot.runr-registry.svc.cluster.local:5000"
-	}
-	if err := st.SetRegion(ctx, r.ID, fields); err != nil {
-		return nil, err
+		if err := st.UpdateRegistry(ctx, r.ID, store.RegistryUpdate{Status: store.Ptr(store.ComponentReady),
+			Address: store.Ptr("runr-zot.runr-registry.svc.cluster.local:5000")}); err != nil {
+			return nil, err
+		}
 	}
 	return r, nil
 }

@@ -133,10 +133,22 @@ func (b *browser) open(path, waitFor string) {
 	b.do(shortWait, "open "+path, chromedp.Navigate(b.base+path), chromedp.WaitVisible(chromedp.CSS(waitFor)))
 }
 
-// click clicks the first element of a CSS selector.
+// click clicks the first element of a CSS selector. A live update may swap the element
+// between the moment chromedp finds it and the click: the click is then tried again on
+// the new element.
 func (b *browser) click(sel string) {
 	b.t.Helper()
-	b.do(shortWait, "click "+sel, chromedp.Click(chromedp.CSS(sel)))
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(b.ctx, shortWait)
+		err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(sel)))
+		cancel()
+		if err == nil {
+			return
+		}
+		if attempt == 3 || !strings.Contains(err.Error(), "Could not find node") && !strings.Contains(err.Error(), "detached") {
+			b.fatalf("click %s: %v", sel, err)
+		}
+	}
 }
 
 // visible waits until the selector is visible.

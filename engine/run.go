@@ -61,11 +61,13 @@ var (
 func (e *Engine) keepLease(ctx context.Context, cancel context.CancelCauseFunc, j *store.Job) {
 	t := time.NewTicker(e.Lease / 4)
 	defer t.Stop()
+	renewed := time.Now() // just after the claim that set the lease
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			at := time.Now()
 			cctx, c := context.WithTimeout(ctx, e.Lease/4)
 			want, err := e.Store.RenewLease(cctx, j.ID, e.owner, e.Lease)
 			c()
@@ -73,6 +75,17 @@ func (e *Engine) keepLease(ctx context.Context, cancel context.CancelCauseFunc, 
 				cancel(errLeaseLost)
 				return
 			}
+			if err != nil {
+				// The database cannot be reached: once the lease expires another console
+				// takes the job over, so stop it when half the lease went by without a
+				// renewal, before it expires, rather than run it twice at once.
+				if time.Since(renewed) >= e.Lease/2 {
+					cancel(errLeaseLost)
+					return
+				}
+				continue
+			}
+			renewed = at
 			if want {
 				cancel(errCancelled)
 				return

@@ -87,7 +87,7 @@ func (h *Handlers) updateSettings(c *fiber.Ctx, r *store.Region, in SettingsInpu
 		s.IngressTrustedIPs = *in.IngressTrustedIPs
 		p.Traefik = true
 	}
-	if err := h.Store.SetRegion(ctx(c), r.ID, map[string]any{"settings": store.JSON[store.RegionSettings]{V: s}}); err != nil {
+	if err := h.Store.SetRegionSettings(ctx(c), r.ID, s); err != nil {
 		return nil, nil, err
 	}
 	if !p.Traefik && !p.Knative && !p.Agent {
@@ -145,7 +145,7 @@ func (h *Handlers) setStatus(c *fiber.Ctx, r *store.Region, status store.RegionS
 	if status == r.Status {
 		return nil, nil, nil
 	}
-	if err := h.Store.SetRegion(ctx(c), r.ID, map[string]any{"region_status": status}); err != nil {
+	if err := h.Store.SetRegionStatus(ctx(c), r.ID, status); err != nil {
 		return nil, nil, err
 	}
 	h.Log.Info("region status changed", "region", r.Name, "from", r.Status, "to", status, "user", Who(c).User.Email)
@@ -292,7 +292,7 @@ func (h *Handlers) updateMonitoring(c *fiber.Ctx, r *store.Region, raw map[strin
 	if len(errs) > 0 {
 		return nil, errs, nil
 	}
-	if err := h.Store.SetRegion(ctx(c), r.ID, map[string]any{"monitoring": store.JSON[store.Monitoring]{V: m}}); err != nil {
+	if err := h.Store.SetMonitoring(ctx(c), r.ID, m); err != nil {
 		return nil, nil, err
 	}
 	if !backToOwn || r.ServingStatus != store.ComponentReady {

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -319,7 +318,7 @@ func (h *Handlers) RegistryDeleteForm(c *fiber.Ctx) error {
 		Subject: r.ID, CreatedBy: Who(c).User.Email}); err != nil {
 		return h.Fail(c, err)
 	}
-	if err := h.Store.SetRegion(ctx(c), r.ID, map[string]any{"registry_status": "removing"}); err != nil {
+	if err := h.Store.UpdateRegistry(ctx(c), r.ID, store.RegistryUpdate{Status: store.Ptr(store.ComponentRemoving)}); err != nil {
 		return h.Fail(c, err)
 	}
 	return h.formDone(c, r, "registry", "")
@@ -393,24 +392,13 @@ func (h *Handlers) RemoveRegionForm(c *fiber.Ctx) error {
 	return redirect(c, "/regions")
 }
 
-// checkNow runs a region's status check in the background (on demand).
-func (h *Handlers) checkNow(id string) {
-	go func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 2*h.Cfg.StatusTimeout)
-		defer cancel()
-		if err := h.Kube.CheckNow(cctx, id); err != nil {
-			h.Log.Warn("status check on demand", "region", id, "err", err)
-		}
-	}()
-}
-
 // CheckNowForm runs the region's status check now.
 func (h *Handlers) CheckNowForm(c *fiber.Ctx) error {
 	r, err := h.regionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	h.checkNow(r.ID)
+	h.Kube.CheckSoon(r.ID)
 	return h.formDone(c, r, "general", "Status check started; the page shows its result in a few seconds.")
 }
 
@@ -420,6 +408,6 @@ func (h *Handlers) APICheckNow(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	h.checkNow(r.ID)
+	h.Kube.CheckSoon(r.ID)
 	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"region_id": r.ID})
 }

@@ -267,6 +267,9 @@ func (h *Handlers) APICreateRegion(c *fiber.Ctx) error {
 		}
 		r.Settings.V.RequestTimeout = *in.RequestTimeout
 	}
+	if err := h.Kube.AdoptClusterAgentToken(ctx(c), r); err != nil {
+		return h.Fail(c, err)
+	}
 	if err := h.Store.CreateRegion(ctx(c), r); err != nil {
 		if errorsIsConflict(err) {
 			return Invalid(c, FieldErrors{"name": "A region with this name exists already."})
@@ -307,7 +310,7 @@ func (h *Handlers) enqueueRegistry(c *fiber.Ctx, r *store.Region, p ops.Registry
 	if err != nil {
 		return nil, err
 	}
-	if err := h.Store.SetRegion(ctx(c), r.ID, map[string]any{"registry_status": "installing", "registry_status_message": ""}); err != nil {
+	if err := h.Store.UpdateRegistry(ctx(c), r.ID, store.RegistryUpdate{Status: store.Ptr(store.ComponentInstalling), Message: store.Ptr("")}); err != nil {
 		return nil, err
 	}
 	return h.Kube.Enqueue(ctx(c), engine.Request{Kind: ops.KindRegistryInstall, Title: "Set up the registry of " + r.Name,
@@ -388,7 +391,7 @@ func (h *Handlers) APIDeleteRegistry(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	if err := h.Store.SetRegion(ctx(c), r.ID, map[string]any{"registry_status": "removing"}); err != nil {
+	if err := h.Store.UpdateRegistry(ctx(c), r.ID, store.RegistryUpdate{Status: store.Ptr(store.ComponentRemoving)}); err != nil {
 		return h.Fail(c, err)
 	}
 	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"job_id": j.ID})

@@ -310,23 +310,21 @@ func (h *Handlers) BannerSocket() fiber.Handler {
 	}))
 }
 
-// AgentSocket receives an agent's reports: it stores snapshots (not for regions that
-// are not active), pod sessions and events, and keeps the agent's last-seen time.
+// AgentRegionsKey is the Locals key of the regions an authenticated agent reports for.
+const AgentRegionsKey = "agent_region_ids"
+
+// AgentSocket receives the reports of a cluster's agent, for every region of the cluster:
+// metric snapshots (not for regions that are not active), pod sessions and events; it
+// keeps the agent's last-seen time and its connection state.
 func (h *Handlers) AgentSocket() fiber.Handler {
 	return wsUpgrade(websocket.New(func(conn *websocket.Conn) {
-		id, _ := conn.Locals("region_id").(string)
-		name, _ := conn.Locals("region_name").(string)
-		log := h.Log.With("region", name)
+		ids, _ := conn.Locals(AgentRegionsKey).([]string)
+		names, _ := conn.Locals("region_names").(string)
+		log := h.Log.With("regions", names)
 		ctx := context.Background()
 		seen := func(status store.ComponentStatus) {
-			now := time.Now().UTC()
-			if err := h.Store.SetRegion(ctx, id, map[string]any{"agent_last_seen_at": now}); err != nil {
+			if err := h.Kube.AgentSeen(ctx, ids, status); err != nil {
 				log.Warn("agent: last seen", "err", err)
-			}
-			if status != "" {
-				if err := h.Store.SetComponent(ctx, id, "agent", store.ComponentState{Status: status}); err != nil {
-					log.Warn("agent: state", "err", err)
-				}
 			}
 		}
 		seen(store.ComponentConnected)
@@ -353,7 +351,7 @@ func (h *Handlers) AgentSocket() fiber.Handler {
 				log.Warn("agent: bad message", "err", err)
 				continue
 			}
-			if err := h.Kube.RecordAgentReport(ctx, id, m); err != nil {
+			if err := h.Kube.RecordAgentReport(ctx, ids, m); err != nil {
 				log.Warn("agent: store", "type", m.Type, "err", err)
 			}
 			if time.Since(last) > 10*time.Second {

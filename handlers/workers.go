@@ -264,17 +264,10 @@ func (h *Handlers) setOvercommit(c *fiber.Ctx, r *store.Region, in OvercommitInp
 	if fe := validateOvercommit(in); fe != nil {
 		return fe, nil
 	}
-	fields := map[string]any{}
-	if in.CPU != nil {
-		fields["faas_cpu_overcommit"] = *in.CPU
-	}
-	if in.Memory != nil {
-		fields["faas_memory_overcommit"] = *in.Memory
-	}
-	if err := h.Store.SetRegion(ctx(c), r.ID, fields); err != nil {
+	if err := h.Store.SetOvercommit(ctx(c), r.ID, in.CPU, in.Memory); err != nil {
 		return nil, err
 	}
-	h.Log.Info("overcommit changed", "region", r.Name, "fields", fields, "user", Who(c).User.Email)
+	h.Log.Info("overcommit changed", "region", r.Name, "cpu", in.CPU, "memory", in.Memory, "user", Who(c).User.Email)
 	return nil, nil
 }
 

@@ -46,6 +46,48 @@ func (s *Service) AgentWSURL(r *store.Region, ownCluster bool) string {
 	return base
 }
 
+// clusterAgentToken returns the token of the cluster's one runr-agent and gives it to the
+// region: the token the cluster's other regions share when they have one (the running
+// agent keeps it), else the region's own, unless the region still shares it with the
+// regions of another cluster (it moved), which gets it a new one.
+func (s *Service) clusterAgentToken(ctx context.Context, r *store.Region) (string, error) {
+	token, err := s.Store.ClusterAgentToken(ctx, r.ClusterKey)
+	if err != nil {
+		return "", err
+	}
+	if token == "" || token == r.AgentToken {
+		token = r.AgentToken
+		if sharing, err := s.Store.RegionsByAgentToken(ctx, token); err == nil {
+			for _, o := range sharing {
+				if o.ClusterKey != r.ClusterKey {
+					token = ""
+					break
+				}
+			}
+		}
+	}
+	if token == "" {
+		token = store.RandomToken("runr_agent_")
+	}
+	if token != r.AgentToken {
+		if err := s.Store.SetAgentToken(ctx, r.ID, token); err != nil {
+			return "", err
+		}
+	}
+	return token, nil
+}
+
+// AdoptClusterAgentToken gives a new region the token of its cluster's agent, when the
+// cluster has one already: the agent that runs there reports for the new region too.
+func (s *Service) AdoptClusterAgentToken(ctx context.Context, r *store.Region) error {
+	token, err := s.Store.ClusterAgentToken(ctx, r.ClusterKey)
+	if err != nil || token == "" {
+		return err
+	}
+	r.AgentToken, r.AgentTokenHash = token, store.HashToken(token)
+	return nil
+}
+
 // AgentPath is the agent's WebSocket endpoint on the console.
 const AgentPath = "/api/internal/agent/ws"
 
@@ -55,15 +97,12 @@ func (s *Service) installAgent(ctx context.Context, jc *engine.JobContext, c *ku
 	if _, err := ensureNamespace(ctx, jc, c, ObservabilityNamespace, nil); err != nil {
 		return err
 	}
-	token := r.AgentToken
-	if token == "" {
-		token = store.RandomToken("runr_agent_")
-		if err := s.Store.SetRegion(ctx, r.ID, map[string]any{"agent_token": token, "agent_token_hash": store.HashToken(token)}); err != nil {
-			return err
-		}
+	token, err := s.clusterAgentToken(ctx, r)
+	if err != nil {
+		return err
 	}
 	url := s.AgentWSURL(r, false)
-	labels := map[string]any{"app.kubernetes.io/name": AgentName, "app.kubernetes.io/managed-by": "runr", "runr.dev/region": r.Name}
+	labels := map[string]any{"app.kubernetes.io/name": AgentName, "app.kubernetes.io/managed-by": "runr"}
 	objs := []map[string]any{
 		{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": AgentName, "namespace": ObservabilityNamespace, "labels": labels}},
 		{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": map[string]any{"name": AgentName, "labels": labels},
@@ -87,7 +126,6 @@ func (s *Service) installAgent(ctx context.Context, jc *engine.JobContext, c *ku
 						"name": "agent", "image": s.Cfg.AgentImage, "args": []any{"agent"},
 						"env": []any{
 							map[string]any{"name": "RUNR_AGENT_URL", "value": url},
-							map[string]any{"name": "RUNR_REGION", "value": r.Name},
 							map[string]any{"name": "RUNR_AGENT_TOKEN", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": AgentSecret, "key": "token"}}},
 						},
 						"resources": map[string]any{"requests": map[string]any{"cpu": "20m", "memory": "48Mi"}, "limits": map[string]any{"memory": "256Mi"}},

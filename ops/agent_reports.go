@@ -3,22 +3,39 @@ package ops
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"runr.dev/console/agent"
 	"runr.dev/console/store"
 )
 
-// RecordAgentReport stores one report of a region's agent: a metric snapshot (not for a
-// region that is not active), a pod session or a Kubernetes event.
-func (s *Service) RecordAgentReport(ctx context.Context, regionID string, m agent.Message) error {
+// RecordAgentReport stores one report of a cluster's agent for every region of the
+// cluster: a metric snapshot (not for a region that is not active), a pod session or a
+// Kubernetes event.
+func (s *Service) RecordAgentReport(ctx context.Context, regionIDs []string, m agent.Message) error {
 	at := m.At
 	if at.IsZero() {
 		at = time.Now().UTC()
 	}
+	var raw []byte
+	if m.Type == "snapshot" && m.Snapshot != nil {
+		var err error
+		if raw, err = json.Marshal(m.Snapshot); err != nil {
+			return err
+		}
+	}
+	var errs []error
+	for _, id := range regionIDs {
+		errs = append(errs, s.recordReport(ctx, id, m, at, raw))
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Service) recordReport(ctx context.Context, regionID string, m agent.Message, at time.Time, snapshot []byte) error {
 	switch m.Type {
 	case "snapshot":
-		if m.Snapshot == nil {
+		if snapshot == nil {
 			return nil
 		}
 		r, err := s.Store.RegionByID(ctx, regionID)
@@ -28,15 +45,25 @@ func (s *Service) RecordAgentReport(ctx context.Context, regionID string, m agen
 		if r.Status != store.RegionActive {
 			return nil // a region that is not active is left out of the snapshots
 		}
-		raw, err := json.Marshal(m.Snapshot)
-		if err != nil {
-			return err
-		}
-		return s.Store.AddSnapshot(ctx, regionID, at, raw)
+		return s.Store.AddSnapshot(ctx, regionID, at, snapshot)
 	case "pod":
 		return s.Store.AddPodSession(ctx, regionID, m.Namespace, m.Pod, m.Event, m.Restarts, at)
 	case "event":
 		return s.Store.AddKubeEvent(ctx, regionID, m.Namespace, m.Object, m.Kind, m.Reason, m.Message, at)
 	}
 	return nil
+}
+
+// AgentSeen records that a cluster's agent reported, for every region of the cluster, and
+// its connection state when it changed ("" when it did not).
+func (s *Service) AgentSeen(ctx context.Context, regionIDs []string, status store.ComponentStatus) error {
+	now := time.Now().UTC()
+	var errs []error
+	for _, id := range regionIDs {
+		errs = append(errs, s.Store.SetAgentSeen(ctx, id, now))
+		if status != "" {
+			errs = append(errs, s.Store.SetComponent(ctx, id, "agent", store.ComponentState{Status: status}))
+		}
+	}
+	return errors.Join(errs...)
 }

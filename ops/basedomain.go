@@ -217,19 +217,18 @@ func (s *Service) registerBaseDomainKinds() {
 				if err != nil {
 					return err
 				}
-				fields := map[string]any{}
+				status, target := store.MigrationNone, ""
 				switch p.Op {
 				case "start", "move":
-					fields["domain_migration_status"], fields["domain_migration_target"] = "dns_check", p.Target
-				case "end":
-					fields["domain_migration_status"], fields["domain_migration_target"] = "", ""
+					status, target = store.MigrationDNSCheck, p.Target
 				case "complete":
 					settings := r.Settings.V
 					settings.KnativeDomain = p.Target
-					fields["settings"] = store.JSON[store.RegionSettings]{V: settings}
-					fields["domain_migration_status"], fields["domain_migration_target"] = "", ""
+					if err := s.Store.SetRegionSettings(ctx, r.ID, settings); err != nil {
+						return err
+					}
 				}
-				if err := s.Store.SetRegion(ctx, r.ID, fields); err != nil {
+				if err := s.Store.SetDomainMigration(ctx, r.ID, status, target); err != nil {
 					return err
 				}
 				if r.Status != store.RegionActive && r.ServingStatus == store.ComponentReady {

@@ -39,7 +39,7 @@ func (s *Service) registerDomainKinds() {
 			} else {
 				jc.Note("Region %s answers on %s", r.Name, p.Domain)
 			}
-			return s.Store.SetRegion(ctx, r.ID, map[string]any{"settings": store.JSON[store.RegionSettings]{V: settings}})
+			return s.Store.SetRegionSettings(ctx, r.ID, settings)
 		}}}, nil
 	}})
 }

@@ -178,10 +178,9 @@ func (s *Service) adoptOperator(ctx context.Context, jc *engine.JobContext, c *k
 		return false, err
 	}
 	if !ok {
-		return false, s.Store.SetRegion(ctx, r.ID, map[string]any{"operator_adopted": false})
+		return false, s.Store.UpdateOperator(ctx, r.ID, store.OperatorUpdate{Adopted: store.Ptr(false)})
 	}
-	if err := s.Store.SetRegion(ctx, r.ID, map[string]any{"operator_status": "ready", "operator_namespace": ns,
-		"operator_version": ver, "operator_adopted": true}); err != nil {
+	if err := s.Store.UpdateOperator(ctx, r.ID, store.OperatorUpdate{Status: store.Ptr(store.ComponentReady), Namespace: store.Ptr(ns), Version: store.Ptr(ver), Adopted: store.Ptr(true)}); err != nil {
 		return false, err
 	}
 	jc.Logf("Adopted the Knative Operator %s running in %s", ver, ns)
@@ -195,8 +194,7 @@ func (s *Service) adoptServing(ctx context.Context, jc *engine.JobContext, c *ku
 	if err != nil || ks == nil {
 		return false, err
 	}
-	if err := s.Store.SetRegion(ctx, r.ID, map[string]any{"serving_status": "ready", "serving_namespace": ks.GetNamespace(),
-		"knative_version": servingVersion(ks), "serving_adopted": true, "knative_message": ""}); err != nil {
+	if err := s.Store.UpdateServing(ctx, r.ID, store.ServingUpdate{Status: store.Ptr(store.ComponentReady), Namespace: store.Ptr(ks.GetNamespace()), Version: store.Ptr(servingVersion(ks)), Adopted: store.Ptr(true), Message: store.Ptr("")}); err != nil {
 		return false, err
 	}
 	jc.Logf("Adopted the Ready KnativeServing %s/%s (Knative %s)", ks.GetNamespace(), ks.GetName(), servingVersion(ks))
@@ -245,7 +243,7 @@ func (s *Service) operatorSteps(p OperatorParams) []engine.Step {
 			if err != nil {
 				return err
 			}
-			s.setRegion(ctx, jc, map[string]any{"operator_status": "installing"})
+			s.record(s.Store.UpdateOperator(ctx, jc.Job.Region(), store.OperatorUpdate{Status: store.Ptr(store.ComponentInstalling)}))
 			op, err := s.adoptOperator(ctx, jc, c, r)
 			if err != nil {
 				return err
@@ -325,7 +323,7 @@ func (s *Service) operatorSteps(p OperatorParams) []engine.Step {
 				return err
 			}
 			jc.Note("Knative Operator %s runs in %s (it installs Knative Serving %s)", chart.Version, p.Namespace, kv.ServingVersion)
-			return s.Store.SetRegion(ctx, r.ID, map[string]any{"operator_status": "ready", "operator_namespace": p.Namespace, "operator_version": chart.Version})
+			return s.Store.UpdateOperator(ctx, r.ID, store.OperatorUpdate{Status: store.Ptr(store.ComponentReady), Namespace: store.Ptr(p.Namespace), Version: store.Ptr(chart.Version)})
 		}},
 	}
 }
@@ -453,7 +451,7 @@ func (s *Service) servingSteps(p ServingParams) []engine.Step {
 	adopted := func(r *store.Region) bool { return r.ServingAdopted && r.ServingStatus == store.ComponentReady }
 	return []engine.Step{
 		{Name: "quota", Title: "Project namespace quota", Run: withRegion(func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
-			s.setRegion(ctx, jc, map[string]any{"serving_status": "installing", "serving_namespace": p.Namespace, "knative_message": ""})
+			s.record(s.Store.UpdateServing(ctx, jc.Job.Region(), store.ServingUpdate{Status: store.Ptr(store.ComponentInstalling), Namespace: store.Ptr(p.Namespace), Message: store.Ptr("")}))
 			if sv, err := s.adoptServing(ctx, jc, c, r); err != nil {
 				return err
 			} else if sv {
@@ -466,7 +464,7 @@ func (s *Service) servingSteps(p ServingParams) []engine.Step {
 			if err != nil {
 				return err
 			}
-			return s.Store.SetRegion(ctx, r.ID, map[string]any{"external_ip": addr})
+			return s.Store.UpdateServing(ctx, r.ID, store.ServingUpdate{ExternalIP: store.Ptr(addr)})
 		})},
 		{Name: "serving", Title: "KnativeServing with Traefik as ingress", Run: withRegion(func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 			r, err := s.Store.RegionByID(ctx, r.ID)
@@ -493,7 +491,7 @@ func (s *Service) servingSteps(p ServingParams) []engine.Step {
 				return err
 			}
 			jc.Note("Knative Serving %s is Ready", reported)
-			return s.Store.SetRegion(ctx, r.ID, map[string]any{"knative_version": reported})
+			return s.Store.UpdateServing(ctx, r.ID, store.ServingUpdate{Version: store.Ptr(reported)})
 		})},
 		{Name: "domain", Title: "Function domain", Run: withRegion(func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 			base, err := s.Store.BaseDomain(ctx)
@@ -511,7 +509,7 @@ func (s *Service) servingSteps(p ServingParams) []engine.Step {
 			settings := r.Settings.V
 			settings.KnativeDomain = domain
 			jc.Note("Function domain %s", domain)
-			return s.Store.SetRegion(ctx, r.ID, map[string]any{"settings": store.JSON[store.RegionSettings]{V: settings}})
+			return s.Store.SetRegionSettings(ctx, r.ID, settings)
 		})},
 		{Name: "address", Title: "External address", Run: withRegion(func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 			rel, err := helm.Status(c, r.ServingNamespace, TraefikRelease)
@@ -523,7 +521,7 @@ func (s *Service) servingSteps(p ServingParams) []engine.Step {
 				return err
 			}
 			jc.Note("External address %s", addr)
-			return s.Store.SetRegion(ctx, r.ID, map[string]any{"external_ip": addr})
+			return s.Store.UpdateServing(ctx, r.ID, store.ServingUpdate{ExternalIP: store.Ptr(addr)})
 		})},
 		{Name: "prometheus", Title: "Prometheus", Run: withRegion(func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 			return s.component(ctx, jc, r, "prometheus", func() error { return s.installPrometheus(ctx, jc, c, r) })
@@ -542,8 +540,7 @@ func (s *Service) servingSteps(p ServingParams) []engine.Step {
 			if err != nil {
 				return err
 			}
-			if err := s.Store.SetRegion(ctx, r.ID, map[string]any{"serving_status": "ready",
-				"serving_namespace": p.Namespace, "knative_message": ""}); err != nil {
+			if err := s.Store.UpdateServing(ctx, r.ID, store.ServingUpdate{Status: store.Ptr(store.ComponentReady), Namespace: store.Ptr(p.Namespace), Message: store.Ptr("")}); err != nil {
 				return err
 			}
 			if err := s.Store.SetComponent(ctx, r.ID, "traefik", store.ComponentState{Status: store.ComponentReady, Version: ChartTraefik.Version}); err != nil {
@@ -716,14 +713,12 @@ func (s *Service) setServingStatus(ctx context.Context, r *store.Region, status 
 		s.Log.Warn("serving status", "err", err)
 		return
 	}
-	fields := map[string]any{"serving_status": status}
+	u := store.ServingUpdate{Status: &status}
 	if status == store.ComponentNotInstalled {
-		fields["serving_adopted"] = false
-		fields["external_ip"] = ""
-		fields["dns_resolved"] = false
+		u.Adopted, u.ExternalIP, u.DNSResolved = store.Ptr(false), store.Ptr(""), store.Ptr(false)
 	}
 	for _, x := range regions {
-		if err := s.Store.SetRegion(ctx, x.ID, fields); err != nil {
+		if err := s.Store.UpdateServing(ctx, x.ID, u); err != nil {
 			s.Log.Warn("serving status", "region", x.Name, "err", err)
 		}
 	}
@@ -741,7 +736,7 @@ func (s *Service) uninstallOperatorSteps() []engine.Step {
 			} else if len(ks) > 0 {
 				return fmt.Errorf("a KnativeServing still exists (%s/%s): uninstall Serving first", ks[0].GetNamespace(), ks[0].GetName())
 			}
-			s.setRegion(ctx, jc, map[string]any{"operator_status": "removing"})
+			s.record(s.Store.UpdateOperator(ctx, jc.Job.Region(), store.OperatorUpdate{Status: store.Ptr(store.ComponentRemoving)}))
 			return s.HelmUninstall(ctx, jc, c, r.OperatorNamespace, OperatorRelease)
 		}},
 		{Name: "crds", Title: "Remove the Knative CRDs", Run: func(ctx context.Context, jc *engine.JobContext) error {
@@ -784,7 +779,7 @@ func (s *Service) uninstallOperatorSteps() []engine.Step {
 				return err
 			}
 			for _, x := range regions {
-				if err := s.Store.SetRegion(ctx, x.ID, map[string]any{"operator_status": "not_installed", "operator_adopted": false, "operator_version": ""}); err != nil {
+				if err := s.Store.UpdateOperator(ctx, x.ID, store.OperatorUpdate{Status: store.Ptr(store.ComponentNotInstalled), Adopted: store.Ptr(false), Version: store.Ptr("")}); err != nil {
 					return err
 				}
 			}
@@ -828,7 +823,7 @@ func (s *Service) upgradeSteps(p ServingParams) []engine.Step {
 				return err
 			}
 			jc.Note("The Knative Operator runs %s", chart.Version)
-			return s.Store.SetRegion(ctx, r.ID, map[string]any{"operator_version": chart.Version})
+			return s.Store.UpdateOperator(ctx, r.ID, store.OperatorUpdate{Version: store.Ptr(chart.Version)})
 		}},
 		{Name: "crds", Title: "Knative Serving CRDs of the version", Run: func(ctx context.Context, jc *engine.JobContext) error {
 			_, c, err := s.regionAndCluster(ctx, jc)
@@ -869,7 +864,7 @@ func (s *Service) upgradeSteps(p ServingParams) []engine.Step {
 				return err
 			}
 			for _, x := range regions {
-				if err := s.Store.SetRegion(ctx, x.ID, map[string]any{"serving_status": "ready", "knative_version": reported, "knative_message": ""}); err != nil {
+				if err := s.Store.UpdateServing(ctx, x.ID, store.ServingUpdate{Status: store.Ptr(store.ComponentReady), Version: store.Ptr(reported), Message: store.Ptr("")}); err != nil {
 					return err
 				}
 			}
@@ -882,12 +877,12 @@ func (s *Service) upgradeSteps(p ServingParams) []engine.Step {
 func (s *Service) registerKnativeKinds() {
 	servingFailed := func(ctx context.Context, jc *engine.JobContext, err error) {
 		if err != nil {
-			s.setRegion(ctx, jc, map[string]any{"serving_status": "error", "knative_message": err.Error()})
+			s.record(s.Store.UpdateServing(ctx, jc.Job.Region(), store.ServingUpdate{Status: store.Ptr(store.ComponentError), Message: store.Ptr(err.Error())}))
 		}
 	}
 	operatorFailed := func(ctx context.Context, jc *engine.JobContext, err error) {
 		if err != nil {
-			s.setRegion(ctx, jc, map[string]any{"operator_status": "error", "knative_message": err.Error()})
+			s.record(s.Store.UpdateOperator(ctx, jc.Job.Region(), store.OperatorUpdate{Status: store.Ptr(store.ComponentError), Message: store.Ptr(err.Error())}))
 		}
 	}
 	type knativeParams struct {

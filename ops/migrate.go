@@ -37,7 +37,7 @@ func (s *Service) saveDetail(ctx context.Context, r *store.Region, f func(d *sto
 	d := r.MigrationDetail.V
 	f(&d)
 	r.MigrationDetail.V = d
-	return s.Store.SetRegion(ctx, r.ID, map[string]any{"migration_detail": store.JSON[store.MigrationDetail]{V: d}})
+	return s.Store.UpdateMove(ctx, r.ID, store.MoveUpdate{Detail: store.Ptr(d)})
 }
 
 // tolerate runs a part of a move whose failure is logged while the move goes on.
@@ -89,12 +89,16 @@ func (s *Service) migrationSteps() []engine.Step {
 			now := time.Now().UTC()
 			detail := store.MigrationDetail{JobID: jc.Job.ID, StartedAt: &now, Had: map[string]any{"serving": had.Serving, "version": had.Version,
 				"registry": had.Registry, "redis": had.Redis, "tls": had.TLS}}
-			if err := s.Store.SetRegion(ctx, r.ID, map[string]any{
-				"old_kubeconfig": r.Kubeconfig, "old_external_ip": r.ExternalIP,
-				"kubeconfig": string(chk.Kubeconfig), "cluster_server": chk.Server, "cluster_key": kube.ClusterKey(chk.Server), "k8s_version": chk.Version,
-				"external_ip": "", "dns_resolved": false, "migration_status": "in_progress", "migration_detail": store.JSON[store.MigrationDetail]{V: detail},
-				"operator_status": "not_installed", "operator_adopted": false, "serving_adopted": false,
-				"serving_status": map[bool]string{true: "installing", false: "not_installed"}[had.Serving],
+			serving := store.ComponentNotInstalled
+			if had.Serving {
+				serving = store.ComponentInstalling
+			}
+			if err := s.Store.SwitchCluster(ctx, r.ID, store.ClusterSwitch{
+				Kubeconfig: string(chk.Kubeconfig), ClusterServer: chk.Server, ClusterKey: kube.ClusterKey(chk.Server), K8sVersion: store.Ptr(chk.Version),
+				Operator: store.OperatorUpdate{Status: store.Ptr(store.ComponentNotInstalled), Adopted: store.Ptr(false)},
+				Serving:  store.ServingUpdate{Status: &serving, Adopted: store.Ptr(false), DNSResolved: store.Ptr(false)},
+				Move: store.MoveUpdate{Status: store.Ptr(store.MigrationInProgress), Detail: &detail,
+					OldKubeconfig: store.Ptr(r.Kubeconfig), OldExternalIP: store.Ptr(r.ExternalIP)},
 			}); err != nil {
 				return err
 			}
@@ -119,7 +123,7 @@ func (s *Service) migrationSteps() []engine.Step {
 			} else {
 				jc.Note("Dedicated workers on the new cluster: %s", strings.Join(exist, ", "))
 			}
-			return s.Store.SetRegion(ctx, r.ID, map[string]any{"nodes": stringArray(exist)})
+			return s.Store.SetRegionNodes(ctx, r.ID, exist)
 		}},
 		{Name: "knative", Title: "Knative Operator and Serving", Run: func(ctx context.Context, jc *engine.JobContext) error {
 			r, err := s.jobRegion(ctx, jc)
@@ -173,7 +177,7 @@ func (s *Service) migrationSteps() []engine.Step {
 					if err := s.installMirror(ctx, jc, c, p); err != nil && !errors.Is(err, engine.ErrSkip) {
 						return err
 					}
-					return s.Store.SetRegion(ctx, r.ID, map[string]any{"registry_address": p.Address(), "registry_status": "ready"})
+					return s.Store.UpdateRegistry(ctx, r.ID, store.RegistryUpdate{Address: store.Ptr(p.Address()), Status: store.Ptr(store.ComponentReady)})
 				})
 			}
 			jc.Note("Redis and the registry are on the new cluster")
@@ -223,7 +227,7 @@ func (s *Service) migrationSteps() []engine.Step {
 				return err
 			}
 			now := time.Now().UTC()
-			if err := s.Store.SetRegion(ctx, r.ID, map[string]any{"migration_status": "dns_check", "migration_dns_check_at": now}); err != nil {
+			if err := s.Store.UpdateMove(ctx, r.ID, store.MoveUpdate{Status: store.Ptr(store.MigrationDNSCheck), DNSCheckAt: store.Ptr(now)}); err != nil {
 				return err
 			}
 			jc.Note("Point the wildcard record *.%s at %s; the move completes when dns-check.%s resolves there, or by %s", r.Settings.V.KnativeDomain, r.ExternalIP, r.Settings.V.KnativeDomain, now.Add(MigrationDeadline).Format(time.RFC1123))
@@ -275,15 +279,34 @@ func (s *Service) redeploy(ctx context.Context, jc *engine.JobContext, c *kube.C
 func (s *Service) CompleteMigration(ctx context.Context, r *store.Region, why string) error {
 	d := r.MigrationDetail.V
 	d.Steps = append(d.Steps, store.MigrationStep{Name: "completed", Status: "done", Message: why})
+	done, err := s.Store.CompleteMove(ctx, r.ID, d)
+	if err != nil {
+		return err
+	}
+	if !done {
+		return &Refusal{Msg: "The move of " + r.Name + " is not in dns_check any more (rolled back or completed meanwhile): nothing to complete."}
+	}
 	s.Log.Info("region move completed", "region", r.Name, "why", why)
-	return s.Store.SetRegion(ctx, r.ID, map[string]any{"migration_status": "completed", "old_kubeconfig": "", "old_external_ip": "",
-		"migration_dns_check_at": nil, "migration_detail": store.JSON[store.MigrationDetail]{V: d}})
+	return nil
+}
+
+// logCompletion logs a move's completion that failed; one that found the move rolled back
+// meanwhile is only noted.
+func (s *Service) logCompletion(r *store.Region, err error) {
+	var refused *Refusal
+	switch {
+	case errors.As(err, &refused):
+		s.Log.Info("region move not completed", "region", r.Name, "why", refused.Msg)
+	case err != nil:
+		s.Log.Warn("complete region move", "region", r.Name, "err", err)
+	}
 }
 
 // completeMoves completes the moves whose DNS reaches the new address, or whose 48 hours passed.
 func (s *Service) completeMoves(ctx context.Context) {
 	rs, err := s.Store.MovingRegions(ctx)
 	if err != nil {
+		s.Log.Warn("complete region moves: list", "err", err)
 		return
 	}
 	for _, m := range rs {
@@ -292,10 +315,11 @@ func (s *Service) completeMoves(ctx context.Context) {
 		}
 		r, err := s.Store.RegionByID(ctx, m.ID)
 		if err != nil {
+			s.Log.Warn("complete region move: read", "region", m.Name, "err", err)
 			continue
 		}
 		if m.DNSCheckAt != nil && time.Since(*m.DNSCheckAt) > MigrationDeadline {
-			_ = s.CompleteMigration(ctx, r, "48 hours in dns_check passed")
+			s.logCompletion(r, s.CompleteMigration(ctx, r, "48 hours in dns_check passed"))
 			continue
 		}
 		if r.Settings.V.KnativeDomain == "" || r.ExternalIP == "" {
@@ -305,7 +329,7 @@ func (s *Service) completeMoves(ctx context.Context) {
 		ok, reason, err := (&Resolver{Server: s.Cfg.DNSResolver}).DNSCheck(cctx, r.Settings.V.KnativeDomain, r.ExternalIP)
 		cancel()
 		if err == nil && ok {
-			_ = s.CompleteMigration(ctx, r, "DNS reaches the new cluster: "+reason)
+			s.logCompletion(r, s.CompleteMigration(ctx, r, "DNS reaches the new cluster: "+reason))
 		}
 	}
 }
@@ -318,7 +342,7 @@ func (s *Service) registerMigrationKinds() {
 				if r, rerr := s.jobRegion(ctx, jc); rerr == nil {
 					_ = s.saveDetail(ctx, r, func(d *store.MigrationDetail) { d.Error = err.Error() })
 				}
-				s.setRegion(ctx, jc, map[string]any{"migration_status": "failed"})
+				s.record(s.Store.UpdateMove(ctx, jc.Job.Region(), store.MoveUpdate{Status: store.Ptr(store.MigrationFailed)}))
 			}
 		}})
 	s.Engine.Register(&engine.Kind{Name: KindRollbackMigration, Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
@@ -336,9 +360,10 @@ func (s *Service) registerMigrationKinds() {
 				if err != nil {
 					return err
 				}
-				if err := s.Store.SetRegion(ctx, r.ID, map[string]any{"kubeconfig": r.OldKubeconfig, "external_ip": r.OldExternalIP,
-					"cluster_server": kc.Server, "cluster_key": kube.ClusterKey(kc.Server), "old_kubeconfig": "", "old_external_ip": "",
-					"serving_status": "ready", "operator_status": "ready"}); err != nil {
+				if err := s.Store.SwitchCluster(ctx, r.ID, store.ClusterSwitch{Kubeconfig: r.OldKubeconfig, ExternalIP: r.OldExternalIP,
+					ClusterServer: kc.Server, ClusterKey: kube.ClusterKey(kc.Server),
+					Operator: store.OperatorUpdate{Status: store.Ptr(store.ComponentReady)}, Serving: store.ServingUpdate{Status: store.Ptr(store.ComponentReady)},
+					Move: store.MoveUpdate{OldKubeconfig: store.Ptr(""), OldExternalIP: store.Ptr("")}}); err != nil {
 					return err
 				}
 				jc.Note("The region uses %s again, at %s; what the move installed on the new cluster stays there", kc.Server, r.OldExternalIP)
@@ -353,7 +378,7 @@ func (s *Service) registerMigrationKinds() {
 			}},
 			{Name: "record", Title: "Record", Run: func(ctx context.Context, jc *engine.JobContext) error {
 				jc.Note("The move is rolled back")
-				s.setRegion(ctx, jc, map[string]any{"migration_status": "rolled_back", "migration_dns_check_at": nil})
+				s.record(s.Store.UpdateMove(ctx, jc.Job.Region(), store.MoveUpdate{Status: store.Ptr(store.MigrationRolledBack), ClearDNSCheckAt: true}))
 				return nil
 			}},
 		}, nil
@@ -384,8 +409,7 @@ func (s *Service) StartMigration(ctx context.Context, r *store.Region, kubeconfi
 	if err != nil {
 		return nil, err
 	}
-	if err := s.Store.SetRegion(ctx, r.ID, map[string]any{"migration_status": "pending",
-		"migration_detail": store.JSON[store.MigrationDetail]{V: store.MigrationDetail{JobID: j.ID}}}); err != nil {
+	if err := s.Store.UpdateMove(ctx, r.ID, store.MoveUpdate{Status: store.Ptr(store.MigrationPending), Detail: store.Ptr(store.MigrationDetail{JobID: j.ID})}); err != nil {
 		return nil, err
 	}
 	s.Log.Info("region move started", "region", r.Name, "by", by)

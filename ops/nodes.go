@@ -701,7 +701,7 @@ func (s *Service) deleteNode(ctx context.Context, jc *engine.JobContext, r *stor
 		}
 	}
 	if len(keep) != len(r.Nodes) {
-		if err := s.Store.SetRegion(ctx, r.ID, map[string]any{"nodes": stringArray(keep)}); err != nil {
+		if err := s.Store.SetRegionNodes(ctx, r.ID, keep); err != nil {
 			return err
 		}
 		jc.Logf("%s is no longer one of the region's dedicated workers", name)

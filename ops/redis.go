@@ -56,8 +56,7 @@ func (s *Service) registerRedisKinds() {
 							return err
 						}
 						jc.Note("External Redis at %s", p.Address)
-						return s.Store.SetRegion(ctx, r.ID, map[string]any{"redis_mode": "external", "redis_status": "ready",
-							"redis_address": p.Address, "redis_password": jc.Secret, "redis_message": ""})
+						return s.Store.UpdateRedis(ctx, r.ID, store.RedisUpdate{Mode: store.Ptr(store.RedisExternal), Status: store.Ptr(store.ComponentReady), Address: store.Ptr(p.Address), Password: store.Ptr(jc.Secret), Message: store.Ptr("")})
 					}
 					return s.installManagedRedis(ctx, jc, c, r)
 				}},
@@ -65,7 +64,7 @@ func (s *Service) registerRedisKinds() {
 		},
 		Finished: func(ctx context.Context, jc *engine.JobContext, err error) {
 			if err != nil {
-				s.setRegion(ctx, jc, map[string]any{"redis_status": "error", "redis_message": err.Error()})
+				s.record(s.Store.UpdateRedis(ctx, jc.Job.Region(), store.RedisUpdate{Status: store.Ptr(store.ComponentError), Message: store.Ptr(err.Error())}))
 			}
 		},
 	})
@@ -81,8 +80,7 @@ func (s *Service) registerRedisKinds() {
 					return err
 				}
 				jc.Note("Removed the region's Redis and its settings")
-				return s.Store.SetRegion(ctx, r.ID, map[string]any{"redis_mode": "none", "redis_status": "not_installed",
-					"redis_address": "", "redis_password": "", "redis_message": ""})
+				return s.Store.UpdateRedis(ctx, r.ID, store.RedisUpdate{Mode: store.Ptr(store.RedisNone), Status: store.Ptr(store.ComponentNotInstalled), Address: store.Ptr(""), Password: store.Ptr(""), Message: store.Ptr("")})
 			}}}, nil
 		},
 	})
@@ -101,7 +99,7 @@ func (s *Service) registerRedisKinds() {
 }
 
 func (s *Service) installManagedRedis(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
-	s.setRegion(ctx, jc, map[string]any{"redis_status": "installing", "redis_mode": "managed", "redis_message": ""})
+	s.record(s.Store.UpdateRedis(ctx, jc.Job.Region(), store.RedisUpdate{Status: store.Ptr(store.ComponentInstalling), Mode: store.Ptr(store.RedisManaged), Message: store.Ptr("")}))
 	ns := r.Name
 	if _, err := ensureNamespace(ctx, jc, c, ns, map[string]string{"runr.dev/region": r.Name}); err != nil {
 		return err
@@ -143,8 +141,7 @@ func (s *Service) installManagedRedis(ctx context.Context, jc *engine.JobContext
 	}
 	addr := fmt.Sprintf("%s.%s.svc.cluster.local:6379", RedisName, ns)
 	jc.Note("Managed Redis serves at %s", addr)
-	return s.Store.SetRegion(ctx, r.ID, map[string]any{"redis_mode": "managed", "redis_status": "ready", "redis_address": addr,
-		"redis_password": password, "redis_message": ""})
+	return s.Store.UpdateRedis(ctx, r.ID, store.RedisUpdate{Mode: store.Ptr(store.RedisManaged), Status: store.Ptr(store.ComponentReady), Address: store.Ptr(addr), Password: store.Ptr(password), Message: store.Ptr("")})
 }
 
 func deleteManagedRedis(ctx context.Context, c *kube.Cluster, ns string) error {

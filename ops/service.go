@@ -34,6 +34,8 @@ type Service struct {
 	// releaseCache keeps the workloads of each Helm release revision the status check read.
 	releaseCache sync.Map // releaseRevision -> []Workload
 	breaker      *breaker
+	// checks are the status checks on demand still running.
+	checks sync.WaitGroup
 	// periodics run after every status sweep.
 	periodics []func(context.Context)
 }

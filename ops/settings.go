@@ -229,7 +229,7 @@ func (s *Service) setFunctionTLS(ctx context.Context, jc *engine.JobContext, c *
 		return err
 	}
 	jc.Note("Traefik serves *.%s with the uploaded certificate (expires %s)", domain, expires.Format("2006-01-02"))
-	return s.Store.SetRegion(ctx, r.ID, map[string]any{"function_tls_cert": certPEM, "function_tls_key": keyPEM, "function_tls_expires_at": expires})
+	return s.Store.SetFunctionTLS(ctx, r.ID, certPEM, keyPEM, &expires)
 }
 
 func (s *Service) removeFunctionTLS(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
@@ -249,5 +249,5 @@ func (s *Service) removeFunctionTLS(ctx context.Context, jc *engine.JobContext, 
 		jc.Logf("The default TLSStore was not created by RunR: it stays")
 	}
 	jc.Note("Function TLS is off: Traefik answers HTTPS with its own default certificate")
-	return s.Store.SetRegion(ctx, r.ID, map[string]any{"function_tls_cert": "", "function_tls_key": "", "function_tls_expires_at": nil})
+	return s.Store.SetFunctionTLS(ctx, r.ID, "", "", nil)
 }

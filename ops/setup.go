@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/lib/pq"
-
 	corev1 "k8s.io/api/core/v1"
 
 	"runr.dev/console/engine"
@@ -88,7 +86,7 @@ func (s *Service) registerSetupKinds() {
 		Plan: engine.PlanWith(s.registryInstallSteps),
 		Finished: func(ctx context.Context, jc *engine.JobContext, err error) {
 			if err != nil {
-				s.setRegion(ctx, jc, map[string]any{"registry_status": "error", "registry_status_message": err.Error()})
+				s.record(s.Store.UpdateRegistry(ctx, jc.Job.Region(), store.RegistryUpdate{Status: store.Ptr(store.ComponentError), Message: store.Ptr(err.Error())}))
 			}
 		},
 	})
@@ -103,13 +101,13 @@ func (s *Service) registerSetupKinds() {
 				if err := s.removeRegistry(ctx, jc, c, r); err != nil {
 					return err
 				}
-				return s.Store.SetRegion(ctx, r.ID, map[string]any{"registry_mode": "none", "registry_status": "not_installed",
-					"registry_status_message": "", "registry_config": store.JSON[store.RegistryConfig]{}, "registry_secret": "", "registry_address": ""})
+				return s.Store.UpdateRegistry(ctx, r.ID, store.RegistryUpdate{Mode: store.Ptr(store.RegistryNone), Status: store.Ptr(store.ComponentNotInstalled),
+					Message: store.Ptr(""), Config: &store.RegistryConfig{}, Secret: store.Ptr(""), Address: store.Ptr("")})
 			}}}, nil
 		},
 		Finished: func(ctx context.Context, jc *engine.JobContext, err error) {
 			if err != nil {
-				s.setRegion(ctx, jc, map[string]any{"registry_status": "error", "registry_status_message": "removal failed: " + err.Error()})
+				s.record(s.Store.UpdateRegistry(ctx, jc.Job.Region(), store.RegistryUpdate{Status: store.Ptr(store.ComponentError), Message: store.Ptr("removal failed: " + err.Error())}))
 			}
 		},
 	})
@@ -199,11 +197,14 @@ func (s *Service) setupSteps(p SetupParams) []engine.Step {
 				if p.Registry.Mode != "" && p.Registry.Mode != store.RegistryNone {
 					r.RegistryStatus, r.RegistryAddress = store.ComponentReady, p.Registry.Address()
 				}
+				if err := s.AdoptClusterAgentToken(ctx, r); err != nil {
+					return err
+				}
 				if err := s.Store.CreateRegion(ctx, r); err != nil {
 					return err
 				}
 				if p.Registry.Mode != "" && p.Registry.Mode != store.RegistryNone {
-					if err := s.Store.SetRegion(ctx, r.ID, map[string]any{"registry_status": "ready", "registry_address": p.Registry.Address()}); err != nil {
+					if err := s.Store.UpdateRegistry(ctx, r.ID, store.RegistryUpdate{Status: store.Ptr(store.ComponentReady), Address: store.Ptr(p.Registry.Address())}); err != nil {
 						return err
 					}
 				}
@@ -298,7 +299,7 @@ func (s *Service) registryInstallSteps(p RegistryParams) []engine.Step {
 	}
 	return []engine.Step{
 		{Name: "storage", Title: "Test the storage", Run: withCluster(func(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, sec RegistrySecrets) error {
-			s.setRegion(ctx, jc, map[string]any{"registry_status": "installing", "registry_status_message": ""})
+			s.record(s.Store.UpdateRegistry(ctx, jc.Job.Region(), store.RegistryUpdate{Status: store.Ptr(store.ComponentInstalling), Message: store.Ptr("")}))
 			return s.storageTest(ctx, jc, c, p, sec)
 		})},
 		{Name: "zot", Title: "Install Zot", Run: withCluster(func(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, sec RegistrySecrets) error {
@@ -312,9 +313,7 @@ func (s *Service) registryInstallSteps(p RegistryParams) []engine.Step {
 		})},
 		{Name: "record", Title: "Record the registry", Run: withCluster(func(ctx context.Context, jc *engine.JobContext, _ *kube.Cluster, sec RegistrySecrets) error {
 			jc.Note("Registry %s at %s", p.Mode, p.Address())
-			return s.Store.SetRegion(ctx, jc.Job.Region(), map[string]any{"registry_mode": p.Mode, "registry_status": "ready",
-				"registry_status_message": "", "registry_config": store.JSON[store.RegistryConfig]{V: p.Config()},
-				"registry_secret": p.SecretValue(sec), "registry_address": p.Address()})
+			return s.Store.UpdateRegistry(ctx, jc.Job.Region(), store.RegistryUpdate{Mode: store.Ptr(p.Mode), Status: store.Ptr(store.ComponentReady), Message: store.Ptr(""), Config: store.Ptr(p.Config()), Secret: store.Ptr(p.SecretValue(sec)), Address: store.Ptr(p.Address())})
 		})},
 	}
 }
@@ -332,13 +331,11 @@ func (s *Service) regionAndCluster(ctx context.Context, jc *engine.JobContext) (
 	return r, c, nil
 }
 
-// setRegion updates the job's region, logging (not failing) on error: used in hooks.
-func (s *Service) setRegion(ctx context.Context, jc *engine.JobContext, fields map[string]any) {
-	if jc.Job.Region() == "" {
-		return
-	}
-	if err := s.Store.SetRegion(ctx, jc.Job.Region(), fields); err != nil {
-		s.Log.Warn("set region", "region", jc.Job.Region(), "err", err)
+// record logs (does not return) a failure to record a region's state: used in steps and
+// hooks whose own outcome matters more.
+func (s *Service) record(err error) {
+	if err != nil {
+		s.Log.Warn("record the region's state", "err", err)
 	}
 }
 
@@ -376,7 +373,7 @@ func (s *Service) registerRegionKinds() {
 			} else {
 				jc.Note("Dedicated workers: %v (label and taint %s=%s:NoSchedule)", exist, DedicatedKey, DedicatedValue)
 			}
-			return s.Store.SetRegion(ctx, r.ID, map[string]any{"nodes": stringArray(exist)})
+			return s.Store.SetRegionNodes(ctx, r.ID, exist)
 		}}
 	}
 	s.Engine.Register(&engine.Kind{
@@ -432,11 +429,4 @@ func (s *Service) registerRegionKinds() {
 			}}}, nil
 		},
 	})
-}
-
-func stringArray(v []string) pq.StringArray {
-	if v == nil {
-		return pq.StringArray{}
-	}
-	return pq.StringArray(v)
 }

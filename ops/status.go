@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"sort"
 	"strings"
 	"sync"
@@ -280,19 +281,20 @@ func ago(t *time.Time) string {
 }
 
 // CheckRegion runs the three layers of a region's status check against a cluster look.
-func (s *Service) checkRegion(ctx context.Context, r *store.Region, st *clusterLook, base string) (store.Health, map[string]any) {
+func (s *Service) checkRegion(ctx context.Context, r *store.Region, st *clusterLook, base string) store.CheckUpdate {
 	now := time.Now().UTC()
 	h := r.Health.V
-	fields := map[string]any{"checked_at": now}
+	u := store.CheckUpdate{CheckedAt: now}
 	if st.err != nil {
 		h.API = store.HealthLayer{State: store.HealthDown, Reason: "the API does not answer: " + kube.Short(st.err), CheckedAt: now}
 		h.Components = store.HealthLayer{State: store.HealthUnknown, Reason: "not checked: the cluster's API does not answer", CheckedAt: now}
 		h.External = store.HealthLayer{State: store.HealthUnknown, Reason: "not checked: the cluster's API does not answer", CheckedAt: now}
-		return h, fields
+		u.Health = h
+		return u
 	}
 	h.Failures, h.NextCheck = 0, time.Time{}
 	h.API = store.HealthLayer{State: store.HealthOK, Reason: fmt.Sprintf("answered in %d ms (%s)", st.took.Milliseconds(), st.version), CheckedAt: now}
-	fields["k8s_version"] = st.version
+	u.K8sVersion = store.Ptr(st.version)
 
 	checks := s.components(r, st)
 	items := map[string]string{}
@@ -320,7 +322,7 @@ func (s *Service) checkRegion(ctx context.Context, r *store.Region, st *clusterL
 	// The external path: Traefik's address, then DNS.
 	ext := st.address
 	if ext != r.ExternalIP && (ext != "" || r.ServingStatus == store.ComponentReady) {
-		fields["external_ip"] = ext
+		u.ExternalIP = store.Ptr(ext)
 	}
 	domain := FunctionDomain(r, base)
 	switch {
@@ -342,15 +344,32 @@ func (s *Service) checkRegion(ctx context.Context, r *store.Region, st *clusterL
 		default:
 			h.External = store.HealthLayer{State: store.HealthDegraded, Reason: reason, CheckedAt: now}
 		}
-		fields["dns_resolved"] = ok
+		u.DNSResolved = store.Ptr(ok)
 	}
-	return h, fields
+	u.Health = h
+	return u
 }
 
 // Sweep checks every active region once: bounded concurrency, a deadline per region,
 // one look per cluster, and a circuit breaker that backs off from clusters that do not
 // answer so that they never delay the others.
 func (s *Service) Sweep(ctx context.Context) error {
+	return s.sweep(ctx, func(context.Context, int) bool { return true })
+}
+
+// SweepShards is how many parts the fleet's clusters are divided into: console processes
+// claim the parts of each interval (store.ClaimFleetTask), so that whatever their number
+// each cluster is looked at once per interval.
+const SweepShards = 16
+
+func shardOf(clusterKey string) int {
+	h := fnv.New32a()
+	h.Write([]byte(clusterKey))
+	return int(h.Sum32() % SweepShards)
+}
+
+// sweep checks the clusters of the shards take accepts, all at once (bounded).
+func (s *Service) sweep(ctx context.Context, take func(ctx context.Context, shard int) bool) error {
 	regions, err := s.Store.ListRegions(ctx, store.RegionFilter{ActiveOnly: true}, true)
 	if err != nil {
 		return err
@@ -364,9 +383,16 @@ func (s *Service) Sweep(ctx context.Context) error {
 		k := regions[i].ClusterKey + "|" + hashOf(regions[i].Kubeconfig)
 		byCluster[k] = append(byCluster[k], &regions[i])
 	}
+	taken := map[int]bool{}
+	for shard := range SweepShards {
+		taken[shard] = take(ctx, shard)
+	}
 	sem := make(chan struct{}, max(1, s.Cfg.StatusConcurrency))
 	var wg sync.WaitGroup
 	for k, rs := range byCluster {
+		if !taken[shardOf(rs[0].ClusterKey)] {
+			continue
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func(k string, rs []*store.Region) {
@@ -399,15 +425,14 @@ func (s *Service) checkCluster(ctx context.Context, k string, rs []*store.Region
 	}
 	for _, r := range rs {
 		dctx, cancel := context.WithTimeout(ctx, s.Cfg.StatusTimeout)
-		h, fields := s.checkRegion(dctx, r, st, base)
+		u := s.checkRegion(dctx, r, st, base)
 		cancel()
 		if st.err != nil {
-			h.Failures, h.NextCheck = failures, next
-			h.API.Reason += fmt.Sprintf(" (%d failed check(s) in a row; next check at %s)", failures, next.Format("15:04:05"))
+			u.Health.Failures, u.Health.NextCheck = failures, next
+			u.Health.API.Reason += fmt.Sprintf(" (%d failed check(s) in a row; next check at %s)", failures, next.Format("15:04:05"))
 		}
-		fields["health"] = store.JSON[store.Health]{V: h}
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		if err := s.Store.SetRegion(wctx, r.ID, fields); err != nil {
+		if err := s.Store.SaveCheck(wctx, r.ID, u); err != nil {
 			s.Log.Warn("status: save", "region", r.Name, "err", err)
 		}
 		cancel()
@@ -450,20 +475,48 @@ func (s *Service) followBaseDomain(ctx context.Context, r *store.Region, base st
 
 // RunBackground runs the status sweep every interval until ctx ends.
 func (s *Service) RunBackground(ctx context.Context) {
-	t := time.NewTicker(s.Cfg.StatusInterval)
+	every := s.Cfg.StatusInterval
+	// Processes look four times per interval whether a part of the sweep is due: the
+	// claims make each part run once per interval, whichever process is first.
+	t := time.NewTicker(max(every/4, 100*time.Millisecond))
 	defer t.Stop()
+	claim := func(ctx context.Context, task string) bool {
+		ok, err := s.Store.ClaimFleetTask(ctx, task, s.Owner(), every)
+		if err != nil && ctx.Err() == nil {
+			s.Log.Warn("status sweep: claim", "task", task, "err", err)
+		}
+		return ok
+	}
 	for {
 		start := time.Now()
-		if err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
+		err := s.sweep(ctx, func(ctx context.Context, shard int) bool { return claim(ctx, fmt.Sprintf("sweep/%d", shard)) })
+		if err != nil && ctx.Err() == nil {
 			s.Log.Warn("status sweep", "err", err)
 		} else if ctx.Err() == nil {
 			s.Log.Debug("status sweep done", "took", time.Since(start))
 		}
-		s.Periodic(ctx)
+		if claim(ctx, "periodic") {
+			s.Periodic(ctx)
+		}
 		select {
 		case <-ctx.Done():
+			s.checks.Wait()
 			return
 		case <-t.C:
 		}
 	}
+}
+
+// CheckSoon checks one region in the background, at once (on demand); the background
+// loop waits for such checks when the console stops.
+func (s *Service) CheckSoon(id string) {
+	s.checks.Add(1)
+	go func() {
+		defer s.checks.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*s.Cfg.StatusTimeout)
+		defer cancel()
+		if err := s.CheckNow(ctx, id); err != nil {
+			s.Log.Warn("status check on demand", "region", id, "err", err)
+		}
+	}()
 }

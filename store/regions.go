@@ -2,9 +2,9 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/lib/pq"
@@ -163,24 +163,6 @@ var regionSecretFields = map[string]bool{
 	"redis_password": true, "function_tls_key": true, "agent_token": true,
 }
 
-// regionColumns are the columns SetRegion may change.
-var regionColumns = map[string]bool{
-	"name": true, "kubeconfig": true, "cluster_server": true, "cluster_key": true, "k8s_version": true,
-	"region_status": true, "nodes": true, "data_location": true, "settings": true, "monitoring": true,
-	"registry_mode": true, "registry_status": true, "registry_status_message": true, "registry_config": true,
-	"registry_secret": true, "registry_address": true,
-	"operator_status": true, "operator_namespace": true, "operator_version": true, "operator_adopted": true,
-	"serving_status": true, "serving_namespace": true, "knative_version": true, "serving_adopted": true, "knative_message": true,
-	"redis_mode": true, "redis_status": true, "redis_address": true, "redis_password": true, "redis_message": true,
-	"components": true, "external_ip": true, "dns_resolved": true, "health": true, "checked_at": true,
-	"agent_token": true, "agent_token_hash": true, "agent_last_seen_at": true,
-	"function_tls_cert": true, "function_tls_key": true, "function_tls_expires_at": true,
-	"faas_cpu_overcommit": true, "faas_memory_overcommit": true,
-	"migration_status": true, "migration_detail": true, "migration_dns_check_at": true,
-	"old_kubeconfig": true, "old_external_ip": true,
-	"domain_migration_status": true, "domain_migration_target": true,
-}
-
 // decryptRegion opens the region's secrets. A secret no configured key opens is left
 // blank and the region carries SecretError: that one region shows the error, and every
 // other region, list and sweep goes on.
@@ -273,13 +255,31 @@ func (s *Store) RegionRef(ctx context.Context, ref string) (*Region, error) {
 	return r, err
 }
 
-// RegionByAgentToken finds the region a runr-agent token belongs to.
+// RegionByAgentToken finds a region a runr-agent token belongs to.
 func (s *Store) RegionByAgentToken(ctx context.Context, token string) (*Region, error) {
-	r := &Region{}
-	if err := s.DB.GetContext(ctx, r, regionSelect+` WHERE r.agent_token_hash = $1 AND r.agent_token_hash <> ''`, HashToken(token)); err != nil {
-		return nil, wrap("region by agent token", err)
+	rs, err := s.RegionsByAgentToken(ctx, token)
+	if err != nil {
+		return nil, err
 	}
-	return r, s.decryptRegion(r)
+	return &rs[0], nil
+}
+
+// RegionsByAgentToken finds the regions a runr-agent token belongs to: one agent runs per
+// cluster, and every region of its cluster shares its token (ErrNotFound: none left).
+func (s *Store) RegionsByAgentToken(ctx context.Context, token string) ([]Region, error) {
+	var rs []Region
+	if err := s.DB.SelectContext(ctx, &rs, regionSelect+` WHERE r.agent_token_hash = $1 AND r.agent_token_hash <> '' ORDER BY r.name`, HashToken(token)); err != nil {
+		return nil, wrap("regions by agent token", err)
+	}
+	if len(rs) == 0 {
+		return nil, ErrNotFound
+	}
+	for i := range rs {
+		if err := s.decryptRegion(&rs[i]); err != nil {
+			return nil, err
+		}
+	}
+	return rs, nil
 }
 
 // RegionFilter narrows ListRegions.
@@ -374,37 +374,6 @@ func (s *Store) CountRegions(ctx context.Context, query string) (int, error) {
 	return n, wrap("count regions", err)
 }
 
-// SetRegion updates the given columns of a region; secret columns are encrypted.
-func (s *Store) SetRegion(ctx context.Context, id string, fields map[string]any) error {
-	if len(fields) == 0 {
-		return nil
-	}
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		if !regionColumns[k] {
-			return fmt.Errorf("store: set region: unknown column %q", k)
-		}
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	sets := make([]string, 0, len(keys)+1)
-	args := []any{id}
-	for i, k := range keys {
-		v := fields[k]
-		if regionSecretFields[k] {
-			v = s.Cipher.Encrypt(v.(string))
-		}
-		sets = append(sets, fmt.Sprintf("%s = $%d", k, i+2))
-		args = append(args, v)
-	}
-	sets = append(sets, "updated_at = now()")
-	res, err := s.DB.ExecContext(ctx, `UPDATE regions SET `+strings.Join(sets, ", ")+` WHERE id = $1`, args...)
-	if err := affected("set region "+id, res, err); err != nil {
-		return err
-	}
-	return s.NotifyRegion(ctx, id)
-}
-
 // RegionsChannel is the NOTIFY channel that announces a changed region.
 const RegionsChannel = "runr_regions"
 
@@ -456,6 +425,21 @@ func (e *HasProjectsError) Error() string {
 // RegionsOnCluster returns the regions that share a cluster.
 func (s *Store) RegionsOnCluster(ctx context.Context, clusterKey string) ([]Region, error) {
 	return s.ListRegions(ctx, RegionFilter{ClusterKey: clusterKey}, false)
+}
+
+// ClusterAgentToken returns the runr-agent token the regions of a cluster share ("" when
+// none of them has one).
+func (s *Store) ClusterAgentToken(ctx context.Context, clusterKey string) (string, error) {
+	var enc string
+	err := s.DB.GetContext(ctx, &enc, `SELECT agent_token FROM regions WHERE cluster_key = $1 AND agent_token <> '' ORDER BY created_at LIMIT 1`, clusterKey)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", wrap("cluster agent token", err)
+	}
+	tok, err := s.Cipher.Decrypt(enc)
+	return tok, wrap("cluster agent token", err)
 }
 
 // MovingRegion is a region whose move to another cluster is under way.

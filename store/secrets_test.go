@@ -26,7 +26,10 @@ func secretValues(t *testing.T, st *store.Store) (*store.Region, map[string]stri
 	if err := st.CreateRegion(ctx, r); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.SetRegion(ctx, r.ID, map[string]any{"function_tls_key": vals["function_tls_key"], "old_kubeconfig": vals["old_kubeconfig"]}); err != nil {
+	if err := st.SetFunctionTLS(ctx, r.ID, "", vals["function_tls_key"], nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.UpdateMove(ctx, r.ID, store.MoveUpdate{OldKubeconfig: store.Ptr(vals["old_kubeconfig"])}); err != nil {
 		t.Fatal(err)
 	}
 	return r, vals

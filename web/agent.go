@@ -69,18 +69,23 @@ func (s *Server) internalOnly(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-// agentAuth checks the agent's token: the region it belongs to, or 401.
+// agentAuth checks the agent's token: the regions of its cluster, or 401 once no region
+// of its cluster is left.
 func (s *Server) agentAuth(c *fiber.Ctx) error {
 	tok, ok := strings.CutPrefix(c.Get(fiber.HeaderAuthorization), "Bearer ")
 	if !ok || tok == "" {
-		return unauthorized(c, "The agent must send its region's token.")
+		return unauthorized(c, "The agent must send its cluster's token.")
 	}
-	r, err := s.Store.RegionByAgentToken(c.UserContext(), tok)
+	rs, err := s.Store.RegionsByAgentToken(c.UserContext(), tok)
 	if err != nil {
 		s.Log.Warn("agent refused: unknown token", "ip", c.IP())
-		return unauthorized(c, "The agent's token belongs to no region (was the region removed?).")
+		return unauthorized(c, "The agent's token belongs to no region (were its cluster's regions removed?).")
 	}
-	c.Locals("region_id", r.ID)
-	c.Locals("region_name", r.Name)
+	ids, names := make([]string, len(rs)), make([]string, len(rs))
+	for i, r := range rs {
+		ids[i], names[i] = r.ID, r.Name
+	}
+	c.Locals(handlers.AgentRegionsKey, ids)
+	c.Locals("region_names", strings.Join(names, ","))
 	return c.Next()
 }

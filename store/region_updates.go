@@ -1,0 +1,291 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/lib/pq"
+)
+
+// Ptr returns a pointer to v: the optional fields of the region updates below.
+func Ptr[T any](v T) *T { return &v }
+
+// column is one column a region update sets.
+type column struct {
+	name  string
+	value any
+}
+
+// cols collects the columns of an update whose fields are set.
+type cols []column
+
+func set[T any](c *cols, name string, v *T) {
+	if v != nil {
+		*c = append(*c, column{name, *v})
+	}
+}
+
+// updateRegion writes the columns of one typed update (secret columns encrypted) and
+// announces the change.
+func (s *Store) updateRegion(ctx context.Context, op, id string, c cols) error {
+	if len(c) == 0 {
+		return nil
+	}
+	sets := make([]string, 0, len(c)+1)
+	args := []any{id}
+	for i, col := range c {
+		v := col.value
+		if regionSecretFields[col.name] {
+			v = s.Cipher.Encrypt(v.(string))
+		}
+		sets = append(sets, fmt.Sprintf("%s = $%d", col.name, i+2))
+		args = append(args, v)
+	}
+	sets = append(sets, "updated_at = now()")
+	res, err := s.DB.ExecContext(ctx, `UPDATE regions SET `+strings.Join(sets, ", ")+` WHERE id = $1`, args...)
+	if err := affected(op+" "+id, res, err); err != nil {
+		return err
+	}
+	return s.NotifyRegion(ctx, id)
+}
+
+// OperatorUpdate changes what a region records of its Knative Operator; nil fields stay.
+type OperatorUpdate struct {
+	Status    *ComponentStatus
+	Namespace *string
+	Version   *string
+	Adopted   *bool
+	// Message is the region's Knative message (shared with Serving).
+	Message *string
+}
+
+// UpdateOperator records the state of the region's Knative Operator.
+func (s *Store) UpdateOperator(ctx context.Context, id string, u OperatorUpdate) error {
+	var c cols
+	set(&c, "operator_status", u.Status)
+	set(&c, "operator_namespace", u.Namespace)
+	set(&c, "operator_version", u.Version)
+	set(&c, "operator_adopted", u.Adopted)
+	set(&c, "knative_message", u.Message)
+	return s.updateRegion(ctx, "update operator", id, c)
+}
+
+// ServingUpdate changes what a region records of its Knative Serving and how it is
+// reached; nil fields stay.
+type ServingUpdate struct {
+	Status      *ComponentStatus
+	Namespace   *string
+	Version     *string
+	Adopted     *bool
+	Message     *string
+	ExternalIP  *string
+	DNSResolved *bool
+}
+
+// UpdateServing records the state of the region's Knative Serving.
+func (s *Store) UpdateServing(ctx context.Context, id string, u ServingUpdate) error {
+	var c cols
+	set(&c, "serving_status", u.Status)
+	set(&c, "serving_namespace", u.Namespace)
+	set(&c, "knative_version", u.Version)
+	set(&c, "serving_adopted", u.Adopted)
+	set(&c, "knative_message", u.Message)
+	set(&c, "external_ip", u.ExternalIP)
+	set(&c, "dns_resolved", u.DNSResolved)
+	return s.updateRegion(ctx, "update serving", id, c)
+}
+
+// RegistryUpdate changes a region's registry; nil fields stay.
+type RegistryUpdate struct {
+	Mode    *RegistryMode
+	Status  *ComponentStatus
+	Message *string
+	Address *string
+	Config  *RegistryConfig
+	// Secret is the registry's secret value (S3 secret key or external password).
+	Secret *string
+}
+
+// UpdateRegistry records the region's registry.
+func (s *Store) UpdateRegistry(ctx context.Context, id string, u RegistryUpdate) error {
+	var c cols
+	set(&c, "registry_mode", u.Mode)
+	set(&c, "registry_status", u.Status)
+	set(&c, "registry_status_message", u.Message)
+	set(&c, "registry_address", u.Address)
+	if u.Config != nil {
+		c = append(c, column{"registry_config", JSON[RegistryConfig]{V: *u.Config}})
+	}
+	set(&c, "registry_secret", u.Secret)
+	return s.updateRegion(ctx, "update registry", id, c)
+}
+
+// RedisUpdate changes a region's Redis; nil fields stay.
+type RedisUpdate struct {
+	Mode     *RedisMode
+	Status   *ComponentStatus
+	Message  *string
+	Address  *string
+	Password *string
+}
+
+// UpdateRedis records the region's Redis.
+func (s *Store) UpdateRedis(ctx context.Context, id string, u RedisUpdate) error {
+	var c cols
+	set(&c, "redis_mode", u.Mode)
+	set(&c, "redis_status", u.Status)
+	set(&c, "redis_message", u.Message)
+	set(&c, "redis_address", u.Address)
+	set(&c, "redis_password", u.Password)
+	return s.updateRegion(ctx, "update redis", id, c)
+}
+
+// MoveUpdate changes a region's move to another cluster; nil fields stay.
+type MoveUpdate struct {
+	Status *MigrationStatus
+	Detail *MigrationDetail
+	// DNSCheckAt sets migration_dns_check_at; ClearDNSCheckAt clears it.
+	DNSCheckAt      *time.Time
+	ClearDNSCheckAt bool
+	// OldKubeconfig and OldExternalIP keep the old cluster until the move completes.
+	OldKubeconfig *string
+	OldExternalIP *string
+}
+
+// UpdateMove records the state of a region's move.
+func (s *Store) UpdateMove(ctx context.Context, id string, u MoveUpdate) error {
+	var c cols
+	set(&c, "migration_status", u.Status)
+	if u.Detail != nil {
+		c = append(c, column{"migration_detail", JSON[MigrationDetail]{V: *u.Detail}})
+	}
+	set(&c, "migration_dns_check_at", u.DNSCheckAt)
+	if u.ClearDNSCheckAt {
+		c = append(c, column{"migration_dns_check_at", nil})
+	}
+	set(&c, "old_kubeconfig", u.OldKubeconfig)
+	set(&c, "old_external_ip", u.OldExternalIP)
+	return s.updateRegion(ctx, "update move", id, c)
+}
+
+// ClusterSwitch points a region at another cluster (a move, or its rollback): its
+// kubeconfig, the cluster's identity, and what the region records of the cluster's
+// Knative.
+type ClusterSwitch struct {
+	Kubeconfig    string
+	ClusterServer string
+	ClusterKey    string
+	K8sVersion    *string
+	ExternalIP    string
+	Operator      OperatorUpdate
+	Serving       ServingUpdate
+	Move          MoveUpdate
+}
+
+// SwitchCluster records a region's switch to another cluster in one statement.
+func (s *Store) SwitchCluster(ctx context.Context, id string, sw ClusterSwitch) error {
+	c := cols{{"kubeconfig", sw.Kubeconfig}, {"cluster_server", sw.ClusterServer}, {"cluster_key", sw.ClusterKey}, {"external_ip", sw.ExternalIP}}
+	set(&c, "k8s_version", sw.K8sVersion)
+	set(&c, "operator_status", sw.Operator.Status)
+	set(&c, "operator_adopted", sw.Operator.Adopted)
+	set(&c, "serving_status", sw.Serving.Status)
+	set(&c, "serving_adopted", sw.Serving.Adopted)
+	set(&c, "dns_resolved", sw.Serving.DNSResolved)
+	set(&c, "migration_status", sw.Move.Status)
+	if sw.Move.Detail != nil {
+		c = append(c, column{"migration_detail", JSON[MigrationDetail]{V: *sw.Move.Detail}})
+	}
+	set(&c, "old_kubeconfig", sw.Move.OldKubeconfig)
+	set(&c, "old_external_ip", sw.Move.OldExternalIP)
+	return s.updateRegion(ctx, "switch cluster", id, c)
+}
+
+// CompleteMove ends a move in dns_check: it forgets the old cluster. It changes nothing
+// (and reports false) when the move is not in dns_check any more, so that a rollback
+// in between is never overwritten.
+func (s *Store) CompleteMove(ctx context.Context, id string, detail MigrationDetail) (bool, error) {
+	res, err := s.DB.ExecContext(ctx, `UPDATE regions SET migration_status = $2, old_kubeconfig = '', old_external_ip = '',
+		migration_dns_check_at = NULL, migration_detail = $3, updated_at = now() WHERE id = $1 AND migration_status = $4`,
+		id, MigrationCompleted, JSON[MigrationDetail]{V: detail}, MigrationDNSCheck)
+	if err != nil {
+		return false, wrap("complete move "+id, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil || n == 0 {
+		return false, wrap("complete move "+id, err)
+	}
+	return true, s.NotifyRegion(ctx, id)
+}
+
+// SetRegionSettings records the region's settings.
+func (s *Store) SetRegionSettings(ctx context.Context, id string, v RegionSettings) error {
+	return s.updateRegion(ctx, "set settings", id, cols{{"settings", JSON[RegionSettings]{V: v}}})
+}
+
+// SetMonitoring records the region's choice of Prometheus and Loki.
+func (s *Store) SetMonitoring(ctx context.Context, id string, v Monitoring) error {
+	return s.updateRegion(ctx, "set monitoring", id, cols{{"monitoring", JSON[Monitoring]{V: v}}})
+}
+
+// SetRegionStatus records the region's status.
+func (s *Store) SetRegionStatus(ctx context.Context, id string, v RegionStatus) error {
+	return s.updateRegion(ctx, "set region status", id, cols{{"region_status", v}})
+}
+
+// SetRegionNodes records the region's dedicated workers.
+func (s *Store) SetRegionNodes(ctx context.Context, id string, nodes []string) error {
+	if nodes == nil {
+		nodes = []string{} // none selected: NOT NULL, an empty array
+	}
+	return s.updateRegion(ctx, "set nodes", id, cols{{"nodes", pq.StringArray(nodes)}})
+}
+
+// SetFunctionTLS records the region's function-domain certificate (empty: none).
+func (s *Store) SetFunctionTLS(ctx context.Context, id, cert, key string, expires *time.Time) error {
+	return s.updateRegion(ctx, "set function tls", id, cols{{"function_tls_cert", cert}, {"function_tls_key", key}, {"function_tls_expires_at", expires}})
+}
+
+// SetAgentToken records the token of the region's agent (kept encrypted, and hashed for
+// the agent's sign-in).
+func (s *Store) SetAgentToken(ctx context.Context, id, token string) error {
+	return s.updateRegion(ctx, "set agent token", id, cols{{"agent_token", token}, {"agent_token_hash", HashToken(token)}})
+}
+
+// SetAgentSeen records when the region's agent last reported.
+func (s *Store) SetAgentSeen(ctx context.Context, id string, at time.Time) error {
+	return s.updateRegion(ctx, "set agent seen", id, cols{{"agent_last_seen_at", at}})
+}
+
+// SetDomainMigration records a base-domain migration of the region: its status and the
+// domain the region also answers on ("" and MigrationNone: none).
+func (s *Store) SetDomainMigration(ctx context.Context, id string, status MigrationStatus, target string) error {
+	return s.updateRegion(ctx, "set domain migration", id, cols{{"domain_migration_status", status}, {"domain_migration_target", target}})
+}
+
+// SetOvercommit records the region's FaaS overcommit factors; nil ones stay.
+func (s *Store) SetOvercommit(ctx context.Context, id string, cpu, memory *float64) error {
+	var c cols
+	set(&c, "faas_cpu_overcommit", cpu)
+	set(&c, "faas_memory_overcommit", memory)
+	return s.updateRegion(ctx, "set overcommit", id, c)
+}
+
+// CheckUpdate is the result of a status check; nil fields stay.
+type CheckUpdate struct {
+	Health      Health
+	CheckedAt   time.Time
+	K8sVersion  *string
+	ExternalIP  *string
+	DNSResolved *bool
+}
+
+// SaveCheck records a status check of the region.
+func (s *Store) SaveCheck(ctx context.Context, id string, u CheckUpdate) error {
+	c := cols{{"health", JSON[Health]{V: u.Health}}, {"checked_at", u.CheckedAt}}
+	set(&c, "k8s_version", u.K8sVersion)
+	set(&c, "external_ip", u.ExternalIP)
+	set(&c, "dns_resolved", u.DNSResolved)
+	return s.updateRegion(ctx, "save check", id, c)
+}
