@@ -171,79 +171,94 @@ func (s *Service) registerBaseDomainKinds() {
 			return nil, err
 		}
 		return []engine.Step{
-			{Name: "alias", Title: "Alias of the new domain", Run: func(ctx context.Context, jc *engine.JobContext) error {
-				r, c, err := s.regionAndCluster(ctx, jc)
-				if err != nil {
-					return err
-				}
-				switch p.Op {
-				case "start", "move":
-					if r.ServingStatus != store.ComponentReady {
-						jc.Note("Knative Serving is not ready: the alias waits for it")
-						return engine.ErrSkip
-					}
-					return s.applyAlias(ctx, jc, c, r, p.Target)
-				default:
-					if err := s.removeAlias(ctx, c, r.Name); err != nil {
-						return err
-					}
-					jc.Note("The alias is removed")
-					return nil
-				}
-			}},
-			{Name: "domain", Title: "Knative's domain configuration", Run: func(ctx context.Context, jc *engine.JobContext) error {
-				if p.Op != "complete" {
-					return engine.ErrSkip
-				}
-				r, c, err := s.regionAndCluster(ctx, jc)
-				if err != nil {
-					return err
-				}
-				if r.ServingStatus == store.ComponentReady {
-					if err := setDomain(ctx, c, r.ServingNamespace, r.Name, p.Target, r.Settings.V.KnativeDomain); err != nil {
-						return err
-					}
-				}
-				if r.FunctionTLSCert != "" {
-					if _, errs := CheckCertificate(r.FunctionTLSCert, r.FunctionTLSKey, p.Target, time.Now()); errs != nil {
-						jc.Warnf("The region's certificate does not cover *.%s: upload one that does (General → Function-domain TLS)", p.Target)
-					}
-				}
-				jc.Note("Knative serves %s; %s is no longer served", p.Target, r.Settings.V.KnativeDomain)
-				return nil
-			}},
-			{Name: "record", Title: "Record", Run: func(ctx context.Context, jc *engine.JobContext) error {
-				r, c, err := s.regionAndCluster(ctx, jc)
-				if err != nil {
-					return err
-				}
-				status, target := store.MigrationNone, ""
-				switch p.Op {
-				case "start", "move":
-					status, target = store.MigrationDNSCheck, p.Target
-				case "complete":
-					settings := r.Settings.V
-					settings.KnativeDomain = p.Target
-					if err := s.Store.SetRegionSettings(ctx, r.ID, settings); err != nil {
-						return err
-					}
-				}
-				if err := s.Store.SetDomainMigration(ctx, r.ID, status, target); err != nil {
-					return err
-				}
-				if r.Status != store.RegionActive && r.ServingStatus == store.ComponentReady {
-					r, err = s.Store.RegionByID(ctx, r.ID)
-					if err != nil {
-						return err
-					}
-					// The block covers the hosts the region answers on now.
-					return s.applyBlock(ctx, jc, c, r)
-				}
-				jc.Note("Domain migration: %s", map[string]string{"start": "started", "move": "moved on", "end": "ended", "complete": "completed"}[p.Op])
-				return nil
-			}},
+			{Name: "alias", Title: "Alias of the new domain", Run: s.domainMoveAlias(p)},
+			{Name: "domain", Title: "Knative's domain configuration", Run: s.domainMoveDomain(p)},
+			{Name: "record", Title: "Record", Run: s.domainMoveRecord(p)},
 		}, nil
 	}})
+}
+
+// domainMoveAlias is the step "alias" (Alias of the new domain) of registerBaseDomainKinds.
+func (s *Service) domainMoveAlias(p DomainMigrationParams) func(ctx context.Context, jc *engine.JobContext) error {
+	return func(ctx context.Context, jc *engine.JobContext) error {
+		r, c, err := s.regionAndCluster(ctx, jc)
+		if err != nil {
+			return err
+		}
+		switch p.Op {
+		case "start", "move":
+			if r.ServingStatus != store.ComponentReady {
+				jc.Note("Knative Serving is not ready: the alias waits for it")
+				return engine.ErrSkip
+			}
+			return s.applyAlias(ctx, jc, c, r, p.Target)
+		default:
+			if err := s.removeAlias(ctx, c, r.Name); err != nil {
+				return err
+			}
+			jc.Note("The alias is removed")
+			return nil
+		}
+	}
+}
+
+// domainMoveDomain is the step "domain" (Knative's domain configuration) of registerBaseDomainKinds.
+func (s *Service) domainMoveDomain(p DomainMigrationParams) func(ctx context.Context, jc *engine.JobContext) error {
+	return func(ctx context.Context, jc *engine.JobContext) error {
+		if p.Op != "complete" {
+			return engine.ErrSkip
+		}
+		r, c, err := s.regionAndCluster(ctx, jc)
+		if err != nil {
+			return err
+		}
+		if r.ServingStatus == store.ComponentReady {
+			if err := setDomain(ctx, c, r.ServingNamespace, r.Name, p.Target, r.Settings.V.KnativeDomain); err != nil {
+				return err
+			}
+		}
+		if r.FunctionTLSCert != "" {
+			if _, errs := CheckCertificate(r.FunctionTLSCert, r.FunctionTLSKey, p.Target, time.Now()); errs != nil {
+				jc.Warnf("The region's certificate does not cover *.%s: upload one that does (General → Function-domain TLS)", p.Target)
+			}
+		}
+		jc.Note("Knative serves %s; %s is no longer served", p.Target, r.Settings.V.KnativeDomain)
+		return nil
+	}
+}
+
+// domainMoveRecord is the step "record" (Record) of registerBaseDomainKinds.
+func (s *Service) domainMoveRecord(p DomainMigrationParams) func(ctx context.Context, jc *engine.JobContext) error {
+	return func(ctx context.Context, jc *engine.JobContext) error {
+		r, c, err := s.regionAndCluster(ctx, jc)
+		if err != nil {
+			return err
+		}
+		status, target := store.MigrationNone, ""
+		switch p.Op {
+		case "start", "move":
+			status, target = store.MigrationDNSCheck, p.Target
+		case "complete":
+			settings := r.Settings.V
+			settings.KnativeDomain = p.Target
+			if err := s.Store.SetRegionSettings(ctx, r.ID, settings); err != nil {
+				return err
+			}
+		}
+		if err := s.Store.SetDomainMigration(ctx, r.ID, status, target); err != nil {
+			return err
+		}
+		if r.Status != store.RegionActive && r.ServingStatus == store.ComponentReady {
+			r, err = s.Store.RegionByID(ctx, r.ID)
+			if err != nil {
+				return err
+			}
+			// The block covers the hosts the region answers on now.
+			return s.applyBlock(ctx, jc, c, r)
+		}
+		jc.Note("Domain migration: %s", map[string]string{"start": "started", "move": "moved on", "end": "ended", "complete": "completed"}[p.Op])
+		return nil
+	}
 }
 
 // completeDomainMigrations completes the domain migrations whose new domain's DNS

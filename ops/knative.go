@@ -238,93 +238,106 @@ func (s *Service) chartFor(ctx context.Context, c *kube.Cluster, version string)
 
 func (s *Service) operatorSteps(p OperatorParams) []engine.Step {
 	return []engine.Step{
-		{Name: "adopt", Title: "Adopt a running operator", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			r, c, err := s.regionAndCluster(ctx, jc)
-			if err != nil {
-				return err
-			}
-			s.record(s.Store.UpdateOperator(ctx, jc.Job.Region(), store.OperatorUpdate{Status: store.Ptr(store.ComponentInstalling)}))
-			op, err := s.adoptOperator(ctx, jc, c, r)
-			if err != nil {
-				return err
-			}
-			sv := false
-			if op {
-				if sv, err = s.adoptServing(ctx, jc, c, r); err != nil {
-					return err
-				}
-			}
-			if !op {
-				jc.Note("No working Knative Operator on the cluster: installing one")
-				return engine.ErrSkip
-			}
-			if sv {
-				jc.Note("Adopted the running operator and a Ready KnativeServing")
-			} else {
-				jc.Note("Adopted the running operator")
-			}
-			return nil
-		}},
-		{Name: "crds", Title: "Knative Serving CRDs", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			r, c, err := s.regionAndCluster(ctx, jc)
-			if err != nil {
-				return err
-			}
-			if r.OperatorAdopted {
-				return skipAdopted(jc)
-			}
-			ver, err := s.operatorVersion(ctx, c, p)
-			if err != nil {
-				return err
-			}
-			kv, err := s.chartFor(ctx, c, ver)
-			if err != nil {
-				return err
-			}
-			return s.applyServingCRDs(ctx, jc, c, kv.ServingVersion)
-		}},
-		{Name: "operator", Title: "Install the Knative Operator", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			r, c, err := s.regionAndCluster(ctx, jc)
-			if err != nil {
-				return err
-			}
-			if r.OperatorAdopted {
-				return skipAdopted(jc)
-			}
-			ver, err := s.operatorVersion(ctx, c, p)
-			if err != nil {
-				return err
-			}
-			kv, err := s.chartFor(ctx, c, ver)
-			if err != nil {
-				return err
-			}
-			chart := ChartKnativeOperator
-			chart.Version = kv.ChartVersion
-			prev, err := helm.Status(c, p.Namespace, OperatorRelease)
-			if err != nil {
-				return err
-			}
-			if prev != nil {
-				// Its CRDs (KnativeServing, KnativeEventing) are part of the release: an
-				// uninstall would delete every KnativeServing with them.
-				jc.Logf("The previous operator release (%s) is upgraded in place, not uninstalled: its CRDs belong to the release, and removing them would delete every KnativeServing", prev.Info.Status)
-			}
-			// TakeOwnership adopts operator CRDs left on the cluster without Helm's labels.
-			rel, err := s.HelmApply(ctx, jc, c, Release{Namespace: p.Namespace, Name: OperatorRelease, Chart: chart, Values: OperatorValues(),
-				TakeOwnership: true, Repair: prev != nil})
-			if err != nil {
-				return err
-			}
-			if err := waitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {
-				return err
-			}
-			if err := jc.Wait(ctx, "CRD "+ServingCRD+" to be established", engine.WaitOpts{}, c.CRDEstablished(ServingCRD)); err != nil {
-				return err
-			}
-			jc.Note("Knative Operator %s runs in %s (it installs Knative Serving %s)", chart.Version, p.Namespace, kv.ServingVersion)
-			return s.Store.UpdateOperator(ctx, r.ID, store.OperatorUpdate{Status: store.Ptr(store.ComponentReady), Namespace: store.Ptr(p.Namespace), Version: store.Ptr(chart.Version)})
-		}},
+		{Name: "adopt", Title: "Adopt a running operator", Run: s.operatorAdopt},
+		{Name: "crds", Title: "Knative Serving CRDs", Run: s.operatorCrds(p)},
+		{Name: "operator", Title: "Install the Knative Operator", Run: s.operatorOperator(p)},
+	}
+}
+
+// operatorAdopt is the step "adopt" (Adopt a running operator) of operatorSteps.
+func (s *Service) operatorAdopt(ctx context.Context, jc *engine.JobContext) error {
+	r, c, err := s.regionAndCluster(ctx, jc)
+	if err != nil {
+		return err
+	}
+	s.record(s.Store.UpdateOperator(ctx, jc.Job.Region(), store.OperatorUpdate{Status: store.Ptr(store.ComponentInstalling)}))
+	op, err := s.adoptOperator(ctx, jc, c, r)
+	if err != nil {
+		return err
+	}
+	sv := false
+	if op {
+		if sv, err = s.adoptServing(ctx, jc, c, r); err != nil {
+			return err
+		}
+	}
+	if !op {
+		jc.Note("No working Knative Operator on the cluster: installing one")
+		return engine.ErrSkip
+	}
+	if sv {
+		jc.Note("Adopted the running operator and a Ready KnativeServing")
+	} else {
+		jc.Note("Adopted the running operator")
+	}
+	return nil
+}
+
+// operatorCrds is the step "crds" (Knative Serving CRDs) of operatorSteps.
+func (s *Service) operatorCrds(p OperatorParams) func(ctx context.Context, jc *engine.JobContext) error {
+	return func(ctx context.Context, jc *engine.JobContext) error {
+		r, c, err := s.regionAndCluster(ctx, jc)
+		if err != nil {
+			return err
+		}
+		if r.OperatorAdopted {
+			return skipAdopted(jc)
+		}
+		ver, err := s.operatorVersion(ctx, c, p)
+		if err != nil {
+			return err
+		}
+		kv, err := s.chartFor(ctx, c, ver)
+		if err != nil {
+			return err
+		}
+		return s.applyServingCRDs(ctx, jc, c, kv.ServingVersion)
+	}
+}
+
+// operatorOperator is the step "operator" (Install the Knative Operator) of operatorSteps.
+func (s *Service) operatorOperator(p OperatorParams) func(ctx context.Context, jc *engine.JobContext) error {
+	return func(ctx context.Context, jc *engine.JobContext) error {
+		r, c, err := s.regionAndCluster(ctx, jc)
+		if err != nil {
+			return err
+		}
+		if r.OperatorAdopted {
+			return skipAdopted(jc)
+		}
+		ver, err := s.operatorVersion(ctx, c, p)
+		if err != nil {
+			return err
+		}
+		kv, err := s.chartFor(ctx, c, ver)
+		if err != nil {
+			return err
+		}
+		chart := ChartKnativeOperator
+		chart.Version = kv.ChartVersion
+		prev, err := helm.Status(c, p.Namespace, OperatorRelease)
+		if err != nil {
+			return err
+		}
+		if prev != nil {
+			// Its CRDs (KnativeServing, KnativeEventing) are part of the release: an
+			// uninstall would delete every KnativeServing with them.
+			jc.Logf("The previous operator release (%s) is upgraded in place, not uninstalled: its CRDs belong to the release, and removing them would delete every KnativeServing", prev.Info.Status)
+		}
+		// TakeOwnership adopts operator CRDs left on the cluster without Helm's labels.
+		rel, err := s.HelmApply(ctx, jc, c, Release{Namespace: p.Namespace, Name: OperatorRelease, Chart: chart, Values: OperatorValues(),
+			TakeOwnership: true, Repair: prev != nil})
+		if err != nil {
+			return err
+		}
+		if err := waitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {
+			return err
+		}
+		if err := jc.Wait(ctx, "CRD "+ServingCRD+" to be established", engine.WaitOpts{}, c.CRDEstablished(ServingCRD)); err != nil {
+			return err
+		}
+		jc.Note("Knative Operator %s runs in %s (it installs Knative Serving %s)", chart.Version, p.Namespace, kv.ServingVersion)
+		return s.Store.UpdateOperator(ctx, r.ID, store.OperatorUpdate{Status: store.Ptr(store.ComponentReady), Namespace: store.Ptr(p.Namespace), Version: store.Ptr(chart.Version)})
 	}
 }
 
@@ -448,112 +461,154 @@ func (s *Service) servingSteps(p ServingParams) []engine.Step {
 			return f(ctx, jc, r, c)
 		}
 	}
-	adopted := func(r *store.Region) bool { return r.ServingAdopted && r.ServingStatus == store.ComponentReady }
 	return []engine.Step{
-		{Name: "quota", Title: "Project namespace quota", Run: withRegion(func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
-			s.record(s.Store.UpdateServing(ctx, jc.Job.Region(), store.ServingUpdate{Status: store.Ptr(store.ComponentInstalling), Namespace: store.Ptr(p.Namespace), Message: store.Ptr("")}))
-			if sv, err := s.adoptServing(ctx, jc, c, r); err != nil {
-				return err
-			} else if sv {
-				jc.Logf("A Ready KnativeServing runs already: it is adopted, not applied again")
-			}
-			return s.applyQuota(ctx, jc, c, r)
-		})},
-		{Name: "traefik", Title: "Traefik", Run: withRegion(func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
-			addr, err := s.installTraefik(ctx, jc, c, r, p.IngressMode)
-			if err != nil {
-				return err
-			}
-			return s.Store.UpdateServing(ctx, r.ID, store.ServingUpdate{ExternalIP: store.Ptr(addr)})
-		})},
-		{Name: "serving", Title: "KnativeServing with Traefik as ingress", Run: withRegion(func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
-			r, err := s.Store.RegionByID(ctx, r.ID)
-			if err != nil {
-				return err
-			}
-			if adopted(r) {
-				jc.Note("The Ready KnativeServing %s/%s (Knative %s) is adopted", r.ServingNamespace, KnativeServingName, r.KnativeVersion)
-				return nil
-			}
-			regions, err := s.Store.RegionsOnCluster(ctx, r.ClusterKey)
-			if err != nil {
-				return err
-			}
-			minor := MinorOf(p.Version)
-			if _, err := c.ApplyObject(ctx, knativeServingObject(p.Namespace, minor, longestTimeout(regions))); err != nil {
-				return err
-			}
-			if err := jc.Wait(ctx, fmt.Sprintf("KnativeServing %s/%s to be Ready at %s", p.Namespace, KnativeServingName, minor), engine.WaitOpts{Hint: "check the Knative Operator's logs (namespace " + r.OperatorNamespace + ")"}, ServingReadyAt(c, p.Namespace, minor)); err != nil {
-				return err
-			}
-			reported, err := servingReported(ctx, c, p.Namespace)
-			if err != nil {
-				return err
-			}
-			jc.Note("Knative Serving %s is Ready", reported)
-			return s.Store.UpdateServing(ctx, r.ID, store.ServingUpdate{Version: store.Ptr(reported)})
-		})},
-		{Name: "domain", Title: "Function domain", Run: withRegion(func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
-			base, err := s.Store.BaseDomain(ctx)
-			if err != nil {
-				return err
-			}
-			domain := FunctionDomain(r, base)
-			if domain == "" {
-				jc.Note("No base domain yet: the region gets its function domain when one is set (Administration → Platform)")
-				return engine.ErrSkip
-			}
-			if err := setDomain(ctx, c, r.ServingNamespace, r.Name, domain, ""); err != nil {
-				return err
-			}
-			settings := r.Settings.V
-			settings.KnativeDomain = domain
-			jc.Note("Function domain %s", domain)
-			return s.Store.SetRegionSettings(ctx, r.ID, settings)
-		})},
-		{Name: "address", Title: "External address", Run: withRegion(func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
-			rel, err := helm.Status(c, r.ServingNamespace, TraefikRelease)
-			if err != nil {
-				return err
-			}
-			addr, err := s.traefikAddress(ctx, jc, c, r.ServingNamespace, releaseIngressMode(rel))
-			if err != nil {
-				return err
-			}
-			jc.Note("External address %s", addr)
-			return s.Store.UpdateServing(ctx, r.ID, store.ServingUpdate{ExternalIP: store.Ptr(addr)})
-		})},
-		{Name: "prometheus", Title: "Prometheus", Run: withRegion(func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
-			return s.component(ctx, jc, r, "prometheus", func() error { return s.installPrometheus(ctx, jc, c, r) })
-		})},
-		{Name: "loki", Title: "Loki", Run: withRegion(func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
-			return s.component(ctx, jc, r, "loki", func() error { return s.installLoki(ctx, jc, c, r) })
-		})},
-		{Name: "agent", Title: "runr-agent", Run: withRegion(func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
-			return s.component(ctx, jc, r, "agent", func() error { return s.installAgent(ctx, jc, c, r) })
-		})},
-		{Name: "tracing", Title: "Tracing backend", Run: withRegion(func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
-			return s.component(ctx, jc, r, "tracing", func() error { return s.installTracing(ctx, jc, c) })
-		})},
-		{Name: "record", Title: "Record the region", Run: withRegion(func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
-			r, err := s.Store.RegionByID(ctx, r.ID)
-			if err != nil {
-				return err
-			}
-			if err := s.Store.UpdateServing(ctx, r.ID, store.ServingUpdate{Status: store.Ptr(store.ComponentReady), Namespace: store.Ptr(p.Namespace), Message: store.Ptr("")}); err != nil {
-				return err
-			}
-			if err := s.Store.SetComponent(ctx, r.ID, "traefik", store.ComponentState{Status: store.ComponentReady, Version: ChartTraefik.Version}); err != nil {
-				return err
-			}
-			if r.Status != store.RegionActive {
-				if err := s.applyBlock(ctx, jc, c, r); err != nil {
-					return err
-				}
-			}
-			jc.Note("Knative Serving %s is ready; create the DNS record *.%s → %s", r.KnativeVersion, r.Settings.V.KnativeDomain, r.ExternalIP)
+		{Name: "quota", Title: "Project namespace quota", Run: withRegion(s.servingQuota(p))},
+		{Name: "traefik", Title: "Traefik", Run: withRegion(s.servingTraefik(p))},
+		{Name: "serving", Title: "KnativeServing with Traefik as ingress", Run: withRegion(s.servingServing(p))},
+		{Name: "domain", Title: "Function domain", Run: withRegion(s.servingDomain)},
+		{Name: "address", Title: "External address", Run: withRegion(s.servingAddress)},
+		{Name: "prometheus", Title: "Prometheus", Run: withRegion(s.servingPrometheus)},
+		{Name: "loki", Title: "Loki", Run: withRegion(s.servingLoki)},
+		{Name: "agent", Title: "runr-agent", Run: withRegion(s.servingAgent)},
+		{Name: "tracing", Title: "Tracing backend", Run: withRegion(s.servingTracing)},
+		{Name: "record", Title: "Record the region", Run: withRegion(s.servingRecord(p))},
+	}
+}
+
+// servingQuota is the step "quota" (Project namespace quota) of servingSteps.
+func (s *Service) servingQuota(p ServingParams) func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+	return func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+		s.record(s.Store.UpdateServing(ctx, jc.Job.Region(), store.ServingUpdate{Status: store.Ptr(store.ComponentInstalling), Namespace: store.Ptr(p.Namespace), Message: store.Ptr("")}))
+		if sv, err := s.adoptServing(ctx, jc, c, r); err != nil {
+			return err
+		} else if sv {
+			jc.Logf("A Ready KnativeServing runs already: it is adopted, not applied again")
+		}
+		return s.applyQuota(ctx, jc, c, r)
+	}
+}
+
+// servingTraefik is the step "traefik" (Traefik) of servingSteps.
+func (s *Service) servingTraefik(p ServingParams) func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+	return func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+		addr, err := s.installTraefik(ctx, jc, c, r, p.IngressMode)
+		if err != nil {
+			return err
+		}
+		return s.Store.UpdateServing(ctx, r.ID, store.ServingUpdate{ExternalIP: store.Ptr(addr)})
+	}
+}
+
+// servingAdopted reports a region whose Ready KnativeServing was adopted, not applied.
+func servingAdopted(r *store.Region) bool {
+	return r.ServingAdopted && r.ServingStatus == store.ComponentReady
+}
+
+// servingServing is the step "serving" (KnativeServing with Traefik as ingress) of servingSteps.
+func (s *Service) servingServing(p ServingParams) func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+	return func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+		r, err := s.Store.RegionByID(ctx, r.ID)
+		if err != nil {
+			return err
+		}
+		if servingAdopted(r) {
+			jc.Note("The Ready KnativeServing %s/%s (Knative %s) is adopted", r.ServingNamespace, KnativeServingName, r.KnativeVersion)
 			return nil
-		})},
+		}
+		regions, err := s.Store.RegionsOnCluster(ctx, r.ClusterKey)
+		if err != nil {
+			return err
+		}
+		minor := MinorOf(p.Version)
+		if _, err := c.ApplyObject(ctx, knativeServingObject(p.Namespace, minor, longestTimeout(regions))); err != nil {
+			return err
+		}
+		if err := jc.Wait(ctx, fmt.Sprintf("KnativeServing %s/%s to be Ready at %s", p.Namespace, KnativeServingName, minor), engine.WaitOpts{Hint: "check the Knative Operator's logs (namespace " + r.OperatorNamespace + ")"}, ServingReadyAt(c, p.Namespace, minor)); err != nil {
+			return err
+		}
+		reported, err := servingReported(ctx, c, p.Namespace)
+		if err != nil {
+			return err
+		}
+		jc.Note("Knative Serving %s is Ready", reported)
+		return s.Store.UpdateServing(ctx, r.ID, store.ServingUpdate{Version: store.Ptr(reported)})
+	}
+}
+
+// servingDomain is the step "domain" (Function domain) of servingSteps.
+func (s *Service) servingDomain(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+	base, err := s.Store.BaseDomain(ctx)
+	if err != nil {
+		return err
+	}
+	domain := FunctionDomain(r, base)
+	if domain == "" {
+		jc.Note("No base domain yet: the region gets its function domain when one is set (Administration → Platform)")
+		return engine.ErrSkip
+	}
+	if err := setDomain(ctx, c, r.ServingNamespace, r.Name, domain, ""); err != nil {
+		return err
+	}
+	settings := r.Settings.V
+	settings.KnativeDomain = domain
+	jc.Note("Function domain %s", domain)
+	return s.Store.SetRegionSettings(ctx, r.ID, settings)
+}
+
+// servingAddress is the step "address" (External address) of servingSteps.
+func (s *Service) servingAddress(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+	rel, err := helm.Status(c, r.ServingNamespace, TraefikRelease)
+	if err != nil {
+		return err
+	}
+	addr, err := s.traefikAddress(ctx, jc, c, r.ServingNamespace, releaseIngressMode(rel))
+	if err != nil {
+		return err
+	}
+	jc.Note("External address %s", addr)
+	return s.Store.UpdateServing(ctx, r.ID, store.ServingUpdate{ExternalIP: store.Ptr(addr)})
+}
+
+// servingPrometheus is the step "prometheus" (Prometheus) of servingSteps.
+func (s *Service) servingPrometheus(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+	return s.component(ctx, jc, r, "prometheus", func() error { return s.installPrometheus(ctx, jc, c, r) })
+}
+
+// servingLoki is the step "loki" (Loki) of servingSteps.
+func (s *Service) servingLoki(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+	return s.component(ctx, jc, r, "loki", func() error { return s.installLoki(ctx, jc, c, r) })
+}
+
+// servingAgent is the step "agent" (runr-agent) of servingSteps.
+func (s *Service) servingAgent(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+	return s.component(ctx, jc, r, "agent", func() error { return s.installAgent(ctx, jc, c, r) })
+}
+
+// servingTracing is the step "tracing" (Tracing backend) of servingSteps.
+func (s *Service) servingTracing(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+	return s.component(ctx, jc, r, "tracing", func() error { return s.installTracing(ctx, jc, c) })
+}
+
+// servingRecord is the step "record" (Record the region) of servingSteps.
+func (s *Service) servingRecord(p ServingParams) func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+	return func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+		r, err := s.Store.RegionByID(ctx, r.ID)
+		if err != nil {
+			return err
+		}
+		if err := s.Store.UpdateServing(ctx, r.ID, store.ServingUpdate{Status: store.Ptr(store.ComponentReady), Namespace: store.Ptr(p.Namespace), Message: store.Ptr("")}); err != nil {
+			return err
+		}
+		if err := s.Store.SetComponent(ctx, r.ID, "traefik", store.ComponentState{Status: store.ComponentReady, Version: ChartTraefik.Version}); err != nil {
+			return err
+		}
+		if r.Status != store.RegionActive {
+			if err := s.applyBlock(ctx, jc, c, r); err != nil {
+				return err
+			}
+		}
+		jc.Note("Knative Serving %s is ready; create the DNS record *.%s → %s", r.KnativeVersion, r.Settings.V.KnativeDomain, r.ExternalIP)
+		return nil
 	}
 }
 
@@ -791,86 +846,106 @@ func (s *Service) uninstallOperatorSteps() []engine.Step {
 
 func (s *Service) upgradeSteps(p ServingParams) []engine.Step {
 	return []engine.Step{
-		{Name: "operator", Title: "Move the operator to the version's chart", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			r, c, err := s.regionAndCluster(ctx, jc)
-			if err != nil {
+		{Name: "operator", Title: "Move the operator to the version's chart", Run: s.upgradeOperator(p)},
+		{Name: "crds", Title: "Knative Serving CRDs of the version", Run: s.upgradeCrds(p)},
+		{Name: "version", Title: "Set the KnativeServing's version", Run: s.upgradeVersion(p)},
+		{Name: "ready", Title: "Wait for the new version", Run: s.upgradeReady(p)},
+	}
+}
+
+// upgradeOperator is the step "operator" (Move the operator to the version's chart) of upgradeSteps.
+func (s *Service) upgradeOperator(p ServingParams) func(ctx context.Context, jc *engine.JobContext) error {
+	return func(ctx context.Context, jc *engine.JobContext) error {
+		r, c, err := s.regionAndCluster(ctx, jc)
+		if err != nil {
+			return err
+		}
+		s.setServingStatus(ctx, r, store.ComponentInstalling)
+		rel, err := helm.Status(c, r.OperatorNamespace, OperatorRelease)
+		if err != nil {
+			return err
+		}
+		if rel == nil {
+			jc.Note("The operator was adopted without a Helm release: it is not moved")
+			return engine.ErrSkip
+		}
+		kv, err := s.chartFor(ctx, c, p.Version)
+		if err != nil {
+			return err
+		}
+		chart := ChartKnativeOperator
+		chart.Version = kv.ChartVersion
+		if rel.Chart != nil && minorNumber(rel.Chart.Metadata.Version) >= minorNumber(chart.Version) {
+			jc.Note("The operator's chart %s is not older", rel.Chart.Metadata.Version)
+			return engine.ErrSkip
+		}
+		nr, err := s.HelmApply(ctx, jc, c, Release{Namespace: r.OperatorNamespace, Name: OperatorRelease, Chart: chart, Values: OperatorValues()})
+		if err != nil {
+			return err
+		}
+		if err := waitRelease(ctx, jc, c, nr, engine.WaitOpts{}); err != nil {
+			return err
+		}
+		jc.Note("The Knative Operator runs %s", chart.Version)
+		return s.Store.UpdateOperator(ctx, r.ID, store.OperatorUpdate{Version: store.Ptr(chart.Version)})
+	}
+}
+
+// upgradeCrds is the step "crds" (Knative Serving CRDs of the version) of upgradeSteps.
+func (s *Service) upgradeCrds(p ServingParams) func(ctx context.Context, jc *engine.JobContext) error {
+	return func(ctx context.Context, jc *engine.JobContext) error {
+		_, c, err := s.regionAndCluster(ctx, jc)
+		if err != nil {
+			return err
+		}
+		kv, err := s.chartFor(ctx, c, p.Version)
+		if err != nil {
+			return err
+		}
+		return s.applyServingCRDs(ctx, jc, c, kv.ServingVersion)
+	}
+}
+
+// upgradeVersion is the step "version" (Set the KnativeServing's version) of upgradeSteps.
+func (s *Service) upgradeVersion(p ServingParams) func(ctx context.Context, jc *engine.JobContext) error {
+	return func(ctx context.Context, jc *engine.JobContext) error {
+		r, c, err := s.regionAndCluster(ctx, jc)
+		if err != nil {
+			return err
+		}
+		if err := c.MergePatch(ctx, kube.GVKKnativeServing, r.ServingNamespace, KnativeServingName, map[string]any{"spec": map[string]any{"version": MinorOf(p.Version)}}); err != nil {
+			return err
+		}
+		jc.Note("spec.version is %s: the operator rolls Knative Serving to its newest %s release while the Knative Services keep running", MinorOf(p.Version), MinorOf(p.Version))
+		return nil
+	}
+}
+
+// upgradeReady is the step "ready" (Wait for the new version) of upgradeSteps.
+func (s *Service) upgradeReady(p ServingParams) func(ctx context.Context, jc *engine.JobContext) error {
+	return func(ctx context.Context, jc *engine.JobContext) error {
+		r, c, err := s.regionAndCluster(ctx, jc)
+		if err != nil {
+			return err
+		}
+		if err := jc.Wait(ctx, fmt.Sprintf("KnativeServing %s/%s to be Ready at %s", r.ServingNamespace, KnativeServingName, p.Version), engine.WaitOpts{}, ServingReadyAt(c, r.ServingNamespace, p.Version)); err != nil {
+			return err
+		}
+		reported, err := servingReported(ctx, c, r.ServingNamespace)
+		if err != nil {
+			return err
+		}
+		regions, err := s.Store.RegionsOnCluster(ctx, r.ClusterKey)
+		if err != nil {
+			return err
+		}
+		for _, x := range regions {
+			if err := s.Store.UpdateServing(ctx, x.ID, store.ServingUpdate{Status: store.Ptr(store.ComponentReady), Version: store.Ptr(reported), Message: store.Ptr("")}); err != nil {
 				return err
 			}
-			s.setServingStatus(ctx, r, store.ComponentInstalling)
-			rel, err := helm.Status(c, r.OperatorNamespace, OperatorRelease)
-			if err != nil {
-				return err
-			}
-			if rel == nil {
-				jc.Note("The operator was adopted without a Helm release: it is not moved")
-				return engine.ErrSkip
-			}
-			kv, err := s.chartFor(ctx, c, p.Version)
-			if err != nil {
-				return err
-			}
-			chart := ChartKnativeOperator
-			chart.Version = kv.ChartVersion
-			if rel.Chart != nil && minorNumber(rel.Chart.Metadata.Version) >= minorNumber(chart.Version) {
-				jc.Note("The operator's chart %s is not older", rel.Chart.Metadata.Version)
-				return engine.ErrSkip
-			}
-			nr, err := s.HelmApply(ctx, jc, c, Release{Namespace: r.OperatorNamespace, Name: OperatorRelease, Chart: chart, Values: OperatorValues()})
-			if err != nil {
-				return err
-			}
-			if err := waitRelease(ctx, jc, c, nr, engine.WaitOpts{}); err != nil {
-				return err
-			}
-			jc.Note("The Knative Operator runs %s", chart.Version)
-			return s.Store.UpdateOperator(ctx, r.ID, store.OperatorUpdate{Version: store.Ptr(chart.Version)})
-		}},
-		{Name: "crds", Title: "Knative Serving CRDs of the version", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			_, c, err := s.regionAndCluster(ctx, jc)
-			if err != nil {
-				return err
-			}
-			kv, err := s.chartFor(ctx, c, p.Version)
-			if err != nil {
-				return err
-			}
-			return s.applyServingCRDs(ctx, jc, c, kv.ServingVersion)
-		}},
-		{Name: "version", Title: "Set the KnativeServing's version", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			r, c, err := s.regionAndCluster(ctx, jc)
-			if err != nil {
-				return err
-			}
-			if err := c.MergePatch(ctx, kube.GVKKnativeServing, r.ServingNamespace, KnativeServingName, map[string]any{"spec": map[string]any{"version": MinorOf(p.Version)}}); err != nil {
-				return err
-			}
-			jc.Note("spec.version is %s: the operator rolls Knative Serving to its newest %s release while the Knative Services keep running", MinorOf(p.Version), MinorOf(p.Version))
-			return nil
-		}},
-		{Name: "ready", Title: "Wait for the new version", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			r, c, err := s.regionAndCluster(ctx, jc)
-			if err != nil {
-				return err
-			}
-			if err := jc.Wait(ctx, fmt.Sprintf("KnativeServing %s/%s to be Ready at %s", r.ServingNamespace, KnativeServingName, p.Version), engine.WaitOpts{}, ServingReadyAt(c, r.ServingNamespace, p.Version)); err != nil {
-				return err
-			}
-			reported, err := servingReported(ctx, c, r.ServingNamespace)
-			if err != nil {
-				return err
-			}
-			regions, err := s.Store.RegionsOnCluster(ctx, r.ClusterKey)
-			if err != nil {
-				return err
-			}
-			for _, x := range regions {
-				if err := s.Store.UpdateServing(ctx, x.ID, store.ServingUpdate{Status: store.Ptr(store.ComponentReady), Version: store.Ptr(reported), Message: store.Ptr("")}); err != nil {
-					return err
-				}
-			}
-			jc.Note("Knative Serving %s is Ready on every region of the cluster", reported)
-			return nil
-		}},
+		}
+		jc.Note("Knative Serving %s is Ready on every region of the cluster", reported)
+		return nil
 	}
 }
 

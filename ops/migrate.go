@@ -64,176 +64,197 @@ func runInline(ctx context.Context, jc *engine.JobContext, steps []engine.Step) 
 }
 
 func (s *Service) migrationSteps() []engine.Step {
-	region := func(ctx context.Context, jc *engine.JobContext) (*store.Region, *kube.Cluster, error) {
-		return s.regionAndCluster(ctx, jc)
-	}
 	return []engine.Step{
-		{Name: "pending", Title: "Check the new cluster and switch to it", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			r, err := s.jobRegion(ctx, jc)
-			if err != nil {
-				return err
-			}
-			if r.MigrationDetail.V.JobID == jc.Job.ID && r.OldKubeconfig != "" {
-				jc.Note("Already switched to the new cluster")
-				return nil
-			}
-			chk, err := s.CheckCluster(ctx, "", []byte(jc.Secret), nil)
-			if err != nil {
-				return err
-			}
-			if !chk.OK {
-				return fmt.Errorf("the new cluster cannot take the region: %s", chk.FirstFailure())
-			}
-			had := migrationHad{Serving: r.ServingStatus == store.ComponentReady, Version: r.KnativeVersion, Registry: r.RegistryMode == store.RegistryInternal && r.RegistryStatus == store.ComponentReady,
-				Redis: r.RedisMode == store.RedisManaged, TLS: r.FunctionTLSCert != ""}
-			now := time.Now().UTC()
-			detail := store.MigrationDetail{JobID: jc.Job.ID, StartedAt: &now, Had: map[string]any{"serving": had.Serving, "version": had.Version,
-				"registry": had.Registry, "redis": had.Redis, "tls": had.TLS}}
-			serving := store.ComponentNotInstalled
-			if had.Serving {
-				serving = store.ComponentInstalling
-			}
-			if err := s.Store.SwitchCluster(ctx, r.ID, store.ClusterSwitch{
-				Kubeconfig: string(chk.Kubeconfig), ClusterServer: chk.Server, ClusterKey: kube.ClusterKey(chk.Server), K8sVersion: store.Ptr(chk.Version),
-				Operator: store.OperatorUpdate{Status: store.Ptr(store.ComponentNotInstalled), Adopted: store.Ptr(false)},
-				Serving:  store.ServingUpdate{Status: &serving, Adopted: store.Ptr(false), DNSResolved: store.Ptr(false)},
-				Move: store.MoveUpdate{Status: store.Ptr(store.MigrationInProgress), Detail: &detail,
-					OldKubeconfig: store.Ptr(r.Kubeconfig), OldExternalIP: store.Ptr(r.ExternalIP)},
-			}); err != nil {
-				return err
-			}
-			jc.Note("The region now uses %s (%s); the old kubeconfig and address %s are kept until the move completes", chk.Server, chk.Version, r.ExternalIP)
-			return nil
-		}},
-		{Name: "workers", Title: "Dedicated workers", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			r, c, err := region(ctx, jc)
-			if err != nil {
-				return err
-			}
-			if len(r.Nodes) == 0 {
-				jc.Note("No dedicated workers")
-				return engine.ErrSkip
-			}
-			exist, err := ApplyWorkers(ctx, c, r.Nodes, nil)
-			if err != nil {
-				return err
-			}
-			if len(exist) == 0 {
-				jc.Note("None of the selected nodes (%s) exists on the new cluster: the selection is cleared, projects run on every schedulable node; select workers again in the Workers tab", strings.Join(r.Nodes, ", "))
-			} else {
-				jc.Note("Dedicated workers on the new cluster: %s", strings.Join(exist, ", "))
-			}
-			return s.Store.SetRegionNodes(ctx, r.ID, exist)
-		}},
-		{Name: "knative", Title: "Knative Operator and Serving", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			r, err := s.jobRegion(ctx, jc)
-			if err != nil {
-				return err
-			}
-			if serving, _ := r.MigrationDetail.V.Had["serving"].(bool); !serving {
-				jc.Note("The region had no Knative Serving")
-				return engine.ErrSkip
-			}
-			ver, _ := r.MigrationDetail.V.Had["version"].(string)
-			if _, c, err := region(ctx, jc); err == nil {
-				if _, err := s.chartFor(ctx, c, ver); err != nil {
-					dv, derr := s.defaultVersion(ctx, c)
-					if derr != nil {
-						return derr
-					}
-					jc.Warnf("Knative %s is not offered on the new cluster: installing %s", ver, dv.Version)
-					ver = dv.Version
-				}
-			}
-			steps := append(s.operatorSteps(OperatorParams{Namespace: r.OperatorNamespace, Version: ver}),
-				s.servingSteps(ServingParams{Namespace: r.ServingNamespace, Version: ver})...)
-			if err := runInline(ctx, jc, steps); err != nil {
-				return err
-			}
-			jc.Note("Knative Serving %s with Traefik, Prometheus, Loki, the runr-agent and tracing runs on the new cluster", ver)
-			return nil
-		}},
-		{Name: "services", Title: "Redis and the registry", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			r, c, err := region(ctx, jc)
-			if err != nil {
-				return err
-			}
-			if redis, _ := r.MigrationDetail.V.Had["redis"].(bool); redis {
-				s.tolerate(ctx, jc, r, "managed Redis", func() error { return s.installManagedRedis(ctx, jc, c, r) })
-			} else if r.RedisMode == store.RedisExternal {
-				jc.Logf("The external Redis keeps its address %s", r.RedisAddress)
-			}
-			if reg, _ := r.MigrationDetail.V.Had["registry"].(bool); reg {
-				p := RegistryParams{Mode: store.RegistryInternal, StorageType: r.RegistryConfig.V.StorageType, StorageClass: r.RegistryConfig.V.StorageClass,
-					Size: r.RegistryConfig.V.Size, S3Endpoint: r.RegistryConfig.V.S3Endpoint, S3Bucket: r.RegistryConfig.V.S3Bucket,
-					S3Region: r.RegistryConfig.V.S3Region, S3AccessKey: r.RegistryConfig.V.S3AccessKey}
-				if p.StorageType == "" {
-					p.StorageType = "pvc"
-				}
-				s.tolerate(ctx, jc, r, "internal registry", func() error {
-					if err := s.installZot(ctx, jc, c, p, RegistrySecrets{S3SecretKey: r.RegistrySecret}); err != nil && !errors.Is(err, engine.ErrSkip) {
-						return err
-					}
-					if err := s.installMirror(ctx, jc, c, p); err != nil && !errors.Is(err, engine.ErrSkip) {
-						return err
-					}
-					return s.Store.UpdateRegistry(ctx, r.ID, store.RegistryUpdate{Address: store.Ptr(p.Address()), Status: store.Ptr(store.ComponentReady)})
-				})
-			}
-			jc.Note("Redis and the registry are on the new cluster")
-			return nil
-		}},
-		{Name: "extras", Title: "What else the region had", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			r, c, err := region(ctx, jc)
-			if err != nil {
-				return err
-			}
-			if tls, _ := r.MigrationDetail.V.Had["tls"].(bool); tls && r.FunctionTLSCert != "" {
-				s.tolerate(ctx, jc, r, "function TLS", func() error {
-					return s.setFunctionTLS(ctx, jc, c, r, r.FunctionTLSCert, r.FunctionTLSKey, false)
-				})
-			}
-			if r.Status != store.RegionActive && r.ServingStatus == store.ComponentReady {
-				s.tolerate(ctx, jc, r, "status block", func() error { return s.applyBlock(ctx, jc, c, r) })
-			}
-			jc.Note("Function TLS and the status block follow the region")
-			return nil
-		}},
-		{Name: "domain", Title: "Function domain on the new cluster", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			r, c, err := region(ctx, jc)
-			if err != nil {
-				return err
-			}
-			if r.Settings.V.KnativeDomain == "" || r.ServingStatus != store.ComponentReady {
-				jc.Note("No function domain to configure")
-				return engine.ErrSkip
-			}
-			if err := setDomain(ctx, c, r.ServingNamespace, r.Name, r.Settings.V.KnativeDomain, ""); err != nil {
-				return err
-			}
-			jc.Note("Knative on the new cluster serves %s", r.Settings.V.KnativeDomain)
-			return nil
-		}},
-		{Name: "redeploy", Title: "Deploy the projects again", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			r, c, err := region(ctx, jc)
-			if err != nil {
-				return err
-			}
-			return s.redeploy(ctx, jc, c, r)
-		}},
-		{Name: "dns_check", Title: "Point DNS at the new cluster", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			r, err := s.jobRegion(ctx, jc)
-			if err != nil {
-				return err
-			}
-			now := time.Now().UTC()
-			if err := s.Store.UpdateMove(ctx, r.ID, store.MoveUpdate{Status: store.Ptr(store.MigrationDNSCheck), DNSCheckAt: store.Ptr(now)}); err != nil {
-				return err
-			}
-			jc.Note("Point the wildcard record *.%s at %s; the move completes when dns-check.%s resolves there, or by %s", r.Settings.V.KnativeDomain, r.ExternalIP, r.Settings.V.KnativeDomain, now.Add(MigrationDeadline).Format(time.RFC1123))
-			return nil
-		}},
+		{Name: "pending", Title: "Check the new cluster and switch to it", Run: s.movePending},
+		{Name: "workers", Title: "Dedicated workers", Run: s.moveWorkers},
+		{Name: "knative", Title: "Knative Operator and Serving", Run: s.moveKnative},
+		{Name: "services", Title: "Redis and the registry", Run: s.moveServices},
+		{Name: "extras", Title: "What else the region had", Run: s.moveExtras},
+		{Name: "domain", Title: "Function domain on the new cluster", Run: s.moveDomain},
+		{Name: "redeploy", Title: "Deploy the projects again", Run: s.moveRedeploy},
+		{Name: "dns_check", Title: "Point DNS at the new cluster", Run: s.moveDNSCheck},
 	}
+}
+
+// movePending is the step "pending" (Check the new cluster and switch to it) of migrationSteps.
+func (s *Service) movePending(ctx context.Context, jc *engine.JobContext) error {
+	r, err := s.jobRegion(ctx, jc)
+	if err != nil {
+		return err
+	}
+	if r.MigrationDetail.V.JobID == jc.Job.ID && r.OldKubeconfig != "" {
+		jc.Note("Already switched to the new cluster")
+		return nil
+	}
+	chk, err := s.CheckCluster(ctx, "", []byte(jc.Secret), nil)
+	if err != nil {
+		return err
+	}
+	if !chk.OK {
+		return fmt.Errorf("the new cluster cannot take the region: %s", chk.FirstFailure())
+	}
+	had := migrationHad{Serving: r.ServingStatus == store.ComponentReady, Version: r.KnativeVersion, Registry: r.RegistryMode == store.RegistryInternal && r.RegistryStatus == store.ComponentReady,
+		Redis: r.RedisMode == store.RedisManaged, TLS: r.FunctionTLSCert != ""}
+	now := time.Now().UTC()
+	detail := store.MigrationDetail{JobID: jc.Job.ID, StartedAt: &now, Had: map[string]any{"serving": had.Serving, "version": had.Version,
+		"registry": had.Registry, "redis": had.Redis, "tls": had.TLS}}
+	serving := store.ComponentNotInstalled
+	if had.Serving {
+		serving = store.ComponentInstalling
+	}
+	if err := s.Store.SwitchCluster(ctx, r.ID, store.ClusterSwitch{
+		Kubeconfig: string(chk.Kubeconfig), ClusterServer: chk.Server, ClusterKey: kube.ClusterKey(chk.Server), K8sVersion: store.Ptr(chk.Version),
+		Operator: store.OperatorUpdate{Status: store.Ptr(store.ComponentNotInstalled), Adopted: store.Ptr(false)},
+		Serving:  store.ServingUpdate{Status: &serving, Adopted: store.Ptr(false), DNSResolved: store.Ptr(false)},
+		Move: store.MoveUpdate{Status: store.Ptr(store.MigrationInProgress), Detail: &detail,
+			OldKubeconfig: store.Ptr(r.Kubeconfig), OldExternalIP: store.Ptr(r.ExternalIP)},
+	}); err != nil {
+		return err
+	}
+	jc.Note("The region now uses %s (%s); the old kubeconfig and address %s are kept until the move completes", chk.Server, chk.Version, r.ExternalIP)
+	return nil
+}
+
+// moveWorkers is the step "workers" (Dedicated workers) of migrationSteps.
+func (s *Service) moveWorkers(ctx context.Context, jc *engine.JobContext) error {
+	r, c, err := s.regionAndCluster(ctx, jc)
+	if err != nil {
+		return err
+	}
+	if len(r.Nodes) == 0 {
+		jc.Note("No dedicated workers")
+		return engine.ErrSkip
+	}
+	exist, err := ApplyWorkers(ctx, c, r.Nodes, nil)
+	if err != nil {
+		return err
+	}
+	if len(exist) == 0 {
+		jc.Note("None of the selected nodes (%s) exists on the new cluster: the selection is cleared, projects run on every schedulable node; select workers again in the Workers tab", strings.Join(r.Nodes, ", "))
+	} else {
+		jc.Note("Dedicated workers on the new cluster: %s", strings.Join(exist, ", "))
+	}
+	return s.Store.SetRegionNodes(ctx, r.ID, exist)
+}
+
+// moveKnative is the step "knative" (Knative Operator and Serving) of migrationSteps.
+func (s *Service) moveKnative(ctx context.Context, jc *engine.JobContext) error {
+	r, err := s.jobRegion(ctx, jc)
+	if err != nil {
+		return err
+	}
+	if serving, _ := r.MigrationDetail.V.Had["serving"].(bool); !serving {
+		jc.Note("The region had no Knative Serving")
+		return engine.ErrSkip
+	}
+	ver, _ := r.MigrationDetail.V.Had["version"].(string)
+	if _, c, err := s.regionAndCluster(ctx, jc); err == nil {
+		if _, err := s.chartFor(ctx, c, ver); err != nil {
+			dv, derr := s.defaultVersion(ctx, c)
+			if derr != nil {
+				return derr
+			}
+			jc.Warnf("Knative %s is not offered on the new cluster: installing %s", ver, dv.Version)
+			ver = dv.Version
+		}
+	}
+	steps := append(s.operatorSteps(OperatorParams{Namespace: r.OperatorNamespace, Version: ver}),
+		s.servingSteps(ServingParams{Namespace: r.ServingNamespace, Version: ver})...)
+	if err := runInline(ctx, jc, steps); err != nil {
+		return err
+	}
+	jc.Note("Knative Serving %s with Traefik, Prometheus, Loki, the runr-agent and tracing runs on the new cluster", ver)
+	return nil
+}
+
+// moveServices is the step "services" (Redis and the registry) of migrationSteps.
+func (s *Service) moveServices(ctx context.Context, jc *engine.JobContext) error {
+	r, c, err := s.regionAndCluster(ctx, jc)
+	if err != nil {
+		return err
+	}
+	if redis, _ := r.MigrationDetail.V.Had["redis"].(bool); redis {
+		s.tolerate(ctx, jc, r, "managed Redis", func() error { return s.installManagedRedis(ctx, jc, c, r) })
+	} else if r.RedisMode == store.RedisExternal {
+		jc.Logf("The external Redis keeps its address %s", r.RedisAddress)
+	}
+	if reg, _ := r.MigrationDetail.V.Had["registry"].(bool); reg {
+		p := RegistryParams{Mode: store.RegistryInternal, StorageType: r.RegistryConfig.V.StorageType, StorageClass: r.RegistryConfig.V.StorageClass,
+			Size: r.RegistryConfig.V.Size, S3Endpoint: r.RegistryConfig.V.S3Endpoint, S3Bucket: r.RegistryConfig.V.S3Bucket,
+			S3Region: r.RegistryConfig.V.S3Region, S3AccessKey: r.RegistryConfig.V.S3AccessKey}
+		if p.StorageType == "" {
+			p.StorageType = "pvc"
+		}
+		s.tolerate(ctx, jc, r, "internal registry", func() error {
+			if err := s.installZot(ctx, jc, c, p, RegistrySecrets{S3SecretKey: r.RegistrySecret}); err != nil && !errors.Is(err, engine.ErrSkip) {
+				return err
+			}
+			if err := s.installMirror(ctx, jc, c, p); err != nil && !errors.Is(err, engine.ErrSkip) {
+				return err
+			}
+			return s.Store.UpdateRegistry(ctx, r.ID, store.RegistryUpdate{Address: store.Ptr(p.Address()), Status: store.Ptr(store.ComponentReady)})
+		})
+	}
+	jc.Note("Redis and the registry are on the new cluster")
+	return nil
+}
+
+// moveExtras is the step "extras" (What else the region had) of migrationSteps.
+func (s *Service) moveExtras(ctx context.Context, jc *engine.JobContext) error {
+	r, c, err := s.regionAndCluster(ctx, jc)
+	if err != nil {
+		return err
+	}
+	if tls, _ := r.MigrationDetail.V.Had["tls"].(bool); tls && r.FunctionTLSCert != "" {
+		s.tolerate(ctx, jc, r, "function TLS", func() error {
+			return s.setFunctionTLS(ctx, jc, c, r, r.FunctionTLSCert, r.FunctionTLSKey, false)
+		})
+	}
+	if r.Status != store.RegionActive && r.ServingStatus == store.ComponentReady {
+		s.tolerate(ctx, jc, r, "status block", func() error { return s.applyBlock(ctx, jc, c, r) })
+	}
+	jc.Note("Function TLS and the status block follow the region")
+	return nil
+}
+
+// moveDomain is the step "domain" (Function domain on the new cluster) of migrationSteps.
+func (s *Service) moveDomain(ctx context.Context, jc *engine.JobContext) error {
+	r, c, err := s.regionAndCluster(ctx, jc)
+	if err != nil {
+		return err
+	}
+	if r.Settings.V.KnativeDomain == "" || r.ServingStatus != store.ComponentReady {
+		jc.Note("No function domain to configure")
+		return engine.ErrSkip
+	}
+	if err := setDomain(ctx, c, r.ServingNamespace, r.Name, r.Settings.V.KnativeDomain, ""); err != nil {
+		return err
+	}
+	jc.Note("Knative on the new cluster serves %s", r.Settings.V.KnativeDomain)
+	return nil
+}
+
+// moveRedeploy is the step "redeploy" (Deploy the projects again) of migrationSteps.
+func (s *Service) moveRedeploy(ctx context.Context, jc *engine.JobContext) error {
+	r, c, err := s.regionAndCluster(ctx, jc)
+	if err != nil {
+		return err
+	}
+	return s.redeploy(ctx, jc, c, r)
+}
+
+// moveDNSCheck is the step "dns_check" (Point DNS at the new cluster) of migrationSteps.
+func (s *Service) moveDNSCheck(ctx context.Context, jc *engine.JobContext) error {
+	r, err := s.jobRegion(ctx, jc)
+	if err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	if err := s.Store.UpdateMove(ctx, r.ID, store.MoveUpdate{Status: store.Ptr(store.MigrationDNSCheck), DNSCheckAt: store.Ptr(now)}); err != nil {
+		return err
+	}
+	jc.Note("Point the wildcard record *.%s at %s; the move completes when dns-check.%s resolves there, or by %s", r.Settings.V.KnativeDomain, r.ExternalIP, r.Settings.V.KnativeDomain, now.Add(MigrationDeadline).Format(time.RFC1123))
+	return nil
 }
 
 // redeploy deploys again every project of the region that runs, with the deploy checks;

@@ -523,91 +523,114 @@ func (s *Service) evictPods(ctx context.Context, jc *engine.JobContext, c *kube.
 	} else if err != nil {
 		return fmt.Errorf("read node %s: %w", node, err)
 	}
-	evicted := map[string]bool{}
-	blockedBy := map[string]string{}
-	skipped := 0
-	first := true
-	what := "the pods to leave " + node
-	err := jc.Wait(ctx, what, engine.WaitOpts{Timeout: timeout, Interval: 2 * time.Second,
-		Hint: node + " stays cordoned: relax the PodDisruptionBudget or give its pods room on other nodes, then Retry"}, func(ctx context.Context) (bool, string, error) {
-		n, err := c.Clientset.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return true, "", nil
-		}
-		if err != nil {
-			return false, "", fmt.Errorf("read node %s: %w", node, err)
-		}
-		lost, _ := kube.NodeHeartbeat(n, time.Now())
-		pods, err := c.Clientset.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
-		if err != nil {
-			return false, "", fmt.Errorf("list the pods of %s: %w", node, err)
-		}
-		var left []string
-		skipped = 0
-		for i := range pods.Items {
-			pod := &pods.Items[i]
-			key := pod.Namespace + "/" + pod.Name
-			if why := drainSkip(pod); why != "" {
-				skipped++
-				continue
-			}
-			if pod.DeletionTimestamp != nil {
-				if lost == kube.NodeNoHeartbeat {
-					// Nothing on the node confirms the pod's end: it goes with the node.
-					continue
-				}
-				left = append(left, key+" (terminating)")
-				continue
-			}
-			err := evict(ctx, c, pod)
-			switch {
-			case err == nil:
-				if !evicted[key] {
-					jc.Logf("Evicted pod %s", key)
-					evicted[key] = true
-				}
-				left = append(left, key+" (terminating)")
-			case apierrors.IsNotFound(err):
-			case apierrors.IsTooManyRequests(err):
-				why, detail := s.pdbBlocking(ctx, c, pod, err)
-				if blockedBy[key] != why+detail {
-					jc.Logf("waiting for pod %s: %s%s", key, why, detail)
-					blockedBy[key] = why + detail
-				}
-				left = append(left, key+" ("+why+")")
-			case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
-				return false, "", fmt.Errorf("evict pod %s: %w", key, err)
-			default:
-				why := "eviction failed: " + kube.Short(err)
-				if blockedBy[key] != why {
-					jc.Logf("waiting for pod %s: %s", key, why)
-					blockedBy[key] = why
-				}
-				left = append(left, key+" ("+why+")")
-			}
-		}
-		if first && skipped > 0 {
-			jc.Logf("%d DaemonSet or mirror pod(s) stay on %s", skipped, node)
-		}
-		first = false
-		if len(left) == 0 {
-			return true, "", nil
-		}
-		shown := left
-		if len(shown) > 5 {
-			shown = append(append([]string{}, left[:5]...), fmt.Sprintf("and %d more", len(left)-5))
-		}
-		return false, fmt.Sprintf("%d pod(s) left: %s", len(left), strings.Join(shown, ", ")), nil
-	})
+	d := &drain{s: s, jc: jc, c: c, node: node, evicted: map[string]bool{}, blockedBy: map[string]string{}}
+	err := jc.Wait(ctx, "the pods to leave "+node, engine.WaitOpts{Timeout: timeout, Interval: 2 * time.Second,
+		Hint: node + " stays cordoned: relax the PodDisruptionBudget or give its pods room on other nodes, then Retry"}, d.round)
 	if err != nil {
 		return err
 	}
-	msg := fmt.Sprintf("%s is drained: %d pod(s) evicted", node, len(evicted))
-	if skipped > 0 {
-		msg += fmt.Sprintf("; %d DaemonSet or mirror pod(s) stay", skipped)
+	msg := fmt.Sprintf("%s is drained: %d pod(s) evicted", node, len(d.evicted))
+	if d.skipped > 0 {
+		msg += fmt.Sprintf("; %d DaemonSet or mirror pod(s) stay", d.skipped)
 	}
 	jc.Note("%s", msg)
 	return nil
+}
+
+// drain is the state of one node's drain across its rounds: what it evicted, what
+// blocks which pod (logged once per change), and the pods that stay.
+type drain struct {
+	s         *Service
+	jc        *engine.JobContext
+	c         *kube.Cluster
+	node      string
+	evicted   map[string]bool
+	blockedBy map[string]string
+	skipped   int
+	rounds    int
+}
+
+// round evicts what may go and reports whether the node is empty, and what is left.
+func (d *drain) round(ctx context.Context) (bool, string, error) {
+	n, err := d.c.Clientset.CoreV1().Nodes().Get(ctx, d.node, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return true, "", nil
+	}
+	if err != nil {
+		return false, "", fmt.Errorf("read node %s: %w", d.node, err)
+	}
+	lost, _ := kube.NodeHeartbeat(n, time.Now())
+	pods, err := d.c.Clientset.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + d.node})
+	if err != nil {
+		return false, "", fmt.Errorf("list the pods of %s: %w", d.node, err)
+	}
+	var left []string
+	d.skipped = 0
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		switch {
+		case drainSkip(pod) != "":
+			d.skipped++
+		case pod.DeletionTimestamp != nil && lost == kube.NodeNoHeartbeat:
+			// Nothing on the node confirms the pod's end: it goes with the node.
+		case pod.DeletionTimestamp != nil:
+			left = append(left, pod.Namespace+"/"+pod.Name+" (terminating)")
+		default:
+			why, err := d.evict(ctx, pod)
+			if err != nil {
+				return false, "", err
+			}
+			if why != "" {
+				left = append(left, pod.Namespace+"/"+pod.Name+" ("+why+")")
+			}
+		}
+	}
+	if d.rounds == 0 && d.skipped > 0 {
+		d.jc.Logf("%d DaemonSet or mirror pod(s) stay on %s", d.skipped, d.node)
+	}
+	d.rounds++
+	if len(left) == 0 {
+		return true, "", nil
+	}
+	shown := left
+	if len(shown) > 5 {
+		shown = append(append([]string{}, left[:5]...), fmt.Sprintf("and %d more", len(left)-5))
+	}
+	return false, fmt.Sprintf("%d pod(s) left: %s", len(left), strings.Join(shown, ", ")), nil
+}
+
+// evict asks to evict one pod; it says why the pod is still there ("" when it is gone),
+// or fails when the console may not evict at all.
+func (d *drain) evict(ctx context.Context, pod *corev1.Pod) (string, error) {
+	key := pod.Namespace + "/" + pod.Name
+	err := evict(ctx, d.c, pod)
+	why := ""
+	switch {
+	case err == nil:
+		if !d.evicted[key] {
+			d.jc.Logf("Evicted pod %s", key)
+			d.evicted[key] = true
+		}
+		return "terminating", nil
+	case apierrors.IsNotFound(err):
+		return "", nil
+	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
+		return "", fmt.Errorf("evict pod %s: %w", key, err)
+	case apierrors.IsTooManyRequests(err):
+		blocked, detail := d.s.pdbBlocking(ctx, d.c, pod, err)
+		why = blocked
+		if d.blockedBy[key] != blocked+detail {
+			d.jc.Logf("waiting for pod %s: %s%s", key, blocked, detail)
+			d.blockedBy[key] = blocked + detail
+		}
+	default:
+		why = "eviction failed: " + kube.Short(err)
+		if d.blockedBy[key] != why {
+			d.jc.Logf("waiting for pod %s: %s", key, why)
+			d.blockedBy[key] = why
+		}
+	}
+	return why, nil
 }
 
 // evictTimeout bounds one eviction request: the drain's own deadline stays in charge.

@@ -182,27 +182,8 @@ func (s *Service) registerProjectKinds() {
 			return nil, err
 		}
 		return []engine.Step{
-			{Name: "checks", Title: "Deploy checks", Run: func(ctx context.Context, jc *engine.JobContext) error {
-				p, r, _, err := load(ctx, jc)
-				if err != nil {
-					return err
-				}
-				if err := s.DeployCheck(ctx, r, p, pp.Resume); err != nil {
-					return err
-				}
-				jc.Note("%s fits region %s", p.Slug, r.Name)
-				return nil
-			}},
-			{Name: "deploy", Title: "Deploy the Knative Service", Run: func(ctx context.Context, jc *engine.JobContext) error {
-				p, r, c, err := load(ctx, jc)
-				if err != nil {
-					return err
-				}
-				if err := s.deployProject(ctx, jc, c, r, p); err != nil {
-					return err
-				}
-				return s.Store.SetProjectState(ctx, p.ID, store.ProjectRunning, "", p.Image)
-			}},
+			{Name: "checks", Title: "Deploy checks", Run: s.projectChecks(load, pp)},
+			{Name: "deploy", Title: "Deploy the Knative Service", Run: s.projectDeploy(load)},
 		}, nil
 	}, Finished: func(ctx context.Context, jc *engine.JobContext, err error) {
 		var pp ProjectParams
@@ -213,39 +194,10 @@ func (s *Service) registerProjectKinds() {
 		}
 	}})
 	s.Engine.Register(&engine.Kind{Name: KindStopProject, Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
-		return []engine.Step{{Name: "stop", Title: "Stop the project", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			p, r, c, err := load(ctx, jc)
-			if err != nil {
-				return err
-			}
-			if err := undeployProject(ctx, c, r.Name, p); err != nil {
-				return err
-			}
-			jc.Note("%s is stopped; nothing of it runs on region %s", p.Slug, r.Name)
-			return s.Store.SetProjectState(ctx, p.ID, store.ProjectStopped, "", "")
-		}}}, nil
+		return []engine.Step{{Name: "stop", Title: "Stop the project", Run: s.projectStop(load)}}, nil
 	}})
 	s.Engine.Register(&engine.Kind{Name: KindDeleteProject, Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
-		return []engine.Step{{Name: "delete", Title: "Delete the project", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			var pp ProjectParams
-			if err := jc.Params(&pp); err != nil {
-				return err
-			}
-			p, r, c, err := load(ctx, jc)
-			if errors.Is(err, store.ErrNotFound) && p == nil {
-				jc.Note("The project is gone already")
-				return nil
-			}
-			if err == nil {
-				if err := undeployProject(ctx, c, r.Name, p); err != nil {
-					return err
-				}
-			} else if p == nil {
-				return err
-			}
-			jc.Note("Deleted project %s", p.Slug)
-			return s.Store.DeleteProject(ctx, p.ID)
-		}}}, nil
+		return []engine.Step{{Name: "delete", Title: "Delete the project", Run: s.projectDelete(load)}}, nil
 	}})
 	s.Engine.Register(&engine.Kind{Name: KindMoveProject, Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
 		var pp ProjectParams
@@ -253,39 +205,117 @@ func (s *Service) registerProjectKinds() {
 			return nil, err
 		}
 		return []engine.Step{
-			{Name: "deploy", Title: "Deploy on the new region", Run: func(ctx context.Context, jc *engine.JobContext) error {
-				p, r, c, err := load(ctx, jc)
-				if err != nil {
-					return err
-				}
-				if err := s.DeployCheck(ctx, r, p, false); err != nil {
-					return err
-				}
-				if err := s.deployProject(ctx, jc, c, r, p); err != nil {
-					return err
-				}
-				return s.Store.SetProjectState(ctx, p.ID, store.ProjectRunning, "", p.Image)
-			}},
-			{Name: "remove", Title: "Remove it from the old region", Run: func(ctx context.Context, jc *engine.JobContext) error {
-				p, err := s.Store.ProjectByID(ctx, pp.ProjectID)
-				if err != nil {
-					return err
-				}
-				old, err := s.Store.RegionByID(ctx, pp.From)
-				if err != nil {
-					jc.Note("The old region is gone: nothing to remove")
-					return engine.ErrSkip
-				}
-				c, err := s.RegionCluster(old)
-				if err != nil {
-					return err
-				}
-				if err := undeployProject(ctx, c, old.Name, p); err != nil {
-					return err
-				}
-				jc.Note("%s no longer runs on %s", p.Slug, old.Name)
-				return nil
-			}},
+			{Name: "deploy", Title: "Deploy on the new region", Run: s.projectDeployX(load)},
+			{Name: "remove", Title: "Remove it from the old region", Run: s.projectRemove(pp)},
 		}, nil
 	}})
+}
+
+// projectChecks is the step "checks" (Deploy checks) of registerProjectKinds.
+func (s *Service) projectChecks(load func(ctx context.Context, jc *engine.JobContext) (*store.Project, *store.Region, *kube.Cluster, error), pp ProjectParams) func(ctx context.Context, jc *engine.JobContext) error {
+	return func(ctx context.Context, jc *engine.JobContext) error {
+		p, r, _, err := load(ctx, jc)
+		if err != nil {
+			return err
+		}
+		if err := s.DeployCheck(ctx, r, p, pp.Resume); err != nil {
+			return err
+		}
+		jc.Note("%s fits region %s", p.Slug, r.Name)
+		return nil
+	}
+}
+
+// projectDeploy is the step "deploy" (Deploy the Knative Service) of registerProjectKinds.
+func (s *Service) projectDeploy(load func(ctx context.Context, jc *engine.JobContext) (*store.Project, *store.Region, *kube.Cluster, error)) func(ctx context.Context, jc *engine.JobContext) error {
+	return func(ctx context.Context, jc *engine.JobContext) error {
+		p, r, c, err := load(ctx, jc)
+		if err != nil {
+			return err
+		}
+		if err := s.deployProject(ctx, jc, c, r, p); err != nil {
+			return err
+		}
+		return s.Store.SetProjectState(ctx, p.ID, store.ProjectRunning, "", p.Image)
+	}
+}
+
+// projectStop is the step "stop" (Stop the project) of registerProjectKinds.
+func (s *Service) projectStop(load func(ctx context.Context, jc *engine.JobContext) (*store.Project, *store.Region, *kube.Cluster, error)) func(ctx context.Context, jc *engine.JobContext) error {
+	return func(ctx context.Context, jc *engine.JobContext) error {
+		p, r, c, err := load(ctx, jc)
+		if err != nil {
+			return err
+		}
+		if err := undeployProject(ctx, c, r.Name, p); err != nil {
+			return err
+		}
+		jc.Note("%s is stopped; nothing of it runs on region %s", p.Slug, r.Name)
+		return s.Store.SetProjectState(ctx, p.ID, store.ProjectStopped, "", "")
+	}
+}
+
+// projectDelete is the step "delete" (Delete the project) of registerProjectKinds.
+func (s *Service) projectDelete(load func(ctx context.Context, jc *engine.JobContext) (*store.Project, *store.Region, *kube.Cluster, error)) func(ctx context.Context, jc *engine.JobContext) error {
+	return func(ctx context.Context, jc *engine.JobContext) error {
+		var pp ProjectParams
+		if err := jc.Params(&pp); err != nil {
+			return err
+		}
+		p, r, c, err := load(ctx, jc)
+		if errors.Is(err, store.ErrNotFound) && p == nil {
+			jc.Note("The project is gone already")
+			return nil
+		}
+		if err == nil {
+			if err := undeployProject(ctx, c, r.Name, p); err != nil {
+				return err
+			}
+		} else if p == nil {
+			return err
+		}
+		jc.Note("Deleted project %s", p.Slug)
+		return s.Store.DeleteProject(ctx, p.ID)
+	}
+}
+
+// projectDeployX is the step "deploy" (Deploy on the new region) of registerProjectKinds.
+func (s *Service) projectDeployX(load func(ctx context.Context, jc *engine.JobContext) (*store.Project, *store.Region, *kube.Cluster, error)) func(ctx context.Context, jc *engine.JobContext) error {
+	return func(ctx context.Context, jc *engine.JobContext) error {
+		p, r, c, err := load(ctx, jc)
+		if err != nil {
+			return err
+		}
+		if err := s.DeployCheck(ctx, r, p, false); err != nil {
+			return err
+		}
+		if err := s.deployProject(ctx, jc, c, r, p); err != nil {
+			return err
+		}
+		return s.Store.SetProjectState(ctx, p.ID, store.ProjectRunning, "", p.Image)
+	}
+}
+
+// projectRemove is the step "remove" (Remove it from the old region) of registerProjectKinds.
+func (s *Service) projectRemove(pp ProjectParams) func(ctx context.Context, jc *engine.JobContext) error {
+	return func(ctx context.Context, jc *engine.JobContext) error {
+		p, err := s.Store.ProjectByID(ctx, pp.ProjectID)
+		if err != nil {
+			return err
+		}
+		old, err := s.Store.RegionByID(ctx, pp.From)
+		if err != nil {
+			jc.Note("The old region is gone: nothing to remove")
+			return engine.ErrSkip
+		}
+		c, err := s.RegionCluster(old)
+		if err != nil {
+			return err
+		}
+		if err := undeployProject(ctx, c, old.Name, p); err != nil {
+			return err
+		}
+		jc.Note("%s no longer runs on %s", p.Slug, old.Name)
+		return nil
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"runr.dev/console/config"
 	"runr.dev/console/engine"
@@ -36,6 +37,8 @@ type Service struct {
 	breaker      *breaker
 	// checks are the status checks on demand still running.
 	checks sync.WaitGroup
+	// checksDone counts the region checks this process recorded.
+	checksDone atomic.Int64
 	// periodics run after every status sweep.
 	periodics []func(context.Context)
 }
@@ -54,6 +57,9 @@ func NewService(st *store.Store, cfg *config.Config, log *slog.Logger) *Service 
 	s.registerKinds()
 	return s
 }
+
+// ChecksDone is how many region checks this process recorded since it started.
+func (s *Service) ChecksDone() int64 { return s.checksDone.Load() }
 
 // Owner is this console process's identity in job leases.
 func (s *Service) Owner() string { return s.Engine.Owner() }

@@ -94,58 +94,9 @@ func (s *Service) registerSettingsKinds() {
 			return nil, err
 		}
 		return []engine.Step{
-			{Name: "traefik", Title: "Traefik's entry point timeouts", Run: func(ctx context.Context, jc *engine.JobContext) error {
-				if !p.Traefik {
-					return engine.ErrSkip
-				}
-				r, c, err := s.regionAndCluster(ctx, jc)
-				if err != nil {
-					return err
-				}
-				return s.updateTraefikTimeouts(ctx, jc, c, r)
-			}},
-			{Name: "knative", Title: "Knative's max-revision-timeout-seconds", Run: func(ctx context.Context, jc *engine.JobContext) error {
-				if !p.Knative {
-					return engine.ErrSkip
-				}
-				r, c, err := s.regionAndCluster(ctx, jc)
-				if err != nil {
-					return err
-				}
-				if r.ServingStatus != store.ComponentReady {
-					jc.Note("Knative Serving is not ready: the value applies with its install")
-					return engine.ErrSkip
-				}
-				regions, err := s.Store.RegionsOnCluster(ctx, r.ClusterKey)
-				if err != nil {
-					return err
-				}
-				want := longestTimeout(regions)
-				raised, err := raiseMaxRevisionTimeout(ctx, c, r.ServingNamespace, want)
-				if err != nil {
-					return err
-				}
-				if !raised {
-					jc.Note("max-revision-timeout-seconds is high enough already (it is never lowered)")
-					return engine.ErrSkip
-				}
-				jc.Note("Raised Knative's max-revision-timeout-seconds to %d", want)
-				return nil
-			}},
-			{Name: "agent", Title: "The agent's address", Run: func(ctx context.Context, jc *engine.JobContext) error {
-				if !p.Agent {
-					return engine.ErrSkip
-				}
-				r, c, err := s.regionAndCluster(ctx, jc)
-				if err != nil {
-					return err
-				}
-				if _, err := c.Clientset.AppsV1().Deployments(ObservabilityNamespace).Get(ctx, AgentName, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-					jc.Note("No runr-agent yet: it gets the address when Serving is installed")
-					return engine.ErrSkip
-				}
-				return s.installAgent(ctx, jc, c, r)
-			}},
+			{Name: "traefik", Title: "Traefik's entry point timeouts", Run: s.settingsTraefik(p)},
+			{Name: "knative", Title: "Knative's max-revision-timeout-seconds", Run: s.settingsKnative(p)},
+			{Name: "agent", Title: "The agent's address", Run: s.settingsAgent(p)},
 		}, nil
 	}})
 	s.Engine.Register(&engine.Kind{Name: KindFunctionTLS, Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
@@ -153,41 +104,119 @@ func (s *Service) registerSettingsKinds() {
 		if err := jc.Params(&p); err != nil {
 			return nil, err
 		}
-		return []engine.Step{{Name: "tls", Title: "Function-domain certificate", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			r, c, err := s.regionAndCluster(ctx, jc)
-			if err != nil {
-				return err
-			}
-			return s.setFunctionTLS(ctx, jc, c, r, p.Certificate, jc.Secret, p.ReplaceExisting)
-		}}}, nil
+		return []engine.Step{{Name: "tls", Title: "Function-domain certificate", Run: s.settingsTls(p)}}, nil
 	}})
 	s.Engine.Register(&engine.Kind{Name: KindRemoveFunctionTLS, Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
-		return []engine.Step{{Name: "tls", Title: "Remove the function-domain certificate", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			r, c, err := s.regionAndCluster(ctx, jc)
-			if err != nil {
-				return err
-			}
-			return s.removeFunctionTLS(ctx, jc, c, r)
-		}}}, nil
+		return []engine.Step{{Name: "tls", Title: "Remove the function-domain certificate", Run: s.settingsTlsX}}, nil
 	}})
 	s.Engine.Register(&engine.Kind{Name: KindInstallMonitoring, Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
 		return []engine.Step{
-			{Name: "prometheus", Title: "Prometheus", Run: func(ctx context.Context, jc *engine.JobContext) error {
-				r, c, err := s.regionAndCluster(ctx, jc)
-				if err != nil {
-					return err
-				}
-				return s.component(ctx, jc, r, "prometheus", func() error { return s.installPrometheus(ctx, jc, c, r) })
-			}},
-			{Name: "loki", Title: "Loki", Run: func(ctx context.Context, jc *engine.JobContext) error {
-				r, c, err := s.regionAndCluster(ctx, jc)
-				if err != nil {
-					return err
-				}
-				return s.component(ctx, jc, r, "loki", func() error { return s.installLoki(ctx, jc, c, r) })
-			}},
+			{Name: "prometheus", Title: "Prometheus", Run: s.settingsPrometheus},
+			{Name: "loki", Title: "Loki", Run: s.settingsLoki},
 		}, nil
 	}})
+}
+
+// settingsTraefik is the step "traefik" (Traefik's entry point timeouts) of registerSettingsKinds.
+func (s *Service) settingsTraefik(p SettingsParams) func(ctx context.Context, jc *engine.JobContext) error {
+	return func(ctx context.Context, jc *engine.JobContext) error {
+		if !p.Traefik {
+			return engine.ErrSkip
+		}
+		r, c, err := s.regionAndCluster(ctx, jc)
+		if err != nil {
+			return err
+		}
+		return s.updateTraefikTimeouts(ctx, jc, c, r)
+	}
+}
+
+// settingsKnative is the step "knative" (Knative's max-revision-timeout-seconds) of registerSettingsKinds.
+func (s *Service) settingsKnative(p SettingsParams) func(ctx context.Context, jc *engine.JobContext) error {
+	return func(ctx context.Context, jc *engine.JobContext) error {
+		if !p.Knative {
+			return engine.ErrSkip
+		}
+		r, c, err := s.regionAndCluster(ctx, jc)
+		if err != nil {
+			return err
+		}
+		if r.ServingStatus != store.ComponentReady {
+			jc.Note("Knative Serving is not ready: the value applies with its install")
+			return engine.ErrSkip
+		}
+		regions, err := s.Store.RegionsOnCluster(ctx, r.ClusterKey)
+		if err != nil {
+			return err
+		}
+		want := longestTimeout(regions)
+		raised, err := raiseMaxRevisionTimeout(ctx, c, r.ServingNamespace, want)
+		if err != nil {
+			return err
+		}
+		if !raised {
+			jc.Note("max-revision-timeout-seconds is high enough already (it is never lowered)")
+			return engine.ErrSkip
+		}
+		jc.Note("Raised Knative's max-revision-timeout-seconds to %d", want)
+		return nil
+	}
+}
+
+// settingsAgent is the step "agent" (The agent's address) of registerSettingsKinds.
+func (s *Service) settingsAgent(p SettingsParams) func(ctx context.Context, jc *engine.JobContext) error {
+	return func(ctx context.Context, jc *engine.JobContext) error {
+		if !p.Agent {
+			return engine.ErrSkip
+		}
+		r, c, err := s.regionAndCluster(ctx, jc)
+		if err != nil {
+			return err
+		}
+		if _, err := c.Clientset.AppsV1().Deployments(ObservabilityNamespace).Get(ctx, AgentName, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			jc.Note("No runr-agent yet: it gets the address when Serving is installed")
+			return engine.ErrSkip
+		}
+		return s.installAgent(ctx, jc, c, r)
+	}
+}
+
+// settingsTls is the step "tls" (Function-domain certificate) of registerSettingsKinds.
+func (s *Service) settingsTls(p TLSParams) func(ctx context.Context, jc *engine.JobContext) error {
+	return func(ctx context.Context, jc *engine.JobContext) error {
+		r, c, err := s.regionAndCluster(ctx, jc)
+		if err != nil {
+			return err
+		}
+		return s.setFunctionTLS(ctx, jc, c, r, p.Certificate, jc.Secret, p.ReplaceExisting)
+	}
+}
+
+// settingsTlsX is the step "tls" (Remove the function-domain certificate) of registerSettingsKinds.
+func (s *Service) settingsTlsX(ctx context.Context, jc *engine.JobContext) error {
+	r, c, err := s.regionAndCluster(ctx, jc)
+	if err != nil {
+		return err
+	}
+	return s.removeFunctionTLS(ctx, jc, c, r)
+}
+
+// settingsPrometheus is the step "prometheus" (Prometheus) of registerSettingsKinds.
+func (s *Service) settingsPrometheus(ctx context.Context, jc *engine.JobContext) error {
+	r, c, err := s.regionAndCluster(ctx, jc)
+	if err != nil {
+		return err
+	}
+	return s.component(ctx, jc, r, "prometheus", func() error { return s.installPrometheus(ctx, jc, c, r) })
+}
+
+// settingsLoki is the step "loki" (Loki) of registerSettingsKinds.
+func (s *Service) settingsLoki(ctx context.Context, jc *engine.JobContext) error {
+	r, c, err := s.regionAndCluster(ctx, jc)
+	if err != nil {
+		return err
+	}
+	return s.component(ctx, jc, r, "loki", func() error { return s.installLoki(ctx, jc, c, r) })
 }
 
 // setFunctionTLS writes the Secret runr-function-tls and Traefik's default TLSStore in the

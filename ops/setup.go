@@ -130,143 +130,183 @@ func (s *Service) setupSteps(p SetupParams) []engine.Step {
 	}
 	var chk *CheckResult
 	return []engine.Step{
-		{Name: "connect", Title: "Connect to the cluster", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			sec, err := decodeSecret[SetupSecret](jc)
-			if err != nil {
+		{Name: "connect", Title: "Connect to the cluster", Run: s.setupConnect(p, chk)},
+		{Name: "storage", Title: "Test the storage", Run: s.setupStorage(p, cluster)},
+		{Name: "zot", Title: "Install Zot", Run: s.setupZot(p, cluster)},
+		{Name: "mirror", Title: "Node mirror", Run: s.setupMirror(p, cluster)},
+		{Name: "prepull", Title: "Pre-pull common images", Run: s.setupPrepull(p, cluster)},
+		{Name: "region", Title: "Create the region and its project namespace", Run: s.setupRegion(p, cluster, chk)},
+		{Name: "workers", Title: "Dedicated workers", Run: s.setupWorkers(p, cluster)},
+		{Name: "redis", Title: "Queue the managed Redis", Run: s.setupRedis(p)},
+	}
+}
+
+// setupConnect is the step "connect" (Connect to the cluster) of setupSteps.
+func (s *Service) setupConnect(p SetupParams, chk *CheckResult) func(ctx context.Context, jc *engine.JobContext) error {
+	return func(ctx context.Context, jc *engine.JobContext) error {
+		sec, err := decodeSecret[SetupSecret](jc)
+		if err != nil {
+			return err
+		}
+		if taken, err := s.nameTaken(ctx, p.Name, jc.Job); err != nil {
+			return err
+		} else if taken {
+			return fmt.Errorf("a region named %s exists already: choose another name", p.Name)
+		}
+		chk, err = s.CheckCluster(ctx, p.Name, []byte(sec.Kubeconfig), func(ns *corev1.Namespace) bool {
+			return ns.Labels["runr.dev/setup"] == jc.Job.ID
+		})
+		if err != nil {
+			return err
+		}
+		if !chk.OK {
+			return errors.New(chk.FirstFailure())
+		}
+		jc.Note("Connected to %s (%s, %d nodes)", chk.Server, chk.Version, len(chk.Nodes))
+		return nil
+	}
+}
+
+// setupStorage is the step "storage" (Test the storage) of setupSteps.
+func (s *Service) setupStorage(p SetupParams, cluster func(jc *engine.JobContext) (*kube.Cluster, SetupSecret, error)) func(ctx context.Context, jc *engine.JobContext) error {
+	return func(ctx context.Context, jc *engine.JobContext) error {
+		c, sec, err := cluster(jc)
+		if err != nil {
+			return err
+		}
+		return s.storageTest(ctx, jc, c, p.Registry, sec.Registry)
+	}
+}
+
+// setupZot is the step "zot" (Install Zot) of setupSteps.
+func (s *Service) setupZot(p SetupParams, cluster func(jc *engine.JobContext) (*kube.Cluster, SetupSecret, error)) func(ctx context.Context, jc *engine.JobContext) error {
+	return func(ctx context.Context, jc *engine.JobContext) error {
+		c, sec, err := cluster(jc)
+		if err != nil {
+			return err
+		}
+		return s.installZot(ctx, jc, c, p.Registry, sec.Registry)
+	}
+}
+
+// setupMirror is the step "mirror" (Node mirror) of setupSteps.
+func (s *Service) setupMirror(p SetupParams, cluster func(jc *engine.JobContext) (*kube.Cluster, SetupSecret, error)) func(ctx context.Context, jc *engine.JobContext) error {
+	return func(ctx context.Context, jc *engine.JobContext) error {
+		c, _, err := cluster(jc)
+		if err != nil {
+			return err
+		}
+		return s.installMirror(ctx, jc, c, p.Registry)
+	}
+}
+
+// setupPrepull is the step "prepull" (Pre-pull common images) of setupSteps.
+func (s *Service) setupPrepull(p SetupParams, cluster func(jc *engine.JobContext) (*kube.Cluster, SetupSecret, error)) func(ctx context.Context, jc *engine.JobContext) error {
+	return func(ctx context.Context, jc *engine.JobContext) error {
+		c, _, err := cluster(jc)
+		if err != nil {
+			return err
+		}
+		return s.prepull(ctx, jc, c, p.Registry)
+	}
+}
+
+// setupRegion is the step "region" (Create the region and its project namespace) of setupSteps.
+func (s *Service) setupRegion(p SetupParams, cluster func(jc *engine.JobContext) (*kube.Cluster, SetupSecret, error), chk *CheckResult) func(ctx context.Context, jc *engine.JobContext) error {
+	return func(ctx context.Context, jc *engine.JobContext) error {
+		c, sec, err := cluster(jc)
+		if err != nil {
+			return err
+		}
+		if chk == nil { // resumed after a restart
+			if chk, err = s.CheckCluster(ctx, "", []byte(sec.Kubeconfig), nil); err != nil {
 				return err
 			}
-			if taken, err := s.nameTaken(ctx, p.Name, jc.Job); err != nil {
+		}
+		r, err := s.Store.RegionByName(ctx, p.Name)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			r, _ = NewRegionRecord(p, sec, chk)
+			if p.Registry.Mode != "" && p.Registry.Mode != store.RegistryNone {
+				r.RegistryStatus, r.RegistryAddress = store.ComponentReady, p.Registry.Address()
+			}
+			if err := s.AdoptClusterAgentToken(ctx, r); err != nil {
 				return err
-			} else if taken {
+			}
+			if err := s.Store.CreateRegion(ctx, r); err != nil {
+				return err
+			}
+			if p.Registry.Mode != "" && p.Registry.Mode != store.RegistryNone {
+				if err := s.Store.UpdateRegistry(ctx, r.ID, store.RegistryUpdate{Status: store.Ptr(store.ComponentReady), Address: store.Ptr(p.Registry.Address())}); err != nil {
+					return err
+				}
+			}
+		case err != nil:
+			return err
+		default:
+			if jc.Job.Region() != r.ID {
 				return fmt.Errorf("a region named %s exists already: choose another name", p.Name)
 			}
-			chk, err = s.CheckCluster(ctx, p.Name, []byte(sec.Kubeconfig), func(ns *corev1.Namespace) bool {
-				return ns.Labels["runr.dev/setup"] == jc.Job.ID
-			})
-			if err != nil {
+		}
+		if err := s.Store.SetJobRegion(ctx, jc.Job.ID, r.ID); err != nil {
+			return err
+		}
+		rid := r.ID
+		jc.Job.RegionID = &rid
+		if st, err := s.Store.SetupByJob(ctx, jc.Job.ID); err == nil {
+			if err := s.Store.SetSetupRegion(ctx, st.Token, r.ID); err != nil {
 				return err
 			}
-			if !chk.OK {
-				return errors.New(chk.FirstFailure())
-			}
-			jc.Note("Connected to %s (%s, %d nodes)", chk.Server, chk.Version, len(chk.Nodes))
+		}
+		if _, err := ensureNamespace(ctx, jc, c, p.Name, map[string]string{"runr.dev/region": p.Name, "runr.dev/setup": jc.Job.ID}); err != nil {
+			return err
+		}
+		jc.Note("Region %s created; its projects run in namespace %s", p.Name, p.Name)
+		return nil
+	}
+}
+
+// setupWorkers is the step "workers" (Dedicated workers) of setupSteps.
+func (s *Service) setupWorkers(p SetupParams, cluster func(jc *engine.JobContext) (*kube.Cluster, SetupSecret, error)) func(ctx context.Context, jc *engine.JobContext) error {
+	return func(ctx context.Context, jc *engine.JobContext) error {
+		if len(p.Nodes) == 0 {
+			jc.Note("No dedicated workers: projects run on every schedulable node")
+			return engine.ErrSkip
+		}
+		c, _, err := cluster(jc)
+		if err != nil {
+			return err
+		}
+		exist, err := ApplyWorkers(ctx, c, p.Nodes, nil)
+		if err != nil {
+			return err
+		}
+		jc.Note("Labelled and tainted %d node(s) %s=%s:NoSchedule: %v", len(exist), DedicatedKey, DedicatedValue, exist)
+		return nil
+	}
+}
+
+// setupRedis is the step "redis" (Queue the managed Redis) of setupSteps.
+func (s *Service) setupRedis(p SetupParams) func(ctx context.Context, jc *engine.JobContext) error {
+	return func(ctx context.Context, jc *engine.JobContext) error {
+		if p.RedisMode != "" && p.RedisMode != store.RedisManaged {
+			jc.Note("Redis mode %s: no managed Redis", p.RedisMode)
+			return engine.ErrSkip
+		}
+		r, err := s.jobRegion(ctx, jc)
+		if err != nil {
+			return err
+		}
+		if j, err := s.Store.ActiveJob(ctx, r.ID, KindRedisInstall); err == nil {
+			jc.Note("The managed Redis is queued (job %s)", j.ID)
 			return nil
-		}},
-		{Name: "storage", Title: "Test the storage", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			c, sec, err := cluster(jc)
-			if err != nil {
-				return err
-			}
-			return s.storageTest(ctx, jc, c, p.Registry, sec.Registry)
-		}},
-		{Name: "zot", Title: "Install Zot", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			c, sec, err := cluster(jc)
-			if err != nil {
-				return err
-			}
-			return s.installZot(ctx, jc, c, p.Registry, sec.Registry)
-		}},
-		{Name: "mirror", Title: "Node mirror", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			c, _, err := cluster(jc)
-			if err != nil {
-				return err
-			}
-			return s.installMirror(ctx, jc, c, p.Registry)
-		}},
-		{Name: "prepull", Title: "Pre-pull common images", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			c, _, err := cluster(jc)
-			if err != nil {
-				return err
-			}
-			return s.prepull(ctx, jc, c, p.Registry)
-		}},
-		{Name: "region", Title: "Create the region and its project namespace", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			c, sec, err := cluster(jc)
-			if err != nil {
-				return err
-			}
-			if chk == nil { // resumed after a restart
-				if chk, err = s.CheckCluster(ctx, "", []byte(sec.Kubeconfig), nil); err != nil {
-					return err
-				}
-			}
-			r, err := s.Store.RegionByName(ctx, p.Name)
-			switch {
-			case errors.Is(err, store.ErrNotFound):
-				r, _ = NewRegionRecord(p, sec, chk)
-				if p.Registry.Mode != "" && p.Registry.Mode != store.RegistryNone {
-					r.RegistryStatus, r.RegistryAddress = store.ComponentReady, p.Registry.Address()
-				}
-				if err := s.AdoptClusterAgentToken(ctx, r); err != nil {
-					return err
-				}
-				if err := s.Store.CreateRegion(ctx, r); err != nil {
-					return err
-				}
-				if p.Registry.Mode != "" && p.Registry.Mode != store.RegistryNone {
-					if err := s.Store.UpdateRegistry(ctx, r.ID, store.RegistryUpdate{Status: store.Ptr(store.ComponentReady), Address: store.Ptr(p.Registry.Address())}); err != nil {
-						return err
-					}
-				}
-			case err != nil:
-				return err
-			default:
-				if jc.Job.Region() != r.ID {
-					return fmt.Errorf("a region named %s exists already: choose another name", p.Name)
-				}
-			}
-			if err := s.Store.SetJobRegion(ctx, jc.Job.ID, r.ID); err != nil {
-				return err
-			}
-			rid := r.ID
-			jc.Job.RegionID = &rid
-			if st, err := s.Store.SetupByJob(ctx, jc.Job.ID); err == nil {
-				if err := s.Store.SetSetupRegion(ctx, st.Token, r.ID); err != nil {
-					return err
-				}
-			}
-			if _, err := ensureNamespace(ctx, jc, c, p.Name, map[string]string{"runr.dev/region": p.Name, "runr.dev/setup": jc.Job.ID}); err != nil {
-				return err
-			}
-			jc.Note("Region %s created; its projects run in namespace %s", p.Name, p.Name)
-			return nil
-		}},
-		{Name: "workers", Title: "Dedicated workers", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			if len(p.Nodes) == 0 {
-				jc.Note("No dedicated workers: projects run on every schedulable node")
-				return engine.ErrSkip
-			}
-			c, _, err := cluster(jc)
-			if err != nil {
-				return err
-			}
-			exist, err := ApplyWorkers(ctx, c, p.Nodes, nil)
-			if err != nil {
-				return err
-			}
-			jc.Note("Labelled and tainted %d node(s) %s=%s:NoSchedule: %v", len(exist), DedicatedKey, DedicatedValue, exist)
-			return nil
-		}},
-		{Name: "redis", Title: "Queue the managed Redis", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			if p.RedisMode != "" && p.RedisMode != store.RedisManaged {
-				jc.Note("Redis mode %s: no managed Redis", p.RedisMode)
-				return engine.ErrSkip
-			}
-			r, err := s.jobRegion(ctx, jc)
-			if err != nil {
-				return err
-			}
-			if j, err := s.Store.ActiveJob(ctx, r.ID, KindRedisInstall); err == nil {
-				jc.Note("The managed Redis is queued (job %s)", j.ID)
-				return nil
-			}
-			j, err := s.EnqueueRedisInstall(ctx, r, jc.Job.CreatedBy)
-			if err != nil {
-				return err
-			}
-			jc.Note("Queued the managed Redis (job %s)", j.ID)
-			return nil
-		}},
+		}
+		j, err := s.EnqueueRedisInstall(ctx, r, jc.Job.CreatedBy)
+		if err != nil {
+			return err
+		}
+		jc.Note("Queued the managed Redis (job %s)", j.ID)
+		return nil
 	}
 }
 

@@ -434,6 +434,8 @@ func (s *Service) checkCluster(ctx context.Context, k string, rs []*store.Region
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		if err := s.Store.SaveCheck(wctx, r.ID, u); err != nil {
 			s.Log.Warn("status: save", "region", r.Name, "err", err)
+		} else {
+			s.checksDone.Add(1)
 		}
 		cancel()
 		if st.err == nil {

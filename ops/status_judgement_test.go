@@ -1,0 +1,108 @@
+package ops
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"runr.dev/console/config"
+	"runr.dev/console/kube"
+	"runr.dev/console/store"
+)
+
+func readyDeployment(ns, name string) *appsv1.Deployment {
+	one := int32(1)
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{}},
+		Spec:   appsv1.DeploymentSpec{Replicas: &one},
+		Status: appsv1.DeploymentStatus{Replicas: 1, UpdatedReplicas: 1, AvailableReplicas: 1, ReadyReplicas: 1}}
+}
+
+func statefulSet(ns, name string, ready int32) *appsv1.StatefulSet {
+	one := int32(1)
+	return &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: appsv1.StatefulSetSpec{Replicas: &one},
+		Status: appsv1.StatefulSetStatus{ReadyReplicas: ready}}
+}
+
+func prometheusCR(available string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"conditions": []any{
+		map[string]any{"type": "Available", "status": available, "reason": "NoPodReady"}}}}}
+}
+
+// A full look at a healthy cluster: every component judged from its release's workloads.
+func healthyLook() *clusterLook {
+	prom := kube.Workload{Kind: "Prometheus", Namespace: ObservabilityNamespace, Name: "knative-kube-prometheus-st-prometheus"}
+	st := &clusterLook{
+		deployments: map[string]*appsv1.Deployment{}, statefuls: map[string]*appsv1.StatefulSet{}, daemons: map[string]*appsv1.DaemonSet{},
+		releases: map[string][]kube.Workload{
+			key("knative-operator", OperatorRelease): {{Kind: "Deployment", Namespace: "knative-operator", Name: "knative-operator"}},
+			key("knative-serving", TraefikRelease):   {{Kind: "Deployment", Namespace: "knative-serving", Name: "traefik"}},
+			key(RegistryNamespace, ZotRelease):       {{Kind: "StatefulSet", Namespace: RegistryNamespace, Name: "runr-zot"}},
+			key(ObservabilityNamespace, PrometheusRelease): {
+				{Kind: "Deployment", Namespace: ObservabilityNamespace, Name: "knative-kube-prometheus-st-operator"}, prom},
+		},
+		resources: map[string]*unstructured.Unstructured{prom.String(): prometheusCR("True")},
+		servingOK: true,
+	}
+	for _, d := range []*appsv1.Deployment{readyDeployment("knative-operator", "knative-operator"), readyDeployment("knative-serving", "traefik"),
+		readyDeployment(ObservabilityNamespace, "knative-kube-prometheus-st-operator")} {
+		st.deployments[key(d.Namespace, d.Name)] = d
+	}
+	st.statefuls[key(RegistryNamespace, "runr-zot")] = statefulSet(RegistryNamespace, "runr-zot", 1)
+	one := int32(1)
+	st.daemons[key(RegistryNamespace, MirrorDaemonSet)] = &appsv1.DaemonSet{Status: appsv1.DaemonSetStatus{DesiredNumberScheduled: one, NumberReady: one, UpdatedNumberScheduled: one}}
+	return st
+}
+
+func judgedRegion() *store.Region {
+	r := &store.Region{Name: "eu-2", OperatorNamespace: "knative-operator", ServingNamespace: "knative-serving",
+		ServingStatus: store.ComponentReady, RegistryMode: store.RegistryInternal, RegistryStatus: store.ComponentReady}
+	r.Components.V = map[string]store.ComponentState{"prometheus": {Status: store.ComponentReady, UpdatedAt: time.Now()}}
+	return r
+}
+
+func TestStatusJudgement(t *testing.T) {
+	s := &Service{Cfg: &config.Config{}}
+	verdicts := func(st *clusterLook) map[string]componentCheck {
+		out := map[string]componentCheck{}
+		for _, c := range s.components(judgedRegion(), st) {
+			out[c.name] = c
+		}
+		return out
+	}
+	if got := verdicts(healthyLook()); len(got) != 4 || !got["serving"].ok || !got["traefik"].ok || !got["registry"].ok || !got["prometheus"].ok {
+		t.Fatalf("a healthy cluster: %+v", got)
+	}
+	for _, tc := range []struct {
+		name      string
+		break_    func(st *clusterLook)
+		component string
+		reason    string
+	}{
+		{"a workload of the release is missing", func(st *clusterLook) { delete(st.statefuls, key(RegistryNamespace, "runr-zot")) },
+			"registry", "StatefulSet runr-registry/runr-zot is missing"},
+		{"a StatefulSet not ready", func(st *clusterLook) { st.statefuls[key(RegistryNamespace, "runr-zot")].Status.ReadyReplicas = 0 },
+			"registry", "0/1 replicas ready"},
+		{"the release is not deployed", func(st *clusterLook) { delete(st.releases, key("knative-serving", TraefikRelease)) },
+			"traefik", "Helm release knative-serving/traefik is not deployed"},
+		{"the operator's resource is not available", func(st *clusterLook) {
+			st.resources[kube.Workload{Kind: "Prometheus", Namespace: ObservabilityNamespace, Name: "knative-kube-prometheus-st-prometheus"}.String()] = prometheusCR("False")
+		}, "prometheus", "not available: NoPodReady"},
+		{"Traefik may not read Knative's ingresses", func(st *clusterLook) { st.traefikRBAC = "Traefik's service account may not list ingresses" },
+			"serving", "may not list ingresses"},
+		{"the KnativeServing is not Ready", func(st *clusterLook) { st.servingOK, st.servingMsg = false, "activator not ready" },
+			"serving", "KnativeServing is not Ready: activator not ready"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := healthyLook()
+			tc.break_(st)
+			got := verdicts(st)[tc.component]
+			if got.ok || !strings.Contains(got.detail, tc.reason) {
+				t.Fatalf("%s: ok=%v %q, want a failure naming %q", tc.component, got.ok, got.detail, tc.reason)
+			}
+		})
+	}
+}
