@@ -18,14 +18,14 @@ type MigrateInput struct {
 	DataLocation string `json:"data_location"`
 }
 
-// refusal splits a ops.Refusal into a field error or a message.
+// refusal splits a ops.Refused into a field error or a message.
 func refusal(err error) (FieldErrors, string, error) {
-	var rf *ops.Refusal
+	var rf *ops.Refused
 	if errors.As(err, &rf) {
 		if rf.Field != "" {
-			return FieldErrors{rf.Field: rf.Msg}, "", nil
+			return FieldErrors{rf.Field: rf.Reason}, "", nil
 		}
-		return nil, rf.Msg, nil
+		return nil, rf.Reason, nil
 	}
 	return nil, "", err
 }

@@ -305,7 +305,7 @@ func (s *Service) CompleteMigration(ctx context.Context, r *store.Region, why st
 		return err
 	}
 	if !done {
-		return &Refusal{Msg: "The move of " + r.Name + " is not in dns_check any more (rolled back or completed meanwhile): nothing to complete."}
+		return &Refused{Reason: "The move of " + r.Name + " is not in dns_check any more (rolled back or completed meanwhile): nothing to complete."}
 	}
 	s.Log.Info("region move completed", "region", r.Name, "why", why)
 	return nil
@@ -314,10 +314,10 @@ func (s *Service) CompleteMigration(ctx context.Context, r *store.Region, why st
 // logCompletion logs a move's completion that failed; one that found the move rolled back
 // meanwhile is only noted.
 func (s *Service) logCompletion(r *store.Region, err error) {
-	var refused *Refusal
+	var refused *Refused
 	switch {
 	case errors.As(err, &refused):
-		s.Log.Info("region move not completed", "region", r.Name, "why", refused.Msg)
+		s.Log.Info("region move not completed", "region", r.Name, "why", refused.Reason)
 	case err != nil:
 		s.Log.Warn("complete region move", "region", r.Name, "err", err)
 	}
@@ -406,24 +406,17 @@ func (s *Service) registerMigrationKinds() {
 	}})
 }
 
-// Refusal is a request the console turns down (a 422), with the field it is about.
-type Refusal struct {
-	Field string
-	Msg   string
-}
-
-func (r *Refusal) Error() string { return r.Msg }
 
 // StartMigration checks and queues a region's move to the cluster of a kubeconfig.
 func (s *Service) StartMigration(ctx context.Context, r *store.Region, kubeconfig, dataLocation, by string) (*store.Job, error) {
 	if MigrationRunning(r.MigrationStatus) {
-		return nil, &Refusal{Msg: "The region is moving already (" + string(r.MigrationStatus) + "): complete or roll back that move first."}
+		return nil, &Refused{Reason: "The region is moving already (" + string(r.MigrationStatus) + "): complete or roll back that move first."}
 	}
 	if r.DataLocation != "" && dataLocation != r.DataLocation {
-		return nil, &Refusal{Field: "data_location", Msg: "The region's data stays in " + r.DataLocation + ": the new cluster must be there (data_location " + r.DataLocation + ")."}
+		return nil, &Refused{Field: "data_location", Reason: "The region's data stays in " + r.DataLocation + ": the new cluster must be there (data_location " + r.DataLocation + ")."}
 	}
 	if _, err := kube.ParseKubeconfig([]byte(kubeconfig)); err != nil {
-		return nil, &Refusal{Field: "kubeconfig", Msg: err.Error()}
+		return nil, &Refused{Field: "kubeconfig", Reason: err.Error()}
 	}
 	j, err := s.Enqueue(ctx, engine.Request{Kind: KindMigrateRegion, Title: "Move region " + r.Name + " to another cluster",
 		Subject: r.ID, Secret: kubeconfig, CreatedBy: by})
@@ -440,7 +433,7 @@ func (s *Service) StartMigration(ctx context.Context, r *store.Region, kubeconfi
 // CompleteMigrationByHand completes a move in dns_check.
 func (s *Service) CompleteMigrationByHand(ctx context.Context, r *store.Region, by string) error {
 	if r.MigrationStatus != store.MigrationDNSCheck {
-		return &Refusal{Msg: "A move completes by hand only in dns_check; this region's is " + r.MigrationStatus.String() + "."}
+		return &Refused{Reason: "A move completes by hand only in dns_check; this region's is " + r.MigrationStatus.String() + "."}
 	}
 	return s.CompleteMigration(ctx, r, "completed by "+by)
 }
@@ -448,7 +441,7 @@ func (s *Service) CompleteMigrationByHand(ctx context.Context, r *store.Region, 
 // RollbackMigration queues the rollback of a move in dns_check or failed.
 func (s *Service) RollbackMigration(ctx context.Context, r *store.Region, by string) (*store.Job, error) {
 	if r.MigrationStatus != store.MigrationDNSCheck && r.MigrationStatus != store.MigrationFailed {
-		return nil, &Refusal{Msg: "A move rolls back only in dns_check or failed; this region's is " + r.MigrationStatus.String() + "."}
+		return nil, &Refused{Reason: "A move rolls back only in dns_check or failed; this region's is " + r.MigrationStatus.String() + "."}
 	}
 	return s.Enqueue(ctx, engine.Request{Kind: KindRollbackMigration, Title: "Roll back the move of " + r.Name, Subject: r.ID, CreatedBy: by})
 }

@@ -34,21 +34,40 @@ const (
 	Authenticated = "@authenticated"
 )
 
-// Routes is the table of every route and its permission. The authorisation tests walk it.
+// Routes is the table of every route and its permission, in groups. The authorisation
+// tests walk it.
 func (s *Server) Routes() []Route {
+	var routes []Route
+	for _, group := range [][]Route{s.publicRoutes(), s.userRoutes(), s.tokenRoutes(), s.regionPageRoutes(), s.projectRoutes(),
+		s.platformRoutes(), s.jobRoutes(), s.regionAPIRoutes(), s.workerRoutes()} {
+		routes = append(routes, group...)
+	}
+	return routes
+}
+
+const (
+	get, post, put, patch, del = fiber.MethodGet, fiber.MethodPost, fiber.MethodPut, fiber.MethodPatch, fiber.MethodDelete
+)
+
+// publicRoutes are the routes anyone may ask, the agents' socket and signing in.
+func (s *Server) publicRoutes() []Route {
 	h := s.H
-	get, post, put, patch, del := fiber.MethodGet, fiber.MethodPost, fiber.MethodPut, fiber.MethodPatch, fiber.MethodDelete
-	routes := []Route{
+	return []Route{
 		{Method: get, Path: "/healthz", Handler: h.Healthz, Public: true},
 		{Method: get, Path: "/readyz", Handler: h.Readyz, Public: true},
 		{Method: get, Path: "/api/version", Handler: h.APIVersion, Public: true},
 		{Method: get, Path: "/api/internal/agent/ws", Handler: h.AgentSocket(), Agent: true, WebSocket: true},
-
 		{Method: get, Path: "/login", Perm: Anonymous, Handler: h.LoginPage},
 		{Method: post, Path: "/login", Perm: Anonymous, Handler: h.Login},
 		{Method: post, Path: "/logout", Perm: Authenticated, Handler: h.Logout},
 		{Method: get, Path: "/", Perm: Authenticated, Handler: func(c *fiber.Ctx) error { return c.Redirect("/regions", fiber.StatusSeeOther) }},
+	}
+}
 
+// userRoutes are users.
+func (s *Server) userRoutes() []Route {
+	h := s.H
+	return []Route{
 		{Method: get, Path: "/users", Perm: store.PermUsersView, Handler: h.UsersPage},
 		{Method: post, Path: "/users", Perm: store.PermUsersManage, Handler: h.CreateUserForm},
 		{Method: post, Path: "/users/:id/role", Perm: store.PermUsersManage, Handler: h.SetUserRoleForm},
@@ -57,14 +76,26 @@ func (s *Server) Routes() []Route {
 		{Method: post, Path: "/api/users", Perm: store.PermUsersManage, Handler: h.APICreateUser},
 		{Method: put, Path: "/api/users/:id", Perm: store.PermUsersManage, Handler: h.APIUpdateUser},
 		{Method: del, Path: "/api/users/:id", Perm: store.PermUsersManage, Handler: h.APIDeleteUser},
+	}
+}
 
+// tokenRoutes are API tokens.
+func (s *Server) tokenRoutes() []Route {
+	h := s.H
+	return []Route{
 		{Method: get, Path: "/tokens", Perm: Authenticated, TokenPerm: store.PermTokensManage, Handler: h.TokensPage},
 		{Method: post, Path: "/tokens", Perm: store.PermTokensManage, Handler: h.CreateTokenForm},
 		{Method: post, Path: "/tokens/:id/delete", Perm: Authenticated, TokenPerm: store.PermTokensManage, Handler: h.DeleteTokenForm},
 		{Method: get, Path: "/api/tokens", Perm: Authenticated, TokenPerm: store.PermTokensManage, Handler: h.APIListTokens},
 		{Method: post, Path: "/api/tokens", Perm: store.PermTokensManage, Handler: h.APICreateToken},
 		{Method: del, Path: "/api/tokens/:id", Perm: Authenticated, TokenPerm: store.PermTokensManage, Handler: h.APIDeleteToken},
+	}
+}
 
+// regionPageRoutes are the console's region pages and their forms.
+func (s *Server) regionPageRoutes() []Route {
+	h := s.H
+	return []Route{
 		{Method: get, Path: "/regions", Perm: store.PermRegionsView, Handler: h.RegionsPage},
 		{Method: get, Path: "/regions/new", Perm: store.PermRegionsManage, Handler: h.WizardNewPage},
 		{Method: post, Path: "/regions/new/check", Perm: store.PermRegionsManage, Handler: h.WizardCheck},
@@ -89,7 +120,13 @@ func (s *Server) Routes() []Route {
 		{Method: post, Path: "/regions/:id/delete", Perm: store.PermRegionsManage, Handler: h.RemoveRegionForm},
 		{Method: post, Path: "/regions/:id/migrate", Perm: store.PermRegionsManage, Handler: h.MigrateForm},
 		{Method: post, Path: "/regions/:id/migration/:action", Perm: store.PermRegionsManage, Handler: h.MigrationActionForm},
+	}
+}
 
+// projectRoutes are projects.
+func (s *Server) projectRoutes() []Route {
+	h := s.H
+	return []Route{
 		{Method: get, Path: "/projects", Perm: store.PermProjectsView, Handler: h.ProjectsPage},
 		{Method: post, Path: "/projects", Perm: store.PermProjectsManage, Handler: h.CreateProjectForm},
 		{Method: post, Path: "/projects/:id/delete", Perm: store.PermProjectsManage, Handler: h.ProjectActionForm},
@@ -102,13 +139,25 @@ func (s *Server) Routes() []Route {
 		{Method: post, Path: "/api/projects/:id/deploy", Perm: store.PermProjectsDeploy, Handler: h.APIProjectAction("deploy")},
 		{Method: post, Path: "/api/projects/:id/stop", Perm: store.PermProjectsDeploy, Handler: h.APIProjectAction("stop")},
 		{Method: post, Path: "/api/projects/:id/resume", Perm: store.PermProjectsDeploy, Handler: h.APIProjectAction("resume")},
+	}
+}
 
+// platformRoutes are the platform settings.
+func (s *Server) platformRoutes() []Route {
+	h := s.H
+	return []Route{
 		{Method: get, Path: "/platform", Perm: store.PermSettingsView, Handler: h.PlatformPage},
 		{Method: post, Path: "/platform", Perm: store.PermSettingsManage, Handler: h.PlatformForm},
 		{Method: get, Path: "/api/settings", Perm: store.PermSettingsView, Handler: h.APIGetSettings},
 		{Method: patch, Path: "/api/settings", Perm: store.PermSettingsManage, Handler: h.APIPatchSettings},
 		{Method: post, Path: "/regions/setups/:token/retry", Perm: store.PermRegionsManage, Also: []string{store.PermRegistryManage}, Handler: h.WizardRetry},
+	}
+}
 
+// jobRoutes are jobs, their sockets and the banners.
+func (s *Server) jobRoutes() []Route {
+	h := s.H
+	return []Route{
 		{Method: get, Path: "/jobs", Perm: store.PermJobsView, Handler: h.JobsPage},
 		{Method: get, Path: "/jobs/:id", Perm: store.PermJobsView, Handler: h.JobPage},
 		{Method: post, Path: "/jobs/:id/retry", Perm: store.PermRegionsManage, Handler: h.RetryJobForm},
@@ -120,7 +169,13 @@ func (s *Server) Routes() []Route {
 		{Method: get, Path: "/api/jobs/:id/events", Perm: store.PermJobsView, Handler: h.APIJobEvents},
 		{Method: post, Path: "/api/jobs/:id/retry", Perm: store.PermRegionsManage, Handler: h.APIRetryJob},
 		{Method: post, Path: "/api/jobs/:id/cancel", Perm: store.PermRegionsManage, Handler: h.APICancelJob},
+	}
+}
 
+// regionAPIRoutes are the JSON API of regions.
+func (s *Server) regionAPIRoutes() []Route {
+	h := s.H
+	return []Route{
 		{Method: post, Path: "/api/registry-setup/start", Perm: store.PermRegionsManage, Also: []string{store.PermRegistryManage}, Handler: h.APISetupStart},
 		{Method: get, Path: "/api/registry-setup/:token/status", Perm: store.PermRegionsView, Handler: h.APISetupStatus},
 		{Method: post, Path: "/api/registry-setup/:token/retry", Perm: store.PermRegionsManage, Also: []string{store.PermRegistryManage}, Handler: h.APISetupRetry},
@@ -157,5 +212,4 @@ func (s *Server) Routes() []Route {
 		{Method: put, Path: "/api/knative-regions/:id/function-tls", Perm: store.PermRegionsManage, Handler: h.APISetFunctionTLS},
 		{Method: del, Path: "/api/knative-regions/:id/function-tls", Perm: store.PermRegionsManage, Handler: h.APIDeleteFunctionTLS},
 	}
-	return append(routes, s.workerRoutes()...)
 }

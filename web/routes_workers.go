@@ -1,15 +1,12 @@
 package web
 
 import (
-	"github.com/gofiber/fiber/v2"
-
 	"runr.dev/console/store"
 )
 
 // workerRoutes are the routes of the Workers tab (nodes, dedicated workers, capacity).
 func (s *Server) workerRoutes() []Route {
 	h := s.H
-	get, post, put, del := fiber.MethodGet, fiber.MethodPost, fiber.MethodPut, fiber.MethodDelete
 	return []Route{
 		{Method: get, Path: "/api/knative-regions/:id/nodes", Perm: store.PermRegionsView, Handler: h.APINodes},
 		{Method: get, Path: "/api/knative-regions/:id/nodes/:node/delete-preflight", Perm: store.PermRegionsView, Handler: h.APINodeDeletePreflight},
