@@ -77,13 +77,14 @@ func isHTMX(c *fiber.Ctx) bool { return c.Get("HX-Request") == "true" }
 
 // page builds the common page data.
 func (h *Handlers) page(c *fiber.Ctx, title, active string) views.Page {
-	p := views.Page{Title: title, Active: active}
+	p := views.Page{}
 	if pr := Who(c); pr != nil {
-		p.User, p.Role, p.Perms, p.CSRF = pr.User.Email, pr.User.Role, pr.Perms, pr.CSRF
+		p = principalPage(pr, pr.CSRF)
 		p.Banners = h.banners(c)
 	} else if tok, ok := c.Locals("csrf").(string); ok {
 		p.CSRF = tok
 	}
+	p.Title, p.Active = title, active
 	if hasSession(c) {
 		p.Flash = h.Sessions.PopString(ctx(c), "flash")
 	}

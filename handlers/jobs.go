@@ -15,20 +15,21 @@ import (
 const maxEvents = 5000
 
 // JobData loads what the live view of a job needs.
-func (h *Handlers) JobData(ctx context.Context, p *Principal, id string) (views.JobData, error) {
+func (h *Handlers) JobData(ctx context.Context, p *Principal, id string) (JobData, error) {
 	j, err := h.Store.JobByID(ctx, id)
 	if err != nil {
-		return views.JobData{}, err
+		return JobData{}, err
 	}
 	steps, err := h.Store.JobSteps(ctx, id)
 	if err != nil {
-		return views.JobData{}, err
+		return JobData{}, err
 	}
 	events, err := h.Store.JobEvents(ctx, id, 0, maxEvents)
 	if err != nil {
-		return views.JobData{}, err
+		return JobData{}, err
 	}
-	d := views.JobData{Job: j, Steps: steps, Events: events, CanRetry: p.Can(store.PermRegionsManage)}
+	d := JobData{Job: j, Steps: steps, Events: events}
+	d.CanRetry = p.Can(store.PermRegionsManage)
 	d.NextURL, d.NextLabel = nextAfter(j)
 	if j.Kind == ops.KindRegistrySetup && d.CanRetry && p.Can(store.PermRegistryManage) {
 		// A failed setup's fields can be changed on its page before a retry.
@@ -57,7 +58,8 @@ func (h *Handlers) JobPage(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	return Render(c, fiber.StatusOK, views.JobPage(h.page(c, d.Job.Title, "regions"), d))
+	d.OnJobPage = true
+	return Render(c, fiber.StatusOK, views.JobPage(h.page(c, d.Job.Title, "regions"), d.View()))
 }
 
 // RetryJobForm queues a failed job again; it continues where it stopped.
@@ -173,7 +175,7 @@ func (h *Handlers) JobsPage(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	l.Jobs, l.Page, l.Pages = js, page, pages(n, jobsPageSize)
+	l.Jobs, l.Page, l.Pages = jobRows(js), page, pages(n, jobsPageSize)
 	return Render(c, fiber.StatusOK, views.JobsPage(h.page(c, "Jobs", "regions"), l))
 }
 

@@ -145,16 +145,15 @@ func (h *Handlers) migrationTab(c *fiber.Ctx, r *store.Region) (templ.Component,
 	if err != nil {
 		return nil, err
 	}
-	var jd *views.JobData
+	d := migrationData(ms)
 	if j, err := h.Store.LatestJobOf(ctx(c), r.ID, []string{ops.KindMigrateRegion, ops.KindRollbackMigration}); err == nil {
-		d, err := h.JobData(ctx(c), Who(c), j.ID)
+		jd, err := h.JobData(ctx(c), Who(c), j.ID)
 		if err != nil {
 			return nil, err
 		}
-		jd = &d
+		d.Job = jd.panel()
 	}
-	return views.MigrationTab(h.page(c, r.Name, "regions"), r, views.MigrationData{Status: string(ms.MigrationStatus), Deadline: ms.Deadline,
-		OldExternalIP: ms.OldExternalIP, DNSInstruction: ms.DNSInstruction, Job: jd, Detail: ms.Detail}), nil
+	return views.MigrationTab(h.page(c, r.Name, "regions"), regionView(r), d), nil
 }
 
 // MigrateForm starts a move from the Migration tab (the new kubeconfig uploaded or pasted).

@@ -302,9 +302,9 @@ func (h *Handlers) renderProjects(c *fiber.Ctx, status int, f views.Form) error 
 	rows := make([]views.ProjectRow, len(ps))
 	for i := range ps {
 		pj := h.projectJSON(c, &ps[i])
-		rows[i] = views.ProjectRow{Project: &ps[i], RegionName: pj.RegionName, URL: pj.URL}
+		rows[i] = projectRow(&ps[i], pj.RegionName, pj.URL)
 	}
-	return Render(c, status, views.Projects(h.page(c, "Projects", "projects"), rows, rs, f))
+	return Render(c, status, views.Projects(h.page(c, "Projects", "projects"), rows, regionOptions(rs), f))
 }
 
 func parseEnvLines(s string) (map[string]string, string) {

@@ -44,7 +44,7 @@ func (h *Handlers) regionPageData(c *fiber.Ctx, r *store.Region, tab string, f v
 		return views.RegionPageData{}, err
 	}
 	domain := KnativeDomain(r, base)
-	d := views.RegionPageData{Region: r, Domain: domain, DNSInstruction: DNSInstruction(domain, r.ExternalIP), Tab: tab, Form: f}
+	d := views.RegionPageData{Region: regionView(r), Domain: domain, DNSInstruction: DNSInstruction(domain, r.ExternalIP), Tab: tab, Form: f}
 	if kinds, ok := tabKinds[tab]; ok {
 		if j, err := h.Store.LatestJobOf(ctx(c), r.ID, kinds); err == nil {
 			jd, err := h.JobData(ctx(c), Who(c), j.ID)
@@ -52,7 +52,7 @@ func (h *Handlers) regionPageData(c *fiber.Ctx, r *store.Region, tab string, f v
 				return d, err
 			}
 			jd.Tab = tab
-			d.Job = &jd
+			d.Job = jd.panel()
 		} else if !isNotFoundErr(err) {
 			return d, err
 		}
@@ -60,9 +60,12 @@ func (h *Handlers) regionPageData(c *fiber.Ctx, r *store.Region, tab string, f v
 	if tab == "operator" || tab == "serving" {
 		// A chart repository that cannot be read leaves the form without versions; the
 		// install then names the problem.
-		d.Versions, _ = h.compatible(c, r)
+		vs, _ := h.compatible(c, r)
+		d.Versions = versionOptions(vs)
 		if r.ServingStatus == store.ComponentReady {
-			d.Next, _ = h.Kube.NextMinor(ctx(c), r.KnativeVersion, k8sMinor(r))
+			if next, _ := h.Kube.NextMinor(ctx(c), r.KnativeVersion, k8sMinor(r)); next != nil {
+				d.NextVersion = next.Version
+			}
 		}
 	}
 	if tab == "general" {
@@ -73,7 +76,7 @@ func (h *Handlers) regionPageData(c *fiber.Ctx, r *store.Region, tab string, f v
 		if raw != nil {
 			var snap agent.Snapshot
 			if json.Unmarshal(raw, &snap) == nil {
-				d.Snapshot, d.SnapshotAt = &snap, at
+				d.Usage = usageOf(&snap, at)
 			}
 		}
 	}
@@ -368,7 +371,7 @@ func (h *Handlers) RemoveRegionPage(c *fiber.Ctx) error {
 	if r.ProjectCount > 0 {
 		return h.formInvalid(c, r, "general", nil, nil, "The region still has projects: delete them or move them to another region first.")
 	}
-	return Render(c, fiber.StatusOK, views.RemoveRegion(h.page(c, "Remove "+r.Name, "regions"), r))
+	return Render(c, fiber.StatusOK, views.RemoveRegion(h.page(c, "Remove "+r.Name, "regions"), regionView(r)))
 }
 
 // RemoveRegionForm deletes the region's record.

@@ -51,7 +51,12 @@ func (h *Handlers) RegionWizardPage(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	body := views.WizardStepBody(h.page(c, r.Name, "regions"), d, current+1)
-	w := views.RegionWizard{Region: r, Current: current, Done: done, Body: body}
+	// The tab is the wizard's step: installs only, and its job's panel follows the step.
+	d.InWizard = true
+	if d.Job != nil {
+		d.Job.WizardStep = current + 1
+	}
+	body := views.WizardStepBody(h.page(c, r.Name, "regions"), d, current+1, done[current])
+	w := views.RegionWizard{Region: d.Region, Current: current, Done: done, Body: body}
 	return Render(c, fiber.StatusOK, views.RegionWizardPage(h.page(c, "Add Region: "+r.Name, "regions"), w))
 }

@@ -122,7 +122,7 @@ func (h *Handlers) RegionsPage(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	l := views.RegionsList{Regions: pg.Regions, Query: q, Page: page, Pages: pages(pg.Total, regionsPageSize), Total: pg.Total}
+	l := views.RegionsList{Regions: regionRows(pg.Regions), Query: q, Page: page, Pages: pages(pg.Total, regionsPageSize), Total: pg.Total}
 	if page == 1 {
 		if l.Setups, err = h.pendingSetups(c); err != nil {
 			return h.Fail(c, err)

@@ -86,7 +86,7 @@ func pageFor(conn *websocket.Conn) views.Page {
 		return views.Page{}
 	}
 	csrf, _ := conn.Locals("csrf").(string)
-	return views.Page{User: p.User.Email, Role: p.User.Role, Perms: p.Perms, CSRF: csrf}
+	return principalPage(p, csrf)
 }
 
 // JobSocket streams a job's progress: htmx fragments for browsers, or JSON events with
@@ -142,7 +142,7 @@ func (h *Handlers) JobSocket() fiber.Handler {
 				return
 			}
 		} else if conn.Query("refresh") != "0" {
-			if w.write(websocket.TextMessage, render(views.JobRefresh(page, d))) != nil {
+			if w.write(websocket.TextMessage, render(views.JobRefresh(page, d.View()))) != nil {
 				return
 			}
 		}
@@ -209,7 +209,7 @@ func (h *Handlers) JobSocket() fiber.Handler {
 						}
 						cur.JustFinished = cur.Job.Done()
 					}
-					_ = views.JobUpdate(page, cur, e, stepOf(d, e)).Render(ctx, &out)
+					_ = views.JobUpdate(page, cur.View(), jobChange(e, stepOf(d, e))).Render(ctx, &out)
 				}
 				if out.Len() == 0 {
 					continue
@@ -223,7 +223,7 @@ func (h *Handlers) JobSocket() fiber.Handler {
 }
 
 // applyEvent updates the view's job and steps with one event.
-func applyEvent(d *views.JobData, e store.JobEvent) views.JobData {
+func applyEvent(d *JobData, e store.JobEvent) JobData {
 	switch e.Kind {
 	case "step":
 		var st store.JobStep
@@ -260,7 +260,7 @@ func applyEvent(d *views.JobData, e store.JobEvent) views.JobData {
 	return *d
 }
 
-func stepOf(d views.JobData, e store.JobEvent) *store.JobStep {
+func stepOf(d JobData, e store.JobEvent) *store.JobStep {
 	if e.Kind != "step" && e.Kind != "wait" {
 		return nil
 	}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"runr.dev/console/store"
-	"runr.dev/console/views"
 )
 
 // TestApplyEvent proves the replay of events onto a job view: a step event replaces its
@@ -87,9 +86,9 @@ func TestApplyEvent(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before := *tc.job
-			d := views.JobData{Job: tc.job, Steps: tc.steps}
+			d := JobData{Job: tc.job, Steps: tc.steps}
 			got := applyEvent(&d, tc.event)
-			for _, v := range []views.JobData{got, d} {
+			for _, v := range []JobData{got, d} {
 				j := v.Job
 				if j.Status != tc.wantJob.Status || j.Error != tc.wantJob.Error ||
 					!sameTime(j.StartedAt, tc.wantJob.StartedAt) || !sameTime(j.FinishedAt, tc.wantJob.FinishedAt) {

@@ -85,7 +85,7 @@ func (h *Handlers) renderTokens(c *fiber.Ctx, status int, f views.Form, created 
 		return h.Fail(c, err)
 	}
 	perms := store.RolePermissions(Who(c).User.Role)
-	return Render(c, status, views.Tokens(h.page(c, "API tokens", "tokens"), ts, f, created, perms))
+	return Render(c, status, views.Tokens(h.page(c, "API tokens", "tokens"), tokenRows(ts), f, created, perms))
 }
 
 // CreateTokenForm creates a token from the console; it is shown once.

@@ -76,7 +76,7 @@ func (h *Handlers) UsersPage(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	return Render(c, fiber.StatusOK, views.Users(h.page(c, "Users", "users"), us, views.Form{}, ""))
+	return Render(c, fiber.StatusOK, usersPage(Who(c), h.page(c, "Users", "users"), us, views.Form{}, ""))
 }
 
 // CreateUserForm adds a user from the console.
@@ -100,7 +100,7 @@ func (h *Handlers) CreateUserForm(c *fiber.Ctx) error {
 			return h.Fail(c, err)
 		}
 		f := views.Form{Values: map[string]string{"email": in.Email, "role": in.Role}, Errors: errs}
-		return Render(c, fiber.StatusUnprocessableEntity, views.Users(h.page(c, "Users", "users"), us, f, ""))
+		return Render(c, fiber.StatusUnprocessableEntity, usersPage(Who(c), h.page(c, "Users", "users"), us, f, ""))
 	}
 	if generated == "" {
 		h.flash(c, "Added "+u.Email+" as "+u.Role+".")
@@ -114,7 +114,7 @@ func (h *Handlers) CreateUserForm(c *fiber.Ctx) error {
 	}
 	page := h.page(c, "Users", "users")
 	page.Flash = "Added " + u.Email + " as " + u.Role + "."
-	return Render(c, fiber.StatusCreated, views.Users(page, us, views.Form{}, generated))
+	return Render(c, fiber.StatusCreated, usersPage(Who(c), page, us, views.Form{}, generated))
 }
 
 // SetUserRoleForm changes a user's role; the last owner keeps theirs.

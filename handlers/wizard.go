@@ -120,7 +120,7 @@ func (h *Handlers) WizardCheck(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	d := views.Step1Data{Form: f, Check: chk}
+	d := views.Step1Data{Form: f, Check: checkReport(chk)}
 	if !chk.OK {
 		f.Error = "The cluster cannot become a region yet: " + chk.FirstFailure()
 		d.Form = f
@@ -129,8 +129,8 @@ func (h *Handlers) WizardCheck(c *fiber.Ctx) error {
 	d.Form.Values["server"], d.Form.Values["version"] = chk.Server, chk.Version
 	sealed := h.seal(c, SealedStep1{Name: name, Kubeconfig: string(chk.Kubeconfig), IsActive: active, Server: chk.Server,
 		Version: chk.Version, Nodes: chk.Nodes, StorageClasses: chk.StorageClasses})
-	next := &views.Step2Data{Form: views.Form{Values: map[string]string{}}, Sealed: sealed, Nodes: chk.Nodes,
-		StorageClasses: chk.StorageClasses, Action: "/regions/new/setup", Submit: "Save & Next"}
+	next := &views.Step2Data{Form: views.Form{Values: map[string]string{}}, Sealed: sealed, Nodes: workerOptions(chk.Nodes),
+		StorageClasses: storageClassOptions(chk.StorageClasses), Action: "/regions/new/setup", Submit: "Save & Next"}
 	return Render(c, fiber.StatusOK, views.WizardNew(page, d, next))
 }
 
@@ -194,7 +194,7 @@ func (h *Handlers) WizardSetup(c *fiber.Ctx) error {
 	if len(errs) > 0 {
 		f.Errors = errs
 		d := views.Step1Data{Form: views.Form{Values: map[string]string{"name": s.Name, "server": s.Server, "version": s.Version}}}
-		next := &views.Step2Data{Form: f, Sealed: c.FormValue("sealed"), Nodes: s.Nodes, StorageClasses: s.StorageClasses, Action: "/regions/new/setup", Submit: "Save & Next"}
+		next := &views.Step2Data{Form: f, Sealed: c.FormValue("sealed"), Nodes: workerOptions(s.Nodes), StorageClasses: storageClassOptions(s.StorageClasses), Action: "/regions/new/setup", Submit: "Save & Next"}
 		return Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(page, d, next))
 	}
 	st, err := h.startSetup(c, in)
@@ -247,7 +247,7 @@ func (h *Handlers) WizardSetupPage(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	jd.WizardStep = 2
-	d := views.SetupData{Token: st.Token, Params: p, Job: jd}
+	d := views.SetupData{Token: st.Token, Name: p.Name, Job: jd.View()}
 	if jd.Job.Status == store.JobFailed || jd.Job.Status == store.JobCancelled {
 		retry, err := h.retryForm(c, st, p, views.Form{Values: formOfParams(p)})
 		if err != nil {
@@ -274,7 +274,7 @@ func (h *Handlers) retryForm(c *fiber.Ctx, st *store.RegistrySetup, p ops.SetupP
 	if err != nil {
 		return nil, err
 	}
-	return &views.Step2Data{Form: f, Nodes: chk.Nodes, StorageClasses: chk.StorageClasses,
+	return &views.Step2Data{Form: f, Nodes: workerOptions(chk.Nodes), StorageClasses: storageClassOptions(chk.StorageClasses),
 		Action: "/regions/setups/" + st.Token + "/retry", Submit: "Retry with these settings"}, nil
 }
 
@@ -321,7 +321,7 @@ func (h *Handlers) WizardRetry(c *fiber.Ctx) error {
 			return h.Fail(c, err)
 		}
 		jd.WizardStep = 2
-		return Render(c, fiber.StatusUnprocessableEntity, views.WizardSetup(h.page(c, "Add Region", "regions"), views.SetupData{Token: st.Token, Params: p, Job: jd, Retry: retry}))
+		return Render(c, fiber.StatusUnprocessableEntity, views.WizardSetup(h.page(c, "Add Region", "regions"), views.SetupData{Token: st.Token, Name: p.Name, Job: jd.View(), Retry: retry}))
 	}
 	if err := h.retrySetup(c, st, j, in); err != nil {
 		return h.Fail(c, err)

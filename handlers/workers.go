@@ -35,7 +35,7 @@ func (h *Handlers) clusterFailed(c *fiber.Ctx, r *store.Region, err error) error
 // workersTab renders the Workers tab: nodes, cluster shape, preflight, dedicated
 // workers, capacity and admission.
 func (h *Handlers) workersTab(c *fiber.Ctx, r *store.Region) (templ.Component, error) {
-	d := views.WorkersData{Region: r, MinK8sMinor: h.Cfg.MinK8sMinor}
+	d := views.WorkersData{Region: regionView(r), MinK8sMinor: h.Cfg.MinK8sMinor}
 	if f, ok := c.Locals(workersFormKey).(views.Form); ok {
 		d.Form = f
 	}
@@ -43,8 +43,11 @@ func (h *Handlers) workersTab(c *fiber.Ctx, r *store.Region) (templ.Component, e
 	defer cancel()
 	nodes, err := h.Kube.Nodes(cctx, r)
 	if err == nil {
-		d.Nodes = nodes
-		d.Capacity, err = h.Kube.RegionCapacity(cctx, r, "")
+		d.Nodes = nodesReport(nodes)
+		var capa *ops.CapacityReport
+		if capa, err = h.Kube.RegionCapacity(cctx, r, ""); err == nil {
+			d.Capacity = capacityOf(capa)
+		}
 	}
 	if err != nil {
 		d.ClusterError = h.Cause(c, "The cluster did not answer", err)
@@ -54,7 +57,7 @@ func (h *Handlers) workersTab(c *fiber.Ctx, r *store.Region) (templ.Component, e
 		if err != nil {
 			return nil, err
 		}
-		d.Job = &jd
+		d.Job = jd.panel()
 	} else if !isNotFoundErr(err) {
 		return nil, err
 	}
@@ -62,7 +65,7 @@ func (h *Handlers) workersTab(c *fiber.Ctx, r *store.Region) (templ.Component, e
 	// only who is asking, for its forms.
 	p := views.Page{}
 	if pr := Who(c); pr != nil {
-		p.Perms, p.CSRF = pr.Perms, pr.CSRF
+		p = principalPage(pr, pr.CSRF)
 	}
 	return views.WorkersTab(p, d), nil
 }

@@ -14,15 +14,35 @@ type Page struct {
 	Active string // navigation entry: regions, projects, users, tokens, platform
 	User   string
 	Role   string
-	Perms  map[string]bool
-	CSRF   string
-	Flash  string
+	// Can is what the current user may do, as the pages ask it.
+	Can   Permissions
+	CSRF  string
+	Flash string
 	// Banners are the region moves under way, shown on every page.
 	Banners []MigrationBanner
 }
 
-// Can reports whether the current user holds a permission.
-func (p Page) Can(perm string) bool { return p.Perms[perm] }
+// Permissions are the permissions the pages ask about, one field each; handlers fill
+// them from the user's permissions.
+type Permissions struct {
+	RegionsManage  bool
+	RegistryManage bool
+	ProjectsView   bool
+	ProjectsManage bool
+	ProjectsDeploy bool
+	SettingsView   bool
+	SettingsManage bool
+	UsersView      bool
+	UsersManage    bool
+	TokensManage   bool
+}
+
+// Option is one choice of a select or a radio group.
+type Option struct {
+	Value    string
+	Label    string
+	Selected bool
+}
 
 // MigrationBanner announces a region move in dns_check, counting down its 48 hours.
 type MigrationBanner struct {

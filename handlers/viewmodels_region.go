@@ -1,0 +1,109 @@
+package handlers
+
+import (
+	"strings"
+	"time"
+
+	"runr.dev/console/agent"
+	"runr.dev/console/ops"
+	"runr.dev/console/store"
+	"runr.dev/console/views"
+)
+
+// regionStatuses are the statuses a region can be given, in the order the form offers them.
+var regionStatuses = []store.RegionStatus{store.RegionActive, store.RegionInactive, store.RegionMaintenance}
+
+// servingComponents are the components the Serving tab lists with their statuses.
+var servingComponents = []string{"traefik", "prometheus", "loki", "agent", "tracing"}
+
+// regionView is a region as its pages show it.
+func regionView(r *store.Region) views.RegionView {
+	v := views.RegionView{
+		ID: r.ID, Name: r.Name, SecretError: r.SecretError, ClusterServer: r.ClusterServer, K8sVersion: r.K8sVersion,
+		Status: string(r.Status), Active: r.Status == store.RegionActive, StatusOptions: optionsOf(regionStatuses, r.Status),
+		HealthAPI: healthLayer(r.Health.V.API), HealthComponents: healthLayer(r.Health.V.Components), HealthExternal: healthLayer(r.Health.V.External),
+		AgentStatus: string(r.Component("agent").Status), AgentLastSeenAt: r.AgentLastSeenAt,
+		RequestTimeout: r.Settings.V.RequestTimeout, AgentWSURL: r.Settings.V.AgentWSURL, TrustedIPs: strings.Join(r.Settings.V.IngressTrustedIPs, ", "),
+		PrometheusURL: r.Monitoring.V.PrometheusURL, LokiURL: r.Monitoring.V.LokiURL, LokiOrgID: r.Monitoring.V.LokiOrgID,
+		DNSResolved: r.DNSResolved, ExternalIP: r.ExternalIP, FunctionTLSExpiresAt: r.FunctionTLSExpiresAt, ProjectCount: r.ProjectCount,
+		DedicatedWorkers: r.Nodes, DataLocation: r.DataLocation, FaaSCPUOvercommit: r.FaaSCPUOvercommit, FaaSMemoryOvercommit: r.FaaSMemoryOvercommit,
+
+		RegistryMode: string(r.RegistryMode), RegistryStatus: string(r.RegistryStatus), RegistryAddress: r.RegistryAddress, RegistryMessage: r.RegistryMessage,
+		HasRegistry: r.RegistryMode != store.RegistryNone, RegistryInternal: r.RegistryMode == store.RegistryInternal,
+		RegistryExternal: r.RegistryMode == store.RegistryExternal, RegistryReady: r.RegistryStatus == store.ComponentReady,
+
+		OperatorStatus: string(r.OperatorStatus), OperatorNamespace: r.OperatorNamespace, OperatorVersion: r.OperatorVersion,
+		OperatorAdopted: r.OperatorAdopted, OperatorReady: r.OperatorStatus == store.ComponentReady,
+
+		ServingStatus: string(r.ServingStatus), ServingNamespace: r.ServingNamespace, KnativeVersion: r.KnativeVersion, KnativeMessage: r.KnativeMessage,
+		ServingReady: r.ServingStatus == store.ComponentReady, ServingNotInstalled: r.ServingStatus == store.ComponentNotInstalled,
+		ServingInstallable: r.ServingStatus == store.ComponentNotInstalled || r.ServingStatus == store.ComponentError,
+
+		RedisMode: string(r.RedisMode), RedisStatus: string(r.RedisStatus), RedisAddress: r.RedisAddress, RedisMessage: r.RedisMessage,
+		HasRedis: r.RedisMode != store.RedisNone, RedisExternal: r.RedisMode == store.RedisExternal,
+	}
+	if v.AgentStatus == "" {
+		v.AgentStatus = string(store.ComponentNotInstalled)
+	}
+	for _, name := range servingComponents {
+		v.Components = append(v.Components, views.ComponentBadge{Name: name, Status: string(r.Component(name).Status)})
+	}
+	return v
+}
+
+// healthLayer is one layer of a status check; a layer never checked is unknown.
+func healthLayer(l store.HealthLayer) views.HealthLayer {
+	state := l.State
+	if state == "" {
+		state = store.HealthUnknown
+	}
+	return views.HealthLayer{State: string(state), Reason: l.Reason, CheckedAt: l.CheckedAt}
+}
+
+// regionRow is a region as a line of the regions list.
+func regionRow(r *store.Region) views.RegionRow {
+	return views.RegionRow{ID: r.ID, Name: r.Name, MigrationStatus: string(r.MigrationStatus),
+		Moving: r.MigrationStatus != store.MigrationNone && r.MigrationStatus != store.MigrationCompleted,
+		Status: string(r.Status), ServingStatus: string(r.ServingStatus), RegistryStatus: string(r.RegistryStatus), RedisStatus: string(r.RedisStatus),
+		ExternalIP: r.ExternalIP, DNSResolved: r.DNSResolved, ProjectCount: r.ProjectCount}
+}
+
+// regionRows are the lines of the regions list.
+func regionRows(rs []store.Region) []views.RegionRow {
+	out := make([]views.RegionRow, len(rs))
+	for i := range rs {
+		out[i] = regionRow(&rs[i])
+	}
+	return out
+}
+
+// versionOptions offers the Knative versions a cluster may install, the preselected one selected.
+func versionOptions(vs []ops.KnativeVersion) []views.Option {
+	out := make([]views.Option, len(vs))
+	for i, v := range vs {
+		out[i] = views.Option{Value: v.Version, Label: v.Version, Selected: v.Preselected}
+	}
+	return out
+}
+
+// usageOf is what the General tab shows of the agent's latest report, made at.
+func usageOf(snap *agent.Snapshot, at *time.Time) *views.Usage {
+	u := &views.Usage{ReportedAt: at}
+	for _, n := range snap.Nodes {
+		u.Nodes = append(u.Nodes, views.UsageNode{Name: n.Name, Pods: n.Pods, CPURequested: n.CPURequested, CPUAllocatable: n.CPUAllocatable,
+			MemRequested: n.MemRequested, MemAllocatable: n.MemAllocatable})
+	}
+	return u
+}
+
+// migrationData is what the Migration tab shows of a region's move.
+func migrationData(ms MigrationStatus) views.MigrationData {
+	d := views.MigrationData{Status: ms.MigrationStatus.String(), DNSCheck: ms.MigrationStatus == store.MigrationDNSCheck,
+		CanRollback: ms.MigrationStatus == store.MigrationDNSCheck || ms.MigrationStatus == store.MigrationFailed,
+		CanStart:    !ms.MigrationStatus.Running(), Deadline: ms.Deadline, OldExternalIP: ms.OldExternalIP,
+		DNSInstruction: ms.DNSInstruction, Error: ms.Detail.Error}
+	for _, st := range ms.Detail.Steps {
+		d.Steps = append(d.Steps, views.MigrationStep{Name: st.Name, Status: st.Status, Message: st.Message})
+	}
+	return d
+}

@@ -1,0 +1,38 @@
+package handlers
+
+import (
+	"runr.dev/console/ops"
+	"runr.dev/console/views"
+)
+
+// checkReport is a cluster's connection checklist.
+func checkReport(r *ops.CheckResult) *views.CheckReport {
+	return &views.CheckReport{Items: checkItems(r.Items)}
+}
+
+// checkItems are the lines of a checklist with their verdicts.
+func checkItems(items []ops.CheckItem) []views.CheckItem {
+	out := make([]views.CheckItem, len(items))
+	for i, it := range items {
+		out[i] = views.CheckItem{Key: it.Key, Title: it.Title, Status: string(it.Status), Evidence: it.Evidence, Details: it.Details}
+	}
+	return out
+}
+
+// workerOptions are the nodes the wizard offers as dedicated workers.
+func workerOptions(nodes []ops.NodeInfo) []views.WorkerOption {
+	out := make([]views.WorkerOption, len(nodes))
+	for i, n := range nodes {
+		out[i] = views.WorkerOption{Name: n.Name, Roles: n.Roles, CPU: n.CPU, Memory: n.Memory}
+	}
+	return out
+}
+
+// storageClassOptions are the StorageClasses the wizard offers for the registry's volume.
+func storageClassOptions(classes []ops.StorageClassInfo) []views.StorageClassOption {
+	out := make([]views.StorageClassOption, len(classes))
+	for i, sc := range classes {
+		out[i] = views.StorageClassOption{Name: sc.Name, Default: sc.Default}
+	}
+	return out
+}
