@@ -95,63 +95,17 @@ func pageFor(conn *websocket.Conn) views.Page {
 func (h *Handlers) JobSocket() fiber.Handler {
 	return wsUpgrade(websocket.New(func(conn *websocket.Conn) {
 		conn.SetReadLimit(BrowserReadLimit)
-		id := conn.Params("id")
-		jsonMode := conn.Query("format") == "json"
-		w := &wsConn{conn: conn}
-		sub := h.Hub.Subscribe(id)
-		defer h.Hub.Unsubscribe(id, sub)
-		p, _ := conn.Locals(PrincipalKey).(*Principal)
-		page := pageFor(conn)
+		js := &jobStream{h: h, w: &wsConn{conn: conn}, id: conn.Params("id"), json: conn.Query("format") == "json", page: pageFor(conn)}
+		js.p, _ = conn.Locals(PrincipalKey).(*Principal)
+		sub := h.Hub.Subscribe(js.id)
+		defer h.Hub.Unsubscribe(js.id, sub)
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-
-		d, err := h.JobData(ctx, p, id)
-		if err != nil {
-			_ = w.write(websocket.CloseMessage, websocket.FormatCloseMessage(4404, "job not found"))
+		if !js.start(ctx, conn) {
 			return
 		}
-		// ?wizard=N: the panel is a wizard step's, whose state in the wizard's header
-		// follows the job.
-		if n, err := strconv.Atoi(conn.Query("wizard")); err == nil && n >= 2 && n <= 5 {
-			d.WizardStep = n
-		}
-		d.OnJobPage = conn.Query("page") == "job"
-		if tab := conn.Query("tab"); tab != "" && IsRegionTab(tab) {
-			d.Tab = tab
-		}
-		var last int64
-		if jsonMode {
-			after := int64(0)
-			if v := conn.Query("after"); v != "" {
-				_ = json.Unmarshal([]byte(v), &after)
-			}
-			var batch [][]byte
-			for _, e := range d.Events {
-				if e.ID > after {
-					raw, _ := json.Marshal(e)
-					batch = append(batch, raw)
-				}
-				if len(batch) == maxBatch {
-					if w.write(websocket.TextMessage, bytes.Join(batch, newline)) != nil {
-						return
-					}
-					batch = batch[:0]
-				}
-			}
-			if len(batch) > 0 && w.write(websocket.TextMessage, bytes.Join(batch, newline)) != nil {
-				return
-			}
-		} else if conn.Query("refresh") != "0" {
-			if w.write(websocket.TextMessage, render(views.JobRefresh(page, d.View()))) != nil {
-				return
-			}
-		}
-		for _, e := range d.Events {
-			last = max(last, e.ID)
-		}
-
 		done := make(chan struct{})
-		go w.readLoop(done)
+		go js.w.readLoop(done)
 		ping := time.NewTicker(25 * time.Second)
 		defer ping.Stop()
 		for {
@@ -161,65 +115,139 @@ func (h *Handlers) JobSocket() fiber.Handler {
 			case <-sub.Closed:
 				// Too far behind (or the listener reconnected): the client reconnects
 				// and reads the history again.
-				_ = w.write(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseTryAgainLater, "resync"))
+				_ = js.w.write(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseTryAgainLater, "resync"))
 				return
 			case <-ping.C:
-				if w.write(websocket.PingMessage, nil) != nil {
+				if js.w.write(websocket.PingMessage, nil) != nil {
 					return
 				}
 			case m := <-sub.C:
-				// Everything queued already goes out in one message: one write for a
-				// burst of events instead of one per event.
-				batch := []hub.Msg{m}
-				for len(batch) < maxBatch {
-					select {
-					case more := <-sub.C:
-						batch = append(batch, more)
-						continue
-					default:
-					}
-					break
-				}
-				var out bytes.Buffer
-				for _, m := range batch {
-					e := m.Event
-					if e.ID <= last {
-						continue
-					}
-					last = e.ID
-					if jsonMode {
-						if out.Len() > 0 {
-							out.Write(newline)
-						}
-						if len(m.Raw) > 0 {
-							out.Write(m.Raw)
-						} else {
-							raw, _ := json.Marshal(e)
-							out.Write(raw)
-						}
-						continue
-					}
-					cur := applyEvent(&d, e)
-					if e.Kind == "job" {
-						// The job started or ended: what follows it (Continue, Retry, the
-						// region it created) is read again from the database.
-						if fresh, err := h.JobData(ctx, p, id); err == nil {
-							fresh.WizardStep, fresh.OnJobPage, fresh.Tab = d.WizardStep, d.OnJobPage, d.Tab
-							d, cur = fresh, fresh
-						}
-						cur.JustFinished = cur.Job.Done()
-					}
-					_ = views.JobUpdate(page, cur.View(), jobChange(e, stepOf(d, e))).Render(ctx, &out)
-				}
-				if out.Len() == 0 {
-					continue
-				}
-				if w.write(websocket.TextMessage, out.Bytes()) != nil {
+				if !js.send(ctx, drain(m, sub.C)) {
 					return
 				}
 			}
 		}
 	}))
+}
+
+// jobStream is one subscriber of a job's progress: what it was sent last, and how.
+type jobStream struct {
+	h    *Handlers
+	w    *wsConn
+	id   string
+	json bool
+	p    *Principal
+	page views.Page
+	d    JobData
+	last int64
+}
+
+// start sends what the client may have missed; it reports whether the socket goes on.
+func (js *jobStream) start(ctx context.Context, conn *websocket.Conn) bool {
+	d, err := js.h.JobData(ctx, js.p, js.id)
+	if err != nil {
+		_ = js.w.write(websocket.CloseMessage, websocket.FormatCloseMessage(4404, "job not found"))
+		return false
+	}
+	// ?wizard=N: the panel is a wizard step's, whose state in the wizard's header
+	// follows the job.
+	if n, err := strconv.Atoi(conn.Query("wizard")); err == nil && n >= 2 && n <= 5 {
+		d.WizardStep = n
+	}
+	d.OnJobPage = conn.Query("page") == "job"
+	if tab := conn.Query("tab"); tab != "" && IsRegionTab(tab) {
+		d.Tab = tab
+	}
+	js.d = d
+	for _, e := range d.Events {
+		js.last = max(js.last, e.ID)
+	}
+	if js.json {
+		after := int64(0)
+		if v := conn.Query("after"); v != "" {
+			_ = json.Unmarshal([]byte(v), &after)
+		}
+		return js.replayJSON(after)
+	}
+	if conn.Query("refresh") == "0" {
+		return true
+	}
+	return js.w.write(websocket.TextMessage, render(views.JobRefresh(js.page, d.View()))) == nil
+}
+
+// replayJSON sends the recorded events after an id, maxBatch per message.
+func (js *jobStream) replayJSON(after int64) bool {
+	var batch [][]byte
+	for _, e := range js.d.Events {
+		if e.ID > after {
+			raw, _ := json.Marshal(e)
+			batch = append(batch, raw)
+		}
+		if len(batch) == maxBatch {
+			if js.w.write(websocket.TextMessage, bytes.Join(batch, newline)) != nil {
+				return false
+			}
+			batch = batch[:0]
+		}
+	}
+	return len(batch) == 0 || js.w.write(websocket.TextMessage, bytes.Join(batch, newline)) == nil
+}
+
+// drain takes what is queued already besides m (at most maxBatch): one write for a
+// burst of events instead of one per event.
+func drain(m hub.Msg, queue <-chan hub.Msg) []hub.Msg {
+	batch := []hub.Msg{m}
+	for len(batch) < maxBatch {
+		select {
+		case more := <-queue:
+			batch = append(batch, more)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// send writes the new events of a batch in one message; it reports whether the socket
+// goes on.
+func (js *jobStream) send(ctx context.Context, batch []hub.Msg) bool {
+	var out bytes.Buffer
+	for _, m := range batch {
+		e := m.Event
+		if e.ID <= js.last {
+			continue
+		}
+		js.last = e.ID
+		if js.json {
+			if out.Len() > 0 {
+				out.Write(newline)
+			}
+			if len(m.Raw) > 0 {
+				out.Write(m.Raw)
+			} else {
+				raw, _ := json.Marshal(e)
+				out.Write(raw)
+			}
+			continue
+		}
+		js.render(ctx, e, &out)
+	}
+	return out.Len() == 0 || js.w.write(websocket.TextMessage, out.Bytes()) == nil
+}
+
+// render appends the fragments of one event to out.
+func (js *jobStream) render(ctx context.Context, e store.JobEvent, out *bytes.Buffer) {
+	cur := applyEvent(&js.d, e)
+	if e.Kind == "job" {
+		// The job started or ended: what follows it (Continue, Retry, the region it
+		// created) is read again from the database.
+		if fresh, err := js.h.JobData(ctx, js.p, js.id); err == nil {
+			fresh.WizardStep, fresh.OnJobPage, fresh.Tab = js.d.WizardStep, js.d.OnJobPage, js.d.Tab
+			js.d, cur = fresh, fresh
+		}
+		cur.JustFinished = cur.Job.Done()
+	}
+	_ = views.JobUpdate(js.page, cur.View(), jobChange(e, stepOf(js.d, e))).Render(ctx, out)
 }
 
 // applyEvent updates the view's job and steps with one event.
