@@ -3,16 +3,20 @@ package testcluster_test
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
 	"github.com/Masterminds/semver/v3"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"runr.dev/console/ops"
 	"runr.dev/console/testcluster"
 )
 
@@ -25,6 +29,8 @@ const (
 	upLoki      = "loki-stack 2.10.2 with loki 2.16.0 and promtail 6.15.5 (grafana/helm-charts)"
 	upTempo     = "tempo 2.2.4 (grafana-community/helm-charts, tag tempo-2.2.4; the pinned 3.2.0 is not upstream yet)"
 	upOtel      = "opentelemetry-collector 0.170.0 (open-telemetry/opentelemetry-helm-charts; the pinned 0.176.0 is not upstream yet)"
+	upKata      = "kata-deploy 3.32.0 (kata-containers/kata-containers, tag 3.32.0: KD = tools/packaging/kata-deploy/helm-chart/kata-deploy, KB = tools/packaging/kata-deploy/binary/src)"
+	upRCM       = "runtime-class-manager 0.2.0 (spinframework/runtime-class-manager, tag v0.2.0: deploy/helm, internal/controller)"
 	upAllCharts = "every chart above"
 )
 
@@ -44,6 +50,8 @@ var contractFacts = []fact{
 				"zot":                     {"configFiles", "env", "resources", "nodeSelector", "tolerations", "securityContext", "podSecurityContext"},
 				"opentelemetry-collector": {"config", "resources"},
 				"kube-prometheus-stack":   {"prometheus.prometheusSpec.resources", "prometheus.prometheusSpec.storageSpec", "alertmanager.alertmanagerSpec.storage"},
+				// Read by every shim's templates though values.yaml only documents them in a comment.
+				"kata-deploy": {"nodeSelector", "tolerations", "shims.*.dropIn", "shims.*.runtimeClass"},
 			}
 			if bad := ignoredKeys(jsonMap(r.vc.Values), defaults, "", verbatim[r.vc.Chart.Name]); len(bad) > 0 {
 				return fmt.Errorf("keys the chart ignores: %s", strings.Join(bad, ", "))
@@ -740,6 +748,288 @@ var contractFacts = []fact{
 			for _, e := range want {
 				if dig(relay, "exporters", e) == nil {
 					return fmt.Errorf("exporter %s is not configured", e)
+				}
+			}
+			return nil
+		}},
+	// kata-deploy (release kata-deploy in runr-sandbox).
+	{id: "kata-numbering", chart: "kata-deploy", upstream: upKata, source: "KD/Chart.yaml, KD/templates/_helpers.tpl (kata-deploy.image); .github/workflows/release.yaml (helm push to oci://ghcr.io/kata-containers/kata-deploy-charts)",
+		text: "Chart version = appVersion = the Kata release (3.32.0), published to OCI only; no values.schema.json (unknown keys are ignored); image quay.io/kata-containers/kata-deploy:<appVersion> unless image.tag says",
+		check: func(r *rendering) error {
+			if r.cv.Version != r.vc.Chart.Version || r.cv.AppVersion != r.cv.Version {
+				return fmt.Errorf("version %s, appVersion %s, pinned %s", r.cv.Version, r.cv.AppVersion, r.vc.Chart.Version)
+			}
+			if r.chart.Schema != nil {
+				return errors.New("the stand-in has a values schema; upstream has none")
+			}
+			_, c, err := kataPod(r)
+			if err != nil {
+				return err
+			}
+			tag := fmt.Sprint(dig(r.values, "image", "tag"))
+			if isEmpty(dig(r.values, "image", "tag")) {
+				tag = r.cv.AppVersion
+			}
+			if want := fmt.Sprintf("%v:%s", dig(r.values, "image", "reference"), tag); c.Image != want {
+				return fmt.Errorf("image %s, want %s", c.Image, want)
+			}
+			return nil
+		}},
+	{id: "kata-workload", chart: "kata-deploy", upstream: upKata, source: "KD/templates/kata-deploy.yaml",
+		text: "DaemonSet kata-deploy (the chart's name, whatever the release is called) whose selector and pod labels are only name=kata-deploy (no app.kubernetes.io/*); container kube-kata privileged, hostPID; nodeSelector and tolerations from values",
+		check: func(r *rendering) error {
+			pt, c, err := kataPod(r)
+			if err != nil {
+				return err
+			}
+			if !maps.Equal(pt.Labels, map[string]string{"name": "kata-deploy"}) {
+				return fmt.Errorf("pod labels %v, want only name=kata-deploy", pt.Labels)
+			}
+			if c.SecurityContext == nil || c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged || !pt.Spec.HostPID {
+				return errors.New("kube-kata is not privileged with hostPID")
+			}
+			want := map[string]string{}
+			for k, v := range jsonMap(r.vc.Values)["nodeSelector"].(map[string]any) {
+				want[k] = fmt.Sprint(v)
+			}
+			if !maps.Equal(pt.Spec.NodeSelector, want) {
+				return fmt.Errorf("nodeSelector %v, values say %v", pt.Spec.NodeSelector, want)
+			}
+			if len(toStrings(dig(r.values, "tolerations"))) != len(pt.Spec.Tolerations) {
+				return fmt.Errorf("tolerations %v, values say %v", pt.Spec.Tolerations, dig(r.values, "tolerations"))
+			}
+			return nil
+		}},
+	{id: "kata-shims", chart: "kata-deploy", upstream: upKata, source: "KD/templates/_helpers.tpl (getEnabledShimsForArch, getDefaultShimForArch), KD/values.yaml (shims, defaultShim)",
+		text: "The pod installs exactly the shims the console enables (SHIMS_X86_64): shims.disableAll: true turns off every shim whose enabled is ~; DEFAULT_SHIM_X86_64 is defaultShim.amd64 only when that shim is enabled (else none is set)",
+		check: func(r *rendering) error {
+			_, c, err := kataPod(r)
+			if err != nil {
+				return err
+			}
+			env := envOf(c)
+			got := strings.Fields(env["SHIMS_X86_64"])
+			slices.Sort(got)
+			if want := kataPicked(r); !slices.Equal(got, want) {
+				return fmt.Errorf("SHIMS_X86_64 %v, the console enables %v", got, want)
+			}
+			if want := fmt.Sprint(dig(r.vc.Values, "defaultShim", "amd64")); env["DEFAULT_SHIM_X86_64"] != want {
+				return fmt.Errorf("DEFAULT_SHIM_X86_64 %q, the console's default shim %q", env["DEFAULT_SHIM_X86_64"], want)
+			}
+			return nil
+		}},
+	{id: "kata-runtimeclasses", chart: "kata-deploy", upstream: upKata, source: "KD/templates/runtimeclasses.yaml; KB/main.rs (KATA_RUNTIME_LABEL)",
+		text: "RuntimeClass kata-<shim> (handler kata-<shim>) for each enabled shim and no other (no default kata without runtimeClasses.createDefault); scheduling.nodeSelector katacontainers.io/kata-runtime=true, the label the pod puts on its node; overhead.podFixed qemu 160Mi/250m, clh, fc and dragonball 130Mi/250m",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			rcs, err := m.runtimeClasses()
+			if err != nil {
+				return err
+			}
+			var want []string
+			for _, shim := range kataPicked(r) {
+				want = append(want, ops.KataRuntimeClass(shim))
+				if rc, ok := rcs[ops.KataRuntimeClass(shim)]; ok {
+					if err := checkKataRuntimeClass(rc, shim); err != nil {
+						return err
+					}
+				}
+			}
+			got := slices.Sorted(maps.Keys(rcs))
+			if !slices.Equal(got, want) {
+				return fmt.Errorf("RuntimeClasses %v, want %v", got, want)
+			}
+			return nil
+		}},
+	{id: "kata-dropins", chart: "kata-deploy", upstream: upKata, source: "KD/templates/custom-runtimes.yaml, _helpers.tpl (commonVolumes, hasDefaultRuntimeDropIns); KB/artifacts/install.rs",
+		text: "ConfigMap kata-deploy-custom-configs holds dropin-<shim>.toml = shims.<shim>.dropIn for each enabled shim with one, mounted at /custom-configs/ in kube-kata; the pod writes it as the shim's config.d/50-user-overrides.toml",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			var cm corev1.ConfigMap
+			if err := m.typed("ConfigMap", "kata-deploy-custom-configs", &cm); err != nil {
+				return err
+			}
+			want := map[string]string{}
+			for _, shim := range kataPicked(r) {
+				if d := strings.TrimSpace(fmt.Sprint(dig(r.vc.Values, "shims", shim, "dropIn"))); d != "" {
+					want["dropin-"+shim+".toml"] = d
+				}
+			}
+			got := map[string]string{}
+			for k, v := range cm.Data {
+				got[k] = strings.TrimSpace(v) // the last entry loses its final line break, upstream too
+			}
+			if !maps.Equal(got, want) {
+				return fmt.Errorf("drop-ins %q, want %q", cm.Data, want)
+			}
+			pt, c, err := kataPod(r)
+			if err != nil {
+				return err
+			}
+			if err := mountedAt(&corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{*c}}}, "/custom-configs/", "custom-configs"); err != nil {
+				return err
+			}
+			for _, v := range pt.Spec.Volumes {
+				if v.Name == "custom-configs" && (v.ConfigMap == nil || v.ConfigMap.Name != cm.Name) {
+					return fmt.Errorf("volume custom-configs is not ConfigMap %s", cm.Name)
+				}
+			}
+			return nil
+		}},
+	{id: "kata-containerd-dir", chart: "kata-deploy", upstream: upKata, source: "KD/templates/_helpers.tpl (containerdConfPath), KD/values.yaml (k8sDistribution, containerd.configDir)",
+		text: "k8sDistribution picks the host directory mounted at /etc/containerd/: k8s /etc/containerd/, k3s /var/lib/rancher/k3s/agent/etc/containerd/, rke2 /var/lib/rancher/rke2/agent/etc/containerd/ (containerd.configDir overrides it)",
+		check: func(r *rendering) error {
+			pt, _, err := kataPod(r)
+			if err != nil {
+				return err
+			}
+			dirs := map[string]string{"k8s": "/etc/containerd/", "k3s": "/var/lib/rancher/k3s/agent/etc/containerd/", "rke2": "/var/lib/rancher/rke2/agent/etc/containerd/"}
+			dist := fmt.Sprint(dig(r.values, "k8sDistribution"))
+			want, ok := dirs[dist]
+			if !ok {
+				return fmt.Errorf("k8sDistribution %q is none of k8s, k3s, rke2", dist)
+			}
+			for _, v := range pt.Spec.Volumes {
+				if v.Name == "containerd-conf" {
+					if v.HostPath == nil || v.HostPath.Path != want {
+						return fmt.Errorf("containerd-conf is %+v, want hostPath %s", v.VolumeSource, want)
+					}
+					return nil
+				}
+			}
+			return errors.New("no volume containerd-conf")
+		}},
+	{id: "kata-rbac-keep", chart: "kata-deploy", upstream: upKata, source: "KD/templates/kata-rbac.yaml, kata-cleanup-rbac-job.yaml",
+		text: "ServiceAccount kata-deploy-sa, ClusterRole kata-deploy-role (nodes get/patch) and ClusterRoleBinding kata-deploy-rb carry helm.sh/resource-policy: keep (helm uninstall leaves them); the post-delete hook Job kata-deploy-rb-cleanup deletes them once the name=kata-deploy pods are gone",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			for _, kn := range [][2]string{{"ServiceAccount", "kata-deploy-sa"}, {"ClusterRole", "kata-deploy-role"}, {"ClusterRoleBinding", "kata-deploy-rb"}} {
+				o := m.find(kn[0], kn[1])
+				if o == nil || slices.Contains(m.hooks, o) {
+					return fmt.Errorf("%s %s is not an object of the release", kn[0], kn[1])
+				}
+				if o.GetAnnotations()["helm.sh/resource-policy"] != "keep" {
+					return fmt.Errorf("%s %s is not kept", kn[0], kn[1])
+				}
+			}
+			var cr rbacv1.ClusterRole
+			if err := m.typed("ClusterRole", "kata-deploy-role", &cr); err != nil {
+				return err
+			}
+			if !grants(cr.Rules, "", "nodes", []string{"get", "patch"}) {
+				return errors.New("kata-deploy-role does not grant nodes get/patch")
+			}
+			job := m.find("Job", "kata-deploy-rb-cleanup")
+			if job == nil || !slices.Contains(m.hooks, job) || job.GetAnnotations()["helm.sh/hook"] != "post-delete" {
+				return errors.New("no post-delete hook Job kata-deploy-rb-cleanup")
+			}
+			return nil
+		}},
+
+	// runtime-class-manager (release runtime-class-manager in runr-sandbox).
+	{id: "rcm-numbering", chart: "runtime-class-manager", upstream: upRCM, source: "Makefile (helm-package), deploy/update-chart-versions.sh, .github/workflows/helm-chart-release.yml, container-image.yml",
+		text: "Chart version = the tag without v (0.2.0), appVersion = the tag (v0.2.0); the release packaging sets image.tag, rcm.shimDownloaderImage.tag and rcm.nodeInstallerImage.tag to the tag (the repository's values say latest), and the images are pushed with the tag",
+		check: func(r *rendering) error {
+			if r.cv.Version != r.vc.Chart.Version || r.cv.AppVersion != "v"+r.cv.Version {
+				return fmt.Errorf("version %s, appVersion %s, pinned %s", r.cv.Version, r.cv.AppVersion, r.vc.Chart.Version)
+			}
+			for _, p := range [][]string{{"image", "tag"}, {"rcm", "shimDownloaderImage", "tag"}, {"rcm", "nodeInstallerImage", "tag"}} {
+				if got := fmt.Sprint(dig(r.values, p...)); got != r.cv.AppVersion {
+					return fmt.Errorf("%s is %s, not the release tag %s", strings.Join(p, "."), got, r.cv.AppVersion)
+				}
+			}
+			return nil
+		}},
+	{id: "rcm-workload", chart: "runtime-class-manager", upstream: upRCM, source: "deploy/helm/templates/deployment.yaml, _helpers.tpl",
+		text: "Deployment runtime-class-manager (the release name, as it holds the chart's name), selector app.kubernetes.io/name=runtime-class-manager, app.kubernetes.io/instance=<release>, pods also app.kubernetes.io/version=<appVersion>; CONTROLLER_NAMESPACE is the release namespace, where its installer Jobs run",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			var d appsv1.Deployment
+			if err := m.typed("Deployment", "runtime-class-manager", &d); err != nil {
+				return err
+			}
+			sel := map[string]string{"app.kubernetes.io/name": "runtime-class-manager", "app.kubernetes.io/instance": r.vc.Release}
+			if d.Spec.Selector == nil || !maps.Equal(d.Spec.Selector.MatchLabels, sel) {
+				return fmt.Errorf("selector %v, want %v", d.Spec.Selector, sel)
+			}
+			sel["app.kubernetes.io/version"] = r.cv.AppVersion
+			if err := hasLabels("controller pods", d.Spec.Template.Labels, sel); err != nil {
+				return err
+			}
+			if ns := envOf(&d.Spec.Template.Spec.Containers[0])["CONTROLLER_NAMESPACE"]; ns != r.vc.Namespace {
+				return fmt.Errorf("CONTROLLER_NAMESPACE %q, want %s", ns, r.vc.Namespace)
+			}
+			return nil
+		}},
+	{id: "rcm-images", chart: "runtime-class-manager", upstream: upRCM, source: "deploy/helm/templates/deployment.yaml; internal/controller/shim_controller.go (createJobManifest)",
+		text: "The controller runs ghcr.io/spinframework/runtime-class-manager:<image.tag>; its installer Jobs run the images of env SHIM_DOWNLOADER_IMAGE (ghcr.io/spinframework/shim-downloader) and SHIM_NODE_INSTALLER_IMAGE (ghcr.io/spinframework/node-installer): all three pullable and tagged with the release tag, not latest",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			pt, err := m.podTemplate("Deployment", "runtime-class-manager")
+			if err != nil {
+				return err
+			}
+			c := pt.Spec.Containers[0]
+			env := envOf(&c)
+			want := map[string]string{
+				"controller":                "ghcr.io/spinframework/runtime-class-manager:" + r.cv.AppVersion,
+				"SHIM_DOWNLOADER_IMAGE":     "ghcr.io/spinframework/shim-downloader:" + r.cv.AppVersion,
+				"SHIM_NODE_INSTALLER_IMAGE": "ghcr.io/spinframework/node-installer:" + r.cv.AppVersion,
+			}
+			got := map[string]string{"controller": c.Image, "SHIM_DOWNLOADER_IMAGE": env["SHIM_DOWNLOADER_IMAGE"], "SHIM_NODE_INSTALLER_IMAGE": env["SHIM_NODE_INSTALLER_IMAGE"]}
+			if !maps.Equal(got, want) {
+				return fmt.Errorf("images %v, want %v", got, want)
+			}
+			return nil
+		}},
+	{id: "rcm-crd", chart: "runtime-class-manager", upstream: upRCM, source: "deploy/helm/crds/runtime.spinkube.dev_shims.yaml",
+		text: "CRD shims.runtime.spinkube.dev in crds/ (installed once, never upgraded or deleted by Helm): Shim runtime.spinkube.dev/v1alpha1, cluster-scoped, no status subresource (status.nodes and status.nodesReady are written with the object)",
+		check: func(r *rendering) error {
+			if err := crdsIn(r, "runtime-class-manager", []string{"shims.runtime.spinkube.dev"}); err != nil {
+				return err
+			}
+			crd, err := crdOf(r, "shims.runtime.spinkube.dev")
+			if err != nil {
+				return err
+			}
+			v := crd.Spec.Versions
+			if crd.Spec.Scope != apiextensionsv1.ClusterScoped || crd.Spec.Names.Kind != "Shim" || len(v) != 1 || v[0].Name != "v1alpha1" || !v[0].Storage {
+				return fmt.Errorf("CRD scope %s kind %s versions %d", crd.Spec.Scope, crd.Spec.Names.Kind, len(v))
+			}
+			if v[0].Subresources != nil && v[0].Subresources.Status != nil {
+				return errors.New("the CRD has a status subresource; upstream has none")
+			}
+			return nil
+		}},
+	{id: "rcm-shim-valid", chart: "runtime-class-manager", upstream: upRCM, source: "deploy/helm/crds/runtime.spinkube.dev_shims.yaml; internal/controller/shim_controller.go (handleInstallShim, resolveArtifactForNode)",
+		text: "The console's Shims (ops.ShimObject) are valid for the CRD and lose no field to pruning: nodeSelector, fetchStrategy.platforms[os linux, arch amd64|arm64|x86_64|aarch64, location, sha256], runtimeClass{name,handler}, rolloutStrategy.type recreate (the controller installs nothing for rolling: not implemented), containerdRuntimeOptions of strings",
+		check: func(r *rendering) error {
+			crd, err := crdOf(r, "shims.runtime.spinkube.dev")
+			if err != nil {
+				return err
+			}
+			for _, sh := range ops.WasmShims {
+				obj := jsonMap(ops.ShimObject(sh))
+				if err := validateCustom(crd, "v1alpha1", obj); err != nil {
+					return fmt.Errorf("Shim %s: %w", sh.Name, err)
+				}
+				if t := dig(obj, "spec", "rolloutStrategy", "type"); t != "recreate" {
+					return fmt.Errorf("Shim %s: rolloutStrategy %v, the controller only rolls out recreate", sh.Name, t)
 				}
 			}
 			return nil

@@ -128,12 +128,13 @@ func jsonCopy(t *testing.T, v map[string]any) map[string]any {
 // ignoredKeys lists the values keys the console sets that the chart does not read: a key
 // absent from the chart's defaults, below a map the chart defines (an empty map, a null
 // or a scalar default accepts anything). The subtrees of verbatim (a container's
-// securityContext, the collector's config, ...) are passed as they are by the chart.
+// securityContext, the collector's config, ...) are passed as they are by the chart, or
+// read by it though its values.yaml leaves them out; a * in them stands for any one key.
 func ignoredKeys(set, defaults map[string]any, prefix string, verbatim []string) []string {
 	var out []string
 	for k, v := range set {
 		path := strings.TrimPrefix(prefix+"."+k, ".")
-		if slices.Contains(verbatim, path) {
+		if slices.ContainsFunc(verbatim, func(p string) bool { return keyPathMatches(p, path) }) {
 			continue
 		}
 		d, known := defaults[k]
@@ -149,6 +150,21 @@ func ignoredKeys(set, defaults map[string]any, prefix string, verbatim []string)
 	}
 	slices.Sort(out)
 	return out
+}
+
+// keyPathMatches reports whether a dotted values path matches a pattern whose * elements
+// stand for any one key.
+func keyPathMatches(pattern, path string) bool {
+	pp, kp := strings.Split(pattern, "."), strings.Split(path, ".")
+	if len(pp) != len(kp) {
+		return false
+	}
+	for i := range pp {
+		if pp[i] != "*" && pp[i] != kp[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // chartDefaults is the union of the keys of the chart's values.yaml and of its
