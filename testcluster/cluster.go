@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -69,6 +70,7 @@ type Cluster struct {
 	mu      sync.Mutex
 	nodes   int // nodes added so far (their default addresses)
 	noLB    bool
+	kvm     map[string]bool // per node: whether /dev/kvm exists (NodeSpec.KVM)
 }
 
 var (
@@ -283,13 +285,15 @@ func (c *Cluster) startKwok(ctx context.Context, bins *Binaries, adminKC string)
 		"--server-address", fmt.Sprintf("127.0.0.1:%d", freePort()))
 }
 
-// startOperators starts the custom-stage watcher and the simulated Knative and Prometheus
-// operators; Stop waits for them.
+// startOperators starts the custom-stage watcher, the simulated Knative and Prometheus
+// operators, the sandbox runtimes' node agents and runtime-class-manager; Stop waits for them.
 func (c *Cluster) startOperators() {
-	c.wg.Add(3)
+	c.wg.Add(5)
 	go c.watchCustomStages()
 	go c.runOperator("Knative Operator", c.reconcileKnative(&knativeOperator{applied: map[string]bool{}}))
 	go c.runOperator("Prometheus operator", c.reconcilePrometheus)
+	go c.runOperator("sandbox node agents", c.reconcileNodeAgents(newNodeAgents()))
+	go c.runOperator("runtime-class-manager", c.reconcileRCM(&rcmOperator{handled: map[types.UID]bool{}}))
 }
 
 // Kubeconfig returns a kubeconfig of a cluster-admin user (token auth, embedded CA).

@@ -30,6 +30,9 @@ type NodeSpec struct {
 	// Address is the node's InternalIP (default a loopback address of the cluster's own,
 	// so that whatever the console reads from it stays on this machine).
 	Address string
+	// KVM says whether /dev/kvm exists on the node: what a KVM probe pod finds there
+	// (sandboxnodes.go).
+	KVM bool
 }
 
 // DefaultNodes is one control-plane node (tainted) and two workers.
@@ -110,10 +113,28 @@ func (c *Cluster) nextNodeAddress() string {
 	return fmt.Sprintf("127.%d.%d.%d", 9+c.nodes, a, b)
 }
 
+// setKVM records whether /dev/kvm exists on a node.
+func (c *Cluster) setKVM(node string, kvm bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.kvm == nil {
+		c.kvm = map[string]bool{}
+	}
+	c.kvm[node] = kvm
+}
+
+// hasKVM reports whether /dev/kvm exists on a node (false for a node the cluster did not add).
+func (c *Cluster) hasKVM(node string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.kvm[node]
+}
+
 // AddNodes creates fake nodes and waits until kwok reports them Ready.
 func (c *Cluster) AddNodes(ctx context.Context, specs ...NodeSpec) error {
 	addrs := map[string]string{}
 	for _, n := range specs {
+		c.setKVM(n.Name, n.KVM)
 		node := n.Node()
 		addrs[n.Name] = n.Address
 		if addrs[n.Name] == "" {
