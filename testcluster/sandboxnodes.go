@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 )
@@ -28,7 +29,11 @@ import (
 //     installed. When the pod goes, it cleans up only if its DaemonSet is gone, and it
 //     removes the label (then restarts the container runtime) only if no DaemonSet named
 //     *kata-deploy* remains: a pod removed by a rolling update or because its node stopped
-//     matching the nodeSelector leaves the label;
+//     matching the nodeSelector leaves the label. The harness sees a pod's end up to a
+//     period late, so it tells the cases apart by state rather than by time: the pod's
+//     DaemonSet still exists, or the node no longer matches the pod's nodeSelector (the
+//     DaemonSet took the pod away while it existed), or another kata-deploy DaemonSet
+//     exists: the label stays;
 //   - the console's gVisor installer (pods app.kubernetes.io/name=runr-gvisor-installer):
 //     labels its node runr.dev/gvisor=true while it runs there, and removes the label when
 //     no such pod is left on the node.
@@ -59,28 +64,36 @@ type nodeAgent struct {
 	value     func(c *Cluster, node string) string
 	// unlabel, when a pod left its node and no other of the agent's pods is there,
 	// reports whether the label goes; nil: it stays.
-	unlabel func(ctx context.Context, c *Cluster) (bool, error)
+	unlabel func(ctx context.Context, c *Cluster, p seenPod) (bool, error)
 }
 
-// nodeAgents are the agents and, per agent, the pods seen running (to their node).
+// seenPod is what the harness remembers of an agent's running pod.
+type seenPod struct {
+	node         string
+	nodeSelector map[string]string
+	owner        *metav1.OwnerReference // its controller
+	namespace    string
+}
+
+// nodeAgents are the agents and, per agent, the pods seen running.
 type nodeAgents struct {
 	agents []nodeAgent
-	seen   []map[types.UID]string
+	seen   []map[types.UID]seenPod
 }
 
 func newNodeAgents() *nodeAgents {
-	always := func(context.Context, *Cluster) (bool, error) { return true, nil }
+	always := func(context.Context, *Cluster, seenPod) (bool, error) { return true, nil }
 	a := &nodeAgents{agents: []nodeAgent{
 		{name: "KVM probe", selector: "app.kubernetes.io/name=" + KVMProbeApp, label: KVMLabel, completed: true,
 			value: func(c *Cluster, node string) string { return strconv.FormatBool(c.hasKVM(node)) }},
 		{name: "kata-deploy", selector: KataDeployPodLabel, label: KataRuntimeLabel,
 			value:   func(*Cluster, string) string { return "true" },
-			unlabel: noKataDeployDaemonSet},
+			unlabel: kataCleansUp},
 		{name: "gVisor installer", selector: "app.kubernetes.io/name=" + GVisorInstallerApp, label: GVisorLabel,
 			value: func(*Cluster, string) string { return "true" }, unlabel: always},
 	}}
 	for range a.agents {
-		a.seen = append(a.seen, map[types.UID]string{})
+		a.seen = append(a.seen, map[types.UID]seenPod{})
 	}
 	return a
 }
@@ -99,38 +112,38 @@ func (c *Cluster) reconcileNodeAgents(a *nodeAgents) func(ctx context.Context, d
 
 // reconcileNodeAgent labels the nodes of the agent's running pods, and unlabels the nodes
 // its pods left.
-func (c *Cluster) reconcileNodeAgent(ctx context.Context, ag nodeAgent, seen map[types.UID]string) error {
+func (c *Cluster) reconcileNodeAgent(ctx context.Context, ag nodeAgent, seen map[types.UID]seenPod) error {
 	pods, err := c.Client.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: ag.selector})
 	if err != nil {
 		return fmt.Errorf("list pods %s: %w", ag.selector, err)
 	}
-	running := map[types.UID]string{}
+	running := map[types.UID]seenPod{}
 	onNode := map[string]bool{}
 	for _, p := range pods.Items {
 		ran := p.Status.Phase == corev1.PodRunning || (ag.completed && p.Status.Phase == corev1.PodSucceeded)
 		if p.Spec.NodeName == "" || p.DeletionTimestamp != nil || !ran {
 			continue
 		}
-		running[p.UID] = p.Spec.NodeName
+		running[p.UID] = seenPod{node: p.Spec.NodeName, nodeSelector: p.Spec.NodeSelector, owner: metav1.GetControllerOf(&p), namespace: p.Namespace}
 		onNode[p.Spec.NodeName] = true
 	}
-	for uid, node := range running {
-		if err := c.setNodeLabel(ctx, node, ag.label, ag.value(c, node)); err != nil {
+	for uid, sp := range running {
+		if err := c.setNodeLabel(ctx, sp.node, ag.label, ag.value(c, sp.node)); err != nil {
 			return err
 		}
-		seen[uid] = node
+		seen[uid] = sp
 	}
-	for uid, node := range seen {
+	for uid, sp := range seen {
 		if _, ok := running[uid]; ok {
 			continue
 		}
-		if ag.unlabel != nil && !onNode[node] {
-			gone, err := ag.unlabel(ctx, c)
+		if ag.unlabel != nil && !onNode[sp.node] {
+			gone, err := ag.unlabel(ctx, c, sp)
 			if err != nil {
 				return err
 			}
 			if gone {
-				if err := c.setNodeLabel(ctx, node, ag.label, ""); err != nil {
+				if err := c.setNodeLabel(ctx, sp.node, ag.label, ""); err != nil {
 					return err
 				}
 			}
@@ -140,9 +153,30 @@ func (c *Cluster) reconcileNodeAgent(ctx context.Context, ag nodeAgent, seen map
 	return nil
 }
 
-// noKataDeployDaemonSet reports whether no DaemonSet named *kata-deploy* is left (not
-// being deleted), in any namespace: then a leaving kata-deploy pod removes its node's label.
-func noKataDeployDaemonSet(ctx context.Context, c *Cluster) (bool, error) {
+// kataCleansUp reports whether a kata-deploy pod that left its node removed the node's
+// label: not when its DaemonSet still exists, nor when the node no longer matches the
+// pod's nodeSelector (its DaemonSet took it away while it existed), nor while another
+// DaemonSet named *kata-deploy* exists.
+func kataCleansUp(ctx context.Context, c *Cluster, p seenPod) (bool, error) {
+	if p.owner != nil && p.owner.Kind == "DaemonSet" {
+		ds, err := c.Client.AppsV1().DaemonSets(p.namespace).Get(ctx, p.owner.Name, metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return false, fmt.Errorf("get DaemonSet %s/%s: %w", p.namespace, p.owner.Name, err)
+		}
+		if err == nil && ds.UID == p.owner.UID && ds.DeletionTimestamp == nil {
+			return false, nil
+		}
+	}
+	n, err := c.Client.CoreV1().Nodes().Get(ctx, p.node, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("get node %s: %w", p.node, err)
+	}
+	if !labels.SelectorFromSet(p.nodeSelector).Matches(labels.Set(n.Labels)) {
+		return false, nil
+	}
 	dss, err := c.Client.AppsV1().DaemonSets("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return false, fmt.Errorf("list DaemonSets: %w", err)

@@ -1,0 +1,255 @@
+package testcluster_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"runr.dev/console/ops"
+	"runr.dev/console/testcluster"
+)
+
+var gvrShim = schema.GroupVersionResource{Group: "runtime.spinkube.dev", Version: "v1alpha1", Resource: "shims"}
+
+// labelled returns the nodes whose label key has value (any value when value is "*"), sorted.
+func labelled(ctx context.Context, c *testcluster.Cluster, key, value string) ([]string, error) {
+	nodes, err := c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, n := range nodes.Items {
+		if v, ok := n.Labels[key]; ok && (value == "*" || v == value) {
+			out = append(out, n.Name)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// waitLabelled waits until exactly the nodes want carry key=value.
+func waitLabelled(t *testing.T, c *testcluster.Cluster, key, value string, want ...string) {
+	t.Helper()
+	slices.Sort(want)
+	eventually(t, fmt.Sprintf("%s=%s on %v", key, value, want), func(ctx context.Context) (bool, string) {
+		got, err := labelled(ctx, c, key, value)
+		if err != nil {
+			return false, err.Error()
+		}
+		return slices.Equal(got, want), fmt.Sprintf("on %v", got)
+	})
+}
+
+// setNodeLabel sets (or with value "" removes) a node's label.
+func setNodeLabel(t *testing.T, c *testcluster.Cluster, node, key, value string) {
+	t.Helper()
+	v := fmt.Sprintf("%q", value)
+	if value == "" {
+		v = "null"
+	}
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%s}}}`, key, v)
+	if _, err := c.Client.CoreV1().Nodes().Patch(context.Background(), node, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// agentDaemonSet creates a DaemonSet whose pods carry app.kubernetes.io/name=app, on the
+// nodes matching nodeSelector.
+func agentDaemonSet(t *testing.T, c *testcluster.Cluster, ns, app string, nodeSelector map[string]string) {
+	t.Helper()
+	lbl := map[string]string{"app.kubernetes.io/name": app}
+	ds := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: ns},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: lbl},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: lbl},
+				Spec: corev1.PodSpec{NodeSelector: nodeSelector,
+					Containers: []corev1.Container{{Name: "agent", Image: "ghcr.io/runr/agent:1"}}},
+			},
+		},
+	}
+	if _, err := c.Client.AppsV1().DaemonSets(ns).Create(context.Background(), ds, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSimulatedSandboxNodes checks what the harness does for the sandbox runtimes' node
+// pods: the KVM probe's answer per NodeSpec.KVM, the gVisor installer's label, and
+// kata-deploy 3.32.0 installed with the console's values on the eligible nodes only.
+func TestSimulatedSandboxNodes(t *testing.T) {
+	if testcluster.KVMLabel != ops.KVMLabel || testcluster.GVisorLabel != ops.GVisorLabel {
+		t.Fatalf("labels %s, %s; the console reads %s, %s", testcluster.KVMLabel, testcluster.GVisorLabel, ops.KVMLabel, ops.GVisorLabel)
+	}
+	eligible := map[string]string{ops.KataEligibleLabel: "eligible"}
+	nodes := []testcluster.NodeSpec{
+		{Name: "cp-1", CPU: "4", Memory: "8Gi", ControlPlane: true, KVM: true,
+			Taints: []corev1.Taint{{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule}}},
+		{Name: "kvm-1", CPU: "8", Memory: "16Gi", Worker: true, KVM: true, Labels: eligible},
+		{Name: "kvm-2", CPU: "8", Memory: "16Gi", Worker: true, KVM: true, Labels: eligible},
+		{Name: "kvm-3", CPU: "8", Memory: "16Gi", Worker: true, KVM: true},
+		{Name: "plain-1", CPU: "8", Memory: "16Gi", Worker: true},
+	}
+	c := testcluster.New(t, testcluster.Options{Nodes: nodes})
+	ctx := context.Background()
+	s := serve(t)
+	ns := ops.SandboxNamespace
+	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// The KVM probe answers on the nodes it ran on (not on the tainted control plane).
+	agentDaemonSet(t, c, ns, testcluster.KVMProbeApp, nil)
+	waitLabelled(t, c, ops.KVMLabel, "true", "kvm-1", "kvm-2", "kvm-3")
+	waitLabelled(t, c, ops.KVMLabel, "false", "plain-1")
+
+	// gVisor: labelled while its installer runs on the node, unlabelled when it left.
+	agentDaemonSet(t, c, ns, testcluster.GVisorInstallerApp, map[string]string{"kubernetes.io/hostname": "plain-1"})
+	waitLabelled(t, c, ops.GVisorLabel, "true", "plain-1")
+	if err := c.Client.AppsV1().DaemonSets(ns).Delete(ctx, testcluster.GVisorInstallerApp, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitLabelled(t, c, ops.GVisorLabel, "*")
+
+	// kata-deploy on the eligible nodes only; its RuntimeClasses send pods there.
+	_, ch := s.chart(t, ops.ChartKataDeploy.Name, ops.ChartKataDeploy.Version)
+	helmInstall(t, c, ch, ops.KataRelease, ns, jsonCopy(t, ops.KataValues([]string{"qemu", "clh"}, "k8s")))
+	waitLabelled(t, c, testcluster.KataRuntimeLabel, "true", "kvm-1", "kvm-2")
+	for _, h := range []string{"qemu", "clh"} {
+		rc, err := c.Client.NodeV1().RuntimeClasses().Get(ctx, ops.KataRuntimeClass(h), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rc.Handler != ops.KataRuntimeClass(h) || rc.Scheduling == nil || rc.Scheduling.NodeSelector[testcluster.KataRuntimeLabel] != "true" {
+			t.Errorf("RuntimeClass %s: handler %s, scheduling %+v", rc.Name, rc.Handler, rc.Scheduling)
+		}
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "sandboxed", Namespace: "default"},
+		Spec: corev1.PodSpec{RuntimeClassName: ptr(ops.KataRuntimeClass("qemu")), Containers: []corev1.Container{{Name: "app", Image: "ghcr.io/runr/app:1"}}}}
+	if _, err := c.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the kata-qemu pod to run on a Kata node", func(ctx context.Context) (bool, string) {
+		p, err := c.Client.CoreV1().Pods("default").Get(ctx, "sandboxed", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return p.Status.Phase == corev1.PodRunning && (p.Spec.NodeName == "kvm-1" || p.Spec.NodeName == "kvm-2"), fmt.Sprintf("%s on %q", p.Status.Phase, p.Spec.NodeName)
+	})
+
+	// A node that stops matching loses its pod but keeps the label (its DaemonSet still
+	// exists: the pod skips its cleanup); uninstalling removes the label everywhere else.
+	setNodeLabel(t, c, "kvm-2", ops.KataEligibleLabel, "")
+	eventually(t, "kata-deploy's pod to leave kvm-2", func(ctx context.Context) (bool, string) {
+		pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: testcluster.KataDeployPodLabel})
+		if err != nil {
+			return false, err.Error()
+		}
+		var on []string
+		for _, p := range pods.Items {
+			on = append(on, p.Spec.NodeName)
+		}
+		return !slices.Contains(on, "kvm-2"), fmt.Sprintf("pods on %v", on)
+	})
+	helmUninstall(t, c, ops.KataRelease, ns)
+	waitLabelled(t, c, testcluster.KataRuntimeLabel, "true", "kvm-2")
+	if _, err := c.Client.NodeV1().RuntimeClasses().Get(ctx, ops.KataRuntimeClass("qemu"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("RuntimeClass kata-qemu after uninstall: %v", err)
+	}
+}
+
+// TestSimulatedRuntimeClassManager installs runtime-class-manager 0.2.0 with the console's
+// values and applies the console's Spin Shim: the matching nodes get the shim and the
+// RuntimeClass appears; deleting the Shim uninstalls it and takes the RuntimeClass.
+func TestSimulatedRuntimeClassManager(t *testing.T) {
+	wasm := map[string]string{ops.WasmLabel: "true"}
+	nodes := []testcluster.NodeSpec{
+		{Name: "cp-1", CPU: "4", Memory: "8Gi", ControlPlane: true,
+			Taints: []corev1.Taint{{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule}}},
+		{Name: "wasm-1", CPU: "8", Memory: "16Gi", Worker: true, Labels: wasm},
+		{Name: "wasm-2", CPU: "8", Memory: "16Gi", Worker: true, Labels: wasm},
+		{Name: "plain-1", CPU: "8", Memory: "16Gi", Worker: true},
+	}
+	c := testcluster.New(t, testcluster.Options{Nodes: nodes})
+	ctx := context.Background()
+	s := serve(t)
+	dyn := dynamic.NewForConfigOrDie(c.REST)
+	ns := ops.SandboxNamespace
+	_, ch := s.chart(t, ops.ChartRuntimeClassManager.Name, ops.ChartRuntimeClassManager.Version)
+	helmInstall(t, c, ch, ops.WasmRelease, ns, jsonCopy(t, ops.WasmValues()))
+
+	sh := ops.WasmShims[0]
+	obj := &unstructured.Unstructured{Object: jsonCopy(t, ops.ShimObject(sh))}
+	// Strict: the API server refuses a field the CRD does not know instead of dropping it.
+	if _, err := dyn.Resource(gvrShim).Create(ctx, obj, metav1.CreateOptions{FieldValidation: "Strict"}); err != nil {
+		t.Fatalf("create Shim %s: %v", sh.Name, err)
+	}
+	waitLabelled(t, c, sh.Name, "provisioned", "wasm-1", "wasm-2")
+	shim, err := dyn.Resource(gvrShim).Get(ctx, sh.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(shim.GetFinalizers(), "rcm.spinkube.dev/finalizer") {
+		t.Errorf("Shim finalizers %v", shim.GetFinalizers())
+	}
+	rc, err := c.Client.NodeV1().RuntimeClasses().Get(ctx, sh.RuntimeClass, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc.Handler != sh.Handler || rc.Scheduling == nil || !maps.Equal(rc.Scheduling.NodeSelector, wasm) ||
+		len(rc.OwnerReferences) != 1 || rc.OwnerReferences[0].UID != shim.GetUID() {
+		t.Errorf("RuntimeClass %s: handler %s, scheduling %+v, owners %+v", rc.Name, rc.Handler, rc.Scheduling, rc.OwnerReferences)
+	}
+	for _, n := range []string{"wasm-1", "wasm-2"} {
+		j, err := c.Client.BatchV1().Jobs(ns).Get(ctx, n+"-"+sh.Name+"-install", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := hasLabels("Job "+j.Name, j.Labels, map[string]string{"spinkube.dev/job": "true", "spinkube.dev/shimName": sh.Name, "spinkube.dev/operation": "install"}); err != nil {
+			t.Error(err)
+		}
+	}
+	shimStatus := func(want int64) func(ctx context.Context) (bool, string) {
+		return func(ctx context.Context) (bool, string) {
+			o, err := dyn.Resource(gvrShim).Get(ctx, sh.Name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			nodes, _, _ := unstructured.NestedInt64(o.Object, "status", "nodes")
+			ready, _, _ := unstructured.NestedInt64(o.Object, "status", "nodesReady")
+			return nodes == want && ready == want, fmt.Sprintf("status %d nodes, %d ready", nodes, ready)
+		}
+	}
+	eventually(t, "Shim status 2 nodes, 2 ready", shimStatus(2))
+
+	// A node that stops matching keeps the shim and its label: nothing uninstalls it.
+	setNodeLabel(t, c, "wasm-2", ops.WasmLabel, "")
+	eventually(t, "Shim status 1 node", shimStatus(1))
+	waitLabelled(t, c, sh.Name, "provisioned", "wasm-1", "wasm-2")
+
+	// Deleting the Shim uninstalls it from the matching nodes and takes the RuntimeClass.
+	if err := dyn.Resource(gvrShim).Delete(ctx, sh.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitLabelled(t, c, sh.Name, "provisioned", "wasm-2")
+	waitLabelled(t, c, sh.Name, "*", "wasm-2")
+	eventually(t, "the Shim and its RuntimeClass to go", func(ctx context.Context) (bool, string) {
+		_, errShim := dyn.Resource(gvrShim).Get(ctx, sh.Name, metav1.GetOptions{})
+		_, errRC := c.Client.NodeV1().RuntimeClasses().Get(ctx, sh.RuntimeClass, metav1.GetOptions{})
+		return apierrors.IsNotFound(errShim) && apierrors.IsNotFound(errRC), fmt.Sprintf("Shim: %v, RuntimeClass: %v", errShim, errRC)
+	})
+	if _, err := c.Client.BatchV1().Jobs(ns).Get(ctx, "wasm-1-"+sh.Name+"-uninstall", metav1.GetOptions{}); err != nil {
+		t.Errorf("uninstall Job: %v", err)
+	}
+}
