@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -251,5 +253,94 @@ func TestSimulatedRuntimeClassManager(t *testing.T) {
 	})
 	if _, err := c.Client.BatchV1().Jobs(ns).Get(ctx, "wasm-1-"+sh.Name+"-uninstall", metav1.GetOptions{}); err != nil {
 		t.Errorf("uninstall Job: %v", err)
+	}
+}
+
+// sandboxStandInCases are kata-deploy's and runtime-class-manager's options (TestStandIns).
+func sandboxStandInCases() []standInCase {
+	kata := func(name, values, wantErr string, check func(m *manifest) error) standInCase {
+		return standInCase{name: name, chart: "kata-deploy", version: "3.32.0", release: "kata", namespace: "kata-system", values: values, wantErr: wantErr, check: check}
+	}
+	kataEnv := func(m *manifest) (map[string]string, error) {
+		pt, err := m.podTemplate("DaemonSet", "kata-deploy")
+		if err != nil {
+			return nil, err
+		}
+		c, err := container(pt, "kube-kata")
+		if err != nil {
+			return nil, err
+		}
+		return envOf(c), nil
+	}
+	rcNames := func(m *manifest) ([]string, map[string]nodev1.RuntimeClass, error) {
+		rcs, err := m.runtimeClasses()
+		return slices.Sorted(maps.Keys(rcs)), rcs, err
+	}
+	return []standInCase{
+		kata("defaults", "", "", func(m *manifest) error {
+			names, _, err := rcNames(m)
+			if err != nil {
+				return err
+			}
+			if len(names) != 22 || slices.Contains(names, "kata-remote") || !slices.Contains(names, "kata-qemu-nvidia-gpu-snp") {
+				return fmt.Errorf("RuntimeClasses %v: want every shim but remote", names)
+			}
+			env, err := kataEnv(m)
+			if err != nil {
+				return err
+			}
+			if env["DEFAULT_SHIM_X86_64"] != "qemu" || !strings.Contains(env["SHIMS_AARCH64"], "qemu-runtime-rs") || m.find("ConfigMap", "kata-deploy-custom-configs") != nil {
+				return fmt.Errorf("env %v", env)
+			}
+			return nil
+		}),
+		kata("create-default", "shims: {disableAll: true, clh: {enabled: true}}\ndefaultShim: {amd64: clh}\nruntimeClasses: {createDefault: true}", "", func(m *manifest) error {
+			names, rcs, err := rcNames(m)
+			if err != nil {
+				return err
+			}
+			if !slices.Equal(names, []string{"kata", "kata-clh"}) || rcs["kata"].Handler != "kata-clh" {
+				return fmt.Errorf("RuntimeClasses %v, kata's handler %q", names, rcs["kata"].Handler)
+			}
+			return nil
+		}),
+		kata("runtime-class-options", "shims: {disableAll: true, qemu: {enabled: true, runtimeClass: {overheadEnabled: false, nodeSelector: {gpu: 'no'}}}}", "", func(m *manifest) error {
+			_, rcs, err := rcNames(m)
+			if err != nil {
+				return err
+			}
+			rc := rcs["kata-qemu"]
+			want := map[string]string{"katacontainers.io/kata-runtime": "true", "gpu": "no"}
+			if rc.Overhead != nil || rc.Scheduling == nil || !maps.Equal(rc.Scheduling.NodeSelector, want) {
+				return fmt.Errorf("kata-qemu: overhead %+v, scheduling %+v", rc.Overhead, rc.Scheduling)
+			}
+			return nil
+		}),
+		kata("default-shim-disabled", "shims: {disableAll: true, fc: {enabled: true}}", "", func(m *manifest) error {
+			env, err := kataEnv(m)
+			if err != nil {
+				return err
+			}
+			if _, ok := env["DEFAULT_SHIM_X86_64"]; ok || env["SHIMS_X86_64"] != "fc" || env["SNAPSHOTTER_HANDLER_MAPPING_X86_64"] != "fc:devmapper" {
+				return fmt.Errorf("env %v", env)
+			}
+			if _, ok := env["SHIMS_AARCH64"]; ok {
+				return fmt.Errorf("fc is amd64 only: %v", env)
+			}
+			return nil
+		}),
+		kata("job-mode", "deploymentMode: job", "daemonset only", nil),
+		{name: "release-name", chart: "runtime-class-manager", version: "0.2.0", release: "rcm", namespace: "spin",
+			values: "rcm: {nodeInstallerJob: {ttl: 300}}", check: func(m *manifest) error {
+				pt, err := m.podTemplate("Deployment", "rcm-runtime-class-manager")
+				if err != nil {
+					return err
+				}
+				env := envOf(&pt.Spec.Containers[0])
+				if env["SHIM_NODE_INSTALLER_JOB_TTL"] != "300" || env["CONTROLLER_NAMESPACE"] != "spin" {
+					return fmt.Errorf("env %v", env)
+				}
+				return nil
+			}},
 	}
 }

@@ -71,7 +71,7 @@ func standInCases() []standInCase {
 		}
 		return nil
 	}
-	return []standInCase{
+	return append([]standInCase{
 		traefikCase("defaults", "", "", func(m *manifest) error {
 			if m.find("Deployment", "traefik") == nil || m.find("IngressClass", "traefik") == nil {
 				return fmt.Errorf("rendered %v", m.names())
@@ -300,5 +300,5 @@ func standInCases() []standInCase {
 				}
 				return hasLabels("agent pods", pt.Labels, map[string]string{"component": "agent-collector"})
 			}},
-	}
+	}, sandboxStandInCases()...)
 }
