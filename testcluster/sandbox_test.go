@@ -128,6 +128,9 @@ func TestSimulatedSandboxNodes(t *testing.T) {
 	_, ch := s.chart(t, ops.ChartKataDeploy.Name, ops.ChartKataDeploy.Version)
 	helmInstall(t, c, ch, ops.KataRelease, ns, jsonCopy(t, ops.KataValues([]string{"qemu", "clh"}, "k8s")))
 	waitLabelled(t, c, testcluster.KataRuntimeLabel, "true", "kvm-1", "kvm-2")
+	if _, err := c.Client.CoreV1().ServiceAccounts(ns).Get(ctx, "kata-deploy-sa", metav1.GetOptions{}); err != nil {
+		t.Fatalf("kata-deploy-sa: %v", err)
+	}
 	for _, h := range []string{"qemu", "clh"} {
 		rc, err := c.Client.NodeV1().RuntimeClasses().Get(ctx, ops.KataRuntimeClass(h), metav1.GetOptions{})
 		if err != nil {
@@ -169,6 +172,13 @@ func TestSimulatedSandboxNodes(t *testing.T) {
 	if _, err := c.Client.NodeV1().RuntimeClasses().Get(ctx, ops.KataRuntimeClass("qemu"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("RuntimeClass kata-qemu after uninstall: %v", err)
 	}
+	// The RBAC helm uninstall kept goes with the post-delete Job.
+	eventually(t, "the kept RBAC to go", func(ctx context.Context) (bool, string) {
+		_, errSA := c.Client.CoreV1().ServiceAccounts(ns).Get(ctx, "kata-deploy-sa", metav1.GetOptions{})
+		_, errCR := c.Client.RbacV1().ClusterRoles().Get(ctx, "kata-deploy-role", metav1.GetOptions{})
+		_, errCRB := c.Client.RbacV1().ClusterRoleBindings().Get(ctx, "kata-deploy-rb", metav1.GetOptions{})
+		return apierrors.IsNotFound(errSA) && apierrors.IsNotFound(errCR) && apierrors.IsNotFound(errCRB), fmt.Sprintf("%v; %v; %v", errSA, errCR, errCRB)
+	})
 }
 
 // TestSimulatedRuntimeClassManager installs runtime-class-manager 0.2.0 with the console's

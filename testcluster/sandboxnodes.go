@@ -34,6 +34,9 @@ import (
 //     DaemonSet still exists, or the node no longer matches the pod's nodeSelector (the
 //     DaemonSet took the pod away while it existed), or another kata-deploy DaemonSet
 //     exists: the label stays;
+//     Once a kata-deploy release is gone (no Helm release record) and its pods too, the
+//     RBAC it kept (helm.sh/resource-policy: keep) is deleted, as its post-delete hook Job
+//     kata-deploy-rb-cleanup does (kwok only completes that Job);
 //   - the console's gVisor installer (pods app.kubernetes.io/name=runr-gvisor-installer):
 //     labels its node runr.dev/gvisor=true while it runs there, and removes the label when
 //     no such pod is left on the node.
@@ -105,6 +108,9 @@ func (c *Cluster) reconcileNodeAgents(a *nodeAgents) func(ctx context.Context, d
 			if err := c.reconcileNodeAgent(ctx, a.agents[i], a.seen[i]); err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", a.agents[i].name, err))
 			}
+		}
+		if err := c.cleanupKataRBAC(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("kata-deploy-rb-cleanup: %w", err))
 		}
 		return errors.Join(errs...)
 	}
@@ -213,6 +219,50 @@ func (c *Cluster) setNodeLabel(ctx context.Context, node, key, value string) err
 	}
 	if _, err := c.Client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "runr-testcluster"}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("label node %s %s=%q: %w", node, key, value, err)
+	}
+	return nil
+}
+
+// cleanupKataRBAC deletes the RBAC a kata-deploy release kept (ServiceAccount
+// kata-deploy-sa, ClusterRole kata-deploy-role, ClusterRoleBinding kata-deploy-rb) once
+// the release has no Helm record left (but uninstalled ones) and its namespace no
+// kata-deploy pod.
+func (c *Cluster) cleanupKataRBAC(ctx context.Context) error {
+	sas, err := c.Client.CoreV1().ServiceAccounts("").List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=kata-deploy-sa"})
+	if err != nil {
+		return fmt.Errorf("list ServiceAccounts: %w", err)
+	}
+	for _, sa := range sas.Items {
+		release := sa.Annotations["meta.helm.sh/release-name"]
+		if release == "" || sa.Annotations["helm.sh/resource-policy"] != "keep" {
+			continue
+		}
+		records := metav1.ListOptions{LabelSelector: "owner=helm,status!=uninstalled,name=" + release}
+		secrets, err := c.Client.CoreV1().Secrets(sa.Namespace).List(ctx, records)
+		if err != nil {
+			return fmt.Errorf("list Helm records: %w", err)
+		}
+		cms, err := c.Client.CoreV1().ConfigMaps(sa.Namespace).List(ctx, records)
+		if err != nil {
+			return fmt.Errorf("list Helm records: %w", err)
+		}
+		pods, err := c.Client.CoreV1().Pods(sa.Namespace).List(ctx, metav1.ListOptions{LabelSelector: KataDeployPodLabel})
+		if err != nil {
+			return fmt.Errorf("list pods: %w", err)
+		}
+		if len(secrets.Items)+len(cms.Items)+len(pods.Items) > 0 {
+			continue
+		}
+		del := []func() error{
+			func() error { return c.Client.RbacV1().ClusterRoleBindings().Delete(ctx, "kata-deploy-rb", metav1.DeleteOptions{}) },
+			func() error { return c.Client.RbacV1().ClusterRoles().Delete(ctx, "kata-deploy-role", metav1.DeleteOptions{}) },
+			func() error { return c.Client.CoreV1().ServiceAccounts(sa.Namespace).Delete(ctx, sa.Name, metav1.DeleteOptions{}) },
+		}
+		for _, d := range del {
+			if err := d(); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("delete the kept RBAC of %s/%s: %w", sa.Namespace, release, err)
+			}
+		}
 	}
 	return nil
 }
