@@ -254,9 +254,15 @@ func (c *Cluster) cleanupKataRBAC(ctx context.Context) error {
 			continue
 		}
 		del := []func() error{
-			func() error { return c.Client.RbacV1().ClusterRoleBindings().Delete(ctx, "kata-deploy-rb", metav1.DeleteOptions{}) },
-			func() error { return c.Client.RbacV1().ClusterRoles().Delete(ctx, "kata-deploy-role", metav1.DeleteOptions{}) },
-			func() error { return c.Client.CoreV1().ServiceAccounts(sa.Namespace).Delete(ctx, sa.Name, metav1.DeleteOptions{}) },
+			func() error {
+				return c.Client.RbacV1().ClusterRoleBindings().Delete(ctx, "kata-deploy-rb", metav1.DeleteOptions{})
+			},
+			func() error {
+				return c.Client.RbacV1().ClusterRoles().Delete(ctx, "kata-deploy-role", metav1.DeleteOptions{})
+			},
+			func() error {
+				return c.Client.CoreV1().ServiceAccounts(sa.Namespace).Delete(ctx, sa.Name, metav1.DeleteOptions{})
+			},
 		}
 		for _, d := range del {
 			if err := d(); err != nil && !apierrors.IsNotFound(err) {
