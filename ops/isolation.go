@@ -22,6 +22,7 @@ import (
 const (
 	KindSandboxInstall   = "sandbox-install"
 	KindSandboxUninstall = "sandbox-uninstall"
+	KindSandboxProbe     = "sandbox-probe"
 )
 
 // Node installers of the sandbox runtimes, in the sandbox namespace.
@@ -64,6 +65,9 @@ func (s *Service) registerSandboxKinds() {
 	}
 	s.Engine.Register(&engine.Kind{Name: KindSandboxInstall, Finished: failed, Plan: engine.PlanWith(s.sandboxInstallSteps)})
 	s.Engine.Register(&engine.Kind{Name: KindSandboxUninstall, Finished: failed, Plan: engine.PlanWith(s.sandboxUninstallSteps)})
+	s.Engine.Register(&engine.Kind{Name: KindSandboxProbe, Plan: func(*engine.JobContext) ([]engine.Step, error) {
+		return []engine.Step{s.sandboxStep("probe", "Probe the nodes for /dev/kvm", s.probeKVM)}, nil
+	}})
 }
 
 // sandboxStep is a step of a sandbox job, run with the job's region and cluster.

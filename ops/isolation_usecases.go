@@ -25,9 +25,12 @@ func InstalledClasses(iso store.Isolation) []string {
 	return out
 }
 
+// SandboxKinds are the job kinds of the Isolation tab.
+var SandboxKinds = []string{KindSandboxInstall, KindSandboxUninstall, KindSandboxProbe}
+
 // sandboxBusy refuses a second sandbox job while one runs on the region.
 func (s *Service) sandboxBusy(ctx context.Context, r *store.Region) error {
-	for _, k := range []string{KindSandboxInstall, KindSandboxUninstall} {
+	for _, k := range SandboxKinds {
 		if _, err := s.Store.ActiveJob(ctx, r.ID, k); err == nil {
 			return &Refused{Reason: "A sandbox runtime job of this region runs already; wait for it to finish."}
 		}
@@ -66,6 +69,16 @@ func (s *Service) InstallSandbox(ctx context.Context, actor Actor, r *store.Regi
 	names := map[string]string{store.RuntimeKata: "Kata Containers", store.RuntimeGVisor: "gVisor", store.RuntimeWasm: "WebAssembly support"}
 	return s.Enqueue(ctx, engine.Request{Kind: KindSandboxInstall, Title: "Install " + names[in.Runtime] + " on " + r.Name,
 		Subject: r.ID, Params: in, CreatedBy: actor.Email})
+}
+
+// ProbeSandboxNodes queues the KVM probe: every node gets the label runr.dev/kvm saying
+// whether it has /dev/kvm.
+func (s *Service) ProbeSandboxNodes(ctx context.Context, actor Actor, r *store.Region) (*store.Job, error) {
+	if err := s.sandboxBusy(ctx, r); err != nil {
+		return nil, err
+	}
+	return s.Enqueue(ctx, engine.Request{Kind: KindSandboxProbe, Title: "Probe the nodes of " + r.Name + " for /dev/kvm",
+		Subject: r.ID, CreatedBy: actor.Email})
 }
 
 // UninstallSandbox queues the removal of a sandbox runtime; it is refused while pods
