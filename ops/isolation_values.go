@@ -47,7 +47,7 @@ var kataDropIns = map[string]string{
 	"qemu":       "[hypervisor.qemu]\ndefault_vcpus = 1\ndefault_memory = 256\n[agent.kata]\nenable_tracing = false\n",
 	"clh":        "[hypervisor.clh]\ndefault_vcpus = 1\ndefault_memory = 256\n[agent.kata]\nenable_tracing = false\n",
 	"fc":         "[hypervisor.firecracker]\ndefault_vcpus = 1\ndefault_memory = 256\n[agent.kata]\nenable_tracing = false\n",
-	"dragonball": "[hypervisor.dragonball]\ndefault_vcpus = 1\ndefault_memory = 256\nstatic_sandbox_resource_mgmt = false\n[agent.kata]\nenable_tracing = false\n",
+	"dragonball": "[hypervisor.dragonball]\ndefault_vcpus = 1\ndefault_memory = 256\n[runtime]\nstatic_sandbox_resource_mgmt = false\n[agent.kata]\nenable_tracing = false\n",
 }
 
 // KataValues are kata-deploy's values: the picked hypervisors only, each with RunR's
@@ -82,6 +82,9 @@ func WasmValues() map[string]any {
 		"rcm": map[string]any{
 			"shimDownloaderImage": map[string]any{"tag": tag},
 			"nodeInstallerImage":  map[string]any{"tag": tag},
+			// Finished installer Jobs go after a minute; the chart's 0 keeps them, and a
+			// second install or removal of a shim on the same node would wait for ever.
+			"nodeInstallerJob": map[string]any{"ttl": 60},
 		},
 	}
 }
