@@ -338,8 +338,12 @@ func (h *Handlers) BannerSocket() fiber.Handler {
 	}))
 }
 
-// AgentRegionsKey is the Locals key of the regions an authenticated agent reports for.
-const AgentRegionsKey = "agent_region_ids"
+// AgentRegionsKey is the Locals key of the regions an authenticated agent reports for;
+// AgentTokenKey of its token (the socket reads its cluster's regions again with it).
+const (
+	AgentRegionsKey = "agent_region_ids"
+	AgentTokenKey   = "agent_token"
+)
 
 // AgentSocket receives the reports of a cluster's agent, for every region of the cluster:
 // metric snapshots (not for regions that are not active), pod sessions and events; it
@@ -347,6 +351,7 @@ const AgentRegionsKey = "agent_region_ids"
 func (h *Handlers) AgentSocket() fiber.Handler {
 	return wsUpgrade(websocket.New(func(conn *websocket.Conn) {
 		ids, _ := conn.Locals(AgentRegionsKey).([]string)
+		token, _ := conn.Locals(AgentTokenKey).(string)
 		names, _ := conn.Locals("region_names").(string)
 		log := h.Log.With("regions", names)
 		ctx := context.Background()
@@ -383,6 +388,13 @@ func (h *Handlers) AgentSocket() fiber.Handler {
 				log.Warn("agent: store", "type", m.Type, "err", err)
 			}
 			if time.Since(last) > 10*time.Second {
+				// Regions added to the cluster since the agent connected count too.
+				if rs, err := h.Store.RegionsByAgentToken(ctx, token); err == nil {
+					ids = ids[:0]
+					for _, r := range rs {
+						ids = append(ids, r.ID)
+					}
+				}
 				seen("")
 				last = time.Now()
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/registry"
 	"helm.sh/helm/v3/pkg/repo"
 	"sigs.k8s.io/yaml"
 )
@@ -59,6 +60,25 @@ func NewChartSource(mirror, crdsURL string) *ChartSource {
 	}
 	return &ChartSource{mirror: mirror, crdsURL: crds, client: &http.Client{Timeout: 60 * time.Second},
 		indexes: map[string]cachedIndex{}, charts: map[string]*chart.Chart{}, fetching: map[string]*sync.Mutex{}}
+}
+
+// isOCI reports a chart published in an OCI registry (oci://…) and fetched from there (a
+// mirror serves every chart from its own index).
+func (cs *ChartSource) isOCI(ref ChartRef) bool {
+	return cs.mirror == "" && strings.HasPrefix(ref.Repo, "oci://")
+}
+
+// pullOCI fetches a chart archive from an OCI registry.
+func (cs *ChartSource) pullOCI(ref ChartRef) ([]byte, error) {
+	c, err := registry.NewClient(registry.ClientOptEnableCache(false))
+	if err != nil {
+		return nil, fmt.Errorf("OCI registry client: %w", err)
+	}
+	res, err := c.Pull(strings.TrimPrefix(ref.Repo, "oci://")+"/"+ref.Name+":"+ref.Version, registry.PullOptWithChart(true))
+	if err != nil {
+		return nil, fmt.Errorf("pull chart %s %s from %s: %w", ref.Name, ref.Version, ref.Repo, err)
+	}
+	return res.Chart.Data, nil
 }
 
 func (cs *ChartSource) repoURL(ref ChartRef) string {
@@ -109,13 +129,27 @@ func (cs *ChartSource) Index(ctx context.Context, repoURL string) (*repo.IndexFi
 
 // Versions lists the versions of a chart its repository has, newest first.
 func (cs *ChartSource) Versions(ctx context.Context, ref ChartRef) ([]string, error) {
-	idx, err := cs.Index(ctx, cs.repoURL(ref))
-	if err != nil {
-		return nil, err
+	var tags []string
+	if cs.isOCI(ref) {
+		c, err := registry.NewClient(registry.ClientOptEnableCache(false))
+		if err != nil {
+			return nil, fmt.Errorf("OCI registry client: %w", err)
+		}
+		if tags, err = c.Tags(strings.TrimPrefix(ref.Repo, "oci://") + "/" + ref.Name); err != nil {
+			return nil, fmt.Errorf("list the versions of %s/%s: %w", ref.Repo, ref.Name, err)
+		}
+	} else {
+		idx, err := cs.Index(ctx, cs.repoURL(ref))
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range idx.Entries[ref.Name] {
+			tags = append(tags, e.Version)
+		}
 	}
 	var vs []*semver.Version
-	for _, e := range idx.Entries[ref.Name] {
-		if v, err := semver.NewVersion(e.Version); err == nil {
+	for _, t := range tags {
+		if v, err := semver.NewVersion(t); err == nil {
 			vs = append(vs, v)
 		}
 	}
@@ -150,7 +184,26 @@ func (cs *ChartSource) Load(ctx context.Context, ref ChartRef) (*chart.Chart, er
 		return ch, nil
 	}
 	cs.mu.Unlock()
+	raw, err := cs.download(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	ch, err := loader.LoadArchive(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("load chart %s %s: %w", ref.Name, ref.Version, err)
+	}
+	cs.mu.Lock()
+	cs.charts[key] = ch
+	cs.mu.Unlock()
+	return ch, nil
+}
 
+// download fetches a chart's archive from its repository's index or its OCI registry.
+func (cs *ChartSource) download(ctx context.Context, ref ChartRef) ([]byte, error) {
+	if cs.isOCI(ref) {
+		return cs.pullOCI(ref)
+	}
+	repoURL := cs.repoURL(ref)
 	idx, err := cs.Index(ctx, repoURL)
 	if err != nil {
 		return nil, err
@@ -170,14 +223,7 @@ func (cs *ChartSource) Load(ctx context.Context, ref ChartRef) (*chart.Chart, er
 	if err != nil {
 		return nil, fmt.Errorf("download chart %s %s: %w", ref.Name, ref.Version, err)
 	}
-	ch, err := loader.LoadArchive(bytes.NewReader(raw))
-	if err != nil {
-		return nil, fmt.Errorf("load chart %s %s: %w", ref.Name, ref.Version, err)
-	}
-	cs.mu.Lock()
-	cs.charts[key] = ch
-	cs.mu.Unlock()
-	return ch, nil
+	return raw, nil
 }
 
 // ServingCRDs fetches the Knative Serving CRDs of a version (e.g. "1.20.0").

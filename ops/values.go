@@ -49,6 +49,9 @@ func ValuesCases() []ValuesCase {
 		{Name: "loki-stack", Chart: ChartLoki, Release: LokiRelease, Namespace: ObservabilityNamespace, Values: LokiValues()},
 		{Name: "tempo", Chart: ChartTempo, Release: TempoRelease, Namespace: ObservabilityNamespace, Values: TempoValues(72)},
 		{Name: "opentelemetry-collector", Chart: ChartOtelCollector, Release: OtelRelease, Namespace: ObservabilityNamespace, Values: OtelValues()},
+		{Name: "kata-deploy", Chart: ChartKataDeploy, Release: KataRelease, Namespace: SandboxNamespace, Values: KataValues([]string{"qemu", "clh"}, "k8s")},
+		{Name: "kata-deploy-k3s-dragonball", Chart: ChartKataDeploy, Release: KataRelease, Namespace: SandboxNamespace, Values: KataValues([]string{"dragonball", "fc"}, "k3s")},
+		{Name: "runtime-class-manager", Chart: ChartRuntimeClassManager, Release: WasmRelease, Namespace: SandboxNamespace, Values: WasmValues()},
 	}
 }
 

@@ -16,11 +16,11 @@ RUNR_TEST_DATABASE_URL=$(PG_FAST=1 scripts/pg.sh start .data/test-pg postgres)
 export RUNR_TEST_DATABASE_URL
 trap 'scripts/pg.sh stop .data/test-pg' EXIT
 
-step "Chromium (browser tests)"
-if ! command -v chromium >/dev/null 2>&1; then
+step "Chromium (browser tests) and bzip2 (gVisor's release archives in the sandbox tests)"
+if ! command -v chromium >/dev/null 2>&1 || ! command -v bzip2 >/dev/null 2>&1; then
   sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium bzip2
 fi
 chromium --version
 

@@ -142,6 +142,8 @@ type Region struct {
 	OldExternalIP         string                          `db:"old_external_ip"`
 	DomainMigrationStatus MigrationStatus                 `db:"domain_migration_status"`
 	DomainMigrationTarget string                          `db:"domain_migration_target"`
+	Isolation             JSON[Isolation]                 `db:"isolation"`
+	SandboxSettings       JSON[SandboxSettings]           `db:"sandbox_settings"`
 	CreatedAt             time.Time                       `db:"created_at"`
 	UpdatedAt             time.Time                       `db:"updated_at"`
 

@@ -86,6 +86,7 @@ func (s *Server) agentAuth(c *fiber.Ctx) error {
 		ids[i], names[i] = r.ID, r.Name
 	}
 	c.Locals(handlers.AgentRegionsKey, ids)
+	c.Locals(handlers.AgentTokenKey, tok)
 	c.Locals("region_names", strings.Join(names, ","))
 	return c.Next()
 }

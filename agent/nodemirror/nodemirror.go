@@ -139,10 +139,12 @@ var criRegistryTables = map[int64][]string{
 // mirrors the old way: containerd refuses both at once.
 var ErrMirrorsConfigured = errors.New("config.toml configures registry mirrors or configs inline; containerd refuses those together with config_path")
 
-// SetConfigPath makes plain containerd's config.toml (file) read hosts.toml from certsDir
-// (a host path). It reports whether config.toml changed: containerd then needs one
-// restart (runr registry rolling-restart). The previous file is kept beside it.
-func SetConfigPath(file, certsDir string) (bool, error) {
+// EditContainerdConfig edits containerd's config.toml (file, created when missing) with
+// edit, which gets the parsed configuration and its version (2 for containerd 1.x, 3 for
+// 2.x; a file without one is version 2) and reports whether it changed anything. The
+// previous file is kept beside it (.runr-backup); containerd reads the change after a
+// restart.
+func EditContainerdConfig(file string, edit func(cfg map[string]any, version int64) (bool, error)) (bool, error) {
 	raw, err := os.ReadFile(file)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return false, fmt.Errorf("read %s: %w", file, err)
@@ -158,30 +160,13 @@ func SetConfigPath(file, certsDir string) (bool, error) {
 		version = 2
 		cfg["version"] = version
 	}
-	path, ok := criRegistryTables[version]
-	if !ok {
+	if version != 2 && version != 3 {
 		return false, fmt.Errorf("%s: config version %d is not one RunR knows (2 or 3)", file, version)
 	}
-	reg := cfg
-	for _, k := range path {
-		next, ok := reg[k].(map[string]any)
-		if !ok {
-			next = map[string]any{}
-			reg[k] = next
-		}
-		reg = next
+	changed, err := edit(cfg, version)
+	if err != nil || !changed {
+		return false, err
 	}
-	if reg["config_path"] == certsDir {
-		return false, nil
-	}
-	if reg["mirrors"] != nil || reg["configs"] != nil {
-		return false, ErrMirrorsConfigured
-	}
-	if cur, ok := reg["config_path"].(string); ok && cur != "" {
-		// Another directory is configured: RunR's files go there instead (see Target).
-		return false, nil
-	}
-	reg["config_path"] = certsDir
 	var buf bytes.Buffer
 	if err := toml.NewEncoder(&buf).Encode(cfg); err != nil {
 		return false, fmt.Errorf("encode %s: %w", file, err)
@@ -195,6 +180,41 @@ func SetConfigPath(file, certsDir string) (bool, error) {
 		return false, err
 	}
 	return true, nil
+}
+
+// Table returns the nested table of cfg at path, creating the missing ones.
+func Table(cfg map[string]any, path ...string) map[string]any {
+	t := cfg
+	for _, k := range path {
+		next, ok := t[k].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			t[k] = next
+		}
+		t = next
+	}
+	return t
+}
+
+// SetConfigPath makes plain containerd's config.toml (file) read hosts.toml from certsDir
+// (a host path). It reports whether config.toml changed: containerd then needs one
+// restart (runr registry rolling-restart).
+func SetConfigPath(file, certsDir string) (bool, error) {
+	return EditContainerdConfig(file, func(cfg map[string]any, version int64) (bool, error) {
+		reg := Table(cfg, criRegistryTables[version]...)
+		if reg["config_path"] == certsDir {
+			return false, nil
+		}
+		if reg["mirrors"] != nil || reg["configs"] != nil {
+			return false, ErrMirrorsConfigured
+		}
+		if cur, ok := reg["config_path"].(string); ok && cur != "" {
+			// Another directory is configured: RunR's files go there instead.
+			return false, nil
+		}
+		reg["config_path"] = certsDir
+		return true, nil
+	})
 }
 
 // ConfiguredCertsDir is the config_path plain containerd's config.toml already names
