@@ -1,6 +1,7 @@
 // Package handlers holds the console's HTTP handlers: one file per resource, HTML and
-// JSON side by side. Handlers are thin: they validate, call the store and the kube
-// package, and render.
+// JSON side by side. Handlers are thin: they parse the request, call one use case of
+// ops (or accounts) with the request's actor, and render its outcome; Fail (JSON) and
+// refusal/formOutcome (forms) turn a use case's typed errors into answers.
 package handlers
 
 import (
