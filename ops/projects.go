@@ -353,13 +353,15 @@ func (s *Service) CreateProject(ctx context.Context, actor Actor, in ProjectInpu
 	return p, nil
 }
 
-// UpdateProject saves the keys sent; a running project that changes region moves (the
-// job of the move, else nil).
+// UpdateProject saves the keys sent (p changes only when they are valid); a running
+// project that changes region moves (the job of the move, else nil).
 func (s *Service) UpdateProject(ctx context.Context, actor Actor, p *store.Project, in ProjectInput) (*store.Job, error) {
 	from := p.Region()
-	if err := s.applyProjectInput(ctx, p, in, false); err != nil {
+	next := *p
+	if err := s.applyProjectInput(ctx, &next, in, false); err != nil {
 		return nil, err
 	}
+	*p = next
 	if err := s.Store.UpdateProject(ctx, p); err != nil {
 		return nil, fmt.Errorf("update project %s: %w", p.Slug, err)
 	}
