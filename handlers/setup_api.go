@@ -170,6 +170,12 @@ func (h *Handlers) APIKubeconfig(c *fiber.Ctx) error {
 	return c.SendString(r.Kubeconfig)
 }
 
+// refused reports whether err is a use case's refusal (*ops.Refused).
+func refused(err error) bool {
+	var rf *ops.Refused
+	return errors.As(err, &rf)
+}
+
 // APIRollingRestart is POST /api/knative-regions/{id}/registry/rolling-restart: containerd
 // restarts node by node (the spec's registry:rolling-restart).
 func (h *Handlers) APIRollingRestart(c *fiber.Ctx) error {
@@ -178,7 +184,7 @@ func (h *Handlers) APIRollingRestart(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	j, err := h.Kube.StartRollingRestart(ctx(c), h.actor(c), r)
-	if rf := (*ops.Refused)(nil); err != nil && !errors.As(err, &rf) {
+	if err != nil && !refused(err) {
 		return JSONError(c, fiber.StatusBadGateway, "The cluster's nodes could not be listed: "+err.Error())
 	}
 	return h.Accepted(c, j, err)
@@ -191,7 +197,7 @@ func (h *Handlers) RollingRestartForm(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	_, err = h.Kube.StartRollingRestart(ctx(c), h.actor(c), r)
-	if rf := (*ops.Refused)(nil); err != nil && !errors.As(err, &rf) {
+	if err != nil && !refused(err) {
 		return h.formInvalid(c, r, "registry", nil, nil, "The cluster's nodes could not be listed: "+err.Error())
 	}
 	return h.formOutcome(c, r, "registry", nil, err, "")
