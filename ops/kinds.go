@@ -14,4 +14,5 @@ func (s *Service) registerKinds() {
 	s.registerMigrationKinds()
 	s.registerBaseDomainKinds()
 	s.registerContainerdKinds()
+	s.registerSandboxKinds()
 }

@@ -13,6 +13,7 @@ const (
 	PermRegionsKubeconfig  = "regions.kubeconfig"
 	PermRegistryManage     = "registry.manage"
 	PermSandboxManage      = "sandbox.manage"
+	PermSandboxesManage    = "sandboxes.manage"
 	PermGPUManage          = "regions.gpu.manage"
 	PermDataServicesManage = "regions.data_services.manage"
 	PermSupplyChainManage  = "regions.supply_chain.manage"
@@ -31,7 +32,7 @@ const (
 
 // AllPermissions lists every permission.
 var AllPermissions = []string{
-	PermRegionsView, PermRegionsManage, PermRegionsKubeconfig, PermRegistryManage, PermSandboxManage,
+	PermRegionsView, PermRegionsManage, PermRegionsKubeconfig, PermRegistryManage, PermSandboxManage, PermSandboxesManage,
 	PermGPUManage, PermDataServicesManage, PermSupplyChainManage, PermBillingView, PermBillingManage,
 	PermProjectsView, PermProjectsManage, PermProjectsDeploy, PermSettingsView, PermSettingsManage,
 	PermUsersView, PermUsersManage, PermTokensManage, PermJobsView,

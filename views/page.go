@@ -35,6 +35,9 @@ type Permissions struct {
 	UsersView      bool
 	UsersManage    bool
 	TokensManage   bool
+	// SandboxManage opens the Isolation tab; SandboxesManage changes the Sandbox API's settings.
+	SandboxManage   bool
+	SandboxesManage bool
 }
 
 // Option is one choice of a select or a radio group.

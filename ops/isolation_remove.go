@@ -1,0 +1,148 @@
+package ops
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"runr.dev/console/engine"
+	"runr.dev/console/kube"
+	"runr.dev/console/store"
+)
+
+func mustJSON(v any) []byte {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return raw
+}
+
+// PodsUsing lists the pods (namespace/name) that run with one of the RuntimeClasses.
+func PodsUsing(ctx context.Context, c *kube.Cluster, classes []string) ([]string, error) {
+	pods, err := c.Clientset.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list the pods: %w", err)
+	}
+	var out []string
+	for _, p := range pods.Items {
+		if p.Spec.RuntimeClassName != nil && slices.Contains(classes, *p.Spec.RuntimeClassName) && p.DeletionTimestamp == nil {
+			out = append(out, p.Namespace+"/"+p.Name)
+		}
+	}
+	return out, nil
+}
+
+func (s *Service) sandboxUninstallSteps(p SandboxParams) []engine.Step {
+	return []engine.Step{
+		s.sandboxStep("unused", "Check that no pod uses the runtime", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+			used, err := PodsUsing(ctx, c, r.Isolation.V.Runtime(p.Runtime).Classes)
+			if err != nil {
+				return err
+			}
+			if len(used) > 0 {
+				return fmt.Errorf("pods still use it: %s", strings.Join(used, ", "))
+			}
+			rt := r.Isolation.V.Runtime(p.Runtime)
+			rt.Status, rt.Message = store.ComponentRemoving, ""
+			return s.Store.SetSandboxRuntime(ctx, r.ID, p.Runtime, rt)
+		}),
+		s.sandboxStep("remove", "Remove the runtime from the nodes", s.removeSandbox(p)),
+		s.sandboxStep("classes", "Map its workloads back to runc", func(ctx context.Context, jc *engine.JobContext, r *store.Region, _ *kube.Cluster) error {
+			gone := r.Isolation.V.Runtime(p.Runtime).Classes
+			classes := map[string]string{}
+			var moved []string
+			for kind, class := range r.Isolation.V.Classes {
+				if slices.Contains(gone, class) {
+					moved = append(moved, kind)
+					continue
+				}
+				classes[kind] = class
+			}
+			if err := s.Store.SetWorkloadClasses(ctx, r.ID, classes); err != nil {
+				return err
+			}
+			if err := s.Store.SetSandboxRuntime(ctx, r.ID, p.Runtime, store.SandboxRuntime{Status: store.ComponentNotInstalled}); err != nil {
+				return err
+			}
+			jc.Note("Removed; the workload kinds that used it run with runc again: %s", orNoneList(moved))
+			return nil
+		}),
+	}
+}
+
+// removeSandbox takes a runtime off the cluster: kata-deploy's uninstall (its cleanup
+// restarts the container runtime of each node), gVisor's installer and RuntimeClass, or
+// the WebAssembly shims (their uninstaller Jobs) and runtime-class-manager.
+func (s *Service) removeSandbox(p SandboxParams) func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+	return func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+		nodes := r.Isolation.V.Runtime(p.Runtime).Nodes
+		switch p.Runtime {
+		case store.RuntimeKata:
+			if err := s.HelmUninstall(ctx, jc, c, SandboxNamespace, KataRelease); err != nil {
+				return err
+			}
+			if err := jc.Wait(ctx, "kata-deploy's cleanup on "+orNoneList(nodes), engine.WaitOpts{}, nodesUnlabelled(c, nodes, KataRuntimeLabel)); err != nil {
+				return err
+			}
+			return unlabelNodes(ctx, c, nodes, KataEligibleLabel)
+		case store.RuntimeGVisor:
+			for _, o := range []struct {
+				gvk      schema.GroupVersionKind
+				ns, name string
+			}{{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "DaemonSet"}, SandboxNamespace, GVisorInstaller}, {gvkRuntimeClass, "", GVisorClass}} {
+				if err := c.Delete(ctx, o.gvk, o.ns, o.name); err != nil {
+					return err
+				}
+			}
+			jc.Logf("runsc stays installed on the nodes, unused: no RuntimeClass names it any more")
+			return unlabelNodes(ctx, c, nodes, GVisorLabel, "runr.dev/gvisor-eligible")
+		default:
+			for _, sh := range WasmShims {
+				if err := c.Delete(ctx, gvkShim, "", sh.Name); err != nil {
+					return err
+				}
+				if err := jc.Wait(ctx, "shim "+sh.Name+" to be removed from "+orNoneList(nodes), engine.WaitOpts{}, nodesUnlabelled(c, nodes, sh.Name)); err != nil {
+					return err
+				}
+			}
+			if err := s.HelmUninstall(ctx, jc, c, SandboxNamespace, WasmRelease); err != nil {
+				return err
+			}
+			return unlabelNodes(ctx, c, nodes, WasmLabel)
+		}
+	}
+}
+
+// nodesUnlabelled waits until none of the nodes carries a label.
+func nodesUnlabelled(c *kube.Cluster, names []string, label string) kube.Cond {
+	return func(ctx context.Context) (bool, string, error) {
+		var left []string
+		for _, n := range names {
+			node, err := c.Clientset.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
+			if err != nil {
+				continue
+			}
+			if _, ok := node.Labels[label]; ok {
+				left = append(left, n)
+			}
+		}
+		return len(left) == 0, "still on " + strings.Join(left, ", "), nil
+	}
+}
+
+func unlabelNodes(ctx context.Context, c *kube.Cluster, nodes []string, labels ...string) error {
+	for _, n := range nodes {
+		for _, l := range labels {
+			if err := setNodeLabel(ctx, c, n, l, ""); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
