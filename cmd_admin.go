@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"runr.dev/console/handlers"
+	"runr.dev/console/accounts"
 	"runr.dev/console/store"
 )
 
@@ -42,20 +42,13 @@ func userCreateCmd() *cobra.Command {
 		Short: "Create a user (prints a generated password when none is given)",
 		Args:  cobra.NoArgs,
 		RunE: withStore(func(cmd *cobra.Command, st *store.Store) error {
-			in := handlers.UserInput{Email: email, Role: role, Password: password}
-			if errs := handlers.ValidateUser(in); len(errs) > 0 {
-				return errs
-			}
-			pw, generated := password, password == ""
-			if generated {
-				pw = handlers.GeneratePassword()
-			}
-			u, err := st.CreateUser(cmd.Context(), strings.TrimSpace(email), "", role, pw)
+			// The operator holds the database: no actor, and the CLI may make an owner.
+			u, generated, err := accounts.CreateUser(cmd.Context(), st, nil, accounts.UserInput{Email: email, Role: role, Password: password})
 			if err != nil {
 				return err
 			}
-			if generated {
-				fmt.Fprintln(cmd.OutOrStdout(), pw)
+			if generated != "" {
+				fmt.Fprintln(cmd.OutOrStdout(), generated)
 			} else {
 				fmt.Fprintf(cmd.ErrOrStderr(), "Created %s (%s)\n", u.Email, u.Role)
 			}
@@ -85,7 +78,7 @@ func userBootstrapCmd() *cobra.Command {
 			if n > 0 {
 				return nil
 			}
-			pw := handlers.GeneratePassword()
+			pw := accounts.GeneratePassword()
 			if _, err := st.CreateUser(cmd.Context(), email, "Administrator", "owner", pw); err != nil {
 				return err
 			}
@@ -110,7 +103,7 @@ func userSetRoleCmd() *cobra.Command {
 				return err
 			}
 			// The operator holds the database: no actor, but the owner rules still hold.
-			if err := st.ChangeUserRole(cmd.Context(), nil, u.ID, role); err != nil {
+			if err := accounts.SetRole(cmd.Context(), st, nil, u.ID, role); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "%s is now %s\n", u.Email, role)
@@ -136,7 +129,7 @@ func userDeleteCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := st.RemoveUser(cmd.Context(), nil, u.ID); err != nil {
+			if err := accounts.DeleteUser(cmd.Context(), st, nil, u.ID); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "Deleted %s\n", u.Email)
@@ -169,17 +162,8 @@ func tokenCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			sc, err := handlers.ParseScopes([]string{scopes})
-			if err != nil {
-				return err
-			}
-			if err := store.CapScopes(store.EffectivePermissions(u.Role, nil), true, sc); err != nil {
-				return err
-			}
-			if strings.TrimSpace(name) == "" {
-				return fmt.Errorf("--name is required")
-			}
-			_, plain, err := st.CreateAPIToken(cmd.Context(), u.ID, strings.TrimSpace(name), sc)
+			g := accounts.Grantor{User: u, Perms: store.EffectivePermissions(u.Role, nil), Star: true}
+			_, plain, err := accounts.CreateToken(cmd.Context(), st, g, accounts.TokenInput{Name: name, Scopes: []string{scopes}})
 			if err != nil {
 				return err
 			}

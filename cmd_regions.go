@@ -12,6 +12,9 @@ import (
 	"runr.dev/console/store"
 )
 
+// cliActor is who the operator's commands act as in the use cases.
+var cliActor = ops.Actor{Email: "cli"}
+
 // regionsCmd holds `runr regions …`: the operator's region tools (moves, listing).
 func regionsCmd() *cobra.Command {
 	regions := &cobra.Command{Use: "regions", Short: "Regions: list them and move them to another cluster"}
@@ -55,7 +58,7 @@ func migrationStartCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("read the kubeconfig: %w", err)
 			}
-			j, err := svc.StartMigration(cmd.Context(), r, string(raw), dataLocation, "cli")
+			j, err := svc.StartMigration(cmd.Context(), cliActor, r, ops.MigrateInput{Kubeconfig: string(raw), DataLocation: dataLocation})
 			if err != nil {
 				return err
 			}
@@ -78,7 +81,7 @@ func migrationCompleteCmd() *cobra.Command {
 			if domain {
 				return completeDomainMigration(cmd, svc, r)
 			}
-			if err := svc.CompleteMigrationByHand(cmd.Context(), r, "cli"); err != nil {
+			if err := svc.CompleteMigrationByHand(cmd.Context(), cliActor, r); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Move of %s completed\n", r.Name)
@@ -91,10 +94,7 @@ func migrationCompleteCmd() *cobra.Command {
 
 // completeDomainMigration queues the completion of a region's base-domain migration in dns_check.
 func completeDomainMigration(cmd *cobra.Command, svc *ops.Service, r *store.Region) error {
-	if r.DomainMigrationStatus != store.MigrationDNSCheck {
-		return fmt.Errorf("region %s has no domain migration in dns_check", r.Name)
-	}
-	j, err := svc.CompleteDomainMigration(cmd.Context(), r, "cli")
+	j, err := svc.CompleteDomainMigration(cmd.Context(), cliActor, r)
 	if err != nil {
 		return err
 	}
@@ -107,7 +107,7 @@ func migrationRollbackCmd() *cobra.Command {
 	return &cobra.Command{
 		Use: "rollback REGION", Short: "Roll a move back (in dns_check or failed)", Args: cobra.ExactArgs(1),
 		RunE: withRegion(func(cmd *cobra.Command, svc *ops.Service, r *store.Region) error {
-			j, err := svc.RollbackMigration(cmd.Context(), r, "cli")
+			j, err := svc.RollbackMigration(cmd.Context(), cliActor, r)
 			if err != nil {
 				return err
 			}

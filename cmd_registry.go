@@ -150,7 +150,7 @@ func rollingRestartCmd() *cobra.Command {
 		Short: "Restart containerd on the region's nodes one at a time, so that they read the node mirror's config_path",
 		Args:  cobra.ExactArgs(1),
 		RunE: withRegion(func(cmd *cobra.Command, svc *ops.Service, r *store.Region) error {
-			j, err := svc.StartRollingRestart(cmd.Context(), r, "cli")
+			j, err := svc.StartRollingRestart(cmd.Context(), cliActor, r)
 			if err != nil {
 				return err
 			}

@@ -8,6 +8,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"runr.dev/console/accounts"
+	"runr.dev/console/ops"
 	"runr.dev/console/store"
 )
 
@@ -24,10 +26,10 @@ func FuzzBodyDecoders(f *testing.F) {
 		}
 	}
 	inputs := map[string]func() any{
-		"user": func() any { return &UserInput{} }, "token": func() any { return &TokenInput{} },
-		"setup": func() any { return &SetupInput{} }, "region": func() any { return &RegionInput{} },
-		"registry": func() any { return &RegistryInput{} }, "check": func() any { return &CheckInput{} },
-		"project": func() any { return &ProjectInput{} },
+		"user": func() any { return &accounts.UserInput{} }, "token": func() any { return &accounts.TokenInput{} },
+		"setup": func() any { return &ops.SetupInput{} }, "region": func() any { return &ops.RegionInput{} },
+		"registry": func() any { return &ops.RegistryInput{} }, "check": func() any { return &ops.CheckInput{} },
+		"project": func() any { return &ops.ProjectInput{} },
 	}
 	for name, v := range inputs {
 		app.Post("/"+name, decode(v))

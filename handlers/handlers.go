@@ -1,6 +1,7 @@
 // Package handlers holds the console's HTTP handlers: one file per resource, HTML and
-// JSON side by side. Handlers are thin: they validate, call the store and the kube
-// package, and render.
+// JSON side by side. Handlers are thin: they parse the request, call one use case of
+// ops (or accounts) with the request's actor, and render its outcome; Fail (JSON) and
+// refusal/formOutcome (forms) turn a use case's typed errors into answers.
 package handlers
 
 import (
@@ -138,23 +139,85 @@ func Unprocessable(c *fiber.Ctx, msg string) error {
 	return JSONError(c, fiber.StatusUnprocessableEntity, msg)
 }
 
-// Accepted answers the outcome of a request that queues a job: an error, a 422 with
-// field errors or a reason, or 202 with the job's id.
-func (h *Handlers) Accepted(c *fiber.Ctx, j *store.Job, fe FieldErrors, msg string, err error) error {
-	switch {
-	case err != nil:
+// actor is who makes the request, for the use cases.
+func (h *Handlers) actor(c *fiber.Ctx) ops.Actor {
+	p := Who(c)
+	return ops.Actor{Email: p.User.Email, Perms: p.Perms}
+}
+
+// Accepted answers the outcome of a use case that queues a job: 202 with the job's id,
+// or its error (Fail: a refusal is a 422).
+func (h *Handlers) Accepted(c *fiber.Ctx, j *store.Job, err error) error {
+	if err != nil {
 		return h.Fail(c, err)
-	case fe != nil:
-		return Invalid(c, fe)
-	case msg != "":
-		return Unprocessable(c, msg)
 	}
 	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"job_id": j.ID})
 }
 
+// refusal splits a use case's refusal into what a form shows: the messages beside the
+// fields (*ops.Invalid, or *ops.Refused about a field) or one message (*ops.Refused,
+// *ops.Missing, *ops.Unreachable). ok is false for any other error.
+func (h *Handlers) refusal(c *fiber.Ctx, err error) (fe FieldErrors, msg string, ok bool) {
+	var inv *ops.Invalid
+	var rf *ops.Refused
+	var ms *ops.Missing
+	var un *ops.Unreachable
+	switch {
+	case errors.As(err, &inv):
+		return FieldErrors(inv.Fields), "", true
+	case errors.As(err, &rf):
+		msg = rf.Reason
+		if rf.Err != nil {
+			msg = h.Cause(c, rf.Reason, rf.Err)
+		}
+		if rf.Field != "" {
+			return FieldErrors{rf.Field: msg}, "", true
+		}
+		return nil, msg, true
+	case errors.As(err, &ms):
+		return nil, ms.Reason, true
+	case errors.As(err, &un):
+		return nil, h.Cause(c, "The cluster did not answer", un.Err), true
+	}
+	return nil, "", false
+}
+
+// failUseCase answers a use case's refusal to a JSON client: a node or the like that
+// does not exist is a 404 with its sentence, a cluster that did not answer a 502, a
+// refusal a 422 with its field errors or its reason. ok is false for any other error.
+func (h *Handlers) failUseCase(c *fiber.Ctx, err error) (error, bool) {
+	var ms *ops.Missing
+	var un *ops.Unreachable
+	switch {
+	case errors.As(err, &ms):
+		return JSONError(c, fiber.StatusNotFound, ms.Reason), true
+	case errors.As(err, &un):
+		return JSONError(c, fiber.StatusBadGateway, h.Cause(c, "The cluster of region "+un.Region+" did not answer", un.Err)), true
+	}
+	fe, msg, ok := h.refusal(c, err)
+	switch {
+	case !ok:
+		return nil, false
+	case fe != nil:
+		return Invalid(c, fe), true
+	}
+	return Unprocessable(c, msg), true
+}
+
 // Fail answers an error the handler did not expect: store.ErrNotFound is a 404, a
-// FieldErrors a 422, anything else is logged and answered 500 without its detail.
+// FieldErrors a 422, a use case's refusal a 422 (JSON: see failUseCase; a page: an
+// error page), anything else is logged and answered 500 without its detail.
 func (h *Handlers) Fail(c *fiber.Ctx, err error) error {
+	if IsAPI(c) {
+		if rerr, ok := h.failUseCase(c, err); ok {
+			return rerr
+		}
+	} else if fe, msg, ok := h.refusal(c, err); ok {
+		if msg == "" {
+			msg = fe.Error()
+		}
+		return Render(c, fiber.StatusUnprocessableEntity, views.ErrorPage(h.page(c, "Invalid input", ""), 422, msg))
+	}
 	var fe FieldErrors
 	var ure *store.UserRuleError
 	switch {

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"time"
 
 	"github.com/a-h/templ"
@@ -11,47 +10,6 @@ import (
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
-
-// MigrateInput is the body of POST /api/knative-regions/{id}/migrate.
-type MigrateInput struct {
-	Kubeconfig   string `json:"kubeconfig"`
-	DataLocation string `json:"data_location"`
-}
-
-// refusal splits a ops.Refused into a field error or a message.
-func refusal(err error) (FieldErrors, string, error) {
-	var rf *ops.Refused
-	if errors.As(err, &rf) {
-		if rf.Field != "" {
-			return FieldErrors{rf.Field: rf.Reason}, "", nil
-		}
-		return nil, rf.Reason, nil
-	}
-	return nil, "", err
-}
-
-func (h *Handlers) startMigration(c *fiber.Ctx, r *store.Region, in MigrateInput) (*store.Job, FieldErrors, string, error) {
-	j, err := h.Kube.StartMigration(ctx(c), r, in.Kubeconfig, in.DataLocation, Who(c).User.Email)
-	if err != nil {
-		fe, msg, err := refusal(err)
-		return nil, fe, msg, err
-	}
-	return j, nil, "", nil
-}
-
-func (h *Handlers) completeMigration(c *fiber.Ctx, r *store.Region) (string, error) {
-	_, msg, err := refusal(h.Kube.CompleteMigrationByHand(ctx(c), r, Who(c).User.Email))
-	return msg, err
-}
-
-func (h *Handlers) rollbackMigration(c *fiber.Ctx, r *store.Region) (*store.Job, string, error) {
-	j, err := h.Kube.RollbackMigration(ctx(c), r, Who(c).User.Email)
-	if err != nil {
-		_, msg, err := refusal(err)
-		return nil, msg, err
-	}
-	return j, "", nil
-}
 
 // MigrationStatus is GET /api/knative-regions/{id}/migration-status.
 type MigrationStatus struct {
@@ -72,7 +30,7 @@ func (h *Handlers) migrationStatus(c *fiber.Ctx, r *store.Region) (MigrationStat
 		return MigrationStatus{}, err
 	}
 	ms := MigrationStatus{MigrationStatus: r.MigrationStatus, Detail: r.MigrationDetail.V, DNSCheckAt: r.MigrationDNSCheckAt,
-		OldExternalIP: r.OldExternalIP, ExternalIP: r.ExternalIP, DNSInstruction: DNSInstruction(KnativeDomain(r, base), r.ExternalIP), Steps: []store.JobStep{}}
+		OldExternalIP: r.OldExternalIP, ExternalIP: r.ExternalIP, DNSInstruction: DNSInstruction(ops.FunctionDomain(r, base), r.ExternalIP), Steps: []store.JobStep{}}
 	if r.MigrationDNSCheckAt != nil {
 		d := r.MigrationDNSCheckAt.Add(ops.MigrationDeadline)
 		ms.Deadline = &d
@@ -92,12 +50,12 @@ func (h *Handlers) APIMigrate(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	var in MigrateInput
+	var in ops.MigrateInput
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, fe, msg, err := h.startMigration(c, r, in)
-	return h.Accepted(c, j, fe, msg, err)
+	j, err := h.Kube.StartMigration(ctx(c), h.actor(c), r, in)
+	return h.Accepted(c, j, err)
 }
 
 // APIMigrationStatus is GET /api/knative-regions/{id}/migration-status.
@@ -119,12 +77,8 @@ func (h *Handlers) APICompleteMigration(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	msg, err := h.completeMigration(c, r)
-	if err != nil {
+	if err := h.Kube.CompleteMigrationByHand(ctx(c), h.actor(c), r); err != nil {
 		return h.Fail(c, err)
-	}
-	if msg != "" {
-		return Unprocessable(c, msg)
 	}
 	return h.regionAnswer(c, r.ID, nil)
 }
@@ -135,8 +89,8 @@ func (h *Handlers) APIRollbackMigration(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, msg, err := h.rollbackMigration(c, r)
-	return h.Accepted(c, j, nil, msg, err)
+	j, err := h.Kube.RollbackMigration(ctx(c), h.actor(c), r)
+	return h.Accepted(c, j, err)
 }
 
 // migrationTab renders the Migration tab.
@@ -162,15 +116,9 @@ func (h *Handlers) MigrateForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	in := MigrateInput{Kubeconfig: kubeconfigFromForm(c), DataLocation: c.FormValue("data_location")}
-	_, fe, msg, err := h.startMigration(c, r, in)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	if fe != nil || msg != "" {
-		return h.formInvalid(c, r, "migration", map[string]string{"data_location": in.DataLocation}, fe, msg)
-	}
-	return h.formDone(c, r, "migration", "The move started.")
+	in := ops.MigrateInput{Kubeconfig: kubeconfigFromForm(c), DataLocation: c.FormValue("data_location")}
+	_, err = h.Kube.StartMigration(ctx(c), h.actor(c), r, in)
+	return h.formOutcome(c, r, "migration", map[string]string{"data_location": in.DataLocation}, err, "The move started.")
 }
 
 // MigrationActionForm completes or rolls back a move.
@@ -179,25 +127,13 @@ func (h *Handlers) MigrationActionForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	msg := ""
 	switch c.Params("action") {
 	case "complete":
-		m, err := h.completeMigration(c, r)
-		if err != nil {
-			return h.Fail(c, err)
-		}
-		msg = m
+		err = h.Kube.CompleteMigrationByHand(ctx(c), h.actor(c), r)
 	case "rollback":
-		_, m, err := h.rollbackMigration(c, r)
-		if err != nil {
-			return h.Fail(c, err)
-		}
-		msg = m
+		_, err = h.Kube.RollbackMigration(ctx(c), h.actor(c), r)
 	default:
 		return h.Fail(c, store.ErrNotFound)
 	}
-	if msg != "" {
-		return h.formInvalid(c, r, "migration", nil, nil, msg)
-	}
-	return h.formDone(c, r, "migration", "")
+	return h.formOutcome(c, r, "migration", nil, err, "")
 }

@@ -2,14 +2,12 @@ package handlers
 
 import (
 	"encoding/json"
-	"errors"
 	"strconv"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
 	"runr.dev/console/agent"
-	"runr.dev/console/engine"
 	"runr.dev/console/ops"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
@@ -43,7 +41,7 @@ func (h *Handlers) regionPageData(c *fiber.Ctx, r *store.Region, tab string, f v
 	if err != nil {
 		return views.RegionPageData{}, err
 	}
-	domain := KnativeDomain(r, base)
+	domain := ops.FunctionDomain(r, base)
 	d := views.RegionPageData{Region: regionView(r), Domain: domain, DNSInstruction: DNSInstruction(domain, r.ExternalIP), Tab: tab, Form: f}
 	if kinds, ok := tabKinds[tab]; ok {
 		if j, err := h.Store.LatestJobOf(ctx(c), r.ID, kinds); err == nil {
@@ -60,10 +58,10 @@ func (h *Handlers) regionPageData(c *fiber.Ctx, r *store.Region, tab string, f v
 	if tab == "operator" || tab == "serving" {
 		// A chart repository that cannot be read leaves the form without versions; the
 		// install then names the problem.
-		vs, _ := h.compatible(c, r)
+		vs, _ := h.Kube.RegionVersions(ctx(c), r)
 		d.Versions = versionOptions(vs)
 		if r.ServingStatus == store.ComponentReady {
-			if next, _ := h.Kube.NextMinor(ctx(c), r.KnativeVersion, k8sMinor(r)); next != nil {
+			if next, _ := h.Kube.RegionNextVersion(ctx(c), r); next != nil {
 				d.NextVersion = next.Version
 			}
 		}
@@ -141,12 +139,32 @@ func (h *Handlers) formDone(c *fiber.Ctx, r *store.Region, tab, flash string) er
 	return redirect(c, "/regions/"+r.ID+"?tab="+tab)
 }
 
+// tabFormKey is the Locals key of a tab's form sent back with its errors: a tab rendered
+// through the extra-tab hook (Workers) sees no form of its own.
+const tabFormKey = "tab_form"
+
+// formInvalid renders a region tab again with a form's values and its errors (422).
 func (h *Handlers) formInvalid(c *fiber.Ctx, r *store.Region, tab string, values map[string]string, errs FieldErrors, msg string) error {
 	f := views.Form{Values: values, Errors: errs, Error: msg}
 	if msg == "" && len(errs) > 0 {
 		f.Error = "Some fields need another look."
 	}
+	c.Locals(tabFormKey, f)
 	return h.renderRegion(c, r, tab, f, fiber.StatusUnprocessableEntity)
+}
+
+// formOutcome answers a region tab's form after its use case: back to the tab with the
+// flash when it went through, the tab again with the messages beside the fields when it
+// was refused (422), and Fail for any other error.
+func (h *Handlers) formOutcome(c *fiber.Ctx, r *store.Region, tab string, values map[string]string, err error, flash string) error {
+	if err == nil {
+		return h.formDone(c, r, tab, flash)
+	}
+	fe, msg, ok := h.refusal(c, err)
+	if !ok {
+		return h.Fail(c, err)
+	}
+	return h.formInvalid(c, r, tab, values, fe, msg)
 }
 
 // SettingsForm saves the General settings.
@@ -156,49 +174,37 @@ func (h *Handlers) SettingsForm(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	vals := map[string]string{"request_timeout": c.FormValue("request_timeout"), "agent_ws_url": c.FormValue("agent_ws_url"), "ingress_trusted_ips": c.FormValue("ingress_trusted_ips")}
-	in := SettingsInput{}
 	n, err := strconv.Atoi(strings.TrimSpace(vals["request_timeout"]))
 	if err != nil {
 		return h.formInvalid(c, r, "general", vals, FieldErrors{"request_timeout": "Use a whole number of seconds."}, "")
 	}
-	in.RequestTimeout = &n
 	ws := strings.TrimSpace(vals["agent_ws_url"])
-	in.AgentWSURL = &ws
 	ips := []string{}
 	for _, p := range strings.Split(vals["ingress_trusted_ips"], ",") {
 		if p = strings.TrimSpace(p); p != "" {
 			ips = append(ips, p)
 		}
 	}
-	in.IngressTrustedIPs = &ips
-	j, fe, err := h.updateSettings(c, r, in)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	if fe != nil {
-		return h.formInvalid(c, r, "general", vals, fe, "")
-	}
+	j, err := h.Kube.UpdateSettings(ctx(c), h.actor(c), r, ops.SettingsInput{RequestTimeout: &n, AgentWSURL: &ws, IngressTrustedIPs: &ips})
 	msg := "Settings saved."
 	if j != nil {
 		msg = "Settings saved; they are being applied to the cluster."
 	}
-	return h.formDone(c, r, "general", msg)
+	return h.formOutcome(c, r, "general", vals, err, msg)
 }
 
-// StatusForm sets the region status.
+// StatusForm sets the region status; a refusal is the form's message.
 func (h *Handlers) StatusForm(c *fiber.Ctx) error {
 	r, err := h.regionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, fe, err := h.setStatus(c, r, store.RegionStatus(c.FormValue("region_status")))
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	if fe != nil {
+	status := c.FormValue("region_status")
+	_, err = h.Kube.SetRegionStatus(ctx(c), h.actor(c), r, store.RegionStatus(status))
+	if fe, _, ok := h.refusal(c, err); ok {
 		return h.formInvalid(c, r, "general", nil, fe, fe["region_status"])
 	}
-	return h.formDone(c, r, "general", "Region status set to "+c.FormValue("region_status")+".")
+	return h.formOutcome(c, r, "general", nil, err, "Region status set to "+status+".")
 }
 
 // FunctionTLSForm uploads a function-domain certificate.
@@ -207,15 +213,9 @@ func (h *Handlers) FunctionTLSForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	in := TLSInput{Certificate: c.FormValue("certificate"), PrivateKey: c.FormValue("private_key"), ReplaceExisting: c.FormValue("replace_existing") == "1"}
-	_, fe, msg, err := h.setFunctionTLS(c, r, in)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	if fe != nil || msg != "" {
-		return h.formInvalid(c, r, "general", map[string]string{"certificate": in.Certificate}, fe, msg)
-	}
-	return h.formDone(c, r, "general", "Certificate uploaded; it is being installed.")
+	in := ops.TLSInput{Certificate: c.FormValue("certificate"), PrivateKey: c.FormValue("private_key"), ReplaceExisting: c.FormValue("replace_existing") == "1"}
+	_, err = h.Kube.SetFunctionTLS(ctx(c), h.actor(c), r, in)
+	return h.formOutcome(c, r, "general", map[string]string{"certificate": in.Certificate}, err, "Certificate uploaded; it is being installed.")
 }
 
 // DeleteFunctionTLSForm removes the certificate.
@@ -224,11 +224,8 @@ func (h *Handlers) DeleteFunctionTLSForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	if _, err := h.Kube.Enqueue(ctx(c), engine.Request{Kind: ops.KindRemoveFunctionTLS, Title: "Remove the function-domain certificate of " + r.Name,
-		Subject: r.ID, CreatedBy: Who(c).User.Email}); err != nil {
-		return h.Fail(c, err)
-	}
-	return h.formDone(c, r, "general", "The certificate is being removed.")
+	_, err = h.Kube.RemoveFunctionTLS(ctx(c), h.actor(c), r)
+	return h.formOutcome(c, r, "general", nil, err, "The certificate is being removed.")
 }
 
 // MonitoringForm saves the monitoring choice.
@@ -238,21 +235,17 @@ func (h *Handlers) MonitoringForm(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	vals := map[string]string{}
-	raw := map[string]json.RawMessage{}
 	for _, k := range []string{"prometheus_url", "loki_url", "loki_org_id"} {
 		vals[k] = strings.TrimSpace(c.FormValue(k))
-		b, _ := json.Marshal(vals[k])
-		raw[k] = b
 	}
-	_, fe, err := h.updateMonitoring(c, r, raw)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	if fe != nil {
-		return h.formInvalid(c, r, "general", vals, fe, "")
-	}
-	return h.formDone(c, r, "general", "Monitoring saved.")
+	in := ops.MonitoringInput{PrometheusURL: store.Ptr(vals["prometheus_url"]), LokiURL: store.Ptr(vals["loki_url"]), LokiOrgID: store.Ptr(vals["loki_org_id"])}
+	_, err = h.Kube.UpdateMonitoring(ctx(c), h.actor(c), r, in)
+	return h.formOutcome(c, r, "general", vals, err, "Monitoring saved.")
 }
+
+// knativeFormKinds are the Knative jobs of the Operator and Serving tabs, by the action in their path.
+var knativeFormKinds = map[string]string{"install-operator": ops.KindInstallOperator, "install-serving": ops.KindInstallServing,
+	"upgrade": ops.KindUpgradeServing, "uninstall-serving": ops.KindUninstallServing, "uninstall-operator": ops.KindUninstallOperator}
 
 // KnativeForm runs one of the Knative actions from the Operator and Serving tabs.
 func (h *Handlers) KnativeForm(c *fiber.Ctx) error {
@@ -260,9 +253,7 @@ func (h *Handlers) KnativeForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	kinds := map[string]string{"install-operator": ops.KindInstallOperator, "install-serving": ops.KindInstallServing,
-		"upgrade": ops.KindUpgradeServing, "uninstall-serving": ops.KindUninstallServing, "uninstall-operator": ops.KindUninstallOperator}
-	kind, ok := kinds[c.Params("action")]
+	kind, ok := knativeFormKinds[c.Params("action")]
 	if !ok {
 		return h.Fail(c, store.ErrNotFound)
 	}
@@ -274,38 +265,24 @@ func (h *Handlers) KnativeForm(c *fiber.Ctx) error {
 	if version == "" {
 		version = c.Query("version")
 	}
-	in := KnativeInput{Version: version, Namespace: c.FormValue("namespace"), OperatorNamespace: c.FormValue("operator_namespace"),
+	in := ops.KnativeInput{Version: version, Namespace: c.FormValue("namespace"), OperatorNamespace: c.FormValue("operator_namespace"),
 		RemoveTraefik: c.FormValue("remove_traefik") == "1", IngressMode: c.FormValue("ingress_mode")}
-	_, fe, msg, err := h.enqueueKnative(c, r, kind, in)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	if fe != nil || msg != "" {
-		return h.formInvalid(c, r, tab, map[string]string{"namespace": in.Namespace, "operator_namespace": in.OperatorNamespace, "ingress_mode": in.IngressMode}, fe, msg)
-	}
-	return h.formDone(c, r, tab, "")
+	_, err = h.Kube.EnqueueKnative(ctx(c), h.actor(c), r, kind, in)
+	return h.formOutcome(c, r, tab, map[string]string{"namespace": in.Namespace, "operator_namespace": in.OperatorNamespace, "ingress_mode": in.IngressMode}, err, "")
 }
 
-// RegistryForm sets up the registry; RegistryDeleteForm removes it.
+// RegistryForm sets up the registry (on a PVC when internal).
 func (h *Handlers) RegistryForm(c *fiber.Ctx) error {
 	r, err := h.regionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	in := RegistryInput{RegistryMode: store.RegistryMode(c.FormValue("registry_mode")), StorageType: "pvc", ExternalAddress: c.FormValue("external_address"),
-		ExternalUsername: c.FormValue("external_username"), ExternalPassword: c.FormValue("external_password")}
-	in.PVCConfig.StorageClass, in.PVCConfig.Size = c.FormValue("storage_class"), c.FormValue("size")
-	p, sec := in.params()
-	errs := FieldErrors{}
-	ValidateRegistry(p, sec, errs)
+	in := ops.RegistryInput{RegistryMode: store.RegistryMode(c.FormValue("registry_mode")), StorageType: "pvc", ExternalAddress: c.FormValue("external_address"),
+		ExternalUsername: c.FormValue("external_username"), ExternalPassword: c.FormValue("external_password"),
+		PVCConfig: ops.PVCConfig{StorageClass: c.FormValue("storage_class"), Size: c.FormValue("size")}}
 	vals := map[string]string{"storage_class": in.PVCConfig.StorageClass, "size": in.PVCConfig.Size, "external_address": in.ExternalAddress, "external_username": in.ExternalUsername}
-	if len(errs) > 0 {
-		return h.formInvalid(c, r, "registry", vals, errs, "")
-	}
-	if _, err := h.enqueueRegistry(c, r, p, sec); err != nil {
-		return h.Fail(c, err)
-	}
-	return h.formDone(c, r, "registry", "")
+	_, err = h.Kube.SetRegistry(ctx(c), h.actor(c), r, in)
+	return h.formOutcome(c, r, "registry", vals, err, "")
 }
 
 // RegistryDeleteForm removes the registry.
@@ -314,14 +291,8 @@ func (h *Handlers) RegistryDeleteForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	if _, err := h.Kube.Enqueue(ctx(c), engine.Request{Kind: ops.KindRegistryRemove, Title: "Remove the registry of " + r.Name,
-		Subject: r.ID, CreatedBy: Who(c).User.Email}); err != nil {
-		return h.Fail(c, err)
-	}
-	if err := h.Store.UpdateRegistry(ctx(c), r.ID, store.RegistryUpdate{Status: store.Ptr(store.ComponentRemoving)}); err != nil {
-		return h.Fail(c, err)
-	}
-	return h.formDone(c, r, "registry", "")
+	_, err = h.Kube.RemoveRegistry(ctx(c), h.actor(c), r)
+	return h.formOutcome(c, r, "registry", nil, err, "")
 }
 
 // RedisForm sets the region's Redis.
@@ -330,15 +301,9 @@ func (h *Handlers) RedisForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	in := RedisInput{Mode: store.RedisMode(c.FormValue("mode")), Address: strings.TrimSpace(c.FormValue("address")), Password: c.FormValue("password")}
-	_, fe, err := h.enqueueRedis(c, r, in)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	if fe != nil {
-		return h.formInvalid(c, r, "redis", map[string]string{"address": in.Address}, fe, "")
-	}
-	return h.formDone(c, r, "redis", "")
+	in := ops.RedisInput{Mode: store.RedisMode(c.FormValue("mode")), Address: strings.TrimSpace(c.FormValue("address")), Password: c.FormValue("password")}
+	_, err = h.Kube.SetRedis(ctx(c), h.actor(c), r, in)
+	return h.formOutcome(c, r, "redis", map[string]string{"address": in.Address}, err, "")
 }
 
 // RedisActionForm tests or removes the Redis.
@@ -347,19 +312,15 @@ func (h *Handlers) RedisActionForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	req := engine.Request{Subject: r.ID, CreatedBy: Who(c).User.Email}
 	switch c.Params("action") {
 	case "test":
-		req.Kind, req.Title = ops.KindRedisTest, "Test the Redis of "+r.Name
+		_, err = h.Kube.TestRedis(ctx(c), h.actor(c), r)
 	case "delete":
-		req.Kind, req.Title = ops.KindRedisRemove, "Remove the Redis of "+r.Name
+		_, err = h.Kube.RemoveRedis(ctx(c), h.actor(c), r)
 	default:
 		return h.Fail(c, store.ErrNotFound)
 	}
-	if _, err := h.Kube.Enqueue(ctx(c), req); err != nil {
-		return h.Fail(c, err)
-	}
-	return h.formDone(c, r, "redis", "")
+	return h.formOutcome(c, r, "redis", nil, err, "")
 }
 
 // RemoveRegionPage asks for confirmation, listing what stays on the cluster.
@@ -380,14 +341,9 @@ func (h *Handlers) RemoveRegionForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	if err := h.Store.DeleteRegion(ctx(c), r.ID); err != nil {
-		var hp *store.HasProjectsError
-		if errors.As(err, &hp) {
-			return h.formInvalid(c, r, "general", nil, nil, hp.Error())
-		}
-		return h.Fail(c, err)
+	if err := h.Kube.DeleteRegion(ctx(c), h.actor(c), r); err != nil {
+		return h.formOutcome(c, r, "general", nil, err, "")
 	}
-	h.Log.Info("region removed", "region", r.Name, "user", Who(c).User.Email)
 	h.flash(c, "Region "+r.Name+" removed. Everything on its cluster keeps running.")
 	return redirect(c, "/regions")
 }

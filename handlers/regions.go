@@ -7,6 +7,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"runr.dev/console/ops"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -60,17 +61,6 @@ type RegionJSON struct {
 	UpdatedAt             time.Time                       `json:"updated_at"`
 }
 
-// KnativeDomain is the region's function domain: its own setting, else <region>.<base domain>.
-func KnativeDomain(r *store.Region, baseDomain string) string {
-	if d := r.Settings.V.KnativeDomain; d != "" {
-		return d
-	}
-	if baseDomain == "" {
-		return ""
-	}
-	return r.Name + "." + baseDomain
-}
-
 // DNSInstruction is the wildcard record to create for the function domain.
 func DNSInstruction(domain, addr string) string {
 	if domain == "" {
@@ -91,7 +81,7 @@ func DNSInstruction(domain, addr string) string {
 
 // ToRegionJSON converts a region for the API.
 func ToRegionJSON(r *store.Region, baseDomain string) RegionJSON {
-	domain := KnativeDomain(r, baseDomain)
+	domain := ops.FunctionDomain(r, baseDomain)
 	nodes := []string(r.Nodes)
 	if nodes == nil {
 		nodes = []string{}

@@ -1,45 +1,14 @@
 package handlers
 
 import (
-	"errors"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
+	"runr.dev/console/accounts"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
-
-func errorsIsConflict(err error) bool { return errors.Is(err, store.ErrConflict) }
-
-// ParseScopes validates a list of scopes: permission names, or "*".
-func ParseScopes(raw []string) ([]string, error) {
-	var out []string
-	seen := map[string]bool{}
-	for _, r := range raw {
-		for _, s := range strings.Split(r, ",") {
-			s = strings.TrimSpace(s)
-			if s == "" || seen[s] {
-				continue
-			}
-			if s != "*" && !store.ValidPermission(s) {
-				return nil, errors.New("unknown scope " + s + ": use permission names such as regions.view, or *")
-			}
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	if len(out) == 0 {
-		return nil, errors.New("give at least one scope, or * for everything your role allows")
-	}
-	return out, nil
-}
-
-// TokenInput is the body of POST /api/tokens.
-type TokenInput struct {
-	Name   string   `json:"name"`
-	Scopes []string `json:"scopes"`
-}
 
 // mayHandOutStar reports whether the caller may create a "*" token: a signed-in user,
 // or a token that has "*" itself.
@@ -55,23 +24,10 @@ func (p *Principal) mayHandOutStar() bool {
 	return false
 }
 
-func validateToken(p *Principal, in TokenInput) ([]string, FieldErrors) {
-	errs := FieldErrors{}
-	in.Name = strings.TrimSpace(in.Name)
-	if in.Name == "" || len(in.Name) > 100 {
-		errs["name"] = "Give the token a name of up to 100 characters."
-	}
-	scopes, err := ParseScopes(in.Scopes)
-	if err == nil {
-		err = store.CapScopes(p.Perms, p.mayHandOutStar(), scopes)
-	}
-	if err != nil {
-		errs["scopes"] = err.Error()
-	}
-	if len(errs) > 0 {
-		return nil, errs
-	}
-	return scopes, nil
+// grantor is who creates a token in this request: the user, with the permissions the
+// request holds.
+func grantor(p *Principal) accounts.Grantor {
+	return accounts.Grantor{User: p.User, Perms: p.Perms, Star: p.mayHandOutStar()}
 }
 
 // TokensPage lists the user's tokens.
@@ -100,17 +56,15 @@ func (h *Handlers) CreateTokenForm(c *fiber.Ctx) error {
 			scopes = append(scopes, string(v))
 		}
 	}
-	in := TokenInput{Name: c.FormValue("name"), Scopes: scopes}
+	in := accounts.TokenInput{Name: c.FormValue("name"), Scopes: scopes}
 	if fe := inputErrors(c, "name", "scopes"); fe != nil {
 		return h.renderTokens(c, fiber.StatusUnprocessableEntity, views.Form{Values: map[string]string{}, Errors: fe}, "")
 	}
-	sc, errs := validateToken(Who(c), in)
-	if errs != nil {
-		f := views.Form{Values: map[string]string{"name": in.Name, "scopes": strings.Join(scopes, ",")}, Errors: errs}
+	_, plain, err := accounts.CreateToken(ctx(c), h.Store, grantor(Who(c)), in)
+	if fe, _, ok := h.refusal(c, err); ok {
+		f := views.Form{Values: map[string]string{"name": in.Name, "scopes": strings.Join(scopes, ",")}, Errors: fe}
 		return h.renderTokens(c, fiber.StatusUnprocessableEntity, f, "")
-	}
-	_, plain, err := h.Store.CreateAPIToken(ctx(c), Who(c).User.ID, strings.TrimSpace(in.Name), sc)
-	if err != nil {
+	} else if err != nil {
 		return h.Fail(c, err)
 	}
 	// The token is shown in this answer only, never parked in the session.
@@ -137,15 +91,11 @@ func (h *Handlers) APIListTokens(c *fiber.Ctx) error {
 
 // APICreateToken is POST /api/tokens; the token is in the answer once.
 func (h *Handlers) APICreateToken(c *fiber.Ctx) error {
-	var in TokenInput
+	var in accounts.TokenInput
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	sc, errs := validateToken(Who(c), in)
-	if errs != nil {
-		return Invalid(c, errs)
-	}
-	t, plain, err := h.Store.CreateAPIToken(ctx(c), Who(c).User.ID, strings.TrimSpace(in.Name), sc)
+	t, plain, err := accounts.CreateToken(ctx(c), h.Store, grantor(Who(c)), in)
 	if err != nil {
 		return h.Fail(c, err)
 	}

@@ -3,15 +3,12 @@ package handlers
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 
-	"runr.dev/console/engine"
-	"runr.dev/console/kube"
 	"runr.dev/console/ops"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
@@ -103,21 +100,11 @@ func (h *Handlers) WizardCheck(c *fiber.Ctx) error {
 	active := c.FormValue("is_active") == "1"
 	f := views.Form{Values: map[string]string{"name": name, "kubeconfig": kc, "is_active": map[bool]string{true: "1", false: "0"}[active]}, Errors: map[string]string{}}
 	page := h.page(c, "Add Region", "regions")
-	if m := ValidateRegionName(name); m != "" {
-		f.Errors["name"] = m
-	} else if taken, err := h.regionNameTaken(c, name); err != nil {
-		return h.Fail(c, err)
-	} else if taken {
-		f.Errors["name"] = "A region with this name exists already."
-	}
-	if _, err := kube.ParseKubeconfig([]byte(kc)); err != nil {
-		f.Errors["kubeconfig"] = err.Error()
-	}
-	if len(f.Errors) > 0 {
+	chk, err := h.Kube.CheckNewRegion(ctx(c), ops.CheckInput{Name: name, Kubeconfig: kc})
+	if fe, _, ok := h.refusal(c, err); ok {
+		f.Errors = fe
 		return Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(page, views.Step1Data{Form: f}, nil))
-	}
-	chk, err := h.Kube.CheckCluster(ctx(c), name, []byte(kc), nil)
-	if err != nil {
+	} else if err != nil {
 		return h.Fail(c, err)
 	}
 	d := views.Step1Data{Form: f, Check: checkReport(chk)}
@@ -134,19 +121,8 @@ func (h *Handlers) WizardCheck(c *fiber.Ctx) error {
 	return Render(c, fiber.StatusOK, views.WizardNew(page, d, next))
 }
 
-func (h *Handlers) regionNameTaken(c *fiber.Ctx, name string) (bool, error) {
-	_, err := h.Store.RegionByName(ctx(c), name)
-	if err == nil {
-		return true, nil
-	}
-	if !isNotFoundErr(err) {
-		return false, err
-	}
-	return h.Store.NameTakenBySetup(ctx(c), name, "")
-}
-
 // step2Input reads the step 2 form into a setup.
-func step2Input(c *fiber.Ctx, s SealedStep1) (*SetupInput, views.Form) {
+func step2Input(c *fiber.Ctx, s SealedStep1) (*ops.SetupInput, views.Form) {
 	args := c.Request().PostArgs()
 	var nodes []string
 	for _, v := range args.PeekMulti("nodes") {
@@ -155,15 +131,18 @@ func step2Input(c *fiber.Ctx, s SealedStep1) (*SetupInput, views.Form) {
 	if form, err := c.MultipartForm(); err == nil && len(nodes) == 0 {
 		nodes = form.Value["nodes"]
 	}
-	in := &SetupInput{Name: s.Name, Kubeconfig: s.Kubeconfig, Nodes: nodes, RegistryMode: store.RegistryMode(c.FormValue("registry_mode")),
-		StorageType: c.FormValue("storage_type"), ExternalAddress: c.FormValue("external_address"),
-		ExternalUsername: c.FormValue("external_username"), ExternalPassword: c.FormValue("external_password"),
-		PrometheusURL: strings.TrimSpace(c.FormValue("prometheus_url")), LokiURL: strings.TrimSpace(c.FormValue("loki_url")),
-		LokiOrgID: c.FormValue("loki_org_id"), RedisMode: store.RedisMode(c.FormValue("redis_mode")), RedisAddress: strings.TrimSpace(c.FormValue("redis_address")),
-		RedisPassword: c.FormValue("redis_password"), IsActive: &s.IsActive}
-	in.PVCConfig.StorageClass, in.PVCConfig.Size = c.FormValue("storage_class"), c.FormValue("size")
-	in.S3Config.Endpoint, in.S3Config.Bucket, in.S3Config.Region = c.FormValue("s3_endpoint"), c.FormValue("s3_bucket"), c.FormValue("s3_region")
-	in.S3Config.AccessKey, in.S3Config.SecretKey = c.FormValue("s3_access_key"), c.FormValue("s3_secret_key")
+	in := &ops.SetupInput{
+		RegionFields: ops.RegionFields{Name: s.Name, Kubeconfig: s.Kubeconfig, Nodes: nodes,
+			PrometheusURL: strings.TrimSpace(c.FormValue("prometheus_url")), LokiURL: strings.TrimSpace(c.FormValue("loki_url")),
+			LokiOrgID: c.FormValue("loki_org_id"), RedisMode: store.RedisMode(c.FormValue("redis_mode")), RedisAddress: strings.TrimSpace(c.FormValue("redis_address")),
+			RedisPassword: c.FormValue("redis_password"), IsActive: &s.IsActive},
+		RegistryInput: ops.RegistryInput{RegistryMode: store.RegistryMode(c.FormValue("registry_mode")),
+			StorageType: c.FormValue("storage_type"), ExternalAddress: c.FormValue("external_address"),
+			ExternalUsername: c.FormValue("external_username"), ExternalPassword: c.FormValue("external_password"),
+			PVCConfig: ops.PVCConfig{StorageClass: c.FormValue("storage_class"), Size: c.FormValue("size")},
+			S3Config: ops.S3Config{Endpoint: c.FormValue("s3_endpoint"), Bucket: c.FormValue("s3_bucket"), Region: c.FormValue("s3_region"),
+				AccessKey: c.FormValue("s3_access_key"), SecretKey: c.FormValue("s3_secret_key")}},
+	}
 	f := views.Form{Values: map[string]string{
 		"nodes": strings.Join(nodes, ","), "registry_mode": string(in.RegistryMode), "storage_type": in.StorageType,
 		"storage_class": in.PVCConfig.StorageClass, "size": in.PVCConfig.Size, "s3_endpoint": in.S3Config.Endpoint,
@@ -182,54 +161,17 @@ func (h *Handlers) WizardSetup(c *fiber.Ctx) error {
 		return h.Fail(c, FieldErrors{"sealed": err.Error()})
 	}
 	in, f := step2Input(c, s)
-	errs := in.Validate()
-	if errs == nil {
-		errs = FieldErrors{}
-	}
-	chk := &ops.CheckResult{Nodes: s.Nodes}
-	if m := nodesExist(in.Nodes, chk); m != "" {
-		errs["nodes"] = m
-	}
-	page := h.page(c, "Add Region", "regions")
-	if len(errs) > 0 {
-		f.Errors = errs
+	st, err := h.Kube.StartCheckedSetup(ctx(c), h.actor(c), *in, s.Nodes)
+	if fe, msg, ok := h.refusal(c, err); ok {
+		f.Errors, f.Error = fe, msg
+		page := h.page(c, "Add Region", "regions")
 		d := views.Step1Data{Form: views.Form{Values: map[string]string{"name": s.Name, "server": s.Server, "version": s.Version}}}
 		next := &views.Step2Data{Form: f, Sealed: c.FormValue("sealed"), Nodes: workerOptions(s.Nodes), StorageClasses: storageClassOptions(s.StorageClasses), Action: "/regions/new/setup", Submit: "Save & Next"}
 		return Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(page, d, next))
-	}
-	st, err := h.startSetup(c, in)
-	if err != nil {
+	} else if err != nil {
 		return h.Fail(c, err)
 	}
 	return redirect(c, "/regions/setups/"+st.Token)
-}
-
-// startSetup queues a registry-setup job and records its setup. The name is checked
-// again under a lock on it: a replayed or doubled form never starts two setups of one name.
-func (h *Handlers) startSetup(c *fiber.Ctx, in *SetupInput) (*store.RegistrySetup, error) {
-	p, sec := in.Params()
-	raw, err := json.Marshal(sec)
-	if err != nil {
-		return nil, fmt.Errorf("start setup: %w", err)
-	}
-	var st *store.RegistrySetup
-	err = h.Store.WithNameLock(ctx(c), in.Name, func() error {
-		taken, err := h.regionNameTaken(c, in.Name)
-		if err != nil {
-			return err
-		}
-		if taken {
-			return FieldErrors{"name": "A region or a setup of this name exists already."}
-		}
-		j, err := h.Kube.Enqueue(ctx(c), engine.Request{Kind: ops.KindRegistrySetup, Title: "Create region " + in.Name + " with its registry",
-			Params: p, Secret: string(raw), CreatedBy: Who(c).User.Email})
-		if err != nil {
-			return err
-		}
-		st, err = h.Store.CreateSetup(ctx(c), j.ID, Who(c).User.Email)
-		return err
-	})
-	return st, err
 }
 
 // WizardSetupPage shows a setup's live progress; a failed one offers its form again.
@@ -249,7 +191,7 @@ func (h *Handlers) WizardSetupPage(c *fiber.Ctx) error {
 	jd.WizardStep = 2
 	d := views.SetupData{Token: st.Token, Name: p.Name, Job: jd.View()}
 	if jd.Job.Status == store.JobFailed || jd.Job.Status == store.JobCancelled {
-		retry, err := h.retryForm(c, st, p, views.Form{Values: formOfParams(p)})
+		retry, err := h.retryForm(c, st, views.Form{Values: formOfParams(p)})
 		if err != nil {
 			return h.Fail(c, err)
 		}
@@ -259,17 +201,11 @@ func (h *Handlers) WizardSetupPage(c *fiber.Ctx) error {
 }
 
 // retryForm is the step 2 form of a failed setup, to change its fields and retry.
-func (h *Handlers) retryForm(c *fiber.Ctx, st *store.RegistrySetup, p ops.SetupParams, f views.Form) (*views.Step2Data, error) {
-	j, err := h.Store.JobByID(ctx(c), *st.JobID)
+func (h *Handlers) retryForm(c *fiber.Ctx, st *store.RegistrySetup, f views.Form) (*views.Step2Data, error) {
+	_, _, sec, err := h.Kube.SetupOf(ctx(c), st)
 	if err != nil {
 		return nil, err
 	}
-	secRaw, err := h.Store.JobSecret(j)
-	if err != nil {
-		return nil, err
-	}
-	var sec ops.SetupSecret
-	_ = json.Unmarshal([]byte(secRaw), &sec)
 	chk, err := h.Kube.CheckCluster(ctx(c), "", []byte(sec.Kubeconfig), nil)
 	if err != nil {
 		return nil, err
@@ -287,32 +223,23 @@ func formOfParams(p ops.SetupParams) map[string]string {
 		"redis_mode": string(p.RedisMode), "redis_address": p.RedisAddress}
 }
 
-// WizardRetry changes a failed setup's step 2 fields and retries it.
+// WizardRetry changes a failed setup's step 2 fields and retries it; secrets left empty
+// in the form keep their previous values.
 func (h *Handlers) WizardRetry(c *fiber.Ctx) error {
 	st, err := h.Store.SetupByToken(ctx(c), c.Params("token"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Store.JobByID(ctx(c), *st.JobID)
+	j, p, sec, err := h.Kube.SetupOf(ctx(c), st)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	var p ops.SetupParams
-	if err := json.Unmarshal(j.Params, &p); err != nil {
-		return h.Fail(c, err)
-	}
-	secRaw, err := h.Store.JobSecret(j)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	var sec ops.SetupSecret
-	_ = json.Unmarshal([]byte(secRaw), &sec)
 	in, f := step2Input(c, SealedStep1{Name: p.Name, Kubeconfig: sec.Kubeconfig, IsActive: p.IsActive})
-	// Secrets left empty in the form keep their previous values.
-	keepSecrets(in, sec)
-	if errs := in.Validate(); errs != nil {
-		f.Errors = errs
-		retry, err := h.retryForm(c, st, p, f)
+	in.KeepSecrets(sec)
+	_, err = h.Kube.RetrySetup(ctx(c), h.actor(c), st, *in)
+	if fe, msg, ok := h.refusal(c, err); ok {
+		f.Errors, f.Error = fe, msg
+		retry, err := h.retryForm(c, st, f)
 		if err != nil {
 			return h.Fail(c, err)
 		}
@@ -322,49 +249,8 @@ func (h *Handlers) WizardRetry(c *fiber.Ctx) error {
 		}
 		jd.WizardStep = 2
 		return Render(c, fiber.StatusUnprocessableEntity, views.WizardSetup(h.page(c, "Add Region", "regions"), views.SetupData{Token: st.Token, Name: p.Name, Job: jd.View(), Retry: retry}))
-	}
-	if err := h.retrySetup(c, st, j, in); err != nil {
+	} else if err != nil {
 		return h.Fail(c, err)
 	}
 	return redirect(c, "/regions/setups/"+st.Token)
-}
-
-func keepSecrets(in *SetupInput, old ops.SetupSecret) {
-	if in.S3Config.SecretKey == "" {
-		in.S3Config.SecretKey = old.Registry.S3SecretKey
-	}
-	if in.ExternalPassword == "" {
-		in.ExternalPassword = old.Registry.ExternalPassword
-	}
-	if in.RedisPassword == "" {
-		in.RedisPassword = old.RedisPassword
-	}
-}
-
-// retrySetup stores the new fields of a failed setup and queues it again; finished
-// steps are kept, and the steps are idempotent, so it continues where it stopped.
-func (h *Handlers) retrySetup(c *fiber.Ctx, st *store.RegistrySetup, j *store.Job, in *SetupInput) error {
-	if !j.Done() || j.Status == store.JobSucceeded {
-		return FieldErrors{"setup": "Only a failed setup can be retried; this one is " + string(j.Status) + "."}
-	}
-	p, sec := in.Params()
-	params, err := json.Marshal(p)
-	if err != nil {
-		return err
-	}
-	secRaw, err := json.Marshal(sec)
-	if err != nil {
-		return err
-	}
-	if err := h.Store.SetJobSecret(ctx(c), j.ID, string(secRaw), params); err != nil {
-		return err
-	}
-	if err := h.Store.ExtendSetup(ctx(c), st.Token); err != nil {
-		return err
-	}
-	if err := h.Store.RetryJob(ctx(c), j.ID); err != nil {
-		return err
-	}
-	h.Kube.Engine.Wake()
-	return nil
 }

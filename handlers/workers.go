@@ -5,26 +5,18 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/a-h/templ"
 	"github.com/gofiber/fiber/v2"
 
-	"runr.dev/console/engine"
 	"runr.dev/console/ops"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
 
-// clusterReadTimeout bounds the cluster reads a request makes (nodes, capacity).
-const clusterReadTimeout = 15 * time.Second
-
-// workersFormKey is the Locals key of a Workers tab form sent back with its errors: the
-// tab is rendered through the extra-tab hook, which sees no form of its own.
-const workersFormKey = "workers_form"
-
+// clusterCtx bounds a cluster read of a request.
 func (h *Handlers) clusterCtx(c *fiber.Ctx) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx(c), clusterReadTimeout)
+	return context.WithTimeout(ctx(c), ops.ClusterReadTimeout)
 }
 
 // clusterFailed answers a cluster that did not answer a read: 502 with the reason.
@@ -36,7 +28,7 @@ func (h *Handlers) clusterFailed(c *fiber.Ctx, r *store.Region, err error) error
 // workers, capacity and admission.
 func (h *Handlers) workersTab(c *fiber.Ctx, r *store.Region) (templ.Component, error) {
 	d := views.WorkersData{Region: regionView(r), MinK8sMinor: h.Cfg.MinK8sMinor}
-	if f, ok := c.Locals(workersFormKey).(views.Form); ok {
+	if f, ok := c.Locals(tabFormKey).(views.Form); ok {
 		d.Form = f
 	}
 	cctx, cancel := h.clusterCtx(c)
@@ -103,75 +95,6 @@ func (h *Handlers) APICapacity(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"data": rep})
 }
 
-// WorkersInput is the body of PUT /api/knative-regions/{id}/workers.
-type WorkersInput struct {
-	Nodes *[]string `json:"nodes"`
-}
-
-// setWorkers checks a selection of dedicated workers against the cluster's nodes and
-// queues the job that labels and taints them (and clears the deselected ones).
-func (h *Handlers) setWorkers(c *fiber.Ctx, r *store.Region, nodes []string) (*store.Job, FieldErrors, error) {
-	var sel []string
-	seen := map[string]bool{}
-	for _, n := range nodes {
-		n = strings.TrimSpace(n)
-		if n != "" && !seen[n] {
-			seen[n] = true
-			sel = append(sel, n)
-		}
-	}
-	if sel == nil {
-		sel = []string{}
-	}
-	cctx, cancel := h.clusterCtx(c)
-	defer cancel()
-	names, err := h.Kube.NodeNames(cctx, r)
-	if err != nil {
-		return nil, nil, clusterError{err}
-	}
-	if m := nodesExist(sel, &ops.CheckResult{Nodes: nodeInfos(names)}); m != "" {
-		return nil, FieldErrors{"nodes": m}, nil
-	}
-	title := "Dedicated workers of " + r.Name
-	if len(sel) == 0 {
-		title = "Clear the dedicated workers of " + r.Name
-	}
-	j, err := h.Kube.Enqueue(ctx(c), engine.Request{Kind: ops.KindApplyWorkers, Title: title,
-		Subject: r.ID, Params: ops.WorkersParams{Nodes: sel}, CreatedBy: Who(c).User.Email})
-	if err != nil {
-		return nil, nil, err
-	}
-	h.Log.Info("dedicated workers changed", "region", r.Name, "from", []string(r.Nodes), "to", sel, "user", Who(c).User.Email)
-	return j, nil, nil
-}
-
-func nodeInfos(names []string) []ops.NodeInfo {
-	out := make([]ops.NodeInfo, len(names))
-	for i, n := range names {
-		out[i] = ops.NodeInfo{Name: n}
-	}
-	return out
-}
-
-// clusterError marks an error of a cluster read made while handling a change.
-type clusterError struct{ err error }
-
-func (e clusterError) Error() string { return e.err.Error() }
-func (e clusterError) Unwrap() error { return e.err }
-
-// failChange answers an error of a change handler: a cluster that did not answer is a
-// 502 (in the API) or a message on the tab, anything else goes to Fail.
-func (h *Handlers) failChange(c *fiber.Ctx, r *store.Region, err error) error {
-	ce, ok := err.(clusterError)
-	if !ok {
-		return h.Fail(c, err)
-	}
-	if IsAPI(c) {
-		return h.clusterFailed(c, r, ce.err)
-	}
-	return h.workersInvalid(c, r, nil, nil, h.Cause(c, "The cluster did not answer", ce.err))
-}
-
 // APISetWorkers is PUT /api/knative-regions/{id}/workers with {"nodes": [...]}: 202 with
 // the job that applies the selection; 422 for a node the cluster does not have.
 func (h *Handlers) APISetWorkers(c *fiber.Ctx) error {
@@ -179,43 +102,12 @@ func (h *Handlers) APISetWorkers(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	var in WorkersInput
+	var in ops.WorkersInput
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	if in.Nodes == nil {
-		return Invalid(c, FieldErrors{"nodes": "Send nodes, the list of node names to dedicate ([] clears the selection)."})
-	}
-	j, fe, err := h.setWorkers(c, r, *in.Nodes)
-	if err != nil {
-		return h.failChange(c, r, err)
-	}
-	if fe != nil {
-		return Invalid(c, fe)
-	}
-	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"job_id": j.ID})
-}
-
-// removeWorker takes one node out of the region's dedicated workers.
-func (h *Handlers) removeWorker(c *fiber.Ctx, r *store.Region, node string) (*store.Job, string, error) {
-	var keep []string
-	found := false
-	for _, n := range r.Nodes {
-		if n == node {
-			found = true
-		} else {
-			keep = append(keep, n)
-		}
-	}
-	if !found {
-		return nil, node + " is not one of the region's dedicated workers.", nil
-	}
-	if keep == nil {
-		keep = []string{}
-	}
-	j, err := h.Kube.Enqueue(ctx(c), engine.Request{Kind: ops.KindApplyWorkers, Title: "Remove " + node + " from the dedicated workers of " + r.Name,
-		Subject: r.ID, Params: ops.WorkersParams{Nodes: keep}, CreatedBy: Who(c).User.Email})
-	return j, "", err
+	j, err := h.Kube.SetWorkers(ctx(c), h.actor(c), r, in)
+	return h.Accepted(c, j, err)
 }
 
 // APIRemoveWorker is DELETE /api/knative-regions/{id}/workers/{node}: the node leaves the
@@ -225,50 +117,8 @@ func (h *Handlers) APIRemoveWorker(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, msg, err := h.removeWorker(c, r, c.Params("node"))
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	if msg != "" {
-		return Unprocessable(c, msg)
-	}
-	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"job_id": j.ID})
-}
-
-// OvercommitInput is the body of PUT /api/knative-regions/{id}/overcommit: only the keys sent change.
-type OvercommitInput struct {
-	CPU    *float64 `json:"faas_cpu_overcommit"`
-	Memory *float64 `json:"faas_memory_overcommit"`
-}
-
-func validateOvercommit(in OvercommitInput) FieldErrors {
-	errs := FieldErrors{}
-	check := func(key string, v *float64) {
-		if v != nil && (*v < ops.MinOvercommit || *v > ops.MaxOvercommit) {
-			errs[key] = fmt.Sprintf("Use a factor from %d to %d.", ops.MinOvercommit, ops.MaxOvercommit)
-		}
-	}
-	check("faas_cpu_overcommit", in.CPU)
-	check("faas_memory_overcommit", in.Memory)
-	if in.CPU == nil && in.Memory == nil {
-		errs["faas_cpu_overcommit"] = "Send faas_cpu_overcommit, faas_memory_overcommit or both."
-	}
-	if len(errs) == 0 {
-		return nil
-	}
-	return errs
-}
-
-// setOvercommit saves the FaaS overcommit factors; the next admission uses them.
-func (h *Handlers) setOvercommit(c *fiber.Ctx, r *store.Region, in OvercommitInput) (FieldErrors, error) {
-	if fe := validateOvercommit(in); fe != nil {
-		return fe, nil
-	}
-	if err := h.Store.SetOvercommit(ctx(c), r.ID, in.CPU, in.Memory); err != nil {
-		return nil, err
-	}
-	h.Log.Info("overcommit changed", "region", r.Name, "cpu", in.CPU, "memory", in.Memory, "user", Who(c).User.Email)
-	return nil, nil
+	j, err := h.Kube.RemoveWorker(ctx(c), h.actor(c), r, c.Params("node"))
+	return h.Accepted(c, j, err)
 }
 
 // APISetOvercommit is PUT /api/knative-regions/{id}/overcommit; 422 outside 1–10.
@@ -277,53 +127,18 @@ func (h *Handlers) APISetOvercommit(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	var in OvercommitInput
+	var in ops.OvercommitInput
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	fe, err := h.setOvercommit(c, r, in)
-	if err != nil {
+	if err := h.Kube.SetOvercommit(ctx(c), h.actor(c), r, in); err != nil {
 		return h.Fail(c, err)
-	}
-	if fe != nil {
-		return Invalid(c, fe)
 	}
 	r, err = h.Store.RegionByID(ctx(c), r.ID)
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	return c.JSON(fiber.Map{"data": fiber.Map{"faas_cpu_overcommit": r.FaaSCPUOvercommit, "faas_memory_overcommit": r.FaaSMemoryOvercommit}})
-}
-
-// nodeActions are the node actions that run as jobs, by the name in their route.
-var nodeActions = map[string]struct{ kind, verb string }{
-	"cordon":   {ops.KindNodeCordon, "Cordon"},
-	"uncordon": {ops.KindNodeUncordon, "Uncordon"},
-	"drain":    {ops.KindNodeDrain, "Drain"},
-}
-
-// enqueueNodeAction queues a cordon, uncordon or drain of a node the cluster has.
-// missing is the answer for a node it does not have.
-func (h *Handlers) enqueueNodeAction(c *fiber.Ctx, r *store.Region, action, node string, timeout int) (j *store.Job, missing string, err error) {
-	a, ok := nodeActions[action]
-	if !ok {
-		return nil, "", store.ErrNotFound
-	}
-	cctx, cancel := h.clusterCtx(c)
-	defer cancel()
-	n, err := h.Kube.NodeExists(cctx, r, node)
-	if err != nil {
-		return nil, "", clusterError{err}
-	}
-	if n == nil {
-		return nil, fmt.Sprintf("The cluster has no node %q.", node), nil
-	}
-	j, err = h.Kube.Enqueue(ctx(c), engine.Request{Kind: a.kind, Title: a.verb + " node " + node + " of " + r.Name,
-		Subject: r.ID, Params: ops.NodeParams{Node: node, TimeoutSeconds: timeout}, CreatedBy: Who(c).User.Email})
-	if err == nil {
-		h.Log.Info("node action", "region", r.Name, "node", node, "action", action, "user", Who(c).User.Email)
-	}
-	return j, "", err
 }
 
 // NodeActionInput is the optional body of POST /api/knative-regions/{id}/nodes/{node}/drain.
@@ -344,41 +159,9 @@ func (h *Handlers) APINodeAction(action string) fiber.Handler {
 		if err := optionalBody(c, &in); err != nil {
 			return h.Fail(c, err)
 		}
-		if in.TimeoutSeconds < 0 || in.TimeoutSeconds > 24*3600 {
-			return Invalid(c, FieldErrors{"timeout_seconds": "Use 1 to 86400 seconds, or leave it out."})
-		}
-		j, missing, err := h.enqueueNodeAction(c, r, action, c.Params("node"), in.TimeoutSeconds)
-		switch {
-		case err != nil:
-			return h.failChange(c, r, err)
-		case missing != "":
-			return JSONError(c, fiber.StatusNotFound, missing)
-		}
-		return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"job_id": j.ID})
+		j, err := h.Kube.NodeAction(ctx(c), h.actor(c), r, action, c.Params("node"), in.TimeoutSeconds)
+		return h.Accepted(c, j, err)
 	}
-}
-
-// deleteNode checks and queues the delete of a node: the check's Refused is a 422, its
-// Warning goes with the answer.
-func (h *Handlers) deleteNode(c *fiber.Ctx, r *store.Region, node string) (*store.Job, ops.NodeDeleteCheck, string, error) {
-	cctx, cancel := h.clusterCtx(c)
-	defer cancel()
-	d, found, err := h.Kube.NodeDeletePreflight(cctx, r, node)
-	if err != nil {
-		return nil, d, "", clusterError{err}
-	}
-	if !found {
-		return nil, d, fmt.Sprintf("The cluster has no node %q.", node), nil
-	}
-	if d.Refused != "" {
-		return nil, d, "", nil
-	}
-	j, err := h.Kube.Enqueue(ctx(c), engine.Request{Kind: ops.KindNodeDelete, Title: "Delete node " + node + " from the cluster of " + r.Name,
-		Subject: r.ID, Params: ops.NodeParams{Node: node}, CreatedBy: Who(c).User.Email})
-	if err == nil {
-		h.Log.Info("node delete", "region", r.Name, "node", node, "warning", d.Warning, "user", Who(c).User.Email)
-	}
-	return j, d, "", err
 }
 
 // APIDeleteNode is DELETE /api/knative-regions/{id}/nodes/{node}: 202 with the job (and a
@@ -389,14 +172,9 @@ func (h *Handlers) APIDeleteNode(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, d, missing, err := h.deleteNode(c, r, c.Params("node"))
-	switch {
-	case err != nil:
-		return h.failChange(c, r, err)
-	case missing != "":
-		return JSONError(c, fiber.StatusNotFound, missing)
-	case d.Refused != "":
-		return Unprocessable(c, d.Refused)
+	j, d, err := h.Kube.DeleteNode(ctx(c), h.actor(c), r, c.Params("node"))
+	if err != nil {
+		return h.Fail(c, err)
 	}
 	out := fiber.Map{"job_id": j.ID}
 	if d.Warning != "" {
@@ -424,41 +202,25 @@ func (h *Handlers) APINodeDeletePreflight(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"data": d})
 }
 
-// workersInvalid re-renders the Workers tab with a form's errors (422).
-func (h *Handlers) workersInvalid(c *fiber.Ctx, r *store.Region, values map[string]string, errs FieldErrors, msg string) error {
-	f := views.Form{Values: values, Errors: errs, Error: msg}
-	if msg == "" && len(errs) > 0 {
-		f.Error = "Some fields need another look."
-	}
-	c.Locals(workersFormKey, f)
-	return h.formInvalid(c, r, "workers", values, errs, msg)
-}
-
 // WorkersForm saves the dedicated workers from the Workers tab.
 func (h *Handlers) WorkersForm(c *fiber.Ctx) error {
 	r, err := h.regionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	var nodes []string
+	nodes := []string{}
 	for _, v := range c.Request().PostArgs().PeekMulti("nodes") {
 		nodes = append(nodes, string(v))
 	}
 	if form, err := c.MultipartForm(); err == nil && len(nodes) == 0 {
 		nodes = form.Value["nodes"]
 	}
-	_, fe, err := h.setWorkers(c, r, nodes)
-	if err != nil {
-		return h.failChange(c, r, err)
-	}
-	if fe != nil {
-		return h.workersInvalid(c, r, map[string]string{"nodes": strings.Join(nodes, ",")}, fe, "")
-	}
+	_, err = h.Kube.SetWorkers(ctx(c), h.actor(c), r, ops.WorkersInput{Nodes: &nodes})
 	msg := "The dedicated workers are being labelled and tainted."
 	if len(nodes) == 0 {
 		msg = "The dedicated workers are being cleared: projects run on every schedulable node."
 	}
-	return h.formDone(c, r, "workers", msg)
+	return h.formOutcome(c, r, "workers", map[string]string{"nodes": strings.Join(nodes, ",")}, err, msg)
 }
 
 // OvercommitForm saves the FaaS overcommit factors from the Workers tab.
@@ -469,7 +231,7 @@ func (h *Handlers) OvercommitForm(c *fiber.Ctx) error {
 	}
 	vals := map[string]string{"faas_cpu_overcommit": strings.TrimSpace(c.FormValue("faas_cpu_overcommit")),
 		"faas_memory_overcommit": strings.TrimSpace(c.FormValue("faas_memory_overcommit"))}
-	var in OvercommitInput
+	var in ops.OvercommitInput
 	errs := FieldErrors{}
 	for key, dst := range map[string]**float64{"faas_cpu_overcommit": &in.CPU, "faas_memory_overcommit": &in.Memory} {
 		if vals[key] == "" {
@@ -483,16 +245,10 @@ func (h *Handlers) OvercommitForm(c *fiber.Ctx) error {
 		*dst = &v
 	}
 	if len(errs) > 0 {
-		return h.workersInvalid(c, r, vals, errs, "")
+		return h.formInvalid(c, r, "workers", vals, errs, "")
 	}
-	fe, err := h.setOvercommit(c, r, in)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	if fe != nil {
-		return h.workersInvalid(c, r, vals, fe, "")
-	}
-	return h.formDone(c, r, "workers", "Overcommit factors saved; the next deploys are admitted with them.")
+	err = h.Kube.SetOvercommit(ctx(c), h.actor(c), r, in)
+	return h.formOutcome(c, r, "workers", vals, err, "Overcommit factors saved; the next deploys are admitted with them.")
 }
 
 // NodeActionForm runs a node action from the Workers tab: cordon, uncordon, drain,
@@ -505,39 +261,20 @@ func (h *Handlers) NodeActionForm(c *fiber.Ctx) error {
 	node, action := c.Params("node"), c.Params("action")
 	switch action {
 	case "delete":
-		_, d, missing, err := h.deleteNode(c, r, node)
-		switch {
-		case err != nil:
-			return h.failChange(c, r, err)
-		case missing != "":
-			return h.workersInvalid(c, r, nil, nil, missing)
-		case d.Refused != "":
-			return h.workersInvalid(c, r, nil, nil, d.Refused)
-		}
+		_, d, err := h.Kube.DeleteNode(ctx(c), h.actor(c), r, node)
 		msg := "Node " + node + " is being drained and deleted."
 		if d.Warning != "" {
 			msg += " " + d.Warning
 		}
-		return h.formDone(c, r, "workers", msg)
+		return h.formOutcome(c, r, "workers", nil, err, msg)
 	case "undedicate":
-		_, msg, err := h.removeWorker(c, r, node)
-		if err != nil {
-			return h.Fail(c, err)
-		}
-		if msg != "" {
-			return h.workersInvalid(c, r, nil, nil, msg)
-		}
-		return h.formDone(c, r, "workers", node+" is leaving the dedicated workers.")
+		_, err := h.Kube.RemoveWorker(ctx(c), h.actor(c), r, node)
+		return h.formOutcome(c, r, "workers", nil, err, node+" is leaving the dedicated workers.")
 	}
-	if _, ok := nodeActions[action]; !ok {
+	a, ok := ops.NodeActions[action]
+	if !ok {
 		return h.Fail(c, store.ErrNotFound)
 	}
-	_, missing, err := h.enqueueNodeAction(c, r, action, node, 0)
-	switch {
-	case err != nil:
-		return h.failChange(c, r, err)
-	case missing != "":
-		return h.workersInvalid(c, r, nil, nil, missing)
-	}
-	return h.formDone(c, r, "workers", nodeActions[action].verb+" of "+node+" started.")
+	_, err = h.Kube.NodeAction(ctx(c), h.actor(c), r, action, node, 0)
+	return h.formOutcome(c, r, "workers", nil, err, a.Verb+" of "+node+" started.")
 }

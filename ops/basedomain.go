@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -88,9 +89,37 @@ func (s *Service) enqueueDomain(ctx context.Context, r *store.Region, req engine
 	return s.Enqueue(ctx, req)
 }
 
-// CompleteDomainMigration makes the domain a region moves to its function domain.
-func (s *Service) CompleteDomainMigration(ctx context.Context, r *store.Region, by string) (*store.Job, error) {
-	return s.enqueueDomain(ctx, r, engine.Request{Params: DomainMigrationParams{Op: "complete", Target: r.DomainMigrationTarget}}, by)
+// SetBaseDomain saves the platform's base domain ("" clears it) and brings the regions
+// that follow it along.
+func (s *Service) SetBaseDomain(ctx context.Context, actor Actor, domain string) error {
+	next := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(domain)), ".")
+	if m := ValidateDomain(next); m != "" {
+		return &Invalid{Fields: map[string]string{"base_domain": m}}
+	}
+	old, err := s.Store.BaseDomain(ctx)
+	if err != nil {
+		return fmt.Errorf("set the base domain: %w", err)
+	}
+	if old == next {
+		return nil
+	}
+	if err := s.Store.SetSetting(ctx, "base_domain", next); err != nil {
+		return fmt.Errorf("set the base domain: %w", err)
+	}
+	s.Log.Info("base domain changed", "from", old, "to", next, "user", actor.Email)
+	if err := s.BaseDomainChanged(ctx, old, next, actor.Email); err != nil {
+		return fmt.Errorf("base domain %s: %w", next, err)
+	}
+	return nil
+}
+
+// CompleteDomainMigration makes the domain a region moves to its function domain, once
+// the migration waits for DNS (dns_check).
+func (s *Service) CompleteDomainMigration(ctx context.Context, actor Actor, r *store.Region) (*store.Job, error) {
+	if r.DomainMigrationStatus != store.MigrationDNSCheck {
+		return nil, &Refused{Reason: "The region has no domain migration to complete."}
+	}
+	return s.enqueueDomain(ctx, r, engine.Request{Params: DomainMigrationParams{Op: "complete", Target: r.DomainMigrationTarget}}, actor.Email)
 }
 
 func aliasRule(domain string) string {
@@ -280,7 +309,7 @@ func (s *Service) completeDomainMigrations(ctx context.Context) {
 		ok, _, err := (&Resolver{Server: s.Cfg.DNSResolver}).DNSCheck(cctx, r.DomainMigrationTarget, r.ExternalIP)
 		cancel()
 		if err == nil && ok {
-			if _, err := s.CompleteDomainMigration(ctx, r, "status check"); err != nil {
+			if _, err := s.CompleteDomainMigration(ctx, Actor{Email: "status check"}, r); err != nil {
 				s.Log.Warn("complete domain migration", "region", r.Name, "err", err)
 			}
 		}

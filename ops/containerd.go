@@ -26,10 +26,11 @@ type RestartParams struct {
 }
 
 // StartRollingRestart queues the restart of containerd on every node of the region's
-// cluster, one node at a time.
-func (s *Service) StartRollingRestart(ctx context.Context, r *store.Region, by string) (*store.Job, error) {
-	if r.RegistryMode != store.RegistryInternal {
-		return nil, fmt.Errorf("region %s has no internal registry: its nodes have no mirror to read", r.Name)
+// cluster, one node at a time; only the nodes of a ready internal registry have a node
+// mirror to read.
+func (s *Service) StartRollingRestart(ctx context.Context, actor Actor, r *store.Region) (*store.Job, error) {
+	if r.RegistryMode != store.RegistryInternal || r.RegistryStatus != store.ComponentReady {
+		return nil, &Refused{Reason: "Only a region with a ready internal registry has a node mirror whose config_path containerd must read."}
 	}
 	c, err := s.RegionCluster(r)
 	if err != nil {
@@ -45,7 +46,7 @@ func (s *Service) StartRollingRestart(ctx context.Context, r *store.Region, by s
 	}
 	sort.Strings(names)
 	return s.Enqueue(ctx, engine.Request{Kind: KindContainerdRestart, Title: "Restart containerd on the nodes of " + r.Name + ", one at a time",
-		Subject: r.ID, Params: RestartParams{Nodes: names}, CreatedBy: by})
+		Subject: r.ID, Params: RestartParams{Nodes: names}, CreatedBy: actor.Email})
 }
 
 func (s *Service) registerContainerdKinds() {

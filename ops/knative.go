@@ -978,3 +978,119 @@ func (s *Service) registerKnativeKinds() {
 		return append(s.uninstallServingSteps(p), s.uninstallOperatorSteps()...)
 	})})
 }
+
+// KnativeInput is what a Knative install, upgrade or uninstall is given: the body of the
+// Knative routes, and the Operator and Serving tabs' forms.
+type KnativeInput struct {
+	Version           string `json:"version"`
+	Namespace         string `json:"namespace"`
+	OperatorNamespace string `json:"operator_namespace"`
+	RemoveTraefik     bool   `json:"remove_traefik"`
+	// IngressMode is load_balancer (default) or host_network (Serving installs only).
+	IngressMode string `json:"ingress_mode"`
+}
+
+// knativeKinds are the Knative jobs, of which one runs on a region at a time.
+var knativeKinds = []string{KindInstallOperator, KindInstallServing, KindInstallKnative, KindUpgradeServing,
+	KindUninstallServing, KindUninstallOperator, KindUninstallKnative}
+
+// EnqueueKnative checks and queues one of the Knative jobs of a region (kind is one of
+// knativeKinds): one runs at a time, and each needs its components in the right state.
+func (s *Service) EnqueueKnative(ctx context.Context, actor Actor, r *store.Region, kind string, in KnativeInput) (*store.Job, error) {
+	if b, err := s.busy(ctx, r.ID, knativeKinds...); err != nil {
+		return nil, err
+	} else if b {
+		return nil, &Refused{Reason: "A Knative job of this region runs already; wait for it to finish."}
+	}
+	opNS, m := validNamespace(in.OperatorNamespace, r.OperatorNamespace)
+	if m != "" {
+		return nil, &Invalid{Fields: map[string]string{"operator_namespace": m}}
+	}
+	svNS, m := validNamespace(in.Namespace, r.ServingNamespace)
+	if m != "" {
+		return nil, &Invalid{Fields: map[string]string{"namespace": m}}
+	}
+	switch in.IngressMode {
+	case "", IngressLoadBalancer, IngressHostNetwork:
+	default:
+		return nil, &Invalid{Fields: map[string]string{"ingress_mode": "Choose load_balancer (a LoadBalancer Service) or host_network (a DaemonSet on ports 80 and 443 of every node)."}}
+	}
+	ver, err := s.knativeVersion(ctx, r, kind, in.Version)
+	if err != nil {
+		return nil, err
+	}
+	req, err := knativeRequest(r, kind, in, OperatorParams{Namespace: opNS}, ServingParams{Namespace: svNS, IngressMode: in.IngressMode}, ver)
+	if err != nil {
+		return nil, err
+	}
+	req.Kind, req.Subject, req.CreatedBy = kind, r.ID, actor.Email
+	return s.Enqueue(ctx, req)
+}
+
+// knativeVersion is the version a Knative job installs or upgrades to (nil for the
+// uninstalls): an offered one for an install, the next minor for an upgrade.
+func (s *Service) knativeVersion(ctx context.Context, r *store.Region, kind, want string) (*KnativeVersion, error) {
+	switch kind {
+	case KindInstallOperator, KindInstallServing, KindInstallKnative, KindUpgradeServing:
+	default:
+		return nil, nil
+	}
+	vs, err := s.RegionVersions(ctx, r)
+	if err != nil {
+		return nil, &Refused{Reason: "The Knative Operator chart repository could not be read", Err: err}
+	}
+	if kind != KindUpgradeServing {
+		v, msg := resolveVersion(vs, want)
+		if msg != "" {
+			return nil, &Refused{Field: "version", Reason: msg}
+		}
+		return v, nil
+	}
+	if r.ServingStatus != store.ComponentReady {
+		return nil, &Refused{Reason: "Knative Serving is not ready on this region (" + string(r.ServingStatus) + "): install it first."}
+	}
+	next, err := s.RegionNextVersion(ctx, r)
+	if err != nil {
+		return nil, &Refused{Reason: "No upgrade: " + err.Error()}
+	}
+	if w := MinorOf(want); w != "" && w != next.Minor {
+		return nil, &Refused{Field: "version", Reason: "Knative upgrades one minor version at a time: from " + r.KnativeVersion + " the next is " + next.Version + "."}
+	}
+	return next, nil
+}
+
+// knativeRequest is the job of a Knative kind with its title and parameters, or the
+// refusal of a component that is not in the state the kind needs. op and sv carry the
+// namespaces (and Serving's ingress mode) chosen.
+func knativeRequest(r *store.Region, kind string, in KnativeInput, op OperatorParams, sv ServingParams, ver *KnativeVersion) (engine.Request, error) {
+	if ver != nil {
+		op.Version, sv.Version = ver.Version, ver.Version
+	}
+	var req engine.Request
+	switch kind {
+	case KindInstallOperator:
+		req.Title, req.Params = "Install the Knative Operator on "+r.Name, op
+	case KindInstallServing:
+		if r.OperatorStatus != store.ComponentReady {
+			return req, &Refused{Reason: "Install the Knative Operator first (its status is " + string(r.OperatorStatus) + ")."}
+		}
+		req.Title, req.Params = "Install Knative Serving "+ver.Version+" on "+r.Name, sv
+	case KindInstallKnative:
+		req.Title, req.Params = "Install Knative "+ver.Version+" on "+r.Name, map[string]any{"operator": op, "serving": sv}
+	case KindUpgradeServing:
+		req.Title, req.Params = "Upgrade Knative Serving of "+r.Name+" to "+ver.Version, ServingParams{Namespace: r.ServingNamespace, Version: ver.Version}
+	case KindUninstallServing:
+		if r.ServingStatus == store.ComponentNotInstalled {
+			return req, &Refused{Reason: "Knative Serving is not installed on this region."}
+		}
+		req.Title, req.Params = "Uninstall Knative Serving of "+r.Name, ServingParams{Namespace: r.ServingNamespace, RemoveTraefik: in.RemoveTraefik}
+	case KindUninstallOperator:
+		if r.ServingStatus != store.ComponentNotInstalled {
+			return req, &Refused{Reason: "Uninstall Knative Serving first: removing the operator removes the Knative CRDs, and with them every Knative Service."}
+		}
+		req.Title = "Uninstall the Knative Operator of " + r.Name
+	case KindUninstallKnative:
+		req.Title, req.Params = "Uninstall Knative of "+r.Name, ServingParams{Namespace: r.ServingNamespace, RemoveTraefik: in.RemoveTraefik}
+	}
+	return req, nil
+}

@@ -408,41 +408,47 @@ func (s *Service) registerMigrationKinds() {
 	}})
 }
 
+// MigrateInput is a region's move: the body of POST /api/knative-regions/{id}/migrate.
+type MigrateInput struct {
+	Kubeconfig   string `json:"kubeconfig"`
+	DataLocation string `json:"data_location"`
+}
+
 // StartMigration checks and queues a region's move to the cluster of a kubeconfig.
-func (s *Service) StartMigration(ctx context.Context, r *store.Region, kubeconfig, dataLocation, by string) (*store.Job, error) {
+func (s *Service) StartMigration(ctx context.Context, actor Actor, r *store.Region, in MigrateInput) (*store.Job, error) {
 	if MigrationRunning(r.MigrationStatus) {
 		return nil, &Refused{Reason: "The region is moving already (" + string(r.MigrationStatus) + "): complete or roll back that move first."}
 	}
-	if r.DataLocation != "" && dataLocation != r.DataLocation {
+	if r.DataLocation != "" && in.DataLocation != r.DataLocation {
 		return nil, &Refused{Field: "data_location", Reason: "The region's data stays in " + r.DataLocation + ": the new cluster must be there (data_location " + r.DataLocation + ")."}
 	}
-	if _, err := kube.ParseKubeconfig([]byte(kubeconfig)); err != nil {
+	if _, err := kube.ParseKubeconfig([]byte(in.Kubeconfig)); err != nil {
 		return nil, &Refused{Field: "kubeconfig", Reason: err.Error()}
 	}
 	j, err := s.Enqueue(ctx, engine.Request{Kind: KindMigrateRegion, Title: "Move region " + r.Name + " to another cluster",
-		Subject: r.ID, Secret: kubeconfig, CreatedBy: by})
+		Subject: r.ID, Secret: in.Kubeconfig, CreatedBy: actor.Email})
 	if err != nil {
 		return nil, err
 	}
 	if err := s.Store.UpdateMove(ctx, r.ID, store.MoveUpdate{Status: store.Ptr(store.MigrationPending), Detail: store.Ptr(store.MigrationDetail{JobID: j.ID})}); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("start the move of %s: %w", r.Name, err)
 	}
-	s.Log.Info("region move started", "region", r.Name, "by", by)
+	s.Log.Info("region move started", "region", r.Name, "by", actor.Email)
 	return j, nil
 }
 
 // CompleteMigrationByHand completes a move in dns_check.
-func (s *Service) CompleteMigrationByHand(ctx context.Context, r *store.Region, by string) error {
+func (s *Service) CompleteMigrationByHand(ctx context.Context, actor Actor, r *store.Region) error {
 	if r.MigrationStatus != store.MigrationDNSCheck {
 		return &Refused{Reason: "A move completes by hand only in dns_check; this region's is " + r.MigrationStatus.String() + "."}
 	}
-	return s.CompleteMigration(ctx, r, "completed by "+by)
+	return s.CompleteMigration(ctx, r, "completed by "+actor.Email)
 }
 
 // RollbackMigration queues the rollback of a move in dns_check or failed.
-func (s *Service) RollbackMigration(ctx context.Context, r *store.Region, by string) (*store.Job, error) {
+func (s *Service) RollbackMigration(ctx context.Context, actor Actor, r *store.Region) (*store.Job, error) {
 	if r.MigrationStatus != store.MigrationDNSCheck && r.MigrationStatus != store.MigrationFailed {
 		return nil, &Refused{Reason: "A move rolls back only in dns_check or failed; this region's is " + r.MigrationStatus.String() + "."}
 	}
-	return s.Enqueue(ctx, engine.Request{Kind: KindRollbackMigration, Title: "Roll back the move of " + r.Name, Subject: r.ID, CreatedBy: by})
+	return s.Enqueue(ctx, engine.Request{Kind: KindRollbackMigration, Title: "Roll back the move of " + r.Name, Subject: r.ID, CreatedBy: actor.Email})
 }

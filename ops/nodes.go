@@ -780,3 +780,64 @@ func (s *Service) NodeNames(ctx context.Context, r *store.Region) ([]string, err
 	}
 	return names, nil
 }
+
+// NodeActions are the node actions that run as jobs, by the name in their route, with
+// the verb of their titles.
+var NodeActions = map[string]struct{ Kind, Verb string }{
+	"cordon":   {KindNodeCordon, "Cordon"},
+	"uncordon": {KindNodeUncordon, "Uncordon"},
+	"drain":    {KindNodeDrain, "Drain"},
+}
+
+// NodeAction queues a cordon, uncordon or drain (action) of a node the cluster has;
+// timeoutSeconds bounds a drain's wait for the pods to leave (0: the install timeout).
+func (s *Service) NodeAction(ctx context.Context, actor Actor, r *store.Region, action, node string, timeoutSeconds int) (*store.Job, error) {
+	a, ok := NodeActions[action]
+	if !ok {
+		return nil, fmt.Errorf("node action %q: %w", action, store.ErrNotFound)
+	}
+	if timeoutSeconds < 0 || timeoutSeconds > 24*3600 {
+		return nil, &Invalid{Fields: map[string]string{"timeout_seconds": "Use 1 to 86400 seconds, or leave it out."}}
+	}
+	cctx, cancel := context.WithTimeout(ctx, ClusterReadTimeout)
+	defer cancel()
+	n, err := s.NodeExists(cctx, r, node)
+	if err != nil {
+		return nil, &Unreachable{Region: r.Name, Err: err}
+	}
+	if n == nil {
+		return nil, &Missing{Reason: noNode(node)}
+	}
+	j, err := s.Enqueue(ctx, engine.Request{Kind: a.Kind, Title: a.Verb + " node " + node + " of " + r.Name,
+		Subject: r.ID, Params: NodeParams{Node: node, TimeoutSeconds: timeoutSeconds}, CreatedBy: actor.Email})
+	if err != nil {
+		return nil, err
+	}
+	s.Log.Info("node action", "region", r.Name, "node", node, "action", action, "user", actor.Email)
+	return j, nil
+}
+
+// DeleteNode checks and queues the delete of a node from the region's cluster: the last
+// control-plane node is refused, and the check's warning (an even number of
+// control-plane nodes left) comes back with the job.
+func (s *Service) DeleteNode(ctx context.Context, actor Actor, r *store.Region, node string) (*store.Job, NodeDeleteCheck, error) {
+	cctx, cancel := context.WithTimeout(ctx, ClusterReadTimeout)
+	defer cancel()
+	d, found, err := s.NodeDeletePreflight(cctx, r, node)
+	if err != nil {
+		return nil, d, &Unreachable{Region: r.Name, Err: err}
+	}
+	if !found {
+		return nil, d, &Missing{Reason: noNode(node)}
+	}
+	if d.Refused != "" {
+		return nil, d, &Refused{Reason: d.Refused}
+	}
+	j, err := s.Enqueue(ctx, engine.Request{Kind: KindNodeDelete, Title: "Delete node " + node + " from the cluster of " + r.Name,
+		Subject: r.ID, Params: NodeParams{Node: node}, CreatedBy: actor.Email})
+	if err != nil {
+		return nil, d, err
+	}
+	s.Log.Info("node delete", "region", r.Name, "node", node, "warning", d.Warning, "user", actor.Email)
+	return j, d, nil
+}

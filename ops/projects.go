@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -317,5 +318,186 @@ func (s *Service) projectRemove(pp ProjectParams) func(ctx context.Context, jc *
 		}
 		jc.Note("%s no longer runs on %s", p.Slug, old.Name)
 		return nil
+	}
+}
+
+// ProjectInput is the body of POST /api/projects and PUT /api/projects/{id}: only the
+// keys sent change.
+type ProjectInput struct {
+	Name          *string            `json:"name"`
+	RegionID      *string            `json:"region_id"`
+	Image         *string            `json:"image"`
+	EnvVars       *map[string]string `json:"env_vars"`
+	SecretEnvVars *map[string]string `json:"secret_env_vars"`
+	CPUm          *int               `json:"cpu_m"`
+	MemoryMi      *int               `json:"memory_mi"`
+	AlwaysOn      *bool              `json:"always_on"`
+	// Config is the shape of PUT /api/projects/{id} in upgrading.md: {"config": {"env_vars": …, "secret_env_vars": …}}.
+	Config *struct {
+		EnvVars       *map[string]string `json:"env_vars"`
+		SecretEnvVars *map[string]string `json:"secret_env_vars"`
+	} `json:"config"`
+}
+
+// CreateProject records a new project (100 millicores and 128 MiB unless given); it is
+// deployed by ProjectAction.
+func (s *Service) CreateProject(ctx context.Context, actor Actor, in ProjectInput) (*store.Project, error) {
+	p := &store.Project{CPUm: 100, MemoryMi: 128}
+	if err := s.applyProjectInput(ctx, p, in, true); err != nil {
+		return nil, err
+	}
+	if err := s.Store.CreateProject(ctx, p); err != nil {
+		return nil, fmt.Errorf("create project %s: %w", p.Name, err)
+	}
+	s.Log.Info("project created", "project", p.Slug, "user", actor.Email)
+	return p, nil
+}
+
+// UpdateProject saves the keys sent (p changes only when they are valid); a running
+// project that changes region moves (the job of the move, else nil).
+func (s *Service) UpdateProject(ctx context.Context, actor Actor, p *store.Project, in ProjectInput) (*store.Job, error) {
+	from := p.Region()
+	next := *p
+	if err := s.applyProjectInput(ctx, &next, in, false); err != nil {
+		return nil, err
+	}
+	*p = next
+	if err := s.Store.UpdateProject(ctx, p); err != nil {
+		return nil, fmt.Errorf("update project %s: %w", p.Slug, err)
+	}
+	if p.Region() != from && p.State == store.ProjectRunning {
+		return s.enqueueProject(ctx, actor, p, KindMoveProject, "Move", ProjectParams{From: from})
+	}
+	return nil, nil
+}
+
+// ProjectAction queues deploy, stop, resume or delete (action) of a project, after the
+// checks that need no cluster; a project without a region is deleted at once (no job).
+func (s *Service) ProjectAction(ctx context.Context, actor Actor, p *store.Project, action string) (*store.Job, error) {
+	if p.Region() == "" && action != "delete" {
+		return nil, &Refused{Reason: "The project has no region: choose one first."}
+	}
+	switch action {
+	case "deploy":
+		if p.State == store.ProjectStopped {
+			return nil, &Refused{Reason: ErrProjectStopped.Error()}
+		}
+		return s.enqueueProject(ctx, actor, p, KindDeployProject, "Deploy", ProjectParams{})
+	case "resume":
+		if p.State != store.ProjectStopped {
+			return nil, &Refused{Reason: "Only a stopped project resumes; this one is " + string(p.State) + "."}
+		}
+		return s.enqueueProject(ctx, actor, p, KindDeployProject, "Resume", ProjectParams{Resume: true})
+	case "stop":
+		if p.State != store.ProjectRunning {
+			return nil, &Refused{Reason: "Only a running project stops; this one is " + string(p.State) + "."}
+		}
+		return s.enqueueProject(ctx, actor, p, KindStopProject, "Stop", ProjectParams{})
+	case "delete":
+		if p.Region() == "" {
+			if err := s.Store.DeleteProject(ctx, p.ID); err != nil {
+				return nil, fmt.Errorf("delete project %s: %w", p.Slug, err)
+			}
+			return nil, nil
+		}
+		return s.enqueueProject(ctx, actor, p, KindDeleteProject, "Delete", ProjectParams{})
+	}
+	return nil, fmt.Errorf("project action %q: %w", action, store.ErrNotFound)
+}
+
+// enqueueProject queues a job of a project on its region.
+func (s *Service) enqueueProject(ctx context.Context, actor Actor, p *store.Project, kind, title string, params ProjectParams) (*store.Job, error) {
+	params.ProjectID = p.ID
+	return s.Enqueue(ctx, engine.Request{Kind: kind, Title: title + " " + p.Slug, Subject: p.Region(), Params: params, CreatedBy: actor.Email})
+}
+
+// applyProjectInput validates the keys sent and applies them to p; creating asks for
+// the name, the region and the image.
+func (s *Service) applyProjectInput(ctx context.Context, p *store.Project, in ProjectInput, creating bool) error {
+	errs := map[string]string{}
+	if in.Name != nil {
+		p.Name = strings.TrimSpace(*in.Name)
+	}
+	if creating && p.Name == "" || len(p.Name) > 100 {
+		errs["name"] = "Give the project a name of up to 100 characters."
+	}
+	s.applyProjectRegion(ctx, p, in.RegionID, errs)
+	if creating && p.RegionID == nil {
+		errs["region_id"] = "Choose the region the project runs in."
+	}
+	if in.Image != nil {
+		p.Image = strings.TrimSpace(*in.Image)
+		if strings.ContainsAny(p.Image, " \t\n") {
+			errs["image"] = "An image reference has no spaces, e.g. ghcr.io/acme/shop:1.2."
+		}
+	}
+	if creating && p.Image == "" {
+		errs["image"] = "Give the image to run, e.g. ghcr.io/acme/shop:1.2."
+	}
+	applyProjectEnv(p, in, errs)
+	if in.CPUm != nil {
+		if *in.CPUm < 10 || *in.CPUm > 64000 {
+			errs["cpu_m"] = "Use 10 to 64000 millicores."
+		}
+		p.CPUm = *in.CPUm
+	}
+	if in.MemoryMi != nil {
+		if *in.MemoryMi < 16 || *in.MemoryMi > 262144 {
+			errs["memory_mi"] = "Use 16 to 262144 MiB."
+		}
+		p.MemoryMi = *in.MemoryMi
+	}
+	if in.AlwaysOn != nil {
+		p.AlwaysOn = *in.AlwaysOn
+	}
+	return invalid(errs)
+}
+
+// applyProjectRegion sets the project's region when one is sent ("" for none); a region
+// that cannot be read is a field error.
+func (s *Service) applyProjectRegion(ctx context.Context, p *store.Project, id *string, errs map[string]string) {
+	switch {
+	case id == nil:
+	case *id == "":
+		p.RegionID = nil
+	default:
+		if _, err := s.Store.RegionByID(ctx, *id); err != nil {
+			errs["region_id"] = "No such region."
+		} else {
+			p.RegionID = store.Ptr(*id)
+		}
+	}
+}
+
+// applyProjectEnv sets the plain and secret env vars sent (also under "config"): names
+// of letters, digits and _, and no name both plain and secret.
+func applyProjectEnv(p *store.Project, in ProjectInput, errs map[string]string) {
+	if in.Config != nil {
+		if in.Config.EnvVars != nil {
+			in.EnvVars = in.Config.EnvVars
+		}
+		if in.Config.SecretEnvVars != nil {
+			in.SecretEnvVars = in.Config.SecretEnvVars
+		}
+	}
+	check := func(field string, m map[string]string) {
+		for k := range m {
+			if !envNameOK(k) {
+				errs[field] = "Not a valid variable name: " + k + " (letters, digits and _)."
+			}
+		}
+	}
+	if in.EnvVars != nil {
+		check("env_vars", *in.EnvVars)
+		p.EnvVars.V = *in.EnvVars
+	}
+	if in.SecretEnvVars != nil {
+		check("secret_env_vars", *in.SecretEnvVars)
+		p.Secrets = *in.SecretEnvVars
+	}
+	for k := range p.Secrets {
+		if _, dup := p.EnvVars.V[k]; dup {
+			errs["secret_env_vars"] = k + " is both a plain and a secret variable: keep one."
+		}
 	}
 }

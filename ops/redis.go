@@ -31,10 +31,45 @@ type RedisParams struct {
 	Address string          `json:"address,omitempty"`
 }
 
-// EnqueueRedisInstall queues the managed Redis of a region.
-func (s *Service) EnqueueRedisInstall(ctx context.Context, r *store.Region, by string) (*store.Job, error) {
+// enqueueRedisInstall queues the managed Redis of a region.
+func (s *Service) enqueueRedisInstall(ctx context.Context, r *store.Region, by string) (*store.Job, error) {
 	return s.Enqueue(ctx, engine.Request{Kind: KindRedisInstall, Title: "Install the managed Redis of " + r.Name, Subject: r.ID,
 		Params: RedisParams{Mode: store.RedisManaged}, CreatedBy: by})
+}
+
+// RedisInput is the body of POST /api/knative-regions/{id}/redis.
+type RedisInput struct {
+	Mode     store.RedisMode `json:"mode"`
+	Address  string          `json:"address"`
+	Password string          `json:"password"`
+}
+
+// SetRedis queues the region's Redis: the managed one, or an external one at host:port.
+func (s *Service) SetRedis(ctx context.Context, actor Actor, r *store.Region, in RedisInput) (*store.Job, error) {
+	switch in.Mode {
+	case store.RedisManaged:
+	case store.RedisExternal:
+		if m := validateHostPort(in.Address); m != "" {
+			return nil, &Invalid{Fields: map[string]string{"address": m}}
+		}
+	default:
+		return nil, &Invalid{Fields: map[string]string{"mode": "Choose managed or external."}}
+	}
+	return s.Enqueue(ctx, engine.Request{Kind: KindRedisInstall, Title: "Set up the Redis of " + r.Name, Subject: r.ID,
+		Params: RedisParams{Mode: in.Mode, Address: in.Address}, Secret: in.Password, CreatedBy: actor.Email})
+}
+
+// RemoveRedis queues the removal of the region's Redis.
+func (s *Service) RemoveRedis(ctx context.Context, actor Actor, r *store.Region) (*store.Job, error) {
+	return s.Enqueue(ctx, engine.Request{Kind: KindRedisRemove, Title: "Remove the Redis of " + r.Name, Subject: r.ID, CreatedBy: actor.Email})
+}
+
+// TestRedis queues a PING of the region's Redis from a pod.
+func (s *Service) TestRedis(ctx context.Context, actor Actor, r *store.Region) (*store.Job, error) {
+	if r.RedisAddress == "" {
+		return nil, &Refused{Reason: "The region has no Redis to test: install the managed Redis or set an external one."}
+	}
+	return s.Enqueue(ctx, engine.Request{Kind: KindRedisTest, Title: "Test the Redis of " + r.Name, Subject: r.ID, CreatedBy: actor.Email})
 }
 
 func (s *Service) registerRedisKinds() {

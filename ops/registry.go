@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -322,4 +323,113 @@ func decodeSecret[T any](jc *engine.JobContext) (T, error) {
 		return v, fmt.Errorf("decode the job's secret parameters: %w", err)
 	}
 	return v, nil
+}
+
+// RegistryInput is the registry of a region: the body of POST
+// /api/knative-regions/{id}/registry (and of its test), and the registry part of a setup.
+type RegistryInput struct {
+	RegistryMode     store.RegistryMode `json:"registry_mode"`
+	StorageType      string             `json:"storage_type"`
+	PVCConfig        PVCConfig          `json:"pvc_config"`
+	S3Config         S3Config           `json:"s3_config"`
+	ExternalAddress  string             `json:"external_address"`
+	ExternalUsername string             `json:"external_username"`
+	ExternalPassword string             `json:"external_password"`
+}
+
+// PVCConfig is the volume of an internal registry stored on a PVC.
+type PVCConfig struct {
+	StorageClass string `json:"storageClass"`
+	Size         string `json:"size"`
+}
+
+// S3Config is the bucket of an internal registry stored in S3.
+type S3Config struct {
+	Endpoint  string `json:"endpoint"`
+	Bucket    string `json:"bucket"`
+	Region    string `json:"region"`
+	AccessKey string `json:"access_key"`
+	SecretKey string `json:"secret_key"`
+}
+
+// Params splits the input into the job's parameters and its secrets (an internal
+// registry without a storage type is on a PVC).
+func (in RegistryInput) Params() (RegistryParams, RegistrySecrets) {
+	p := RegistryParams{Mode: in.RegistryMode, StorageType: in.StorageType,
+		StorageClass: strings.TrimSpace(in.PVCConfig.StorageClass), Size: strings.TrimSpace(in.PVCConfig.Size),
+		S3Endpoint: in.S3Config.Endpoint, S3Bucket: in.S3Config.Bucket, S3Region: in.S3Config.Region, S3AccessKey: in.S3Config.AccessKey,
+		ExternalAddress: strings.TrimSpace(in.ExternalAddress), ExternalUsername: in.ExternalUsername}
+	if p.Mode == store.RegistryInternal && p.StorageType == "" {
+		p.StorageType = "pvc"
+	}
+	return p, RegistrySecrets{S3SecretKey: in.S3Config.SecretKey, ExternalPassword: in.ExternalPassword}
+}
+
+// SetRegistry checks a registry and queues its setup on a region. An external registry
+// may be replaced; an internal one holds the region's images and is removed first.
+func (s *Service) SetRegistry(ctx context.Context, actor Actor, r *store.Region, in RegistryInput) (*store.Job, error) {
+	p, sec := in.Params()
+	errs := map[string]string{}
+	ValidateRegistry(p, sec, errs)
+	if p.Mode == store.RegistryNone || p.Mode == "" {
+		errs["registry_mode"] = "Choose internal or external; DELETE removes the registry."
+	}
+	if err := invalid(errs); err != nil {
+		return nil, err
+	}
+	if r.RegistryMode == store.RegistryInternal && r.RegistryStatus != store.ComponentNotInstalled {
+		return nil, &Refused{Reason: "The region has an internal registry: its volume holds the region's images. Remove it first (DELETE /api/knative-regions/" + r.ID + "/registry)."}
+	}
+	if b, err := s.busy(ctx, r.ID, KindRegistryInstall); err != nil {
+		return nil, err
+	} else if b {
+		return nil, &Refused{Reason: "A registry setup of this region is running already."}
+	}
+	return s.enqueueRegistry(ctx, actor, r, p, sec)
+}
+
+// enqueueRegistry marks the region's registry installing and queues its setup.
+func (s *Service) enqueueRegistry(ctx context.Context, actor Actor, r *store.Region, p RegistryParams, sec RegistrySecrets) (*store.Job, error) {
+	raw, err := json.Marshal(sec)
+	if err != nil {
+		return nil, fmt.Errorf("registry of %s: %w", r.Name, err)
+	}
+	if err := s.Store.UpdateRegistry(ctx, r.ID, store.RegistryUpdate{Status: store.Ptr(store.ComponentInstalling), Message: store.Ptr("")}); err != nil {
+		return nil, fmt.Errorf("registry of %s: %w", r.Name, err)
+	}
+	return s.Enqueue(ctx, engine.Request{Kind: KindRegistryInstall, Title: "Set up the registry of " + r.Name,
+		Subject: r.ID, Params: p, Secret: string(raw), CreatedBy: actor.Email})
+}
+
+// RemoveRegistry queues the removal of a region's registry.
+func (s *Service) RemoveRegistry(ctx context.Context, actor Actor, r *store.Region) (*store.Job, error) {
+	if r.RegistryMode == store.RegistryNone {
+		return nil, &Refused{Reason: "The region has no registry."}
+	}
+	j, err := s.Enqueue(ctx, engine.Request{Kind: KindRegistryRemove, Title: "Remove the registry of " + r.Name,
+		Subject: r.ID, CreatedBy: actor.Email})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Store.UpdateRegistry(ctx, r.ID, store.RegistryUpdate{Status: store.Ptr(store.ComponentRemoving)}); err != nil {
+		return nil, fmt.Errorf("remove the registry of %s: %w", r.Name, err)
+	}
+	return j, nil
+}
+
+// TestRegistry queues the test of a registry's storage, or of an external registry,
+// from the region's cluster, installing nothing.
+func (s *Service) TestRegistry(ctx context.Context, actor Actor, r *store.Region, in RegistryInput) (*store.Job, error) {
+	p, sec := in.Params()
+	errs := map[string]string{}
+	ValidateRegistry(p, sec, errs)
+	if err := invalid(errs); err != nil {
+		return nil, err
+	}
+	raw, err := json.Marshal(sec)
+	if err != nil {
+		return nil, fmt.Errorf("test the registry of %s: %w", r.Name, err)
+	}
+	return s.Enqueue(ctx, engine.Request{Kind: KindRegistryTest, Title: "Test the registry storage of " + r.Name,
+		Subject: r.ID, Params: p, Secret: string(raw), CreatedBy: actor.Email})
 }

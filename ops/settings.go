@@ -280,3 +280,198 @@ func (s *Service) removeFunctionTLS(ctx context.Context, jc *engine.JobContext, 
 	jc.Note("Function TLS is off: Traefik answers HTTPS with its own default certificate")
 	return s.Store.SetFunctionTLS(ctx, r.ID, "", "", nil)
 }
+
+// SettingsInput is the body of PUT /api/knative-regions/{id}/settings: the General
+// settings; only the keys sent change.
+type SettingsInput struct {
+	RequestTimeout    *int      `json:"request_timeout"`
+	AgentWSURL        *string   `json:"agent_ws_url"`
+	IngressTrustedIPs *[]string `json:"ingress_trusted_ips"`
+}
+
+// any reports whether the input changes a setting.
+func (in SettingsInput) any() bool {
+	return in.RequestTimeout != nil || in.AgentWSURL != nil || in.IngressTrustedIPs != nil
+}
+
+// UpdateSettings saves the region's General settings and queues the job that brings the
+// changes to the cluster (Traefik's timeouts and trusted addresses, Knative's maximum,
+// the agent's address); the job is nil when nothing on the cluster changes.
+func (s *Service) UpdateSettings(ctx context.Context, actor Actor, r *store.Region, in SettingsInput) (*store.Job, error) {
+	if err := invalid(validateSettings(&in)); err != nil {
+		return nil, err
+	}
+	set := r.Settings.V
+	var p SettingsParams
+	if in.RequestTimeout != nil && *in.RequestTimeout != set.RequestTimeout {
+		set.RequestTimeout = *in.RequestTimeout
+		p.Traefik = true
+		p.Knative = set.RequestTimeout > MaxRevisionTimeoutDefault
+	}
+	if in.AgentWSURL != nil && *in.AgentWSURL != set.AgentWSURL {
+		set.AgentWSURL = *in.AgentWSURL
+		p.Agent = true
+	}
+	if in.IngressTrustedIPs != nil && strings.Join(*in.IngressTrustedIPs, ",") != strings.Join(set.IngressTrustedIPs, ",") {
+		set.IngressTrustedIPs = *in.IngressTrustedIPs
+		p.Traefik = true
+	}
+	if err := s.Store.SetRegionSettings(ctx, r.ID, set); err != nil {
+		return nil, fmt.Errorf("settings of %s: %w", r.Name, err)
+	}
+	if !p.Traefik && !p.Knative && !p.Agent {
+		return nil, nil
+	}
+	return s.Enqueue(ctx, engine.Request{Kind: KindApplySettings, Title: "Apply the settings of " + r.Name,
+		Subject: r.ID, Params: p, CreatedBy: actor.Email})
+}
+
+// validStatus refuses a region status other than active, inactive and maintenance.
+func validStatus(status store.RegionStatus) error {
+	switch status {
+	case store.RegionActive, store.RegionInactive, store.RegionMaintenance:
+		return nil
+	}
+	return &Invalid{Fields: map[string]string{"region_status": "Choose active, inactive or maintenance."}}
+}
+
+// SetRegionStatus changes the region's status and queues the change of its block on the
+// cluster (nil when the status stays).
+func (s *Service) SetRegionStatus(ctx context.Context, actor Actor, r *store.Region, status store.RegionStatus) (*store.Job, error) {
+	if err := validStatus(status); err != nil {
+		return nil, err
+	}
+	if status == r.Status {
+		return nil, nil
+	}
+	if err := s.Store.SetRegionStatus(ctx, r.ID, status); err != nil {
+		return nil, fmt.Errorf("status of %s: %w", r.Name, err)
+	}
+	s.Log.Info("region status changed", "region", r.Name, "from", r.Status, "to", status, "user", actor.Email)
+	return s.Enqueue(ctx, engine.Request{Kind: KindRegionStatus, Title: "Region " + r.Name + " is " + string(status),
+		Subject: r.ID, CreatedBy: actor.Email})
+}
+
+// RegionUpdate is the body of PUT /api/knative-regions/{id}: the region's status and its
+// General settings; only the keys sent change.
+type RegionUpdate struct {
+	RegionStatus *store.RegionStatus `json:"region_status"`
+	SettingsInput
+}
+
+// UpdateRegion changes the status and the General settings sent, once both are valid; the
+// job is the one that brings the last change to the cluster (nil when none needs one).
+func (s *Service) UpdateRegion(ctx context.Context, actor Actor, r *store.Region, in RegionUpdate) (*store.Job, error) {
+	if in.RegionStatus != nil {
+		if err := validStatus(*in.RegionStatus); err != nil {
+			return nil, err
+		}
+	}
+	if err := invalid(validateSettings(&in.SettingsInput)); err != nil {
+		return nil, err
+	}
+	var job *store.Job
+	if in.RegionStatus != nil {
+		j, err := s.SetRegionStatus(ctx, actor, r, *in.RegionStatus)
+		if err != nil {
+			return nil, err
+		}
+		job = j
+		if r, err = s.Store.RegionByID(ctx, r.ID); err != nil {
+			return nil, fmt.Errorf("update region: %w", err)
+		}
+	}
+	if in.any() {
+		j, err := s.UpdateSettings(ctx, actor, r, in.SettingsInput)
+		if err != nil {
+			return nil, err
+		}
+		if j != nil {
+			job = j
+		}
+	}
+	return job, nil
+}
+
+// TLSInput is the body of PUT /api/knative-regions/{id}/function-tls.
+type TLSInput struct {
+	Certificate     string `json:"certificate"`
+	PrivateKey      string `json:"private_key"`
+	ReplaceExisting bool   `json:"replace_existing"`
+}
+
+// SetFunctionTLS checks a certificate for the region's function domain and queues its
+// installation (Serving must be ready).
+func (s *Service) SetFunctionTLS(ctx context.Context, actor Actor, r *store.Region, in TLSInput) (*store.Job, error) {
+	if r.ServingStatus != store.ComponentReady {
+		return nil, &Refused{Reason: "Function-domain TLS needs Knative Serving ready on the region."}
+	}
+	base, err := s.Store.BaseDomain(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("function TLS of %s: %w", r.Name, err)
+	}
+	errs := map[string]string{}
+	if strings.TrimSpace(in.Certificate) == "" {
+		errs["certificate"] = "Paste the certificate (PEM)."
+	}
+	if strings.TrimSpace(in.PrivateKey) == "" {
+		errs["private_key"] = "Paste the private key (PEM)."
+	}
+	if err := invalid(errs); err != nil {
+		return nil, err
+	}
+	if _, errs := CheckCertificate(in.Certificate, in.PrivateKey, FunctionDomain(r, base), time.Now()); errs != nil {
+		return nil, &Invalid{Fields: errs}
+	}
+	return s.Enqueue(ctx, engine.Request{Kind: KindFunctionTLS, Title: "Function-domain certificate of " + r.Name,
+		Subject: r.ID, Params: TLSParams{Certificate: in.Certificate, ReplaceExisting: in.ReplaceExisting},
+		Secret: in.PrivateKey, CreatedBy: actor.Email})
+}
+
+// RemoveFunctionTLS queues the removal of the function-domain certificate.
+func (s *Service) RemoveFunctionTLS(ctx context.Context, actor Actor, r *store.Region) (*store.Job, error) {
+	return s.Enqueue(ctx, engine.Request{Kind: KindRemoveFunctionTLS, Title: "Remove the function-domain certificate of " + r.Name,
+		Subject: r.ID, CreatedBy: actor.Email})
+}
+
+// MonitoringInput is the change of a region's monitoring: only the fields set change,
+// and "" is RunR's own Prometheus or Loki.
+type MonitoringInput struct {
+	PrometheusURL *string
+	LokiURL       *string
+	LokiOrgID     *string
+}
+
+// UpdateMonitoring saves the addresses of the region's Prometheus and Loki; going back
+// to RunR's own queues its install at once when Serving is ready.
+func (s *Service) UpdateMonitoring(ctx context.Context, actor Actor, r *store.Region, in MonitoringInput) (*store.Job, error) {
+	m := r.Monitoring.V
+	errs := map[string]string{}
+	backToOwn := false
+	for key, f := range map[string]struct{ in, dst *string }{"prometheus_url": {in.PrometheusURL, &m.PrometheusURL},
+		"loki_url": {in.LokiURL, &m.LokiURL}, "loki_org_id": {in.LokiOrgID, &m.LokiOrgID}} {
+		if f.in == nil {
+			continue
+		}
+		val := strings.TrimSpace(*f.in)
+		if key != "loki_org_id" {
+			if msg := ValidateMonitoringURL(val); msg != "" {
+				errs[key] = msg
+				continue
+			}
+			backToOwn = backToOwn || val == "" && *f.dst != ""
+		}
+		*f.dst = val
+	}
+	if err := invalid(errs); err != nil {
+		return nil, err
+	}
+	if err := s.Store.SetMonitoring(ctx, r.ID, m); err != nil {
+		return nil, fmt.Errorf("monitoring of %s: %w", r.Name, err)
+	}
+	if !backToOwn || r.ServingStatus != store.ComponentReady {
+		return nil, nil
+	}
+	return s.Enqueue(ctx, engine.Request{Kind: KindInstallMonitoring, Title: "Install RunR's Prometheus and Loki on " + r.Name,
+		Subject: r.ID, CreatedBy: actor.Email})
+}

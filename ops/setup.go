@@ -2,8 +2,10 @@ package ops
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -301,7 +303,7 @@ func (s *Service) setupRedis(p SetupParams) func(ctx context.Context, jc *engine
 			jc.Note("The managed Redis is queued (job %s)", j.ID)
 			return nil
 		}
-		j, err := s.EnqueueRedisInstall(ctx, r, jc.Job.CreatedBy)
+		j, err := s.enqueueRedisInstall(ctx, r, jc.Job.CreatedBy)
 		if err != nil {
 			return err
 		}
@@ -469,4 +471,413 @@ func (s *Service) registerRegionKinds() {
 			}}}, nil
 		},
 	})
+}
+
+// RegionFields are the fields of a new region that a setup and a direct creation share.
+type RegionFields struct {
+	Name          string          `json:"name"`
+	Kubeconfig    string          `json:"kubeconfig"`
+	Nodes         []string        `json:"nodes"`
+	IsActive      *bool           `json:"is_active"`
+	PrometheusURL string          `json:"prometheus_url"`
+	LokiURL       string          `json:"loki_url"`
+	LokiOrgID     string          `json:"loki_org_id"`
+	RedisMode     store.RedisMode `json:"redis_mode"`
+	RedisAddress  string          `json:"redis_address"`
+	RedisPassword string          `json:"redis_password"`
+	DataLocation  string          `json:"data_location"`
+}
+
+// SetupInput is a region to set up with its registry: the body of POST
+// /api/registry-setup/start (and of its retry), and the wizard's step 2.
+type SetupInput struct {
+	RegionFields
+	RegistryInput
+}
+
+// Params returns the job parameters and secrets of a setup.
+func (in *SetupInput) Params() (SetupParams, SetupSecret) {
+	reg, regSec := in.RegistryInput.Params()
+	active := in.IsActive == nil || *in.IsActive
+	redis := in.RedisMode
+	if redis == "" {
+		redis = store.RedisManaged
+	}
+	nodes := in.Nodes
+	if nodes == nil {
+		nodes = []string{}
+	}
+	return SetupParams{Name: in.Name, Nodes: nodes, Registry: reg,
+			Monitoring: store.Monitoring{PrometheusURL: in.PrometheusURL, LokiURL: in.LokiURL, LokiOrgID: in.LokiOrgID},
+			RedisMode:  redis, RedisAddress: in.RedisAddress, IsActive: active, DataLocation: in.DataLocation},
+		SetupSecret{Kubeconfig: in.Kubeconfig, Registry: regSec, RedisPassword: in.RedisPassword}
+}
+
+// KeepSecrets gives the secrets left empty the values of the setup's previous attempt
+// (a form never shows a secret again).
+func (in *SetupInput) KeepSecrets(old SetupSecret) {
+	if in.S3Config.SecretKey == "" {
+		in.S3Config.SecretKey = old.Registry.S3SecretKey
+	}
+	if in.ExternalPassword == "" {
+		in.ExternalPassword = old.Registry.ExternalPassword
+	}
+	if in.RedisPassword == "" {
+		in.RedisPassword = old.RedisPassword
+	}
+}
+
+// CheckInput is a cluster to check for a region: the body of POST
+// /api/knative-regions/check, and the wizard's step 1.
+type CheckInput struct {
+	Name       string `json:"name"`
+	Kubeconfig string `json:"kubeconfig"`
+}
+
+// CheckRegion checks a cluster for a region, creating nothing; the name is optional,
+// and checked when given.
+func (s *Service) CheckRegion(ctx context.Context, in CheckInput) (*CheckResult, error) {
+	errs := map[string]string{}
+	if in.Name != "" {
+		if m := ValidateRegionName(in.Name); m != "" {
+			errs["name"] = m
+		}
+	}
+	return s.checkNew(ctx, in, errs)
+}
+
+// CheckNewRegion is step 1 of the wizard: the name must be valid and free, and the
+// cluster is checked, creating nothing.
+func (s *Service) CheckNewRegion(ctx context.Context, in CheckInput) (*CheckResult, error) {
+	errs := map[string]string{}
+	if m := ValidateRegionName(in.Name); m != "" {
+		errs["name"] = m
+	} else if region, setup, err := s.nameUse(ctx, in.Name, ""); err != nil {
+		return nil, err
+	} else if region || setup {
+		errs["name"] = "A region with this name exists already."
+	}
+	return s.checkNew(ctx, in, errs)
+}
+
+// checkNew checks the cluster of a kubeconfig once the fields have no errors.
+func (s *Service) checkNew(ctx context.Context, in CheckInput, errs map[string]string) (*CheckResult, error) {
+	if _, err := kube.ParseKubeconfig([]byte(in.Kubeconfig)); err != nil {
+		errs["kubeconfig"] = err.Error()
+	}
+	if err := invalid(errs); err != nil {
+		return nil, err
+	}
+	chk, err := s.CheckCluster(ctx, in.Name, []byte(in.Kubeconfig), nil)
+	if err != nil {
+		return nil, fmt.Errorf("check the cluster of %s: %w", in.Name, err)
+	}
+	return chk, nil
+}
+
+// nameUse says whether a region has the name, and else whether a setup under way (other
+// than exceptJob's) has it.
+func (s *Service) nameUse(ctx context.Context, name, exceptJob string) (region, setup bool, err error) {
+	if r, err := s.Store.RegionByName(ctx, name); err == nil && r.ID != "" {
+		return true, false, nil
+	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return false, false, fmt.Errorf("region name %s: %w", name, err)
+	}
+	setup, err = s.Store.NameTakenBySetup(ctx, name, exceptJob)
+	if err != nil {
+		return false, false, fmt.Errorf("region name %s: %w", name, err)
+	}
+	return false, setup, nil
+}
+
+// validateSetup checks a setup's fields, its name and its cluster: it returns the field
+// errors (nil when there are none) and the check (nil when the fields were wrong). The
+// kubeconfig becomes the one the check read.
+func (s *Service) validateSetup(ctx context.Context, in *SetupInput, exceptJob string) (*CheckResult, map[string]string, error) {
+	if errs := in.validate(); len(errs) > 0 {
+		return nil, errs, nil
+	}
+	region, setup, err := s.nameUse(ctx, in.Name, exceptJob)
+	switch {
+	case err != nil:
+		return nil, nil, err
+	case region:
+		return nil, map[string]string{"name": "A region with this name exists already."}, nil
+	case setup:
+		return nil, map[string]string{"name": "A setup of a region with this name is under way."}, nil
+	}
+	chk, err := s.CheckCluster(ctx, in.Name, []byte(in.Kubeconfig), nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("check the cluster of %s: %w", in.Name, err)
+	}
+	if !chk.OK {
+		return chk, checkRefusal(chk), nil
+	}
+	if m := nodesExist(in.Nodes, chk.Nodes); m != "" {
+		return chk, map[string]string{"nodes": m}, nil
+	}
+	in.Kubeconfig = string(chk.Kubeconfig)
+	return chk, nil, nil
+}
+
+// StartSetup checks a new region (its fields, its name and its cluster) and queues its
+// setup with its registry (internal unless another mode is given).
+func (s *Service) StartSetup(ctx context.Context, actor Actor, in SetupInput) (*store.RegistrySetup, error) {
+	if in.RegistryMode == "" {
+		in.RegistryMode = store.RegistryInternal
+	}
+	_, errs, err := s.validateSetup(ctx, &in, "")
+	if err != nil {
+		return nil, err
+	}
+	if err := invalid(errs); err != nil {
+		return nil, err
+	}
+	return s.enqueueSetup(ctx, actor, in)
+}
+
+// StartCheckedSetup queues the setup of the wizard's step 2, whose cluster step 1
+// checked: the workers selected must be among the nodes that check found.
+func (s *Service) StartCheckedSetup(ctx context.Context, actor Actor, in SetupInput, nodes []NodeInfo) (*store.RegistrySetup, error) {
+	errs := in.validate()
+	if m := nodesExist(in.Nodes, nodes); m != "" {
+		errs["nodes"] = m
+	}
+	if err := invalid(errs); err != nil {
+		return nil, err
+	}
+	return s.enqueueSetup(ctx, actor, in)
+}
+
+// enqueueSetup queues a registry-setup job and records its setup. The name is checked
+// again under a lock on it: a replayed or doubled request never starts two setups of one name.
+func (s *Service) enqueueSetup(ctx context.Context, actor Actor, in SetupInput) (*store.RegistrySetup, error) {
+	p, sec := in.Params()
+	raw, err := json.Marshal(sec)
+	if err != nil {
+		return nil, fmt.Errorf("start the setup of %s: %w", in.Name, err)
+	}
+	var st *store.RegistrySetup
+	err = s.Store.WithNameLock(ctx, in.Name, func() error {
+		region, setup, err := s.nameUse(ctx, in.Name, "")
+		if err != nil {
+			return err
+		}
+		if region || setup {
+			return &Invalid{Fields: map[string]string{"name": "A region or a setup of this name exists already."}}
+		}
+		j, err := s.Enqueue(ctx, engine.Request{Kind: KindRegistrySetup, Title: "Create region " + in.Name + " with its registry",
+			Params: p, Secret: string(raw), CreatedBy: actor.Email})
+		if err != nil {
+			return err
+		}
+		st, err = s.Store.CreateSetup(ctx, j.ID, actor.Email)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("start the setup of %s: %w", in.Name, err)
+	}
+	return st, nil
+}
+
+// SetupOf loads a setup's job with its parameters and its secrets.
+func (s *Service) SetupOf(ctx context.Context, st *store.RegistrySetup) (*store.Job, SetupParams, SetupSecret, error) {
+	var p SetupParams
+	var sec SetupSecret
+	j, err := s.Store.JobByID(ctx, *st.JobID)
+	if err != nil {
+		return nil, p, sec, fmt.Errorf("setup %s: %w", st.ID, err)
+	}
+	if err := json.Unmarshal(j.Params, &p); err != nil {
+		return nil, p, sec, fmt.Errorf("setup %s: %w", st.ID, err)
+	}
+	raw, err := s.Store.JobSecret(j)
+	if err != nil {
+		return nil, p, sec, fmt.Errorf("setup %s: %w", st.ID, err)
+	}
+	_ = json.Unmarshal([]byte(raw), &sec)
+	return j, p, sec, nil
+}
+
+// RetrySetup changes the fields of a failed setup and queues it again under the same
+// name; finished steps are kept, and the steps are idempotent, so it continues where
+// it stopped.
+func (s *Service) RetrySetup(ctx context.Context, actor Actor, st *store.RegistrySetup, in SetupInput) (*store.Job, error) {
+	j, err := s.Store.JobByID(ctx, *st.JobID)
+	if err != nil {
+		return nil, fmt.Errorf("retry setup %s: %w", st.ID, err)
+	}
+	if j.Status != store.JobFailed && j.Status != store.JobCancelled {
+		return nil, &Refused{Reason: "Only a setup in error can be retried; this one is " + string(j.Status) + "."}
+	}
+	if in.RegistryMode == "" {
+		in.RegistryMode = store.RegistryInternal
+	}
+	var old SetupParams
+	_ = json.Unmarshal(j.Params, &old)
+	if in.Name != old.Name {
+		return nil, &Invalid{Fields: map[string]string{"name": "A retry keeps the region's name (" + old.Name + ")."}}
+	}
+	if err := invalid(in.validate()); err != nil {
+		return nil, err
+	}
+	p, sec := in.Params()
+	params, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("retry setup %s: %w", st.ID, err)
+	}
+	secRaw, err := json.Marshal(sec)
+	if err != nil {
+		return nil, fmt.Errorf("retry setup %s: %w", st.ID, err)
+	}
+	if err := s.requeueSetup(ctx, st, j, params, string(secRaw)); err != nil {
+		return nil, fmt.Errorf("retry setup %s: %w", st.ID, err)
+	}
+	s.Log.Info("setup retried", "region", in.Name, "user", actor.Email)
+	return j, nil
+}
+
+// requeueSetup stores a setup's new fields, extends its token and queues its job again.
+func (s *Service) requeueSetup(ctx context.Context, st *store.RegistrySetup, j *store.Job, params []byte, secret string) error {
+	if err := s.Store.SetJobSecret(ctx, j.ID, secret, params); err != nil {
+		return err
+	}
+	if err := s.Store.ExtendSetup(ctx, st.Token); err != nil {
+		return err
+	}
+	if err := s.Store.RetryJob(ctx, j.ID); err != nil {
+		return err
+	}
+	s.Engine.Wake()
+	return nil
+}
+
+// RegionInput is the body of POST /api/knative-regions: the region at once, and its
+// registry in the background when registry fields are given.
+type RegionInput struct {
+	RegionFields
+	RegistryMode          store.RegistryMode `json:"registry_mode"`
+	RegistryStorageType   string             `json:"registry_storage_type"`
+	RegistryStorageConfig RegistryStorage    `json:"registry_storage_config"`
+	RegistryAddress       string             `json:"registry_address"`
+	RegistryUsername      string             `json:"registry_username"`
+	RegistryPassword      string             `json:"registry_password"`
+	RequestTimeout        *int               `json:"request_timeout"`
+	Monitoring            *store.Monitoring  `json:"monitoring"`
+}
+
+// RegistryStorage is the storage of a registry created with its region: a PVC's or S3's fields.
+type RegistryStorage struct {
+	PVCConfig
+	S3Config
+}
+
+// setup is the region's part of the input, as a setup without a registry.
+func (in RegionInput) setup() SetupInput {
+	f := in.RegionFields
+	f.Name = strings.TrimSpace(f.Name)
+	if m := in.Monitoring; m != nil {
+		f.PrometheusURL, f.LokiURL, f.LokiOrgID = m.PrometheusURL, m.LokiURL, m.LokiOrgID
+	}
+	return SetupInput{RegionFields: f, RegistryInput: RegistryInput{RegistryMode: store.RegistryNone}}
+}
+
+// registry is the registry's part of the input.
+func (in RegionInput) registry() RegistryInput {
+	st := in.RegistryStorageConfig
+	return RegistryInput{RegistryMode: in.RegistryMode, StorageType: in.RegistryStorageType, PVCConfig: st.PVCConfig, S3Config: st.S3Config,
+		ExternalAddress: in.RegistryAddress, ExternalUsername: in.RegistryUsername, ExternalPassword: in.RegistryPassword}
+}
+
+// CreateRegion records a region at once from its fields and its cluster's check, and
+// queues the preparation of its cluster, its registry when registry fields are given
+// (with the permission registry.manage) and its managed Redis. It returns the region
+// with those jobs' ids by name (init, registry, redis).
+func (s *Service) CreateRegion(ctx context.Context, actor Actor, in RegionInput) (*store.Region, map[string]string, error) {
+	setup, reg := in.setup(), in.registry()
+	chk, err := s.validateNewRegion(ctx, actor, &setup, reg)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, sec := setup.Params()
+	r, _ := NewRegionRecord(p, sec, chk)
+	if t := in.RequestTimeout; t != nil {
+		if *t < 1 || *t > 3600 {
+			return nil, nil, &Invalid{Fields: map[string]string{"request_timeout": "Use 1 to 3600 seconds."}}
+		}
+		r.Settings.V.RequestTimeout = *t
+	}
+	if err := s.AdoptClusterAgentToken(ctx, r); err != nil {
+		return nil, nil, fmt.Errorf("create region %s: %w", r.Name, err)
+	}
+	if err := s.Store.CreateRegion(ctx, r); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return nil, nil, &Invalid{Fields: map[string]string{"name": "A region with this name exists already."}}
+		}
+		return nil, nil, fmt.Errorf("create region %s: %w", r.Name, err)
+	}
+	jobs, err := s.prepareRegion(ctx, actor, r, p, reg)
+	return r, jobs, err
+}
+
+// validateNewRegion checks the region of CreateRegion with its cluster, and its registry
+// when one is given.
+func (s *Service) validateNewRegion(ctx context.Context, actor Actor, setup *SetupInput, reg RegistryInput) (*CheckResult, error) {
+	chk, errs, err := s.validateSetup(ctx, setup, "")
+	if err != nil {
+		return nil, err
+	}
+	if reg.RegistryMode != "" && reg.RegistryMode != store.RegistryNone {
+		if errs == nil {
+			errs = map[string]string{}
+		}
+		p, sec := reg.Params()
+		ValidateRegistry(p, sec, errs)
+		if !actor.Can(store.PermRegistryManage) {
+			errs["registry_mode"] = "Setting up a registry needs the permission registry.manage."
+		}
+	}
+	return chk, invalid(errs)
+}
+
+// prepareRegion queues the jobs of a region just created: its cluster's preparation, its
+// registry (when one is given) and its managed Redis.
+func (s *Service) prepareRegion(ctx context.Context, actor Actor, r *store.Region, p SetupParams, reg RegistryInput) (map[string]string, error) {
+	jobs := map[string]string{}
+	j, err := s.Enqueue(ctx, engine.Request{Kind: KindRegionInit, Title: "Prepare the cluster of " + r.Name,
+		Subject: r.ID, Params: WorkersParams{Nodes: p.Nodes}, CreatedBy: actor.Email})
+	if err != nil {
+		return jobs, err
+	}
+	jobs["init"] = j.ID
+	if reg.RegistryMode != "" && reg.RegistryMode != store.RegistryNone {
+		rp, sec := reg.Params()
+		j, err := s.enqueueRegistry(ctx, actor, r, rp, sec)
+		if err != nil {
+			return jobs, err
+		}
+		jobs["registry"] = j.ID
+	}
+	if p.RedisMode == store.RedisManaged {
+		j, err := s.enqueueRedisInstall(ctx, r, actor.Email)
+		if err != nil {
+			return jobs, err
+		}
+		jobs["redis"] = j.ID
+	}
+	return jobs, nil
+}
+
+// DeleteRegion removes RunR's record of a region; nothing is removed from the cluster.
+// A region with projects is refused.
+func (s *Service) DeleteRegion(ctx context.Context, actor Actor, r *store.Region) error {
+	if err := s.Store.DeleteRegion(ctx, r.ID); err != nil {
+		var hp *store.HasProjectsError
+		if errors.As(err, &hp) {
+			return &Refused{Reason: hp.Error()}
+		}
+		return fmt.Errorf("delete region %s: %w", r.Name, err)
+	}
+	s.Log.Info("region removed", "region", r.Name, "user", actor.Email)
+	return nil
 }

@@ -1,14 +1,24 @@
 package ops
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"sort"
 	"strings"
+
+	"runr.dev/console/store"
 )
 
-// Actor is who asks for a use case: a user's e-mail, a token's owner, or "cli".
+// Actor is who asks for a use case: a user's e-mail, a token's owner, or "cli", with the
+// permissions it holds (none for the CLI: its use cases check none).
 type Actor struct {
 	Email string
+	Perms map[string]bool
 }
+
+// Can reports whether the actor holds a permission.
+func (a Actor) Can(perm string) bool { return a.Perms[perm] }
 
 // Invalid refuses a request whose fields are wrong, with a message per field (a 422
 // with field errors for JSON clients, the messages beside the fields in forms).
@@ -29,11 +39,66 @@ func (e *Invalid) Error() string {
 	return "invalid: " + strings.Join(parts, "; ")
 }
 
+// invalid is nil without field errors, and an *Invalid with them.
+func invalid(fields map[string]string) error {
+	if len(fields) == 0 {
+		return nil
+	}
+	return &Invalid{Fields: fields}
+}
+
 // Refused turns down a request that the state of things does not allow, with the reason
-// and, when it is about one, the field (a 422).
+// and, when it is about one, the field (a 422). Err is the cause behind the reason when
+// there is one (a chart repository that could not be read): users see it in short, the
+// log keeps it.
 type Refused struct {
 	Field  string
 	Reason string
+	Err    error
 }
 
-func (e *Refused) Error() string { return e.Reason }
+func (e *Refused) Error() string {
+	if e.Err != nil {
+		return e.Reason + ": " + e.Err.Error()
+	}
+	return e.Reason
+}
+
+// Unwrap returns the cause behind the refusal.
+func (e *Refused) Unwrap() error { return e.Err }
+
+// Unreachable is the cluster of a region that did not answer a read a use case needed
+// (a 502 for JSON clients).
+type Unreachable struct {
+	Region string
+	Err    error
+}
+
+func (e *Unreachable) Error() string {
+	return "the cluster of region " + e.Region + " did not answer: " + e.Err.Error()
+}
+
+// Unwrap returns the cluster's error.
+func (e *Unreachable) Unwrap() error { return e.Err }
+
+// Missing is something a use case was asked to act on that does not exist, such as a
+// node the cluster does not have (a 404), with the sentence that says so.
+type Missing struct {
+	Reason string
+}
+
+func (e *Missing) Error() string { return e.Reason }
+
+// busy reports whether a job of one of the kinds is queued or runs on the region.
+func (s *Service) busy(ctx context.Context, regionID string, kinds ...string) (bool, error) {
+	for _, k := range kinds {
+		_, err := s.Store.ActiveJob(ctx, regionID, k)
+		if err == nil {
+			return true, nil
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return false, fmt.Errorf("active %s job of region %s: %w", k, regionID, err)
+		}
+	}
+	return false, nil
+}

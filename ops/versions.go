@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"runr.dev/console/store"
 )
 
 // KnativeCompat is the one table of Knative minor versions and the oldest Kubernetes
@@ -139,4 +141,46 @@ func (s *Service) NextMinor(ctx context.Context, current string, k8sMinor int) (
 		}
 	}
 	return nil, fmt.Errorf("no Knative 1.%d for this cluster: it is not in the operator chart repository, or needs a newer Kubernetes", want)
+}
+
+// K8sMinor reads the stored Kubernetes minor of a region ("v1.32.4" → 32).
+func K8sMinor(r *store.Region) int {
+	parts := strings.Split(strings.TrimPrefix(r.K8sVersion, "v"), ".")
+	if len(parts) < 2 {
+		return 0
+	}
+	n, _ := strconv.Atoi(parts[1])
+	return n
+}
+
+// RegionVersions returns the Knative versions offered to a region's cluster.
+func (s *Service) RegionVersions(ctx context.Context, r *store.Region) ([]KnativeVersion, error) {
+	return s.CompatibleVersions(ctx, K8sMinor(r))
+}
+
+// RegionNextVersion returns the Knative version a region's Serving upgrades to.
+func (s *Service) RegionNextVersion(ctx context.Context, r *store.Region) (*KnativeVersion, error) {
+	return s.NextMinor(ctx, r.KnativeVersion, K8sMinor(r))
+}
+
+// resolveVersion maps "1.20" (or a release of it, "1.20.3") to an offered minor; ""
+// picks the newest. The string says why none fits.
+func resolveVersion(vs []KnativeVersion, want string) (*KnativeVersion, string) {
+	if len(vs) == 0 {
+		return nil, "No Knative version is offered for this cluster (its Kubernetes, or the operator chart repository)."
+	}
+	if want == "" {
+		return &vs[0], ""
+	}
+	want = MinorOf(want)
+	for i, v := range vs {
+		if v.Minor == want {
+			return &vs[i], ""
+		}
+	}
+	offered := make([]string, len(vs))
+	for i, v := range vs {
+		offered[i] = v.Version
+	}
+	return nil, "Knative " + want + " is not offered for this cluster; choose one of " + strings.Join(offered, ", ") + "."
 }

@@ -3,12 +3,17 @@ package ops
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+
+	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/store"
 )
 
 // Dedicated workers carry this label and taint.
@@ -100,4 +105,90 @@ func hasTaint(n *corev1.Node, t corev1.Taint) bool {
 		}
 	}
 	return false
+}
+
+// ClusterReadTimeout bounds the cluster reads a request makes (nodes, capacity).
+const ClusterReadTimeout = 15 * time.Second
+
+// WorkersInput is the body of PUT /api/knative-regions/{id}/workers: the node names to
+// dedicate ([] clears the selection).
+type WorkersInput struct {
+	Nodes *[]string `json:"nodes"`
+}
+
+// SetWorkers checks a selection of dedicated workers against the cluster's nodes and
+// queues the job that labels and taints them (and clears the deselected ones).
+func (s *Service) SetWorkers(ctx context.Context, actor Actor, r *store.Region, in WorkersInput) (*store.Job, error) {
+	if in.Nodes == nil {
+		return nil, &Invalid{Fields: map[string]string{"nodes": "Send nodes, the list of node names to dedicate ([] clears the selection)."}}
+	}
+	sel := []string{}
+	seen := map[string]bool{}
+	for _, n := range *in.Nodes {
+		n = strings.TrimSpace(n)
+		if n != "" && !seen[n] {
+			seen[n] = true
+			sel = append(sel, n)
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, ClusterReadTimeout)
+	defer cancel()
+	names, err := s.NodeNames(cctx, r)
+	if err != nil {
+		return nil, &Unreachable{Region: r.Name, Err: err}
+	}
+	nodes := make([]NodeInfo, len(names))
+	for i, n := range names {
+		nodes[i] = NodeInfo{Name: n}
+	}
+	if m := nodesExist(sel, nodes); m != "" {
+		return nil, &Invalid{Fields: map[string]string{"nodes": m}}
+	}
+	title := "Dedicated workers of " + r.Name
+	if len(sel) == 0 {
+		title = "Clear the dedicated workers of " + r.Name
+	}
+	j, err := s.Enqueue(ctx, engine.Request{Kind: KindApplyWorkers, Title: title,
+		Subject: r.ID, Params: WorkersParams{Nodes: sel}, CreatedBy: actor.Email})
+	if err != nil {
+		return nil, err
+	}
+	s.Log.Info("dedicated workers changed", "region", r.Name, "from", []string(r.Nodes), "to", sel, "user", actor.Email)
+	return j, nil
+}
+
+// RemoveWorker takes one node out of the region's dedicated workers.
+func (s *Service) RemoveWorker(ctx context.Context, actor Actor, r *store.Region, node string) (*store.Job, error) {
+	keep := []string{}
+	found := false
+	for _, n := range r.Nodes {
+		if n == node {
+			found = true
+		} else {
+			keep = append(keep, n)
+		}
+	}
+	if !found {
+		return nil, &Refused{Reason: node + " is not one of the region's dedicated workers."}
+	}
+	return s.Enqueue(ctx, engine.Request{Kind: KindApplyWorkers, Title: "Remove " + node + " from the dedicated workers of " + r.Name,
+		Subject: r.ID, Params: WorkersParams{Nodes: keep}, CreatedBy: actor.Email})
+}
+
+// OvercommitInput is the body of PUT /api/knative-regions/{id}/overcommit: only the keys sent change.
+type OvercommitInput struct {
+	CPU    *float64 `json:"faas_cpu_overcommit"`
+	Memory *float64 `json:"faas_memory_overcommit"`
+}
+
+// SetOvercommit saves the region's FaaS overcommit factors; the next admission uses them.
+func (s *Service) SetOvercommit(ctx context.Context, actor Actor, r *store.Region, in OvercommitInput) error {
+	if err := invalid(validateOvercommit(in)); err != nil {
+		return err
+	}
+	if err := s.Store.SetOvercommit(ctx, r.ID, in.CPU, in.Memory); err != nil {
+		return fmt.Errorf("overcommit of %s: %w", r.Name, err)
+	}
+	s.Log.Info("overcommit changed", "region", r.Name, "cpu", in.CPU, "memory", in.Memory, "user", actor.Email)
+	return nil
 }

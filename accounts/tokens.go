@@ -1,0 +1,76 @@
+package accounts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"runr.dev/console/ops"
+	"runr.dev/console/store"
+)
+
+// ParseScopes validates a list of scopes: permission names, or "*"; an entry may hold
+// several, comma-separated.
+func ParseScopes(raw []string) ([]string, error) {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range raw {
+		for _, s := range strings.Split(r, ",") {
+			s = strings.TrimSpace(s)
+			if s == "" || seen[s] {
+				continue
+			}
+			if s != "*" && !store.ValidPermission(s) {
+				return nil, errors.New("unknown scope " + s + ": use permission names such as regions.view, or *")
+			}
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("give at least one scope, or * for everything your role allows")
+	}
+	return out, nil
+}
+
+// TokenInput is a new API token: the body of POST /api/tokens, the Tokens form and
+// `runr token create`.
+type TokenInput struct {
+	Name   string   `json:"name"`
+	Scopes []string `json:"scopes"`
+}
+
+// Grantor is who creates a token: the user it is for, the permissions it holds, and
+// whether it may hand out "*" (a signed-in user or the operator may; a token only when
+// it has "*" itself).
+type Grantor struct {
+	User  *store.User
+	Perms map[string]bool
+	Star  bool
+}
+
+// CreateToken checks a token's name and scopes (within what the grantor holds) and
+// creates it for the grantor's user; the token's value is returned once.
+func CreateToken(ctx context.Context, st *store.Store, g Grantor, in TokenInput) (*store.APIToken, string, error) {
+	errs := map[string]string{}
+	name := strings.TrimSpace(in.Name)
+	if name == "" || len(name) > 100 {
+		errs["name"] = "Give the token a name of up to 100 characters."
+	}
+	scopes, err := ParseScopes(in.Scopes)
+	if err == nil {
+		err = store.CapScopes(g.Perms, g.Star, scopes)
+	}
+	if err != nil {
+		errs["scopes"] = err.Error()
+	}
+	if len(errs) > 0 {
+		return nil, "", &ops.Invalid{Fields: errs}
+	}
+	t, plain, err := st.CreateAPIToken(ctx, g.User.ID, name, scopes)
+	if err != nil {
+		return nil, "", fmt.Errorf("create token %s: %w", name, err)
+	}
+	return t, plain, nil
+}

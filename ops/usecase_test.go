@@ -1,0 +1,171 @@
+package ops_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"runr.dev/console/config"
+	"runr.dev/console/ops"
+	"runr.dev/console/store"
+	"runr.dev/console/store/storetest"
+)
+
+// useCases is a service on a fresh database with one region, eu-2, on no cluster: its
+// use cases refuse or queue jobs that no runner picks up.
+func useCases(t *testing.T) (*ops.Service, *store.Region) {
+	t.Helper()
+	st := storetest.New(t)
+	cfg := &config.Config{InstallTimeout: time.Minute, StatusTimeout: time.Second}
+	s := ops.NewService(st, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx := context.Background()
+	r := &store.Region{Name: "eu-2", Kubeconfig: "not a kubeconfig", RedisMode: store.RedisNone}
+	if err := st.CreateRegion(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	r, err := st.RegionByID(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, r
+}
+
+var actor = ops.Actor{Email: "ada@example.com"}
+
+// refusedWith checks that err is a *ops.Refused saying want (on field, when given).
+func refusedWith(t *testing.T, err error, field, want string) {
+	t.Helper()
+	var rf *ops.Refused
+	if !errors.As(err, &rf) || rf.Field != field || !strings.Contains(rf.Reason, want) {
+		t.Fatalf("want a refusal %q on %q, got %v", want, field, err)
+	}
+}
+
+// invalidOn checks that err is an *ops.Invalid with an error on field.
+func invalidOn(t *testing.T, err error, field string) {
+	t.Helper()
+	var inv *ops.Invalid
+	if !errors.As(err, &inv) || inv.Fields[field] == "" {
+		t.Fatalf("want a field error on %q, got %v", field, err)
+	}
+}
+
+// TestUseCaseRefusals: each use case turns down what the region's state does not allow,
+// with a *Refused (a 422 with its reason) or an *Invalid (field errors), before it
+// changes anything.
+func TestUseCaseRefusals(t *testing.T) {
+	s, r := useCases(t)
+	ctx := context.Background()
+	_, err := s.TestRedis(ctx, actor, r)
+	refusedWith(t, err, "", "no Redis to test")
+	_, err = s.RemoveRegistry(ctx, actor, r)
+	refusedWith(t, err, "", "no registry")
+	_, err = s.StartRollingRestart(ctx, actor, r)
+	refusedWith(t, err, "", "ready internal registry")
+	_, err = s.SetRegistry(ctx, actor, r, ops.RegistryInput{RegistryMode: store.RegistryNone})
+	invalidOn(t, err, "registry_mode")
+	_, err = s.EnqueueKnative(ctx, actor, r, ops.KindUninstallServing, ops.KnativeInput{})
+	refusedWith(t, err, "", "not installed")
+	_, err = s.EnqueueKnative(ctx, actor, r, ops.KindInstallServing, ops.KnativeInput{Namespace: "Bad"})
+	invalidOn(t, err, "namespace")
+	_, err = s.SetFunctionTLS(ctx, actor, r, ops.TLSInput{})
+	refusedWith(t, err, "", "needs Knative Serving ready")
+	_, err = s.RemoveWorker(ctx, actor, r, "w1")
+	refusedWith(t, err, "", "not one of the region's dedicated workers")
+	_, err = s.CompleteDomainMigration(ctx, actor, r)
+	refusedWith(t, err, "", "no domain migration")
+	_, err = s.RollbackMigration(ctx, actor, r)
+	refusedWith(t, err, "", "rolls back only in dns_check or failed")
+	_, err = s.StartMigration(ctx, actor, r, ops.MigrateInput{Kubeconfig: "nope"})
+	refusedWith(t, err, "kubeconfig", "")
+	moved := *r
+	moved.DataLocation = "eu"
+	_, err = s.StartMigration(ctx, actor, &moved, ops.MigrateInput{DataLocation: "us"})
+	refusedWith(t, err, "data_location", "stays in eu")
+	invalidOn(t, s.SetBaseDomain(ctx, actor, "https://example.com"), "base_domain")
+	_, err = s.SetRedis(ctx, actor, r, ops.RedisInput{Mode: store.RedisExternal, Address: "redis"})
+	invalidOn(t, err, "address")
+	invalidOn(t, s.SetOvercommit(ctx, actor, r, ops.OvercommitInput{}), "faas_cpu_overcommit")
+	_, err = s.SetWorkers(ctx, actor, r, ops.WorkersInput{})
+	invalidOn(t, err, "nodes")
+}
+
+// TestKnativeOneJobAtATime: a second Knative job of a region is refused while the
+// first waits or runs.
+func TestKnativeOneJobAtATime(t *testing.T) {
+	s, r := useCases(t)
+	ctx := context.Background()
+	j, err := s.EnqueueKnative(ctx, actor, r, ops.KindUninstallOperator, ops.KnativeInput{})
+	if err != nil || j.CreatedBy != actor.Email || !strings.Contains(j.Title, "eu-2") {
+		t.Fatalf("the first job: %v %+v", err, j)
+	}
+	_, err = s.EnqueueKnative(ctx, actor, r, ops.KindUninstallOperator, ops.KnativeInput{})
+	refusedWith(t, err, "", "runs already")
+}
+
+// TestUpdateRegionRefusalChangesNothing: a status and settings change with a wrong
+// setting is refused as a whole; the status stays.
+func TestUpdateRegionRefusalChangesNothing(t *testing.T) {
+	s, r := useCases(t)
+	ctx := context.Background()
+	status, timeout := store.RegionMaintenance, 0
+	_, err := s.UpdateRegion(ctx, actor, r, ops.RegionUpdate{RegionStatus: &status, SettingsInput: ops.SettingsInput{RequestTimeout: &timeout}})
+	invalidOn(t, err, "request_timeout")
+	bad := store.RegionStatus("closed")
+	_, err = s.UpdateRegion(ctx, actor, r, ops.RegionUpdate{RegionStatus: &bad})
+	invalidOn(t, err, "region_status")
+	if now, _ := s.Store.RegionByID(ctx, r.ID); now.Status != store.RegionActive {
+		t.Fatalf("a refused update changed the status to %s", now.Status)
+	}
+	j, err := s.UpdateRegion(ctx, actor, r, ops.RegionUpdate{RegionStatus: &status})
+	if err != nil || j == nil || j.Kind != ops.KindRegionStatus {
+		t.Fatalf("status change: %v %+v", err, j)
+	}
+	if j, err := s.UpdateSettings(ctx, actor, r, ops.SettingsInput{}); err != nil || j != nil {
+		t.Fatalf("no change needs no job: %v %+v", err, j)
+	}
+}
+
+// TestProjectUseCases: a project is checked when created, refuses the actions its state
+// does not allow, and one without a region is deleted at once; a region with projects
+// is not removed.
+func TestProjectUseCases(t *testing.T) {
+	s, r := useCases(t)
+	ctx := context.Background()
+	_, err := s.CreateProject(ctx, actor, ops.ProjectInput{Name: store.Ptr("shop"), RegionID: store.Ptr("missing"), Image: store.Ptr("a b")})
+	var inv *ops.Invalid
+	if !errors.As(err, &inv) || inv.Fields["region_id"] == "" || inv.Fields["image"] == "" {
+		t.Fatalf("create: %v", err)
+	}
+	p, err := s.CreateProject(ctx, actor, ops.ProjectInput{Name: store.Ptr("shop"), RegionID: &r.ID, Image: store.Ptr("ghcr.io/acme/shop:1"),
+		EnvVars: &map[string]string{"PORT": "8080"}})
+	if err != nil || p.CPUm != 100 || p.MemoryMi != 128 {
+		t.Fatalf("create: %v %+v", err, p)
+	}
+	_, err = s.ProjectAction(ctx, actor, p, "resume")
+	refusedWith(t, err, "", "Only a stopped project resumes")
+	if _, err := s.ProjectAction(ctx, actor, p, "explode"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("an unknown action is not found: %v", err)
+	}
+	refusedWith(t, s.DeleteRegion(ctx, actor, r), "", "")
+	_, err = s.UpdateProject(ctx, actor, p, ops.ProjectInput{SecretEnvVars: &map[string]string{"PORT": "x"}})
+	invalidOn(t, err, "secret_env_vars")
+	if j, err := s.UpdateProject(ctx, actor, p, ops.ProjectInput{RegionID: store.Ptr("")}); err != nil || j != nil {
+		t.Fatalf("leaving the region: %v %+v", err, j)
+	}
+	_, err = s.ProjectAction(ctx, actor, p, "deploy")
+	refusedWith(t, err, "", "no region")
+	if j, err := s.ProjectAction(ctx, actor, p, "delete"); err != nil || j != nil {
+		t.Fatalf("delete without a region: %v %+v", err, j)
+	}
+	if _, err := s.Store.ProjectByID(ctx, p.ID); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the project is still there: %v", err)
+	}
+	if err := s.DeleteRegion(ctx, actor, r); err != nil {
+		t.Fatalf("a region without projects is removed: %v", err)
+	}
+}

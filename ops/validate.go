@@ -1,0 +1,277 @@
+package ops
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"runr.dev/console/kube"
+	"runr.dev/console/store"
+)
+
+var regionNameRe = regexp.MustCompile(`^[a-z]([a-z0-9-]*[a-z0-9])?$`)
+
+// ValidateRegionName checks the spec's rule: lowercase letters, digits and hyphens,
+// starting with a letter and ending with a letter or digit, at most 63 characters.
+func ValidateRegionName(name string) string {
+	switch {
+	case name == "":
+		return "Give the region a name, such as eu-2."
+	case len(name) > 63:
+		return "Use at most 63 characters."
+	case !regionNameRe.MatchString(name):
+		return "Use lowercase letters, digits and hyphens; start with a letter and end with a letter or digit."
+	}
+	return ""
+}
+
+// monitoringURLRe is the spec's in-cluster Service URL:
+// http(s)://<service>.<namespace>.svc[.cluster.local]:<port>[/path]
+var monitoringURLRe = regexp.MustCompile(`^https?://[a-z0-9]([-a-z0-9]*[a-z0-9])?\.[a-z0-9]([-a-z0-9]*[a-z0-9])?\.svc(\.cluster\.local)?:[0-9]{1,5}(/[^\s]*)?$`)
+
+// ValidateMonitoringURL checks an existing Prometheus or Loki address ("" is RunR's own).
+func ValidateMonitoringURL(u string) string {
+	if u == "" {
+		return ""
+	}
+	if !monitoringURLRe.MatchString(u) {
+		return "Use an in-cluster Service URL: http(s)://<service>.<namespace>.svc[.cluster.local]:<port>[/path]."
+	}
+	return ""
+}
+
+var domainRe = regexp.MustCompile(`^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$`)
+
+// ValidateDomain checks a base domain ("" clears it).
+func ValidateDomain(d string) string {
+	if d == "" {
+		return ""
+	}
+	if len(d) > 200 || !domainRe.MatchString(d) {
+		return "Use a domain name such as functions.example.com (lowercase, without a scheme or a trailing dot)."
+	}
+	return ""
+}
+
+// ValidateRegistry checks the registry fields, adding a message per wrong field to errs.
+func ValidateRegistry(p RegistryParams, sec RegistrySecrets, errs map[string]string) {
+	switch p.Mode {
+	case store.RegistryInternal:
+		validateRegistryStorage(p, sec, errs)
+	case store.RegistryExternal:
+		if p.ExternalAddress == "" || strings.ContainsAny(p.ExternalAddress, " \t") {
+			errs["external_address"] = "Give the registry's address, e.g. registry.example.com or registry.example.com:5000."
+		}
+		if (p.ExternalUsername == "") != (sec.ExternalPassword == "") {
+			errs["external_password"] = "Give both a username and a password, or neither."
+		}
+	case store.RegistryNone:
+	default:
+		errs["registry_mode"] = "Choose internal or external."
+	}
+}
+
+// validateRegistryStorage checks the storage of an internal registry: a PVC or S3.
+func validateRegistryStorage(p RegistryParams, sec RegistrySecrets, errs map[string]string) {
+	switch p.StorageType {
+	case "pvc":
+		if p.Size != "" {
+			if q, err := resource.ParseQuantity(p.Size); err != nil || q.Sign() <= 0 {
+				errs["pvc_config.size"] = "Use a size such as 10Gi."
+			}
+		}
+		if p.StorageClass != "" && !regionNameRe.MatchString(strings.ReplaceAll(p.StorageClass, ".", "-")) {
+			errs["pvc_config.storageClass"] = "Not a valid StorageClass name."
+		}
+	case "s3":
+		if u, err := url.Parse(p.S3Endpoint); p.S3Endpoint == "" || err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			errs["s3_config.endpoint"] = "Give the S3 endpoint as a URL, e.g. https://s3.eu-central-1.amazonaws.com."
+		}
+		if p.S3Bucket == "" {
+			errs["s3_config.bucket"] = "Give the bucket."
+		}
+		if p.S3AccessKey == "" {
+			errs["s3_config.access_key"] = "Give the access key."
+		}
+		if sec.S3SecretKey == "" {
+			errs["s3_config.secret_key"] = "Give the secret key."
+		}
+	default:
+		errs["storage_type"] = "Choose pvc or s3."
+	}
+}
+
+// validate checks a setup's fields (the cluster is not contacted); kubeconfig problems
+// are reported on its field. It trims the name.
+func (in *SetupInput) validate() map[string]string {
+	errs := map[string]string{}
+	in.Name = strings.TrimSpace(in.Name)
+	if m := ValidateRegionName(in.Name); m != "" {
+		errs["name"] = m
+	}
+	if _, err := kube.ParseKubeconfig([]byte(in.Kubeconfig)); err != nil {
+		errs["kubeconfig"] = err.Error()
+	}
+	reg, sec := in.RegistryInput.Params()
+	ValidateRegistry(reg, sec, errs)
+	for k, v := range map[string]string{"prometheus_url": in.PrometheusURL, "loki_url": in.LokiURL} {
+		if m := ValidateMonitoringURL(v); m != "" {
+			errs[k] = m
+		}
+	}
+	switch in.RedisMode {
+	case "", store.RedisManaged, store.RedisNone:
+	case store.RedisExternal:
+		if m := validateHostPort(in.RedisAddress); m != "" {
+			errs["redis_address"] = m
+		}
+	default:
+		errs["redis_mode"] = "Choose managed or external."
+	}
+	for _, n := range in.Nodes {
+		if n == "" || len(n) > 253 {
+			errs["nodes"] = "Node names must not be empty."
+		}
+	}
+	return errs
+}
+
+// validateHostPort checks an address given as host:port.
+func validateHostPort(a string) string {
+	host, port, err := net.SplitHostPort(a)
+	if err != nil || host == "" {
+		return "Give the address as host:port, e.g. redis.example.com:6379."
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return "The port must be a number from 1 to 65535."
+	}
+	return ""
+}
+
+// validNamespace returns the namespace to use ("" is def), or why ns is not one.
+func validNamespace(ns, def string) (string, string) {
+	if ns == "" {
+		return def, ""
+	}
+	if m := ValidateRegionName(ns); m != "" {
+		return "", "Not a valid namespace name: " + m
+	}
+	return ns, ""
+}
+
+// checkRefusal turns a failed cluster check into field errors.
+func checkRefusal(chk *CheckResult) map[string]string {
+	errs := map[string]string{}
+	for _, it := range chk.Items {
+		if it.Status != CheckFail {
+			continue
+		}
+		field := "kubeconfig"
+		if it.Key == "namespace" {
+			field = "name"
+		}
+		if _, ok := errs[field]; !ok {
+			errs[field] = it.Title + ": " + it.Evidence
+		}
+	}
+	return errs
+}
+
+// nodesExist checks a worker selection against the cluster's nodes ("" when each exists).
+func nodesExist(selected []string, nodes []NodeInfo) string {
+	have := map[string]bool{}
+	for _, n := range nodes {
+		have[n.Name] = true
+	}
+	for _, n := range selected {
+		if !have[n] {
+			return noNode(n)
+		}
+	}
+	return ""
+}
+
+// noNode says that the cluster has no node of that name.
+func noNode(name string) string { return fmt.Sprintf("The cluster has no node %q.", name) }
+
+// validateSettings checks the General settings that are set and normalises the trusted
+// addresses to CIDRs.
+func validateSettings(in *SettingsInput) map[string]string {
+	errs := map[string]string{}
+	if in.RequestTimeout != nil && (*in.RequestTimeout < 1 || *in.RequestTimeout > 3600) {
+		errs["request_timeout"] = "Use 1 to 3600 seconds."
+	}
+	if in.AgentWSURL != nil && *in.AgentWSURL != "" {
+		u, err := url.Parse(*in.AgentWSURL)
+		if err != nil || u.Host == "" || (u.Scheme != "wss" && u.Scheme != "ws" && u.Scheme != "https" && u.Scheme != "http") {
+			errs["agent_ws_url"] = "Use a wss:// (or https://) address the region's agent can reach, e.g. wss://runr.internal.example.com."
+		}
+	}
+	if in.IngressTrustedIPs != nil {
+		cidrs, m := trustedCIDRs(*in.IngressTrustedIPs)
+		if m != "" {
+			errs["ingress_trusted_ips"] = m
+		}
+		*in.IngressTrustedIPs = cidrs
+	}
+	return errs
+}
+
+// trustedCIDRs normalises trusted addresses to CIDRs (a bare address is a /32 or a
+// /128), or says which one is not an address.
+func trustedCIDRs(list []string) ([]string, string) {
+	out := []string{}
+	for _, v := range list {
+		v = strings.TrimSpace(v)
+		if v == "" {
+			continue
+		}
+		if ip := net.ParseIP(v); ip != nil {
+			if ip.To4() != nil {
+				v += "/32"
+			} else {
+				v += "/128"
+			}
+		}
+		_, n, err := net.ParseCIDR(v)
+		if err != nil {
+			return out, "Not a CIDR: " + v + " (use e.g. 10.0.0.0/24)."
+		}
+		out = append(out, n.String())
+	}
+	return out, ""
+}
+
+// validateOvercommit checks the FaaS overcommit factors that are sent.
+func validateOvercommit(in OvercommitInput) map[string]string {
+	errs := map[string]string{}
+	check := func(key string, v *float64) {
+		if v != nil && (*v < MinOvercommit || *v > MaxOvercommit) {
+			errs[key] = fmt.Sprintf("Use a factor from %d to %d.", MinOvercommit, MaxOvercommit)
+		}
+	}
+	check("faas_cpu_overcommit", in.CPU)
+	check("faas_memory_overcommit", in.Memory)
+	if in.CPU == nil && in.Memory == nil {
+		errs["faas_cpu_overcommit"] = "Send faas_cpu_overcommit, faas_memory_overcommit or both."
+	}
+	return errs
+}
+
+// envNameOK reports whether k is a valid environment variable name.
+func envNameOK(k string) bool {
+	if k == "" || len(k) > 128 {
+		return false
+	}
+	for i, ch := range k {
+		if !(ch == '_' || ch >= 'A' && ch <= 'Z' || ch >= 'a' && ch <= 'z' || i > 0 && ch >= '0' && ch <= '9') {
+			return false
+		}
+	}
+	return true
+}
