@@ -30,10 +30,12 @@ var SandboxKinds = []string{KindSandboxInstall, KindSandboxUninstall, KindSandbo
 
 // sandboxBusy refuses a second sandbox job while one runs on the region.
 func (s *Service) sandboxBusy(ctx context.Context, r *store.Region) error {
-	for _, k := range SandboxKinds {
-		if _, err := s.Store.ActiveJob(ctx, r.ID, k); err == nil {
-			return &Refused{Reason: "A sandbox runtime job of this region runs already; wait for it to finish."}
-		}
+	b, err := s.busy(ctx, r.ID, SandboxKinds...)
+	if err != nil {
+		return err
+	}
+	if b {
+		return &Refused{Reason: "A sandbox runtime job of this region runs already; wait for it to finish."}
 	}
 	return nil
 }
