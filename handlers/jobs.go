@@ -46,7 +46,7 @@ func nextAfter(j *store.Job) (string, string) {
 		return "", ""
 	}
 	switch j.Kind {
-	case ops.KindRegistrySetup, ops.KindInstallOperator, ops.KindInstallServing, ops.KindRedisInstall:
+	case ops.KindRegistrySetup, ops.KindInstallOperator, ops.KindInstallServing, ops.KindRedisInstall, ops.KindSandboxInstall:
 		return "/regions/" + j.Region() + "/wizard", "Continue"
 	}
 	return "/regions/" + j.Region(), "Back to the region"

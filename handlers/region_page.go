@@ -15,12 +15,13 @@ import (
 
 // tabKinds are the job kinds whose latest job a tab shows live.
 var tabKinds = map[string][]string{
-	"general":  {ops.KindApplySettings, ops.KindRegionStatus, ops.KindFunctionTLS, ops.KindRemoveFunctionTLS, ops.KindInstallMonitoring},
-	"registry": {ops.KindRegistrySetup, ops.KindRegistryInstall, ops.KindRegistryRemove, ops.KindRegistryTest, ops.KindContainerdRestart},
-	"operator": {ops.KindInstallOperator, ops.KindInstallKnative, ops.KindUninstallOperator},
-	"serving":  {ops.KindInstallServing, ops.KindInstallKnative, ops.KindUpgradeServing, ops.KindUninstallServing, ops.KindUninstallKnative},
-	"redis":    {ops.KindRedisInstall, ops.KindRedisRemove, ops.KindRedisTest},
-	"workers":  {ops.KindApplyWorkers, ops.KindRegionInit},
+	"general":   {ops.KindApplySettings, ops.KindRegionStatus, ops.KindFunctionTLS, ops.KindRemoveFunctionTLS, ops.KindInstallMonitoring},
+	"registry":  {ops.KindRegistrySetup, ops.KindRegistryInstall, ops.KindRegistryRemove, ops.KindRegistryTest, ops.KindContainerdRestart},
+	"operator":  {ops.KindInstallOperator, ops.KindInstallKnative, ops.KindUninstallOperator},
+	"serving":   {ops.KindInstallServing, ops.KindInstallKnative, ops.KindUpgradeServing, ops.KindUninstallServing, ops.KindUninstallKnative},
+	"redis":     {ops.KindRedisInstall, ops.KindRedisRemove, ops.KindRedisTest},
+	"workers":   {ops.KindApplyWorkers, ops.KindRegionInit},
+	"isolation": ops.SandboxKinds,
 }
 
 // IsRegionTab reports whether t names a tab of the region page.
@@ -33,6 +34,15 @@ func validTab(t string) string {
 		}
 	}
 	return "general"
+}
+
+// tabFor is the tab a user asked for when they may see it, else General.
+func tabFor(c *fiber.Ctx, t string) string {
+	t = validTab(t)
+	if t == "isolation" && !Who(c).Perms[store.PermSandboxManage] {
+		return "general"
+	}
+	return t
 }
 
 // regionPageData loads what a tab shows.
@@ -99,7 +109,7 @@ func (h *Handlers) RegionPage(c *fiber.Ctx) error {
 		// A region whose cluster no longer answers opens on its Migration tab.
 		tab = "migration"
 	}
-	return h.renderRegion(c, r, validTab(tab), views.Form{}, fiber.StatusOK)
+	return h.renderRegion(c, r, tabFor(c, tab), views.Form{}, fiber.StatusOK)
 }
 
 func (h *Handlers) renderRegion(c *fiber.Ctx, r *store.Region, tab string, f views.Form, status int) error {
@@ -116,7 +126,7 @@ func (h *Handlers) RegionTab(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	d, err := h.regionPageData(c, r, validTab(c.Params("tab")), views.Form{})
+	d, err := h.regionPageData(c, r, tabFor(c, c.Params("tab")), views.Form{})
 	if err != nil {
 		return h.Fail(c, err)
 	}

@@ -5,48 +5,73 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"runr.dev/console/ops"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
 
-// wizardDone says which of the five wizard steps a region has done.
+// wizardTabs are the region tabs the wizard's steps 3 to 7 show.
+var wizardTabs = []string{"", "", "operator", "serving", "redis", "isolation", "migration"}
+
+// wizardDone says which of the seven wizard steps a region has done: step 6 once a
+// sandbox runtime is ready, step 7 once a move completed.
 func wizardDone(r *store.Region) []bool {
 	registry := r.RegistryMode == store.RegistryNone || r.RegistryStatus == store.ComponentReady
 	redis := r.RedisMode == store.RedisNone || r.RedisStatus == store.ComponentReady
-	return []bool{true, registry, r.OperatorStatus == store.ComponentReady, r.ServingStatus == store.ComponentReady, redis}
+	return []bool{true, registry, r.OperatorStatus == store.ComponentReady, r.ServingStatus == store.ComponentReady, redis,
+		len(ops.InstalledClasses(r.Isolation.V)) > 0, r.MigrationStatus == store.MigrationCompleted}
 }
 
-// RegionWizardPage is the wizard of a created region: steps 3 to 5, each on the engine
-// with live progress. It resumes at the first undone step; ?step= opens another (the
-// Operator and Serving steps can be skipped).
+// wizardFirstOpen is the first step (index) the wizard may still open: the steps before
+// a done Sandbox or Migration step are read-only. (Those two are done only by what the
+// administrator does in them; Redis is queued by step 2 and often done before steps 3
+// and 4, which would otherwise lock the Operator and Serving steps of a region whose
+// administrator skipped them.)
+func wizardFirstOpen(done []bool) int {
+	for i := len(done) - 1; i >= 5; i-- {
+		if done[i] {
+			return i
+		}
+	}
+	return 2
+}
+
+// RegionWizardPage is the wizard of a created region: steps 3 to 7, each on the engine
+// with live progress. It resumes at the first undone step it may open; ?step= opens
+// another (every step from 3 on can be skipped).
 func (h *Handlers) RegionWizardPage(c *fiber.Ctx) error {
 	r, err := h.Store.RegionByID(ctx(c), c.Params("id"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	done := wizardDone(r)
+	if !done[1] {
+		// Step 2 runs or failed: its job shows where it is.
+		if j, err := h.Store.LatestJobOf(ctx(c), r.ID, tabKinds["registry"]); err == nil {
+			return c.Redirect("/jobs/"+j.ID, fiber.StatusSeeOther)
+		}
+	}
+	first := wizardFirstOpen(done)
 	current := -1
-	for i, d := range done {
-		if !d {
+	for i := first; i < len(done); i++ {
+		if !done[i] {
 			current = i
 			break
 		}
 	}
-	if s, err := strconv.Atoi(c.Query("step")); err == nil && s >= 3 && s <= 5 {
+	if s, err := strconv.Atoi(c.Query("step")); err == nil && s-1 >= first && s <= len(done) {
 		current = s - 1
 	}
 	if current == -1 {
 		h.flash(c, "Region "+r.Name+" is set up. Create the DNS record shown under DNS configuration.")
 		return c.Redirect("/regions/"+r.ID, fiber.StatusSeeOther)
 	}
-	if current < 2 {
-		// Step 2 runs or failed: its job shows where it is.
-		if j, err := h.Store.LatestJobOf(ctx(c), r.ID, tabKinds["registry"]); err == nil {
-			return c.Redirect("/jobs/"+j.ID, fiber.StatusSeeOther)
-		}
-		current = 2
+	tab := wizardTabs[current]
+	if tab == "isolation" && !Who(c).Perms[store.PermSandboxManage] {
+		// The Sandbox step needs sandbox.manage; without it the wizard goes on to Migration.
+		current, tab = 6, wizardTabs[6]
 	}
-	tab := []string{"", "", "operator", "serving", "redis"}[current]
+	c.Locals(inWizardKey, true)
 	d, err := h.regionPageData(c, r, tab, views.Form{})
 	if err != nil {
 		return h.Fail(c, err)

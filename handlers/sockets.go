@@ -151,7 +151,7 @@ func (js *jobStream) start(ctx context.Context, conn *websocket.Conn) bool {
 	}
 	// ?wizard=N: the panel is a wizard step's, whose state in the wizard's header
 	// follows the job.
-	if n, err := strconv.Atoi(conn.Query("wizard")); err == nil && n >= 2 && n <= 5 {
+	if n, err := strconv.Atoi(conn.Query("wizard")); err == nil && n >= 2 && n <= 7 {
 		d.WizardStep = n
 	}
 	d.OnJobPage = conn.Query("page") == "job"

@@ -14,6 +14,7 @@ func (h *Handlers) initTabs() {
 	h.extraTabs = map[string]func(c *fiber.Ctx, r *store.Region) (templ.Component, error){
 		"migration": h.migrationTab,
 		"workers":   h.workersTab,
+		"isolation": h.isolationTab,
 	}
 }
 

@@ -48,6 +48,13 @@ func regionView(r *store.Region) views.RegionView {
 	for _, name := range servingComponents {
 		v.Components = append(v.Components, views.ComponentBadge{Name: name, Status: string(r.Component(name).Status)})
 	}
+	var sandboxes []string
+	for _, name := range ops.SandboxRuntimes {
+		if rt := r.Isolation.V.Runtime(name); rt.Ready() {
+			sandboxes = append(sandboxes, runtimeTitles[name]+" ("+strings.Join(rt.Classes, ", ")+")")
+		}
+	}
+	v.SandboxSummary = strings.Join(sandboxes, ", ")
 	return v
 }
 

@@ -149,3 +149,12 @@ func WorkloadClassRefusal(r *store.Region, kind string) string {
 	}
 	return fmt.Sprintf("%s run with the runtime class %s here, which region %s does not have installed", kind, class, r.Name)
 }
+
+// RegionSandboxNodes reads the sandbox readiness of a region's nodes.
+func (s *Service) RegionSandboxNodes(ctx context.Context, r *store.Region) ([]SandboxNode, error) {
+	c, err := s.RegionCluster(r)
+	if err != nil {
+		return nil, err
+	}
+	return SandboxNodes(ctx, c)
+}

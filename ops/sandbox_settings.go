@@ -36,7 +36,7 @@ const (
 // defaults (on, every installed class, the strongest as default, no runc, 900 s). Stored
 // classes that are no longer installed are left out.
 func SandboxSettingsOf(r *store.Region) store.SandboxSettings {
-	installed := sandboxClasses(r.Isolation.V)
+	installed := SandboxClasses(r.Isolation.V)
 	v := r.SandboxSettings.V
 	if !v.Set {
 		v = store.SandboxSettings{Enabled: true, AllowedClasses: installed, DefaultTTLSeconds: DefaultSandboxTTL,
@@ -55,9 +55,9 @@ func SandboxSettingsOf(r *store.Region) store.SandboxSettings {
 	return v
 }
 
-// sandboxClasses are the classes sandboxes may use on a region: Kata's and gVisor's
+// SandboxClasses are the classes sandboxes may use on a region: Kata's and gVisor's
 // (WebAssembly runs Wasm modules, not sandboxes), strongest first.
-func sandboxClasses(iso store.Isolation) []string {
+func SandboxClasses(iso store.Isolation) []string {
 	var out []string
 	for _, name := range []string{store.RuntimeKata, store.RuntimeGVisor} {
 		if rt := iso.Runtime(name); rt.Ready() {
@@ -103,7 +103,7 @@ type SandboxSettingsInput struct {
 // is stored then.
 func (s *Service) SetSandboxSettings(ctx context.Context, actor Actor, r *store.Region, in SandboxSettingsInput) (store.SandboxSettings, error) {
 	v := SandboxSettingsOf(r)
-	installed := sandboxClasses(r.Isolation.V)
+	installed := SandboxClasses(r.Isolation.V)
 	fields := map[string]string{}
 	if in.Enabled != nil {
 		v.Enabled = *in.Enabled

@@ -67,7 +67,7 @@ type JobPanelOptions struct {
 	// NextURL is where "Continue" leads once the job succeeded ("" for none).
 	NextURL   string
 	NextLabel string
-	// WizardStep is the wizard step (2 to 5) the job is shown in, 0 outside the wizard:
+	// WizardStep is the wizard step (2 to 7) the job is shown in, 0 outside the wizard:
 	// the step's state in the wizard's header follows the job.
 	WizardStep int
 	// SetupURL is the page of a failed region setup where its fields can be changed

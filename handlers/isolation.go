@@ -1,0 +1,350 @@
+package handlers
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/a-h/templ"
+	"github.com/gofiber/fiber/v2"
+
+	"runr.dev/console/ops"
+	"runr.dev/console/store"
+	"runr.dev/console/views"
+)
+
+// inWizardKey is the Locals key that shows a tab rendered through the extra-tab hook as
+// a wizard step (installs only).
+const inWizardKey = "in_wizard"
+
+// runtimeTitles name the sandbox runtimes on the Isolation tab.
+var runtimeTitles = map[string]string{store.RuntimeKata: "Kata Containers", store.RuntimeGVisor: "gVisor", store.RuntimeWasm: "WebAssembly"}
+
+// hypervisorTitles name Kata's hypervisors, with what an administrator must know first.
+var hypervisorTitles = map[string]string{
+	"qemu": "QEMU", "clh": "Cloud Hypervisor (amd64)", "fc": "Firecracker (amd64, needs containerd's devmapper snapshotter)",
+	"dragonball": "Dragonball (amd64)",
+}
+
+// isolationTab is the Isolation tab: the nodes' readiness, the runtimes, the workload
+// classes and the Sandbox API's settings.
+func (h *Handlers) isolationTab(c *fiber.Ctx, r *store.Region) (templ.Component, error) {
+	if !Who(c).Perms[store.PermSandboxManage] {
+		return nil, &ops.Refused{Reason: "The Isolation tab needs the permission " + store.PermSandboxManage + "."}
+	}
+	d := views.IsolationData{RegionID: r.ID}
+	if f, ok := c.Locals(tabFormKey).(views.Form); ok {
+		d.Form = f
+	}
+	d.InWizard, _ = c.Locals(inWizardKey).(bool)
+	cctx, cancel := h.clusterCtx(c)
+	defer cancel()
+	nodes, err := h.Kube.RegionSandboxNodes(cctx, r)
+	if err != nil {
+		d.ClusterError = h.Cause(c, "The cluster did not answer", err)
+	}
+	busy, err := h.Store.LatestJobOf(ctx(c), r.ID, ops.SandboxKinds)
+	if err == nil {
+		d.Busy = !busy.Status.Done()
+	} else if !isNotFoundErr(err) {
+		return nil, err
+	}
+	fillIsolation(&d, r, nodes)
+	p := views.Page{}
+	if pr := Who(c); pr != nil {
+		p = principalPage(pr, pr.CSRF)
+	}
+	return views.IsolationTab(p, d), nil
+}
+
+// fillIsolation builds the Isolation tab's view of a region and its nodes.
+func fillIsolation(d *views.IsolationData, r *store.Region, nodes []ops.SandboxNode) {
+	iso := r.Isolation.V
+	for _, n := range nodes {
+		kvm := map[string]string{"true": "yes", "false": "no", "": "not probed"}[n.KVM]
+		rt := n.Runtime + " " + n.RuntimeVersion
+		if n.Flavor != "" {
+			rt += " (" + n.Flavor + ")"
+		}
+		d.Nodes = append(d.Nodes, views.SandboxNodeView{Name: n.Name, Runtime: rt, KVM: kvm, Installed: n.Installed,
+			KataEligible: n.KataEligible, KataReason: n.KataReason, WasmSelected: slices.Contains(iso.Wasm.Nodes, n.Name)})
+	}
+	for _, name := range ops.SandboxRuntimes {
+		rt := iso.Runtime(name)
+		status := string(rt.Status)
+		if status == "" {
+			status = string(store.ComponentNotInstalled)
+		}
+		v := views.SandboxRuntimeView{Key: name, Title: runtimeTitles[name], Status: status, Message: rt.Message,
+			Installed: rt.Ready(), NotInstalled: status == string(store.ComponentNotInstalled), Classes: rt.Classes, Nodes: rt.Nodes}
+		switch name {
+		case store.RuntimeKata:
+			v.RemoveWarning = "Remove Kata Containers? kata-deploy's cleanup restarts the container runtime (containerd or CRI-O) on " + strings.Join(rt.Nodes, ", ") + "; their pods keep running, new ones wait for the restart. Workload kinds mapped to Kata go back to runc."
+		case store.RuntimeGVisor:
+			v.RemoveWarning = "Remove gVisor? Its RuntimeClass goes (runsc stays on the nodes, unused); workload kinds mapped to gvisor go back to runc."
+		default:
+			v.RemoveWarning = "Remove WebAssembly support? The shims are taken off " + strings.Join(rt.Nodes, ", ") + " and their RuntimeClasses deleted."
+		}
+		d.Runtimes = append(d.Runtimes, v)
+	}
+	for _, hv := range ops.Hypervisors {
+		d.Hypervisors = append(d.Hypervisors, views.Option{Value: hv, Label: hypervisorTitles[hv],
+			Selected: slices.Contains(iso.Kata.Hypervisors, hv) || len(iso.Kata.Hypervisors) == 0 && hv == "qemu"})
+	}
+	installed := ops.InstalledClasses(iso)
+	for _, kind := range store.WorkloadKinds {
+		w := views.WorkloadClassView{Kind: kind}
+		current := iso.Class(kind)
+		for _, class := range append([]string{store.RuncClass}, installed...) {
+			w.Options = append(w.Options, views.Option{Value: class, Label: class, Selected: class == current})
+		}
+		if !slices.Contains(installed, current) && current != store.RuncClass {
+			w.Options = append(w.Options, views.Option{Value: current, Label: current + " (not installed)", Selected: true})
+		}
+		d.Workloads = append(d.Workloads, w)
+	}
+	s := ops.SandboxSettingsOf(r)
+	d.Settings = views.SandboxSettingsView{Enabled: s.Enabled, AllowRunc: s.AllowRunc, DefaultTTL: s.DefaultTTLSeconds,
+		MaxTTL: s.MaxTTLSeconds, MaxCPUm: s.MaxCPUm, MaxMemoryMB: s.MaxMemoryMB, MaxDiskMB: s.MaxDiskMB}
+	for _, class := range ops.SandboxClasses(iso) {
+		d.Settings.Allowed = append(d.Settings.Allowed, views.Option{Value: class, Label: class, Selected: slices.Contains(s.AllowedClasses, class)})
+		d.Settings.DefaultClasses = append(d.Settings.DefaultClasses, views.Option{Value: class, Label: class, Selected: class == s.DefaultClass})
+	}
+	d.Settings.DefaultClasses = append(d.Settings.DefaultClasses, views.Option{Value: store.RuncClass, Label: "runc (needs Allow runc)", Selected: s.DefaultClass == store.RuncClass})
+}
+
+// SandboxInstallForm installs a sandbox runtime from the Isolation tab.
+func (h *Handlers) SandboxInstallForm(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	in := ops.SandboxParams{Runtime: c.FormValue("runtime"), Hypervisors: formList(c, "hypervisors"), Nodes: formList(c, "nodes")}
+	_, err = h.Kube.InstallSandbox(ctx(c), h.actor(c), r, in)
+	return h.formOutcome(c, r, "isolation", nil, err, "")
+}
+
+// SandboxUninstallForm removes a sandbox runtime from the Isolation tab.
+func (h *Handlers) SandboxUninstallForm(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	_, err = h.Kube.UninstallSandbox(ctx(c), h.actor(c), r, c.FormValue("runtime"))
+	return h.formOutcome(c, r, "isolation", nil, err, "")
+}
+
+// SandboxProbeForm runs the KVM probe from the Isolation tab.
+func (h *Handlers) SandboxProbeForm(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	_, err = h.Kube.ProbeSandboxNodes(ctx(c), h.actor(c), r)
+	return h.formOutcome(c, r, "isolation", nil, err, "")
+}
+
+// SandboxClassesForm saves the runtime class of each workload kind.
+func (h *Handlers) SandboxClassesForm(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	in := map[string]string{}
+	for _, kind := range store.WorkloadKinds {
+		if v := c.FormValue(kind); v != "" {
+			in[kind] = v
+		}
+	}
+	_, err = h.Kube.SetWorkloadClasses(ctx(c), h.actor(c), r, in)
+	return h.formOutcome(c, r, "isolation", in, err, "Runtime classes saved; projects deploy with them from their next deploy.")
+}
+
+// SandboxSettingsForm saves the Sandbox API's settings (permission sandboxes.manage).
+func (h *Handlers) SandboxSettingsForm(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	in := ops.SandboxSettingsInput{Enabled: ptr(c.FormValue("enabled") == "true"), AllowRunc: ptr(c.FormValue("allow_runc") == "true"),
+		DefaultClass: ptr(c.FormValue("default_class"))}
+	if c.FormValue("allowed_classes_sent") != "" {
+		in.AllowedClasses = ptr(formList(c, "allowed_classes"))
+	}
+	values := map[string]string{}
+	fe := FieldErrors{}
+	for name, to := range map[string]**int{"default_ttl_seconds": &in.DefaultTTLSeconds, "max_ttl_seconds": &in.MaxTTLSeconds,
+		"max_cpu_m": &in.MaxCPUm, "max_memory_mb": &in.MaxMemoryMB, "max_disk_mb": &in.MaxDiskMB} {
+		values[name] = strings.TrimSpace(c.FormValue(name))
+		if values[name] == "" {
+			continue
+		}
+		n, err := strconv.Atoi(values[name])
+		if err != nil {
+			fe[name] = "Use a whole number."
+			continue
+		}
+		*to = &n
+	}
+	if len(fe) > 0 {
+		return h.formInvalid(c, r, "isolation", values, fe, "")
+	}
+	_, err = h.Kube.SetSandboxSettings(ctx(c), h.actor(c), r, in)
+	return h.formOutcome(c, r, "isolation", values, err, "Sandbox API settings saved.")
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// formList is the values of a repeated form field, trimmed, empty ones left out.
+func formList(c *fiber.Ctx, name string) []string {
+	var out []string
+	for _, v := range c.Context().PostArgs().PeekMulti(name) {
+		if s := strings.TrimSpace(string(v)); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// isolationJSON is a region's sandbox runtimes, workload classes and nodes, as the API
+// answers them.
+func isolationJSON(r *store.Region, nodes []ops.SandboxNode) fiber.Map {
+	iso := r.Isolation.V
+	runtimes := fiber.Map{}
+	for _, name := range ops.SandboxRuntimes {
+		rt := iso.Runtime(name)
+		if rt.Status == "" {
+			rt.Status = store.ComponentNotInstalled
+		}
+		runtimes[name] = rt
+	}
+	classes := map[string]string{}
+	for _, kind := range store.WorkloadKinds {
+		classes[kind] = iso.Class(kind)
+	}
+	if nodes == nil {
+		nodes = []ops.SandboxNode{}
+	}
+	return fiber.Map{"runtimes": runtimes, "runtime_classes": classes, "installed_classes": orEmpty(ops.InstalledClasses(iso)), "nodes": nodes}
+}
+
+func orEmpty(xs []string) []string {
+	if xs == nil {
+		return []string{}
+	}
+	return xs
+}
+
+// APISandbox is GET /api/knative-regions/{id}/sandbox: the runtimes, the workload
+// classes and each node's readiness.
+func (h *Handlers) APISandbox(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	cctx, cancel := h.clusterCtx(c)
+	defer cancel()
+	nodes, err := h.Kube.RegionSandboxNodes(cctx, r)
+	if err != nil {
+		return h.Fail(c, &ops.Unreachable{Region: r.Name, Err: err})
+	}
+	return c.JSON(isolationJSON(r, nodes))
+}
+
+// APIInstallSandbox is POST /api/knative-regions/{id}/install-sandbox {"runtime",
+// "hypervisors"} (and POST …/wasm {"nodes"} for WebAssembly).
+func (h *Handlers) APIInstallSandbox(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	var in ops.SandboxParams
+	if err := optionalBody(c, &in); err != nil {
+		return h.Fail(c, err)
+	}
+	if strings.HasSuffix(c.Path(), "/wasm") {
+		in.Runtime = store.RuntimeWasm
+	}
+	j, err := h.Kube.InstallSandbox(ctx(c), h.actor(c), r, in)
+	return h.Accepted(c, j, err)
+}
+
+// APIUninstallSandbox is POST /api/knative-regions/{id}/uninstall-sandbox {"runtime"} and
+// DELETE /api/knative-regions/{id}/wasm: refused (422, naming them) while pods use it.
+func (h *Handlers) APIUninstallSandbox(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	in := struct {
+		Runtime string `json:"runtime"`
+	}{}
+	if c.Method() == fiber.MethodDelete {
+		in.Runtime = store.RuntimeWasm
+	} else if err := bodyMap(c, &in); err != nil {
+		return h.Fail(c, err)
+	}
+	j, err := h.Kube.UninstallSandbox(ctx(c), h.actor(c), r, in.Runtime)
+	return h.Accepted(c, j, err)
+}
+
+// APIProbeSandbox is POST /api/knative-regions/{id}/probe-kvm: the KVM probe on every node.
+func (h *Handlers) APIProbeSandbox(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	j, err := h.Kube.ProbeSandboxNodes(ctx(c), h.actor(c), r)
+	return h.Accepted(c, j, err)
+}
+
+// APISetRuntimeClasses is PUT /api/knative-regions/{id}/runtime-classes {kind: class}.
+func (h *Handlers) APISetRuntimeClasses(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	in := map[string]string{}
+	if err := bodyMap(c, &in); err != nil {
+		return h.Fail(c, err)
+	}
+	classes, err := h.Kube.SetWorkloadClasses(ctx(c), h.actor(c), r, in)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	return c.JSON(fiber.Map{"runtime_classes": classes})
+}
+
+// APIGetSandboxRegion is GET /api/sandbox-regions/{id}: the Sandbox API's settings.
+func (h *Handlers) APIGetSandboxRegion(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	return c.JSON(sandboxSettingsJSON(r, ops.SandboxSettingsOf(r)))
+}
+
+// APIPutSandboxRegion is PUT /api/sandbox-regions/{id}: changes the Sandbox API's
+// settings (422 with field errors, nothing stored, when one is wrong).
+func (h *Handlers) APIPutSandboxRegion(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	var in ops.SandboxSettingsInput
+	if err := bodyMap(c, &in); err != nil {
+		return h.Fail(c, err)
+	}
+	v, err := h.Kube.SetSandboxSettings(ctx(c), h.actor(c), r, in)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	return c.JSON(sandboxSettingsJSON(r, v))
+}
+
+func sandboxSettingsJSON(r *store.Region, v store.SandboxSettings) fiber.Map {
+	return fiber.Map{"region_id": r.ID, "region": r.Name, "enabled": v.Enabled, "allowed_classes": orEmpty(v.AllowedClasses),
+		"default_class": v.DefaultClass, "allow_runc": v.AllowRunc, "default_ttl_seconds": v.DefaultTTLSeconds,
+		"max_ttl_seconds": v.MaxTTLSeconds, "max_cpu_m": v.MaxCPUm, "max_memory_mb": v.MaxMemoryMB, "max_disk_mb": v.MaxDiskMB,
+		"installed_classes": orEmpty(ops.SandboxClasses(r.Isolation.V))}
+}
