@@ -374,10 +374,23 @@ func (s *Service) applyServingCRDs(ctx context.Context, jc *engine.JobContext, c
 	return nil
 }
 
+// runtimeClassFeature is Knative's feature flag that allows runtimeClassName in a
+// Service's pod spec.
+var runtimeClassFeature = map[string]any{"kubernetes.podspec-runtimeclassname": "enabled"}
+
+// enableRuntimeClassNames turns Knative's runtimeClassName feature on in a KnativeServing
+// that lacks it (one adopted, or installed by an older console).
+func enableRuntimeClassNames(ctx context.Context, c *kube.Cluster, ns string) error {
+	return c.MergePatch(ctx, kube.GVKKnativeServing, ns, KnativeServingName, map[string]any{"spec": map[string]any{"config": map[string]any{"features": runtimeClassFeature}}})
+}
+
 // knativeServingObject is the KnativeServing resource with Traefik as its ingress.
 func knativeServingObject(ns, version string, maxTimeout int) map[string]any {
 	cfg := map[string]any{
 		"network": map[string]any{"ingress-class": TraefikIngressClass, "domain-template": "{{.Name}}.{{.Domain}}"},
+		// Projects mapped to a sandbox runtime deploy with runtimeClassName, which Knative
+		// accepts only with this feature on.
+		"features": runtimeClassFeature,
 	}
 	if maxTimeout > MaxRevisionTimeoutDefault {
 		cfg["defaults"] = map[string]any{"max-revision-timeout-seconds": strconv.Itoa(maxTimeout)}

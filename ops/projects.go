@@ -46,7 +46,19 @@ func (s *Service) DeployCheck(ctx context.Context, r *store.Region, p *store.Pro
 	if p.Image == "" {
 		return errors.New("the project has no image to deploy")
 	}
+	if why := WorkloadClassRefusal(r, ProjectWorkloadKind(p)); why != "" {
+		return &Refused{Reason: why}
+	}
 	return s.Admit(ctx, r, AdmitRequest{ProjectID: p.ID, CPUm: int64(p.CPUm), MemoryMi: int64(p.MemoryMi), AlwaysOn: p.AlwaysOn})
+}
+
+// ProjectWorkloadKind is the workload kind a project runs as: an always-on service, else
+// a function.
+func ProjectWorkloadKind(p *store.Project) string {
+	if p.AlwaysOn {
+		return store.WorkloadServices
+	}
+	return store.WorkloadFunctions
 }
 
 // SecretEnvName is the Secret that holds a project's secret env vars.
@@ -88,6 +100,10 @@ func knativeService(r *store.Region, p *store.Project) map[string]any {
 	if r.Settings.V.RequestTimeout > 0 {
 		podSpec["timeoutSeconds"] = r.Settings.V.RequestTimeout
 	}
+	if class := r.Isolation.V.Class(ProjectWorkloadKind(p)); class != store.RuncClass {
+		// The RuntimeClass brings its own node selector (the nodes that have the runtime).
+		podSpec["runtimeClassName"] = class
+	}
 	if len(r.Nodes) > 0 {
 		// Dedicated workers: the projects run there only.
 		podSpec["nodeSelector"] = map[string]any{DedicatedKey: DedicatedValue}
@@ -127,6 +143,11 @@ func (s *Service) deployProject(ctx context.Context, jc *engine.JobContext, c *k
 		}
 	} else if err := secrets.Delete(ctx, SecretEnvName(p.Slug), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete Secret %s/%s: %w", ns, SecretEnvName(p.Slug), err)
+	}
+	if r.Isolation.V.Class(ProjectWorkloadKind(p)) != store.RuncClass {
+		if err := enableRuntimeClassNames(ctx, c, r.ServingNamespace); err != nil {
+			return err
+		}
 	}
 	if _, err := c.ApplyObject(ctx, knativeService(r, p)); err != nil {
 		return err
@@ -376,6 +397,16 @@ func (s *Service) UpdateProject(ctx context.Context, actor Actor, p *store.Proje
 func (s *Service) ProjectAction(ctx context.Context, actor Actor, p *store.Project, action string) (*store.Job, error) {
 	if p.Region() == "" && action != "delete" {
 		return nil, &Refused{Reason: "The project has no region: choose one first."}
+	}
+	switch action {
+	case "deploy", "resume":
+		r, err := s.Store.RegionByID(ctx, p.Region())
+		if err != nil {
+			return nil, fmt.Errorf("region of project %s: %w", p.Slug, err)
+		}
+		if why := WorkloadClassRefusal(r, ProjectWorkloadKind(p)); why != "" {
+			return nil, &Refused{Reason: why}
+		}
 	}
 	switch action {
 	case "deploy":
