@@ -110,6 +110,11 @@ func (s *Service) removeSandbox(p SandboxParams) func(ctx context.Context, jc *e
 				if err := jc.Wait(ctx, "shim "+sh.Name+" to be removed from "+orNoneList(nodes), engine.WaitOpts{}, nodesUnlabelled(c, nodes, sh.Name)); err != nil {
 					return err
 				}
+				// runtime-class-manager owns the shim's RuntimeClass; it goes with the Shim
+				// by garbage collection, which may lag: deleted here, it is gone now.
+				if err := c.Delete(ctx, gvkRuntimeClass, "", sh.RuntimeClass); err != nil {
+					return err
+				}
 			}
 			if err := s.HelmUninstall(ctx, jc, c, SandboxNamespace, WasmRelease); err != nil {
 				return err

@@ -1,0 +1,399 @@
+package apitest
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"runr.dev/console/ops"
+	"runr.dev/console/store"
+	"runr.dev/console/testcluster"
+	"runr.dev/console/web/webtest"
+)
+
+// sandboxNodes are a control plane and three workers: worker-1 has /dev/kvm, worker-2
+// has none, worker-3 has /dev/kvm but runs Docker (no CRI Kata can use).
+func sandboxNodes() []testcluster.NodeSpec {
+	nodes := testcluster.DefaultNodes()
+	nodes[1].KVM = true
+	return append(nodes, testcluster.NodeSpec{Name: "worker-3", CPU: "8", Memory: "16Gi", Worker: true, KVM: true,
+		ContainerRuntime: "docker://24.0.7"})
+}
+
+// sandboxState is GET /api/knative-regions/{id}/sandbox.
+type sandboxState struct {
+	Runtimes       map[string]store.SandboxRuntime `json:"runtimes"`
+	RuntimeClasses map[string]string               `json:"runtime_classes"`
+	Nodes          []ops.SandboxNode               `json:"nodes"`
+}
+
+func (s sandboxState) node(t *testing.T, name string) ops.SandboxNode {
+	t.Helper()
+	for _, n := range s.Nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	t.Fatalf("node %s missing from %+v", name, s.Nodes)
+	return ops.SandboxNode{}
+}
+
+func getSandbox(t *testing.T, e *webtest.Env, tok, id string) sandboxState {
+	t.Helper()
+	var s sandboxState
+	if st := e.JSON("GET", "/api/knative-regions/"+id+"/sandbox", tok, nil, &s); st != 200 {
+		t.Fatalf("GET sandbox: %d", st)
+	}
+	return s
+}
+
+// labelled lists the nodes of a cluster that carry a label with a value.
+func labelled(t *testing.T, c *testcluster.Cluster, label, value string) []string {
+	t.Helper()
+	nodes, err := c.Client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, n := range nodes.Items {
+		if v, ok := n.Labels[label]; ok && v == value {
+			out = append(out, n.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func runtimeClassExists(t *testing.T, c *testcluster.Cluster, name string) bool {
+	t.Helper()
+	_, err := c.Client.NodeV1().RuntimeClasses().Get(context.Background(), name, metav1.GetOptions{})
+	return err == nil
+}
+
+// sandboxRegion is a region with Serving ready on a cluster of sandboxNodes.
+func sandboxRegion(t *testing.T, name string) (*testcluster.Cluster, *webtest.Env, string, *store.Region) {
+	c := testcluster.New(t, testcluster.Options{Nodes: sandboxNodes()})
+	e := console(t, nil)
+	_, tok := e.User("owner")
+	if err := e.Store.SetSetting(context.Background(), "base_domain", "example.test"); err != nil {
+		t.Fatal(err)
+	}
+	r := newRegion(t, e, tok, c, name, nil)
+	mustSucceed(t, action(t, e, tok, r.ID, "install-knative", nil))
+	r, _ = e.Store.RegionByName(context.Background(), name)
+	return c, e, tok, r
+}
+
+func TestSandboxRuntimesInstallMapUseRemove(t *testing.T) {
+	c, e, tok, r := sandboxRegion(t, "iso")
+	ctx := context.Background()
+
+	// Before any probe the nodes say what they run and that /dev/kvm is not known yet.
+	s := getSandbox(t, e, tok, r.ID)
+	if n := s.node(t, "worker-3"); n.KataEligible || !strings.Contains(n.KataReason, "docker") {
+		t.Fatalf("a Docker node is not eligible for Kata, with the reason: %+v", n)
+	}
+	if n := s.node(t, "worker-1"); n.KVM != "" || n.KataEligible || n.Runtime != "containerd" {
+		t.Fatalf("not probed yet: %+v", n)
+	}
+	for _, rt := range []string{"kata", "gvisor", "wasm"} {
+		if s.Runtimes[rt].Status != store.ComponentNotInstalled {
+			t.Fatalf("%s before its install: %+v", rt, s.Runtimes[rt])
+		}
+	}
+
+	// Refusals: no hypervisor, an unknown one, an unknown runtime.
+	for _, body := range []map[string]any{{"runtime": "kata"}, {"runtime": "kata", "hypervisors": []string{"vmware"}}, {"runtime": "lxc"}} {
+		var ans struct{ Fields map[string]string }
+		if st := e.JSON("POST", "/api/knative-regions/"+r.ID+"/install-sandbox", tok, body, &ans); st != 422 || len(ans.Fields) == 0 {
+			t.Fatalf("install %v: %d %+v", body, st, ans)
+		}
+	}
+
+	// Kata: the probe finds /dev/kvm on worker-1 and worker-3; kata-deploy goes on
+	// worker-1 only (worker-2 has no /dev/kvm, worker-3 runs Docker).
+	mustSucceed(t, action(t, e, tok, r.ID, "install-sandbox", map[string]any{"runtime": "kata", "hypervisors": []string{"qemu", "clh"}}))
+	s = getSandbox(t, e, tok, r.ID)
+	if n := s.node(t, "worker-2"); n.KVM != "false" || n.KataEligible || n.KataReason != "no /dev/kvm on this node" {
+		t.Fatalf("worker-2 without /dev/kvm: %+v", n)
+	}
+	if n := s.node(t, "worker-3"); n.KVM != "true" || n.KataEligible {
+		t.Fatalf("worker-3 with Docker: %+v", n)
+	}
+	if got := labelled(t, c, ops.KataRuntimeLabel, "true"); !slices.Equal(got, []string{"worker-1"}) {
+		t.Fatalf("Kata installed on %v, want worker-1 only", got)
+	}
+	kata := s.Runtimes["kata"]
+	if !kata.Ready() || !slices.Equal(kata.Classes, []string{"kata-clh", "kata-qemu"}) || !slices.Equal(kata.Nodes, []string{"worker-1"}) {
+		t.Fatalf("Kata recorded: %+v", kata)
+	}
+	for _, rc := range kata.Classes {
+		if !runtimeClassExists(t, c, rc) {
+			t.Fatalf("RuntimeClass %s must exist", rc)
+		}
+	}
+
+	// gVisor on every node with containerd (not the Docker one).
+	mustSucceed(t, action(t, e, tok, r.ID, "install-sandbox", map[string]any{"runtime": "gvisor"}))
+	if got := labelled(t, c, ops.GVisorLabel, "true"); !slices.Equal(got, []string{"cp-1", "worker-1", "worker-2"}) {
+		t.Fatalf("runsc registered on %v", got)
+	}
+	if !runtimeClassExists(t, c, ops.GVisorClass) {
+		t.Fatal("RuntimeClass gvisor must exist")
+	}
+
+	// WebAssembly on the selected node only.
+	mustSucceed(t, action(t, e, tok, r.ID, "wasm", map[string]any{"nodes": []string{"worker-2"}}))
+	if got := labelled(t, c, ops.WasmLabel, "true"); !slices.Equal(got, []string{"worker-2"}) {
+		t.Fatalf("WebAssembly nodes %v", got)
+	}
+	for _, sh := range ops.WasmShims {
+		if got := labelled(t, c, sh.Name, "provisioned"); !slices.Equal(got, []string{"worker-2"}) {
+			t.Fatalf("shim %s provisioned on %v", sh.Name, got)
+		}
+		if !runtimeClassExists(t, c, sh.RuntimeClass) {
+			t.Fatalf("RuntimeClass %s must exist", sh.RuntimeClass)
+		}
+	}
+	s = getSandbox(t, e, tok, r.ID)
+	if !slices.Contains(s.node(t, "worker-2").Installed, "wasm") || !slices.Contains(s.node(t, "worker-1").Installed, "kata") {
+		t.Fatalf("installed per node: %+v", s.Nodes)
+	}
+
+	// Mapping: a class that is not installed is refused and changes nothing.
+	var bad struct{ Fields map[string]string }
+	if st := e.JSON("PUT", "/api/knative-regions/"+r.ID+"/runtime-classes", tok, map[string]string{"functions": "kata-fc", "jobs": "gvisor"}, &bad); st != 422 || bad.Fields["functions"] == "" {
+		t.Fatalf("an uninstalled class: %d %+v", st, bad)
+	}
+	if rr, _ := e.Store.RegionByID(ctx, r.ID); rr.Isolation.V.Class(store.WorkloadJobs) != store.RuncClass {
+		t.Fatal("a refused mapping must change nothing")
+	}
+	if st := e.JSON("PUT", "/api/knative-regions/"+r.ID+"/runtime-classes", tok, map[string]string{"functions": "kata-qemu", "services": "gvisor", "builds": "gvisor"}, nil); st != 200 {
+		t.Fatalf("mapping: %d", st)
+	}
+
+	// A function deploys with Kata's class; an always-on service with gVisor's.
+	fn := createProject(t, e, tok, r.ID, "fn", true)
+	svc := createProject(t, e, tok, r.ID, "svc", false)
+	if st := e.JSON("PUT", "/api/projects/"+svc, tok, map[string]any{"always_on": true}, nil); st != 200 {
+		t.Fatalf("always on: %d", st)
+	}
+	projectAction(t, e, tok, svc, "deploy")
+	for slug, want := range map[string]string{"fn": "kata-qemu", "svc": "gvisor"} {
+		ks, err := c.DynamicGet(ctx, ksvcGVR, "iso", slug)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _, _ := unstructured.NestedString(ks.Object, "spec", "template", "spec", "runtimeClassName"); got != want {
+			t.Fatalf("%s runs with runtimeClassName %q, want %q", slug, got, want)
+		}
+	}
+	ksv, err := c.DynamicGet(ctx, ksGVR, "knative-serving", "knative-serving")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, _, _ := unstructured.NestedString(ksv.Object, "spec", "config", "features", "kubernetes.podspec-runtimeclassname"); f != "enabled" {
+		t.Fatal("Knative must allow runtimeClassName")
+	}
+
+	// Removal is refused while a pod runs with the runtime, naming it; nothing changes.
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "fn-00001-deployment-abc", Namespace: "iso"},
+		Spec: corev1.PodSpec{RuntimeClassName: ptrTo("kata-qemu"), NodeName: "worker-1", Containers: []corev1.Container{{Name: "user-container", Image: "ghcr.io/acme/fn:1"}}}}
+	if _, err := c.Client.CoreV1().Pods("iso").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var refused struct{ Error string }
+	if st := e.JSON("POST", "/api/knative-regions/"+r.ID+"/uninstall-sandbox", tok, map[string]string{"runtime": "kata"}, &refused); st != 422 || !strings.Contains(refused.Error, "iso/fn-00001-deployment-abc") {
+		t.Fatalf("removal while used: %d %q", st, refused.Error)
+	}
+	if got := labelled(t, c, ops.KataRuntimeLabel, "true"); len(got) != 1 {
+		t.Fatal("a refused removal must leave Kata installed")
+	}
+	if rr, _ := e.Store.RegionByID(ctx, r.ID); !rr.Isolation.V.Kata.Ready() || rr.Isolation.V.Class(store.WorkloadFunctions) != "kata-qemu" {
+		t.Fatal("a refused removal must change nothing")
+	}
+
+	// Once the pod is gone, Kata is removed (kata-deploy's cleanup takes its label off)
+	// and functions run with runc again.
+	if err := c.Client.CoreV1().Pods("iso").Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptrTo(int64(0))}); err != nil {
+		t.Fatal(err)
+	}
+	wkEventually(t, time.Minute, "the pod to be gone", func() bool {
+		_, err := c.Client.CoreV1().Pods("iso").Get(ctx, pod.Name, metav1.GetOptions{})
+		return err != nil
+	})
+	mustSucceed(t, action(t, e, tok, r.ID, "uninstall-sandbox", map[string]string{"runtime": "kata"}))
+	if got := labelled(t, c, ops.KataRuntimeLabel, "true"); len(got) != 0 {
+		t.Fatalf("Kata still on %v", got)
+	}
+	rr, _ := e.Store.RegionByID(ctx, r.ID)
+	if rr.Isolation.V.Kata.Status != store.ComponentNotInstalled || rr.Isolation.V.Class(store.WorkloadFunctions) != store.RuncClass ||
+		rr.Isolation.V.Class(store.WorkloadServices) != ops.GVisorClass {
+		t.Fatalf("after Kata's removal: %+v", rr.Isolation.V)
+	}
+
+	// Admission refuses a kind mapped to a runtime the region does not have.
+	if err := e.Store.SetWorkloadClasses(ctx, r.ID, map[string]string{"functions": "kata-qemu"}); err != nil {
+		t.Fatal(err)
+	}
+	var adm struct{ Error string }
+	if st := e.JSON("POST", "/api/projects/"+fn+"/deploy", tok, nil, &adm); st != 422 || !strings.Contains(adm.Error, "kata-qemu") {
+		t.Fatalf("deploy with an uninstalled class: %d %q", st, adm.Error)
+	}
+	if err := e.Store.SetWorkloadClasses(ctx, r.ID, map[string]string{}); err != nil {
+		t.Fatal(err)
+	}
+
+	// gVisor and WebAssembly come off too (DELETE …/wasm for WebAssembly).
+	mustSucceed(t, action(t, e, tok, r.ID, "uninstall-sandbox", map[string]string{"runtime": "gvisor"}))
+	var wasmDel struct {
+		JobID string `json:"job_id"`
+	}
+	if st := e.JSON("DELETE", "/api/knative-regions/"+r.ID+"/wasm", tok, nil, &wasmDel); st != 202 {
+		t.Fatalf("DELETE wasm: %d", st)
+	}
+	mustSucceed(t, e.WaitJob(wasmDel.JobID, 3*time.Minute))
+	if runtimeClassExists(t, c, ops.GVisorClass) || len(labelled(t, c, ops.WasmLabel, "true")) != 0 {
+		t.Fatal("gVisor's RuntimeClass and the WebAssembly labels must be gone")
+	}
+	for _, sh := range ops.WasmShims {
+		if runtimeClassExists(t, c, sh.RuntimeClass) {
+			t.Fatalf("RuntimeClass %s must be gone", sh.RuntimeClass)
+		}
+	}
+	if st := e.JSON("POST", "/api/knative-regions/"+r.ID+"/uninstall-sandbox", tok, map[string]string{"runtime": "gvisor"}, nil); st != 422 {
+		t.Fatalf("removing what is not installed: %d", st)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func TestSandboxSettingsValidation(t *testing.T) {
+	e := console(t, nil)
+	_, tok := e.User("owner")
+	_, member := e.User("member")
+	ctx := context.Background()
+	c := testcluster.New(t, testcluster.Options{})
+	r := newRegion(t, e, tok, c, "sbx", nil)
+	// Kata and gVisor recorded as installed (the install itself is tested above).
+	e.Store.SetSandboxRuntime(ctx, r.ID, store.RuntimeKata, store.SandboxRuntime{Status: store.ComponentReady, Classes: []string{"kata-qemu"}})
+	e.Store.SetSandboxRuntime(ctx, r.ID, store.RuntimeGVisor, store.SandboxRuntime{Status: store.ComponentReady, Classes: []string{"gvisor"}})
+
+	type settings struct {
+		Enabled           bool     `json:"enabled"`
+		AllowedClasses    []string `json:"allowed_classes"`
+		DefaultClass      string   `json:"default_class"`
+		AllowRunc         bool     `json:"allow_runc"`
+		DefaultTTLSeconds int      `json:"default_ttl_seconds"`
+		MaxCPUm           int      `json:"max_cpu_m"`
+		Fields            map[string]string
+	}
+	var got settings
+	if st := e.JSON("GET", "/api/sandbox-regions/"+r.ID, tok, nil, &got); st != 200 {
+		t.Fatalf("GET: %d", st)
+	}
+	if !got.Enabled || got.AllowRunc || got.DefaultTTLSeconds != 900 || got.DefaultClass != "kata-qemu" || !slices.Equal(got.AllowedClasses, []string{"kata-qemu", "gvisor"}) {
+		t.Fatalf("defaults: %+v", got)
+	}
+
+	for _, tc := range []struct {
+		body  map[string]any
+		field string
+	}{
+		{map[string]any{"max_cpu_m": 10}, "max_cpu_m"},
+		{map[string]any{"max_cpu_m": 4001}, "max_cpu_m"},
+		{map[string]any{"max_memory_mb": 63}, "max_memory_mb"},
+		{map[string]any{"max_memory_mb": 8193}, "max_memory_mb"},
+		{map[string]any{"max_disk_mb": 10241}, "max_disk_mb"},
+		{map[string]any{"default_ttl_seconds": 5}, "default_ttl_seconds"},
+		{map[string]any{"default_ttl_seconds": 7200, "max_ttl_seconds": 3600}, "default_ttl_seconds"},
+		{map[string]any{"allowed_classes": []string{"kata-fc"}}, "allowed_classes"},
+		{map[string]any{"allowed_classes": []string{"gvisor"}, "default_class": "kata-qemu"}, "default_class"},
+		{map[string]any{"default_class": "runc"}, "default_class"},
+	} {
+		var ans settings
+		if st := e.JSON("PUT", "/api/sandbox-regions/"+r.ID, tok, tc.body, &ans); st != 422 || ans.Fields[tc.field] == "" {
+			t.Fatalf("PUT %v: %d %+v, want a 422 on %s", tc.body, st, ans.Fields, tc.field)
+		}
+	}
+	if rr, _ := e.Store.RegionByID(ctx, r.ID); rr.SandboxSettings.V.Set {
+		t.Fatal("refused settings must store nothing")
+	}
+	// Without sandboxes.manage: 403, nothing stored.
+	if st := e.JSON("PUT", "/api/sandbox-regions/"+r.ID, member, map[string]any{"enabled": false}, nil); st != 403 {
+		t.Fatalf("a member: %d", st)
+	}
+	if rr, _ := e.Store.RegionByID(ctx, r.ID); rr.SandboxSettings.V.Set {
+		t.Fatal("a refused request must store nothing")
+	}
+
+	body := map[string]any{"enabled": false, "allowed_classes": []string{"gvisor"}, "allow_runc": true, "default_class": "runc",
+		"default_ttl_seconds": 600, "max_ttl_seconds": 7200, "max_cpu_m": 2000, "max_memory_mb": 2048, "max_disk_mb": 4096}
+	if st := e.JSON("PUT", "/api/sandbox-regions/"+r.ID, tok, body, &got); st != 200 {
+		t.Fatalf("PUT: %d %+v", st, got.Fields)
+	}
+	got = settings{}
+	e.JSON("GET", "/api/sandbox-regions/"+r.ID, tok, nil, &got)
+	if got.Enabled || got.DefaultClass != "runc" || !got.AllowRunc || !slices.Equal(got.AllowedClasses, []string{"gvisor"}) || got.MaxCPUm != 2000 || got.DefaultTTLSeconds != 600 {
+		t.Fatalf("stored: %+v", got)
+	}
+	// Dropping the default class from the allowed ones moves the default to the strongest left.
+	if st := e.JSON("PUT", "/api/sandbox-regions/"+r.ID, tok, map[string]any{"allow_runc": false}, &got); st != 200 || got.DefaultClass != "gvisor" {
+		t.Fatalf("runc no longer allowed: %d %+v", st, got)
+	}
+}
+
+func TestMoveCarriesSandboxRuntimes(t *testing.T) {
+	a, e, tok, r := sandboxRegion(t, "carry")
+	ctx := context.Background()
+	mustSucceed(t, action(t, e, tok, r.ID, "install-sandbox", map[string]any{"runtime": "kata", "hypervisors": []string{"qemu"}}))
+	mustSucceed(t, action(t, e, tok, r.ID, "install-sandbox", map[string]any{"runtime": "gvisor"}))
+	mustSucceed(t, action(t, e, tok, r.ID, "wasm", map[string]any{"nodes": []string{"worker-3", "worker-2"}}))
+	if st := e.JSON("PUT", "/api/knative-regions/"+r.ID+"/runtime-classes", tok, map[string]string{"functions": "gvisor"}, nil); st != 200 {
+		t.Fatalf("mapping: %d", st)
+	}
+	createProject(t, e, tok, r.ID, "web", true)
+	if got := labelled(t, a, ops.WasmLabel, "true"); !slices.Equal(got, []string{"worker-2"}) {
+		t.Fatalf("WebAssembly goes on the selected nodes with containerd: %v", got)
+	}
+
+	// The new cluster: worker-1 has /dev/kvm, worker-2 is not there.
+	b := testcluster.New(t, testcluster.Options{Nodes: []testcluster.NodeSpec{testcluster.DefaultNodes()[0],
+		{Name: "worker-1", CPU: "8", Memory: "16Gi", Worker: true, KVM: true}, {Name: "worker-5", CPU: "8", Memory: "16Gi", Worker: true}}})
+	mustSucceed(t, migrate(t, e, tok, r.ID, b.Kubeconfig(), nil))
+
+	if got := labelled(t, b, ops.KataRuntimeLabel, "true"); !slices.Equal(got, []string{"worker-1"}) {
+		t.Fatalf("Kata on the new cluster: %v", got)
+	}
+	if got := labelled(t, b, ops.GVisorLabel, "true"); !slices.Equal(got, []string{"cp-1", "worker-1", "worker-5"}) {
+		t.Fatalf("gVisor on the new cluster: %v", got)
+	}
+	// None of the WebAssembly nodes exists there: every node with containerd gets it.
+	if got := labelled(t, b, ops.WasmLabel, "true"); !slices.Equal(got, []string{"cp-1", "worker-1", "worker-5"}) {
+		t.Fatalf("WebAssembly on the new cluster: %v", got)
+	}
+	for _, rc := range []string{"kata-qemu", ops.GVisorClass, ops.WasmShims[0].RuntimeClass} {
+		if !runtimeClassExists(t, b, rc) {
+			t.Fatalf("RuntimeClass %s must exist on the new cluster", rc)
+		}
+	}
+	rr, _ := e.Store.RegionByID(ctx, r.ID)
+	for _, name := range ops.SandboxRuntimes {
+		if !rr.Isolation.V.Runtime(name).Ready() {
+			t.Fatalf("%s after the move: %+v", name, rr.Isolation.V.Runtime(name))
+		}
+	}
+	ks, err := b.DynamicGet(ctx, ksvcGVR, "carry", "web")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := unstructured.NestedString(ks.Object, "spec", "template", "spec", "runtimeClassName"); got != ops.GVisorClass {
+		t.Fatalf("the moved function runs with %q", got)
+	}
+}
