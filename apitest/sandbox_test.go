@@ -333,6 +333,15 @@ func TestSandboxSettingsValidation(t *testing.T) {
 		t.Fatal("a refused request must store nothing")
 	}
 
+	// The Isolation tab is for sandbox.manage: a viewer neither sees it nor opens it.
+	_, viewer := e.User("viewer")
+	if _, page := e.Raw("GET", "/regions/"+r.ID+"?tab=isolation", viewer, ""); strings.Contains(page, `data-testid="tab-isolation"`) || strings.Contains(page, `data-testid="isolation-tab"`) {
+		t.Fatal("a viewer must not see the Isolation tab")
+	}
+	if _, page := e.Raw("GET", "/regions/"+r.ID+"?tab=isolation", tok, ""); !strings.Contains(page, `data-testid="isolation-tab"`) || !strings.Contains(page, `data-testid="sandbox-settings"`) {
+		t.Fatal("the owner sees the Isolation tab with the Sandbox API's settings")
+	}
+
 	body := map[string]any{"enabled": false, "allowed_classes": []string{"gvisor"}, "allow_runc": true, "default_class": "runc",
 		"default_ttl_seconds": 600, "max_ttl_seconds": 7200, "max_cpu_m": 2000, "max_memory_mb": 2048, "max_disk_mb": 4096}
 	if st := e.JSON("PUT", "/api/sandbox-regions/"+r.ID, tok, body, &got); st != 200 {

@@ -58,7 +58,7 @@ func TestFailingInstall(t *testing.T) {
 	if progress == "100" || progress == "" {
 		t.Fatalf("the progress of a failed setup: %q", progress)
 	}
-	b.expectWizardStates("done", "failed", "pending", "pending", "pending")
+	b.expectWizardStates("done", "failed", "pending", "pending", "pending", "pending", "pending")
 	if !strings.Contains(b.text("[data-testid=job-log]"), "Job failed: ") {
 		t.Fatal("the log must end with the failure")
 	}
@@ -114,7 +114,7 @@ func TestFailingInstall(t *testing.T) {
 	if got := b.text("[data-testid=job-step][data-step=storage] [data-testid=step-message]"); !strings.Contains(got, "standard") {
 		t.Fatalf("the storage step after the retry: %q", got)
 	}
-	b.expectWizardStates("done", "done", "pending", "pending", "pending")
+	b.expectWizardStates("done", "done", "pending", "pending", "pending", "pending", "pending")
 	if r, err := c.Store.RegionByName(t.Context(), "e2e-broken"); err != nil || r.RegistryStatus != store.ComponentReady {
 		t.Fatalf("the region after the retry: %v %+v", err, r)
 	}

@@ -96,7 +96,7 @@ func addRegion(t *testing.T, b *browser, cl *testcluster.Cluster, name string) s
 	if b.count("[data-testid=step1-form]") != 0 {
 		t.Fatal("the step 1 form must be gone once step 1 is done")
 	}
-	b.expectWizardStates("done", "current", "pending", "pending", "pending")
+	b.expectWizardStates("done", "current", "pending", "pending", "pending", "pending", "pending")
 	b.checkLabels("wizard step 2")
 	b.shot("step2")
 
@@ -129,7 +129,7 @@ func addRegion(t *testing.T, b *browser, cl *testcluster.Cluster, name string) s
 	setupURL := b.path()
 	b.watchJob()
 	b.mark()
-	b.expectWizardStates("done", "current", "pending", "pending", "pending")
+	b.expectWizardStates("done", "current", "pending", "pending", "pending", "pending", "pending")
 
 	// The steps before Zot finish and Zot waits, named, in the step and in the header.
 	const zotWait = "waiting for StatefulSet runr-registry/runr-zot to be ready"
@@ -206,7 +206,7 @@ func addRegion(t *testing.T, b *browser, cl *testcluster.Cluster, name string) s
 	if n := b.count("[data-testid=step-wait]"); n != 0 {
 		t.Fatal("no step waits once the job is done")
 	}
-	b.expectWizardStates("done", "done", "pending", "pending", "pending")
+	b.expectWizardStates("done", "done", "pending", "pending", "pending", "pending", "pending")
 	b.expectLogCollapses()
 	b.checkFeel("setup")
 	b.shot("setup-done")
@@ -223,7 +223,7 @@ func addRegion(t *testing.T, b *browser, cl *testcluster.Cluster, name string) s
 	}
 	b.expectReadOnly("[data-testid=step1-done]")
 	b.expectReadOnly("[data-testid=step2-done]")
-	b.expectWizardStates("done", "done", "current", "pending", "*")
+	b.expectWizardStates("done", "done", "current", "pending", "*", "pending", "pending")
 	b.checkLabels("wizard step 3")
 	b.runWizardStep("[data-testid=install-operator]", 3)
 
@@ -231,7 +231,7 @@ func addRegion(t *testing.T, b *browser, cl *testcluster.Cluster, name string) s
 	b.click("[data-testid=job-next]")
 	b.visible("[data-testid=wizard-step-4]", shortWait)
 	b.expectReadOnly("[data-testid=step3-done]")
-	b.expectWizardStates("done", "done", "done", "current", "*")
+	b.expectWizardStates("done", "done", "done", "current", "*", "pending", "pending")
 	b.runWizardStep("[data-testid=install-serving]", 4)
 	// The waits were named live, Traefik's among them. (Its LoadBalancer address is
 	// already there when the install asks for it on a simulated cluster, so that wait
@@ -243,16 +243,41 @@ func addRegion(t *testing.T, b *browser, cl *testcluster.Cluster, name string) s
 	}
 
 	// Step 5, Redis: the setup queued the managed Redis; the wizard shows it (or, done
-	// already, the region).
+	// already, step 6).
 	b.click("[data-testid=job-next]")
-	b.waitJS("step 5 or the region", `document.querySelector("[data-testid=wizard-step-5]") || document.querySelector("[data-testid=region-name]")`, shortWait)
+	b.waitJS("step 5 or 6", `document.querySelector("[data-testid=wizard-step-5]") || document.querySelector("[data-testid=wizard-step-6]")`, shortWait)
 	if b.count("[data-testid=wizard-step-5]") == 1 {
 		b.expectReadOnly("[data-testid=step4-done]")
-		b.expectWizardStates("done", "done", "done", "done", "current")
+		b.expectWizardStates("done", "done", "done", "done", "current", "pending", "pending")
 		b.waitJS("the managed Redis", `document.querySelector("[data-testid=job-status][data-status=succeeded]")`, installWait)
 		b.shot("step5")
-		b.click("[data-testid=wizard-finish]")
+		b.click("[data-testid=job-next]")
 	}
+
+	// Step 6, Sandbox: each node with its evidence; gVisor installed live.
+	b.visible("[data-testid=wizard-step-6]", shortWait)
+	b.expectReadOnly("[data-testid=step5-done]")
+	b.expectWizardStates("done", "done", "done", "done", "done", "current", "pending")
+	b.checkLabels("wizard step 6")
+	if got := b.text(`[data-testid=sandbox-node][data-node="worker-1"] [data-testid=node-kata]`); !strings.Contains(got, "not probed") {
+		b.fatalf("before the probe, Kata's eligibility waits for it: %q", got)
+	}
+	if b.count("[data-testid=action-remove-kata]")+b.count("[data-testid=sandbox-settings]") != 0 {
+		b.fatalf("the wizard's Sandbox step offers installs only")
+	}
+	b.runWizardStep("[data-testid=install-gvisor]", 6)
+	if got := b.text("[data-testid=wizard-step-6] [data-testid=runtime-gvisor] [data-testid=runtime-classes]"); got != "gvisor" {
+		b.fatalf("gVisor's RuntimeClass: %q", got)
+	}
+
+	// Step 7, Migration: the steps before it are read-only; Finish closes the wizard.
+	b.click("[data-testid=job-next]")
+	b.visible("[data-testid=wizard-step-7]", shortWait)
+	b.expectReadOnly("[data-testid=step6-done]")
+	b.expectWizardStates("done", "done", "done", "done", "done", "done", "current")
+	b.checkLabels("wizard step 7")
+	b.shot("step7")
+	b.click("[data-testid=wizard-finish]")
 	b.visible("[data-testid=region-name]", shortWait)
 	if got := b.text("[data-testid=region-name]"); got != name {
 		t.Fatalf("region page of %q", got)
@@ -268,7 +293,7 @@ func addRegion(t *testing.T, b *browser, cl *testcluster.Cluster, name string) s
 	return regionID[1]
 }
 
-// runWizardStep installs one of the steps 3 and 4 and watches its job to the end.
+// runWizardStep installs one of the steps 3, 4 and 6 and watches its job to the end.
 func (b *browser) runWizardStep(button string, step int) {
 	b.t.Helper()
 	b.watchBusy(button, "")
@@ -291,7 +316,7 @@ func (b *browser) runWizardStep(button string, step int) {
 	if b.count("[data-testid=wizard-skip]") != 0 {
 		b.fatalf("step %d is done: it offers Continue, not Skip", step)
 	}
-	states := []string{"done", "done", "pending", "pending", "*"}
+	states := []string{"done", "done", "pending", "pending", "*", "pending", "pending"}
 	for i := 2; i < step; i++ {
 		states[i] = "done"
 	}

@@ -76,7 +76,7 @@ func fillIsolation(d *views.IsolationData, r *store.Region, nodes []ops.SandboxN
 			status = string(store.ComponentNotInstalled)
 		}
 		v := views.SandboxRuntimeView{Key: name, Title: runtimeTitles[name], Status: status, Message: rt.Message,
-			Installed: rt.Ready(), NotInstalled: status == string(store.ComponentNotInstalled), Classes: rt.Classes, Nodes: rt.Nodes}
+			Installed: rt.Ready(), Installable: status == string(store.ComponentNotInstalled) || rt.Status == store.ComponentError, Classes: rt.Classes, Nodes: rt.Nodes}
 		switch name {
 		case store.RuntimeKata:
 			v.RemoveWarning = "Remove Kata Containers? kata-deploy's cleanup restarts the container runtime (containerd or CRI-O) on " + strings.Join(rt.Nodes, ", ") + "; their pods keep running, new ones wait for the restart. Workload kinds mapped to Kata go back to runc."

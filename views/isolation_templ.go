@@ -49,12 +49,12 @@ type SandboxRuntimeView struct {
 	Title   string
 	Status  string
 	Message string
-	// Installed is set once it is ready (it can then be removed); NotInstalled when it is
-	// not installed at all (it can then be installed).
-	Installed    bool
-	NotInstalled bool
-	Classes      []string
-	Nodes        []string
+	// Installed is set once it is ready (it can then be removed); Installable when it is
+	// not installed or its install failed (it can then be installed).
+	Installed   bool
+	Installable bool
+	Classes     []string
+	Nodes       []string
 	// RemoveWarning is what its removal does, asked before it starts.
 	RemoveWarning string
 }
@@ -500,7 +500,7 @@ func sandboxRuntimeCard(p Page, d IsolationData, rt SandboxRuntimeView) templ.Co
 			}
 		}
 		if p.Can.SandboxManage && !d.Busy {
-			if rt.NotInstalled || rt.Status == "error" {
+			if rt.Installable {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 37, "<form method=\"post\" action=\"")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
@@ -519,15 +519,15 @@ func sandboxRuntimeCard(p Page, d IsolationData, rt SandboxRuntimeView) templ.Co
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var21 string
-				templ_7745c5c3_Var21, templ_7745c5c3_Err = templruntime.NewAttributeExpression("install-" + rt.Key).Resolve(ctx)
+				templ_7745c5c3_Var21, templ_7745c5c3_Err = templruntime.NewAttributeExpression("install-" + rt.Key + "-form").Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `isolation.templ`, Line: 141, Col: 147}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `isolation.templ`, Line: 141, Col: 157}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var21)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 39, "\">")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 39, "\" hx-disabled-elt=\"find button[type=submit]\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -776,9 +776,9 @@ func sandboxRuntimeCard(p Page, d IsolationData, rt SandboxRuntimeView) templ.Co
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var33 string
-					templ_7745c5c3_Var33, templ_7745c5c3_Err = templruntime.NewAttributeExpression("action-install-" + rt.Key).Resolve(ctx)
+					templ_7745c5c3_Var33, templ_7745c5c3_Err = templruntime.NewAttributeExpression("install-" + rt.Key).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `isolation.templ`, Line: 165, Col: 88}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `isolation.templ`, Line: 165, Col: 81}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var33)
 					if templ_7745c5c3_Err != nil {
@@ -805,7 +805,7 @@ func sandboxRuntimeCard(p Page, d IsolationData, rt SandboxRuntimeView) templ.Co
 				var templ_7745c5c3_Var34 string
 				templ_7745c5c3_Var34, templ_7745c5c3_Err = templ.JoinStringErrs(rt.Title)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `isolation.templ`, Line: 165, Col: 109}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `isolation.templ`, Line: 165, Col: 102}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var34))
 				if templ_7745c5c3_Err != nil {
@@ -1055,7 +1055,7 @@ func workloadClasses(p Page, d IsolationData) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 84, "\" class=\"grid gap-3 sm:grid-cols-5\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 84, "\" class=\"grid gap-3 sm:grid-cols-5\" data-testid=\"classes-form\" hx-disabled-elt=\"find button[type=submit]\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -1382,7 +1382,7 @@ func sandboxSettings(p Page, d IsolationData) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 112, "\" class=\"grid gap-3 sm:grid-cols-3\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 112, "\" class=\"grid gap-3 sm:grid-cols-3\" data-testid=\"sandbox-settings-form\" hx-disabled-elt=\"find button[type=submit]\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
