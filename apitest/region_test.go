@@ -25,7 +25,12 @@ import (
 
 // readyRegion is a region with Knative Serving ready on a new cluster.
 func readyRegion(t *testing.T, name string) (*testcluster.Cluster, *webtest.Env, string, *store.Region) {
-	c := testcluster.New(t, testcluster.Options{})
+	return readyRegionOn(t, name, testcluster.Options{})
+}
+
+// readyRegionOn is readyRegion on a cluster of these options.
+func readyRegionOn(t *testing.T, name string, opts testcluster.Options) (*testcluster.Cluster, *webtest.Env, string, *store.Region) {
+	c := testcluster.New(t, opts)
 	e := console(t, nil)
 	_, tok := e.User("owner")
 	if err := e.Store.SetSetting(context.Background(), "base_domain", "example.test"); err != nil {

@@ -78,16 +78,7 @@ func runtimeClassExists(t *testing.T, c *testcluster.Cluster, name string) bool 
 
 // sandboxRegion is a region with Serving ready on a cluster of sandboxNodes.
 func sandboxRegion(t *testing.T, name string) (*testcluster.Cluster, *webtest.Env, string, *store.Region) {
-	c := testcluster.New(t, testcluster.Options{Nodes: sandboxNodes()})
-	e := console(t, nil)
-	_, tok := e.User("owner")
-	if err := e.Store.SetSetting(context.Background(), "base_domain", "example.test"); err != nil {
-		t.Fatal(err)
-	}
-	r := newRegion(t, e, tok, c, name, nil)
-	mustSucceed(t, action(t, e, tok, r.ID, "install-knative", nil))
-	r, _ = e.Store.RegionByName(context.Background(), name)
-	return c, e, tok, r
+	return readyRegionOn(t, name, testcluster.Options{Nodes: sandboxNodes()})
 }
 
 func TestSandboxRuntimesInstallMapUseRemove(t *testing.T) {
