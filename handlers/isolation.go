@@ -71,12 +71,9 @@ func fillIsolation(d *views.IsolationData, r *store.Region, nodes []ops.SandboxN
 	}
 	for _, name := range ops.SandboxRuntimes {
 		rt := iso.Runtime(name)
-		status := string(rt.Status)
-		if status == "" {
-			status = string(store.ComponentNotInstalled)
-		}
+		status := string(rt.State())
 		v := views.SandboxRuntimeView{Key: name, Title: runtimeTitles[name], Status: status, Message: rt.Message,
-			Installed: rt.Ready(), Installable: status == string(store.ComponentNotInstalled) || rt.Status == store.ComponentError, Classes: rt.Classes, Nodes: rt.Nodes}
+			Installed: rt.Ready(), Installable: rt.State() == store.ComponentNotInstalled || rt.Status == store.ComponentError, Classes: rt.Classes, Nodes: rt.Nodes}
 		switch name {
 		case store.RuntimeKata:
 			v.RemoveWarning = "Remove Kata Containers? kata-deploy's cleanup restarts the container runtime (containerd or CRI-O) on " + strings.Join(rt.Nodes, ", ") + "; their pods keep running, new ones wait for the restart. Workload kinds mapped to Kata go back to runc."
@@ -213,9 +210,7 @@ func isolationJSON(r *store.Region, nodes []ops.SandboxNode) fiber.Map {
 	runtimes := fiber.Map{}
 	for _, name := range ops.SandboxRuntimes {
 		rt := iso.Runtime(name)
-		if rt.Status == "" {
-			rt.Status = store.ComponentNotInstalled
-		}
+		rt.Status = rt.State()
 		runtimes[name] = rt
 	}
 	classes := map[string]string{}

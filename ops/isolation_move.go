@@ -64,7 +64,7 @@ func (s *Service) moveIsolation(ctx context.Context, jc *engine.JobContext) erro
 		todo = append(todo, p)
 	}
 	for _, name := range SandboxRuntimes {
-		if !slices.ContainsFunc(todo, func(p SandboxParams) bool { return p.Runtime == name }) && r.Isolation.V.Runtime(name).Status != store.ComponentNotInstalled {
+		if !slices.ContainsFunc(todo, func(p SandboxParams) bool { return p.Runtime == name }) && r.Isolation.V.Runtime(name).State() != store.ComponentNotInstalled {
 			// The new cluster has none of what the old one had not ready.
 			if err := s.Store.SetSandboxRuntime(ctx, r.ID, name, store.SandboxRuntime{Status: store.ComponentNotInstalled}); err != nil {
 				return err

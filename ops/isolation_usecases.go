@@ -90,7 +90,7 @@ func (s *Service) UninstallSandbox(ctx context.Context, actor Actor, r *store.Re
 		return nil, &Invalid{Fields: map[string]string{"runtime": "Choose kata, gvisor or wasm."}}
 	}
 	rt := r.Isolation.V.Runtime(runtime)
-	if rt.Status == "" || rt.Status == store.ComponentNotInstalled {
+	if rt.State() == store.ComponentNotInstalled {
 		return nil, &Refused{Reason: runtime + " is not installed on this region."}
 	}
 	if err := s.sandboxBusy(ctx, r); err != nil {

@@ -40,6 +40,14 @@ type SandboxRuntime struct {
 	UpdatedAt time.Time `json:"updated_at,omitempty"`
 }
 
+// State is the runtime's status, not_installed when it has none yet.
+func (r SandboxRuntime) State() ComponentStatus {
+	if r.Status == "" {
+		return ComponentNotInstalled
+	}
+	return r.Status
+}
+
 // Ready reports an installed runtime.
 func (r SandboxRuntime) Ready() bool { return r.Status == ComponentReady }
 
