@@ -4,22 +4,15 @@ package static
 import (
 	"embed"
 	"io/fs"
-	"net/http"
 	"strings"
-
-	"github.com/gofiber/fiber/v2"
-	"github.com/gofiber/fiber/v2/middleware/filesystem"
 )
 
 //go:embed app.css app.js htmx.min.js ws.min.js
 var files embed.FS
 
-// Handler serves the embedded files under /static. Fiber's filesystem middleware strips
-// only a plain route prefix: mounted as GET /static/* it looks the whole path up, so
-// the files are found with or without the /static prefix.
-func Handler() fiber.Handler {
-	return filesystem.New(filesystem.Config{Root: http.FS(stripStatic{files}), PathPrefix: "", MaxAge: 3600})
-}
+// FS is the embedded files, found with or without the /static prefix (a server mounted
+// at /static/* may look the whole path up).
+func FS() fs.FS { return stripStatic{files} }
 
 // stripStatic opens static/NAME as NAME.
 type stripStatic struct{ fs.FS }

@@ -13,6 +13,7 @@ import (
 	"github.com/alexedwards/scs/v2"
 	gojson "github.com/goccy/go-json"
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/filesystem"
 	"github.com/gofiber/fiber/v2/middleware/helmet"
 	"github.com/gofiber/fiber/v2/middleware/recover"
 	"github.com/gofiber/fiber/v2/middleware/requestid"
@@ -97,7 +98,9 @@ func New(st *store.Store, cfg *config.Config, svc *ops.Service, log *slog.Logger
 		XSSProtection:         "0",
 	}))
 	s.App.Use(s.logRequests)
-	s.App.Get("/static/*", static.Handler())
+	// Fiber's filesystem middleware strips only a plain route prefix: mounted as GET
+	// /static/* it looks the whole path up, which static.FS answers.
+	s.App.Get("/static/*", filesystem.New(filesystem.Config{Root: http.FS(static.FS()), PathPrefix: "", MaxAge: 3600}))
 	s.App.Use(s.cleanInput)
 	s.App.Use("/api/internal", s.internalOnly)
 	for _, r := range s.Routes() {
