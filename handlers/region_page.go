@@ -22,6 +22,7 @@ var tabKinds = map[string][]string{
 	"redis":     {ops.KindRedisInstall, ops.KindRedisRemove, ops.KindRedisTest},
 	"workers":   {ops.KindApplyWorkers, ops.KindRegionInit},
 	"isolation": ops.SandboxKinds,
+	"gpu":       ops.GPUKinds,
 }
 
 // IsRegionTab reports whether t names a tab of the region page.
@@ -39,7 +40,7 @@ func validTab(t string) string {
 // tabFor is the tab a user asked for when they may see it, else General.
 func tabFor(c *fiber.Ctx, t string) string {
 	t = validTab(t)
-	if t == "isolation" && !Who(c).Perms[store.PermSandboxManage] {
+	if t == "isolation" && !Who(c).Perms[store.PermSandboxManage] || t == "gpu" && !Who(c).Perms[store.PermGPUManage] {
 		return "general"
 	}
 	return t

@@ -57,6 +57,7 @@ type RegionJSON struct {
 	DomainMigrationStatus store.MigrationStatus           `json:"domain_migration_status"`
 	DomainMigrationTarget string                          `json:"domain_migration_target"`
 	ProjectCount          int                             `json:"project_count"`
+	GPU                   GPUSummaryJSON                  `json:"gpu"`
 	CreatedAt             time.Time                       `json:"created_at"`
 	UpdatedAt             time.Time                       `json:"updated_at"`
 }
@@ -100,8 +101,26 @@ func ToRegionJSON(r *store.Region, baseDomain string) RegionJSON {
 		AgentLastSeenAt: r.AgentLastSeenAt, FunctionTLSExpiresAt: r.FunctionTLSExpiresAt,
 		FaaSCPUOvercommit: r.FaaSCPUOvercommit, FaaSMemoryOvercommit: r.FaaSMemoryOvercommit,
 		MigrationStatus: r.MigrationStatus, DomainMigrationStatus: r.DomainMigrationStatus, DomainMigrationTarget: r.DomainMigrationTarget,
-		ProjectCount: r.ProjectCount, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		ProjectCount: r.ProjectCount, GPU: gpuSummary(r), CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
+}
+
+// GPUSummaryJSON is a region's GPUs as lists show them: their count and models when last
+// looked at, and whether GPU support is installed.
+type GPUSummaryJSON struct {
+	Status store.ComponentStatus `json:"status"`
+	Mode   string                `json:"mode,omitempty"`
+	Total  int                   `json:"total"`
+	Models map[string]int        `json:"models"`
+}
+
+func gpuSummary(r *store.Region) GPUSummaryJSON {
+	g := r.GPU.V
+	models := g.Models
+	if models == nil {
+		models = map[string]int{}
+	}
+	return GPUSummaryJSON{Status: g.State(), Mode: g.Mode, Total: g.Total, Models: models}
 }
 
 // RegionsPage is the regions list.

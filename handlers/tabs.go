@@ -15,6 +15,7 @@ func (h *Handlers) initTabs() {
 		"migration": h.migrationTab,
 		"workers":   h.workersTab,
 		"isolation": h.isolationTab,
+		"gpu":       h.gpuTab,
 	}
 }
 

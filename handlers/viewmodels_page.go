@@ -12,6 +12,7 @@ func permissionsOf(perms map[string]bool) views.Permissions {
 		RegistryManage:  perms[store.PermRegistryManage],
 		SandboxManage:   perms[store.PermSandboxManage],
 		SandboxesManage: perms[store.PermSandboxesManage],
+		GPUManage:       perms[store.PermGPUManage],
 		ProjectsView:    perms[store.PermProjectsView],
 		ProjectsManage:  perms[store.PermProjectsManage],
 		ProjectsDeploy:  perms[store.PermProjectsDeploy],

@@ -1,6 +1,8 @@
 package handlers
 
 import (
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -72,7 +74,20 @@ func regionRow(r *store.Region) views.RegionRow {
 	return views.RegionRow{ID: r.ID, Name: r.Name, MigrationStatus: string(r.MigrationStatus),
 		Moving: r.MigrationStatus != store.MigrationNone && r.MigrationStatus != store.MigrationCompleted,
 		Status: string(r.Status), ServingStatus: string(r.ServingStatus), RegistryStatus: string(r.RegistryStatus), RedisStatus: string(r.RedisStatus),
-		ExternalIP: r.ExternalIP, DNSResolved: r.DNSResolved, ProjectCount: r.ProjectCount}
+		ExternalIP: r.ExternalIP, DNSResolved: r.DNSResolved, ProjectCount: r.ProjectCount, GPUs: gpuText(r.GPU.V)}
+}
+
+// gpuText says a region's GPUs: "3 GPUs: 2× NVIDIA-A100, 1× Tesla-T4" ("" for none).
+func gpuText(g store.RegionGPU) string {
+	if g.Total == 0 {
+		return ""
+	}
+	models := make([]string, 0, len(g.Models))
+	for m, n := range g.Models {
+		models = append(models, strconv.Itoa(n)+"× "+m)
+	}
+	sort.Strings(models)
+	return strconv.Itoa(g.Total) + " GPUs: " + strings.Join(models, ", ")
 }
 
 // regionRows are the lines of the regions list.

@@ -66,12 +66,12 @@ func (s *Service) registerSandboxKinds() {
 	s.Engine.Register(&engine.Kind{Name: KindSandboxInstall, Finished: failed, Plan: engine.PlanWith(s.sandboxInstallSteps)})
 	s.Engine.Register(&engine.Kind{Name: KindSandboxUninstall, Finished: failed, Plan: engine.PlanWith(s.sandboxUninstallSteps)})
 	s.Engine.Register(&engine.Kind{Name: KindSandboxProbe, Plan: func(*engine.JobContext) ([]engine.Step, error) {
-		return []engine.Step{s.sandboxStep("probe", "Probe the nodes for /dev/kvm", s.probeKVM)}, nil
+		return []engine.Step{s.regionStep("probe", "Probe the nodes for /dev/kvm", s.probeKVM)}, nil
 	}})
 }
 
-// sandboxStep is a step of a sandbox job, run with the job's region and cluster.
-func (s *Service) sandboxStep(name, title string, run func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error) engine.Step {
+// regionStep is a step of a job on a region, run with the job's region and its cluster.
+func (s *Service) regionStep(name, title string, run func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error) engine.Step {
 	return engine.Step{Name: name, Title: title, Run: func(ctx context.Context, jc *engine.JobContext) error {
 		r, c, err := s.regionAndCluster(ctx, jc)
 		if err != nil {
@@ -82,7 +82,7 @@ func (s *Service) sandboxStep(name, title string, run func(ctx context.Context, 
 }
 
 func (s *Service) sandboxInstallSteps(p SandboxParams) []engine.Step {
-	start := s.sandboxStep("start", "Record the install", func(ctx context.Context, jc *engine.JobContext, r *store.Region, _ *kube.Cluster) error {
+	start := s.regionStep("start", "Record the install", func(ctx context.Context, jc *engine.JobContext, r *store.Region, _ *kube.Cluster) error {
 		rt := r.Isolation.V.Runtime(p.Runtime)
 		rt.Status, rt.Message = store.ComponentInstalling, ""
 		return s.Store.SetSandboxRuntime(ctx, r.ID, p.Runtime, rt)
@@ -90,18 +90,18 @@ func (s *Service) sandboxInstallSteps(p SandboxParams) []engine.Step {
 	switch p.Runtime {
 	case store.RuntimeKata:
 		return []engine.Step{start,
-			s.sandboxStep("probe", "Probe the nodes for /dev/kvm", s.probeKVM),
-			s.sandboxStep("eligible", "Label the nodes Kata may run on", s.labelKataNodes),
-			s.sandboxStep("kata", "Install kata-deploy", s.installKata(p)),
+			s.regionStep("probe", "Probe the nodes for /dev/kvm", s.probeKVM),
+			s.regionStep("eligible", "Label the nodes Kata may run on", s.labelKataNodes),
+			s.regionStep("kata", "Install kata-deploy", s.installKata(p)),
 		}
 	case store.RuntimeGVisor:
 		return []engine.Step{start,
-			s.sandboxStep("installer", "Install runsc on the nodes", s.installGVisor),
+			s.regionStep("installer", "Install runsc on the nodes", s.installGVisor),
 		}
 	default:
 		return []engine.Step{start,
-			s.sandboxStep("nodes", "Label the nodes for WebAssembly", s.labelWasmNodes(p)),
-			s.sandboxStep("wasm", "Install the WebAssembly shims", s.installWasm),
+			s.regionStep("nodes", "Label the nodes for WebAssembly", s.labelWasmNodes(p)),
+			s.regionStep("wasm", "Install the WebAssembly shims", s.installWasm),
 		}
 	}
 }

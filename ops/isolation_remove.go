@@ -40,7 +40,7 @@ func PodsUsing(ctx context.Context, c *kube.Cluster, classes []string) ([]string
 
 func (s *Service) sandboxUninstallSteps(p SandboxParams) []engine.Step {
 	return []engine.Step{
-		s.sandboxStep("unused", "Check that no pod uses the runtime", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+		s.regionStep("unused", "Check that no pod uses the runtime", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 			used, err := PodsUsing(ctx, c, r.Isolation.V.Runtime(p.Runtime).Classes)
 			if err != nil {
 				return err
@@ -52,8 +52,8 @@ func (s *Service) sandboxUninstallSteps(p SandboxParams) []engine.Step {
 			rt.Status, rt.Message = store.ComponentRemoving, ""
 			return s.Store.SetSandboxRuntime(ctx, r.ID, p.Runtime, rt)
 		}),
-		s.sandboxStep("remove", "Remove the runtime from the nodes", s.removeSandbox(p)),
-		s.sandboxStep("classes", "Map its workloads back to runc", func(ctx context.Context, jc *engine.JobContext, r *store.Region, _ *kube.Cluster) error {
+		s.regionStep("remove", "Remove the runtime from the nodes", s.removeSandbox(p)),
+		s.regionStep("classes", "Map its workloads back to runc", func(ctx context.Context, jc *engine.JobContext, r *store.Region, _ *kube.Cluster) error {
 			gone := r.Isolation.V.Runtime(p.Runtime).Classes
 			classes := map[string]string{}
 			var moved []string

@@ -374,23 +374,28 @@ func (s *Service) applyServingCRDs(ctx context.Context, jc *engine.JobContext, c
 	return nil
 }
 
-// runtimeClassFeature is Knative's feature flag that allows runtimeClassName in a
-// Service's pod spec.
-var runtimeClassFeature = map[string]any{"kubernetes.podspec-runtimeclassname": "enabled"}
+// knativeFeatures are Knative's feature flags (config-features) for what projects' pod
+// specs use, each refused by Knative's webhook unless enabled: the dedicated workers'
+// and GPU models' nodeSelector, the tolerations of their taints, a sandbox runtime's
+// runtimeClassName, and the model storage's volume claim.
+var knativeFeatures = map[string]any{
+	"kubernetes.podspec-nodeselector":            "enabled",
+	"kubernetes.podspec-tolerations":             "enabled",
+	"kubernetes.podspec-runtimeclassname":        "enabled",
+	"kubernetes.podspec-persistent-volume-claim": "enabled",
+}
 
-// enableRuntimeClassNames turns Knative's runtimeClassName feature on in a KnativeServing
-// that lacks it (one adopted, or installed by an older console).
-func enableRuntimeClassNames(ctx context.Context, c *kube.Cluster, ns string) error {
-	return c.MergePatch(ctx, kube.GVKKnativeServing, ns, KnativeServingName, map[string]any{"spec": map[string]any{"config": map[string]any{"features": runtimeClassFeature}}})
+// enableKnativeFeatures turns the features projects use on in a KnativeServing that lacks
+// them (one adopted, or installed by an older console).
+func enableKnativeFeatures(ctx context.Context, c *kube.Cluster, ns string) error {
+	return c.MergePatch(ctx, kube.GVKKnativeServing, ns, KnativeServingName, map[string]any{"spec": map[string]any{"config": map[string]any{"features": knativeFeatures}}})
 }
 
 // knativeServingObject is the KnativeServing resource with Traefik as its ingress.
 func knativeServingObject(ns, version string, maxTimeout int) map[string]any {
 	cfg := map[string]any{
-		"network": map[string]any{"ingress-class": TraefikIngressClass, "domain-template": "{{.Name}}.{{.Domain}}"},
-		// Projects mapped to a sandbox runtime deploy with runtimeClassName, which Knative
-		// accepts only with this feature on.
-		"features": runtimeClassFeature,
+		"network":  map[string]any{"ingress-class": TraefikIngressClass, "domain-template": "{{.Name}}.{{.Domain}}"},
+		"features": knativeFeatures,
 	}
 	if maxTimeout > MaxRevisionTimeoutDefault {
 		cfg["defaults"] = map[string]any{"max-revision-timeout-seconds": strconv.Itoa(maxTimeout)}

@@ -49,6 +49,9 @@ func (s *Service) DeployCheck(ctx context.Context, r *store.Region, p *store.Pro
 	if why := WorkloadClassRefusal(r, ProjectWorkloadKind(p)); why != "" {
 		return &Refused{Reason: why}
 	}
+	if err := s.gpuAdmission(ctx, r, p); err != nil {
+		return err
+	}
 	return s.Admit(ctx, r, AdmitRequest{ProjectID: p.ID, CPUm: int64(p.CPUm), MemoryMi: int64(p.MemoryMi), AlwaysOn: p.AlwaysOn})
 }
 
@@ -109,6 +112,7 @@ func knativeService(r *store.Region, p *store.Project) map[string]any {
 		podSpec["nodeSelector"] = map[string]any{DedicatedKey: DedicatedValue}
 		podSpec["tolerations"] = []any{map[string]any{"key": DedicatedKey, "operator": "Equal", "value": DedicatedValue, "effect": "NoSchedule"}}
 	}
+	addGPUs(podSpec, container, p.GPU.V)
 	labels := map[string]any{"runr.dev/region": r.Name, "runr.dev/project": p.ID, "app.kubernetes.io/managed-by": "runr"}
 	return map[string]any{
 		"apiVersion": "serving.knative.dev/v1", "kind": "Service",
@@ -144,10 +148,8 @@ func (s *Service) deployProject(ctx context.Context, jc *engine.JobContext, c *k
 	} else if err := secrets.Delete(ctx, SecretEnvName(p.Slug), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete Secret %s/%s: %w", ns, SecretEnvName(p.Slug), err)
 	}
-	if r.Isolation.V.Class(ProjectWorkloadKind(p)) != store.RuncClass {
-		if err := enableRuntimeClassNames(ctx, c, r.ServingNamespace); err != nil {
-			return err
-		}
+	if err := enableKnativeFeatures(ctx, c, r.ServingNamespace); err != nil {
+		return err
 	}
 	if _, err := c.ApplyObject(ctx, knativeService(r, p)); err != nil {
 		return err
@@ -353,6 +355,7 @@ type ProjectInput struct {
 	CPUm          *int               `json:"cpu_m"`
 	MemoryMi      *int               `json:"memory_mi"`
 	AlwaysOn      *bool              `json:"always_on"`
+	GPU           *store.ProjectGPU  `json:"gpu"`
 	// Config is the shape of PUT /api/projects/{id} in upgrading.md: {"config": {"env_vars": …, "secret_env_vars": …}}.
 	Config *struct {
 		EnvVars       *map[string]string `json:"env_vars"`
@@ -481,6 +484,7 @@ func (s *Service) applyProjectInput(ctx context.Context, p *store.Project, in Pr
 	if in.AlwaysOn != nil {
 		p.AlwaysOn = *in.AlwaysOn
 	}
+	applyProjectGPU(p, in.GPU, errs)
 	return invalid(errs)
 }
 

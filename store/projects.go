@@ -21,6 +21,7 @@ type Project struct {
 	CPUm          int                     `db:"cpu_m" json:"cpu_m"`
 	MemoryMi      int                     `db:"memory_mi" json:"memory_mi"`
 	AlwaysOn      bool                    `db:"always_on" json:"always_on"`
+	GPU           JSON[ProjectGPU]        `db:"gpu" json:"gpu"`
 	State         ProjectState            `db:"state" json:"state"`
 	DeployedImage string                  `db:"deployed_image" json:"deployed_image"`
 	DeployedAt    *time.Time              `db:"deployed_at" json:"deployed_at"`
@@ -97,9 +98,9 @@ func (s *Store) CreateProject(ctx context.Context, p *Project) error {
 		if i > 1 {
 			p.Slug = fmt.Sprintf("%s-%d", base, i)
 		}
-		err = s.DB.GetContext(ctx, p, `INSERT INTO projects (id, name, slug, region_id, image, env_vars, secret_env_vars, cpu_m, memory_mi, always_on)
-			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10) ON CONFLICT (slug) DO NOTHING RETURNING *`,
-			p.ID, p.Name, p.Slug, p.RegionID, p.Image, p.EnvVars, sealed, p.CPUm, p.MemoryMi, p.AlwaysOn)
+		err = s.DB.GetContext(ctx, p, `INSERT INTO projects (id, name, slug, region_id, image, env_vars, secret_env_vars, cpu_m, memory_mi, always_on, gpu)
+			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11) ON CONFLICT (slug) DO NOTHING RETURNING *`,
+			p.ID, p.Name, p.Slug, p.RegionID, p.Image, p.EnvVars, sealed, p.CPUm, p.MemoryMi, p.AlwaysOn, p.GPU)
 		if err == nil {
 			return s.decryptProject(p)
 		}
@@ -144,8 +145,8 @@ func (s *Store) UpdateProject(ctx context.Context, p *Project) error {
 		return wrap("update project", err)
 	}
 	res, err := s.DB.ExecContext(ctx, `UPDATE projects SET name = $2, region_id = $3, image = $4, env_vars = $5, secret_env_vars = $6,
-		cpu_m = $7, memory_mi = $8, always_on = $9, updated_at = now() WHERE id = $1`,
-		p.ID, p.Name, p.RegionID, p.Image, p.EnvVars, sealed, p.CPUm, p.MemoryMi, p.AlwaysOn)
+		cpu_m = $7, memory_mi = $8, always_on = $9, gpu = $10, updated_at = now() WHERE id = $1`,
+		p.ID, p.Name, p.RegionID, p.Image, p.EnvVars, sealed, p.CPUm, p.MemoryMi, p.AlwaysOn, p.GPU)
 	return affected("update project "+p.ID, res, err)
 }
 

@@ -71,6 +71,7 @@ type Cluster struct {
 	nodes   int // nodes added so far (their default addresses)
 	noLB    bool
 	kvm     map[string]bool // per node: whether /dev/kvm exists (NodeSpec.KVM)
+	gpus    map[string]NodeSpec // per node with GPUs: its spec (NodeSpec.GPUs)
 }
 
 var (
@@ -294,6 +295,7 @@ func (c *Cluster) startOperators() {
 	go c.runOperator("Prometheus operator", c.reconcilePrometheus)
 	go c.runOperator("sandbox node agents", c.reconcileNodeAgents(newNodeAgents()))
 	go c.runOperator("runtime-class-manager", c.reconcileRCM(&rcmOperator{handled: map[types.UID]bool{}}))
+	go c.runOperator("NVIDIA GPU agents", c.reconcileGPUs)
 }
 
 // Kubeconfig returns a kubeconfig of a cluster-admin user (token auth, embedded CA).

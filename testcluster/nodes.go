@@ -33,6 +33,11 @@ type NodeSpec struct {
 	// KVM says whether /dev/kvm exists on the node: what a KVM probe pod finds there
 	// (sandboxnodes.go).
 	KVM bool
+	// GPUs is how many NVIDIA GPUs the node has (GPUProduct, GPUMemoryMiB each): what NFD
+	// finds on its PCI bus and what a device plugin advertises there (gpunodes.go).
+	GPUs         int
+	GPUProduct   string
+	GPUMemoryMiB int
 }
 
 // DefaultNodes is one control-plane node (tainted) and two workers.
@@ -135,6 +140,7 @@ func (c *Cluster) AddNodes(ctx context.Context, specs ...NodeSpec) error {
 	addrs := map[string]string{}
 	for _, n := range specs {
 		c.setKVM(n.Name, n.KVM)
+		c.setGPUs(n)
 		node := n.Node()
 		addrs[n.Name] = n.Address
 		if addrs[n.Name] == "" {

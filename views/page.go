@@ -38,6 +38,8 @@ type Permissions struct {
 	// SandboxManage opens the Isolation tab; SandboxesManage changes the Sandbox API's settings.
 	SandboxManage   bool
 	SandboxesManage bool
+	// GPUManage opens the GPU tab.
+	GPUManage bool
 }
 
 // Option is one choice of a select or a radio group.

@@ -1,0 +1,151 @@
+package handlers
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/a-h/templ"
+	"github.com/gofiber/fiber/v2"
+
+	"runr.dev/console/ops"
+	"runr.dev/console/store"
+	"runr.dev/console/views"
+)
+
+// gpuModeTitles say what each way of installing GPU support does.
+var gpuModeTitles = map[string]string{
+	store.GPUModeOperator:     "NVIDIA GPU operator: installs the drivers, the container toolkit, the device plugin and GPU feature discovery",
+	store.GPUModeDevicePlugin: "Device plugin with GPU feature discovery: the nodes' drivers and NVIDIA container runtime are installed already",
+}
+
+// gpuTab is the GPU tab: the GPU nodes, GPU support and the model storage.
+func (h *Handlers) gpuTab(c *fiber.Ctx, r *store.Region) (templ.Component, error) {
+	g := r.GPU.V
+	d := views.GPUData{RegionID: r.ID, Status: string(g.State()), Mode: g.Mode, Message: g.Message,
+		Installed: g.Status == store.ComponentReady, Installable: g.State() == store.ComponentNotInstalled || g.Status == store.ComponentError,
+		Storage: views.ModelStorageView{Status: string(g.Storage.Status), Message: g.Storage.Message, StorageClass: g.Storage.StorageClass,
+			SizeGi: max(g.Storage.SizeGi, 50), Claim: ops.ModelStorageClaim, Path: ops.ModelStoragePath}}
+	if f, ok := c.Locals(tabFormKey).(views.Form); ok {
+		d.Form = f
+	}
+	for _, m := range ops.GPUModes {
+		d.Modes = append(d.Modes, views.Option{Value: m, Label: gpuModeTitles[m], Selected: m == g.Mode || g.Mode == "" && m == store.GPUModeOperator})
+	}
+	cctx, cancel := h.clusterCtx(c)
+	defer cancel()
+	rep, err := h.Kube.RegionGPUs(cctx, r)
+	if err != nil {
+		d.ClusterError = h.Cause(c, "The cluster did not answer", err)
+	} else {
+		d.Total, d.Free, d.Models = rep.Total, rep.Free, gpuText(store.RegionGPU{Total: rep.Total, Models: rep.Models})
+		for _, n := range rep.Nodes {
+			d.Nodes = append(d.Nodes, views.GPUNodeView{Name: n.Name, Hardware: n.Hardware, Allocatable: n.Allocatable,
+				Requested: n.Requested, Product: n.Product, MemoryMiB: n.MemoryMiB})
+		}
+		// Without the list the form offers the cluster's default only.
+		names, _ := h.Kube.RegionStorageClasses(cctx, r)
+		d.StorageClasses = optionsOf(names, g.Storage.StorageClass)
+	}
+	if j, err := h.Store.LatestJobOf(ctx(c), r.ID, ops.GPUKinds); err == nil {
+		d.Busy = !j.Status.Done()
+	} else if !isNotFoundErr(err) {
+		return nil, err
+	}
+	p := views.Page{}
+	if pr := Who(c); pr != nil {
+		p = principalPage(pr, pr.CSRF)
+	}
+	return views.GPUTab(p, d), nil
+}
+
+// GPUInstallForm installs GPU support from the GPU tab.
+func (h *Handlers) GPUInstallForm(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	_, err = h.Kube.InstallGPU(ctx(c), h.actor(c), r, ops.GPUParams{Mode: c.FormValue("mode")})
+	return h.formOutcome(c, r, "gpu", nil, err, "")
+}
+
+// GPUUninstallForm removes GPU support from the GPU tab.
+func (h *Handlers) GPUUninstallForm(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	_, err = h.Kube.UninstallGPU(ctx(c), h.actor(c), r)
+	return h.formOutcome(c, r, "gpu", nil, err, "")
+}
+
+// ModelStorageForm sets the model storage volume from the GPU tab.
+func (h *Handlers) ModelStorageForm(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	values := map[string]string{"size_gi": strings.TrimSpace(c.FormValue("size_gi")), "storage_class": c.FormValue("storage_class")}
+	size, err := strconv.Atoi(values["size_gi"])
+	if err != nil {
+		return h.formInvalid(c, r, "gpu", values, FieldErrors{"size_gi": "Use a whole number of GiB."}, "")
+	}
+	_, err = h.Kube.SetModelStorage(ctx(c), h.actor(c), r, ops.ModelStorageParams{StorageClass: values["storage_class"], SizeGi: size})
+	return h.formOutcome(c, r, "gpu", values, err, "")
+}
+
+// APIGPU is GET /api/knative-regions/{id}/gpu: the GPU nodes with their evidence, the
+// totals and models, GPU support and the model storage.
+func (h *Handlers) APIGPU(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	cctx, cancel := h.clusterCtx(c)
+	defer cancel()
+	rep, err := h.Kube.RegionGPUs(cctx, r)
+	if err != nil {
+		return h.Fail(c, &ops.Unreachable{Region: r.Name, Err: err})
+	}
+	g := r.GPU.V
+	return c.JSON(fiber.Map{"nodes": rep.Nodes, "total": rep.Total, "free": rep.Free, "models": rep.Models,
+		"status": g.State(), "mode": g.Mode, "message": g.Message, "model_storage": g.Storage})
+}
+
+// APIInstallGPU is POST /api/knative-regions/{id}/gpu/install {"mode"}.
+func (h *Handlers) APIInstallGPU(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	var in ops.GPUParams
+	if err := bodyMap(c, &in); err != nil {
+		return h.Fail(c, err)
+	}
+	j, err := h.Kube.InstallGPU(ctx(c), h.actor(c), r, in)
+	return h.Accepted(c, j, err)
+}
+
+// APIUninstallGPU is POST /api/knative-regions/{id}/gpu/uninstall: refused (422, naming
+// them) while pods request GPUs.
+func (h *Handlers) APIUninstallGPU(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	j, err := h.Kube.UninstallGPU(ctx(c), h.actor(c), r)
+	return h.Accepted(c, j, err)
+}
+
+// APISetModelStorage is PUT /api/knative-regions/{id}/gpu/model-storage {"storage_class", "size_gi"}.
+func (h *Handlers) APISetModelStorage(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	var in ops.ModelStorageParams
+	if err := bodyMap(c, &in); err != nil {
+		return h.Fail(c, err)
+	}
+	j, err := h.Kube.SetModelStorage(ctx(c), h.actor(c), r, in)
+	return h.Accepted(c, j, err)
+}
