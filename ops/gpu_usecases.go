@@ -142,6 +142,22 @@ func applyProjectGPU(p *store.Project, in *store.ProjectGPU, errs map[string]str
 	p.GPU.V = *in
 }
 
+// GPURefusal says why a project's GPUs cannot deploy on a region before asking its
+// cluster ("" when they may): the region has no GPU support, or no model storage for a
+// project that mounts it.
+func GPURefusal(r *store.Region, p *store.Project) string {
+	want := p.GPU.V
+	switch {
+	case want.Count == 0:
+		return ""
+	case r.GPU.V.State() != store.ComponentReady:
+		return fmt.Sprintf("%s asks for %d GPU(s) and region %s has no GPU support installed.", p.Slug, want.Count, r.Name)
+	case want.ModelStorage && r.GPU.V.Storage.Status != store.ComponentReady:
+		return fmt.Sprintf("%s mounts the model storage and region %s has none ready.", p.Slug, r.Name)
+	}
+	return ""
+}
+
 // gpuAdmission refuses a project that asks for more GPUs than the region has free (its
 // own pods' GPUs count as free: a redeploy replaces them), naming the shortfall.
 func (s *Service) gpuAdmission(ctx context.Context, r *store.Region, p *store.Project) error {
@@ -149,11 +165,8 @@ func (s *Service) gpuAdmission(ctx context.Context, r *store.Region, p *store.Pr
 	if want.Count == 0 {
 		return nil
 	}
-	if r.GPU.V.State() != store.ComponentReady {
-		return &Refused{Reason: fmt.Sprintf("%s asks for %d GPU(s) and region %s has no GPU support installed.", p.Slug, want.Count, r.Name)}
-	}
-	if want.ModelStorage && r.GPU.V.Storage.Status != store.ComponentReady {
-		return &Refused{Reason: fmt.Sprintf("%s mounts the model storage and region %s has none ready.", p.Slug, r.Name)}
+	if why := GPURefusal(r, p); why != "" {
+		return &Refused{Reason: why}
 	}
 	c, err := s.RegionCluster(r)
 	if err != nil {

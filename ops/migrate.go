@@ -70,6 +70,7 @@ func (s *Service) migrationSteps() []engine.Step {
 		{Name: "knative", Title: "Knative Operator and Serving", Run: s.moveKnative},
 		{Name: "services", Title: "Redis and the registry", Run: s.moveServices},
 		{Name: "isolation", Title: "Sandbox runtimes", Run: s.moveIsolation},
+		{Name: "gpu", Title: "GPU support", Run: s.moveGPU},
 		{Name: "extras", Title: "What else the region had", Run: s.moveExtras},
 		{Name: "domain", Title: "Function domain on the new cluster", Run: s.moveDomain},
 		{Name: "redeploy", Title: "Deploy the projects again", Run: s.moveRedeploy},
@@ -100,6 +101,7 @@ func (s *Service) movePending(ctx context.Context, jc *engine.JobContext) error 
 	detail := store.MigrationDetail{JobID: jc.Job.ID, StartedAt: &now, Had: map[string]any{"serving": had.Serving, "version": had.Version,
 		"registry": had.Registry, "redis": had.Redis, "tls": had.TLS}}
 	sandboxesHad(r.Isolation.V, detail.Had)
+	gpuHad(r.GPU.V, detail.Had)
 	serving := store.ComponentNotInstalled
 	if had.Serving {
 		serving = store.ComponentInstalling

@@ -410,6 +410,9 @@ func (s *Service) ProjectAction(ctx context.Context, actor Actor, p *store.Proje
 		if why := WorkloadClassRefusal(r, ProjectWorkloadKind(p)); why != "" {
 			return nil, &Refused{Reason: why}
 		}
+		if why := GPURefusal(r, p); why != "" {
+			return nil, &Refused{Reason: why}
+		}
 	}
 	switch action {
 	case "deploy":

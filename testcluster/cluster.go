@@ -287,9 +287,10 @@ func (c *Cluster) startKwok(ctx context.Context, bins *Binaries, adminKC string)
 }
 
 // startOperators starts the custom-stage watcher, the simulated Knative and Prometheus
-// operators, the sandbox runtimes' node agents and runtime-class-manager; Stop waits for them.
+// operators, the sandbox runtimes' node agents, runtime-class-manager and NVIDIA's agents; Stop
+// waits for them.
 func (c *Cluster) startOperators() {
-	c.wg.Add(5)
+	c.wg.Add(6)
 	go c.watchCustomStages()
 	go c.runOperator("Knative Operator", c.reconcileKnative(&knativeOperator{applied: map[string]bool{}}))
 	go c.runOperator("Prometheus operator", c.reconcilePrometheus)

@@ -24,7 +24,8 @@ import (
 //   - node-feature-discovery's worker (pods app.kubernetes.io/name=node-feature-discovery,
 //     role=worker; NFD 0.19.0, the subchart of both NVIDIA charts) running on a node with
 //     GPUs labels it feature.node.kubernetes.io/pci-10de.present=true (10de: NVIDIA's PCI
-//     vendor id);
+//     vendor id), and every node it runs on with its kernel's feature label
+//     (feature.node.kubernetes.io/kernel-version.major, as NFD's kernel source does);
 //   - the device plugin (pods app.kubernetes.io/name=nvidia-device-plugin of a DaemonSet
 //     whose name does not end in -gpu-feature-discovery; k8s-device-plugin 0.20.0)
 //     running there makes the kubelet advertise nvidia.com/gpu (capacity and allocatable);
@@ -42,6 +43,7 @@ import (
 const (
 	GPUResource      = "nvidia.com/gpu"
 	NFDNvidiaLabel   = "feature.node.kubernetes.io/pci-10de.present"
+	NFDKernelLabel   = "feature.node.kubernetes.io/kernel-version.major"
 	GPUPresentLabel  = "nvidia.com/gpu.present"
 	GPUProductLabel  = "nvidia.com/gpu.product"
 	GPUMemoryLabel   = "nvidia.com/gpu.memory"
@@ -124,6 +126,9 @@ func (c *Cluster) reconcileGPUs(ctx context.Context, dyn dynamic.Interface) erro
 	}
 	var errs []error
 	for _, n := range nodes.Items {
+		if err := c.setNodeLabel(ctx, n.Name, NFDKernelLabel, flagValue(a.nfd[n.Name], "6")); err != nil {
+			errs = append(errs, err)
+		}
 		spec, has := c.gpuSpec(n.Name)
 		if !has {
 			continue
@@ -163,9 +168,12 @@ func (c *Cluster) reconcileGPUs(ctx context.Context, dyn dynamic.Interface) erro
 	return errors.Join(errs...)
 }
 
-func flag(b bool) string {
+func flag(b bool) string { return flagValue(b, "true") }
+
+// flagValue is v when b, else "" (the label goes).
+func flagValue(b bool, v string) string {
 	if b {
-		return "true"
+		return v
 	}
 	return ""
 }
