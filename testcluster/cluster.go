@@ -70,7 +70,7 @@ type Cluster struct {
 	mu      sync.Mutex
 	nodes   int // nodes added so far (their default addresses)
 	noLB    bool
-	kvm     map[string]bool // per node: whether /dev/kvm exists (NodeSpec.KVM)
+	kvm     map[string]bool     // per node: whether /dev/kvm exists (NodeSpec.KVM)
 	gpus    map[string]NodeSpec // per node with GPUs: its spec (NodeSpec.GPUs)
 }
 
