@@ -23,7 +23,7 @@ func (h *Handlers) gpuTab(c *fiber.Ctx, r *store.Region) (templ.Component, error
 	g := r.GPU.V
 	d := views.GPUData{RegionID: r.ID, Status: string(g.State()), Mode: g.Mode, Message: g.Message,
 		Installed: g.Status == store.ComponentReady, Installable: g.State() == store.ComponentNotInstalled || g.Status == store.ComponentError,
-		Storage: views.ModelStorageView{Status: string(g.Storage.Status), Message: g.Storage.Message, StorageClass: g.Storage.StorageClass,
+		Storage: views.ModelStorageView{Set: g.Storage.Status != "", Status: string(g.Storage.Status), Message: g.Storage.Message, StorageClass: g.Storage.StorageClass,
 			SizeGi: max(g.Storage.SizeGi, 50), Claim: ops.ModelStorageClaim, Path: ops.ModelStoragePath}}
 	if f, ok := c.Locals(tabFormKey).(views.Form); ok {
 		d.Form = f

@@ -152,7 +152,8 @@ func parseEnvLines(s string) (map[string]string, string) {
 // CreateProjectForm creates a project from the console.
 func (h *Handlers) CreateProjectForm(c *fiber.Ctx) error {
 	vals := map[string]string{"name": c.FormValue("name"), "region_id": c.FormValue("region_id"), "image": c.FormValue("image"),
-		"env_vars": c.FormValue("env_vars"), "cpu_m": c.FormValue("cpu_m"), "memory_mi": c.FormValue("memory_mi")}
+		"env_vars": c.FormValue("env_vars"), "cpu_m": c.FormValue("cpu_m"), "memory_mi": c.FormValue("memory_mi"),
+		"gpu_count": c.FormValue("gpu_count"), "gpu_model": c.FormValue("gpu_model")}
 	env, m1 := parseEnvLines(vals["env_vars"])
 	sec, m2 := parseEnvLines(c.FormValue("secret_env_vars"))
 	errs := FieldErrors{}
@@ -164,7 +165,8 @@ func (h *Handlers) CreateProjectForm(c *fiber.Ctx) error {
 	}
 	name, region, image := vals["name"], vals["region_id"], vals["image"]
 	in := ops.ProjectInput{Name: &name, RegionID: &region, Image: &image, EnvVars: &env, SecretEnvVars: &sec}
-	for k, dst := range map[string]**int{"cpu_m": &in.CPUm, "memory_mi": &in.MemoryMi} {
+	var gpus *int
+	for k, dst := range map[string]**int{"cpu_m": &in.CPUm, "memory_mi": &in.MemoryMi, "gpu_count": &gpus} {
 		if vals[k] != "" {
 			n, err := strconv.Atoi(vals[k])
 			if err != nil {
@@ -174,11 +176,23 @@ func (h *Handlers) CreateProjectForm(c *fiber.Ctx) error {
 			*dst = &n
 		}
 	}
+	if gpus != nil || vals["gpu_model"] != "" {
+		in.GPU = &store.ProjectGPU{Model: vals["gpu_model"]}
+		if gpus != nil {
+			in.GPU.Count = *gpus
+		}
+	}
 	if len(errs) > 0 {
 		return h.renderProjects(c, fiber.StatusUnprocessableEntity, views.Form{Values: vals, Errors: errs})
 	}
 	p, err := h.Kube.CreateProject(ctx(c), h.actor(c), in)
 	if fe, _, ok := h.refusal(c, err); ok {
+		// The API's gpu.count and gpu.model are the form's gpu_count and gpu_model.
+		for _, k := range []string{"count", "model"} {
+			if m, has := fe["gpu."+k]; has {
+				fe["gpu_"+k] = m
+			}
+		}
 		return h.renderProjects(c, fiber.StatusUnprocessableEntity, views.Form{Values: vals, Errors: fe})
 	} else if err != nil {
 		return h.Fail(c, err)

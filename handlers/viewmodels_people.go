@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"fmt"
 	"github.com/a-h/templ"
 
 	"runr.dev/console/store"
@@ -59,7 +60,18 @@ func tokenRows(ts []store.APIToken) []views.TokenRow {
 func projectRow(p *store.Project, regionName, url string) views.ProjectRow {
 	return views.ProjectRow{ID: p.ID, Name: p.Name, Slug: p.Slug, Message: p.Message, RegionName: regionName, State: string(p.State),
 		Running: p.State == store.ProjectRunning, Stopped: p.State == store.ProjectStopped,
-		Image: p.Image, CPUm: p.CPUm, MemoryMi: p.MemoryMi, URL: url}
+		Image: p.Image, CPUm: p.CPUm, MemoryMi: p.MemoryMi, GPUs: projectGPUs(p.GPU.V), URL: url}
+}
+
+// projectGPUs says what a project asks of GPUs: "2× Tesla-T4", "1 GPU" ("" none).
+func projectGPUs(g store.ProjectGPU) string {
+	switch {
+	case g.Count == 0:
+		return ""
+	case g.Model != "":
+		return fmt.Sprintf("%d× %s", g.Count, g.Model)
+	}
+	return fmt.Sprintf("%d GPU(s)", g.Count)
 }
 
 // regionOptions are the regions a project can be created in.

@@ -38,8 +38,8 @@ type Permissions struct {
 	// SandboxManage opens the Isolation tab; SandboxesManage changes the Sandbox API's settings.
 	SandboxManage   bool
 	SandboxesManage bool
-	// GPUManage opens the GPU tab.
-	GPUManage bool
+	// RegionsGpuManage opens the GPU tab.
+	RegionsGpuManage bool
 }
 
 // Option is one choice of a select or a radio group.

@@ -27,7 +27,7 @@ type RegionTab struct {
 var RegionTabs = []RegionTab{
 	{"general", "General", nil}, {"workers", "Workers", nil}, {"registry", "Registry", nil}, {"operator", "Operator", nil}, {"serving", "Serving", nil},
 	{"redis", "Redis", nil}, {"isolation", "Isolation", func(c Permissions) bool { return c.SandboxManage }},
-	{"gpu", "GPU", func(c Permissions) bool { return c.GPUManage }}, {"migration", "Migration", nil},
+	{"gpu", "GPU", func(c Permissions) bool { return c.RegionsGpuManage }}, {"migration", "Migration", nil},
 }
 
 // RegionView is a region as its pages show it: statuses are words for their badges,
