@@ -71,6 +71,7 @@ func (s *Service) migrationSteps() []engine.Step {
 		{Name: "services", Title: "Redis and the registry", Run: s.moveServices},
 		{Name: "isolation", Title: "Sandbox runtimes", Run: s.moveIsolation},
 		{Name: "gpu", Title: "GPU support", Run: s.moveGPU},
+		{Name: "data", Title: "Data services and the Skupper site", Run: s.moveData},
 		{Name: "extras", Title: "What else the region had", Run: s.moveExtras},
 		{Name: "domain", Title: "Function domain on the new cluster", Run: s.moveDomain},
 		{Name: "redeploy", Title: "Deploy the projects again", Run: s.moveRedeploy},
@@ -102,6 +103,7 @@ func (s *Service) movePending(ctx context.Context, jc *engine.JobContext) error 
 		"registry": had.Registry, "redis": had.Redis, "tls": had.TLS}}
 	sandboxesHad(r.Isolation.V, detail.Had)
 	gpuHad(r.GPU.V, detail.Had)
+	dataHad(r, detail.Had)
 	serving := store.ComponentNotInstalled
 	if had.Serving {
 		serving = store.ComponentInstalling

@@ -67,9 +67,9 @@ func ProjectWorkloadKind(p *store.Project) string {
 // SecretEnvName is the Secret that holds a project's secret env vars.
 func SecretEnvName(slug string) string { return slug + "-secret-env" }
 
-// knativeService is a project's Knative Service: plain env inline, secret env through
-// secretKeyRef, never inlined.
-func knativeService(r *store.Region, p *store.Project) map[string]any {
+// knativeService is a project's Knative Service: plain env inline, secret env and the
+// settings of its bindings (the names in bound) through secretKeyRef, never inlined.
+func knativeService(r *store.Region, p *store.Project, bound []string) map[string]any {
 	var env []any
 	keys := make([]string, 0, len(p.EnvVars.V))
 	for k := range p.EnvVars.V {
@@ -87,6 +87,7 @@ func knativeService(r *store.Region, p *store.Project) map[string]any {
 	for _, k := range skeys {
 		env = append(env, map[string]any{"name": k, "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": SecretEnvName(p.Slug), "key": k}}})
 	}
+	env = append(env, bindingEnv(p.Slug, bound)...)
 	container := map[string]any{
 		"image": p.Image,
 		"resources": map[string]any{"requests": map[string]any{
@@ -148,10 +149,14 @@ func (s *Service) deployProject(ctx context.Context, jc *engine.JobContext, c *k
 	} else if err := secrets.Delete(ctx, SecretEnvName(p.Slug), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete Secret %s/%s: %w", ns, SecretEnvName(p.Slug), err)
 	}
+	bound, err := s.applyBindingsSecret(ctx, c, r, p)
+	if err != nil {
+		return err
+	}
 	if err := enableKnativeFeatures(ctx, c, r.ServingNamespace); err != nil {
 		return err
 	}
-	if _, err := c.ApplyObject(ctx, knativeService(r, p)); err != nil {
+	if _, err := c.ApplyObject(ctx, knativeService(r, p, bound)); err != nil {
 		return err
 	}
 	if err := jc.Wait(ctx, fmt.Sprintf("Knative Service %s/%s to be Ready", ns, p.Slug), engine.WaitOpts{}, func(ctx context.Context) (bool, string, error) {
@@ -177,7 +182,7 @@ func undeployProject(ctx context.Context, c *kube.Cluster, ns string, p *store.P
 	if err := c.Clientset.CoreV1().Secrets(ns).Delete(ctx, SecretEnvName(p.Slug), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete Secret %s/%s: %w", ns, SecretEnvName(p.Slug), err)
 	}
-	return nil
+	return deleteSecret(ctx, c, ns, BindingsSecretName(p.Slug))
 }
 
 func (s *Service) registerProjectKinds() {
@@ -295,6 +300,9 @@ func (s *Service) projectDelete(load func(ctx context.Context, jc *engine.JobCon
 			if err := undeployProject(ctx, c, r.Name, p); err != nil {
 				return err
 			}
+			if err := s.unbindAll(ctx, jc, c, r, p); err != nil {
+				return err
+			}
 		} else if p == nil {
 			return err
 		}
@@ -384,6 +392,11 @@ func (s *Service) UpdateProject(ctx context.Context, actor Actor, p *store.Proje
 	next := *p
 	if err := s.applyProjectInput(ctx, &next, in, false); err != nil {
 		return nil, err
+	}
+	if next.Region() != from {
+		if err := s.boundElsewhere(ctx, p); err != nil {
+			return nil, err
+		}
 	}
 	*p = next
 	if err := s.Store.UpdateProject(ctx, p); err != nil {

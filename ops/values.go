@@ -54,6 +54,9 @@ func ValuesCases() []ValuesCase {
 		{Name: "runtime-class-manager", Chart: ChartRuntimeClassManager, Release: WasmRelease, Namespace: SandboxNamespace, Values: WasmValues()},
 		{Name: "gpu-operator", Chart: ChartGPUOperator, Release: GPUOperatorRelease, Namespace: GPUNamespace, Values: GPUOperatorValues()},
 		{Name: "nvidia-device-plugin", Chart: ChartDevicePlugin, Release: DevicePluginRelease, Namespace: GPUNamespace, Values: DevicePluginValues()},
+		{Name: "cloudnative-pg", Chart: ChartCloudNativePG, Release: CNPGRelease, Namespace: CNPGNamespace, Values: CNPGValues()},
+		{Name: "seaweedfs", Chart: ChartSeaweedFS, Release: SeaweedFSRelease, Namespace: DataNamespace, Values: SeaweedFSValues("", defaultDataSizeGi)},
+		{Name: "seaweedfs-storage-class", Chart: ChartSeaweedFS, Release: SeaweedFSRelease, Namespace: DataNamespace, Values: SeaweedFSValues("standard", 50)},
 	}
 }
 

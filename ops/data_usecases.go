@@ -1,0 +1,174 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"runr.dev/console/engine"
+	"runr.dev/console/store"
+)
+
+// DataServiceInput is the body of POST /api/knative-regions/{id}/data-services/{service}:
+// the volume of the object store or PostgreSQL ("" the cluster's default StorageClass,
+// 0 the default size). KV has no volume of its own.
+type DataServiceInput struct {
+	StorageClass string `json:"storage_class"`
+	SizeGi       int    `json:"size_gi"`
+}
+
+// dataService checks a data service's name (404 for another).
+func dataService(name string) error {
+	if !slices.Contains(store.DataServiceNames, name) {
+		return &Missing{Reason: "No data service " + name + ": kv, object or postgres."}
+	}
+	return nil
+}
+
+// dataBusy refuses a second install or removal while one runs on the region.
+func (s *Service) dataBusy(ctx context.Context, r *store.Region) error {
+	b, err := s.busy(ctx, r.ID, KindDataInstall, KindDataRemove)
+	if err != nil {
+		return err
+	}
+	if b {
+		return &Refused{Reason: "A data service of this region is being installed or removed; wait for that job to finish."}
+	}
+	return nil
+}
+
+// InstallDataService queues the install of a data service in runr-data: KV on the
+// region's Redis, the managed object store, or CloudNativePG with a PostgreSQL cluster.
+func (s *Service) InstallDataService(ctx context.Context, actor Actor, r *store.Region, service string, in DataServiceInput) (*store.Job, error) {
+	if err := dataService(service); err != nil {
+		return nil, err
+	}
+	if d := r.DataServices.V.Service(service); d.State() == store.ComponentReady || d.State() == store.ComponentRemoving {
+		return nil, &Refused{Reason: fmt.Sprintf("%s is %s on region %s.", service, d.State(), r.Name)}
+	}
+	p := DataParams{Service: service}
+	switch service {
+	case store.DataKV:
+		if r.RedisStatus != store.ComponentReady || r.RedisAddress == "" {
+			return nil, &Refused{Reason: "KV runs on the region's Redis, which is not ready (" + string(r.RedisStatus) + "): set up Redis in the Redis tab first."}
+		}
+	default:
+		var err error
+		if p.StorageClass, p.SizeGi, err = s.dataVolume(ctx, r, in); err != nil {
+			return nil, err
+		}
+	}
+	if err := s.dataBusy(ctx, r); err != nil {
+		return nil, err
+	}
+	return s.Enqueue(ctx, engine.Request{Kind: KindDataInstall, Title: "Install " + service + " on " + r.Name,
+		Subject: r.ID, Params: p, CreatedBy: actor.Email})
+}
+
+// dataVolume checks the volume of a data service: a size of 1 to 10240 GiB (10 unless
+// given) and a StorageClass the cluster has.
+func (s *Service) dataVolume(ctx context.Context, r *store.Region, in DataServiceInput) (string, int, error) {
+	sc, size := strings.TrimSpace(in.StorageClass), in.SizeGi
+	if size == 0 {
+		size = defaultDataSizeGi
+	}
+	fields := map[string]string{}
+	if size < 1 || size > 10240 {
+		fields["size_gi"] = "Use 1 to 10240 GiB."
+	}
+	if sc != "" {
+		c, err := s.RegionCluster(r)
+		if err != nil {
+			return "", 0, err
+		}
+		if _, err := c.Clientset.StorageV1().StorageClasses().Get(ctx, sc, metav1.GetOptions{}); err != nil {
+			fields["storage_class"] = "The cluster has no StorageClass " + sc + "."
+		}
+	}
+	return sc, size, invalid(fields)
+}
+
+// RemoveDataService queues the removal of a data service with its data (its volumes);
+// it is refused (naming them) while bindings use it.
+func (s *Service) RemoveDataService(ctx context.Context, actor Actor, r *store.Region, service string) (*store.Job, error) {
+	if err := dataService(service); err != nil {
+		return nil, err
+	}
+	if r.DataServices.V.Service(service).State() == store.ComponentNotInstalled {
+		return nil, &Refused{Reason: service + " is not installed on region " + r.Name + "."}
+	}
+	bs, err := s.Store.RegionBindings(ctx, r.ID, service)
+	if err != nil {
+		return nil, err
+	}
+	if len(bs) > 0 {
+		return nil, &Refused{Reason: fmt.Sprintf("%s is bound by %s: unbind them first (removing %s deletes its data).", service, bindingProjects(bs), service)}
+	}
+	if err := s.dataBusy(ctx, r); err != nil {
+		return nil, err
+	}
+	return s.Enqueue(ctx, engine.Request{Kind: KindDataRemove, Title: "Remove " + service + " from " + r.Name,
+		Subject: r.ID, Params: DataParams{Service: service}, CreatedBy: actor.Email})
+}
+
+// DataServiceView is one data service as the API and the tab show it: its state, where
+// it answers, and its bindings (projects and resources; never their credentials).
+type DataServiceView struct {
+	Name         string                `json:"name"`
+	Status       store.ComponentStatus `json:"status"`
+	Message      string                `json:"message,omitempty"`
+	Mode         string                `json:"mode,omitempty"`
+	StorageClass string                `json:"storage_class,omitempty"`
+	SizeGi       int                   `json:"size_gi,omitempty"`
+	Endpoint     string                `json:"endpoint,omitempty"`
+	Bindings     []BindingView         `json:"bindings"`
+}
+
+// BindingView is a binding without its credentials: the names of its settings only.
+type BindingView struct {
+	Service     string                `json:"service"`
+	ProjectID   string                `json:"project_id"`
+	ProjectSlug string                `json:"project_slug"`
+	Resource    string                `json:"resource"`
+	Status      store.ComponentStatus `json:"status"`
+	Message     string                `json:"message,omitempty"`
+	Env         []string              `json:"env"`
+}
+
+// ViewOfBinding is a binding as answers show it.
+func ViewOfBinding(b *store.Binding) BindingView {
+	return BindingView{Service: b.Service, ProjectID: b.ProjectID, ProjectSlug: b.ProjectSlug, Resource: b.Resource,
+		Status: b.Status, Message: b.Message, Env: b.CredentialNames()}
+}
+
+// RegionDataServices is a region's data services with their bindings.
+func (s *Service) RegionDataServices(ctx context.Context, r *store.Region) ([]DataServiceView, error) {
+	bs, err := s.Store.RegionBindings(ctx, r.ID, "")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]DataServiceView, 0, len(store.DataServiceNames))
+	for _, name := range store.DataServiceNames {
+		d := r.DataServices.V.Service(name)
+		v := DataServiceView{Name: name, Status: d.State(), Message: d.Message, Mode: d.Mode, StorageClass: d.StorageClass, SizeGi: d.SizeGi, Bindings: []BindingView{}}
+		switch {
+		case d.State() == store.ComponentNotInstalled:
+		case name == store.DataKV:
+			v.Endpoint = r.RedisAddress
+		case name == store.DataObject:
+			v.Endpoint = ObjectEndpoint()
+		case name == store.DataPostgres:
+			v.Endpoint = fmt.Sprintf("%s:%d", PostgresHost(), postgresPort)
+		}
+		for i := range bs {
+			if bs[i].Service == name {
+				v.Bindings = append(v.Bindings, ViewOfBinding(&bs[i]))
+			}
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}

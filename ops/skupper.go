@@ -1,0 +1,186 @@
+package ops
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"runr.dev/console/engine"
+	"runr.dev/console/kube"
+	"runr.dev/console/store"
+)
+
+// Skupper v2 (skupperproject/skupper 2.x) carries the private database connections of
+// bindings. The cluster's operators install it; the console only looks for its CRDs and
+// its controller, and creates the Site runr in the project namespace.
+
+// KindSkupperSite is the job that creates the Skupper site.
+const KindSkupperSite = "skupper-site"
+
+// Skupper names: the Site CRD (skupper.io/v2alpha1), the controller's pod label (Skupper's
+// deployment generator and chart: application=skupper-controller) and RunR's site.
+const (
+	SkupperSiteCRD        = "sites.skupper.io"
+	SkupperSiteVersion    = "v2alpha1"
+	SkupperControllerSel  = "application=skupper-controller"
+	SkupperSiteName       = "runr"
+	skupperControllerName = "controller"
+)
+
+var gvkSkupperSite = schema.GroupVersionKind{Group: "skupper.io", Version: SkupperSiteVersion, Kind: "Site"}
+
+// SkupperReport is what a cluster runs of Skupper v2 and the region's site.
+type SkupperReport struct {
+	// Installed is set when the Site CRD serves v2alpha1 and a controller runs.
+	Installed  bool `json:"installed"`
+	CRDs       bool `json:"crds"`
+	Controller bool `json:"controller"`
+	// ControllerNamespace and Version are the controller's (the tag of its image).
+	ControllerNamespace string `json:"controller_namespace,omitempty"`
+	Version             string `json:"version,omitempty"`
+	// Missing says what is missing, for a refusal.
+	Missing []string          `json:"missing,omitempty"`
+	Site    store.SkupperSite `json:"site"`
+}
+
+// SkupperOn reads whether a cluster runs Skupper v2: its Site CRD and an available
+// controller Deployment, with the controller's version.
+func SkupperOn(ctx context.Context, c *kube.Cluster) (SkupperReport, error) {
+	var rep SkupperReport
+	crd, err := c.APIExt.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, SkupperSiteCRD, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return rep, fmt.Errorf("read CRD %s: %w", SkupperSiteCRD, err)
+	default:
+		for _, v := range crd.Spec.Versions {
+			rep.CRDs = rep.CRDs || v.Name == SkupperSiteVersion && v.Served
+		}
+	}
+	ds, err := c.Clientset.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: SkupperControllerSel})
+	if err != nil {
+		return rep, fmt.Errorf("list Skupper controllers: %w", err)
+	}
+	for _, d := range ds.Items {
+		if ok, _ := kube.DeploymentReady(&d); !ok {
+			continue
+		}
+		rep.Controller, rep.ControllerNamespace = true, d.Namespace
+		for _, ctr := range d.Spec.Template.Spec.Containers {
+			if ctr.Name == skupperControllerName || rep.Version == "" {
+				rep.Version = imageTag(ctr.Image)
+			}
+		}
+	}
+	if !rep.CRDs {
+		rep.Missing = append(rep.Missing, "the CRD "+SkupperSiteCRD+" (serving "+SkupperSiteVersion+")")
+	}
+	if !rep.Controller {
+		rep.Missing = append(rep.Missing, "an available Skupper controller (a Deployment labelled "+SkupperControllerSel+")")
+	}
+	rep.Installed = rep.CRDs && rep.Controller
+	return rep, nil
+}
+
+// imageTag is an image reference's tag ("" without one).
+func imageTag(image string) string {
+	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
+		return strings.SplitN(image[i+1:], "@", 2)[0]
+	}
+	return ""
+}
+
+// RegionSkupper reads the region's cluster for Skupper v2, with the region's site.
+func (s *Service) RegionSkupper(ctx context.Context, r *store.Region) (SkupperReport, error) {
+	c, err := s.RegionCluster(r)
+	if err != nil {
+		return SkupperReport{}, err
+	}
+	rep, err := SkupperOn(ctx, c)
+	rep.Site = r.Skupper.V
+	if err != nil {
+		return rep, &Unreachable{Region: r.Name, Err: err}
+	}
+	return rep, nil
+}
+
+// CreateSkupperSite queues the Site runr in the project namespace; it is refused while
+// the cluster does not run Skupper v2 (the console never installs it).
+func (s *Service) CreateSkupperSite(ctx context.Context, actor Actor, r *store.Region) (*store.Job, error) {
+	rep, err := s.RegionSkupper(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	if !rep.Installed {
+		return nil, &Refused{Reason: "The cluster does not run Skupper v2: it lacks " + strings.Join(rep.Missing, " and ") + ". Its operators install Skupper; RunR does not."}
+	}
+	if b, err := s.busy(ctx, r.ID, KindSkupperSite); err != nil || b {
+		if err == nil {
+			err = &Refused{Reason: "The Skupper site of this region is being created; wait for that job to finish."}
+		}
+		return nil, err
+	}
+	return s.Enqueue(ctx, engine.Request{Kind: KindSkupperSite, Title: "Create the Skupper site of " + r.Name,
+		Subject: r.ID, CreatedBy: actor.Email})
+}
+
+func (s *Service) registerSkupperKinds() {
+	s.Engine.Register(&engine.Kind{Name: KindSkupperSite,
+		Plan: func(*engine.JobContext) ([]engine.Step, error) {
+			return []engine.Step{s.regionStep("site", "Create the Site "+SkupperSiteName, s.skupperSite)}, nil
+		},
+		Finished: func(ctx context.Context, jc *engine.JobContext, err error) {
+			if err != nil {
+				s.record(s.Store.SetRegionSkupper(ctx, jc.Job.Region(), store.SkupperSite{Status: store.ComponentError, Message: err.Error()}))
+			}
+		}})
+}
+
+// skupperSite creates the Site runr in the project namespace and waits for Skupper's
+// controller to report it ready.
+func (s *Service) skupperSite(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+	rep, err := SkupperOn(ctx, c)
+	if err != nil {
+		return err
+	}
+	if !rep.Installed {
+		return fmt.Errorf("the cluster does not run Skupper v2: it lacks %s", strings.Join(rep.Missing, " and "))
+	}
+	if err := s.Store.SetRegionSkupper(ctx, r.ID, store.SkupperSite{Status: store.ComponentInstalling}); err != nil {
+		return err
+	}
+	ns := r.Name
+	if _, err := ensureNamespace(ctx, jc, c, ns, map[string]string{"runr.dev/region": r.Name}); err != nil {
+		return err
+	}
+	if _, err := c.ApplyObject(ctx, map[string]any{"apiVersion": gvkSkupperSite.GroupVersion().String(), "kind": "Site",
+		"metadata": map[string]any{"name": SkupperSiteName, "namespace": ns, "labels": toAnyMap(managedLabels(nil))}, "spec": map[string]any{}}); err != nil {
+		return err
+	}
+	if err := jc.Wait(ctx, "Site "+ns+"/"+SkupperSiteName+" to be ready", engine.WaitOpts{Hint: "kubectl get site -n " + ns + " " + SkupperSiteName + " -o yaml; the controller runs in " + rep.ControllerNamespace},
+		skupperSiteReady(c, ns)); err != nil {
+		return err
+	}
+	jc.Note("Skupper site %s is ready in %s (controller %s in %s)", SkupperSiteName, ns, orV(rep.Version, "of unknown version"), rep.ControllerNamespace)
+	return s.Store.SetRegionSkupper(ctx, r.ID, store.SkupperSite{Status: store.ComponentReady})
+}
+
+// skupperSiteReady holds once the Site's status is Ready (Skupper's status.status and
+// its Ready condition).
+func skupperSiteReady(c *kube.Cluster, ns string) kube.Cond {
+	return func(ctx context.Context) (bool, string, error) {
+		o, found, err := c.Get(ctx, gvkSkupperSite, ns, SkupperSiteName)
+		if err != nil || !found {
+			return false, "not created yet", err
+		}
+		st, _, _ := unstructured.NestedString(o.Object, "status", "status")
+		msg, _, _ := unstructured.NestedString(o.Object, "status", "message")
+		ready, cond := kube.ReadyCondition(o)
+		return st == "Ready" && ready, orV(msg, orV(st, cond)), nil
+	}
+}
