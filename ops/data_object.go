@@ -68,6 +68,10 @@ func (s *Service) objectRemoveSteps() []engine.Step {
 			}); err != nil {
 				return err
 			}
+			// The chart keeps its S3 credentials Secret (a pre-install hook with the keep policy).
+			if err := deleteSecret(ctx, c, DataNamespace, SeaweedFSRelease+"-s3-secret"); err != nil {
+				return err
+			}
 			jc.Note("The object store and its volume %s/%s are deleted", DataNamespace, claim)
 			return nil
 		}),

@@ -58,13 +58,7 @@ func (s *Service) postgresInstallSteps(p DataParams) []engine.Step {
 			if _, err := ensureNamespace(ctx, jc, c, DataNamespace, nil); err != nil {
 				return err
 			}
-			storage := map[string]any{"size": fmt.Sprintf("%dGi", p.SizeGi)}
-			if p.StorageClass != "" {
-				storage["storageClass"] = p.StorageClass
-			}
-			if _, err := c.ApplyObject(ctx, map[string]any{"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
-				"metadata": map[string]any{"name": PostgresCluster, "namespace": DataNamespace, "labels": toAnyMap(managedLabels(nil))},
-				"spec":     map[string]any{"instances": 1, "storage": storage}}); err != nil {
+			if _, err := c.ApplyObject(ctx, PostgresClusterObject(p.StorageClass, p.SizeGi)); err != nil {
 				return err
 			}
 			if err := jc.Wait(ctx, "Cluster "+DataNamespace+"/"+PostgresCluster+" to be ready", engine.WaitOpts{Hint: "kubectl describe cluster -n " + DataNamespace + " " + PostgresCluster},
@@ -75,6 +69,36 @@ func (s *Service) postgresInstallSteps(p DataParams) []engine.Step {
 			return nil
 		}),
 	}
+}
+
+// PostgresClusterObject is the region's CloudNativePG Cluster: one instance on a volume
+// of the given class and size.
+func PostgresClusterObject(storageClass string, sizeGi int) map[string]any {
+	storage := map[string]any{"size": fmt.Sprintf("%dGi", sizeGi)}
+	if storageClass != "" {
+		storage["storageClass"] = storageClass
+	}
+	return map[string]any{"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
+		"metadata": map[string]any{"name": PostgresCluster, "namespace": DataNamespace, "labels": toAnyMap(managedLabels(nil))},
+		"spec":     map[string]any{"instances": 1, "storage": storage}}
+}
+
+// PostgresBindingObjects are a postgres binding's password Secret (basic-auth, reloaded by
+// CloudNativePG), its DatabaseRole and its Database, both dropped when deleted.
+func PostgresBindingObjects(b *store.Binding) (secret, role, db map[string]any) {
+	name, obj := bindingSecretName(b), bindingObjectName(b)
+	secret = map[string]any{"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/basic-auth",
+		"metadata":   map[string]any{"name": name, "namespace": DataNamespace, "labels": toAnyMap(managedLabels(map[string]string{"cnpg.io/reload": "true"}))},
+		"stringData": map[string]any{"username": b.Credentials["PGUSER"], "password": b.Credentials["PGPASSWORD"]}}
+	cluster := map[string]any{"name": PostgresCluster}
+	role = map[string]any{"apiVersion": "postgresql.cnpg.io/v1", "kind": "DatabaseRole",
+		"metadata": map[string]any{"name": obj, "namespace": DataNamespace, "labels": toAnyMap(managedLabels(nil))},
+		"spec": map[string]any{"cluster": cluster, "name": b.Resource, "login": true, "databaseRoleReclaimPolicy": "delete",
+			"passwordSecret": map[string]any{"name": name}}}
+	db = map[string]any{"apiVersion": "postgresql.cnpg.io/v1", "kind": "Database",
+		"metadata": map[string]any{"name": obj, "namespace": DataNamespace, "labels": toAnyMap(managedLabels(nil))},
+		"spec":     map[string]any{"cluster": cluster, "name": b.Resource, "owner": b.Resource, "databaseReclaimPolicy": "delete"}}
+	return secret, role, db
 }
 
 // cnpgClusterReady holds once CloudNativePG reports the Cluster ready with every instance.
@@ -148,20 +172,11 @@ func postgresCredentials(p *store.Project) (resource string, creds map[string]st
 // postgresBind declares the binding's role (login, its password from a basic-auth
 // Secret) and its database owned by it, and waits until CloudNativePG applied both.
 func (s *Service) postgresBind(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region, b *store.Binding) error {
-	secret, obj := bindingSecretName(b), bindingObjectName(b)
-	if _, err := c.ApplyObject(ctx, map[string]any{"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/basic-auth",
-		"metadata":   map[string]any{"name": secret, "namespace": DataNamespace, "labels": toAnyMap(managedLabels(map[string]string{"cnpg.io/reload": "true"}))},
-		"stringData": map[string]any{"username": b.Credentials["PGUSER"], "password": b.Credentials["PGPASSWORD"]}}); err != nil {
+	obj := bindingObjectName(b)
+	secret, role, db := PostgresBindingObjects(b)
+	if _, err := c.ApplyObject(ctx, secret); err != nil {
 		return err
 	}
-	cluster := map[string]any{"name": PostgresCluster}
-	role := map[string]any{"apiVersion": "postgresql.cnpg.io/v1", "kind": "DatabaseRole",
-		"metadata": map[string]any{"name": obj, "namespace": DataNamespace, "labels": toAnyMap(managedLabels(nil))},
-		"spec": map[string]any{"cluster": cluster, "name": b.Resource, "login": true, "databaseRoleReclaimPolicy": "delete",
-			"passwordSecret": map[string]any{"name": secret}}}
-	db := map[string]any{"apiVersion": "postgresql.cnpg.io/v1", "kind": "Database",
-		"metadata": map[string]any{"name": obj, "namespace": DataNamespace, "labels": toAnyMap(managedLabels(nil))},
-		"spec":     map[string]any{"cluster": cluster, "name": b.Resource, "owner": b.Resource, "databaseReclaimPolicy": "delete"}}
 	for _, o := range []struct {
 		obj  map[string]any
 		gvk  schema.GroupVersionKind
