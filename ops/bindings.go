@@ -22,7 +22,9 @@ import (
 func BindingsSecretName(slug string) string { return slug + "-bindings" }
 
 // bindingSecretName is a binding's Secret in runr-data, which its Jobs and CloudNativePG read.
-func bindingSecretName(b *store.Binding) string { return "runr-bind-" + b.Service + "-" + b.ProjectSlug }
+func bindingSecretName(b *store.Binding) string {
+	return "runr-bind-" + b.Service + "-" + b.ProjectSlug
+}
 
 // bindingObjectName names a binding's DatabaseRole and Database.
 func bindingObjectName(b *store.Binding) string { return "runr-" + b.ProjectSlug }
