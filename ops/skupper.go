@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -58,8 +59,12 @@ func SkupperOn(ctx context.Context, c *kube.Cluster) (SkupperReport, error) {
 	case err != nil:
 		return rep, fmt.Errorf("read CRD %s: %w", SkupperSiteCRD, err)
 	default:
+		established := false
+		for _, cd := range crd.Status.Conditions {
+			established = established || cd.Type == apiextv1.Established && cd.Status == apiextv1.ConditionTrue
+		}
 		for _, v := range crd.Spec.Versions {
-			rep.CRDs = rep.CRDs || v.Name == SkupperSiteVersion && v.Served
+			rep.CRDs = rep.CRDs || established && v.Name == SkupperSiteVersion && v.Served
 		}
 	}
 	ds, err := c.Clientset.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: SkupperControllerSel})

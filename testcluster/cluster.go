@@ -287,16 +287,18 @@ func (c *Cluster) startKwok(ctx context.Context, bins *Binaries, adminKC string)
 }
 
 // startOperators starts the custom-stage watcher, the simulated Knative and Prometheus
-// operators, the sandbox runtimes' node agents, runtime-class-manager and NVIDIA's agents; Stop
+// operators, the sandbox runtimes' node agents, runtime-class-manager, NVIDIA's agents, CloudNativePG's operator and Skupper's controller; Stop
 // waits for them.
 func (c *Cluster) startOperators() {
-	c.wg.Add(6)
+	c.wg.Add(8)
 	go c.watchCustomStages()
 	go c.runOperator("Knative Operator", c.reconcileKnative(&knativeOperator{applied: map[string]bool{}}))
 	go c.runOperator("Prometheus operator", c.reconcilePrometheus)
 	go c.runOperator("sandbox node agents", c.reconcileNodeAgents(newNodeAgents()))
 	go c.runOperator("runtime-class-manager", c.reconcileRCM(&rcmOperator{handled: map[types.UID]bool{}}))
 	go c.runOperator("NVIDIA GPU agents", c.reconcileGPUs)
+	go c.runOperator("CloudNativePG operator", c.reconcileCNPG)
+	go c.runOperator("Skupper controller", c.reconcileSkupper)
 }
 
 // Kubeconfig returns a kubeconfig of a cluster-admin user (token auth, embedded CA).
