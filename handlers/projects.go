@@ -125,10 +125,32 @@ func (h *Handlers) renderProjects(c *fiber.Ctx, status int, f views.Form) error 
 	if err != nil {
 		return h.Fail(c, err)
 	}
+	ready := map[string][]string{}
+	for i := range rs {
+		for _, name := range store.DataServiceNames {
+			if rs[i].DataServices.V.Service(name).Ready() {
+				ready[rs[i].ID] = append(ready[rs[i].ID], name)
+			}
+		}
+	}
 	rows := make([]views.ProjectRow, len(ps))
 	for i := range ps {
 		pj := h.projectJSON(c, &ps[i])
 		rows[i] = projectRow(&ps[i], pj.RegionName, pj.URL)
+		bs, err := h.projectBindings(c, ps[i].ID)
+		if err != nil {
+			return h.Fail(c, err)
+		}
+		bound := map[string]bool{}
+		for _, b := range bs {
+			rows[i].Bindings = append(rows[i].Bindings, bindingView(b))
+			bound[b.Service] = true
+		}
+		for _, svc := range ready[ps[i].Region()] {
+			if !bound[svc] {
+				rows[i].Bindable = append(rows[i].Bindable, svc)
+			}
+		}
 	}
 	return Render(c, status, views.Projects(h.page(c, "Projects", "projects"), rows, regionOptions(rs), f))
 }

@@ -23,6 +23,7 @@ var tabKinds = map[string][]string{
 	"workers":   {ops.KindApplyWorkers, ops.KindRegionInit},
 	"isolation": ops.SandboxKinds,
 	"gpu":       ops.GPUKinds,
+	"data":      ops.DataKinds,
 }
 
 // IsRegionTab reports whether t names a tab of the region page.
@@ -40,7 +41,8 @@ func validTab(t string) string {
 // tabFor is the tab a user asked for when they may see it, else General.
 func tabFor(c *fiber.Ctx, t string) string {
 	t = validTab(t)
-	if t == "isolation" && !Who(c).Perms[store.PermSandboxManage] || t == "gpu" && !Who(c).Perms[store.PermGPUManage] {
+	if t == "isolation" && !Who(c).Perms[store.PermSandboxManage] || t == "gpu" && !Who(c).Perms[store.PermGPUManage] ||
+		t == "data" && !Who(c).Perms[store.PermDataServicesManage] {
 		return "general"
 	}
 	return t

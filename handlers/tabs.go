@@ -16,6 +16,7 @@ func (h *Handlers) initTabs() {
 		"workers":   h.workersTab,
 		"isolation": h.isolationTab,
 		"gpu":       h.gpuTab,
+		"data":      h.dataTab,
 	}
 }
 

@@ -40,6 +40,8 @@ type Permissions struct {
 	SandboxesManage bool
 	// RegionsGpuManage opens the GPU tab.
 	RegionsGpuManage bool
+	// RegionsDataServicesManage opens the Data services tab.
+	RegionsDataServicesManage bool
 }
 
 // Option is one choice of a select or a radio group.

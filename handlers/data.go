@@ -1,0 +1,293 @@
+package handlers
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/a-h/templ"
+	"github.com/gofiber/fiber/v2"
+
+	"runr.dev/console/ops"
+	"runr.dev/console/store"
+	"runr.dev/console/views"
+)
+
+// dataServiceTitles say what each data service is.
+var dataServiceTitles = map[string]string{
+	store.DataKV:       "KV: each binding gets its own Redis ACL user on the region's Redis, limited to its own key prefix",
+	store.DataObject:   "Object store: SeaweedFS (S3-compatible) in runr-data; each binding gets its own bucket and credentials limited to it",
+	store.DataPostgres: "PostgreSQL: the CloudNativePG operator in cnpg-system and a PostgreSQL cluster in runr-data; each binding gets its own database and role",
+}
+
+// dataRemoveConfirm is the confirmation of a service's removal: it says the data goes.
+func dataRemoveConfirm(service string) string {
+	switch service {
+	case store.DataKV:
+		return "Remove KV? Its Redis ACL users and every key they wrote are deleted; this cannot be undone."
+	case store.DataObject:
+		return "Remove the object store? The SeaweedFS release and its volume are deleted with every bucket and object in it; this cannot be undone."
+	}
+	return "Remove PostgreSQL? The PostgreSQL cluster and its volumes are deleted with every database in them, and CloudNativePG is uninstalled; this cannot be undone."
+}
+
+// dataTab is the Data services tab: each service with its bindings, and Skupper.
+func (h *Handlers) dataTab(c *fiber.Ctx, r *store.Region) (templ.Component, error) {
+	svcs, err := h.Kube.RegionDataServices(ctx(c), r)
+	if err != nil {
+		return nil, err
+	}
+	d := views.DataData{RegionID: r.ID}
+	redisReady := r.RedisStatus == store.ComponentReady && r.RedisAddress != ""
+	if f, ok := c.Locals(tabFormKey).(views.Form); ok {
+		d.Form = f
+	}
+	if moved := ops.DataServicesMoved(r); len(moved) > 0 {
+		d.Moved, d.MovedNote = strings.Join(moved, ", "), ops.DataStayedNote
+	}
+	cctx, cancel := h.clusterCtx(c)
+	defer cancel()
+	names, classErr := h.Kube.RegionStorageClasses(cctx, r)
+	for _, s := range svcs {
+		v := views.DataServiceView{Name: s.Name, Title: dataServiceTitles[s.Name], Status: string(s.Status), Message: s.Message,
+			Endpoint: s.Endpoint, StorageClass: s.StorageClass, SizeGi: s.SizeGi, HasVolume: s.Name != store.DataKV,
+			Installable: s.Status == store.ComponentNotInstalled || s.Status == store.ComponentError,
+			Removable:   s.Status == store.ComponentReady || s.Status == store.ComponentError,
+			Confirm:     dataRemoveConfirm(s.Name), Ready: s.Status == store.ComponentReady,
+			NeedsRedis: s.Name == store.DataKV && !redisReady}
+		if classErr == nil {
+			v.StorageClasses = optionsOf(names, s.StorageClass)
+		}
+		for _, b := range s.Bindings {
+			v.Bindings = append(v.Bindings, bindingView(b))
+		}
+		d.Services = append(d.Services, v)
+	}
+	rep, err := h.Kube.RegionSkupper(cctx, r)
+	if err != nil {
+		d.SkupperError = h.Cause(c, "The cluster did not answer", err)
+	} else {
+		d.Skupper = views.SkupperView{Installed: rep.Installed, Version: rep.Version, ControllerNamespace: rep.ControllerNamespace,
+			Missing: strings.Join(rep.Missing, " and "), SiteStatus: string(rep.Site.State()), SiteMessage: rep.Site.Message, SiteName: ops.SkupperSiteName, Namespace: r.Name,
+			SiteSet: rep.Site.State() != store.ComponentNotInstalled, SiteReady: rep.Site.State() == store.ComponentReady}
+	}
+	if j, err := h.Store.LatestJobOf(ctx(c), r.ID, ops.DataKinds); err == nil {
+		d.Busy = !j.Status.Done()
+	} else if !isNotFoundErr(err) {
+		return nil, err
+	}
+	p := views.Page{}
+	if pr := Who(c); pr != nil {
+		p = principalPage(pr, pr.CSRF)
+	}
+	return views.DataTab(p, d), nil
+}
+
+// bindingView is a binding for the pages: its settings' names, never their values.
+func bindingView(b ops.BindingView) views.BindingView {
+	return views.BindingView{Service: b.Service, ProjectID: b.ProjectID, ProjectSlug: b.ProjectSlug, Resource: b.Resource,
+		Status: string(b.Status), Message: b.Message, Env: strings.Join(b.Env, ", "),
+		Unbindable: b.Status == store.ComponentReady || b.Status == store.ComponentError}
+}
+
+// DataInstallForm installs a data service from the Data services tab.
+func (h *Handlers) DataInstallForm(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	svc := c.Params("service")
+	values := map[string]string{"size_gi": strings.TrimSpace(c.FormValue("size_gi")), "storage_class": c.FormValue("storage_class")}
+	in := ops.DataServiceInput{StorageClass: values["storage_class"]}
+	if values["size_gi"] != "" {
+		if in.SizeGi, err = strconv.Atoi(values["size_gi"]); err != nil {
+			return h.formInvalid(c, r, "data", values, FieldErrors{"size_gi": "Use a whole number of GiB."}, "")
+		}
+	}
+	_, err = h.Kube.InstallDataService(ctx(c), h.actor(c), r, svc, in)
+	return h.formOutcome(c, r, "data", values, err, "")
+}
+
+// DataRemoveForm removes a data service, with its data, from the Data services tab.
+func (h *Handlers) DataRemoveForm(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	_, err = h.Kube.RemoveDataService(ctx(c), h.actor(c), r, c.Params("service"))
+	return h.formOutcome(c, r, "data", nil, err, "")
+}
+
+// SkupperSiteForm creates the Skupper site from the Data services tab.
+func (h *Handlers) SkupperSiteForm(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	_, err = h.Kube.CreateSkupperSite(ctx(c), h.actor(c), r)
+	return h.formOutcome(c, r, "data", nil, err, "")
+}
+
+// APIDataServices is GET /api/knative-regions/{id}/data-services: each service with its
+// bindings (the names of their settings, never the values).
+func (h *Handlers) APIDataServices(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	svcs, err := h.Kube.RegionDataServices(ctx(c), r)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	return c.JSON(fiber.Map{"data": svcs, "moved": ops.DataServicesMoved(r)})
+}
+
+// APIInstallDataService is POST /api/knative-regions/{id}/data-services/{service}
+// {"storage_class", "size_gi"} (the body is optional).
+func (h *Handlers) APIInstallDataService(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	var in ops.DataServiceInput
+	if len(c.Body()) > 0 {
+		if err := bodyMap(c, &in); err != nil {
+			return h.Fail(c, err)
+		}
+	}
+	j, err := h.Kube.InstallDataService(ctx(c), h.actor(c), r, c.Params("service"), in)
+	return h.Accepted(c, j, err)
+}
+
+// APIRemoveDataService is DELETE /api/knative-regions/{id}/data-services/{service}:
+// refused (422, naming them) while bindings use it; it deletes the service's data.
+func (h *Handlers) APIRemoveDataService(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	j, err := h.Kube.RemoveDataService(ctx(c), h.actor(c), r, c.Params("service"))
+	return h.Accepted(c, j, err)
+}
+
+// APISkupper is GET /api/knative-regions/{id}/skupper: whether the cluster runs Skupper
+// v2 (its CRD and controller), its version and the region's site.
+func (h *Handlers) APISkupper(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	cctx, cancel := h.clusterCtx(c)
+	defer cancel()
+	rep, err := h.Kube.RegionSkupper(cctx, r)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	return c.JSON(rep)
+}
+
+// APISkupperSite is POST /api/knative-regions/{id}/skupper/site.
+func (h *Handlers) APISkupperSite(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	j, err := h.Kube.CreateSkupperSite(ctx(c), h.actor(c), r)
+	return h.Accepted(c, j, err)
+}
+
+// projectBindings are a project's bindings as answers show them.
+func (h *Handlers) projectBindings(c *fiber.Ctx, projectID string) ([]ops.BindingView, error) {
+	bs, err := h.Store.ProjectBindings(ctx(c), projectID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ops.BindingView, len(bs))
+	for i := range bs {
+		out[i] = ops.ViewOfBinding(&bs[i])
+	}
+	return out, nil
+}
+
+// APIProjectBindings is GET /api/projects/{id}/bindings.
+func (h *Handlers) APIProjectBindings(c *fiber.Ctx) error {
+	p, err := h.Store.ProjectByID(ctx(c), c.Params("id"))
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	bs, err := h.projectBindings(c, p.ID)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	return c.JSON(fiber.Map{"data": bs})
+}
+
+// APIBind is POST /api/projects/{id}/bindings {"service"}.
+func (h *Handlers) APIBind(c *fiber.Ctx) error {
+	p, err := h.Store.ProjectByID(ctx(c), c.Params("id"))
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	var in ops.BindInput
+	if err := bodyMap(c, &in); err != nil {
+		return h.Fail(c, err)
+	}
+	b, j, err := h.Kube.Bind(ctx(c), h.actor(c), p, in)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"data": ops.ViewOfBinding(b), "job_id": j.ID})
+}
+
+// APIUnbind is DELETE /api/projects/{id}/bindings/{service}: 202 with the job, or 204
+// when the binding's region is gone (it is forgotten at once).
+func (h *Handlers) APIUnbind(c *fiber.Ctx) error {
+	p, err := h.Store.ProjectByID(ctx(c), c.Params("id"))
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	j, err := h.Kube.Unbind(ctx(c), h.actor(c), p, c.Params("service"))
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	if j == nil {
+		return c.SendStatus(fiber.StatusNoContent)
+	}
+	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"job_id": j.ID})
+}
+
+// BindForm binds a project from the projects page.
+func (h *Handlers) BindForm(c *fiber.Ctx) error {
+	p, err := h.Store.ProjectByID(ctx(c), c.Params("id"))
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	_, j, err := h.Kube.Bind(ctx(c), h.actor(c), p, ops.BindInput{Service: c.FormValue("service")})
+	return h.projectFormOutcome(c, p, j, err)
+}
+
+// UnbindForm unbinds a project from the projects page.
+func (h *Handlers) UnbindForm(c *fiber.Ctx) error {
+	p, err := h.Store.ProjectByID(ctx(c), c.Params("id"))
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	j, err := h.Kube.Unbind(ctx(c), h.actor(c), p, c.Params("service"))
+	return h.projectFormOutcome(c, p, j, err)
+}
+
+// projectFormOutcome answers a form of the projects page: the job, the list again with
+// the refusal (422), or Fail.
+func (h *Handlers) projectFormOutcome(c *fiber.Ctx, p *store.Project, j *store.Job, err error) error {
+	if fe, msg, ok := h.refusal(c, err); ok {
+		if msg == "" {
+			msg = fe.Error()
+		}
+		return h.renderProjects(c, fiber.StatusUnprocessableEntity, views.Form{Error: p.Name + ": " + msg})
+	} else if err != nil {
+		return h.Fail(c, err)
+	}
+	if j != nil {
+		return redirect(c, "/jobs/"+j.ID)
+	}
+	return redirect(c, "/projects")
+}
