@@ -1,0 +1,409 @@
+package apitest
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"runr.dev/console/ops"
+	"runr.dev/console/store"
+	"runr.dev/console/testcluster"
+	"runr.dev/console/web/webtest"
+)
+
+var (
+	cnpgClusterGVR  = schema.GroupVersionResource{Group: "postgresql.cnpg.io", Version: "v1", Resource: "clusters"}
+	cnpgDatabaseGVR = schema.GroupVersionResource{Group: "postgresql.cnpg.io", Version: "v1", Resource: "databases"}
+	cnpgRoleGVR     = schema.GroupVersionResource{Group: "postgresql.cnpg.io", Version: "v1", Resource: "databaseroles"}
+	skupperSiteGVR  = schema.GroupVersionResource{Group: "skupper.io", Version: "v2alpha1", Resource: "sites"}
+)
+
+// dataRegion is a region with Knative Serving and RunR's managed Redis ready.
+func dataRegion(t *testing.T, c *testcluster.Cluster, name string) (*webtest.Env, string, *store.Region, *store.User) {
+	t.Helper()
+	e := console(t, nil)
+	u, tok := e.User("owner")
+	ctx := context.Background()
+	if err := e.Store.SetSetting(ctx, "base_domain", "example.test"); err != nil {
+		t.Fatal(err)
+	}
+	r := newRegion(t, e, tok, c, name, map[string]any{"redis_mode": "managed"})
+	mustSucceed(t, action(t, e, tok, r.ID, "install-knative", nil))
+	if rj, err := e.Store.LatestJob(ctx, r.ID, ops.KindRedisInstall); err == nil {
+		mustSucceed(t, e.WaitJob(rj.ID, 2*time.Minute))
+	}
+	r, _ = e.Store.RegionByName(ctx, name)
+	if r.RedisStatus != store.ComponentReady {
+		t.Fatalf("Redis: %s", r.RedisStatus)
+	}
+	return e, tok, r, u
+}
+
+// dynList lists objects of a resource in a namespace (for tests).
+func dynList(t *testing.T, c *testcluster.Cluster, gvr schema.GroupVersionResource, ns string) []unstructured.Unstructured {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(c.REST)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := dyn.Resource(gvr).Namespace(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatalf("list %s: %v", gvr.Resource, err)
+	}
+	return l.Items
+}
+
+// dataServices reads GET /api/knative-regions/{id}/data-services, by name.
+func dataServices(t *testing.T, e *webtest.Env, tok, regionID string) (map[string]ops.DataServiceView, string) {
+	t.Helper()
+	var ans struct {
+		Data  []ops.DataServiceView
+		Moved []string
+	}
+	st, raw := e.Raw("GET", "/api/knative-regions/"+regionID+"/data-services", tok, "")
+	if st != 200 {
+		t.Fatalf("data services: %d %s", st, raw)
+	}
+	e.JSON("GET", "/api/knative-regions/"+regionID+"/data-services", tok, nil, &ans)
+	out := map[string]ops.DataServiceView{}
+	for _, d := range ans.Data {
+		out[d.Name] = d
+	}
+	return out, raw
+}
+
+// installData installs a data service and waits for it.
+func installData(t *testing.T, e *webtest.Env, tok, regionID, service string, body any) {
+	t.Helper()
+	mustSucceed(t, action(t, e, tok, regionID, "data-services/"+service, body))
+}
+
+// bind binds a project to a service and waits for the job.
+func bind(t *testing.T, e *webtest.Env, tok, projectID, service string) string {
+	t.Helper()
+	var ans struct {
+		Data  ops.BindingView
+		JobID string `json:"job_id"`
+		Error string
+	}
+	if st := e.JSON("POST", "/api/projects/"+projectID+"/bindings", tok, map[string]string{"service": service}, &ans); st != 202 {
+		t.Fatalf("bind %s: %d %s", service, st, ans.Error)
+	}
+	mustSucceed(t, e.WaitJob(ans.JobID, 3*time.Minute))
+	return ans.JobID
+}
+
+// unbind removes a project's binding and waits for the job.
+func unbind(t *testing.T, e *webtest.Env, tok, projectID, service string) string {
+	t.Helper()
+	var ans struct {
+		JobID string `json:"job_id"`
+		Error string
+	}
+	if st := e.JSON("DELETE", "/api/projects/"+projectID+"/bindings/"+service, tok, nil, &ans); st != 202 {
+		t.Fatalf("unbind %s: %d %s", service, st, ans.Error)
+	}
+	mustSucceed(t, e.WaitJob(ans.JobID, 3*time.Minute))
+	return ans.JobID
+}
+
+// removeData removes a data service and waits for it.
+func removeData(t *testing.T, e *webtest.Env, tok, regionID, service string) {
+	t.Helper()
+	var ans struct {
+		JobID string `json:"job_id"`
+		Error string
+	}
+	if st := e.JSON("DELETE", "/api/knative-regions/"+regionID+"/data-services/"+service, tok, nil, &ans); st != 202 {
+		t.Fatalf("remove %s: %d %s", service, st, ans.Error)
+	}
+	mustSucceed(t, e.WaitJob(ans.JobID, 3*time.Minute))
+}
+
+// jobText is a job and its events as the API answers them.
+func jobText(t *testing.T, e *webtest.Env, tok, id string) string {
+	_, a := e.Raw("GET", "/api/jobs/"+id, tok, "")
+	_, b := e.Raw("GET", "/api/jobs/"+id+"/events", tok, "")
+	return a + b
+}
+
+func TestDataServicesBindRemoveAndSkupper(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{})
+	e, tok, r, u := dataRegion(t, c, "dat")
+	ctx := context.Background()
+
+	svcs, _ := dataServices(t, e, tok, r.ID)
+	for _, name := range store.DataServiceNames {
+		if svcs[name].Status != store.ComponentNotInstalled {
+			t.Fatalf("%s before any install: %+v", name, svcs[name])
+		}
+	}
+	var refused struct {
+		Error  string
+		Fields map[string]string
+	}
+	if st := e.JSON("POST", "/api/knative-regions/"+r.ID+"/data-services/mysql", tok, nil, &refused); st != 404 {
+		t.Fatalf("an unknown service: %d %+v", st, refused)
+	}
+	if st := e.JSON("POST", "/api/knative-regions/"+r.ID+"/data-services/postgres", tok, map[string]any{"storage_class": "gold", "size_gi": 0}, &refused); st != 422 || refused.Fields["storage_class"] == "" {
+		t.Fatalf("a StorageClass the cluster lacks: %d %+v", st, refused)
+	}
+	p1 := createProject(t, e, tok, r.ID, "shop", true)
+	if st := e.JSON("POST", "/api/projects/"+p1+"/bindings", tok, map[string]string{"service": "postgres"}, &refused); st != 422 {
+		t.Fatalf("binding a service that is not installed: %d %+v", st, refused)
+	}
+
+	// Each service installs in runr-data.
+	installData(t, e, tok, r.ID, "kv", nil)
+	installData(t, e, tok, r.ID, "object", map[string]any{"storage_class": "standard", "size_gi": 5})
+	installData(t, e, tok, r.ID, "postgres", map[string]any{"size_gi": 3})
+	svcs, _ = dataServices(t, e, tok, r.ID)
+	for _, name := range store.DataServiceNames {
+		if svcs[name].Status != store.ComponentReady || svcs[name].Endpoint == "" {
+			t.Fatalf("%s after its install: %+v", name, svcs[name])
+		}
+	}
+	if _, err := c.Client.AppsV1().Deployments(ops.DataNamespace).Get(ctx, "seaweedfs-all-in-one", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the object store: %v", err)
+	}
+	pg, err := c.DynamicGet(ctx, cnpgClusterGVR, ops.DataNamespace, ops.PostgresCluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ph, _, _ := unstructured.NestedString(pg.Object, "status", "phase"); ph != "Cluster in healthy state" {
+		t.Fatalf("the PostgreSQL cluster: %q", ph)
+	}
+	if _, err := c.Client.CoreV1().PersistentVolumeClaims(ops.DataNamespace).Get(ctx, ops.PostgresCluster+"-1", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the PostgreSQL volume: %v", err)
+	}
+
+	// Two projects bind every service; their credentials differ.
+	p2 := createProject(t, e, tok, r.ID, "blog", true)
+	var jobs []string
+	for _, p := range []string{p1, p2} {
+		for _, name := range store.DataServiceNames {
+			jobs = append(jobs, bind(t, e, tok, p, name))
+		}
+	}
+	if st := e.JSON("POST", "/api/projects/"+p1+"/bindings", tok, map[string]string{"service": "kv"}, &refused); st != 422 && st != 409 {
+		t.Fatalf("a second binding to the same service: %d %+v", st, refused)
+	}
+	var secrets []string
+	for _, name := range store.DataServiceNames {
+		b1, err1 := e.Store.ProjectBinding(ctx, p1, name)
+		b2, err2 := e.Store.ProjectBinding(ctx, p2, name)
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		if b1.Status != store.ComponentReady || b2.Status != store.ComponentReady || b1.Resource == b2.Resource {
+			t.Fatalf("%s bindings: %+v %+v", name, b1, b2)
+		}
+		if len(b1.Credentials) == 0 || len(b1.Credentials) != len(b2.Credentials) {
+			t.Fatalf("%s credentials: %v %v", name, b1.CredentialNames(), b2.CredentialNames())
+		}
+		for k, v := range b1.Credentials {
+			if strings.Contains(strings.ToLower(k), "password") || strings.Contains(strings.ToLower(k), "secret") {
+				if v == b2.Credentials[k] || len(v) < 16 {
+					t.Fatalf("%s %s must differ between projects", name, k)
+				}
+				secrets = append(secrets, v, b2.Credentials[k])
+			}
+		}
+	}
+	if len(secrets) < 6 {
+		t.Fatalf("each service's binding has a password: %d found", len(secrets))
+	}
+
+	// The Knative Service references the bindings' Secret; no value is inlined.
+	ks, err := c.DynamicGet(ctx, ksvcGVR, "dat", "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw := toJSON(ks.Object)
+	if !strings.Contains(raw, ops.BindingsSecretName("shop")) || !strings.Contains(raw, "secretKeyRef") {
+		t.Fatalf("the Knative Service must reference %s: %s", ops.BindingsSecretName("shop"), raw)
+	}
+	// CloudNativePG applied each binding's role and database.
+	for _, gvr := range []schema.GroupVersionResource{cnpgRoleGVR, cnpgDatabaseGVR} {
+		items := dynList(t, c, gvr, ops.DataNamespace)
+		if len(items) != 2 {
+			t.Fatalf("%s: %d", gvr.Resource, len(items))
+		}
+		for _, o := range items {
+			if ok, _, _ := unstructured.NestedBool(o.Object, "status", "applied"); !ok {
+				t.Fatalf("%s %s not applied: %s", gvr.Resource, o.GetName(), toJSON(o.Object["status"]))
+			}
+		}
+	}
+
+	// No answer and no job log carries a credential.
+	_, dataRaw := dataServices(t, e, tok, r.ID)
+	texts := []string{dataRaw, raw}
+	for _, p := range []string{p1, p2} {
+		_, a := e.Raw("GET", "/api/projects/"+p, tok, "")
+		_, b := e.Raw("GET", "/api/projects/"+p+"/bindings", tok, "")
+		texts = append(texts, a, b)
+		if !strings.Contains(b, "PGPASSWORD") {
+			t.Fatalf("the bindings name their settings: %s", b)
+		}
+	}
+	_, list := e.Raw("GET", "/api/projects", tok, "")
+	texts = append(texts, list)
+	for _, id := range jobs {
+		texts = append(texts, jobText(t, e, tok, id))
+	}
+	br := e.NewBrowser()
+	br.Login(u.Email, "password-of-owner")
+	_, tab := br.Get("/regions/" + r.ID + "/tabs/data")
+	_, projects := br.Get("/projects")
+	if !strings.Contains(tab, `data-testid="data-binding"`) || !strings.Contains(projects, `data-testid="project-binding"`) {
+		t.Fatalf("the tab and the projects page list the bindings:\n%s\n%s", tab, projects)
+	}
+	texts = append(texts, tab, projects)
+	for _, s := range secrets {
+		for _, txt := range texts {
+			if strings.Contains(txt, s) {
+				t.Fatalf("a credential leaks into an answer: %.300s", txt)
+			}
+		}
+	}
+
+	// Removal is refused while bound, naming the projects; allowed after, with the data.
+	for _, name := range []string{"postgres", "object", "kv"} {
+		if st := e.JSON("DELETE", "/api/knative-regions/"+r.ID+"/data-services/"+name, tok, nil, &refused); st != 422 ||
+			!strings.Contains(refused.Error, "shop") || !strings.Contains(refused.Error, "blog") {
+			t.Fatalf("removal of %s while bound: %d %q", name, st, refused.Error)
+		}
+	}
+	for _, p := range []string{p1, p2} {
+		unbind(t, e, tok, p, "postgres")
+	}
+	if left := dynList(t, c, cnpgDatabaseGVR, ops.DataNamespace); len(left) != 0 {
+		t.Fatalf("unbinding drops the databases: %d left", len(left))
+	}
+	removeData(t, e, tok, r.ID, "postgres")
+	if _, err := c.DynamicGet(ctx, cnpgClusterGVR, ops.DataNamespace, ops.PostgresCluster); err == nil {
+		t.Fatal("the PostgreSQL cluster must be gone")
+	}
+	if _, err := c.Client.CoreV1().PersistentVolumeClaims(ops.DataNamespace).Get(ctx, ops.PostgresCluster+"-1", metav1.GetOptions{}); err == nil {
+		t.Fatal("the PostgreSQL volume must be gone")
+	}
+	for _, p := range []string{p1, p2} {
+		unbind(t, e, tok, p, "object")
+		unbind(t, e, tok, p, "kv")
+	}
+	removeData(t, e, tok, r.ID, "object")
+	if pvcs, _ := c.Client.CoreV1().PersistentVolumeClaims(ops.DataNamespace).List(ctx, metav1.ListOptions{}); len(pvcs.Items) != 0 {
+		t.Fatalf("the object store's volume must be gone: %d claims", len(pvcs.Items))
+	}
+	removeData(t, e, tok, r.ID, "kv")
+	if _, err := c.Client.CoreV1().Namespaces().Get(ctx, ops.DataNamespace, metav1.GetOptions{}); err == nil {
+		t.Fatal("runr-data goes with the last service")
+	}
+	svcs, _ = dataServices(t, e, tok, r.ID)
+	for _, name := range store.DataServiceNames {
+		if svcs[name].Status != store.ComponentNotInstalled {
+			t.Fatalf("%s after its removal: %+v", name, svcs[name])
+		}
+	}
+
+	// Skupper: absent, then installed by the cluster's operators, then the site.
+	var sk ops.SkupperReport
+	if st := e.JSON("GET", "/api/knative-regions/"+r.ID+"/skupper", tok, nil, &sk); st != 200 || sk.Installed || len(sk.Missing) != 2 {
+		t.Fatalf("Skupper absent: %d %+v", st, sk)
+	}
+	if st := e.JSON("POST", "/api/knative-regions/"+r.ID+"/skupper/site", tok, nil, &refused); st != 422 || !strings.Contains(refused.Error, "Skupper v2") {
+		t.Fatalf("a site without Skupper: %d %q", st, refused.Error)
+	}
+	if err := c.InstallSkupper(ctx, "2.2.1"); err != nil {
+		t.Fatal(err)
+	}
+	wkEventually(t, time.Minute, "Skupper to be reported", func() bool {
+		e.JSON("GET", "/api/knative-regions/"+r.ID+"/skupper", tok, nil, &sk)
+		return sk.Installed
+	})
+	if sk.Version != "2.2.1" || sk.ControllerNamespace != testcluster.SkupperNamespace {
+		t.Fatalf("Skupper present: %+v", sk)
+	}
+	mustSucceed(t, action(t, e, tok, r.ID, "skupper/site", nil))
+	site, err := c.DynamicGet(ctx, skupperSiteGVR, "dat", ops.SkupperSiteName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _, _ := unstructured.NestedString(site.Object, "status", "status"); st != "Ready" {
+		t.Fatalf("the site: %s", toJSON(site.Object["status"]))
+	}
+	e.JSON("GET", "/api/knative-regions/"+r.ID+"/skupper", tok, nil, &sk)
+	if sk.Site.Status != store.ComponentReady {
+		t.Fatalf("the site's state: %+v", sk.Site)
+	}
+}
+
+func TestDataServicesMoveRecreatesServicesAndSite(t *testing.T) {
+	a := testcluster.New(t, testcluster.Options{})
+	b := testcluster.New(t, testcluster.Options{})
+	e, tok, r, u := dataRegion(t, a, "mvd")
+	ctx := context.Background()
+	if err := a.InstallSkupper(ctx, "2.2.1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.InstallSkupper(ctx, "2.2.1"); err != nil {
+		t.Fatal(err)
+	}
+	installData(t, e, tok, r.ID, "kv", nil)
+	installData(t, e, tok, r.ID, "postgres", map[string]any{"size_gi": 4})
+	p := createProject(t, e, tok, r.ID, "shop", true)
+	bind(t, e, tok, p, "postgres")
+	bind(t, e, tok, p, "kv")
+	wkEventually(t, time.Minute, "Skupper to be reported", func() bool {
+		var sk ops.SkupperReport
+		e.JSON("GET", "/api/knative-regions/"+r.ID+"/skupper", tok, nil, &sk)
+		return sk.Installed
+	})
+	mustSucceed(t, action(t, e, tok, r.ID, "skupper/site", nil))
+	before, _ := e.Store.ProjectBinding(ctx, p, "postgres")
+
+	mustSucceed(t, migrate(t, e, tok, r.ID, b.Kubeconfig(), nil))
+	svcs, _ := dataServices(t, e, tok, r.ID)
+	if svcs["kv"].Status != store.ComponentReady || svcs["postgres"].Status != store.ComponentReady || svcs["object"].Status != store.ComponentNotInstalled {
+		t.Fatalf("after the move: %+v", svcs)
+	}
+	pg, err := b.DynamicGet(ctx, cnpgClusterGVR, ops.DataNamespace, ops.PostgresCluster)
+	if err != nil {
+		t.Fatalf("the PostgreSQL cluster on the new cluster: %v", err)
+	}
+	if size, _, _ := unstructured.NestedString(pg.Object, "spec", "storage", "size"); size != "4Gi" {
+		t.Fatalf("its volume: %q", size)
+	}
+	if dbs := dynList(t, b, cnpgDatabaseGVR, ops.DataNamespace); len(dbs) != 1 {
+		t.Fatalf("the binding's database on the new cluster: %d", len(dbs))
+	}
+	after, _ := e.Store.ProjectBinding(ctx, p, "postgres")
+	if after.Status != store.ComponentReady || after.Credentials["PGPASSWORD"] != before.Credentials["PGPASSWORD"] {
+		t.Fatalf("the binding after the move: %+v", after)
+	}
+	site, err := b.DynamicGet(ctx, skupperSiteGVR, "mvd", ops.SkupperSiteName)
+	if err != nil {
+		t.Fatalf("the site on the new cluster: %v", err)
+	}
+	if st, _, _ := unstructured.NestedString(site.Object, "status", "status"); st != "Ready" {
+		t.Fatalf("the site: %s", toJSON(site.Object["status"]))
+	}
+	var moved struct{ Moved []string }
+	e.JSON("GET", "/api/knative-regions/"+r.ID+"/data-services", tok, nil, &moved)
+	if strings.Join(moved.Moved, ",") != "kv,postgres" {
+		t.Fatalf("moved: %v", moved.Moved)
+	}
+	br := e.NewBrowser()
+	br.Login(u.Email, "password-of-owner")
+	_, tab := br.Get("/regions/" + r.ID + "/tabs/data")
+	if !strings.Contains(tab, `data-testid="data-moved"`) || !strings.Contains(tab, "pg_dump") {
+		t.Fatalf("the tab says where the data stayed: %s", tab)
+	}
+}
