@@ -369,10 +369,11 @@ func TestDataServicesMoveRecreatesServicesAndSite(t *testing.T) {
 	mustSucceed(t, action(t, e, tok, r.ID, "skupper/site", nil))
 	before, _ := e.Store.ProjectBinding(ctx, p, "postgres")
 
-	mustSucceed(t, migrate(t, e, tok, r.ID, b.Kubeconfig(), nil))
+	mj := migrate(t, e, tok, r.ID, b.Kubeconfig(), nil)
+	mustSucceed(t, mj)
 	svcs, _ := dataServices(t, e, tok, r.ID)
 	if svcs["kv"].Status != store.ComponentReady || svcs["postgres"].Status != store.ComponentReady || svcs["object"].Status != store.ComponentNotInstalled {
-		t.Fatalf("after the move: %+v", svcs)
+		t.Fatalf("after the move: %+v\n%s", svcs, jobText(t, e, tok, mj.ID))
 	}
 	pg, err := b.DynamicGet(ctx, cnpgClusterGVR, ops.DataNamespace, ops.PostgresCluster)
 	if err != nil {

@@ -72,7 +72,14 @@ func (s *Service) observe(ctx context.Context, r *store.Region) *clusterLook {
 	}
 	st.took = time.Since(start)
 	st.version = v.GitVersion
-	for _, ns := range []string{r.OperatorNamespace, r.ServingNamespace, ObservabilityNamespace, RegistryNamespace} {
+	namespaces := []string{r.OperatorNamespace, r.ServingNamespace, ObservabilityNamespace, RegistryNamespace}
+	if r.DataServices.V.Object.Ready() {
+		namespaces = append(namespaces, DataNamespace)
+	}
+	if r.DataServices.V.Postgres.Ready() {
+		namespaces = append(namespaces, CNPGNamespace)
+	}
+	for _, ns := range namespaces {
 		ds, err := c.Clientset.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			st.err = err
@@ -247,6 +254,14 @@ func (s *Service) components(r *store.Region, st *clusterLook) []componentCheck 
 	if r.RedisMode == store.RedisManaged && r.RedisStatus == store.ComponentReady {
 		ok, d := st.deployment(r.Name, RedisName)
 		add("redis", ok, d)
+	}
+	if r.DataServices.V.Object.Ready() {
+		ok, d := st.release(DataNamespace, SeaweedFSRelease)()
+		add("object store", ok, d)
+	}
+	if r.DataServices.V.Postgres.Ready() {
+		ok, d := st.release(CNPGNamespace, CNPGRelease)()
+		add("postgres", ok, d)
 	}
 	for _, c := range []struct {
 		component string
