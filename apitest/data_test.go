@@ -220,6 +220,37 @@ func TestDataServicesBindRemoveAndSkupper(t *testing.T) {
 		t.Fatalf("each service's binding has a password: %d found", len(secrets))
 	}
 
+	// Each KV binding's ACL Job limits its user to its own key prefix, reading the user,
+	// password and prefix from the binding's Secret (nothing inlined in the Job).
+	jl, err := c.Client.BatchV1().Jobs(ops.DataNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	acl := 0
+	for _, j := range jl.Items {
+		ctr := j.Spec.Template.Spec.Containers[0]
+		if !strings.Contains(strings.Join(ctr.Command, " "), "ACL SETUSER") {
+			continue
+		}
+		acl++
+		if script := strings.Join(ctr.Command, " "); !strings.Contains(script, `"~$KV_PREFIX*"`) || !strings.Contains(script, "reset") {
+			t.Fatalf("the ACL user must be limited to its prefix: %s", script)
+		}
+		for _, ev := range ctr.Env {
+			if ev.Value != "" || ev.ValueFrom == nil || ev.ValueFrom.SecretKeyRef == nil {
+				t.Fatalf("the ACL Job's env must come from Secrets: %+v", ev)
+			}
+		}
+	}
+	if acl != 2 {
+		t.Fatalf("one ACL Job per KV binding: %d", acl)
+	}
+	k1, _ := e.Store.ProjectBinding(ctx, p1, "kv")
+	k2, _ := e.Store.ProjectBinding(ctx, p2, "kv")
+	if k1.Credentials["REDIS_KEY_PREFIX"] == k2.Credentials["REDIS_KEY_PREFIX"] || k1.Credentials["REDIS_USERNAME"] == k2.Credentials["REDIS_USERNAME"] {
+		t.Fatalf("KV users and prefixes differ: %v %v", k1.CredentialNames(), k2.CredentialNames())
+	}
+
 	// The Knative Service references the bindings' Secret; no value is inlined.
 	ks, err := c.DynamicGet(ctx, ksvcGVR, "dat", "shop")
 	if err != nil {

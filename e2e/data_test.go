@@ -97,7 +97,7 @@ func TestDataServicesTab(t *testing.T) {
 	// The projects page binds it; the binding shows its settings' names only.
 	b.open("/projects", "[data-testid=bind-form]")
 	b.submit("[data-testid=bind]")
-	b.expectJobSucceeds("Bind shop to kv")
+	b.expectJobSucceeds("Bind shop to kv of e2e-data")
 	b.open("/projects", "[data-testid=project-binding]")
 	if got := b.text("[data-testid=project-binding]"); !strings.Contains(got, "REDIS_PASSWORD") || !strings.Contains(got, "kv") {
 		t.Fatalf("the project's binding: %q", got)
