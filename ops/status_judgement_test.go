@@ -106,3 +106,38 @@ func TestStatusJudgement(t *testing.T) {
 		})
 	}
 }
+
+// TestStatusJudgesDataServices: the object store and CloudNativePG are judged from their
+// releases' workloads once installed; KV (on the region's Redis) adds nothing.
+func TestStatusJudgesDataServices(t *testing.T) {
+	s := &Service{Cfg: &config.Config{}}
+	r := judgedRegion()
+	r.DataServices.V = store.DataServices{KV: store.DataService{Status: store.ComponentReady},
+		Object: store.DataService{Status: store.ComponentReady}, Postgres: store.DataService{Status: store.ComponentReady}}
+	st := healthyLook()
+	st.releases[key(DataNamespace, SeaweedFSRelease)] = []kube.Workload{{Kind: "Deployment", Namespace: DataNamespace, Name: seaweedAllInOne}}
+	st.releases[key(CNPGNamespace, CNPGRelease)] = []kube.Workload{{Kind: "Deployment", Namespace: CNPGNamespace, Name: "cnpg-cloudnative-pg"}}
+	st.deployments[key(DataNamespace, seaweedAllInOne)] = readyDeployment(DataNamespace, seaweedAllInOne)
+	verdicts := func() map[string]componentCheck {
+		out := map[string]componentCheck{}
+		for _, c := range s.components(r, st) {
+			out[c.name] = c
+		}
+		return out
+	}
+	got := verdicts()
+	if !got["object store"].ok || got["postgres"].ok || !strings.Contains(got["postgres"].detail, "cnpg-system/cnpg-cloudnative-pg") {
+		t.Fatalf("object store ready, CloudNativePG's Deployment missing: %+v", got)
+	}
+	if _, ok := got["kv"]; ok {
+		t.Fatal("KV runs on the region's Redis and has no check of its own")
+	}
+	st.deployments[key(CNPGNamespace, "cnpg-cloudnative-pg")] = readyDeployment(CNPGNamespace, "cnpg-cloudnative-pg")
+	if got := verdicts(); !got["postgres"].ok {
+		t.Fatalf("CloudNativePG ready: %+v", got["postgres"])
+	}
+	r.DataServices.V = store.DataServices{}
+	if got := verdicts(); len(got) != 4 {
+		t.Fatalf("without data services nothing more is judged: %+v", got)
+	}
+}
