@@ -438,4 +438,8 @@ func TestDataServicesMoveRecreatesServicesAndSite(t *testing.T) {
 	if !strings.Contains(tab, `data-testid="data-moved"`) || !strings.Contains(tab, "pg_dump") {
 		t.Fatalf("the tab says where the data stayed: %s", tab)
 	}
+	_, mtab := br.Get("/regions/" + r.ID + "/tabs/migration")
+	if !strings.Contains(mtab, `data-testid="migration-data"`) || !strings.Contains(mtab, "kv, postgres") {
+		t.Fatalf("the Migration tab says where the data stayed: %s", mtab)
+	}
 }

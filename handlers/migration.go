@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"strings"
 	"time"
 
 	"github.com/a-h/templ"
@@ -100,6 +101,9 @@ func (h *Handlers) migrationTab(c *fiber.Ctx, r *store.Region) (templ.Component,
 		return nil, err
 	}
 	d := migrationData(ms)
+	if moved := ops.DataServicesMoved(r); len(moved) > 0 {
+		d.DataMoved, d.DataNote = strings.Join(moved, ", "), ops.DataStayedNote
+	}
 	if j, err := h.Store.LatestJobOf(ctx(c), r.ID, []string{ops.KindMigrateRegion, ops.KindRollbackMigration}); err == nil {
 		jd, err := h.JobData(ctx(c), Who(c), j.ID)
 		if err != nil {
