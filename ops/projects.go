@@ -38,7 +38,8 @@ type ProjectParams struct {
 var ErrProjectStopped = errors.New("the project is stopped: resume it to deploy it")
 
 // DeployCheck runs the deploy checks: a stopped project is refused (unless resumed),
-// and so is one that would exceed its region's capacity.
+// and so is one whose data location or image the region does not allow (supplyChainGate)
+// or that would exceed its region's capacity.
 func (s *Service) DeployCheck(ctx context.Context, r *store.Region, p *store.Project, resume bool) error {
 	if p.State == store.ProjectStopped && !resume {
 		return ErrProjectStopped
@@ -48,6 +49,9 @@ func (s *Service) DeployCheck(ctx context.Context, r *store.Region, p *store.Pro
 	}
 	if why := WorkloadClassRefusal(r, ProjectWorkloadKind(p)); why != "" {
 		return &Refused{Reason: why}
+	}
+	if err := s.supplyChainGate(ctx, r, p); err != nil {
+		return err
 	}
 	return s.Admit(ctx, r, AdmitRequest{ProjectID: p.ID, CPUm: int64(p.CPUm), MemoryMi: int64(p.MemoryMi), AlwaysOn: p.AlwaysOn})
 }
@@ -353,6 +357,8 @@ type ProjectInput struct {
 	CPUm          *int               `json:"cpu_m"`
 	MemoryMi      *int               `json:"memory_mi"`
 	AlwaysOn      *bool              `json:"always_on"`
+	// DataLocation is the data location the project requires ("" for none).
+	DataLocation *string `json:"data_location"`
 	// Config is the shape of PUT /api/projects/{id} in upgrading.md: {"config": {"env_vars": …, "secret_env_vars": …}}.
 	Config *struct {
 		EnvVars       *map[string]string `json:"env_vars"`
@@ -370,6 +376,9 @@ func (s *Service) CreateProject(ctx context.Context, actor Actor, in ProjectInpu
 	if err := s.Store.CreateProject(ctx, p); err != nil {
 		return nil, fmt.Errorf("create project %s: %w", p.Name, err)
 	}
+	if err := s.saveProjectResidency(ctx, p); err != nil {
+		return nil, err
+	}
 	s.Log.Info("project created", "project", p.Slug, "user", actor.Email)
 	return p, nil
 }
@@ -385,6 +394,9 @@ func (s *Service) UpdateProject(ctx context.Context, actor Actor, p *store.Proje
 	*p = next
 	if err := s.Store.UpdateProject(ctx, p); err != nil {
 		return nil, fmt.Errorf("update project %s: %w", p.Slug, err)
+	}
+	if err := s.saveProjectResidency(ctx, p); err != nil {
+		return nil, err
 	}
 	if p.Region() != from && p.State == store.ProjectRunning {
 		return s.enqueueProject(ctx, actor, p, KindMoveProject, "Move", ProjectParams{From: from})
@@ -406,6 +418,9 @@ func (s *Service) ProjectAction(ctx context.Context, actor Actor, p *store.Proje
 		}
 		if why := WorkloadClassRefusal(r, ProjectWorkloadKind(p)); why != "" {
 			return nil, &Refused{Reason: why}
+		}
+		if why := residencyRefusal(r, p); why != "" {
+			return nil, &Refused{Field: "data_location", Reason: "Data residency: " + why + "."}
 		}
 	}
 	switch action {
@@ -481,6 +496,7 @@ func (s *Service) applyProjectInput(ctx context.Context, p *store.Project, in Pr
 	if in.AlwaysOn != nil {
 		p.AlwaysOn = *in.AlwaysOn
 	}
+	s.applyProjectResidency(ctx, p, in.DataLocation, errs)
 	return invalid(errs)
 }
 

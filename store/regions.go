@@ -144,6 +144,7 @@ type Region struct {
 	DomainMigrationTarget string                          `db:"domain_migration_target"`
 	Isolation             JSON[Isolation]                 `db:"isolation"`
 	SandboxSettings       JSON[SandboxSettings]           `db:"sandbox_settings"`
+	SupplyChain           JSON[SupplyChain]               `db:"supply_chain"`
 	CreatedAt             time.Time                       `db:"created_at"`
 	UpdatedAt             time.Time                       `db:"updated_at"`
 
