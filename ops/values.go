@@ -52,6 +52,7 @@ func ValuesCases() []ValuesCase {
 		{Name: "kata-deploy", Chart: ChartKataDeploy, Release: KataRelease, Namespace: SandboxNamespace, Values: KataValues([]string{"qemu", "clh"}, "k8s")},
 		{Name: "kata-deploy-k3s-dragonball", Chart: ChartKataDeploy, Release: KataRelease, Namespace: SandboxNamespace, Values: KataValues([]string{"dragonball", "fc"}, "k3s")},
 		{Name: "runtime-class-manager", Chart: ChartRuntimeClassManager, Release: WasmRelease, Namespace: SandboxNamespace, Values: WasmValues()},
+		{Name: "policy-controller", Chart: ChartPolicyController, Release: PolicyControllerRelease, Namespace: CosignNamespace, Values: PolicyControllerValues()},
 	}
 }
 
