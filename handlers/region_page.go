@@ -22,6 +22,8 @@ var tabKinds = map[string][]string{
 	"redis":     {ops.KindRedisInstall, ops.KindRedisRemove, ops.KindRedisTest},
 	"workers":   {ops.KindApplyWorkers, ops.KindRegionInit},
 	"isolation": ops.SandboxKinds,
+	// The Supply chain tab.
+	"supply-chain": ops.AdmissionKinds,
 }
 
 // IsRegionTab reports whether t names a tab of the region page.
@@ -40,6 +42,9 @@ func validTab(t string) string {
 func tabFor(c *fiber.Ctx, t string) string {
 	t = validTab(t)
 	if t == "isolation" && !Who(c).Perms[store.PermSandboxManage] {
+		return "general"
+	}
+	if t == "supply-chain" && !Who(c).Perms[store.PermSupplyChainManage] {
 		return "general"
 	}
 	return t

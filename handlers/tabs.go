@@ -15,6 +15,8 @@ func (h *Handlers) initTabs() {
 		"migration": h.migrationTab,
 		"workers":   h.workersTab,
 		"isolation": h.isolationTab,
+		// The Supply chain tab.
+		"supply-chain": h.supplyChainTab,
 	}
 }
 
