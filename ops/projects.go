@@ -373,11 +373,14 @@ func (s *Service) CreateProject(ctx context.Context, actor Actor, in ProjectInpu
 	if err := s.applyProjectInput(ctx, p, in, true); err != nil {
 		return nil, err
 	}
+	loc := p.DataLocation
 	if err := s.Store.CreateProject(ctx, p); err != nil {
 		return nil, fmt.Errorf("create project %s: %w", p.Name, err)
 	}
-	if err := s.saveProjectResidency(ctx, p); err != nil {
-		return nil, err
+	if p.DataLocation = loc; loc != "" {
+		if err := s.saveProjectResidency(ctx, p); err != nil {
+			return nil, err
+		}
 	}
 	s.Log.Info("project created", "project", p.Slug, "user", actor.Email)
 	return p, nil
