@@ -35,10 +35,20 @@ type supplyChainState struct {
 		Status       string   `json:"status"`
 		SystemImages []string `json:"system_images"`
 	} `json:"admission"`
-	Verdicts []store.Verdict `json:"verdicts"`
-	JobID    string          `json:"job_id"`
+	Verdicts []verdictJSON `json:"verdicts"`
+	JobID    string        `json:"job_id"`
 	Fields   map[string]string
 	Error    string
+}
+
+// verdictJSON is a verdict as the API answers it.
+type verdictJSON struct {
+	Project string               `json:"project"`
+	Image   string               `json:"image"`
+	Digest  string               `json:"digest"`
+	Verdict store.VerdictOutcome `json:"verdict"`
+	Reason  string               `json:"reason"`
+	Detail  store.VerdictDetail  `json:"detail"`
 }
 
 func getSupplyChain(t *testing.T, e *webtest.Env, tok, id string) supplyChainState {
@@ -207,11 +217,11 @@ func TestSupplyChainDeployGate(t *testing.T) {
 	if len(s.Verdicts) != 5 {
 		t.Fatalf("verdicts: %+v", s.Verdicts)
 	}
-	byProject := map[string]store.Verdict{}
+	byProject := map[string]verdictJSON{}
 	for _, v := range s.Verdicts {
 		byProject[v.Project] = v
 	}
-	if v := byProject["shop"]; v.Verdict != store.VerdictAccepted || v.Digest != gd || v.Detail.V.SBOM != "CycloneDX 1.5, 2 components" || v.Detail.V.Findings["medium"] != 1 {
+	if v := byProject["shop"]; v.Verdict != store.VerdictAccepted || v.Digest != gd || v.Detail.SBOM != "CycloneDX 1.5, 2 components" || v.Detail.Findings["medium"] != 1 || v.Detail.SignedBy == "" {
 		t.Fatalf("the accepted verdict: %+v", v)
 	}
 	if v := byProject["critical"]; v.Verdict != store.VerdictRefused || !strings.Contains(v.Reason, "1 finding(s) at or above high") {
@@ -358,7 +368,11 @@ func TestSupplyChainDataResidency(t *testing.T) {
 	if st != 201 {
 		t.Fatalf("created in its location: %d", st)
 	}
-	var p struct{ Data struct{ DataLocation string `json:"data_location"` } }
+	var p struct {
+		Data struct {
+			DataLocation string `json:"data_location"`
+		}
+	}
 	e.JSON("GET", "/api/projects/"+id, tok, nil, &p)
 	if p.Data.DataLocation != "EU" {
 		t.Fatalf("the project's data location: %+v", p)
