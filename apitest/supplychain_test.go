@@ -29,11 +29,11 @@ type supplyChainState struct {
 	FailSeverity string                     `json:"fail_severity"`
 	DataLocation string                     `json:"data_location"`
 	Admission    struct {
-		Enabled      bool     `json:"enabled"`
-		Mode         string   `json:"mode"`
-		Images       []string `json:"images"`
-		Status       string   `json:"status"`
-		SystemImages []string `json:"system_images"`
+		Enabled      bool                  `json:"enabled"`
+		Mode         store.AdmissionMode   `json:"mode"`
+		Images       []string              `json:"images"`
+		Status       store.ComponentStatus `json:"status"`
+		SystemImages []string              `json:"system_images"`
 	} `json:"admission"`
 	Verdicts []verdictJSON `json:"verdicts"`
 	JobID    string        `json:"job_id"`
@@ -88,7 +88,7 @@ func TestSupplyChainSettingsValidation(t *testing.T) {
 	r := newRegion(t, e, tok, c, "sc", map[string]any{"data_location": "eu-central"})
 
 	s := getSupplyChain(t, e, tok, r.ID)
-	if s.DataLocation != "eu-central" || s.FailSeverity != "critical" || s.Admission.Mode != "enforce" || s.Admission.Status != "not_installed" ||
+	if s.DataLocation != "eu-central" || s.FailSeverity != "critical" || s.Admission.Mode != store.AdmissionEnforce || s.Admission.Status != store.ComponentNotInstalled ||
 		s.Admission.Enabled || len(s.PublicKeys) != 0 || !slices.Equal(s.Admission.SystemImages, ops.SystemImages) {
 		t.Fatalf("defaults: %+v", s)
 	}
@@ -114,7 +114,7 @@ func TestSupplyChainSettingsValidation(t *testing.T) {
 		}
 	}
 	// Nothing was stored by the refusals.
-	if got := getSupplyChain(t, e, tok, r.ID); len(got.PublicKeys) != 0 || got.RequireSBOM || got.DataLocation != "eu-central" || got.Admission.Mode != "enforce" {
+	if got := getSupplyChain(t, e, tok, r.ID); len(got.PublicKeys) != 0 || got.RequireSBOM || got.DataLocation != "eu-central" || got.Admission.Mode != store.AdmissionEnforce {
 		t.Fatalf("a refused change stored something: %+v", got)
 	}
 
@@ -247,7 +247,7 @@ func cip(t *testing.T, c *testcluster.Cluster, name string) *unstructured.Unstru
 }
 
 // checkPolicies checks the ClusterImagePolicies in a cluster against a region's settings.
-func checkPolicies(t *testing.T, c *testcluster.Cluster, region, mode, keyPEM string, images []string) {
+func checkPolicies(t *testing.T, c *testcluster.Cluster, region string, mode store.AdmissionMode, keyPEM string, images []string) {
 	t.Helper()
 	sys := cip(t, c, ops.SystemPolicyName)
 	if sys == nil {
@@ -275,7 +275,7 @@ func checkPolicies(t *testing.T, c *testcluster.Cluster, region, mode, keyPEM st
 		globs = append(globs, im.(map[string]any)["glob"].(string))
 	}
 	data, _, _ := unstructured.NestedString(auths[0].(map[string]any), "key", "data")
-	if gotMode != mode || len(auths) != 1 || data != strings.TrimSpace(keyPEM) || !slices.Equal(globs, images) {
+	if store.AdmissionMode(gotMode) != mode || len(auths) != 1 || data != strings.TrimSpace(keyPEM) || !slices.Equal(globs, images) {
 		t.Fatalf("region policy: mode %s, %d authorities, images %v", gotMode, len(auths), globs)
 	}
 	ns, err := c.Client.CoreV1().Namespaces().Get(context.Background(), region, metav1.GetOptions{})
@@ -298,8 +298,8 @@ func TestSupplyChainAdmissionPolicy(t *testing.T) {
 	if s.JobID == "" {
 		t.Fatal("turning the policy on queues its job")
 	}
-	checkPolicies(t, c, "adm", "enforce", key.PublicPEM, images)
-	if got := getSupplyChain(t, e, tok, r.ID); got.Admission.Status != "ready" || !got.Admission.Enabled {
+	checkPolicies(t, c, "adm", store.AdmissionEnforce, key.PublicPEM, images)
+	if got := getSupplyChain(t, e, tok, r.ID); got.Admission.Status != store.ComponentReady || !got.Admission.Enabled {
 		t.Fatalf("after the apply: %+v", got.Admission)
 	}
 	// The same settings again change nothing in the cluster; a new mode does.
@@ -307,7 +307,7 @@ func TestSupplyChainAdmissionPolicy(t *testing.T) {
 		t.Fatal("nothing changed: no job")
 	}
 	putSupplyChain(t, e, tok, r.ID, map[string]any{"admission_mode": "warn"})
-	checkPolicies(t, c, "adm", "warn", key.PublicPEM, images)
+	checkPolicies(t, c, "adm", store.AdmissionWarn, key.PublicPEM, images)
 	var ref supplyChainState
 	if st := e.JSON("PUT", "/api/knative-regions/"+r.ID+"/supply-chain", tok, map[string]any{"admission_images": []string{"ghcr.io/**"}}, &ref); st != 422 || ref.Fields["admission_images"] == "" {
 		t.Fatalf("a glob over RunR's images: %d %+v", st, ref)
@@ -331,7 +331,7 @@ func TestSupplyChainAdmissionPolicy(t *testing.T) {
 		t.Fatalf("the namespace no longer opts in: %v", ns.Labels)
 	}
 	got := getSupplyChain(t, e, tok, r.ID)
-	if got.Admission.Enabled || got.Admission.Status != "not_installed" || got.Admission.Mode != "warn" || len(got.PublicKeys) != 1 ||
+	if got.Admission.Enabled || got.Admission.Status != store.ComponentNotInstalled || got.Admission.Mode != store.AdmissionWarn || len(got.PublicKeys) != 1 ||
 		!slices.Equal(got.Admission.Images, images) {
 		t.Fatalf("the settings stay: %+v", got)
 	}
@@ -407,10 +407,10 @@ func TestSupplyChainMoveReappliesPolicy(t *testing.T) {
 	key := sigtest.NewKey(t)
 	images := []string{"registry.example.com/acme/**"}
 	putSupplyChain(t, e, tok, r.ID, map[string]any{"public_keys": []string{key.PublicPEM}, "admission": true, "admission_images": images})
-	checkPolicies(t, a, "mvp", "enforce", key.PublicPEM, images)
+	checkPolicies(t, a, "mvp", store.AdmissionEnforce, key.PublicPEM, images)
 
 	mustSucceed(t, migrate(t, e, tok, r.ID, b.Kubeconfig(), nil))
-	checkPolicies(t, b, "mvp", "enforce", key.PublicPEM, images)
+	checkPolicies(t, b, "mvp", store.AdmissionEnforce, key.PublicPEM, images)
 	r, _ = e.Store.RegionByID(context.Background(), r.ID)
 	for _, s := range r.MigrationDetail.V.Steps {
 		if s.Name == "admission policy" {
