@@ -221,5 +221,9 @@ func (s *Service) moveAdmission(ctx context.Context, jc *engine.JobContext, r *s
 	if !r.SupplyChain.V.Admission.Enabled {
 		return nil
 	}
-	return runInline(ctx, jc, s.admissionApplySteps())
+	err := runInline(ctx, jc, s.admissionApplySteps())
+	if err != nil {
+		s.record(s.Store.SetAdmissionState(ctx, r.ID, store.AdmissionState{Status: store.ComponentError, Message: err.Error()}))
+	}
+	return err
 }
