@@ -23,6 +23,8 @@ var tabKinds = map[string][]string{
 	"workers":   {ops.KindApplyWorkers, ops.KindRegionInit},
 	"isolation": ops.SandboxKinds,
 	"gpu":       ops.GPUKinds,
+	// The Supply chain tab.
+	"supply-chain": ops.AdmissionKinds,
 }
 
 // IsRegionTab reports whether t names a tab of the region page.
@@ -41,6 +43,9 @@ func validTab(t string) string {
 func tabFor(c *fiber.Ctx, t string) string {
 	t = validTab(t)
 	if t == "isolation" && !Who(c).Perms[store.PermSandboxManage] || t == "gpu" && !Who(c).Perms[store.PermGPUManage] {
+		return "general"
+	}
+	if t == "supply-chain" && !Who(c).Perms[store.PermSupplyChainManage] {
 		return "general"
 	}
 	return t

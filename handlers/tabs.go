@@ -16,6 +16,8 @@ func (h *Handlers) initTabs() {
 		"workers":   h.workersTab,
 		"isolation": h.isolationTab,
 		"gpu":       h.gpuTab,
+		// The Supply chain tab.
+		"supply-chain": h.supplyChainTab,
 	}
 }
 

@@ -8,19 +8,20 @@ import (
 // permissionsOf says which of the permissions the pages ask about a user holds.
 func permissionsOf(perms map[string]bool) views.Permissions {
 	return views.Permissions{
-		RegionsManage:    perms[store.PermRegionsManage],
-		RegistryManage:   perms[store.PermRegistryManage],
-		SandboxManage:    perms[store.PermSandboxManage],
-		SandboxesManage:  perms[store.PermSandboxesManage],
-		RegionsGpuManage: perms[store.PermGPUManage],
-		ProjectsView:     perms[store.PermProjectsView],
-		ProjectsManage:   perms[store.PermProjectsManage],
-		ProjectsDeploy:   perms[store.PermProjectsDeploy],
-		SettingsView:     perms[store.PermSettingsView],
-		SettingsManage:   perms[store.PermSettingsManage],
-		UsersView:        perms[store.PermUsersView],
-		UsersManage:      perms[store.PermUsersManage],
-		TokensManage:     perms[store.PermTokensManage],
+		RegionsManage:            perms[store.PermRegionsManage],
+		RegistryManage:           perms[store.PermRegistryManage],
+		SandboxManage:            perms[store.PermSandboxManage],
+		SandboxesManage:          perms[store.PermSandboxesManage],
+		RegionsGpuManage:         perms[store.PermGPUManage],
+		ProjectsView:             perms[store.PermProjectsView],
+		ProjectsManage:           perms[store.PermProjectsManage],
+		ProjectsDeploy:           perms[store.PermProjectsDeploy],
+		SettingsView:             perms[store.PermSettingsView],
+		SettingsManage:           perms[store.PermSettingsManage],
+		UsersView:                perms[store.PermUsersView],
+		UsersManage:              perms[store.PermUsersManage],
+		TokensManage:             perms[store.PermTokensManage],
+		RegionsSupplyChainManage: perms[store.PermSupplyChainManage],
 	}
 }
 

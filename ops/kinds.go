@@ -16,4 +16,5 @@ func (s *Service) registerKinds() {
 	s.registerContainerdKinds()
 	s.registerSandboxKinds()
 	s.registerGPUKinds()
+	s.registerSupplyChainKinds()
 }

@@ -38,7 +38,8 @@ type ProjectParams struct {
 var ErrProjectStopped = errors.New("the project is stopped: resume it to deploy it")
 
 // DeployCheck runs the deploy checks: a stopped project is refused (unless resumed),
-// and so is one that would exceed its region's capacity.
+// and so is one whose data location or image the region does not allow (supplyChainGate)
+// or that would exceed its region's capacity.
 func (s *Service) DeployCheck(ctx context.Context, r *store.Region, p *store.Project, resume bool) error {
 	if p.State == store.ProjectStopped && !resume {
 		return ErrProjectStopped
@@ -48,6 +49,9 @@ func (s *Service) DeployCheck(ctx context.Context, r *store.Region, p *store.Pro
 	}
 	if why := WorkloadClassRefusal(r, ProjectWorkloadKind(p)); why != "" {
 		return &Refused{Reason: why}
+	}
+	if err := s.supplyChainGate(ctx, r, p); err != nil {
+		return err
 	}
 	if err := s.gpuAdmission(ctx, r, p); err != nil {
 		return err
@@ -356,6 +360,8 @@ type ProjectInput struct {
 	MemoryMi      *int               `json:"memory_mi"`
 	AlwaysOn      *bool              `json:"always_on"`
 	GPU           *store.ProjectGPU  `json:"gpu"`
+	// DataLocation is the data location the project requires ("" for none).
+	DataLocation *string `json:"data_location"`
 	// Config is the shape of PUT /api/projects/{id} in upgrading.md: {"config": {"env_vars": …, "secret_env_vars": …}}.
 	Config *struct {
 		EnvVars       *map[string]string `json:"env_vars"`
@@ -370,8 +376,14 @@ func (s *Service) CreateProject(ctx context.Context, actor Actor, in ProjectInpu
 	if err := s.applyProjectInput(ctx, p, in, true); err != nil {
 		return nil, err
 	}
+	loc := p.DataLocation
 	if err := s.Store.CreateProject(ctx, p); err != nil {
 		return nil, fmt.Errorf("create project %s: %w", p.Name, err)
+	}
+	if p.DataLocation = loc; loc != "" {
+		if err := s.saveProjectResidency(ctx, p); err != nil {
+			return nil, err
+		}
 	}
 	s.Log.Info("project created", "project", p.Slug, "user", actor.Email)
 	return p, nil
@@ -388,6 +400,9 @@ func (s *Service) UpdateProject(ctx context.Context, actor Actor, p *store.Proje
 	*p = next
 	if err := s.Store.UpdateProject(ctx, p); err != nil {
 		return nil, fmt.Errorf("update project %s: %w", p.Slug, err)
+	}
+	if err := s.saveProjectResidency(ctx, p); err != nil {
+		return nil, err
 	}
 	if p.Region() != from && p.State == store.ProjectRunning {
 		return s.enqueueProject(ctx, actor, p, KindMoveProject, "Move", ProjectParams{From: from})
@@ -412,6 +427,9 @@ func (s *Service) ProjectAction(ctx context.Context, actor Actor, p *store.Proje
 		}
 		if why := GPURefusal(r, p); why != "" {
 			return nil, &Refused{Reason: why}
+		}
+		if why := residencyRefusal(r, p); why != "" {
+			return nil, &Refused{Field: "data_location", Reason: "Data residency: " + why + "."}
 		}
 	}
 	switch action {
@@ -488,6 +506,7 @@ func (s *Service) applyProjectInput(ctx context.Context, p *store.Project, in Pr
 		p.AlwaysOn = *in.AlwaysOn
 	}
 	applyProjectGPU(p, in.GPU, errs)
+	s.applyProjectResidency(ctx, p, in.DataLocation, errs)
 	return invalid(errs)
 }
 

@@ -54,6 +54,7 @@ func ValuesCases() []ValuesCase {
 		{Name: "runtime-class-manager", Chart: ChartRuntimeClassManager, Release: WasmRelease, Namespace: SandboxNamespace, Values: WasmValues()},
 		{Name: "gpu-operator", Chart: ChartGPUOperator, Release: GPUOperatorRelease, Namespace: GPUNamespace, Values: GPUOperatorValues()},
 		{Name: "nvidia-device-plugin", Chart: ChartDevicePlugin, Release: DevicePluginRelease, Namespace: GPUNamespace, Values: DevicePluginValues()},
+		{Name: "policy-controller", Chart: ChartPolicyController, Release: PolicyControllerRelease, Namespace: CosignNamespace, Values: PolicyControllerValues()},
 	}
 }
 

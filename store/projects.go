@@ -29,6 +29,9 @@ type Project struct {
 	CreatedAt     time.Time               `db:"created_at" json:"created_at"`
 	UpdatedAt     time.Time               `db:"updated_at" json:"updated_at"`
 
+	// DataLocation is the data location the project requires of its region ("" for none).
+	DataLocation string `db:"data_location" json:"data_location"`
+
 	// Secrets is the decrypted secret env vars (never serialised).
 	Secrets map[string]string `db:"-" json:"-"`
 	// SecretError says that the secret env vars could not be decrypted.

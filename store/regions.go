@@ -145,6 +145,7 @@ type Region struct {
 	Isolation             JSON[Isolation]                 `db:"isolation"`
 	SandboxSettings       JSON[SandboxSettings]           `db:"sandbox_settings"`
 	GPU                   JSON[RegionGPU]                 `db:"gpu"`
+	SupplyChain           JSON[SupplyChain]               `db:"supply_chain"`
 	CreatedAt             time.Time                       `db:"created_at"`
 	UpdatedAt             time.Time                       `db:"updated_at"`
 

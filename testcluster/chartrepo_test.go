@@ -37,7 +37,8 @@ func TestChartRepo(t *testing.T) {
 	}
 	want := map[string][]string{"traefik": {"40.3.0"}, "zot": {"0.1.125"}, "kube-prometheus-stack": {"79.5.0"}, "loki-stack": {"2.10.2"},
 		"tempo": {"3.2.0"}, "opentelemetry-collector": {"0.176.0"}, "knative-operator": operator,
-		"kata-deploy": {"3.32.0"}, "runtime-class-manager": {"0.2.0"}}
+		"kata-deploy": {"3.32.0"}, "runtime-class-manager": {"0.2.0"},
+		"policy-controller": {"0.10.6"}}
 	if fmt.Sprint(versions) != fmt.Sprint(want) {
 		t.Errorf("index.yaml versions\n  got  %v\n  want %v", versions, want)
 	}
