@@ -60,6 +60,7 @@ func (s *Server) publicRoutes() []Route {
 		{Method: get, Path: "/login", Perm: Anonymous, Handler: h.LoginPage},
 		{Method: post, Path: "/login", Perm: Anonymous, Handler: h.Login},
 		{Method: post, Path: "/logout", Perm: Authenticated, Handler: h.Logout},
+		{Method: get, Path: "/api/me", Perm: Authenticated, Handler: h.APIMe},
 		{Method: get, Path: "/", Perm: Authenticated, Handler: func(c *fiber.Ctx) error { return c.Redirect("/regions", fiber.StatusSeeOther) }},
 	}
 }
