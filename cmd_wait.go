@@ -82,7 +82,8 @@ func follow(ctx context.Context, c *apiclient.Client, id string, out io.Writer) 
 	case apiclient.JobSucceeded:
 		fmt.Fprintf(out, "%s: succeeded\n", end.Title)
 	default:
-		fmt.Fprintf(out, "%s: %s: %s\n", end.Title, end.Status, end.Error)
+		// The error itself is the command's error, printed once by the caller.
+		fmt.Fprintf(out, "%s: %s\n", end.Title, end.Status)
 	}
 	return end, nil
 }
@@ -94,6 +95,8 @@ type progress struct {
 	tty    bool
 	steps  []apiclient.Step
 	status string
+	// lastLog is the last log line, which a failed step repeats as its message.
+	lastLog string
 }
 
 // event shows one event of the job's feed.
@@ -109,6 +112,7 @@ func (p *progress) event(e apiclient.Event) {
 		}
 		p.step(s)
 	case apiclient.EventLog:
+		p.lastLog = e.Message
 		if e.Level == "warn" || e.Level == "error" {
 			p.line(fmt.Sprintf("    %s: %s", e.Level, e.Message))
 		} else {
@@ -120,10 +124,6 @@ func (p *progress) event(e apiclient.Event) {
 			if !p.tty {
 				p.line("    " + e.Message)
 			}
-		}
-	case apiclient.EventJob:
-		if e.Message != "" && e.Level == "error" {
-			p.line("    error: " + e.Message)
 		}
 	}
 }
@@ -143,7 +143,7 @@ func (p *progress) step(s apiclient.Step) {
 		if p.tty {
 			msg = mark + " " + label
 		}
-		if s.Message != "" {
+		if s.Message != "" && s.Message != p.lastLog {
 			msg += " — " + s.Message
 		}
 		p.clear()

@@ -19,6 +19,14 @@ import (
 var version = "dev"
 
 func main() {
+	if err := newRoot().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "runr:", err)
+		os.Exit(1)
+	}
+}
+
+// newRoot builds the `runr` command and its subcommands.
+func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "runr",
 		Short:         "runr's regions console and its operator tools",
@@ -30,10 +38,7 @@ func main() {
 	// `runr` alone serves.
 	root.RunE = serve.RunE
 	root.Flags().AddFlagSet(serve.Flags())
-	if err := root.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "runr:", err)
-		os.Exit(1)
-	}
+	return root
 }
 
 func newLogger(level string) *slog.Logger {
