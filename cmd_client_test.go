@@ -12,6 +12,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"runr.dev/console/apiclient"
 	"runr.dev/console/ops"
 	"runr.dev/console/store"
 	"runr.dev/console/web/webtest"
@@ -211,5 +212,35 @@ func TestCLICompletion(t *testing.T) {
 	}
 	if out := mustCLI(t, "__complete", "regions", "list", "-o", ""); !strings.Contains(out, "yaml") {
 		t.Fatalf("output formats: %s", out)
+	}
+}
+
+// TestCLIProgressOnTerminal: on a terminal the running step and its wait are one status
+// line redrawn in place; finished steps and log lines scroll above it.
+func TestCLIProgressOnTerminal(t *testing.T) {
+	var out bytes.Buffer
+	p := &progress{out: &out, tty: true, steps: []apiclient.Step{{Idx: 0, Title: "Install Zot"}, {Idx: 1, Title: "Node mirror"}}}
+	step := func(idx int, status, wait, msg string) apiclient.Event {
+		raw, _ := json.Marshal(apiclient.Step{Idx: idx, Title: p.steps[idx].Title, Status: status, Wait: wait, Message: msg})
+		return apiclient.Event{Kind: apiclient.EventStep, StepIdx: idx, Data: raw}
+	}
+	p.event(step(0, apiclient.StepRunning, "", ""))
+	p.event(apiclient.Event{Kind: apiclient.EventLog, StepIdx: 0, Message: "Installing Helm release runr-registry/runr-zot"})
+	p.event(step(0, apiclient.StepRunning, "waiting for StatefulSet runr-registry/runr-zot (90 s)", ""))
+	p.event(step(0, apiclient.StepDone, "", "Zot serves"))
+	p.event(step(1, apiclient.StepRunning, "", ""))
+	p.event(step(1, apiclient.StepFailed, "", "no nodes"))
+	p.clear()
+	got := out.String()
+	for _, want := range []string{
+		"… [1/2] Install Zot",
+		"\r\033[K    Installing Helm release runr-registry/runr-zot\n… [1/2] Install Zot",
+		"… [1/2] Install Zot — waiting for StatefulSet runr-registry/runr-zot (90 s)",
+		"\r\033[K✓ [1/2] Install Zot — Zot serves\n",
+		"✗ [2/2] Node mirror — no nodes\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("missing %q in %q", want, got)
+		}
 	}
 }

@@ -249,7 +249,11 @@ func monitoringCmd() *cobra.Command {
 			if err := c.Do(cmd.Context(), http.MethodPut, apiclient.RegionPath(r.ID, "monitoring"), body, &ans); err != nil {
 				return err
 			}
-			return changed(cmd, c, r, ans.JobID, wait)
+			var ids []string
+			if ans.JobID != "" {
+				ids = append(ids, ans.JobID)
+			}
+			return changed(cmd, c, r, ids, wait)
 		})
 	for _, f := range flags {
 		set.Flags().String(f, "", "")

@@ -237,17 +237,21 @@ func regionsSetCmd() *cobra.Command {
 					return err
 				}
 			}
-			jobID := ""
-			if len(region) > 0 {
+			// The status and the settings each bring their own job to the cluster: one
+			// request each, so that --wait follows both.
+			var ids []string
+			for _, body := range splitStatus(region) {
 				var ans struct {
 					JobID string `json:"job_id"`
 				}
-				if err := c.Do(cmd.Context(), http.MethodPut, apiclient.RegionPath(r.ID, ""), region, &ans); err != nil {
+				if err := c.Do(cmd.Context(), http.MethodPut, apiclient.RegionPath(r.ID, ""), body, &ans); err != nil {
 					return err
 				}
-				jobID = ans.JobID
+				if ans.JobID != "" {
+					ids = append(ids, ans.JobID)
+				}
 			}
-			return changed(cmd, c, r, jobID, wait)
+			return changed(cmd, c, r, ids, wait)
 		})
 	cmd.Flags().StringArrayVar(&pairs, "set", nil, "KEY=VALUE: status (active, inactive, maintenance), request_timeout, agent_ws_url, "+
 		"ingress_trusted_ips (comma-separated), faas_cpu_overcommit, faas_memory_overcommit")
@@ -255,14 +259,28 @@ func regionsSetCmd() *cobra.Command {
 	return cmd
 }
 
-// changed reports a saved change: the region as it is now, and the job that brings the
+// splitStatus splits the body of PUT /api/knative-regions/{id} into the status and the
+// settings (each may be absent).
+func splitStatus(body map[string]any) []map[string]any {
+	var out []map[string]any
+	if st, ok := body["region_status"]; ok {
+		out = append(out, map[string]any{"region_status": st})
+		delete(body, "region_status")
+	}
+	if len(body) > 0 {
+		out = append(out, body)
+	}
+	return out
+}
+
+// changed reports a saved change: the region as it is now, and the jobs that bring the
 // change to the cluster (followed with --wait).
-func changed(cmd *cobra.Command, c *apiclient.Client, r *apiclient.Region, jobID string, wait bool) error {
-	if jobID != "" {
+func changed(cmd *cobra.Command, c *apiclient.Client, r *apiclient.Region, jobIDs []string, wait bool) error {
+	if len(jobIDs) > 0 {
 		if format, _ := outputFormat(cmd); format == outTable {
 			fmt.Fprintf(cmd.OutOrStdout(), "Region %s changed\n", r.Name)
 		}
-		return queued(cmd, c, "Region "+r.Name, jobID, wait)
+		return queuedJobs(cmd, c, "Region "+r.Name, jobIDs, wait)
 	}
 	now, err := regionByID(cmd.Context(), c, r.ID)
 	if err != nil {

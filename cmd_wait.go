@@ -71,6 +71,10 @@ func follow(ctx context.Context, c *apiclient.Client, id string, out io.Writer) 
 	if err != nil {
 		return nil, err
 	}
+	// The feed is read from its first event: every step starts pending.
+	for i := range j.Steps {
+		j.Steps[i].Status = apiclient.StepPending
+	}
 	p := &progress{out: out, tty: isTerminal(out), steps: j.Steps}
 	fmt.Fprintf(out, "%s (job %s)\n", j.Title, j.ID)
 	end, err := c.Follow(ctx, id, p.event)
@@ -107,8 +111,15 @@ func (p *progress) event(e apiclient.Event) {
 		if !ok {
 			return
 		}
-		if s.Idx >= 0 && s.Idx < len(p.steps) {
-			p.steps[s.Idx] = s
+		if s.Idx < 0 || s.Idx >= len(p.steps) {
+			return
+		}
+		prev := p.steps[s.Idx].Status
+		p.steps[s.Idx] = s
+		if s.Status == apiclient.StepRunning && prev == apiclient.StepRunning {
+			// A wait of the running step: the status line says what it waits for.
+			p.setStatus(s.Idx, s.Wait)
+			return
 		}
 		p.step(s)
 	case apiclient.EventLog:
