@@ -34,7 +34,7 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	serve := serveCmd()
-	root.AddCommand(serve, migrateCmd(), userCmd(), tokenCmd(), secretsCmd(), responderCmd(), agentCmd(), domainAliasCmd(), regionsCmd(), jobsCmd(), loginCmd(), logoutCmd(), registryCmd(), sandboxCmd(), prepullCmd(), statusCmd(), versionCmd())
+	root.AddCommand(serve, migrateCmd(), userCmd(), tokenCmd(), secretsCmd(), responderCmd(), agentCmd(), domainAliasCmd(), regionsCmd(), jobsCmd(), loginCmd(), logoutCmd(), reconcileCmd(), registryCmd(), sandboxCmd(), prepullCmd(), statusCmd(), versionCmd())
 	// `runr` alone serves.
 	root.RunE = serve.RunE
 	root.Flags().AddFlagSet(serve.Flags())

@@ -15,4 +15,5 @@ func (s *Service) registerKinds() {
 	s.registerBaseDomainKinds()
 	s.registerContainerdKinds()
 	s.registerSandboxKinds()
+	s.registerReconcileKinds()
 }
