@@ -167,6 +167,28 @@ func (e *Engine) Run(ctx context.Context, n int) {
 	}
 }
 
+// RunNow runs one job in this process, now, unless a console took it already (false):
+// a command that queues a job and carries it out itself (runr reconcile) uses it.
+func (e *Engine) RunNow(ctx context.Context, id string) (bool, error) {
+	j, err := e.Store.ClaimJobByID(ctx, id, e.owner, e.Lease)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	e.runJob(ctx, j)
+	if ctx.Err() != nil {
+		// Interrupted: give the job back so that a console resumes it at once.
+		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := e.Store.ReleaseJobs(rctx, e.owner); err != nil {
+			e.Log.Warn("jobs: release after an interruption", "err", err)
+		}
+	}
+	return true, nil
+}
+
 func (e *Engine) worker(ctx context.Context) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()

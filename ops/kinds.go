@@ -17,4 +17,5 @@ func (s *Service) registerKinds() {
 	s.registerSandboxKinds()
 	s.registerGPUKinds()
 	s.registerSupplyChainKinds()
+	s.registerReconcileKinds()
 }

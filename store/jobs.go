@@ -105,6 +105,19 @@ func (s *Store) CreateJob(ctx context.Context, j *Job, steps []JobStep, secret s
 	return wrap("create job", tx.Commit())
 }
 
+// ClaimJobByID takes one job for owner when it is queued, or running with an expired
+// lease; ErrNotFound when another console holds it or it ended.
+func (s *Store) ClaimJobByID(ctx context.Context, id, owner string, lease time.Duration) (*Job, error) {
+	j := &Job{}
+	err := s.DB.GetContext(ctx, j, `UPDATE jobs SET status = 'running', lease_owner = $2,
+			lease_until = now() + $3::interval, attempts = attempts + 1, started_at = coalesce(started_at, now())
+		WHERE id = (
+			SELECT id FROM jobs WHERE id = $1 AND (status = 'queued' OR (status = 'running' AND lease_until < now()))
+			FOR UPDATE SKIP LOCKED)
+		RETURNING *`, id, owner, lease.String())
+	return j, wrap("claim job "+id, err)
+}
+
 // JobSecret returns the decrypted secret parameters of a job.
 func (s *Store) JobSecret(j *Job) (string, error) { return s.Cipher.Decrypt(j.SecretParams) }
 
@@ -240,6 +253,14 @@ func (s *Store) ActiveJob(ctx context.Context, regionID, kind string) (*Job, err
 	err := s.DB.GetContext(ctx, j, `SELECT * FROM jobs WHERE region_id = $1 AND ($2 = '' OR kind = $2)
 		AND status IN ('queued', 'running') ORDER BY created_at DESC LIMIT 1`, regionID, kind)
 	return j, wrap("active job", err)
+}
+
+// ActiveJobOfKind returns the newest unfinished job of a kind, whatever its region (a
+// job that acts on every region, such as a reconcile).
+func (s *Store) ActiveJobOfKind(ctx context.Context, kind string) (*Job, error) {
+	j := &Job{}
+	err := s.DB.GetContext(ctx, j, `SELECT * FROM jobs WHERE kind = $1 AND status IN ('queued', 'running') ORDER BY created_at DESC LIMIT 1`, kind)
+	return j, wrap("active job of kind "+kind, err)
 }
 
 // LatestJob returns the region's newest job of a kind.
