@@ -20,6 +20,8 @@ func permissionsOf(perms map[string]bool) views.Permissions {
 		UsersView:       perms[store.PermUsersView],
 		UsersManage:     perms[store.PermUsersManage],
 		TokensManage:    perms[store.PermTokensManage],
+		TenantsView:     perms[store.PermTenantsView],
+		TenantsManage:   perms[store.PermTenantsManage],
 	}
 }
 

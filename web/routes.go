@@ -39,7 +39,7 @@ const (
 func (s *Server) Routes() []Route {
 	var routes []Route
 	for _, group := range [][]Route{s.publicRoutes(), s.userRoutes(), s.tokenRoutes(), s.regionPageRoutes(), s.projectRoutes(),
-		s.platformRoutes(), s.jobRoutes(), s.regionAPIRoutes(), s.workerRoutes(), s.sandboxRoutes()} {
+		s.platformRoutes(), s.jobRoutes(), s.regionAPIRoutes(), s.workerRoutes(), s.sandboxRoutes(), s.tenantRoutes()} {
 		routes = append(routes, group...)
 	}
 	return routes
