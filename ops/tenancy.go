@@ -269,7 +269,9 @@ func FitQuota(limit, ceiling Quota, others []store.Assignment, current *Quota, i
 }
 
 // num prints a quota shortly: 2, 1.5, 0.25.
-func num(v float64) string { return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", v), "0"), ".") }
+func num(v float64) string {
+	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", v), "0"), ".")
+}
 
 // validQuota checks the numbers sent: finite and not negative.
 func validQuota(in QuotaInput, fields map[string]string) {
