@@ -45,6 +45,9 @@ func (s *Server) tenantRoutes() []Route {
 // regionPaths are the path prefixes whose :id is a region.
 var regionPaths = []string{"/regions/:id", "/api/knative-regions/:id", "/api/sandbox-regions/:id"}
 
+// summaryPaths show a region's summary (its page, and GET of the region).
+var summaryPaths = map[string]bool{"/regions/:id": true, "/api/knative-regions/:id": true}
+
 // RegionAccessOf says what a route does with the region of its path (ok false: it names
 // no region). Every route that changes a region (any method but GET) or hands out its
 // kubeconfig, and the removal page, changes it; the region's own page and GET of the
@@ -58,7 +61,7 @@ func RegionAccessOf(r Route) (ops.RegionAccess, bool) {
 		switch {
 		case r.Method != fiber.MethodGet, strings.HasSuffix(r.Path, "/kubeconfig"), strings.HasSuffix(r.Path, "/remove"):
 			return ops.RegionChange, true
-		case r.Path == p:
+		case summaryPaths[r.Path]:
 			return ops.RegionSummary, true
 		}
 		return ops.RegionDetails, true
