@@ -42,23 +42,22 @@ func tenancyDigest(t testing.TB, st *store.Store) string {
 // the platform with an owner, a region assigned to A (shared-eu) and one assigned to
 // nobody (platform-us).
 type tenantWorld struct {
-	e                          *webtest.Env
-	a, b                       *store.Tenant
-	ownerA, ownerB, platform   *store.User
-	tokA, tokB, tokPlatform    string
-	assigned, unassigned       *store.Region
-	regionA, regionB           *store.Region
-	projectA, projectB         *store.Project
-	jobA, jobB                 *store.Job
-	setupB                     *store.RegistrySetup
-	tokenOfB                   *store.APIToken
-	memberA                    *store.User
-	tokMemberA, tokViewerA     string
-	projectOnAssigned          *store.Project
-	inA, inB, platformCtx      context.Context
-	regionsByName              map[string]string
-	namesOfB                   []string
-	globexSecret, platformOnly string
+	e                        *webtest.Env
+	a, b                     *store.Tenant
+	ownerA, ownerB, platform *store.User
+	memberA                  *store.User
+	tokA, tokB, tokPlatform  string
+	assigned, unassigned     *store.Region
+	regionA, regionB         *store.Region
+	projectA, projectB       *store.Project
+	projectOnAssigned        *store.Project
+	jobA, jobB               *store.Job
+	setupB                   *store.RegistrySetup
+	tokenOfB                 *store.APIToken
+	inA, inB, platformCtx    context.Context
+	// namesOfB are what A must never read: B's region, project and user, and the
+	// platform region not assigned to A.
+	namesOfB []string
 }
 
 func newTenantWorld(t *testing.T) *tenantWorld {
@@ -86,8 +85,8 @@ func newTenantWorld(t *testing.T) *tenantWorld {
 		return u, tok
 	}
 	w.ownerA, w.tokA = user(w.inA, "owner@acme.test", "owner")
-	w.memberA, w.tokMemberA = user(w.inA, "member@acme.test", "member")
-	_, w.tokViewerA = user(w.inA, "viewer@acme.test", "viewer")
+	w.memberA, _ = user(w.inA, "member@acme.test", "member")
+	user(w.inA, "viewer@acme.test", "viewer")
 	w.ownerB, w.tokB = user(w.inB, "owner@globex.test", "owner")
 	w.platform, w.tokPlatform = user(ctx, "root@platform.test", "owner")
 	w.tokenOfB, _, err = e.Store.CreateAPIToken(w.inB, w.ownerB.ID, "b-ci", []string{"*"})
