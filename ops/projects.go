@@ -406,6 +406,10 @@ func (s *Service) ProjectAction(ctx context.Context, actor Actor, p *store.Proje
 	switch action {
 	case "deploy", "resume":
 		r, err := s.Store.RegionByID(ctx, p.Region())
+		if errors.Is(err, store.ErrNotFound) {
+			// A platform region no longer assigned to the project's tenant.
+			return nil, &Refused{Field: "region_id", Reason: "The project's region is no longer available to it: choose another region."}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("region of project %s: %w", p.Slug, err)
 		}
