@@ -71,6 +71,10 @@ func (h *Handlers) fillTenants(c *fiber.Ctx, d *views.TenantsData) error {
 		}
 	}
 	limits := h.quotaLimits(c, regionIDs)
+	rs, err := h.Store.ListRegions(ctx(c), store.RegionFilter{}, false)
+	if err != nil {
+		return err
+	}
 	for _, t := range ts {
 		us, err := h.Store.ListUsers(store.WithTenant(ctx(c), t.ID))
 		if err != nil {
@@ -80,23 +84,21 @@ func (h *Handlers) fillTenants(c *fiber.Ctx, d *views.TenantsData) error {
 		for _, u := range us {
 			tv.Users = append(tv.Users, views.TenantUserView{Email: u.Email, Role: u.Role})
 		}
+		assigned := map[string]bool{}
 		for _, a := range byTenant[t.ID] {
+			assigned[a.RegionID] = true
 			limit, known := limits[a.RegionID]
 			tv.Assignments = append(tv.Assignments, views.AssignmentView{RegionID: a.RegionID, RegionName: a.RegionName,
 				Mode: string(a.RegionMode), Enforced: a.RegionMode != store.RegionShared,
 				CPU:    capacityBar("cpu", "CPU", a.CPU, limit.CPU, known, "CPU"),
 				Memory: capacityBar("memory", "Memory", a.MemoryGiB, limit.MemoryGiB, known, "GiB")})
 		}
-		d.Tenants = append(d.Tenants, tv)
-	}
-	rs, err := h.Store.ListRegions(ctx(c), store.RegionFilter{}, false)
-	if err != nil {
-		return err
-	}
-	for _, r := range rs {
-		if r.Tenant() == "" {
-			d.Regions = append(d.Regions, views.Option{Value: r.ID, Label: r.Name + " (" + string(r.Mode) + ")"})
+		for _, r := range rs {
+			if r.Tenant() == "" && !assigned[r.ID] {
+				tv.Assignable = append(tv.Assignable, views.Option{Value: r.ID, Label: r.Name + " (" + string(r.Mode) + ")"})
+			}
 		}
+		d.Tenants = append(d.Tenants, tv)
 	}
 	return nil
 }
