@@ -529,6 +529,51 @@ func TestRegionModeOnlyFromPlatformAdministrators(t *testing.T) {
 	if !strings.Contains(body, `data-testid="region-mode"`) || strings.Contains(body, `data-testid="mode-form"`) {
 		t.Fatal("a tenant's owner must see the mode, without the form")
 	}
+	// The wizard's first step offers the mode to platform administrators only.
+	if _, body = pb.Get("/regions/new"); !strings.Contains(body, `data-testid="wizard-region-mode"`) {
+		t.Fatal("the wizard does not offer the mode to a platform owner")
+	}
+	if _, body = ab.Get("/regions/new"); strings.Contains(body, `data-testid="wizard-region-mode"`) {
+		t.Fatal("the wizard offers the mode to a tenant's owner")
+	}
+}
+
+// TestExistingMonitoringOnlyPlatformAndTenantOwners: a Prometheus or Loki of a region's
+// own is set by platform users and by tenant owners for their own regions; a tenant's
+// admin is refused (403) and nothing changes.
+func TestExistingMonitoringOnlyPlatformAndTenantOwners(t *testing.T) {
+	w := newTenantWorld(t)
+	e := w.e
+	adminA := store.WithTenant(context.Background(), w.a.ID)
+	u, err := e.Store.CreateUser(adminA, "admin@acme.test", "", "admin", "password-of-admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, tokAdminA, err := e.Store.CreateAPIToken(adminA, u.ID, "t", []string{"*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := map[string]any{"prometheus_url": "http://prometheus.monitoring.svc:9090"}
+	before := tenancyDigest(t, e.Store)
+	if got := e.JSON("PUT", "/api/knative-regions/"+w.regionA.ID+"/monitoring", tokAdminA, body, nil); got != 403 {
+		t.Fatalf("a tenant's admin sets existing monitoring: %d", got)
+	}
+	if tenancyDigest(t, e.Store) != before {
+		t.Fatal("the refusal changed something")
+	}
+	// Going back to RunR's own is not setting an existing one.
+	if got := e.JSON("PUT", "/api/knative-regions/"+w.regionA.ID+"/monitoring", tokAdminA, map[string]any{"prometheus_url": nil}, nil); got != 200 {
+		t.Fatalf("a tenant's admin clears monitoring: %d", got)
+	}
+	if got := e.JSON("PUT", "/api/knative-regions/"+w.regionA.ID+"/monitoring", w.tokA, body, nil); got != 200 {
+		t.Fatalf("a tenant's owner on its own region: %d", got)
+	}
+	if r, _ := e.Store.RegionByID(context.Background(), w.regionA.ID); r.Monitoring.V.PrometheusURL == "" {
+		t.Fatal("the owner's monitoring was not saved")
+	}
+	if got := e.JSON("PUT", "/api/knative-regions/"+w.unassigned.ID+"/monitoring", w.tokPlatform, body, nil); got != 200 {
+		t.Fatalf("the platform on its region: %d", got)
+	}
 }
 
 // TestTenantAPI: the tenants, their users and the assignments through the API, with
