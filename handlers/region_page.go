@@ -58,7 +58,8 @@ func (h *Handlers) regionPageData(c *fiber.Ctx, r *store.Region, tab string, f v
 		return views.RegionPageData{}, err
 	}
 	domain := ops.FunctionDomain(r, base)
-	d := views.RegionPageData{Region: regionView(r), Domain: domain, DNSInstruction: DNSInstruction(domain, r.ExternalIP), Tab: tab, Form: f}
+	d := views.RegionPageData{Region: regionView(r), Domain: domain, DNSInstruction: DNSInstruction(domain, r.ExternalIP), Tab: tab, Form: f,
+		Tenancy: h.regionTenancy(c, r)}
 	if kinds, ok := tabKinds[tab]; ok {
 		if j, err := h.Store.LatestJobOf(ctx(c), r.ID, kinds); err == nil {
 			jd, err := h.JobData(ctx(c), Who(c), j.ID)
@@ -109,6 +110,13 @@ func (h *Handlers) RegionPage(c *fiber.Ctx) error {
 	r, err := h.Store.RegionByID(ctx(c), c.Params("id"))
 	if err != nil {
 		return h.Fail(c, err)
+	}
+	if h.Cfg.Tenancy && ops.SummaryOnly(h.actor(c), r) {
+		row, err := h.assignedRow(c, r)
+		if err != nil {
+			return h.Fail(c, err)
+		}
+		return Render(c, fiber.StatusOK, views.AssignedRegionPage(h.page(c, r.Name, "regions"), row))
 	}
 	tab := c.Query("tab")
 	if tab == "" && r.Health.V.API.State == store.HealthDown {

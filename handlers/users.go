@@ -112,7 +112,7 @@ func (h *Handlers) APIUpdateUser(c *fiber.Ctx) error {
 	if err := accounts.SetRole(ctx(c), h.Store, Who(c).User, c.Params("id"), in.Role); err != nil {
 		return h.Fail(c, err)
 	}
-	u, err := h.Store.UserByID(ctx(c), c.Params("id"))
+	u, err := h.Store.CircleUserByID(ctx(c), c.Params("id"))
 	if err != nil {
 		return h.Fail(c, err)
 	}

@@ -22,6 +22,8 @@ func permissionsOf(perms map[string]bool) views.Permissions {
 		UsersManage:              perms[store.PermUsersManage],
 		TokensManage:             perms[store.PermTokensManage],
 		RegionsSupplyChainManage: perms[store.PermSupplyChainManage],
+		TenantsView:              perms[store.PermTenantsView],
+		TenantsManage:            perms[store.PermTenantsManage],
 	}
 }
 

@@ -64,7 +64,7 @@ func (s SupplyChain) GateOn() bool { return len(s.PublicKeys) > 0 }
 // SetSupplyChain records a region's supply chain settings and its data location in one
 // change; the admission policy's state stays as it is.
 func (s *Store) SetSupplyChain(ctx context.Context, id string, v SupplyChain, dataLocation string) error {
-	_, err := s.DB.ExecContext(ctx, `UPDATE regions SET supply_chain = jsonb_set($2::jsonb, '{state}', COALESCE(supply_chain->'state', '{}'::jsonb)),
+	_, err := s.db(ctx).ExecContext(ctx, `UPDATE regions SET supply_chain = jsonb_set($2::jsonb, '{state}', COALESCE(supply_chain->'state', '{}'::jsonb)),
 		data_location = $3, updated_at = now() WHERE id = $1`, id, JSON[SupplyChain]{V: v}, dataLocation)
 	if err != nil {
 		return wrap("set supply chain", err)
@@ -75,7 +75,7 @@ func (s *Store) SetSupplyChain(ctx context.Context, id string, v SupplyChain, da
 // SetAdmissionWanted records whether the region wants its admission policy (the other
 // settings stay).
 func (s *Store) SetAdmissionWanted(ctx context.Context, id string, enabled bool) error {
-	_, err := s.DB.ExecContext(ctx, `UPDATE regions SET supply_chain = jsonb_set(supply_chain, '{admission,enabled}', to_jsonb($2::boolean)),
+	_, err := s.db(ctx).ExecContext(ctx, `UPDATE regions SET supply_chain = jsonb_set(supply_chain, '{admission,enabled}', to_jsonb($2::boolean)),
 		updated_at = now() WHERE id = $1`, id, enabled)
 	if err != nil {
 		return wrap("set admission wanted", err)
@@ -86,7 +86,7 @@ func (s *Store) SetAdmissionWanted(ctx context.Context, id string, enabled bool)
 // SetAdmissionState records the admission policy's state in the cluster.
 func (s *Store) SetAdmissionState(ctx context.Context, id string, st AdmissionState) error {
 	st.UpdatedAt = time.Now().UTC()
-	_, err := s.DB.ExecContext(ctx, `UPDATE regions SET supply_chain = jsonb_set(supply_chain, '{state}', $2::jsonb), updated_at = now() WHERE id = $1`,
+	_, err := s.db(ctx).ExecContext(ctx, `UPDATE regions SET supply_chain = jsonb_set(supply_chain, '{state}', $2::jsonb), updated_at = now() WHERE id = $1`,
 		id, JSON[AdmissionState]{V: st})
 	if err != nil {
 		return wrap("set admission state", err)
@@ -127,7 +127,7 @@ type Verdict struct {
 
 // RecordVerdict stores a verdict of the deploy gate.
 func (s *Store) RecordVerdict(ctx context.Context, v *Verdict) error {
-	err := s.DB.GetContext(ctx, v, `INSERT INTO supply_chain_verdicts (region_id, project_id, image, digest, verdict, reason, detail)
+	err := s.db(ctx).GetContext(ctx, v, `INSERT INTO supply_chain_verdicts (region_id, project_id, image, digest, verdict, reason, detail)
 		VALUES ($1,$2,$3,$4,$5,$6,$7) RETURNING id, at`, v.RegionID, v.ProjectID, v.Image, v.Digest, v.Verdict, v.Reason, v.Detail)
 	return wrap("record verdict", err)
 }
@@ -135,7 +135,7 @@ func (s *Store) RecordVerdict(ctx context.Context, v *Verdict) error {
 // RegionVerdicts returns a region's latest verdicts, newest first, with the project's slug.
 func (s *Store) RegionVerdicts(ctx context.Context, regionID string, limit int) ([]Verdict, error) {
 	vs := []Verdict{}
-	err := s.DB.SelectContext(ctx, &vs, `SELECT v.id, v.region_id, v.project_id, p.slug AS project, v.image, v.digest, v.verdict,
+	err := s.db(ctx).SelectContext(ctx, &vs, `SELECT v.id, v.region_id, v.project_id, p.slug AS project, v.image, v.digest, v.verdict,
 		v.reason, v.detail, v.at FROM supply_chain_verdicts v JOIN projects p ON p.id = v.project_id
 		WHERE v.region_id = $1 ORDER BY v.at DESC, v.id DESC LIMIT $2`, regionID, limit)
 	return vs, wrap("region verdicts", err)
@@ -143,7 +143,7 @@ func (s *Store) RegionVerdicts(ctx context.Context, regionID string, limit int) 
 
 // SetProjectDataLocation records the data location a project requires ("" for none).
 func (s *Store) SetProjectDataLocation(ctx context.Context, id, location string) error {
-	res, err := s.DB.ExecContext(ctx, `UPDATE projects SET data_location = $2, updated_at = now() WHERE id = $1`, id, location)
+	res, err := s.db(ctx).ExecContext(ctx, `UPDATE projects SET data_location = $2, updated_at = now() WHERE id = $1`, id, location)
 	return affected("set project data location "+id, res, err)
 }
 
@@ -151,7 +151,7 @@ func (s *Store) SetProjectDataLocation(ctx context.Context, id, location string)
 // location other than loc (compared without case).
 func (s *Store) ProjectsRequiringLocation(ctx context.Context, regionID, loc string) ([]string, error) {
 	var out []string
-	err := s.DB.SelectContext(ctx, &out, `SELECT slug FROM projects WHERE region_id = $1 AND data_location <> ''
+	err := s.db(ctx).SelectContext(ctx, &out, `SELECT slug FROM projects WHERE region_id = $1 AND data_location <> ''
 		AND lower(data_location) <> lower($2) ORDER BY slug`, regionID, loc)
 	return out, wrap("projects requiring a data location", err)
 }

@@ -20,6 +20,8 @@ type Page struct {
 	Flash string
 	// Banners are the region moves under way, shown on every page.
 	Banners []MigrationBanner
+	// Tenant is the name of the user's tenant ("" for a platform user; Tenancy module).
+	Tenant string
 }
 
 // Permissions are the permissions the pages ask about, one field each; handlers fill
@@ -42,6 +44,9 @@ type Permissions struct {
 	RegionsGpuManage bool
 	// RegionsSupplyChainManage opens the Supply chain tab.
 	RegionsSupplyChainManage bool
+	// TenantsView opens the Tenants page; TenantsManage changes tenants and assignments.
+	TenantsView   bool
+	TenantsManage bool
 }
 
 // Option is one choice of a select or a radio group.
