@@ -302,6 +302,10 @@ func (s *Service) runReconcileStep(in ReconcileInput, st reconcileStep) func(ctx
 
 // reconcileOne checks one target and changes it when it needs it; it reports whether it did.
 func (s *Service) reconcileOne(ctx context.Context, jc *engine.JobContext, st reconcileStep, t *reconcileTarget) (bool, error) {
+	if st.PerRegion {
+		// A tenant-owned region is reconciled in its tenant's walls (Tenancy module).
+		ctx = store.WithTenant(ctx, t.Region.Tenant())
+	}
 	c, err := s.RegionCluster(&t.Region)
 	if err != nil {
 		return false, err
