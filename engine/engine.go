@@ -108,7 +108,7 @@ func (e *Engine) Enqueue(ctx context.Context, req Request) (*store.Job, error) {
 		j.RegionID = &req.Subject
 	}
 	jc := &JobContext{eng: e, Job: j, Secret: req.Secret, step: -1}
-	steps, err := k.Plan(jc)
+	steps, err := plan(jc, k)
 	if err != nil {
 		return nil, fmt.Errorf("engine: plan %s: %w", req.Kind, err)
 	}
