@@ -6,7 +6,7 @@ LDFLAGS := -X main.version=$(VERSION)
 ARTIFACTS ?= $(CURDIR)/test-artifacts
 export ARTIFACTS
 
-.PHONY: build run test vet generate templ css check-generated sandbox sandbox-stop bench clean
+.PHONY: build run test upgrade-test vet generate templ css check-generated sandbox sandbox-stop bench clean
 
 build:
 	go build -ldflags "$(LDFLAGS)" -o bin/runr .
@@ -20,6 +20,11 @@ run: build
 ## simulated clusters and Chromium are installed and started as needed).
 test:
 	scripts/test.sh
+
+## upgrade-test: the previous release tag creates data through its API; this checkout
+## migrates and takes over while a prober calls the API every 100 ms (also in `make test`).
+upgrade-test:
+	scripts/upgrade-test.sh
 
 vet:
 	go vet ./...

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"runr.dev/console/accounts"
+	"runr.dev/console/ops"
 	"runr.dev/console/store"
 )
 
@@ -33,17 +35,26 @@ func userCmd() *cobra.Command {
 	return user
 }
 
-// userCreateCmd is `runr user create`: it creates a user, and prints the password it
+// userCreateCmd is `runr user create`: it creates a user (of a tenant with --tenant,
+// which is created when it does not exist: its first owner), and prints the password it
 // generated when none was given.
 func userCreateCmd() *cobra.Command {
-	var email, role, password string
+	var email, role, password, tenant string
 	create := &cobra.Command{
 		Use:   "create",
 		Short: "Create a user (prints a generated password when none is given)",
 		Args:  cobra.NoArgs,
 		RunE: withStore(func(cmd *cobra.Command, st *store.Store) error {
+			in := accounts.UserInput{Email: email, Role: role, Password: password}
 			// The operator holds the database: no actor, and the CLI may make an owner.
-			u, generated, err := accounts.CreateUser(cmd.Context(), st, nil, accounts.UserInput{Email: email, Role: role, Password: password})
+			var u *store.User
+			var generated string
+			var err error
+			if tenant != "" {
+				u, generated, err = createTenantUser(cmd, st, tenant, in)
+			} else {
+				u, generated, err = accounts.CreateUser(cmd.Context(), st, nil, in)
+			}
 			if err != nil {
 				return err
 			}
@@ -58,8 +69,29 @@ func userCreateCmd() *cobra.Command {
 	create.Flags().StringVar(&email, "email", "", "e-mail address (required)")
 	create.Flags().StringVar(&role, "role", "member", "owner, admin, member or viewer")
 	create.Flags().StringVar(&password, "password", "", "password (generated and printed when empty)")
+	create.Flags().StringVar(&tenant, "tenant", "", "the tenant's name (Tenancy module): a user of that tenant, created with it when it does not exist")
 	_ = create.MarkFlagRequired("email")
 	return create
+}
+
+// createTenantUser creates a user of the tenant named name, creating the tenant first
+// when it does not exist (its first owner).
+func createTenantUser(cmd *cobra.Command, st *store.Store, name string, in accounts.UserInput) (*store.User, string, error) {
+	ctx := cmd.Context()
+	t, err := st.TenantByName(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		tin := ops.TenantInput{Name: name}
+		if err := ops.ValidateTenant(&tin); err != nil {
+			return nil, "", fmt.Errorf("tenant %q: %w", name, err)
+		}
+		if t, err = st.CreateTenant(ctx, tin.Name); err != nil {
+			return nil, "", fmt.Errorf("create tenant %s: %w", name, err)
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "Created tenant %s\n", t.Name)
+	} else if err != nil {
+		return nil, "", err
+	}
+	return accounts.CreateTenantUser(ctx, st, nil, t.ID, in)
 }
 
 // userBootstrapCmd is `runr user bootstrap`: it creates the first owner when there is no
@@ -162,7 +194,7 @@ func tokenCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			g := accounts.Grantor{User: u, Perms: store.EffectivePermissions(u.Role, nil), Star: true}
+			g := accounts.Grantor{User: u, Perms: store.UserPermissions(u, nil), Star: true}
 			_, plain, err := accounts.CreateToken(cmd.Context(), st, g, accounts.TokenInput{Name: name, Scopes: []string{scopes}})
 			if err != nil {
 				return err

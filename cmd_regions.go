@@ -1,159 +1,228 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"text/tabwriter"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
 
-	"runr.dev/console/ops"
-	"runr.dev/console/store"
+	"runr.dev/console/apiclient"
 )
 
-// cliActor is who the operator's commands act as in the use cases.
-var cliActor = ops.Actor{Email: "cli"}
-
-// regionsCmd holds `runr regions …`: the operator's region tools (moves, listing).
+// regionsCmd holds `runr regions …`: the regions, through the console's JSON API.
 func regionsCmd() *cobra.Command {
-	regions := &cobra.Command{Use: "regions", Short: "Regions: list them and move them to another cluster"}
-	regions.AddCommand(regionsListCmd(), regionsMigrationCmd())
+	regions := &cobra.Command{Use: "regions", Short: "Regions, through the console's API (runr login first, or RUNR_URL and RUNR_TOKEN)"}
+	addOutputFlag(regions)
+	regions.AddCommand(regionsListCmd(), regionsShowCmd(), regionsCheckCmd(), regionsCreateCmd(), regionsSetCmd(), regionsRmCmd(),
+		knativeCmd(), regionRegistryCmd(), redisCmd(), functionTLSCmd(), monitoringCmd(), regionsMigrationCmd(), workersCmd())
 	return regions
 }
 
-// regionsListCmd is `runr regions list`: one line per region with its statuses.
-func regionsListCmd() *cobra.Command {
-	return &cobra.Command{
-		Use: "list", Short: "List the regions", Args: cobra.NoArgs,
-		RunE: withStore(func(cmd *cobra.Command, st *store.Store) error {
-			rs, err := st.ListRegions(cmd.Context(), store.RegionFilter{}, false)
-			if err != nil {
-				return err
-			}
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "NAME\tSTATUS\tSERVING\tREGISTRY\tREDIS\tADDRESS\tMOVE")
-			for _, r := range rs {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Status, r.ServingStatus, r.RegistryStatus, r.RedisStatus, r.ExternalIP, r.MigrationStatus)
-			}
-			return w.Flush()
-		}),
-	}
-}
+// regionRun is the body of a command whose first argument names a region.
+type regionRun func(cmd *cobra.Command, c *apiclient.Client, r *apiclient.Region, args []string) error
 
-// regionsMigrationCmd holds `runr regions migration …`: start, complete, roll back and follow a move.
-func regionsMigrationCmd() *cobra.Command {
-	migration := &cobra.Command{Use: "migration", Short: "Move a region to another cluster"}
-	migration.AddCommand(migrationStartCmd(), migrationCompleteCmd(), migrationRollbackCmd(), migrationStatusCmd())
-	return migration
-}
-
-// migrationStartCmd is `runr regions migration start`: it queues a region's move to the cluster of a kubeconfig.
-func migrationStartCmd() *cobra.Command {
-	var kubeconfig, dataLocation string
-	start := &cobra.Command{
-		Use: "start REGION --kubeconfig FILE", Short: "Start moving a region (the running console carries it out)", Args: cobra.ExactArgs(1),
-		RunE: withRegion(func(cmd *cobra.Command, svc *ops.Service, r *store.Region) error {
-			raw, err := os.ReadFile(kubeconfig)
-			if err != nil {
-				return fmt.Errorf("read the kubeconfig: %w", err)
-			}
-			j, err := svc.StartMigration(cmd.Context(), cliActor, r, ops.MigrateInput{Kubeconfig: string(raw), DataLocation: dataLocation})
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Move of %s queued as job %s; follow it with `runr regions migration status %s`\n", r.Name, j.ID, r.Name)
-			return nil
-		}),
-	}
-	start.Flags().StringVar(&kubeconfig, "kubeconfig", "", "the new cluster's kubeconfig (required)")
-	start.Flags().StringVar(&dataLocation, "data-location", "", "the new cluster's data location (required when the region has one)")
-	_ = start.MarkFlagRequired("kubeconfig")
-	return start
-}
-
-// migrationCompleteCmd is `runr regions migration complete`: it completes a move, or with --domain a base-domain migration, in dns_check.
-func migrationCompleteCmd() *cobra.Command {
-	var domain bool
-	complete := &cobra.Command{
-		Use: "complete REGION", Short: "Complete a move in dns_check (with --domain: a base-domain migration)", Args: cobra.ExactArgs(1),
-		RunE: withRegion(func(cmd *cobra.Command, svc *ops.Service, r *store.Region) error {
-			if domain {
-				return completeDomainMigration(cmd, svc, r)
-			}
-			if err := svc.CompleteMigrationByHand(cmd.Context(), cliActor, r); err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Move of %s completed\n", r.Name)
-			return nil
-		}),
-	}
-	complete.Flags().BoolVar(&domain, "domain", false, "complete the base-domain migration instead")
-	return complete
-}
-
-// completeDomainMigration queues the completion of a region's base-domain migration in dns_check.
-func completeDomainMigration(cmd *cobra.Command, svc *ops.Service, r *store.Region) error {
-	j, err := svc.CompleteDomainMigration(cmd.Context(), cliActor, r)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(cmd.OutOrStdout(), "Domain migration of %s completes in job %s\n", r.Name, j.ID)
-	return nil
-}
-
-// migrationRollbackCmd is `runr regions migration rollback`: it queues the rollback of a move.
-func migrationRollbackCmd() *cobra.Command {
-	return &cobra.Command{
-		Use: "rollback REGION", Short: "Roll a move back (in dns_check or failed)", Args: cobra.ExactArgs(1),
-		RunE: withRegion(func(cmd *cobra.Command, svc *ops.Service, r *store.Region) error {
-			j, err := svc.RollbackMigration(cmd.Context(), cliActor, r)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Rollback of %s queued as job %s\n", r.Name, j.ID)
-			return nil
-		}),
-	}
-}
-
-// migrationStatusCmd is `runr regions migration status`: a move's status as JSON.
-func migrationStatusCmd() *cobra.Command {
-	return &cobra.Command{
-		Use: "status REGION", Short: "Show a move's status", Args: cobra.ExactArgs(1),
-		RunE: withRegion(func(cmd *cobra.Command, _ *ops.Service, r *store.Region) error {
-			out := map[string]any{"region": r.Name, "migration_status": r.MigrationStatus, "detail": r.MigrationDetail.V,
-				"dns_check_at": r.MigrationDNSCheckAt, "external_ip": r.ExternalIP, "old_external_ip": r.OldExternalIP}
-			enc := json.NewEncoder(cmd.OutOrStdout())
-			enc.SetIndent("", "  ")
-			return enc.Encode(out)
-		}),
-	}
-}
-
-// withRegion wraps a command body so it runs with the service and the region its first
-// argument names, and closes the store afterwards.
-func withRegion(run func(cmd *cobra.Command, svc *ops.Service, r *store.Region) error) func(*cobra.Command, []string) error {
+// withAPIRegion resolves the region the first argument names (by name or id) and runs the body.
+func withAPIRegion(run regionRun) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
-		svc, r, done, err := regionService(cmd, args[0])
+		c, err := apiClient(cmd)
 		if err != nil {
 			return err
 		}
-		defer done()
-		return run(cmd, svc, r)
+		r, err := c.Region(cmd.Context(), args[0])
+		if err != nil {
+			return err
+		}
+		return run(cmd, c, r, args[1:])
 	}
 }
 
-// regionService opens the store and the cluster side for a region named or by id.
-func regionService(cmd *cobra.Command, ref string) (*ops.Service, *store.Region, func(), error) {
-	cfg, st, err := openStore(cmd.Context())
-	if err != nil {
-		return nil, nil, nil, err
+// completeRegions completes a region name (the first argument) from the console.
+func completeRegions(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	r, err := st.RegionRef(cmd.Context(), ref)
+	c, err := apiClient(cmd)
 	if err != nil {
-		st.Close()
-		return nil, nil, nil, fmt.Errorf("no region %s: %w", ref, err)
+		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
-	return ops.NewService(st, cfg, newLogger(cfg.LogLevel)), r, func() { st.Close() }, nil
+	rs, err := c.Regions(cmd.Context(), "")
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	names := make([]string, len(rs))
+	for i, r := range rs {
+		names[i] = r.Name
+	}
+	return names, cobra.ShellCompDirectiveNoFileComp
+}
+
+// regionCommand is a command on one region (REGION first), completed from the console.
+func regionCommand(use, short string, extraArgs int, run regionRun) *cobra.Command {
+	return &cobra.Command{Use: use, Short: short, Args: cobra.ExactArgs(1 + extraArgs),
+		ValidArgsFunction: completeRegions, RunE: withAPIRegion(run)}
+}
+
+// regionsListCmd is `runr regions list`.
+func regionsListCmd() *cobra.Command {
+	var query string
+	cmd := &cobra.Command{
+		Use: "list", Short: "List the regions with their states", Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := apiClient(cmd)
+			if err != nil {
+				return err
+			}
+			rs, err := c.Regions(cmd.Context(), query)
+			if err != nil {
+				return err
+			}
+			return printed(cmd, rawList(rs, func(r apiclient.Region) json.RawMessage { return r.Raw }), func(w io.Writer) error {
+				fmt.Fprintln(w, "NAME\tSTATUS\tOPERATOR\tSERVING\tREGISTRY\tREDIS\tADDRESS\tMOVE")
+				for _, r := range rs {
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.RegionStatus, r.OperatorStatus, r.ServingStatus,
+						r.RegistryStatus, r.RedisStatus, dash(r.ExternalIP), dash(r.MigrationStatus))
+				}
+				return nil
+			})
+		},
+	}
+	cmd.Flags().StringVar(&query, "query", "", "only regions whose name contains this")
+	return cmd
+}
+
+// regionsShowCmd is `runr regions show REGION`.
+func regionsShowCmd() *cobra.Command {
+	return regionCommand("show REGION", "Show a region: statuses, components, settings", 0,
+		func(cmd *cobra.Command, _ *apiclient.Client, r *apiclient.Region, _ []string) error {
+			return printed(cmd, r.Raw, func(w io.Writer) error { return regionTable(w, r) })
+		})
+}
+
+// regionTable prints a region as name/value lines and its components.
+func regionTable(w io.Writer, r *apiclient.Region) error {
+	knative := r.ServingStatus
+	if r.KnativeVersion != "" {
+		knative += " (" + r.KnativeVersion + ")"
+	}
+	rows := [][2]string{{"Name", r.Name}, {"ID", r.ID}, {"Status", r.RegionStatus}, {"Cluster", r.ClusterServer},
+		{"Kubernetes", r.K8sVersion}, {"Nodes", strings.Join(r.Nodes, ", ")}, {"Data location", r.DataLocation},
+		{"Operator", r.OperatorStatus}, {"Serving", knative}, {"Knative message", r.KnativeMessage},
+		{"Registry", r.RegistryMode + " " + r.RegistryStatus}, {"Registry address", r.RegistryAddress}, {"Registry message", r.RegistryStatusMessage},
+		{"Redis", r.RedisMode + " " + r.RedisStatus}, {"Function domain", r.KnativeDomain}, {"External address", r.ExternalIP},
+		{"DNS", r.DNSInstruction}, {"Move", r.MigrationStatus}, {"Domain move", r.DomainMigrationStatus},
+		{"Overcommit", fmt.Sprintf("cpu %g, memory %g", r.FaaSCPUOvercommit, r.FaaSMemoryOvercommit)},
+		{"Projects", fmt.Sprint(r.ProjectCount)}, {"Secrets", r.SecretError}}
+	for _, row := range rows {
+		if strings.TrimSpace(row[1]) != "" {
+			fmt.Fprintf(w, "%s:\t%s\n", row[0], row[1])
+		}
+	}
+	if len(r.Components) > 0 {
+		names := make([]string, 0, len(r.Components))
+		for n := range r.Components {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		fmt.Fprintln(w, "\nCOMPONENT\tSTATUS\tVERSION\tMESSAGE")
+		for _, n := range names {
+			cs := r.Components[n]
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", n, cs.Status, dash(cs.Version), cs.Message)
+		}
+	}
+	return nil
+}
+
+// checkResult is the answer of POST /api/knative-regions/check.
+type checkResult struct {
+	OK     bool `json:"ok"`
+	Checks []struct {
+		Title    string `json:"title"`
+		Status   string `json:"status"`
+		Evidence string `json:"evidence"`
+	} `json:"checks"`
+	Server         string `json:"server"`
+	Version        string `json:"kubernetes_version"`
+	StorageClasses []struct {
+		Name    string `json:"name"`
+		Default bool   `json:"default"`
+	} `json:"storage_classes"`
+}
+
+// regionsCheckCmd is `runr regions check NAME --kubeconfig FILE`: the wizard's step 1.
+func regionsCheckCmd() *cobra.Command {
+	var kubeconfig string
+	cmd := &cobra.Command{
+		Use: "check NAME --kubeconfig FILE", Short: "Check a cluster for a new region (version, nodes, StorageClasses, the namespace); creates nothing",
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := apiClient(cmd)
+			if err != nil {
+				return err
+			}
+			kc, err := readFileFlag("kubeconfig", kubeconfig)
+			if err != nil {
+				return err
+			}
+			var ans struct {
+				Data json.RawMessage `json:"data"`
+			}
+			if err := c.Do(cmd.Context(), http.MethodPost, "/api/knative-regions/check", map[string]any{"name": args[0], "kubeconfig": kc}, &ans); err != nil {
+				return err
+			}
+			var res checkResult
+			if err := json.Unmarshal(ans.Data, &res); err != nil {
+				return fmt.Errorf("read the check: %w", err)
+			}
+			if err := printed(cmd, ans.Data, func(w io.Writer) error { return checkTable(w, &res) }); err != nil {
+				return err
+			}
+			if !res.OK {
+				return fmt.Errorf("the cluster cannot become region %s: see the failed checks", args[0])
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "the cluster's kubeconfig (required)")
+	_ = cmd.MarkFlagRequired("kubeconfig")
+	return cmd
+}
+
+// checkTable prints the checklist.
+func checkTable(w io.Writer, res *checkResult) error {
+	fmt.Fprintf(w, "Cluster:\t%s (Kubernetes %s)\n", res.Server, dash(res.Version))
+	var classes []string
+	for _, sc := range res.StorageClasses {
+		if sc.Default {
+			classes = append(classes, sc.Name+" (default)")
+		} else {
+			classes = append(classes, sc.Name)
+		}
+	}
+	fmt.Fprintf(w, "StorageClasses:\t%s\n\nCHECK\tRESULT\tEVIDENCE\n", dash(strings.Join(classes, ", ")))
+	for _, it := range res.Checks {
+		fmt.Fprintf(w, "%s\t%s\t%s\n", it.Title, it.Status, it.Evidence)
+	}
+	return nil
+}
+
+// regionsRmCmd is `runr regions rm REGION`: RunR's record only; nothing leaves the cluster.
+func regionsRmCmd() *cobra.Command {
+	return regionCommand("rm REGION", "Remove RunR's record of a region (nothing is removed from the cluster; refused while projects remain)", 0,
+		func(cmd *cobra.Command, c *apiclient.Client, r *apiclient.Region, _ []string) error {
+			if err := c.Do(cmd.Context(), http.MethodDelete, apiclient.RegionPath(r.ID, ""), nil, nil); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "Region %s removed; what RunR installed keeps running on the cluster\n", r.Name)
+			return nil
+		})
+}
+
+// regionByID re-reads a region after a change.
+func regionByID(ctx context.Context, c *apiclient.Client, id string) (*apiclient.Region, error) {
+	return c.Region(ctx, id)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -16,8 +17,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"runr.dev/console/agent/nodemirror"
-	"runr.dev/console/ops"
-	"runr.dev/console/store"
 )
 
 // registryCmd holds `runr registry …`: the node mirror and containerd's restart, which
@@ -145,17 +144,8 @@ func restartContainerdCmd() *cobra.Command {
 // rollingRestartCmd queues the restart of containerd node by node (the running console
 // carries it out).
 func rollingRestartCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "rolling-restart REGION",
-		Short: "Restart containerd on the region's nodes one at a time, so that they read the node mirror's config_path",
-		Args:  cobra.ExactArgs(1),
-		RunE: withRegion(func(cmd *cobra.Command, svc *ops.Service, r *store.Region) error {
-			j, err := svc.StartRollingRestart(cmd.Context(), cliActor, r)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(cmd.OutOrStdout(), "Rolling restart of containerd on %s queued as job %s\n", r.Name, j.ID)
-			return nil
-		}),
-	}
+	cmd := jobCommand("rolling-restart REGION", "Restart containerd on the region's nodes one at a time, so that they read the node mirror's config_path (through the console's API)",
+		http.MethodPost, "registry/rolling-restart", 0, false, nil)
+	addOutputFlag(cmd)
+	return cmd
 }

@@ -19,6 +19,14 @@ import (
 var version = "dev"
 
 func main() {
+	if err := newRoot().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "runr:", err)
+		os.Exit(1)
+	}
+}
+
+// newRoot builds the `runr` command and its subcommands.
+func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "runr",
 		Short:         "runr's regions console and its operator tools",
@@ -26,14 +34,11 @@ func main() {
 		SilenceErrors: true,
 	}
 	serve := serveCmd()
-	root.AddCommand(serve, migrateCmd(), userCmd(), tokenCmd(), secretsCmd(), responderCmd(), agentCmd(), domainAliasCmd(), regionsCmd(), registryCmd(), sandboxCmd(), prepullCmd(), statusCmd(), versionCmd())
+	root.AddCommand(serve, migrateCmd(), userCmd(), tokenCmd(), secretsCmd(), responderCmd(), agentCmd(), domainAliasCmd(), regionsCmd(), jobsCmd(), loginCmd(), logoutCmd(), reconcileCmd(), registryCmd(), sandboxCmd(), prepullCmd(), statusCmd(), versionCmd())
 	// `runr` alone serves.
 	root.RunE = serve.RunE
 	root.Flags().AddFlagSet(serve.Flags())
-	if err := root.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "runr:", err)
-		os.Exit(1)
-	}
+	return root
 }
 
 func newLogger(level string) *slog.Logger {

@@ -81,14 +81,34 @@ func CreateUser(ctx context.Context, st *store.Store, by *store.User, in UserInp
 	return u, generated, nil
 }
 
+// CreateTenantUser creates a user of a tenant (POST /api/tenants/{id}/users, the Tenants
+// page, `runr user create --tenant`): the user is created in the tenant's walls, so it is
+// the tenant's, and the role rules hold among the tenant's users. by is who asks (a
+// platform user; nil: the CLI).
+func CreateTenantUser(ctx context.Context, st *store.Store, by *store.User, tenantID string, in UserInput) (*store.User, string, error) {
+	return CreateUser(store.WithTenant(ctx, tenantID), st, by, in)
+}
+
 // SetRole changes a user's role under the role rules (the last owner keeps theirs); by
-// is who asks (nil: the operator at the CLI).
+// is who asks (nil: the operator at the CLI, for a user of any tenant).
 func SetRole(ctx context.Context, st *store.Store, by *store.User, id, role string) error {
-	return st.ChangeUserRole(ctx, by, id, role)
+	return st.ChangeUserRole(cliCircle(ctx, st, by, id), by, id, role)
 }
 
 // DeleteUser deletes a user and their tokens: never oneself, never the last owner; by
-// is who asks (nil: the operator at the CLI).
+// is who asks (nil: the operator at the CLI, for a user of any tenant).
 func DeleteUser(ctx context.Context, st *store.Store, by *store.User, id string) error {
-	return st.RemoveUser(ctx, by, id)
+	return st.RemoveUser(cliCircle(ctx, st, by, id), by, id)
+}
+
+// cliCircle gives the CLI (by nil) the circle of the user it acts on, so that the owner
+// rules count that user's tenant (or the platform); a user's own request keeps its own.
+func cliCircle(ctx context.Context, st *store.Store, by *store.User, id string) context.Context {
+	if by != nil {
+		return ctx
+	}
+	if u, err := st.UserByID(ctx, id); err == nil && u.Tenant() != "" {
+		return store.WithTenant(ctx, u.Tenant())
+	}
+	return ctx
 }

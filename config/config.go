@@ -50,6 +50,10 @@ type Config struct {
 	QuotaCPU       float64
 	QuotaMemoryGiB float64
 
+	// Tenancy is RUNR_TENANCY=on: the Tenancy module (tenants and their users, tenant-owned
+	// regions, assignments with quotas, region modes). Off, the console has one organisation.
+	Tenancy bool
+
 	// TracingRetentionHours is Tempo's retention (default 72).
 	TracingRetentionHours int
 
@@ -143,6 +147,9 @@ func FromEnv() (*Config, error) {
 	if c.TracingRetentionHours, err = intEnv("RUNR_TRACING_RETENTION_HOURS", 72); err != nil {
 		return nil, err
 	}
+	if c.Tenancy, err = onOff("RUNR_TENANCY"); err != nil {
+		return nil, err
+	}
 	if c.QuotaCPU, err = floatEnv("RUNR_QUOTA_CPU", 0); err != nil {
 		return nil, err
 	}
@@ -169,6 +176,17 @@ func boolEnv(k string) (bool, error) {
 		return false, fmt.Errorf("config: %s=%q is not true or false", k, v)
 	}
 	return b, nil
+}
+
+// onOff reads a module switch: on/off (also true/false, 1/0); unset is off.
+func onOff(k string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(os.Getenv(k))) {
+	case "", "off", "false", "0", "no":
+		return false, nil
+	case "on", "true", "1", "yes":
+		return true, nil
+	}
+	return false, fmt.Errorf("config: %s=%q is not on or off", k, os.Getenv(k))
 }
 
 func intOr(s string, def int) int {

@@ -108,7 +108,7 @@ func (e *Engine) Enqueue(ctx context.Context, req Request) (*store.Job, error) {
 		j.RegionID = &req.Subject
 	}
 	jc := &JobContext{eng: e, Job: j, Secret: req.Secret, step: -1}
-	steps, err := k.Plan(jc)
+	steps, err := plan(jc, k)
 	if err != nil {
 		return nil, fmt.Errorf("engine: plan %s: %w", req.Kind, err)
 	}
@@ -165,6 +165,28 @@ func (e *Engine) Run(ctx context.Context, n int) {
 	if err := e.Store.ReleaseJobs(rctx, e.owner); err != nil {
 		e.Log.Warn("jobs: release on shutdown", "err", err)
 	}
+}
+
+// RunNow runs one job in this process, now, unless a console took it already (false):
+// a command that queues a job and carries it out itself (runr reconcile) uses it.
+func (e *Engine) RunNow(ctx context.Context, id string) (bool, error) {
+	j, err := e.Store.ClaimJobByID(ctx, id, e.owner, e.Lease)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	e.runJob(ctx, j)
+	if ctx.Err() != nil {
+		// Interrupted: give the job back so that a console resumes it at once.
+		rctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := e.Store.ReleaseJobs(rctx, e.owner); err != nil {
+			e.Log.Warn("jobs: release after an interruption", "err", err)
+		}
+	}
+	return true, nil
 }
 
 func (e *Engine) worker(ctx context.Context) {

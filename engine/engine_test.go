@@ -138,7 +138,11 @@ func TestEnqueueRefusesWhatItCannotPlan(t *testing.T) {
 	failing := &engine.Kind{Name: "bad-plan", Plan: func(*engine.JobContext) ([]engine.Step, error) {
 		return nil, errors.New("no cluster named")
 	}}
-	e := newEngine(t, st, "console-a", failing, fixed("ok"))
+	panicking := &engine.Kind{Name: "panicking-plan", Plan: func(*engine.JobContext) ([]engine.Step, error) {
+		var steps []engine.Step
+		return steps[:1], nil
+	}}
+	e := newEngine(t, st, "console-a", failing, panicking, fixed("ok"))
 	tests := []struct {
 		name, kind string
 		params     any
@@ -146,6 +150,7 @@ func TestEnqueueRefusesWhatItCannotPlan(t *testing.T) {
 	}{
 		{"unknown kind", "nope", nil, `unknown job kind "nope"`},
 		{"plan fails", "bad-plan", nil, "no cluster named"},
+		{"plan panics", "panicking-plan", nil, "internal error"},
 		{"params cannot be encoded", "ok", map[string]any{"f": func() {}}, "unsupported type"},
 	}
 	for _, tc := range tests {

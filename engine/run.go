@@ -95,7 +95,7 @@ func (e *Engine) keepLease(ctx context.Context, cancel context.CancelCauseFunc, 
 }
 
 func (e *Engine) runSteps(ctx context.Context, jc *JobContext, k *Kind) error {
-	steps, err := k.Plan(jc)
+	steps, err := plan(jc, k)
 	if err != nil {
 		return err
 	}
@@ -149,6 +149,18 @@ func (e *Engine) runSteps(ctx context.Context, jc *JobContext, k *Kind) error {
 		jc.lastNote = ""
 	}
 	return nil
+}
+
+// plan asks a kind for a job's steps, turning a panic into an error (the job fails, or is
+// not created, and the console keeps running).
+func plan(jc *JobContext, k *Kind) (steps []Step, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			jc.eng.Log.Error("plan panicked", "kind", k.Name, "job", jc.Job.ID, "panic", r)
+			steps, err = nil, fmt.Errorf("planning the %s job: internal error (%v); the console logged it", k.Name, r)
+		}
+	}()
+	return k.Plan(jc)
 }
 
 // runStep runs one step, turning a panic into a failure of that step.

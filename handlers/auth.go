@@ -42,7 +42,7 @@ const InputErrorsKey = "input_errors"
 
 // FormShowsInputErrors lists the forms whose handlers show refused characters beside
 // their fields (the others get a 422 page that names the fields).
-var FormShowsInputErrors = map[string]bool{"/login": true, "/users": true, "/tokens": true, "/platform": true, "/regions/new/check": true}
+var FormShowsInputErrors = map[string]bool{"/login": true, "/users": true, "/tokens": true, "/platform": true, "/regions/new/check": true, "/tenants": true}
 
 // inputErrors returns the fields the input check refused, for the form's own fields
 // (anything else is reported on first).
@@ -123,8 +123,10 @@ func (h *Handlers) Login(c *fiber.Ctx) error {
 	if err != nil && !isNotFoundErr(err) {
 		return h.Fail(c, err)
 	}
-	if err != nil {
-		u = nil // an unknown account costs a bcrypt comparison all the same
+	if err != nil || u.Tenant() != "" && !h.Cfg.Tenancy {
+		// An unknown account costs a bcrypt comparison all the same; a tenant's user is no
+		// account while the Tenancy module is off.
+		u = nil
 	}
 	if !store.CheckLogin(u, password) {
 		for _, key := range []string{ipKey, emailKey} {

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"strconv"
 	"strings"
 
@@ -112,40 +113,40 @@ func (h *Handlers) APIGPU(c *fiber.Ctx) error {
 }
 
 // APIInstallGPU is POST /api/knative-regions/{id}/gpu/install {"mode"}.
-func (h *Handlers) APIInstallGPU(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	var in ops.GPUParams
-	if err := bodyMap(c, &in); err != nil {
-		return h.Fail(c, err)
-	}
-	j, err := h.Kube.InstallGPU(ctx(c), h.actor(c), r, in)
-	return h.Accepted(c, j, err)
-}
+func (h *Handlers) APIInstallGPU(c *fiber.Ctx) error { return regionJobAPI(h, c, h.Kube.InstallGPU) }
 
 // APIUninstallGPU is POST /api/knative-regions/{id}/gpu/uninstall: refused (422, naming
 // them) while pods request GPUs.
 func (h *Handlers) APIUninstallGPU(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	j, err := h.Kube.UninstallGPU(ctx(c), h.actor(c), r)
-	return h.Accepted(c, j, err)
+	return regionActionAPI(h, c, h.Kube.UninstallGPU)
 }
 
 // APISetModelStorage is PUT /api/knative-regions/{id}/gpu/model-storage {"storage_class", "size_gi"}.
 func (h *Handlers) APISetModelStorage(c *fiber.Ctx) error {
+	return regionJobAPI(h, c, h.Kube.SetModelStorage)
+}
+
+// regionJobAPI answers a use case that queues a job on the region of the route with the
+// request's JSON body: 202 with the job, or its refusal.
+func regionJobAPI[T any](h *Handlers, c *fiber.Ctx, run func(context.Context, ops.Actor, *store.Region, T) (*store.Job, error)) error {
 	r, err := h.regionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	var in ops.ModelStorageParams
+	var in T
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.SetModelStorage(ctx(c), h.actor(c), r, in)
+	j, err := run(ctx(c), h.actor(c), r, in)
+	return h.Accepted(c, j, err)
+}
+
+// regionActionAPI answers a use case that queues a job on the region of the route.
+func regionActionAPI(h *Handlers, c *fiber.Ctx, run func(context.Context, ops.Actor, *store.Region) (*store.Job, error)) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	j, err := run(ctx(c), h.actor(c), r)
 	return h.Accepted(c, j, err)
 }

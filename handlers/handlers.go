@@ -82,6 +82,11 @@ func (h *Handlers) page(c *fiber.Ctx, title, active string) views.Page {
 	if pr := Who(c); pr != nil {
 		p = principalPage(pr, pr.CSRF)
 		p.Banners = h.banners(c)
+		if id := pr.User.Tenant(); id != "" {
+			if t, err := h.Store.TenantByID(ctx(c), id); err == nil {
+				p.Tenant = t.Name
+			}
+		}
 	} else if tok, ok := c.Locals("csrf").(string); ok {
 		p.CSRF = tok
 	}
@@ -140,9 +145,11 @@ func Unprocessable(c *fiber.Ctx, msg string) error {
 }
 
 // actor is who makes the request, for the use cases.
-func (h *Handlers) actor(c *fiber.Ctx) ops.Actor {
-	p := Who(c)
-	return ops.Actor{Email: p.User.Email, Perms: p.Perms}
+func (h *Handlers) actor(c *fiber.Ctx) ops.Actor { return ActorOf(Who(c)) }
+
+// ActorOf is a principal as the use cases see it: its e-mail, permissions, tenant and role.
+func ActorOf(p *Principal) ops.Actor {
+	return ops.Actor{Email: p.User.Email, Perms: p.Perms, TenantID: p.User.Tenant(), Role: p.User.Role}
 }
 
 // Accepted answers the outcome of a use case that queues a job: 202 with the job's id,
@@ -188,7 +195,14 @@ func (h *Handlers) refusal(c *fiber.Ctx, err error) (fe FieldErrors, msg string,
 func (h *Handlers) failUseCase(c *fiber.Ctx, err error) (error, bool) {
 	var ms *ops.Missing
 	var un *ops.Unreachable
+	var fb *ops.Forbidden
+	var qe *ops.QuotaError
 	switch {
+	case errors.As(err, &fb):
+		return JSONError(c, fiber.StatusForbidden, fb.Reason), true
+	case errors.As(err, &qe):
+		return c.Status(fiber.StatusUnprocessableEntity).JSON(fiber.Map{"error": "The quotas do not fit the region.",
+			"fields": FieldErrors(qe.Fields), "free": qe.Free}), true
 	case errors.As(err, &ms):
 		return JSONError(c, fiber.StatusNotFound, ms.Reason), true
 	case errors.As(err, &un):
@@ -208,10 +222,16 @@ func (h *Handlers) failUseCase(c *fiber.Ctx, err error) (error, bool) {
 // FieldErrors a 422, a use case's refusal a 422 (JSON: see failUseCase; a page: an
 // error page), anything else is logged and answered 500 without its detail.
 func (h *Handlers) Fail(c *fiber.Ctx, err error) error {
+	var fb *ops.Forbidden
 	if IsAPI(c) {
 		if rerr, ok := h.failUseCase(c, err); ok {
 			return rerr
 		}
+	} else if errors.As(err, &fb) {
+		if isHTMX(c) {
+			return JSONError(c, fiber.StatusForbidden, fb.Reason)
+		}
+		return Render(c, fiber.StatusForbidden, views.ErrorPage(h.page(c, "Not allowed", ""), 403, fb.Reason))
 	} else if fe, msg, ok := h.refusal(c, err); ok {
 		if msg == "" {
 			msg = fe.Error()

@@ -282,12 +282,7 @@ func (h *Handlers) APIUninstallSandbox(c *fiber.Ctx) error {
 
 // APIProbeSandbox is POST /api/knative-regions/{id}/probe-kvm: the KVM probe on every node.
 func (h *Handlers) APIProbeSandbox(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	j, err := h.Kube.ProbeSandboxNodes(ctx(c), h.actor(c), r)
-	return h.Accepted(c, j, err)
+	return regionActionAPI(h, c, h.Kube.ProbeSandboxNodes)
 }
 
 // APISetRuntimeClasses is PUT /api/knative-regions/{id}/runtime-classes {kind: class}.

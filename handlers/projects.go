@@ -176,6 +176,7 @@ func (h *Handlers) CreateProjectForm(c *fiber.Ctx) error {
 	vals := map[string]string{"name": c.FormValue("name"), "region_id": c.FormValue("region_id"), "image": c.FormValue("image"),
 		"env_vars": c.FormValue("env_vars"), "cpu_m": c.FormValue("cpu_m"), "memory_mi": c.FormValue("memory_mi"),
 		"gpu_count": c.FormValue("gpu_count"), "gpu_model": c.FormValue("gpu_model")}
+	vals["data_location"] = c.FormValue("data_location")
 	env, m1 := parseEnvLines(vals["env_vars"])
 	sec, m2 := parseEnvLines(c.FormValue("secret_env_vars"))
 	errs := FieldErrors{}
@@ -207,6 +208,7 @@ func (h *Handlers) CreateProjectForm(c *fiber.Ctx) error {
 	if len(errs) > 0 {
 		return h.renderProjects(c, fiber.StatusUnprocessableEntity, views.Form{Values: vals, Errors: errs})
 	}
+	in.DataLocation = ptr(vals["data_location"])
 	p, err := h.Kube.CreateProject(ctx(c), h.actor(c), in)
 	if fe, _, ok := h.refusal(c, err); ok {
 		// The API's gpu.count and gpu.model are the form's gpu_count and gpu_model.

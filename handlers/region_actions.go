@@ -36,7 +36,11 @@ func (h *Handlers) regionAnswer(c *fiber.Ctx, id string, j *store.Job) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	out := fiber.Map{"data": ToRegionJSON(r, base)}
+	data, err := h.regionJSON(c, r, base)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	out := fiber.Map{"data": data}
 	if j != nil {
 		out["job_id"] = j.ID
 	}

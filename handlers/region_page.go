@@ -24,6 +24,8 @@ var tabKinds = map[string][]string{
 	"isolation": ops.SandboxKinds,
 	"gpu":       ops.GPUKinds,
 	"data":      ops.DataKinds,
+	// The Supply chain tab.
+	"supply-chain": ops.AdmissionKinds,
 }
 
 // IsRegionTab reports whether t names a tab of the region page.
@@ -45,6 +47,9 @@ func tabFor(c *fiber.Ctx, t string) string {
 		t == "data" && !Who(c).Perms[store.PermDataServicesManage] {
 		return "general"
 	}
+	if t == "supply-chain" && !Who(c).Perms[store.PermSupplyChainManage] {
+		return "general"
+	}
 	return t
 }
 
@@ -55,7 +60,8 @@ func (h *Handlers) regionPageData(c *fiber.Ctx, r *store.Region, tab string, f v
 		return views.RegionPageData{}, err
 	}
 	domain := ops.FunctionDomain(r, base)
-	d := views.RegionPageData{Region: regionView(r), Domain: domain, DNSInstruction: DNSInstruction(domain, r.ExternalIP), Tab: tab, Form: f}
+	d := views.RegionPageData{Region: regionView(r), Domain: domain, DNSInstruction: DNSInstruction(domain, r.ExternalIP), Tab: tab, Form: f,
+		Tenancy: h.regionTenancy(c, r)}
 	if kinds, ok := tabKinds[tab]; ok {
 		if j, err := h.Store.LatestJobOf(ctx(c), r.ID, kinds); err == nil {
 			jd, err := h.JobData(ctx(c), Who(c), j.ID)
@@ -106,6 +112,13 @@ func (h *Handlers) RegionPage(c *fiber.Ctx) error {
 	r, err := h.Store.RegionByID(ctx(c), c.Params("id"))
 	if err != nil {
 		return h.Fail(c, err)
+	}
+	if h.Cfg.Tenancy && ops.SummaryOnly(h.actor(c), r) {
+		row, err := h.assignedRow(c, r)
+		if err != nil {
+			return h.Fail(c, err)
+		}
+		return Render(c, fiber.StatusOK, views.AssignedRegionPage(h.page(c, r.Name, "regions"), row))
 	}
 	tab := c.Query("tab")
 	if tab == "" && r.Health.V.API.State == store.HealthDown {

@@ -60,6 +60,10 @@ type RegionJSON struct {
 	GPU                   GPUSummaryJSON                  `json:"gpu"`
 	CreatedAt             time.Time                       `json:"created_at"`
 	UpdatedAt             time.Time                       `json:"updated_at"`
+	// Owner (platform | tenant), TenantID and RegionMode are the Tenancy module's (absent while it is off).
+	Owner      string  `json:"owner,omitempty"`
+	TenantID   *string `json:"tenant_id,omitempty"`
+	RegionMode string  `json:"region_mode,omitempty"`
 }
 
 // DNSInstruction is the wildcard record to create for the function domain.
@@ -131,7 +135,10 @@ func (h *Handlers) RegionsPage(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	l := views.RegionsList{Regions: regionRows(pg.Regions), Query: q, Page: page, Pages: pages(pg.Total, regionsPageSize), Total: pg.Total}
+	l := views.RegionsList{Query: q, Page: page, Pages: pages(pg.Total, regionsPageSize), Total: pg.Total}
+	if err := h.tenancyList(c, pg.Regions, &l); err != nil {
+		return h.Fail(c, err)
+	}
 	if page == 1 {
 		if l.Setups, err = h.pendingSetups(c); err != nil {
 			return h.Fail(c, err)
@@ -157,9 +164,11 @@ func (h *Handlers) APIListRegions(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	out := make([]RegionJSON, len(rs))
+	out := make([]any, len(rs))
 	for i := range rs {
-		out[i] = ToRegionJSON(&rs[i], base)
+		if out[i], err = h.regionJSON(c, &rs[i], base); err != nil {
+			return h.Fail(c, err)
+		}
 	}
 	return c.JSON(fiber.Map{"data": out, "meta": fiber.Map{"page": page, "per_page": per, "total": total}})
 }
@@ -174,11 +183,23 @@ func (h *Handlers) APIGetRegion(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	return c.JSON(fiber.Map{"data": ToRegionJSON(r, base)})
+	j, err := h.regionJSON(c, r, base)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	return c.JSON(fiber.Map{"data": j})
 }
 
 // banners lists the region moves under way, for the banner on every page.
 func (h *Handlers) banners(c *fiber.Ctx) []views.MigrationBanner {
+	if store.TenantOf(ctx(c)) != "" {
+		// A tenant's user sees the moves of the regions in its walls; the cache is the platform's.
+		bs, err := MigrationBanners(ctx(c), h.Store)
+		if err != nil {
+			h.Log.Warn("migration banners", "err", err)
+		}
+		return bs
+	}
 	bs, err := h.bannerCache.get(func() ([]views.MigrationBanner, error) { return MigrationBanners(c.UserContext(), h.Store) })
 	if err != nil {
 		h.Log.Warn("migration banners", "err", err)

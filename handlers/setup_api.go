@@ -115,7 +115,11 @@ func (h *Handlers) APICreateRegion(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	base, _ := h.Store.BaseDomain(ctx(c))
-	return c.Status(fiber.StatusCreated).JSON(fiber.Map{"data": ToRegionJSON(r, base), "jobs": jobs})
+	j, err := h.regionJSON(c, r, base)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	return c.Status(fiber.StatusCreated).JSON(fiber.Map{"data": j, "jobs": jobs})
 }
 
 // APISetRegistry is POST /api/knative-regions/{id}/registry: set up (or replace) the registry.

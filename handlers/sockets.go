@@ -80,6 +80,15 @@ func render(c templ.Component) []byte {
 	return b.Bytes()
 }
 
+// socketCtx is the context of a socket's statements: in the walls of its user's tenant
+// (a socket outlives its request, whose context carried them).
+func socketCtx(conn *websocket.Conn) context.Context {
+	if p, _ := conn.Locals(PrincipalKey).(*Principal); p != nil && p.User.Tenant() != "" {
+		return store.WithTenant(context.Background(), p.User.Tenant())
+	}
+	return context.Background()
+}
+
 func pageFor(conn *websocket.Conn) views.Page {
 	p, _ := conn.Locals(PrincipalKey).(*Principal)
 	if p == nil {
@@ -99,7 +108,7 @@ func (h *Handlers) JobSocket() fiber.Handler {
 		js.p, _ = conn.Locals(PrincipalKey).(*Principal)
 		sub := h.Hub.Subscribe(js.id)
 		defer h.Hub.Unsubscribe(js.id, sub)
-		ctx, cancel := context.WithCancel(context.Background())
+		ctx, cancel := context.WithCancel(socketCtx(conn))
 		defer cancel()
 		if !js.start(ctx, conn) {
 			return
@@ -324,7 +333,7 @@ func (h *Handlers) BannerSocket() fiber.Handler {
 				for len(sub.C) > 0 {
 					<-sub.C
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				ctx, cancel := context.WithTimeout(socketCtx(conn), 5*time.Second)
 				bs, err := MigrationBanners(ctx, h.Store)
 				cancel()
 				if err != nil {

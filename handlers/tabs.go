@@ -17,6 +17,8 @@ func (h *Handlers) initTabs() {
 		"isolation": h.isolationTab,
 		"gpu":       h.gpuTab,
 		"data":      h.dataTab,
+		// The Supply chain tab.
+		"supply-chain": h.supplyChainTab,
 	}
 }
 

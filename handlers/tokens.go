@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -40,7 +41,15 @@ func (h *Handlers) renderTokens(c *fiber.Ctx, status int, f views.Form, created 
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	perms := store.RolePermissions(Who(c).User.Role)
+	// What a token may be given: the role's permissions the user holds (a tenant's user
+	// not the platform's, and none of the Tenancy module's while it is off).
+	held := store.UserPermissions(Who(c).User, nil)
+	var perms []string
+	for _, p := range store.RolePermissions(Who(c).User.Role) {
+		if held[p] && (h.Cfg.Tenancy || !slices.Contains(store.TenancyPermissions, p)) {
+			perms = append(perms, p)
+		}
+	}
 	return Render(c, status, views.Tokens(h.page(c, "API tokens", "tokens"), tokenRows(ts), f, created, perms))
 }
 

@@ -1,6 +1,8 @@
 package handlers
 
 import (
+	"sort"
+
 	"github.com/gofiber/fiber/v2"
 
 	"runr.dev/console/accounts"
@@ -110,7 +112,7 @@ func (h *Handlers) APIUpdateUser(c *fiber.Ctx) error {
 	if err := accounts.SetRole(ctx(c), h.Store, Who(c).User, c.Params("id"), in.Role); err != nil {
 		return h.Fail(c, err)
 	}
-	u, err := h.Store.UserByID(ctx(c), c.Params("id"))
+	u, err := h.Store.CircleUserByID(ctx(c), c.Params("id"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -123,4 +125,30 @@ func (h *Handlers) APIDeleteUser(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	return c.SendStatus(fiber.StatusNoContent)
+}
+
+// MeJSON is GET /api/me: who the request is from and what it may do.
+type MeJSON struct {
+	ID          string   `json:"id"`
+	Email       string   `json:"email"`
+	Name        string   `json:"name"`
+	Role        string   `json:"role"`
+	Token       bool     `json:"token"`
+	Scopes      []string `json:"scopes,omitempty"`
+	Permissions []string `json:"permissions"`
+}
+
+// APIMe is GET /api/me: the caller's user, role and effective permissions (a token's
+// within its scopes), so that a client can check a token before it saves it.
+func (h *Handlers) APIMe(c *fiber.Ctx) error {
+	p := Who(c)
+	perms := make([]string, 0, len(p.Perms))
+	for perm, ok := range p.Perms {
+		if ok {
+			perms = append(perms, perm)
+		}
+	}
+	sort.Strings(perms)
+	return c.JSON(fiber.Map{"data": MeJSON{ID: p.User.ID, Email: p.User.Email, Name: p.User.Name, Role: p.User.Role,
+		Token: p.TokenID != "", Scopes: p.Scopes, Permissions: perms}})
 }

@@ -13,7 +13,6 @@ func permissionsOf(perms map[string]bool) views.Permissions {
 		SandboxManage:             perms[store.PermSandboxManage],
 		SandboxesManage:           perms[store.PermSandboxesManage],
 		RegionsGpuManage:          perms[store.PermGPUManage],
-		RegionsDataServicesManage: perms[store.PermDataServicesManage],
 		ProjectsView:              perms[store.PermProjectsView],
 		ProjectsManage:            perms[store.PermProjectsManage],
 		ProjectsDeploy:            perms[store.PermProjectsDeploy],
@@ -22,6 +21,10 @@ func permissionsOf(perms map[string]bool) views.Permissions {
 		UsersView:                 perms[store.PermUsersView],
 		UsersManage:               perms[store.PermUsersManage],
 		TokensManage:              perms[store.PermTokensManage],
+		RegionsSupplyChainManage:  perms[store.PermSupplyChainManage],
+		TenantsView:               perms[store.PermTenantsView],
+		TenantsManage:             perms[store.PermTenantsManage],
+		RegionsDataServicesManage: perms[store.PermDataServicesManage],
 	}
 }
 

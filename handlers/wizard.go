@@ -25,6 +25,8 @@ type SealedStep1 struct {
 	Nodes          []ops.NodeInfo         `json:"nodes"`
 	StorageClasses []ops.StorageClassInfo `json:"storage_classes"`
 	ExpiresAt      time.Time              `json:"expires_at"`
+	// RegionMode is a platform administrator's choice (Tenancy module; "": managed).
+	RegionMode store.RegionMode `json:"region_mode,omitempty"`
 }
 
 // sealedTTL is how long step 1's result may be posted back.
@@ -72,7 +74,19 @@ func (h *Handlers) unseal(c *fiber.Ctx, s string) (SealedStep1, error) {
 // WizardNewPage is step 1 of Add Region.
 func (h *Handlers) WizardNewPage(c *fiber.Ctx) error {
 	f := views.Form{Values: map[string]string{"is_active": "1"}}
-	return Render(c, fiber.StatusOK, views.WizardNew(h.page(c, "Add Region", "regions"), views.Step1Data{Form: f}, nil))
+	return Render(c, fiber.StatusOK, views.WizardNew(h.page(c, "Add Region", "regions"), views.Step1Data{Form: f, Modes: h.wizardModes(c, "")}, nil))
+}
+
+// wizardModes offer the region mode in step 1 to a platform administrator (nil for anyone
+// else: the field would be ignored).
+func (h *Handlers) wizardModes(c *fiber.Ctx, chosen store.RegionMode) []views.Option {
+	if !h.Kube.MaySetRegionMode(h.actor(c)) {
+		return nil
+	}
+	if !chosen.Valid() {
+		chosen = store.RegionManaged
+	}
+	return optionsOf(store.RegionModes, chosen)
 }
 
 // kubeconfigFromForm reads the pasted kubeconfig, or the uploaded file.
@@ -93,21 +107,27 @@ func kubeconfigFromForm(c *fiber.Ctx) string {
 func (h *Handlers) WizardCheck(c *fiber.Ctx) error {
 	if fe := inputErrors(c, "kubeconfig", "name"); fe != nil {
 		f := views.Form{Values: map[string]string{"is_active": "1"}, Errors: fe}
-		return Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(h.page(c, "Add Region", "regions"), views.Step1Data{Form: f}, nil))
+		return Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(h.page(c, "Add Region", "regions"), views.Step1Data{Form: f, Modes: h.wizardModes(c, "")}, nil))
 	}
 	name := strings.TrimSpace(c.FormValue("name"))
+	mode := store.RegionMode(c.FormValue("region_mode"))
+	modes := h.wizardModes(c, mode)
 	kc := kubeconfigFromForm(c)
 	active := c.FormValue("is_active") == "1"
 	f := views.Form{Values: map[string]string{"name": name, "kubeconfig": kc, "is_active": map[bool]string{true: "1", false: "0"}[active]}, Errors: map[string]string{}}
 	page := h.page(c, "Add Region", "regions")
+	if modes != nil && mode != "" && !mode.Valid() {
+		f.Errors["region_mode"] = "Choose managed or shared."
+		return Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(page, views.Step1Data{Form: f, Modes: modes}, nil))
+	}
 	chk, err := h.Kube.CheckNewRegion(ctx(c), ops.CheckInput{Name: name, Kubeconfig: kc})
 	if fe, _, ok := h.refusal(c, err); ok {
 		f.Errors = fe
-		return Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(page, views.Step1Data{Form: f}, nil))
+		return Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(page, views.Step1Data{Form: f, Modes: modes}, nil))
 	} else if err != nil {
 		return h.Fail(c, err)
 	}
-	d := views.Step1Data{Form: f, Check: checkReport(chk)}
+	d := views.Step1Data{Form: f, Check: checkReport(chk), Modes: modes}
 	if !chk.OK {
 		f.Error = "The cluster cannot become a region yet: " + chk.FirstFailure()
 		d.Form = f
@@ -115,7 +135,7 @@ func (h *Handlers) WizardCheck(c *fiber.Ctx) error {
 	}
 	d.Form.Values["server"], d.Form.Values["version"] = chk.Server, chk.Version
 	sealed := h.seal(c, SealedStep1{Name: name, Kubeconfig: string(chk.Kubeconfig), IsActive: active, Server: chk.Server,
-		Version: chk.Version, Nodes: chk.Nodes, StorageClasses: chk.StorageClasses})
+		Version: chk.Version, Nodes: chk.Nodes, StorageClasses: chk.StorageClasses, RegionMode: mode})
 	next := &views.Step2Data{Form: views.Form{Values: map[string]string{}}, Sealed: sealed, Nodes: workerOptions(chk.Nodes),
 		StorageClasses: storageClassOptions(chk.StorageClasses), Action: "/regions/new/setup", Submit: "Save & Next"}
 	return Render(c, fiber.StatusOK, views.WizardNew(page, d, next))
@@ -135,7 +155,7 @@ func step2Input(c *fiber.Ctx, s SealedStep1) (*ops.SetupInput, views.Form) {
 		RegionFields: ops.RegionFields{Name: s.Name, Kubeconfig: s.Kubeconfig, Nodes: nodes,
 			PrometheusURL: strings.TrimSpace(c.FormValue("prometheus_url")), LokiURL: strings.TrimSpace(c.FormValue("loki_url")),
 			LokiOrgID: c.FormValue("loki_org_id"), RedisMode: store.RedisMode(c.FormValue("redis_mode")), RedisAddress: strings.TrimSpace(c.FormValue("redis_address")),
-			RedisPassword: c.FormValue("redis_password"), IsActive: &s.IsActive},
+			RedisPassword: c.FormValue("redis_password"), IsActive: &s.IsActive, RegionMode: &s.RegionMode},
 		RegistryInput: ops.RegistryInput{RegistryMode: store.RegistryMode(c.FormValue("registry_mode")),
 			StorageType: c.FormValue("storage_type"), ExternalAddress: c.FormValue("external_address"),
 			ExternalUsername: c.FormValue("external_username"), ExternalPassword: c.FormValue("external_password"),

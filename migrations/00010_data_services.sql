@@ -22,6 +22,12 @@ CREATE TABLE bindings (
 );
 CREATE INDEX bindings_region_idx ON bindings (region_id, service);
 
+-- Tenancy's walls (00009): a binding is its project's; in a tenant's walls only the
+-- bindings of the tenant's projects exist.
+ALTER TABLE bindings ENABLE ROW LEVEL SECURITY;
+ALTER TABLE bindings FORCE ROW LEVEL SECURITY;
+CREATE POLICY bindings_walls ON bindings USING (runr_tenant() IS NULL OR EXISTS (SELECT 1 FROM projects p WHERE p.id = project_id));
+
 -- +goose Down
 DROP TABLE bindings;
 ALTER TABLE regions DROP COLUMN skupper;

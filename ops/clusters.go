@@ -3,7 +3,7 @@ package ops
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
+	"errors"
 
 	"runr.dev/console/kube"
 	"runr.dev/console/store"
@@ -32,11 +32,11 @@ func (s *Service) ClusterFor(raw []byte) (*kube.Cluster, error) {
 // RegionCluster returns the cluster access of a region.
 func (s *Service) RegionCluster(r *store.Region) (*kube.Cluster, error) {
 	if r.SecretError != "" {
-		return nil, fmt.Errorf("region %s: %s", r.Name, r.SecretError)
+		return nil, &Unreachable{Region: r.Name, Err: errors.New(r.SecretError)}
 	}
 	c, err := s.ClusterFor([]byte(r.Kubeconfig))
 	if err != nil {
-		return nil, fmt.Errorf("region %s: %w", r.Name, err)
+		return nil, &Unreachable{Region: r.Name, Err: err}
 	}
 	return c, nil
 }

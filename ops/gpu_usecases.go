@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"runr.dev/console/engine"
@@ -81,8 +82,12 @@ func (s *Service) SetModelStorage(ctx context.Context, actor Actor, r *store.Reg
 		return nil, err
 	}
 	if in.StorageClass != "" {
-		if _, err := c.Clientset.StorageV1().StorageClasses().Get(ctx, in.StorageClass, metav1.GetOptions{}); err != nil {
+		_, err := c.Clientset.StorageV1().StorageClasses().Get(ctx, in.StorageClass, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
 			fields["storage_class"] = "The cluster has no StorageClass " + in.StorageClass + "."
+		case err != nil:
+			return nil, &Unreachable{Region: r.Name, Err: err}
 		}
 	}
 	if len(fields) > 0 {

@@ -17,4 +17,6 @@ func (s *Service) registerKinds() {
 	s.registerSandboxKinds()
 	s.registerGPUKinds()
 	s.registerDataKinds()
+	s.registerSupplyChainKinds()
+	s.registerReconcileKinds()
 }

@@ -216,10 +216,11 @@ func (s *Service) moveExtras(ctx context.Context, jc *engine.JobContext) error {
 			return s.setFunctionTLS(ctx, jc, c, r, r.FunctionTLSCert, r.FunctionTLSKey, false)
 		})
 	}
+	s.tolerate(ctx, jc, r, "admission policy", func() error { return s.moveAdmission(ctx, jc, r) })
 	if r.Status != store.RegionActive && r.ServingStatus == store.ComponentReady {
 		s.tolerate(ctx, jc, r, "status block", func() error { return s.applyBlock(ctx, jc, c, r) })
 	}
-	jc.Note("Function TLS and the status block follow the region")
+	jc.Note("Function TLS, the admission policy and the status block follow the region")
 	return nil
 }
 
@@ -423,7 +424,7 @@ func (s *Service) StartMigration(ctx context.Context, actor Actor, r *store.Regi
 	if MigrationRunning(r.MigrationStatus) {
 		return nil, &Refused{Reason: "The region is moving already (" + string(r.MigrationStatus) + "): complete or roll back that move first."}
 	}
-	if r.DataLocation != "" && in.DataLocation != r.DataLocation {
+	if !ResidencyAllows(r.DataLocation, in.DataLocation) {
 		return nil, &Refused{Field: "data_location", Reason: "The region's data stays in " + r.DataLocation + ": the new cluster must be there (data_location " + r.DataLocation + ")."}
 	}
 	if _, err := kube.ParseKubeconfig([]byte(in.Kubeconfig)); err != nil {

@@ -38,7 +38,9 @@ type ProjectParams struct {
 var ErrProjectStopped = errors.New("the project is stopped: resume it to deploy it")
 
 // DeployCheck runs the deploy checks: a stopped project is refused (unless resumed),
-// and so is one that would exceed its region's capacity.
+// and so is one whose data location or image the region does not allow (supplyChainGate),
+// or that would exceed its region's capacity or, a tenant's project on a platform region,
+// its tenant's quota there.
 func (s *Service) DeployCheck(ctx context.Context, r *store.Region, p *store.Project, resume bool) error {
 	if p.State == store.ProjectStopped && !resume {
 		return ErrProjectStopped
@@ -49,10 +51,17 @@ func (s *Service) DeployCheck(ctx context.Context, r *store.Region, p *store.Pro
 	if why := WorkloadClassRefusal(r, ProjectWorkloadKind(p)); why != "" {
 		return &Refused{Reason: why}
 	}
+	if err := s.supplyChainGate(ctx, r, p); err != nil {
+		return err
+	}
 	if err := s.gpuAdmission(ctx, r, p); err != nil {
 		return err
 	}
-	return s.Admit(ctx, r, AdmitRequest{ProjectID: p.ID, CPUm: int64(p.CPUm), MemoryMi: int64(p.MemoryMi), AlwaysOn: p.AlwaysOn})
+	req := AdmitRequest{ProjectID: p.ID, CPUm: int64(p.CPUm), MemoryMi: int64(p.MemoryMi), AlwaysOn: p.AlwaysOn}
+	if err := s.Admit(ctx, r, req); err != nil {
+		return err
+	}
+	return s.AdmitTenant(ctx, r, p, req)
 }
 
 // ProjectWorkloadKind is the workload kind a project runs as: an always-on service, else
@@ -364,6 +373,8 @@ type ProjectInput struct {
 	MemoryMi      *int               `json:"memory_mi"`
 	AlwaysOn      *bool              `json:"always_on"`
 	GPU           *store.ProjectGPU  `json:"gpu"`
+	// DataLocation is the data location the project requires ("" for none).
+	DataLocation *string `json:"data_location"`
 	// Config is the shape of PUT /api/projects/{id} in upgrading.md: {"config": {"env_vars": …, "secret_env_vars": …}}.
 	Config *struct {
 		EnvVars       *map[string]string `json:"env_vars"`
@@ -375,11 +386,17 @@ type ProjectInput struct {
 // deployed by ProjectAction.
 func (s *Service) CreateProject(ctx context.Context, actor Actor, in ProjectInput) (*store.Project, error) {
 	p := &store.Project{CPUm: 100, MemoryMi: 128}
-	if err := s.applyProjectInput(ctx, p, in, true); err != nil {
+	if err := s.applyProjectInput(ctx, actor, p, in, true); err != nil {
 		return nil, err
 	}
+	loc := p.DataLocation
 	if err := s.Store.CreateProject(ctx, p); err != nil {
 		return nil, fmt.Errorf("create project %s: %w", p.Name, err)
+	}
+	if p.DataLocation = loc; loc != "" {
+		if err := s.saveProjectResidency(ctx, p); err != nil {
+			return nil, err
+		}
 	}
 	s.Log.Info("project created", "project", p.Slug, "user", actor.Email)
 	return p, nil
@@ -390,7 +407,7 @@ func (s *Service) CreateProject(ctx context.Context, actor Actor, in ProjectInpu
 func (s *Service) UpdateProject(ctx context.Context, actor Actor, p *store.Project, in ProjectInput) (*store.Job, error) {
 	from := p.Region()
 	next := *p
-	if err := s.applyProjectInput(ctx, &next, in, false); err != nil {
+	if err := s.applyProjectInput(ctx, actor, &next, in, false); err != nil {
 		return nil, err
 	}
 	if next.Region() != from {
@@ -401,6 +418,9 @@ func (s *Service) UpdateProject(ctx context.Context, actor Actor, p *store.Proje
 	*p = next
 	if err := s.Store.UpdateProject(ctx, p); err != nil {
 		return nil, fmt.Errorf("update project %s: %w", p.Slug, err)
+	}
+	if err := s.saveProjectResidency(ctx, p); err != nil {
+		return nil, err
 	}
 	if p.Region() != from && p.State == store.ProjectRunning {
 		return s.enqueueProject(ctx, actor, p, KindMoveProject, "Move", ProjectParams{From: from})
@@ -417,6 +437,10 @@ func (s *Service) ProjectAction(ctx context.Context, actor Actor, p *store.Proje
 	switch action {
 	case "deploy", "resume":
 		r, err := s.Store.RegionByID(ctx, p.Region())
+		if errors.Is(err, store.ErrNotFound) {
+			// A platform region no longer assigned to the project's tenant.
+			return nil, &Refused{Field: "region_id", Reason: "The project's region is no longer available to it: choose another region."}
+		}
 		if err != nil {
 			return nil, fmt.Errorf("region of project %s: %w", p.Slug, err)
 		}
@@ -425,6 +449,9 @@ func (s *Service) ProjectAction(ctx context.Context, actor Actor, p *store.Proje
 		}
 		if why := GPURefusal(r, p); why != "" {
 			return nil, &Refused{Reason: why}
+		}
+		if why := residencyRefusal(r, p); why != "" {
+			return nil, &Refused{Field: "data_location", Reason: "Data residency: " + why + "."}
 		}
 	}
 	switch action {
@@ -463,7 +490,7 @@ func (s *Service) enqueueProject(ctx context.Context, actor Actor, p *store.Proj
 
 // applyProjectInput validates the keys sent and applies them to p; creating asks for
 // the name, the region and the image.
-func (s *Service) applyProjectInput(ctx context.Context, p *store.Project, in ProjectInput, creating bool) error {
+func (s *Service) applyProjectInput(ctx context.Context, actor Actor, p *store.Project, in ProjectInput, creating bool) error {
 	errs := map[string]string{}
 	if in.Name != nil {
 		p.Name = strings.TrimSpace(*in.Name)
@@ -471,7 +498,7 @@ func (s *Service) applyProjectInput(ctx context.Context, p *store.Project, in Pr
 	if creating && p.Name == "" || len(p.Name) > 100 {
 		errs["name"] = "Give the project a name of up to 100 characters."
 	}
-	s.applyProjectRegion(ctx, p, in.RegionID, errs)
+	s.applyProjectRegion(ctx, actor, p, in.RegionID, errs)
 	if creating && p.RegionID == nil {
 		errs["region_id"] = "Choose the region the project runs in."
 	}
@@ -501,18 +528,20 @@ func (s *Service) applyProjectInput(ctx context.Context, p *store.Project, in Pr
 		p.AlwaysOn = *in.AlwaysOn
 	}
 	applyProjectGPU(p, in.GPU, errs)
+	s.applyProjectResidency(ctx, p, in.DataLocation, errs)
 	return invalid(errs)
 }
 
 // applyProjectRegion sets the project's region when one is sent ("" for none); a region
-// that cannot be read is a field error.
-func (s *Service) applyProjectRegion(ctx context.Context, p *store.Project, id *string, errs map[string]string) {
+// that cannot be read is a field error, and so is a tenant's own region for a platform
+// user (it belongs to that tenant only).
+func (s *Service) applyProjectRegion(ctx context.Context, actor Actor, p *store.Project, id *string, errs map[string]string) {
 	switch {
 	case id == nil:
 	case *id == "":
 		p.RegionID = nil
 	default:
-		if _, err := s.Store.RegionByID(ctx, *id); err != nil {
+		if r, err := s.Store.RegionByID(ctx, *id); err != nil || actor.Platform() && r.Tenant() != "" {
 			errs["region_id"] = "No such region."
 		} else {
 			p.RegionID = store.Ptr(*id)

@@ -356,6 +356,8 @@ func (s *Service) SetRegionStatus(ctx context.Context, actor Actor, r *store.Reg
 // General settings; only the keys sent change.
 type RegionUpdate struct {
 	RegionStatus *store.RegionStatus `json:"region_status"`
+	// RegionMode is set by platform administrators only (Tenancy module); ignored from others.
+	RegionMode *store.RegionMode `json:"region_mode"`
 	SettingsInput
 }
 
@@ -367,8 +369,16 @@ func (s *Service) UpdateRegion(ctx context.Context, actor Actor, r *store.Region
 			return nil, err
 		}
 	}
-	if err := invalid(validateSettings(&in.SettingsInput)); err != nil {
+	errs := validateSettings(&in.SettingsInput)
+	mode := s.regionModeOf(actor, in.RegionMode, errs)
+	if err := invalid(errs); err != nil {
 		return nil, err
+	}
+	if mode != nil && *mode != r.Mode {
+		if err := s.Store.SetRegionMode(ctx, r.ID, *mode); err != nil {
+			return nil, fmt.Errorf("update region: %w", err)
+		}
+		s.Log.Info("region mode set", "region", r.Name, "mode", *mode, "by", actor.Email)
 	}
 	var job *store.Job
 	if in.RegionStatus != nil {
@@ -462,6 +472,9 @@ func (s *Service) UpdateMonitoring(ctx context.Context, actor Actor, r *store.Re
 			backToOwn = backToOwn || val == "" && *f.dst != ""
 		}
 		*f.dst = val
+	}
+	if why := s.SetsExistingMonitoring(actor); why != "" && (m.PrometheusURL != "" || m.LokiURL != "") {
+		return nil, &Forbidden{Reason: why}
 	}
 	if err := invalid(errs); err != nil {
 		return nil, err

@@ -32,6 +32,8 @@ type SetupParams struct {
 	RedisAddress string           `json:"redis_address,omitempty"`
 	IsActive     bool             `json:"is_active"`
 	DataLocation string           `json:"data_location,omitempty"`
+	// RegionMode is the mode a platform administrator chose ("": managed).
+	RegionMode store.RegionMode `json:"region_mode,omitempty"`
 }
 
 // SetupSecret holds the secret fields of a setup; it is stored encrypted with the job.
@@ -59,7 +61,7 @@ func NewRegionRecord(p SetupParams, sec SetupSecret, chk *CheckResult) (*store.R
 		RegistryMode: orDefault(p.Registry.Mode, store.RegistryNone), RegistryConfig: store.JSON[store.RegistryConfig]{V: p.Registry.Config()},
 		RegistrySecret: p.Registry.SecretValue(sec.Registry),
 		RedisMode:      redisMode, RedisAddress: p.RedisAddress, RedisPassword: sec.RedisPassword,
-		AgentToken: agentToken, AgentTokenHash: store.HashToken(agentToken),
+		AgentToken: agentToken, AgentTokenHash: store.HashToken(agentToken), Mode: orDefault(p.RegionMode, store.RegionManaged),
 	}
 	r.Settings.V.RequestTimeout = DefaultRequestTimeout
 	if redisMode == store.RedisExternal {
@@ -229,6 +231,8 @@ func (s *Service) setupRegion(p SetupParams, cluster func(jc *engine.JobContext)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			r, _ = NewRegionRecord(p, sec, chk)
+			// A setup a tenant's user started creates the tenant's region.
+			r.TenantID = jc.Job.TenantID
 			if p.Registry.Mode != "" && p.Registry.Mode != store.RegistryNone {
 				r.RegistryStatus, r.RegistryAddress = store.ComponentReady, p.Registry.Address()
 			}
@@ -486,6 +490,8 @@ type RegionFields struct {
 	RedisAddress  string          `json:"redis_address"`
 	RedisPassword string          `json:"redis_password"`
 	DataLocation  string          `json:"data_location"`
+	// RegionMode is set by platform administrators only (Tenancy module); ignored from others.
+	RegionMode *store.RegionMode `json:"region_mode"`
 }
 
 // SetupInput is a region to set up with its registry: the body of POST
@@ -507,9 +513,13 @@ func (in *SetupInput) Params() (SetupParams, SetupSecret) {
 	if nodes == nil {
 		nodes = []string{}
 	}
+	var mode store.RegionMode
+	if in.RegionMode != nil {
+		mode = *in.RegionMode
+	}
 	return SetupParams{Name: in.Name, Nodes: nodes, Registry: reg,
 			Monitoring: store.Monitoring{PrometheusURL: in.PrometheusURL, LokiURL: in.LokiURL, LokiOrgID: in.LokiOrgID},
-			RedisMode:  redis, RedisAddress: in.RedisAddress, IsActive: active, DataLocation: in.DataLocation},
+			RedisMode:  redis, RedisAddress: in.RedisAddress, IsActive: active, DataLocation: in.DataLocation, RegionMode: mode},
 		SetupSecret{Kubeconfig: in.Kubeconfig, Registry: regSec, RedisPassword: in.RedisPassword}
 }
 
@@ -576,18 +586,39 @@ func (s *Service) checkNew(ctx context.Context, in CheckInput, errs map[string]s
 }
 
 // nameUse says whether a region has the name, and else whether a setup under way (other
-// than exceptJob's) has it.
+// than exceptJob's) has it: region names are one namespace, every tenant's included.
 func (s *Service) nameUse(ctx context.Context, name, exceptJob string) (region, setup bool, err error) {
-	if r, err := s.Store.RegionByName(ctx, name); err == nil && r.ID != "" {
-		return true, false, nil
-	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return false, false, fmt.Errorf("region name %s: %w", name, err)
-	}
-	setup, err = s.Store.NameTakenBySetup(ctx, name, exceptJob)
+	region, setup, err = s.Store.RegionNameInUse(ctx, name, exceptJob)
 	if err != nil {
 		return false, false, fmt.Errorf("region name %s: %w", name, err)
 	}
-	return false, setup, nil
+	return region, setup && !region, nil
+}
+
+// actorFields applies to a new region what depends on who asks: the region mode (set by
+// platform administrators only; ignored from anyone else) and existing monitoring (with
+// the Tenancy module, platform users and tenant owners only). It returns field errors.
+func (s *Service) actorFields(actor Actor, in *SetupInput) map[string]string {
+	errs := map[string]string{}
+	in.RegionMode = s.regionModeOf(actor, in.RegionMode, errs)
+	s.monitoringFieldErrors(actor, store.Monitoring{PrometheusURL: in.PrometheusURL, LokiURL: in.LokiURL}, errs)
+	return errs
+}
+
+// mergeErrs adds the field errors of more to errs (either may be nil).
+func mergeErrs(errs, more map[string]string) map[string]string {
+	if len(more) == 0 {
+		return errs
+	}
+	if errs == nil {
+		errs = map[string]string{}
+	}
+	for k, v := range more {
+		if _, ok := errs[k]; !ok {
+			errs[k] = v
+		}
+	}
+	return errs
 }
 
 // validateSetup checks a setup's fields, its name and its cluster: it returns the field
@@ -626,11 +657,12 @@ func (s *Service) StartSetup(ctx context.Context, actor Actor, in SetupInput) (*
 	if in.RegistryMode == "" {
 		in.RegistryMode = store.RegistryInternal
 	}
+	mine := s.actorFields(actor, &in)
 	_, errs, err := s.validateSetup(ctx, &in, "")
 	if err != nil {
 		return nil, err
 	}
-	if err := invalid(errs); err != nil {
+	if err := invalid(mergeErrs(errs, mine)); err != nil {
 		return nil, err
 	}
 	return s.enqueueSetup(ctx, actor, in)
@@ -639,7 +671,7 @@ func (s *Service) StartSetup(ctx context.Context, actor Actor, in SetupInput) (*
 // StartCheckedSetup queues the setup of the wizard's step 2, whose cluster step 1
 // checked: the workers selected must be among the nodes that check found.
 func (s *Service) StartCheckedSetup(ctx context.Context, actor Actor, in SetupInput, nodes []NodeInfo) (*store.RegistrySetup, error) {
-	errs := in.validate()
+	errs := mergeErrs(in.validate(), s.actorFields(actor, &in))
 	if m := nodesExist(in.Nodes, nodes); m != "" {
 		errs["nodes"] = m
 	}
@@ -718,7 +750,7 @@ func (s *Service) RetrySetup(ctx context.Context, actor Actor, st *store.Registr
 	if in.Name != old.Name {
 		return nil, &Invalid{Fields: map[string]string{"name": "A retry keeps the region's name (" + old.Name + ")."}}
 	}
-	if err := invalid(in.validate()); err != nil {
+	if err := invalid(mergeErrs(in.validate(), s.actorFields(actor, &in))); err != nil {
 		return nil, err
 	}
 	p, sec := in.Params()
@@ -823,10 +855,12 @@ func (s *Service) CreateRegion(ctx context.Context, actor Actor, in RegionInput)
 // validateNewRegion checks the region of CreateRegion with its cluster, and its registry
 // when one is given.
 func (s *Service) validateNewRegion(ctx context.Context, actor Actor, setup *SetupInput, reg RegistryInput) (*CheckResult, error) {
+	mine := s.actorFields(actor, setup)
 	chk, errs, err := s.validateSetup(ctx, setup, "")
 	if err != nil {
 		return nil, err
 	}
+	errs = mergeErrs(errs, mine)
 	if reg.RegistryMode != "" && reg.RegistryMode != store.RegistryNone {
 		if errs == nil {
 			errs = map[string]string{}

@@ -439,6 +439,8 @@ func (s *Service) checkCluster(ctx context.Context, k string, rs []*store.Region
 		s.breaker.ok(k)
 	}
 	for _, r := range rs {
+		// A tenant-owned region is checked in its tenant's walls (Tenancy module).
+		ctx := store.WithTenant(ctx, r.Tenant())
 		dctx, cancel := context.WithTimeout(ctx, s.Cfg.StatusTimeout)
 		u := s.checkRegion(dctx, r, st, base)
 		cancel()

@@ -15,6 +15,9 @@ import (
 type Actor struct {
 	Email string
 	Perms map[string]bool
+	// TenantID is the actor's tenant ("" for a platform user and the CLI); Role its role.
+	TenantID string
+	Role     string
 }
 
 // Can reports whether the actor holds a permission.

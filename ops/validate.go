@@ -138,6 +138,10 @@ func (in *SetupInput) validate() map[string]string {
 			errs["nodes"] = "Node names must not be empty."
 		}
 	}
+	in.DataLocation = strings.TrimSpace(in.DataLocation)
+	if m := ValidateDataLocation(in.DataLocation); m != "" {
+		errs["data_location"] = m
+	}
 	return errs
 }
 

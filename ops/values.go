@@ -57,6 +57,7 @@ func ValuesCases() []ValuesCase {
 		{Name: "cloudnative-pg", Chart: ChartCloudNativePG, Release: CNPGRelease, Namespace: CNPGNamespace, Values: CNPGValues()},
 		{Name: "seaweedfs", Chart: ChartSeaweedFS, Release: SeaweedFSRelease, Namespace: DataNamespace, Values: SeaweedFSValues("", defaultDataSizeGi)},
 		{Name: "seaweedfs-storage-class", Chart: ChartSeaweedFS, Release: SeaweedFSRelease, Namespace: DataNamespace, Values: SeaweedFSValues("standard", 50)},
+		{Name: "policy-controller", Chart: ChartPolicyController, Release: PolicyControllerRelease, Namespace: CosignNamespace, Values: PolicyControllerValues()},
 	}
 }
 

@@ -34,6 +34,9 @@ mkdir -p "${ARTIFACTS:-test-artifacts}"
 run_tmp=$(mktemp -d -t runr-test-XXXXXX)
 TMPDIR=$run_tmp go test -count=1 -timeout 75m -p 2 ./...
 
+step "upgrade path (make upgrade-test): the previous release tag, then this checkout under a prober"
+TMPDIR=$run_tmp scripts/upgrade-test.sh
+
 step "fuzz briefly (the committed corpus already ran with the tests above)"
 for target in kube:FuzzParseKubeconfig kube:FuzzCheckAddress handlers:FuzzBodyDecoders handlers:FuzzUnsealStep1; do
   go test -run '^$' -fuzz "^${target#*:}\$" -fuzztime "${FUZZTIME:-5s}" "./${target%%:*}/"

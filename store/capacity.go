@@ -17,7 +17,7 @@ func (s *Store) ProjectReservations(ctx context.Context, regionID, exceptProject
 		AlwaysOn bool `db:"always_on"`
 		Reservation
 	}
-	err = s.DB.SelectContext(ctx, &rows, `SELECT always_on, count(*) AS projects,
+	err = s.db(ctx).SelectContext(ctx, &rows, `SELECT always_on, count(*) AS projects,
 		coalesce(sum(cpu_m), 0) AS cpu_m, coalesce(sum(memory_mi), 0) AS memory_mi
 		FROM projects WHERE region_id = $1 AND state = 'running' AND id <> $2 GROUP BY always_on`, regionID, exceptProject)
 	if err != nil {

@@ -99,7 +99,7 @@ type SandboxSettings struct {
 // SetSandboxRuntime records one sandbox runtime of a region (the others stay as they are).
 func (s *Store) SetSandboxRuntime(ctx context.Context, id, runtime string, v SandboxRuntime) error {
 	v.UpdatedAt = time.Now().UTC()
-	_, err := s.DB.ExecContext(ctx, `UPDATE regions SET isolation = jsonb_set(isolation, ARRAY[$2], $3::jsonb), updated_at = now() WHERE id = $1`,
+	_, err := s.db(ctx).ExecContext(ctx, `UPDATE regions SET isolation = jsonb_set(isolation, ARRAY[$2], $3::jsonb), updated_at = now() WHERE id = $1`,
 		id, runtime, JSON[SandboxRuntime]{V: v})
 	if err != nil {
 		return wrap("set sandbox runtime "+runtime, err)
@@ -109,7 +109,7 @@ func (s *Store) SetSandboxRuntime(ctx context.Context, id, runtime string, v San
 
 // SetWorkloadClasses records the runtime class of each workload kind of a region.
 func (s *Store) SetWorkloadClasses(ctx context.Context, id string, classes map[string]string) error {
-	_, err := s.DB.ExecContext(ctx, `UPDATE regions SET isolation = jsonb_set(isolation, '{classes}', $2::jsonb), updated_at = now() WHERE id = $1`,
+	_, err := s.db(ctx).ExecContext(ctx, `UPDATE regions SET isolation = jsonb_set(isolation, '{classes}', $2::jsonb), updated_at = now() WHERE id = $1`,
 		id, JSON[map[string]string]{V: classes})
 	if err != nil {
 		return wrap("set workload classes", err)

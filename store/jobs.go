@@ -26,6 +26,8 @@ type Job struct {
 	CreatedAt       time.Time       `db:"created_at" json:"created_at"`
 	StartedAt       *time.Time      `db:"started_at" json:"started_at"`
 	FinishedAt      *time.Time      `db:"finished_at" json:"finished_at"`
+	// TenantID is the tenant whose job it is (nil: the platform's).
+	TenantID *string `db:"tenant_id" json:"-"`
 }
 
 // Region returns the job's region id ("" when none).
@@ -83,7 +85,7 @@ func (s *Store) CreateJob(ctx context.Context, j *Job, steps []JobStep, secret s
 	if len(j.Params) == 0 {
 		j.Params = json.RawMessage(`{}`)
 	}
-	tx, err := s.DB.BeginTxx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return wrap("create job", err)
 	}
@@ -105,12 +107,25 @@ func (s *Store) CreateJob(ctx context.Context, j *Job, steps []JobStep, secret s
 	return wrap("create job", tx.Commit())
 }
 
+// ClaimJobByID takes one job for owner when it is queued, or running with an expired
+// lease; ErrNotFound when another console holds it or it ended.
+func (s *Store) ClaimJobByID(ctx context.Context, id, owner string, lease time.Duration) (*Job, error) {
+	j := &Job{}
+	err := s.DB.GetContext(ctx, j, `UPDATE jobs SET status = 'running', lease_owner = $2,
+			lease_until = now() + $3::interval, attempts = attempts + 1, started_at = coalesce(started_at, now())
+		WHERE id = (
+			SELECT id FROM jobs WHERE id = $1 AND (status = 'queued' OR (status = 'running' AND lease_until < now()))
+			FOR UPDATE SKIP LOCKED)
+		RETURNING *`, id, owner, lease.String())
+	return j, wrap("claim job "+id, err)
+}
+
 // JobSecret returns the decrypted secret parameters of a job.
 func (s *Store) JobSecret(j *Job) (string, error) { return s.Cipher.Decrypt(j.SecretParams) }
 
 // SetJobSecret replaces a job's secret parameters (a retry with a new body).
 func (s *Store) SetJobSecret(ctx context.Context, id, secret string, params json.RawMessage) error {
-	_, err := s.DB.ExecContext(ctx, `UPDATE jobs SET secret_params = $2, params = $3 WHERE id = $1`, id, s.Cipher.Encrypt(secret), []byte(params))
+	_, err := s.db(ctx).ExecContext(ctx, `UPDATE jobs SET secret_params = $2, params = $3 WHERE id = $1`, id, s.Cipher.Encrypt(secret), []byte(params))
 	return wrap("set job secret", err)
 }
 
@@ -118,7 +133,7 @@ func (s *Store) SetJobSecret(ctx context.Context, id, secret string, params json
 // for owner. It returns ErrNotFound when there is nothing to do.
 func (s *Store) ClaimJob(ctx context.Context, owner string, lease time.Duration) (*Job, error) {
 	j := &Job{}
-	err := s.DB.GetContext(ctx, j, `UPDATE jobs SET status = 'running', lease_owner = $1,
+	err := s.db(ctx).GetContext(ctx, j, `UPDATE jobs SET status = 'running', lease_owner = $1,
 			lease_until = now() + $2::interval, attempts = attempts + 1, started_at = coalesce(started_at, now())
 		WHERE id = (
 			SELECT id FROM jobs
@@ -132,7 +147,7 @@ func (s *Store) ClaimJob(ctx context.Context, owner string, lease time.Duration)
 // RenewLease extends a job's lease and reports whether a cancel was requested.
 // ErrNotFound means the lease was lost.
 func (s *Store) RenewLease(ctx context.Context, id, owner string, lease time.Duration) (cancel bool, err error) {
-	err = s.DB.GetContext(ctx, &cancel, `UPDATE jobs SET lease_until = now() + $3::interval
+	err = s.db(ctx).GetContext(ctx, &cancel, `UPDATE jobs SET lease_until = now() + $3::interval
 		WHERE id = $1 AND lease_owner = $2 AND status = 'running' RETURNING cancel_requested`, id, owner, lease.String())
 	return cancel, wrap("renew lease of job "+id, err)
 }
@@ -140,14 +155,14 @@ func (s *Store) RenewLease(ctx context.Context, id, owner string, lease time.Dur
 // ReleaseJobs gives back the leases of owner's running jobs (a clean shutdown), so that
 // another console, or this one after a restart, resumes them at once.
 func (s *Store) ReleaseJobs(ctx context.Context, owner string) error {
-	_, err := s.DB.ExecContext(ctx, `UPDATE jobs SET lease_until = now() - interval '1 second'
+	_, err := s.db(ctx).ExecContext(ctx, `UPDATE jobs SET lease_until = now() - interval '1 second'
 		WHERE lease_owner = $1 AND status = 'running'`, owner)
 	return wrap("release jobs", err)
 }
 
 // FinishJob ends a job with a status and an error message, and emits the job event.
 func (s *Store) FinishJob(ctx context.Context, id string, status JobStatus, errMsg string) error {
-	_, err := s.DB.ExecContext(ctx, `UPDATE jobs SET status = $2, error = $3, finished_at = now(), lease_owner = '' WHERE id = $1`,
+	_, err := s.db(ctx).ExecContext(ctx, `UPDATE jobs SET status = $2, error = $3, finished_at = now(), lease_owner = '' WHERE id = $1`,
 		id, status, truncate(errMsg, 4000))
 	if err != nil {
 		return wrap("finish job "+id, err)
@@ -167,7 +182,7 @@ func levelOf[T JobStatus | StepStatus](status T) string {
 // RetryJob queues a failed or cancelled job again; its finished steps are kept, so it
 // continues where it stopped.
 func (s *Store) RetryJob(ctx context.Context, id string) error {
-	tx, err := s.DB.BeginTxx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return wrap("retry job", err)
 	}
@@ -195,7 +210,7 @@ func (s *Store) RetryJob(ctx context.Context, id string) error {
 // RequestCancel asks the runner to stop a job; a queued job is cancelled at once.
 func (s *Store) RequestCancel(ctx context.Context, id string) error {
 	var status JobStatus
-	err := s.DB.GetContext(ctx, &status, `UPDATE jobs SET cancel_requested = true WHERE id = $1 RETURNING status`, id)
+	err := s.db(ctx).GetContext(ctx, &status, `UPDATE jobs SET cancel_requested = true WHERE id = $1 RETURNING status`, id)
 	if err != nil {
 		return wrap("cancel job "+id, err)
 	}
@@ -208,7 +223,7 @@ func (s *Store) RequestCancel(ctx context.Context, id string) error {
 // JobByID returns one job.
 func (s *Store) JobByID(ctx context.Context, id string) (*Job, error) {
 	j := &Job{}
-	err := s.DB.GetContext(ctx, j, `SELECT * FROM jobs WHERE id = $1`, id)
+	err := s.db(ctx).GetContext(ctx, j, `SELECT * FROM jobs WHERE id = $1`, id)
 	return j, wrap("job "+id, err)
 }
 
@@ -222,13 +237,13 @@ func (s *Store) ListJobs(ctx context.Context, regionID string, limit int) ([]Job
 // set), and how many there are.
 func (s *Store) ListJobsPage(ctx context.Context, regionID string, limit, offset int) ([]Job, int, error) {
 	var js []Job
-	err := s.DB.SelectContext(ctx, &js, `SELECT id, kind, title, region_id, status, error, attempts, created_by, created_at, started_at, finished_at
+	err := s.db(ctx).SelectContext(ctx, &js, `SELECT id, kind, title, region_id, status, error, attempts, created_by, created_at, started_at, finished_at
 		FROM jobs WHERE $1 = '' OR region_id = $1 ORDER BY created_at DESC LIMIT $2 OFFSET $3`, regionID, limit, offset)
 	if err != nil {
 		return nil, 0, wrap("list jobs", err)
 	}
 	var n int
-	if err := s.DB.GetContext(ctx, &n, `SELECT count(*) FROM jobs WHERE $1 = '' OR region_id = $1`, regionID); err != nil {
+	if err := s.db(ctx).GetContext(ctx, &n, `SELECT count(*) FROM jobs WHERE $1 = '' OR region_id = $1`, regionID); err != nil {
 		return nil, 0, wrap("count jobs", err)
 	}
 	return js, n, nil
@@ -237,29 +252,37 @@ func (s *Store) ListJobsPage(ctx context.Context, regionID string, limit, offset
 // ActiveJob returns the region's newest unfinished job of a kind ("" for any kind).
 func (s *Store) ActiveJob(ctx context.Context, regionID, kind string) (*Job, error) {
 	j := &Job{}
-	err := s.DB.GetContext(ctx, j, `SELECT * FROM jobs WHERE region_id = $1 AND ($2 = '' OR kind = $2)
+	err := s.db(ctx).GetContext(ctx, j, `SELECT * FROM jobs WHERE region_id = $1 AND ($2 = '' OR kind = $2)
 		AND status IN ('queued', 'running') ORDER BY created_at DESC LIMIT 1`, regionID, kind)
 	return j, wrap("active job", err)
+}
+
+// ActiveJobOfKind returns the newest unfinished job of a kind, whatever its region (a
+// job that acts on every region, such as a reconcile).
+func (s *Store) ActiveJobOfKind(ctx context.Context, kind string) (*Job, error) {
+	j := &Job{}
+	err := s.DB.GetContext(ctx, j, `SELECT * FROM jobs WHERE kind = $1 AND status IN ('queued', 'running') ORDER BY created_at DESC LIMIT 1`, kind)
+	return j, wrap("active job of kind "+kind, err)
 }
 
 // LatestJob returns the region's newest job of a kind.
 func (s *Store) LatestJob(ctx context.Context, regionID, kind string) (*Job, error) {
 	j := &Job{}
-	err := s.DB.GetContext(ctx, j, `SELECT * FROM jobs WHERE region_id = $1 AND kind = $2 ORDER BY created_at DESC LIMIT 1`, regionID, kind)
+	err := s.db(ctx).GetContext(ctx, j, `SELECT * FROM jobs WHERE region_id = $1 AND kind = $2 ORDER BY created_at DESC LIMIT 1`, regionID, kind)
 	return j, wrap("latest job", err)
 }
 
 // JobSteps returns a job's steps in order.
 func (s *Store) JobSteps(ctx context.Context, jobID string) ([]JobStep, error) {
 	var st []JobStep
-	err := s.DB.SelectContext(ctx, &st, `SELECT * FROM job_steps WHERE job_id = $1 ORDER BY idx`, jobID)
+	err := s.db(ctx).SelectContext(ctx, &st, `SELECT * FROM job_steps WHERE job_id = $1 ORDER BY idx`, jobID)
 	return st, wrap("job steps", err)
 }
 
 // SetStep changes a step's status, message and wait, and emits the step event.
 func (s *Store) SetStep(ctx context.Context, jobID string, idx int, status StepStatus, message, wait string) (*JobStep, error) {
 	st := &JobStep{}
-	err := s.DB.GetContext(ctx, st, `UPDATE job_steps SET status = $3, message = $4, wait = $5,
+	err := s.db(ctx).GetContext(ctx, st, `UPDATE job_steps SET status = $3, message = $4, wait = $5,
 		started_at = CASE WHEN $3 = 'running' AND (started_at IS NULL OR status <> 'running') THEN now() ELSE started_at END,
 		finished_at = CASE WHEN $3 IN ('done', 'failed', 'skipped') THEN now() WHEN $3 = 'running' THEN NULL ELSE finished_at END
 		WHERE job_id = $1 AND idx = $2 RETURNING *`, jobID, idx, status, truncate(message, maxMessage), truncate(wait, 500))
@@ -279,7 +302,7 @@ func (s *Store) AddEvent(ctx context.Context, e *JobEvent) (int64, error) {
 		e.Data = json.RawMessage(`{}`)
 	}
 	e.Message = truncate(e.Message, maxMessage)
-	err := s.DB.GetContext(ctx, e, `WITH ins AS (
+	err := s.db(ctx).GetContext(ctx, e, `WITH ins AS (
 			INSERT INTO job_events (job_id, kind, step_idx, level, message, data) VALUES ($1,$2,$3,$4,$5,$6) RETURNING *)
 		SELECT ins.* FROM ins CROSS JOIN LATERAL (SELECT pg_notify($7, json_build_object('id', ins.id, 'job_id', ins.job_id,
 			'created_at', ins.created_at, 'kind', ins.kind, 'step_idx', ins.step_idx, 'level', ins.level,
@@ -293,7 +316,7 @@ func (s *Store) AddEvent(ctx context.Context, e *JobEvent) (int64, error) {
 // JobEvents returns the events of a job after an id, oldest first.
 func (s *Store) JobEvents(ctx context.Context, jobID string, after int64, limit int) ([]JobEvent, error) {
 	var es []JobEvent
-	err := s.DB.SelectContext(ctx, &es, `SELECT * FROM job_events WHERE job_id = $1 AND id > $2 ORDER BY id LIMIT $3`, jobID, after, limit)
+	err := s.db(ctx).SelectContext(ctx, &es, `SELECT * FROM job_events WHERE job_id = $1 AND id > $2 ORDER BY id LIMIT $3`, jobID, after, limit)
 	return es, wrap("job events", err)
 }
 
@@ -318,14 +341,14 @@ func mustJSON(v any) json.RawMessage {
 
 // SetJobRegion attaches a job to the region it created.
 func (s *Store) SetJobRegion(ctx context.Context, jobID, regionID string) error {
-	_, err := s.DB.ExecContext(ctx, `UPDATE jobs SET region_id = $2 WHERE id = $1`, jobID, regionID)
+	_, err := s.db(ctx).ExecContext(ctx, `UPDATE jobs SET region_id = $2 WHERE id = $1`, jobID, regionID)
 	return wrap("set job region", err)
 }
 
 // LatestJobOf returns the region's newest job of any of the kinds.
 func (s *Store) LatestJobOf(ctx context.Context, regionID string, kinds []string) (*Job, error) {
 	j := &Job{}
-	err := s.DB.GetContext(ctx, j, `SELECT * FROM jobs WHERE region_id = $1 AND kind = ANY($2) ORDER BY created_at DESC LIMIT 1`,
+	err := s.db(ctx).GetContext(ctx, j, `SELECT * FROM jobs WHERE region_id = $1 AND kind = ANY($2) ORDER BY created_at DESC LIMIT 1`,
 		regionID, pq.StringArray(kinds))
 	return j, wrap("latest job", err)
 }

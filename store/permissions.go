@@ -28,6 +28,10 @@ const (
 	PermUsersManage        = "users.manage"
 	PermTokensManage       = "tokens.manage"
 	PermJobsView           = "jobs.view"
+	// PermTenantsView and PermTenantsManage are the Tenancy module's: the tenants, their
+	// users and the assignments of platform regions. Platform users only.
+	PermTenantsView   = "tenants.view"
+	PermTenantsManage = "tenants.manage"
 )
 
 // AllPermissions lists every permission.
@@ -35,11 +39,18 @@ var AllPermissions = []string{
 	PermRegionsView, PermRegionsManage, PermRegionsKubeconfig, PermRegistryManage, PermSandboxManage, PermSandboxesManage,
 	PermGPUManage, PermDataServicesManage, PermSupplyChainManage, PermBillingView, PermBillingManage,
 	PermProjectsView, PermProjectsManage, PermProjectsDeploy, PermSettingsView, PermSettingsManage,
-	PermUsersView, PermUsersManage, PermTokensManage, PermJobsView,
+	PermUsersView, PermUsersManage, PermTokensManage, PermJobsView, PermTenantsView, PermTenantsManage,
 }
 
+// PlatformPermissions are held by platform users only: a tenant's users never manage
+// tenants or the platform's settings, whatever their role in the tenant.
+var PlatformPermissions = []string{PermTenantsView, PermTenantsManage, PermSettingsManage}
+
+// TenancyPermissions exist only while the Tenancy module is on.
+var TenancyPermissions = []string{PermTenantsView, PermTenantsManage}
+
 // viewPermissions are what every role may read.
-var viewPermissions = []string{PermRegionsView, PermBillingView, PermProjectsView, PermSettingsView, PermUsersView, PermJobsView}
+var viewPermissions = []string{PermRegionsView, PermBillingView, PermProjectsView, PermSettingsView, PermUsersView, PermJobsView, PermTenantsView}
 
 // rolePermissions maps each role to its permissions. Viewer is read-only.
 var rolePermissions = map[string][]string{
@@ -83,6 +94,18 @@ func EffectivePermissions(role string, scopes []string) map[string]bool {
 	}
 	for p := range perms {
 		if !allowed[p] {
+			delete(perms, p)
+		}
+	}
+	return perms
+}
+
+// UserPermissions returns a user's effective permissions (EffectivePermissions of the
+// role and the token's scopes), without the platform's own for a tenant's user.
+func UserPermissions(u *User, scopes []string) map[string]bool {
+	perms := EffectivePermissions(u.Role, scopes)
+	if u.Tenant() != "" {
+		for _, p := range PlatformPermissions {
 			delete(perms, p)
 		}
 	}

@@ -28,6 +28,11 @@ type Project struct {
 	Message       string                  `db:"message" json:"message"`
 	CreatedAt     time.Time               `db:"created_at" json:"created_at"`
 	UpdatedAt     time.Time               `db:"updated_at" json:"updated_at"`
+	// TenantID is the tenant whose project it is (nil: the platform's).
+	TenantID *string `db:"tenant_id" json:"-"`
+
+	// DataLocation is the data location the project requires of its region ("" for none).
+	DataLocation string `db:"data_location" json:"data_location"`
 
 	// Secrets is the decrypted secret env vars (never serialised).
 	Secrets map[string]string `db:"-" json:"-"`
@@ -98,7 +103,7 @@ func (s *Store) CreateProject(ctx context.Context, p *Project) error {
 		if i > 1 {
 			p.Slug = fmt.Sprintf("%s-%d", base, i)
 		}
-		err = s.DB.GetContext(ctx, p, `INSERT INTO projects (id, name, slug, region_id, image, env_vars, secret_env_vars, cpu_m, memory_mi, always_on, gpu)
+		err = s.db(ctx).GetContext(ctx, p, `INSERT INTO projects (id, name, slug, region_id, image, env_vars, secret_env_vars, cpu_m, memory_mi, always_on, gpu)
 			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11) ON CONFLICT (slug) DO NOTHING RETURNING *`,
 			p.ID, p.Name, p.Slug, p.RegionID, p.Image, p.EnvVars, sealed, p.CPUm, p.MemoryMi, p.AlwaysOn, p.GPU)
 		if err == nil {
@@ -114,7 +119,7 @@ func (s *Store) CreateProject(ctx context.Context, p *Project) error {
 // ProjectByID returns a project with its secrets decrypted.
 func (s *Store) ProjectByID(ctx context.Context, id string) (*Project, error) {
 	p := &Project{}
-	if err := s.DB.GetContext(ctx, p, `SELECT * FROM projects WHERE id = $1`, id); err != nil {
+	if err := s.db(ctx).GetContext(ctx, p, `SELECT * FROM projects WHERE id = $1`, id); err != nil {
 		return nil, wrap("project "+id, err)
 	}
 	return p, s.decryptProject(p)
@@ -123,7 +128,7 @@ func (s *Store) ProjectByID(ctx context.Context, id string) (*Project, error) {
 // ListProjects returns projects, of one region when regionID is set.
 func (s *Store) ListProjects(ctx context.Context, regionID string) ([]Project, error) {
 	var ps []Project
-	if err := s.DB.SelectContext(ctx, &ps, `SELECT * FROM projects WHERE $1 = '' OR region_id = $1 ORDER BY name`, regionID); err != nil {
+	if err := s.db(ctx).SelectContext(ctx, &ps, `SELECT * FROM projects WHERE $1 = '' OR region_id = $1 ORDER BY name`, regionID); err != nil {
 		return nil, wrap("list projects", err)
 	}
 	for i := range ps {
@@ -144,7 +149,7 @@ func (s *Store) UpdateProject(ctx context.Context, p *Project) error {
 	if err != nil {
 		return wrap("update project", err)
 	}
-	res, err := s.DB.ExecContext(ctx, `UPDATE projects SET name = $2, region_id = $3, image = $4, env_vars = $5, secret_env_vars = $6,
+	res, err := s.db(ctx).ExecContext(ctx, `UPDATE projects SET name = $2, region_id = $3, image = $4, env_vars = $5, secret_env_vars = $6,
 		cpu_m = $7, memory_mi = $8, always_on = $9, gpu = $10, updated_at = now() WHERE id = $1`,
 		p.ID, p.Name, p.RegionID, p.Image, p.EnvVars, sealed, p.CPUm, p.MemoryMi, p.AlwaysOn, p.GPU)
 	return affected("update project "+p.ID, res, err)
@@ -152,7 +157,7 @@ func (s *Store) UpdateProject(ctx context.Context, p *Project) error {
 
 // SetProjectState records a project's state after a deploy, stop or refusal.
 func (s *Store) SetProjectState(ctx context.Context, id string, state ProjectState, message, deployedImage string) error {
-	res, err := s.DB.ExecContext(ctx, `UPDATE projects SET state = $2, message = $3,
+	res, err := s.db(ctx).ExecContext(ctx, `UPDATE projects SET state = $2, message = $3,
 		deployed_image = CASE WHEN $4 = '' THEN deployed_image ELSE $4 END,
 		deployed_at = CASE WHEN $4 = '' THEN deployed_at ELSE now() END, updated_at = now() WHERE id = $1`, id, state, message, deployedImage)
 	return affected("set project state "+id, res, err)
@@ -160,6 +165,6 @@ func (s *Store) SetProjectState(ctx context.Context, id string, state ProjectSta
 
 // DeleteProject removes a project's record.
 func (s *Store) DeleteProject(ctx context.Context, id string) error {
-	res, err := s.DB.ExecContext(ctx, `DELETE FROM projects WHERE id = $1`, id)
+	res, err := s.db(ctx).ExecContext(ctx, `DELETE FROM projects WHERE id = $1`, id)
 	return affected("delete project "+id, res, err)
 }

@@ -44,7 +44,7 @@ func (s *Store) updateRegion(ctx context.Context, op, id string, c cols) error {
 		args = append(args, v)
 	}
 	sets = append(sets, "updated_at = now()")
-	res, err := s.DB.ExecContext(ctx, `UPDATE regions SET `+strings.Join(sets, ", ")+` WHERE id = $1`, args...)
+	res, err := s.db(ctx).ExecContext(ctx, `UPDATE regions SET `+strings.Join(sets, ", ")+` WHERE id = $1`, args...)
 	if err := affected(op+" "+id, res, err); err != nil {
 		return err
 	}
@@ -206,7 +206,7 @@ func (s *Store) SwitchCluster(ctx context.Context, id string, sw ClusterSwitch) 
 // (and reports false) when the move is not in dns_check any more, so that a rollback
 // in between is never overwritten.
 func (s *Store) CompleteMove(ctx context.Context, id string, detail MigrationDetail) (bool, error) {
-	res, err := s.DB.ExecContext(ctx, `UPDATE regions SET migration_status = $2, old_kubeconfig = '', old_external_ip = '',
+	res, err := s.db(ctx).ExecContext(ctx, `UPDATE regions SET migration_status = $2, old_kubeconfig = '', old_external_ip = '',
 		migration_dns_check_at = NULL, migration_detail = $3, updated_at = now() WHERE id = $1 AND migration_status = $4`,
 		id, MigrationCompleted, JSON[MigrationDetail]{V: detail}, MigrationDNSCheck)
 	if err != nil {
@@ -232,6 +232,11 @@ func (s *Store) SetMonitoring(ctx context.Context, id string, v Monitoring) erro
 // SetRegionStatus records the region's status.
 func (s *Store) SetRegionStatus(ctx context.Context, id string, v RegionStatus) error {
 	return s.updateRegion(ctx, "set region status", id, cols{{"region_status", v}})
+}
+
+// SetRegionMode records the region's mode (managed or shared).
+func (s *Store) SetRegionMode(ctx context.Context, id string, v RegionMode) error {
+	return s.updateRegion(ctx, "set region mode", id, cols{{"region_mode", v}})
 }
 
 // SetRegionNodes records the region's dedicated workers.

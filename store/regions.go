@@ -147,11 +147,24 @@ type Region struct {
 	GPU                   JSON[RegionGPU]                 `db:"gpu"`
 	DataServices          JSON[DataServices]              `db:"data_services"`
 	Skupper               JSON[SkupperSite]               `db:"skupper"`
+	SupplyChain           JSON[SupplyChain]               `db:"supply_chain"`
 	CreatedAt             time.Time                       `db:"created_at"`
 	UpdatedAt             time.Time                       `db:"updated_at"`
+	// TenantID is the tenant that owns the region (nil: a platform region).
+	TenantID *string `db:"tenant_id"`
+	// Mode decides whether tenant quotas apply on a platform region.
+	Mode RegionMode `db:"region_mode"`
 
 	// ProjectCount is filled by the list queries.
 	ProjectCount int `db:"project_count"`
+}
+
+// Tenant returns the id of the tenant that owns the region ("" for a platform region).
+func (r *Region) Tenant() string {
+	if r == nil || r.TenantID == nil {
+		return ""
+	}
+	return *r.TenantID
 }
 
 // Component returns the state of a named component ("not_installed" when unknown).
@@ -197,11 +210,12 @@ const regionPublicColumns = `r.id, r.name, r.cluster_server, r.cluster_key, r.k8
 	r.knative_version, r.serving_adopted, r.knative_message, r.redis_mode, r.redis_status, r.redis_address, r.redis_message,
 	r.components, r.external_ip, r.dns_resolved, r.health, r.checked_at, r.agent_last_seen_at, r.function_tls_expires_at,
 	r.faas_cpu_overcommit, r.faas_memory_overcommit, r.migration_status, r.migration_dns_check_at,
-	r.old_external_ip, r.domain_migration_status, r.domain_migration_target, r.gpu, r.data_services, r.skupper, r.created_at, r.updated_at`
+	r.old_external_ip, r.domain_migration_status, r.domain_migration_target, r.gpu, r.data_services, r.skupper, r.created_at, r.updated_at,
+	r.tenant_id, r.region_mode`
 
 // regionSummaryColumns are what the regions list page shows.
 const regionSummaryColumns = `r.id, r.name, r.region_status, r.registry_status, r.serving_status, r.redis_status,
-	r.external_ip, r.dns_resolved, r.migration_status, r.gpu`
+	r.external_ip, r.dns_resolved, r.migration_status, r.gpu, r.tenant_id, r.region_mode`
 
 // CreateRegion inserts a region; secret fields are encrypted.
 func (s *Store) CreateRegion(ctx context.Context, r *Region) error {
@@ -223,20 +237,26 @@ func (s *Store) CreateRegion(ctx context.Context, r *Region) error {
 	if r.Nodes == nil {
 		r.Nodes = pq.StringArray{}
 	}
-	_, err := s.DB.ExecContext(ctx, `INSERT INTO regions (id, name, kubeconfig, cluster_server, cluster_key, k8s_version,
+	if r.Mode == "" {
+		r.Mode = RegionManaged
+	}
+	// A region created in a tenant's walls is the tenant's (the column's default).
+	err := s.db(ctx).GetContext(ctx, &r.TenantID, `INSERT INTO regions (id, name, kubeconfig, cluster_server, cluster_key, k8s_version,
 		region_status, nodes, data_location, settings, monitoring, registry_mode, registry_config, registry_secret,
-		redis_mode, redis_address, redis_password, components, agent_token, agent_token_hash)
-		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20)`,
+		redis_mode, redis_address, redis_password, components, agent_token, agent_token_hash, region_mode, tenant_id)
+		VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19,$20,$21,coalesce($22::text, runr_tenant()))
+		RETURNING tenant_id`,
 		r.ID, r.Name, s.Cipher.Encrypt(r.Kubeconfig), r.ClusterServer, r.ClusterKey, r.K8sVersion,
 		r.Status, r.Nodes, r.DataLocation, r.Settings, r.Monitoring, r.RegistryMode, r.RegistryConfig, s.Cipher.Encrypt(r.RegistrySecret),
-		r.RedisMode, r.RedisAddress, s.Cipher.Encrypt(r.RedisPassword), r.Components, s.Cipher.Encrypt(r.AgentToken), r.AgentTokenHash)
+		r.RedisMode, r.RedisAddress, s.Cipher.Encrypt(r.RedisPassword), r.Components, s.Cipher.Encrypt(r.AgentToken), r.AgentTokenHash,
+		r.Mode, r.TenantID)
 	return wrap("create region "+r.Name, err)
 }
 
 // RegionByID returns one region with its secrets decrypted.
 func (s *Store) RegionByID(ctx context.Context, id string) (*Region, error) {
 	r := &Region{}
-	if err := s.DB.GetContext(ctx, r, regionSelect+` WHERE r.id = $1`, id); err != nil {
+	if err := s.db(ctx).GetContext(ctx, r, regionSelect+` WHERE r.id = $1`, id); err != nil {
 		return nil, wrap("region "+id, err)
 	}
 	return r, s.decryptRegion(r)
@@ -245,7 +265,7 @@ func (s *Store) RegionByID(ctx context.Context, id string) (*Region, error) {
 // RegionByName returns one region by name.
 func (s *Store) RegionByName(ctx context.Context, name string) (*Region, error) {
 	r := &Region{}
-	if err := s.DB.GetContext(ctx, r, regionSelect+` WHERE r.name = $1`, name); err != nil {
+	if err := s.db(ctx).GetContext(ctx, r, regionSelect+` WHERE r.name = $1`, name); err != nil {
 		return nil, wrap("region "+name, err)
 	}
 	return r, s.decryptRegion(r)
@@ -273,7 +293,7 @@ func (s *Store) RegionByAgentToken(ctx context.Context, token string) (*Region, 
 // cluster, and every region of its cluster shares its token (ErrNotFound: none left).
 func (s *Store) RegionsByAgentToken(ctx context.Context, token string) ([]Region, error) {
 	var rs []Region
-	if err := s.DB.SelectContext(ctx, &rs, regionSelect+` WHERE r.agent_token_hash = $1 AND r.agent_token_hash <> '' ORDER BY r.name`, HashToken(token)); err != nil {
+	if err := s.db(ctx).SelectContext(ctx, &rs, regionSelect+` WHERE r.agent_token_hash = $1 AND r.agent_token_hash <> '' ORDER BY r.name`, HashToken(token)); err != nil {
 		return nil, wrap("regions by agent token", err)
 	}
 	if len(rs) == 0 {
@@ -331,7 +351,7 @@ func (s *Store) ListRegionPage(ctx context.Context, f RegionFilter, summary bool
 	if f.Limit > 0 {
 		q += fmt.Sprintf(` LIMIT %d OFFSET %d`, f.Limit, f.Offset)
 	}
-	if err := s.DB.SelectContext(ctx, &rows, q, likeEscape(f.Query)); err != nil {
+	if err := s.db(ctx).SelectContext(ctx, &rows, q, likeEscape(f.Query)); err != nil {
 		return CountedRegions{}, wrap("list regions", err)
 	}
 	out := CountedRegions{Regions: make([]Region, len(rows))}
@@ -359,7 +379,7 @@ func (s *Store) listRegions(ctx context.Context, cols string, f RegionFilter, wi
 	if f.Limit > 0 {
 		q += fmt.Sprintf(` LIMIT %d OFFSET %d`, f.Limit, f.Offset)
 	}
-	if err := s.DB.SelectContext(ctx, &rs, q, args...); err != nil {
+	if err := s.db(ctx).SelectContext(ctx, &rs, q, args...); err != nil {
 		return nil, wrap("list regions", err)
 	}
 	if withSecrets {
@@ -375,7 +395,7 @@ func (s *Store) listRegions(ctx context.Context, cols string, f RegionFilter, wi
 // CountRegions counts the regions matching a query.
 func (s *Store) CountRegions(ctx context.Context, query string) (int, error) {
 	var n int
-	err := s.DB.GetContext(ctx, &n, `SELECT count(*) FROM regions WHERE $1 = '' OR name LIKE '%' || $1 || '%'`, likeEscape(query))
+	err := s.db(ctx).GetContext(ctx, &n, `SELECT count(*) FROM regions WHERE $1 = '' OR name LIKE '%' || $1 || '%'`, likeEscape(query))
 	return n, wrap("count regions", err)
 }
 
@@ -384,7 +404,7 @@ const RegionsChannel = "runr_regions"
 
 // NotifyRegion tells every console that a region changed (banners, lists).
 func (s *Store) NotifyRegion(ctx context.Context, id string) error {
-	_, err := s.DB.ExecContext(ctx, `SELECT pg_notify($1, $2)`, RegionsChannel, id)
+	_, err := s.db(ctx).ExecContext(ctx, `SELECT pg_notify($1, $2)`, RegionsChannel, id)
 	return wrap("notify region", err)
 }
 
@@ -392,7 +412,7 @@ func (s *Store) NotifyRegion(ctx context.Context, id string) error {
 func (s *Store) SetComponent(ctx context.Context, id, name string, c ComponentState) error {
 	c.UpdatedAt = time.Now().UTC()
 	val := JSON[ComponentState]{V: c}
-	_, err := s.DB.ExecContext(ctx, `UPDATE regions SET components = jsonb_set(components, ARRAY[$2], $3::jsonb), updated_at = now() WHERE id = $1`,
+	_, err := s.db(ctx).ExecContext(ctx, `UPDATE regions SET components = jsonb_set(components, ARRAY[$2], $3::jsonb), updated_at = now() WHERE id = $1`,
 		id, name, val)
 	return wrap("set component "+name, err)
 }
@@ -401,7 +421,7 @@ func (s *Store) SetComponent(ctx context.Context, id, name string, c ComponentSt
 // Metric snapshots, sessions, events and log settings go with it (ON DELETE CASCADE);
 // its agent token goes with the row.
 func (s *Store) DeleteRegion(ctx context.Context, id string) error {
-	tx, err := s.DB.BeginTxx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return wrap("delete region", err)
 	}
@@ -436,7 +456,7 @@ func (s *Store) RegionsOnCluster(ctx context.Context, clusterKey string) ([]Regi
 // none of them has one).
 func (s *Store) ClusterAgentToken(ctx context.Context, clusterKey string) (string, error) {
 	var enc string
-	err := s.DB.GetContext(ctx, &enc, `SELECT agent_token FROM regions WHERE cluster_key = $1 AND agent_token <> '' ORDER BY created_at LIMIT 1`, clusterKey)
+	err := s.db(ctx).GetContext(ctx, &enc, `SELECT agent_token FROM regions WHERE cluster_key = $1 AND agent_token <> '' ORDER BY created_at LIMIT 1`, clusterKey)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
@@ -458,14 +478,14 @@ type MovingRegion struct {
 // MovingRegions returns the regions with a move under way.
 func (s *Store) MovingRegions(ctx context.Context) ([]MovingRegion, error) {
 	var rs []MovingRegion
-	err := s.DB.SelectContext(ctx, &rs, `SELECT id, name, migration_status, migration_dns_check_at FROM regions
+	err := s.db(ctx).SelectContext(ctx, &rs, `SELECT id, name, migration_status, migration_dns_check_at FROM regions
 		WHERE migration_status IN ('pending', 'in_progress', 'dns_check') ORDER BY name`)
 	return rs, wrap("moving regions", err)
 }
 
 // AddSnapshot stores a metric snapshot of a region.
 func (s *Store) AddSnapshot(ctx context.Context, regionID string, at time.Time, data []byte) error {
-	_, err := s.DB.ExecContext(ctx, `INSERT INTO metric_snapshots (region_id, taken_at, data) VALUES ($1, $2, $3)`, regionID, at, data)
+	_, err := s.db(ctx).ExecContext(ctx, `INSERT INTO metric_snapshots (region_id, taken_at, data) VALUES ($1, $2, $3)`, regionID, at, data)
 	return wrap("add snapshot", err)
 }
 
@@ -475,7 +495,7 @@ func (s *Store) LatestSnapshot(ctx context.Context, regionID string) ([]byte, *t
 		Data    []byte    `db:"data"`
 		TakenAt time.Time `db:"taken_at"`
 	}
-	err := s.DB.GetContext(ctx, &row, `SELECT data, taken_at FROM metric_snapshots WHERE region_id = $1 ORDER BY taken_at DESC LIMIT 1`, regionID)
+	err := s.db(ctx).GetContext(ctx, &row, `SELECT data, taken_at FROM metric_snapshots WHERE region_id = $1 ORDER BY taken_at DESC LIMIT 1`, regionID)
 	if err != nil {
 		if err = wrap("latest snapshot", err); isNotFound(err) {
 			return nil, nil, nil
@@ -487,14 +507,14 @@ func (s *Store) LatestSnapshot(ctx context.Context, regionID string) ([]byte, *t
 
 // AddPodSession records a pod's start, stop or restart.
 func (s *Store) AddPodSession(ctx context.Context, regionID, ns, pod, event string, restarts int32, at time.Time) error {
-	_, err := s.DB.ExecContext(ctx, `INSERT INTO pod_sessions (region_id, namespace, pod, event, restarts, at) VALUES ($1,$2,$3,$4,$5,$6)`,
+	_, err := s.db(ctx).ExecContext(ctx, `INSERT INTO pod_sessions (region_id, namespace, pod, event, restarts, at) VALUES ($1,$2,$3,$4,$5,$6)`,
 		regionID, ns, pod, event, restarts, at)
 	return wrap("add pod session", err)
 }
 
 // AddKubeEvent records a Kubernetes event of a region.
 func (s *Store) AddKubeEvent(ctx context.Context, regionID, ns, object, typ, reason, message string, at time.Time) error {
-	_, err := s.DB.ExecContext(ctx, `INSERT INTO kube_events (region_id, namespace, object, type, reason, message, at) VALUES ($1,$2,$3,$4,$5,$6,$7)`,
+	_, err := s.db(ctx).ExecContext(ctx, `INSERT INTO kube_events (region_id, namespace, object, type, reason, message, at) VALUES ($1,$2,$3,$4,$5,$6,$7)`,
 		regionID, ns, object, typ, reason, truncate(message, 2000), at)
 	return wrap("add kube event", err)
 }
@@ -502,6 +522,6 @@ func (s *Store) AddKubeEvent(ctx context.Context, regionID, ns, object, typ, rea
 // AgentHosts returns the hosts of every region's agent_ws_url.
 func (s *Store) AgentHosts(ctx context.Context) ([]string, error) {
 	var urls []string
-	err := s.DB.SelectContext(ctx, &urls, `SELECT settings->>'agent_ws_url' FROM regions WHERE coalesce(settings->>'agent_ws_url', '') <> ''`)
+	err := s.db(ctx).SelectContext(ctx, &urls, `SELECT settings->>'agent_ws_url' FROM regions WHERE coalesce(settings->>'agent_ws_url', '') <> ''`)
 	return urls, wrap("agent hosts", err)
 }

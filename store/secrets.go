@@ -225,12 +225,12 @@ func (s *Store) EncryptPlaintext(ctx context.Context) (int, error) {
 	for _, sc := range secretColumns {
 		q := fmt.Sprintf(`SELECT %s AS k, %s AS v FROM %s WHERE %s <> '' AND %s NOT LIKE 'enc:v1:%%' AND %s NOT LIKE 'enc:v2:%%'`, sc.key, sc.column, sc.table, sc.column, sc.column, sc.column)
 		var rows []struct{ K, V string }
-		if err := s.DB.SelectContext(ctx, &rows, q); err != nil {
+		if err := s.db(ctx).SelectContext(ctx, &rows, q); err != nil {
 			return total, wrap("encrypt plaintext "+sc.table+"."+sc.column, err)
 		}
 		for _, r := range rows {
 			u := fmt.Sprintf(`UPDATE %s SET %s = $1 WHERE %s = $2 AND %s = $3`, sc.table, sc.column, sc.key, sc.column)
-			res, err := s.DB.ExecContext(ctx, u, s.Cipher.Encrypt(r.V), r.K, r.V)
+			res, err := s.db(ctx).ExecContext(ctx, u, s.Cipher.Encrypt(r.V), r.K, r.V)
 			if err != nil {
 				return total, wrap("encrypt plaintext "+sc.table+"."+sc.column, err)
 			}
@@ -256,7 +256,7 @@ type RotationReport struct {
 // included) with the current key, reading with the previous ones, in one transaction;
 // the running consoles keep reading both meanwhile. It reports the keys still in use.
 func (s *Store) RotateKey(ctx context.Context) (*RotationReport, error) {
-	tx, err := s.DB.BeginTxx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return nil, wrap("rotate key", err)
 	}

@@ -8,7 +8,7 @@ import (
 // GetSetting reads a platform setting into v; a missing key leaves v unchanged.
 func (s *Store) GetSetting(ctx context.Context, key string, v any) error {
 	var raw []byte
-	err := s.DB.GetContext(ctx, &raw, `SELECT value FROM settings WHERE key = $1`, key)
+	err := s.db(ctx).GetContext(ctx, &raw, `SELECT value FROM settings WHERE key = $1`, key)
 	if err != nil {
 		if err = wrap("setting "+key, err); isNotFound(err) {
 			return nil
@@ -24,7 +24,7 @@ func (s *Store) SetSetting(ctx context.Context, key string, v any) error {
 	if err != nil {
 		return wrap("set setting "+key, err)
 	}
-	_, err = s.DB.ExecContext(ctx, `INSERT INTO settings (key, value) VALUES ($1, $2)
+	_, err = s.db(ctx).ExecContext(ctx, `INSERT INTO settings (key, value) VALUES ($1, $2)
 		ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value, updated_at = now()`, key, raw)
 	return wrap("set setting "+key, err)
 }

@@ -67,6 +67,23 @@ const (
 	MigrationRolledBack MigrationStatus = "rolled_back"
 )
 
+// RegionMode decides whether tenant quotas apply on a platform region (Tenancy module).
+// The spec's table of modes was lost: managed (quotas apply and add up to at most the
+// capacity; the default) and shared (tenants share the region without quota enforcement).
+type RegionMode string
+
+// Region modes.
+const (
+	RegionManaged RegionMode = "managed"
+	RegionShared  RegionMode = "shared"
+)
+
+// RegionModes lists the region modes, the default first.
+var RegionModes = []RegionMode{RegionManaged, RegionShared}
+
+// Valid reports whether m is a known region mode.
+func (m RegionMode) Valid() bool { return m == RegionManaged || m == RegionShared }
+
 // RegistryMode is where a region's images live.
 type RegistryMode string
 

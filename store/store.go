@@ -30,6 +30,9 @@ type Store struct {
 	DB     *sqlx.DB
 	Cipher *Cipher
 	URL    string
+
+	// rls caches whether the console's role bypasses row-level security (scope.go).
+	rls *bypass
 }
 
 // Open connects to PostgreSQL and checks the connection.
@@ -50,7 +53,7 @@ func Open(ctx context.Context, url string, cipher *Cipher) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("store: connect: %w", err)
 	}
-	return &Store{DB: db, Cipher: cipher, URL: url}, nil
+	return &Store{DB: db, Cipher: cipher, URL: url, rls: &bypass{}}, nil
 }
 
 // Close closes the pool.

@@ -42,7 +42,7 @@ func RandomToken(prefix string) string {
 func (s *Store) CreateAPIToken(ctx context.Context, userID, name string, scopes []string) (*APIToken, string, error) {
 	plain := RandomToken("runr_")
 	t := &APIToken{}
-	err := s.DB.GetContext(ctx, t, `INSERT INTO api_tokens (id, user_id, name, prefix, token_hash, scopes)
+	err := s.db(ctx).GetContext(ctx, t, `INSERT INTO api_tokens (id, user_id, name, prefix, token_hash, scopes)
 		VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
 		NewID(), userID, name, plain[:12], HashToken(plain), pq.StringArray(scopes))
 	if err != nil {
@@ -67,7 +67,7 @@ func (s *Store) APITokenUser(ctx context.Context, plain string) (*APIToken, *Use
 		TokenScopes   pq.StringArray `db:"token_scopes"`
 		TokenLastUsed *time.Time     `db:"token_last_used_at"`
 	}
-	err := s.DB.GetContext(ctx, &row, `SELECT u.*, t.id AS token_id, t.name AS token_name, t.scopes AS token_scopes,
+	err := s.db(ctx).GetContext(ctx, &row, `SELECT u.*, t.id AS token_id, t.name AS token_name, t.scopes AS token_scopes,
 		t.last_used_at AS token_last_used_at FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = $1`, HashToken(plain))
 	if err != nil {
 		return nil, nil, wrap("api token", err)
@@ -75,7 +75,7 @@ func (s *Store) APITokenUser(ctx context.Context, plain string) (*APIToken, *Use
 	t := &APIToken{ID: row.TokenID, UserID: row.User.ID, Name: row.TokenName, Scopes: row.TokenScopes, LastUsedAt: row.TokenLastUsed}
 	if t.LastUsedAt == nil || time.Since(*t.LastUsedAt) > time.Minute {
 		now := time.Now().UTC()
-		if _, err := s.DB.ExecContext(ctx, `UPDATE api_tokens SET last_used_at = $2 WHERE id = $1`, t.ID, now); err != nil {
+		if _, err := s.db(ctx).ExecContext(ctx, `UPDATE api_tokens SET last_used_at = $2 WHERE id = $1`, t.ID, now); err != nil {
 			return nil, nil, wrap("api token", err)
 		}
 		t.LastUsedAt = &now
@@ -87,12 +87,12 @@ func (s *Store) APITokenUser(ctx context.Context, plain string) (*APIToken, *Use
 // ListAPITokens returns the tokens of a user ("" for every user's).
 func (s *Store) ListAPITokens(ctx context.Context, userID string) ([]APIToken, error) {
 	var ts []APIToken
-	err := s.DB.SelectContext(ctx, &ts, `SELECT * FROM api_tokens WHERE $1 = '' OR user_id = $1 ORDER BY created_at DESC`, userID)
+	err := s.db(ctx).SelectContext(ctx, &ts, `SELECT * FROM api_tokens WHERE $1 = '' OR user_id = $1 ORDER BY created_at DESC`, userID)
 	return ts, wrap("list api tokens", err)
 }
 
 // DeleteAPIToken revokes a token of a user ("" for any user).
 func (s *Store) DeleteAPIToken(ctx context.Context, id, userID string) error {
-	res, err := s.DB.ExecContext(ctx, `DELETE FROM api_tokens WHERE id = $1 AND ($2 = '' OR user_id = $2)`, id, userID)
+	res, err := s.db(ctx).ExecContext(ctx, `DELETE FROM api_tokens WHERE id = $1 AND ($2 = '' OR user_id = $2)`, id, userID)
 	return affected("delete api token "+id, res, err)
 }

@@ -20,6 +20,16 @@ type User struct {
 	CreatedAt    time.Time  `db:"created_at" json:"created_at"`
 	UpdatedAt    time.Time  `db:"updated_at" json:"updated_at"`
 	LastLoginAt  *time.Time `db:"last_login_at" json:"last_login_at"`
+	// TenantID is the user's tenant (nil: a platform user).
+	TenantID *string `db:"tenant_id" json:"-"`
+}
+
+// Tenant returns the user's tenant id ("" for a platform user).
+func (u *User) Tenant() string {
+	if u == nil || u.TenantID == nil {
+		return ""
+	}
+	return *u.TenantID
 }
 
 // Roles lists the roles, strongest first.
@@ -53,7 +63,7 @@ func (s *Store) CreateUser(ctx context.Context, email, name, role, password stri
 		return nil, wrap("create user", err)
 	}
 	u := &User{}
-	err = s.DB.GetContext(ctx, u, `INSERT INTO users (id, email, name, role, password_hash)
+	err = s.db(ctx).GetContext(ctx, u, `INSERT INTO users (id, email, name, role, password_hash)
 		VALUES ($1, $2, $3, $4, $5) RETURNING *`, NewID(), strings.TrimSpace(email), name, role, h)
 	return u, wrap("create user "+email, err)
 }
@@ -61,34 +71,45 @@ func (s *Store) CreateUser(ctx context.Context, email, name, role, password stri
 // UserByID returns one user.
 func (s *Store) UserByID(ctx context.Context, id string) (*User, error) {
 	u := &User{}
-	err := s.DB.GetContext(ctx, u, `SELECT * FROM users WHERE id = $1`, id)
+	err := s.db(ctx).GetContext(ctx, u, `SELECT * FROM users WHERE id = $1`, id)
 	return u, wrap("user "+id, err)
 }
 
 // UserByEmail returns the user with that e-mail, case-insensitively.
 func (s *Store) UserByEmail(ctx context.Context, email string) (*User, error) {
 	u := &User{}
-	err := s.DB.GetContext(ctx, u, `SELECT * FROM users WHERE lower(email) = lower($1)`, strings.TrimSpace(email))
+	err := s.db(ctx).GetContext(ctx, u, `SELECT * FROM users WHERE lower(email) = lower($1)`, strings.TrimSpace(email))
 	return u, wrap("user "+email, err)
 }
 
-// ListUsers returns every user, by e-mail.
+// sameCircle keeps the users of the context's circle: a tenant's users in its walls,
+// the platform's users (no tenant) outside them. The owner rules hold within a circle.
+const sameCircle = `tenant_id IS NOT DISTINCT FROM runr_tenant()`
+
+// ListUsers returns the users of the context's circle (the platform's, or a tenant's), by e-mail.
 func (s *Store) ListUsers(ctx context.Context) ([]User, error) {
 	var us []User
-	err := s.DB.SelectContext(ctx, &us, `SELECT * FROM users ORDER BY lower(email)`)
+	err := s.db(ctx).SelectContext(ctx, &us, `SELECT * FROM users WHERE `+sameCircle+` ORDER BY lower(email)`)
 	return us, wrap("list users", err)
 }
 
-// CountUsers counts users, optionally of one role ("" for all).
+// CountUsers counts the users of the context's circle, optionally of one role ("" for all).
 func (s *Store) CountUsers(ctx context.Context, role string) (int, error) {
 	var n int
-	err := s.DB.GetContext(ctx, &n, `SELECT count(*) FROM users WHERE $1 = '' OR role = $1`, role)
+	err := s.db(ctx).GetContext(ctx, &n, `SELECT count(*) FROM users WHERE ($1 = '' OR role = $1) AND `+sameCircle, role)
 	return n, wrap("count users", err)
+}
+
+// CircleUserByID returns a user of the context's circle (ErrNotFound for anyone else's).
+func (s *Store) CircleUserByID(ctx context.Context, id string) (*User, error) {
+	u := &User{}
+	err := s.db(ctx).GetContext(ctx, u, `SELECT * FROM users WHERE id = $1 AND `+sameCircle, id)
+	return u, wrap("user "+id, err)
 }
 
 // SetUserRole changes a user's role.
 func (s *Store) SetUserRole(ctx context.Context, id, role string) error {
-	res, err := s.DB.ExecContext(ctx, `UPDATE users SET role = $2, updated_at = now() WHERE id = $1`, id, role)
+	res, err := s.db(ctx).ExecContext(ctx, `UPDATE users SET role = $2, updated_at = now() WHERE id = $1`, id, role)
 	return affected("set role of user "+id, res, err)
 }
 
@@ -98,19 +119,19 @@ func (s *Store) SetUserPassword(ctx context.Context, id, password string) error 
 	if err != nil {
 		return wrap("set password", err)
 	}
-	res, err := s.DB.ExecContext(ctx, `UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1`, id, h)
+	res, err := s.db(ctx).ExecContext(ctx, `UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1`, id, h)
 	return affected("set password of user "+id, res, err)
 }
 
 // DeleteUser removes a user and their tokens.
 func (s *Store) DeleteUser(ctx context.Context, id string) error {
-	res, err := s.DB.ExecContext(ctx, `DELETE FROM users WHERE id = $1`, id)
+	res, err := s.db(ctx).ExecContext(ctx, `DELETE FROM users WHERE id = $1`, id)
 	return affected("delete user "+id, res, err)
 }
 
 // TouchLogin records a successful login.
 func (s *Store) TouchLogin(ctx context.Context, id string) error {
-	_, err := s.DB.ExecContext(ctx, `UPDATE users SET last_login_at = now() WHERE id = $1`, id)
+	_, err := s.db(ctx).ExecContext(ctx, `UPDATE users SET last_login_at = now() WHERE id = $1`, id)
 	return wrap("touch login", err)
 }
 
@@ -120,7 +141,7 @@ func (s *Store) LoginFailures(ctx context.Context, key string, window time.Durat
 		Failures int       `db:"failures"`
 		Last     time.Time `db:"last_failure_at"`
 	}
-	err := s.DB.GetContext(ctx, &row, `SELECT failures, last_failure_at FROM login_failures
+	err := s.db(ctx).GetContext(ctx, &row, `SELECT failures, last_failure_at FROM login_failures
 		WHERE key = $1 AND window_start > now() - $2::interval`, key, window.String())
 	if err != nil {
 		if err = wrap("login failures", err); isNotFound(err) {
@@ -134,7 +155,7 @@ func (s *Store) LoginFailures(ctx context.Context, key string, window time.Durat
 // RecordLoginFailure counts a failed login for key, starting a new window when the old
 // one expired, and prunes the rows whose window is over.
 func (s *Store) RecordLoginFailure(ctx context.Context, key string, window time.Duration) error {
-	_, err := s.DB.ExecContext(ctx, `INSERT INTO login_failures (key, failures, window_start, last_failure_at) VALUES ($1, 1, now(), now())
+	_, err := s.db(ctx).ExecContext(ctx, `INSERT INTO login_failures (key, failures, window_start, last_failure_at) VALUES ($1, 1, now(), now())
 		ON CONFLICT (key) DO UPDATE SET
 		  failures = CASE WHEN login_failures.window_start > now() - $2::interval THEN login_failures.failures + 1 ELSE 1 END,
 		  window_start = CASE WHEN login_failures.window_start > now() - $2::interval THEN login_failures.window_start ELSE now() END,
@@ -143,7 +164,7 @@ func (s *Store) RecordLoginFailure(ctx context.Context, key string, window time.
 	if err != nil {
 		return wrap("record login failure", err)
 	}
-	_, err = s.DB.ExecContext(ctx, `DELETE FROM login_failures WHERE window_start < now() - $1::interval`, window.String())
+	_, err = s.db(ctx).ExecContext(ctx, `DELETE FROM login_failures WHERE window_start < now() - $1::interval`, window.String())
 	return wrap("prune login failures", err)
 }
 
@@ -164,7 +185,7 @@ func CheckLogin(u *User, p string) bool {
 
 // ClearLoginFailures forgets the failures of key after a successful login.
 func (s *Store) ClearLoginFailures(ctx context.Context, key string) error {
-	_, err := s.DB.ExecContext(ctx, `DELETE FROM login_failures WHERE key = $1`, key)
+	_, err := s.db(ctx).ExecContext(ctx, `DELETE FROM login_failures WHERE key = $1`, key)
 	return wrap("clear login failures", err)
 }
 
@@ -205,7 +226,7 @@ func (s *Store) ChangeUserRole(ctx context.Context, actor *User, id, role string
 	}
 	return s.inOwnerLock(ctx, func(tx *sqlx.Tx) error {
 		u := &User{}
-		if err := tx.GetContext(ctx, u, `SELECT * FROM users WHERE id = $1`, id); err != nil {
+		if err := tx.GetContext(ctx, u, `SELECT * FROM users WHERE id = $1 AND `+sameCircle, id); err != nil {
 			return wrap("user "+id, err)
 		}
 		if u.Role == role {
@@ -232,7 +253,7 @@ func (s *Store) RemoveUser(ctx context.Context, actor *User, id string) error {
 	}
 	return s.inOwnerLock(ctx, func(tx *sqlx.Tx) error {
 		u := &User{}
-		if err := tx.GetContext(ctx, u, `SELECT * FROM users WHERE id = $1`, id); err != nil {
+		if err := tx.GetContext(ctx, u, `SELECT * FROM users WHERE id = $1 AND `+sameCircle, id); err != nil {
 			return wrap("user "+id, err)
 		}
 		if u.Role == "owner" {
@@ -250,12 +271,12 @@ func (s *Store) RemoveUser(ctx context.Context, actor *User, id string) error {
 
 // inOwnerLock runs f in a transaction that holds the owners' rows.
 func (s *Store) inOwnerLock(ctx context.Context, f func(tx *sqlx.Tx) error) error {
-	tx, err := s.DB.BeginTxx(ctx, nil)
+	tx, err := s.begin(ctx)
 	if err != nil {
 		return wrap("users", err)
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, `SELECT id FROM users WHERE role = 'owner' FOR UPDATE`); err != nil {
+	if _, err := tx.ExecContext(ctx, `SELECT id FROM users WHERE role = 'owner' AND `+sameCircle+` FOR UPDATE`); err != nil {
 		return wrap("lock owners", err)
 	}
 	if err := f(tx); err != nil {
@@ -266,7 +287,7 @@ func (s *Store) inOwnerLock(ctx context.Context, f func(tx *sqlx.Tx) error) erro
 
 func lastOwner(ctx context.Context, tx *sqlx.Tx, field, msg string) error {
 	var n int
-	if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM users WHERE role = 'owner'`); err != nil {
+	if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM users WHERE role = 'owner' AND `+sameCircle); err != nil {
 		return wrap("count owners", err)
 	}
 	if n <= 1 {

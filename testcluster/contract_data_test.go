@@ -19,19 +19,6 @@ const (
 
 func init() { contractFacts = append(contractFacts, dataFacts...) }
 
-// renderedCRD decodes a CRD the chart renders from its templates.
-func renderedCRD(r *rendering, name string) (*apiextensionsv1.CustomResourceDefinition, error) {
-	m, err := r.rendered()
-	if err != nil {
-		return nil, err
-	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := m.typed("CustomResourceDefinition", name, crd); err != nil {
-		return nil, err
-	}
-	return crd, nil
-}
-
 // sampleBinding is a postgres binding as the console records it.
 func sampleBinding() *store.Binding {
 	return &store.Binding{Service: store.DataPostgres, ProjectSlug: "shop", Resource: "p_shop",

@@ -20,6 +20,8 @@ type Page struct {
 	Flash string
 	// Banners are the region moves under way, shown on every page.
 	Banners []MigrationBanner
+	// Tenant is the name of the user's tenant ("" for a platform user; Tenancy module).
+	Tenant string
 }
 
 // Permissions are the permissions the pages ask about, one field each; handlers fill
@@ -42,6 +44,11 @@ type Permissions struct {
 	RegionsGpuManage bool
 	// RegionsDataServicesManage opens the Data services tab.
 	RegionsDataServicesManage bool
+	// RegionsSupplyChainManage opens the Supply chain tab.
+	RegionsSupplyChainManage bool
+	// TenantsView opens the Tenants page; TenantsManage changes tenants and assignments.
+	TenantsView   bool
+	TenantsManage bool
 }
 
 // Option is one choice of a select or a radio group.
@@ -116,11 +123,11 @@ func Since(d time.Duration) string {
 // StatusColor maps a status word to badge classes.
 func StatusColor(s string) string {
 	switch s {
-	case "ready", "active", "done", "succeeded", "pass", "ok", "running", "connected", "resolved", "completed", "installed":
+	case "ready", "active", "done", "succeeded", "pass", "ok", "running", "connected", "resolved", "completed", "installed", "accepted":
 		return "bg-emerald-100 text-emerald-800 dark:bg-emerald-900/60 dark:text-emerald-200"
 	case "installing", "pending", "queued", "in_progress", "dns_check", "maintenance", "warn", "degraded", "upgrading", "removing":
 		return "bg-amber-100 text-amber-800 dark:bg-amber-900/60 dark:text-amber-200"
-	case "error", "failed", "fail", "down", "inactive", "no_heartbeat", "unreachable", "cancelled":
+	case "error", "failed", "fail", "down", "inactive", "no_heartbeat", "unreachable", "cancelled", "refused":
 		return "bg-rose-100 text-rose-800 dark:bg-rose-900/60 dark:text-rose-200"
 	default:
 		return "bg-slate-100 text-slate-700 dark:bg-slate-800 dark:text-slate-300"

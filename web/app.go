@@ -112,7 +112,11 @@ func New(st *store.Store, cfg *config.Config, svc *ops.Service, log *slog.Logger
 			s.App.Add(r.Method, r.Path, s.agentAuth, r.Handler)
 			continue
 		}
-		s.App.Add(r.Method, r.Path, s.identify, s.sessionPrincipal, s.authorize(r), r.Handler)
+		chain := []fiber.Handler{s.identify, s.sessionPrincipal, s.authorize(r), s.walls}
+		if access, ok := RegionAccessOf(r); ok && s.Cfg.Tenancy {
+			chain = append(chain, s.regionGate(access))
+		}
+		s.App.Add(r.Method, r.Path, append(chain, r.Handler)...)
 	}
 	s.App.Use(func(c *fiber.Ctx) error {
 		if handlers.IsAPI(c) {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fasthttp/websocket"
 
+	"runr.dev/console/config"
 	"runr.dev/console/store"
 	"runr.dev/console/web"
 	"runr.dev/console/web/webtest"
@@ -30,8 +31,16 @@ var paramRe = regexp.MustCompile(`:[a-z_]+`)
 
 // TestAuthorisationMatrix walks every route of the table with every kind of caller and
 // checks 401, 403, or neither (and never a 500).
-func TestAuthorisationMatrix(t *testing.T) {
-	e := webtest.New(t, nil)
+func TestAuthorisationMatrix(t *testing.T) { authorisationMatrix(t, nil) }
+
+// TestAuthorisationMatrixTenancy walks the routes table of a console with the Tenancy
+// module on (its routes included) with the platform's roles.
+func TestAuthorisationMatrixTenancy(t *testing.T) {
+	authorisationMatrix(t, func(c *config.Config) { c.Tenancy = true })
+}
+
+func authorisationMatrix(t *testing.T, tweak func(*config.Config)) {
+	e := webtest.New(t, tweak)
 	var ps []principal
 	ps = append(ps, principal{name: "anonymous"})
 	for _, role := range store.Roles {

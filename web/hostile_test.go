@@ -1,12 +1,15 @@
 package web_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"runr.dev/console/config"
+	"runr.dev/console/store"
 	"runr.dev/console/web"
 	"runr.dev/console/web/webtest"
 )
@@ -71,11 +74,6 @@ func TestHostileInputWalk(t *testing.T) {
 		t.Skip("the hostile walk sends thousands of requests")
 	}
 	e := webtest.New(t, nil)
-	type caller struct {
-		name  string
-		token string
-		br    *webtest.Browser
-	}
 	callers := []caller{{name: "anonymous"}}
 	for _, role := range []string{"owner", "admin", "member", "viewer"} {
 		_, tok := e.User(role)
@@ -83,7 +81,51 @@ func TestHostileInputWalk(t *testing.T) {
 	}
 	br, _ := signIn(e, "owner")
 	callers = append(callers, caller{name: "owner-session", br: br})
+	hostileWalk(t, e, callers, e.S.Routes())
+}
 
+// TestHostileInputWalkTenancy is the hostile walk of the Tenancy module's routes, as the
+// platform's owner (token and session) and as a tenant's owner.
+func TestHostileInputWalkTenancy(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the hostile walk sends thousands of requests")
+	}
+	e := webtest.New(t, func(c *config.Config) { c.Tenancy = true })
+	_, tok := e.User("owner")
+	br, _ := signIn(e, "owner")
+	tenant, err := e.Store.CreateTenant(context.Background(), "hostile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := e.Store.CreateUser(store.WithTenant(context.Background(), tenant.ID), "owner@hostile.test", "", "owner", "password-of-owner")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ttok, err := e.Store.CreateAPIToken(context.Background(), u.ID, "t", []string{"*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	callers := []caller{{name: "platform-owner", token: tok}, {name: "owner-session", br: br}, {name: "tenant-owner", token: ttok}}
+	var routes []web.Route
+	for _, r := range e.S.Routes() {
+		if strings.Contains(r.Path, "tenants") || strings.Contains(r.Path, "assignments") || strings.HasSuffix(r.Path, "/mode") ||
+			r.Path == "/api/knative-regions" || r.Path == "/api/knative-regions/:id" || r.Path == "/api/registry-setup/start" {
+			routes = append(routes, r)
+		}
+	}
+	hostileWalk(t, e, callers, routes)
+}
+
+// caller is who sends the hostile walk's requests: nobody, a token, or a browser.
+type caller struct {
+	name  string
+	token string
+	br    *webtest.Browser
+}
+
+// hostileWalk sends hostile input to the routes as each caller: nothing answers a 500,
+// and a refusal (4xx) changes nothing.
+func hostileWalk(t *testing.T, e *webtest.Env, callers []caller, routes []web.Route) {
 	send := func(c caller, method, path, ctype, body string) (int, string) {
 		req := httptest.NewRequest(method, "/", strings.NewReader(body))
 		req.URL.RawPath, req.URL.Path, req.RequestURI = "", "", path
@@ -123,7 +165,7 @@ func TestHostileInputWalk(t *testing.T) {
 		}
 		base = now
 	}
-	for _, r := range e.S.Routes() {
+	for _, r := range routes {
 		if r.Path == "/logout" {
 			continue // it ends the session the walk goes on with
 		}

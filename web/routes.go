@@ -39,7 +39,8 @@ const (
 func (s *Server) Routes() []Route {
 	var routes []Route
 	for _, group := range [][]Route{s.publicRoutes(), s.userRoutes(), s.tokenRoutes(), s.regionPageRoutes(), s.projectRoutes(),
-		s.platformRoutes(), s.jobRoutes(), s.regionAPIRoutes(), s.workerRoutes(), s.sandboxRoutes(), s.gpuRoutes(), s.dataRoutes()} {
+		s.platformRoutes(), s.jobRoutes(), s.regionAPIRoutes(), s.workerRoutes(), s.sandboxRoutes(), s.gpuRoutes(),
+		s.supplyChainRoutes(), s.reconcileRoutes(), s.tenantRoutes(), s.dataRoutes()} {
 		routes = append(routes, group...)
 	}
 	return routes
@@ -60,6 +61,7 @@ func (s *Server) publicRoutes() []Route {
 		{Method: get, Path: "/login", Perm: Anonymous, Handler: h.LoginPage},
 		{Method: post, Path: "/login", Perm: Anonymous, Handler: h.Login},
 		{Method: post, Path: "/logout", Perm: Authenticated, Handler: h.Logout},
+		{Method: get, Path: "/api/me", Perm: Authenticated, Handler: h.APIMe},
 		{Method: get, Path: "/", Perm: Authenticated, Handler: func(c *fiber.Ctx) error { return c.Redirect("/regions", fiber.StatusSeeOther) }},
 	}
 }

@@ -57,6 +57,22 @@ func (s *Server) sessions(c *fiber.Ctx) error {
 	return nil
 }
 
+// admits reports whether a user may use the console: a tenant's user only while the
+// Tenancy module is on (off, the console has one organisation, the platform's).
+func (s *Server) admits(u *store.User) bool { return u.Tenant() == "" || s.Cfg.Tenancy }
+
+// permissions are a user's effective permissions; the Tenancy module's exist only while
+// it is on.
+func (s *Server) permissions(u *store.User, scopes []string) map[string]bool {
+	perms := store.UserPermissions(u, scopes)
+	if !s.Cfg.Tenancy {
+		for _, p := range store.TenancyPermissions {
+			delete(perms, p)
+		}
+	}
+	return perms
+}
+
 func (s *Server) secure(c *fiber.Ctx) bool { return s.Cfg.SecureCookies || c.Protocol() == "https" }
 
 // identify finds who makes the request: a bearer token, or the session's user. A bad
@@ -68,10 +84,10 @@ func (s *Server) identify(c *fiber.Ctx) error {
 			return unauthorized(c, "Send the token as Authorization: Bearer <token>.")
 		}
 		t, u, err := s.Store.APITokenUser(c.UserContext(), strings.TrimSpace(plain))
-		if err != nil {
+		if err != nil || !s.admits(u) {
 			return unauthorized(c, "The API token is not valid (revoked, or mistyped).")
 		}
-		c.Locals(handlers.PrincipalKey, &handlers.Principal{User: u, Perms: store.EffectivePermissions(u.Role, t.Scopes), TokenID: t.ID, Scopes: t.Scopes})
+		c.Locals(handlers.PrincipalKey, &handlers.Principal{User: u, Perms: s.permissions(u, t.Scopes), TokenID: t.ID, Scopes: t.Scopes})
 		return c.Next()
 	}
 	return s.sessions(c)
@@ -91,8 +107,8 @@ func (s *Server) sessionPrincipal(c *fiber.Ctx) error {
 	c.Locals("csrf", csrf)
 	if id := s.Sessions.GetString(sctx, "user_id"); id != "" {
 		u, err := s.Store.UserByID(sctx, id)
-		if err == nil {
-			c.Locals(handlers.PrincipalKey, &handlers.Principal{User: u, Perms: store.EffectivePermissions(u.Role, nil), CSRF: csrf})
+		if err == nil && s.admits(u) {
+			c.Locals(handlers.PrincipalKey, &handlers.Principal{User: u, Perms: s.permissions(u, nil), CSRF: csrf})
 		}
 	}
 	return c.Next()

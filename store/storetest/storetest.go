@@ -153,3 +153,28 @@ func New(t testing.TB) *store.Store {
 	t.Cleanup(func() { st.Close() })
 	return st
 }
+
+// EmptyURL returns the URL of a new database without any migration (dropped when the
+// test ends), for a test that migrates it with another version of the console.
+func EmptyURL(t testing.TB) string {
+	t.Helper()
+	admin := AdminURL(t)
+	name := "e_" + strings.ToLower(store.NewID())
+	db, err := sql.Open("postgres", admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(fmt.Sprintf(`CREATE DATABASE %s TEMPLATE template0`, name)); err != nil {
+		t.Fatalf("storetest: create database: %v", err)
+	}
+	t.Cleanup(func() {
+		db, err := sql.Open("postgres", admin)
+		if err != nil {
+			return
+		}
+		defer db.Close()
+		db.Exec(fmt.Sprintf(`DROP DATABASE IF EXISTS %s WITH (FORCE)`, name))
+	})
+	return withDB(admin, name)
+}

@@ -62,6 +62,15 @@ func New(t testing.TB, tweak func(*config.Config)) *Env {
 	return &Env{T: t, Store: st, Cfg: cfg, Kube: svc, S: s}
 }
 
+// NewOn builds another console on an existing store with its own settings (a second
+// process of the same installation, configured otherwise).
+func NewOn(t testing.TB, st *store.Store, cfg *config.Config) *Env {
+	t.Helper()
+	log := Logger()
+	svc := ops.NewService(st, cfg, log)
+	return &Env{T: t, Store: st, Cfg: cfg, Kube: svc, S: web.New(st, cfg, svc, log, "test")}
+}
+
 // Do sends a request through the app in memory.
 func (e *Env) Do(req *http.Request) *http.Response {
 	e.T.Helper()

@@ -1,0 +1,246 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"runr.dev/console/apiclient"
+	"runr.dev/console/ops"
+	"runr.dev/console/store"
+	"runr.dev/console/web/webtest"
+)
+
+// cli runs `runr args…` in this process, with stdin, and returns stdout, stderr and the error.
+func cli(t *testing.T, stdin string, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	root := newRoot()
+	root.SetArgs(args)
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetIn(strings.NewReader(stdin))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	err := root.ExecuteContext(ctx)
+	return out.String(), errOut.String(), err
+}
+
+// mustCLI runs `runr args…` and fails the test when it fails.
+func mustCLI(t *testing.T, args ...string) string {
+	t.Helper()
+	out, errOut, err := cli(t, "", args...)
+	if err != nil {
+		t.Fatalf("runr %s: %v\n%s%s", strings.Join(args, " "), err, out, errOut)
+	}
+	return out
+}
+
+// TestCLILoginAndOutput: `runr login` checks the token and keeps it 0600; RUNR_URL and
+// RUNR_TOKEN override it; the region commands read the API in table, JSON and YAML; a
+// 422 prints each field; a token without the permission gets the console's 403 sentence.
+func TestCLILoginAndOutput(t *testing.T) {
+	e := webtest.New(t, nil)
+	base := e.Listen()
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("RUNR_URL", "")
+	t.Setenv("RUNR_TOKEN", "")
+	_, owner := e.User("owner")
+	_, viewer := e.User("viewer", store.PermRegionsView)
+
+	if _, _, err := cli(t, "", "regions", "list"); err == nil || !strings.Contains(err.Error(), "runr login") {
+		t.Fatalf("without a login: %v", err)
+	}
+	if _, _, err := cli(t, "", "login", "--url", base, "--token", "runr_wrong"); err == nil {
+		t.Fatal("a wrong token must not be saved")
+	}
+	// The token from stdin (no terminal): it is checked, then kept readable by the user alone.
+	out, _, err := cli(t, owner+"\n", "login", "--url", base)
+	if err != nil || !strings.Contains(out, "Logged in to "+base+" as owner-") {
+		t.Fatalf("login: %v %s", err, out)
+	}
+	path := filepath.Join(os.Getenv("XDG_CONFIG_HOME"), "runr", "config.json")
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("config file: %v %v", err, fi)
+	}
+	if raw, _ := os.ReadFile(path); !strings.Contains(string(raw), owner) {
+		t.Fatal("the token is not kept")
+	}
+
+	r := &store.Region{Name: "eu-2", Kubeconfig: "not a kubeconfig", RedisMode: store.RedisNone}
+	if err := e.Store.CreateRegion(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	if out := mustCLI(t, "regions", "list"); !strings.Contains(out, "NAME") || !strings.Contains(out, "eu-2") {
+		t.Fatalf("table:\n%s", out)
+	}
+	var list []map[string]any
+	if err := json.Unmarshal([]byte(mustCLI(t, "regions", "list", "-o", "json")), &list); err != nil || len(list) != 1 || list[0]["name"] != "eu-2" {
+		t.Fatalf("json: %v %v", err, list)
+	}
+	var shown map[string]any
+	if err := yaml.Unmarshal([]byte(mustCLI(t, "regions", "show", "eu-2", "-o", "yaml")), &shown); err != nil || shown["id"] != r.ID {
+		t.Fatalf("yaml: %v %v", err, shown)
+	}
+	if strings.Contains(mustCLI(t, "regions", "show", r.ID, "-o", "json"), "not a kubeconfig") {
+		t.Fatal("the kubeconfig must never be shown")
+	}
+	if _, _, err := cli(t, "", "regions", "show", "nowhere"); err == nil || !strings.Contains(err.Error(), `no region "nowhere"`) {
+		t.Fatalf("unknown region: %v", err)
+	}
+
+	// A 422: one line per field.
+	kc := filepath.Join(t.TempDir(), "kc.yaml")
+	os.WriteFile(kc, []byte("not: a kubeconfig\n"), 0o600)
+	_, _, err = cli(t, "", "regions", "create", "Bad_Name", "--kubeconfig", kc, "--redis", "none")
+	if err == nil || !strings.Contains(err.Error(), "\n  name: ") || !strings.Contains(err.Error(), "\n  kubeconfig: ") {
+		t.Fatalf("field errors: %v", err)
+	}
+	_, _, err = cli(t, "", "regions", "set", "eu-2", "--set", "request_timeout=99999")
+	if err == nil || !strings.Contains(err.Error(), "request_timeout: ") {
+		t.Fatalf("settings field error: %v", err)
+	}
+	if _, _, err := cli(t, "", "regions", "set", "eu-2", "--set", "color=blue"); err == nil || !strings.Contains(err.Error(), "KEY one of") {
+		t.Fatalf("unknown key: %v", err)
+	}
+
+	// RUNR_URL and RUNR_TOKEN override the saved login: the viewer may read, not change.
+	t.Setenv("RUNR_TOKEN", viewer)
+	if out := mustCLI(t, "regions", "list"); !strings.Contains(out, "eu-2") {
+		t.Fatalf("viewer list: %s", out)
+	}
+	if _, _, err := cli(t, "", "regions", "set", "eu-2", "--set", "status=maintenance"); err == nil || !strings.Contains(err.Error(), "permission regions.manage") {
+		t.Fatalf("viewer set: %v", err)
+	}
+	t.Setenv("RUNR_TOKEN", "")
+	if out := mustCLI(t, "logout"); !strings.Contains(out, "removed") {
+		t.Fatal(out)
+	}
+	if _, _, err := cli(t, "", "regions", "list"); err == nil || !strings.Contains(err.Error(), "no token") {
+		t.Fatalf("after logout: %v", err)
+	}
+}
+
+// TestCLIJobs: --wait follows a job to its end and exits non-zero when it fails; jobs
+// show, logs, retry and cancel work on it.
+func TestCLIJobs(t *testing.T) {
+	e := webtest.New(t, nil)
+	base := e.Listen()
+	_, owner := e.User("owner")
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Setenv("RUNR_URL", base)
+	t.Setenv("RUNR_TOKEN", owner)
+	ctx := context.Background()
+	r := &store.Region{Name: "eu-2", Kubeconfig: "not a kubeconfig", RedisMode: store.RedisNone}
+	if err := e.Store.CreateRegion(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+
+	// No runner yet: the job stays queued, and a cancel ends it at once.
+	out := mustCLI(t, "regions", "redis", "rm", "eu-2")
+	jobID := strings.Fields(out[strings.Index(out, "job ")+4:])[0]
+	if j, _ := e.Store.JobByID(ctx, jobID); j.Status != store.JobQueued || j.Kind != ops.KindRedisRemove {
+		t.Fatalf("queued job: %+v", j)
+	}
+	if out := mustCLI(t, "jobs", "cancel", jobID, "--wait"); !strings.Contains(out, "cancelled") {
+		t.Fatalf("cancel: %s", out)
+	}
+
+	e.Run()
+	// The job fails (the kubeconfig is no kubeconfig): plain progress lines, exit non-zero.
+	out, _, err := cli(t, "", "regions", "redis", "rm", "eu-2", "--wait")
+	if err == nil || !strings.Contains(err.Error(), "failed") {
+		t.Fatalf("a failed job must fail the command: %v\n%s", err, out)
+	}
+	t.Logf("runr regions redis rm eu-2 --wait:\n%s", out)
+	if !strings.Contains(out, "[1/1] ") || !strings.Contains(out, ": failed") || strings.Contains(out, "\r") {
+		t.Fatalf("plain progress:\n%s", out)
+	}
+	js, _, _ := e.Store.ListJobsPage(ctx, r.ID, 1, 0)
+	failed := js[0].ID
+	if out := mustCLI(t, "jobs", "show", failed); !strings.Contains(out, "Status:  failed") && !strings.Contains(out, "failed") {
+		t.Fatalf("show: %s", out)
+	}
+	if out := mustCLI(t, "jobs", "logs", failed); !strings.Contains(out, "step 1 failed") {
+		t.Fatalf("logs: %s", out)
+	}
+	if out := mustCLI(t, "jobs", "list", "--region", "eu-2"); !strings.Contains(out, failed) {
+		t.Fatalf("list: %s", out)
+	}
+	// A retry runs it again (and fails again); -o json prints the ended job on stdout.
+	out, _, err = cli(t, "", "jobs", "retry", failed, "--wait", "-o", "json")
+	var ended []map[string]any
+	if err == nil || json.Unmarshal([]byte(out), &ended) != nil || len(ended) != 1 || ended[0]["status"] != "failed" {
+		t.Fatalf("retry: %v %s", err, out)
+	}
+	if _, _, err := cli(t, "", "jobs", "retry", jobID); err != nil {
+		t.Fatalf("a cancelled job can be retried: %v", err)
+	}
+	if _, _, err := cli(t, "", "jobs", "show", "01NOTAJOB0000000000000000"); err == nil || !strings.Contains(err.Error(), "Not found") {
+		t.Fatalf("unknown job: %v", err)
+	}
+}
+
+// TestCLICompletion: Cobra's shell completion, with the region names from the console.
+func TestCLICompletion(t *testing.T) {
+	e := webtest.New(t, nil)
+	base := e.Listen()
+	_, owner := e.User("owner")
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Setenv("RUNR_URL", base)
+	t.Setenv("RUNR_TOKEN", owner)
+	if err := e.Store.CreateRegion(context.Background(), &store.Region{Name: "eu-2", Kubeconfig: "x", RedisMode: store.RedisNone}); err != nil {
+		t.Fatal(err)
+	}
+	if out := mustCLI(t, "completion", "bash"); !strings.Contains(out, "__start_runr") {
+		t.Fatal("no bash completion")
+	}
+	if out := mustCLI(t, "__complete", "regions", "show", ""); !strings.Contains(out, "eu-2") {
+		t.Fatalf("region names: %s", out)
+	}
+	if out := mustCLI(t, "__complete", "regions", "knative", "install", "eu-2", ""); !strings.Contains(out, "operator") {
+		t.Fatalf("knative targets: %s", out)
+	}
+	if out := mustCLI(t, "__complete", "regions", "list", "-o", ""); !strings.Contains(out, "yaml") {
+		t.Fatalf("output formats: %s", out)
+	}
+}
+
+// TestCLIProgressOnTerminal: on a terminal the running step and its wait are one status
+// line redrawn in place; finished steps and log lines scroll above it.
+func TestCLIProgressOnTerminal(t *testing.T) {
+	var out bytes.Buffer
+	p := &progress{out: &out, tty: true, steps: []apiclient.Step{{Idx: 0, Title: "Install Zot"}, {Idx: 1, Title: "Node mirror"}}}
+	step := func(idx int, status, wait, msg string) apiclient.Event {
+		raw, _ := json.Marshal(apiclient.Step{Idx: idx, Title: p.steps[idx].Title, Status: status, Wait: wait, Message: msg})
+		return apiclient.Event{Kind: apiclient.EventStep, StepIdx: idx, Data: raw}
+	}
+	p.event(step(0, apiclient.StepRunning, "", ""))
+	p.event(apiclient.Event{Kind: apiclient.EventLog, StepIdx: 0, Message: "Installing Helm release runr-registry/runr-zot"})
+	p.event(step(0, apiclient.StepRunning, "waiting for StatefulSet runr-registry/runr-zot (90 s)", ""))
+	p.event(step(0, apiclient.StepDone, "", "Zot serves"))
+	p.event(step(1, apiclient.StepRunning, "", ""))
+	p.event(step(1, apiclient.StepFailed, "", "no nodes"))
+	p.clear()
+	got := out.String()
+	for _, want := range []string{
+		"… [1/2] Install Zot",
+		"\r\033[K    Installing Helm release runr-registry/runr-zot\n… [1/2] Install Zot",
+		"… [1/2] Install Zot — waiting for StatefulSet runr-registry/runr-zot (90 s)",
+		"\r\033[K✓ [1/2] Install Zot — Zot serves\n",
+		"✗ [2/2] Node mirror — no nodes\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("missing %q in %q", want, got)
+		}
+	}
+}

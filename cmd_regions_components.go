@@ -1,0 +1,267 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+
+	"github.com/spf13/cobra"
+
+	"runr.dev/console/apiclient"
+)
+
+// jobCommand is a region command whose request queues one job: body builds the request
+// body (nil for none) and the command reports the job (followed with --wait, or always
+// when follow is set: a test's result is in its job).
+func jobCommand(use, short, method, sub string, extraArgs int, follow bool, body func(cmd *cobra.Command, args []string) (any, error)) *cobra.Command {
+	var wait bool
+	cmd := regionCommand(use, short, extraArgs, func(cmd *cobra.Command, c *apiclient.Client, r *apiclient.Region, args []string) error {
+		var in any
+		if body != nil {
+			b, err := body(cmd, args)
+			if err != nil {
+				return err
+			}
+			in = b
+		}
+		ans, err := c.Post(cmd.Context(), method, apiclient.RegionPath(r.ID, sub), in)
+		if err != nil {
+			return err
+		}
+		if ans.Warning != "" {
+			fmt.Fprintln(cmd.ErrOrStderr(), "warning:", ans.Warning)
+		}
+		return queued(cmd, c, short+" ("+r.Name+")", ans.JobID, wait || follow)
+	})
+	if !follow {
+		addWaitFlag(cmd, &wait)
+	}
+	return cmd
+}
+
+// knativeCmd holds `runr regions knative …`.
+func knativeCmd() *cobra.Command {
+	k := &cobra.Command{Use: "knative", Short: "Knative Serving and its operator on a region"}
+	k.AddCommand(knativeVersionsCmd(), knativeInstallCmd(), knativeUninstallCmd(), knativeUpgradeCmd())
+	return k
+}
+
+// knativeVersion is one entry of GET …/compatible-versions.
+type knativeVersion struct {
+	Version        string `json:"version"`
+	ChartVersion   string `json:"chart_version"`
+	ServingVersion string `json:"serving_version"`
+	Preselected    bool   `json:"preselected"`
+}
+
+// knativeVersionsCmd is `runr regions knative versions REGION`.
+func knativeVersionsCmd() *cobra.Command {
+	return regionCommand("versions REGION", "The Knative versions the region's cluster supports, newest first", 0,
+		func(cmd *cobra.Command, c *apiclient.Client, r *apiclient.Region, _ []string) error {
+			var ans struct {
+				Data []knativeVersion `json:"data"`
+				K8s  string           `json:"kubernetes_version"`
+			}
+			if err := c.Do(cmd.Context(), http.MethodGet, apiclient.RegionPath(r.ID, "compatible-versions"), nil, &ans); err != nil {
+				return err
+			}
+			return printed(cmd, ans.Data, func(w io.Writer) error {
+				fmt.Fprintf(w, "Kubernetes %s offers:\nVERSION\tOPERATOR CHART\tSERVING\tDEFAULT\n", dash(ans.K8s))
+				for _, v := range ans.Data {
+					def := ""
+					if v.Preselected {
+						def = "yes"
+					}
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", v.Version, v.ChartVersion, v.ServingVersion, def)
+				}
+				return nil
+			})
+		})
+}
+
+// knativeTarget maps `install|uninstall REGION [operator|serving]` to its route.
+func knativeTarget(verb string, args []string) (string, error) {
+	if len(args) == 0 {
+		return verb + "-knative", nil
+	}
+	switch args[0] {
+	case "operator", "serving":
+		return verb + "-" + args[0], nil
+	}
+	return "", fmt.Errorf("%s what? operator, serving, or nothing for both", verb)
+}
+
+// knativeInstallCmd is `runr regions knative install REGION [operator|serving]`.
+func knativeInstallCmd() *cobra.Command {
+	var version, namespace, opNamespace, ingressMode string
+	var wait bool
+	cmd := &cobra.Command{
+		Use:   "install REGION [operator|serving]",
+		Short: "Install the Knative Operator, Knative Serving, or both (adopting what runs already)",
+		Args:  cobra.RangeArgs(1, 2), ValidArgsFunction: completeRegionThen("operator", "serving"),
+		RunE: withAPIRegion(func(cmd *cobra.Command, c *apiclient.Client, r *apiclient.Region, args []string) error {
+			route, err := knativeTarget("install", args)
+			if err != nil {
+				return err
+			}
+			body := map[string]any{"version": version, "namespace": namespace, "operator_namespace": opNamespace, "ingress_mode": ingressMode}
+			ans, err := c.Post(cmd.Context(), http.MethodPost, apiclient.RegionPath(r.ID, route), body)
+			if err != nil {
+				return err
+			}
+			return queued(cmd, c, "Knative "+route+" ("+r.Name+")", ans.JobID, wait)
+		}),
+	}
+	cmd.Flags().StringVar(&version, "version", "", "the Knative minor (e.g. 1.20; default: the newest the cluster supports)")
+	cmd.Flags().StringVar(&namespace, "namespace", "", "the Serving namespace (default knative-serving)")
+	cmd.Flags().StringVar(&opNamespace, "operator-namespace", "", "the operator's namespace (default knative-operator)")
+	cmd.Flags().StringVar(&ingressMode, "ingress-mode", "", "load_balancer (default) or host_network (Traefik on the nodes' ports 80 and 443)")
+	_ = cmd.RegisterFlagCompletionFunc("ingress-mode", cobra.FixedCompletions([]string{"load_balancer", "host_network"}, cobra.ShellCompDirectiveNoFileComp))
+	addWaitFlag(cmd, &wait)
+	return cmd
+}
+
+// knativeUninstallCmd is `runr regions knative uninstall REGION [operator|serving]`.
+func knativeUninstallCmd() *cobra.Command {
+	var removeTraefik, wait bool
+	cmd := &cobra.Command{
+		Use:   "uninstall REGION [operator|serving]",
+		Short: "Uninstall Knative Serving, the operator (once Serving is gone), or both",
+		Args:  cobra.RangeArgs(1, 2), ValidArgsFunction: completeRegionThen("operator", "serving"),
+		RunE: withAPIRegion(func(cmd *cobra.Command, c *apiclient.Client, r *apiclient.Region, args []string) error {
+			route, err := knativeTarget("uninstall", args)
+			if err != nil {
+				return err
+			}
+			ans, err := c.Post(cmd.Context(), http.MethodPost, apiclient.RegionPath(r.ID, route), map[string]any{"remove_traefik": removeTraefik})
+			if err != nil {
+				return err
+			}
+			return queued(cmd, c, "Knative "+route+" ("+r.Name+")", ans.JobID, wait)
+		}),
+	}
+	cmd.Flags().BoolVar(&removeTraefik, "remove-traefik", false, "remove Traefik even while it serves other Ingresses")
+	addWaitFlag(cmd, &wait)
+	return cmd
+}
+
+// knativeUpgradeCmd is `runr regions knative upgrade REGION --version V`.
+func knativeUpgradeCmd() *cobra.Command {
+	var version string
+	cmd := jobCommand("upgrade REGION --version MINOR", "Upgrade Knative Serving to the next minor version", http.MethodPost, "upgrade", 0, false,
+		func(*cobra.Command, []string) (any, error) { return map[string]any{"version": version}, nil })
+	cmd.Flags().StringVar(&version, "version", "", "the next minor version (e.g. 1.21)")
+	_ = cmd.MarkFlagRequired("version")
+	return cmd
+}
+
+// completeRegionThen completes a region, then one of words.
+func completeRegionThen(words ...string) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, s string) ([]string, cobra.ShellCompDirective) {
+		if len(args) == 0 {
+			return completeRegions(cmd, args, s)
+		}
+		if len(args) == 1 {
+			return words, cobra.ShellCompDirectiveNoFileComp
+		}
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// regionRegistryCmd holds `runr regions registry set|rm|test`.
+func regionRegistryCmd() *cobra.Command {
+	reg := &cobra.Command{Use: "registry", Short: "A region's image registry"}
+	set := &registryFlags{}
+	setCmd := jobCommand("set REGION --registry internal|external", "Set up (or replace an external) registry", http.MethodPost, "registry", 0, false,
+		func(cmd *cobra.Command, _ []string) (any, error) { return set.input(cmd) })
+	set.bind(setCmd, "internal")
+	test := &registryFlags{}
+	testCmd := jobCommand("test REGION --registry internal|external", "Test the storage or the external registry from the cluster, installing nothing", http.MethodPost, "test-registry", 0, true,
+		func(cmd *cobra.Command, _ []string) (any, error) { return test.input(cmd) })
+	test.bind(testCmd, "internal")
+	rm := jobCommand("rm REGION", "Remove the registry (internal: its mirror, release and namespace with its volume)", http.MethodDelete, "registry", 0, false, nil)
+	reg.AddCommand(setCmd, rm, testCmd)
+	return reg
+}
+
+// redisCmd holds `runr regions redis set|test|rm`.
+func redisCmd() *cobra.Command {
+	redis := &cobra.Command{Use: "redis", Short: "A region's Redis (queue triggers)"}
+	var mode, address, passwordFile string
+	set := jobCommand("set REGION --mode managed|external", "Use RunR's managed Redis or an external one", http.MethodPost, "redis", 0, false,
+		func(cmd *cobra.Command, _ []string) (any, error) {
+			pw, err := readSecret(cmd, passwordFile, envRedisPassword)
+			return map[string]any{"mode": mode, "address": address, "password": pw}, err
+		})
+	set.Flags().StringVar(&mode, "mode", "managed", "managed or external")
+	set.Flags().StringVar(&address, "address", "", "external Redis host:port")
+	set.Flags().StringVar(&passwordFile, "password-file", "", "file holding the external Redis's password (- for stdin; default: $"+envRedisPassword+")")
+	_ = set.RegisterFlagCompletionFunc("mode", cobra.FixedCompletions([]string{"managed", "external"}, cobra.ShellCompDirectiveNoFileComp))
+	test := jobCommand("test REGION", "PING the region's Redis from a pod in the cluster", http.MethodPost, "test-redis", 0, true, nil)
+	rm := jobCommand("rm REGION", "Remove RunR's managed Redis and the region's Redis settings", http.MethodDelete, "redis", 0, false, nil)
+	redis.AddCommand(set, test, rm)
+	return redis
+}
+
+// functionTLSCmd holds `runr regions function-tls set|rm`.
+func functionTLSCmd() *cobra.Command {
+	tls := &cobra.Command{Use: "function-tls", Short: "The certificate the region's Traefik serves the function domain with"}
+	var certFile, keyFile string
+	var replace bool
+	set := jobCommand("set REGION --cert FILE --key FILE", "Upload a certificate for *.<function domain>", http.MethodPut, "function-tls", 0, false,
+		func(*cobra.Command, []string) (any, error) {
+			cert, err := readFileFlag("cert", certFile)
+			if err != nil {
+				return nil, err
+			}
+			key, err := readFileFlag("key", keyFile)
+			return map[string]any{"certificate": cert, "private_key": key, "replace_existing": replace}, err
+		})
+	set.Flags().StringVar(&certFile, "cert", "", "the certificate (PEM, with its chain)")
+	set.Flags().StringVar(&keyFile, "key", "", "its private key (PEM)")
+	set.Flags().BoolVar(&replace, "replace-existing", false, "replace a default TLSStore RunR did not create")
+	rm := jobCommand("rm REGION", "Switch function TLS off (Traefik's own default certificate again)", http.MethodDelete, "function-tls", 0, false, nil)
+	tls.AddCommand(set, rm)
+	return tls
+}
+
+// monitoringCmd holds `runr regions monitoring set`.
+func monitoringCmd() *cobra.Command {
+	mon := &cobra.Command{Use: "monitoring", Short: "Existing Prometheus and Loki of a region"}
+	var wait bool
+	flags := []string{"prometheus-url", "loki-url", "loki-org-id"}
+	set := regionCommand("set REGION [--prometheus-url URL] [--loki-url URL] [--loki-org-id ID]",
+		"Use an existing Prometheus or Loki (in-cluster Service URLs); an empty value goes back to RunR's own", 0,
+		func(cmd *cobra.Command, c *apiclient.Client, r *apiclient.Region, _ []string) error {
+			body := map[string]any{}
+			for _, f := range flags {
+				if cmd.Flags().Changed(f) {
+					v, _ := cmd.Flags().GetString(f)
+					body[map[string]string{"prometheus-url": "prometheus_url", "loki-url": "loki_url", "loki-org-id": "loki_org_id"}[f]] = v
+				}
+			}
+			if len(body) == 0 {
+				return fmt.Errorf("nothing to change: give --prometheus-url, --loki-url or --loki-org-id")
+			}
+			var ans struct {
+				JobID string `json:"job_id"`
+			}
+			if err := c.Do(cmd.Context(), http.MethodPut, apiclient.RegionPath(r.ID, "monitoring"), body, &ans); err != nil {
+				return err
+			}
+			var ids []string
+			if ans.JobID != "" {
+				ids = append(ids, ans.JobID)
+			}
+			return changed(cmd, c, r, ids, wait)
+		})
+	for _, f := range flags {
+		set.Flags().String(f, "", "")
+	}
+	set.Flags().Lookup("prometheus-url").Usage = "an existing Prometheus (http(s)://<service>.<namespace>.svc[:port]); \"\" for RunR's own"
+	set.Flags().Lookup("loki-url").Usage = "an existing Loki (http(s)://<service>.<namespace>.svc[:port]); \"\" for RunR's own"
+	set.Flags().Lookup("loki-org-id").Usage = "the existing Loki's tenant ID"
+	addWaitFlag(set, &wait)
+	mon.AddCommand(set)
+	return mon
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"runr.dev/console/apiclient"
+	"runr.dev/console/ops"
+)
+
+// workersCmd holds `runr regions workers …`: the Workers tab (nodes, dedicated workers,
+// capacity) through the API.
+func workersCmd() *cobra.Command {
+	w := &cobra.Command{Use: "workers", Short: "A region's nodes, dedicated workers and capacity"}
+	var none bool
+	set := jobCommand("set REGION NODE...", "Dedicate these nodes to projects (labelled and tainted; the others are cleared)", http.MethodPut, "workers", 0, false,
+		func(_ *cobra.Command, args []string) (any, error) {
+			if len(args) == 0 && !none {
+				return nil, fmt.Errorf("name the nodes to dedicate, or --none to clear the selection")
+			}
+			return map[string]any{"nodes": append([]string{}, args...)}, nil
+		})
+	set.Args = cobra.MinimumNArgs(1)
+	set.Flags().BoolVar(&none, "none", false, "clear the selection: projects run on every schedulable node")
+	w.AddCommand(workersListCmd(), workersCapacityCmd(), set,
+		nodeJobCommand("rm REGION NODE", "Take a node out of the dedicated workers (label and taint removed)", http.MethodDelete, "workers"),
+		nodeJobCommand("cordon REGION NODE", "Cordon a node", http.MethodPost, "cordon"),
+		nodeJobCommand("uncordon REGION NODE", "Uncordon a node", http.MethodPost, "uncordon"),
+		nodeJobCommand("drain REGION NODE", "Drain a node (cordon, then evict its pods)", http.MethodPost, "drain"),
+		nodeJobCommand("delete-node REGION NODE", "Delete a node from the cluster (refused for the last control-plane node)", http.MethodDelete, ""))
+	return w
+}
+
+// nodeJobCommand is a command on one node of a region that queues a job.
+func nodeJobCommand(use, short, method, action string) *cobra.Command {
+	var wait bool
+	cmd := regionCommand(use, short, 1, func(cmd *cobra.Command, c *apiclient.Client, r *apiclient.Region, args []string) error {
+		node := apiclient.PathEscape(args[0])
+		path := apiclient.RegionPath(r.ID, "nodes/"+node)
+		switch {
+		case action == "workers":
+			path = apiclient.RegionPath(r.ID, "workers/"+node)
+		case action != "":
+			path += "/" + action
+		}
+		ans, err := c.Post(cmd.Context(), method, path, nil)
+		if err != nil {
+			return err
+		}
+		if ans.Warning != "" {
+			fmt.Fprintln(cmd.ErrOrStderr(), "warning:", ans.Warning)
+		}
+		return queued(cmd, c, strings.SplitN(use, " ", 2)[0]+" "+args[0]+" ("+r.Name+")", ans.JobID, wait)
+	})
+	addWaitFlag(cmd, &wait)
+	return cmd
+}
+
+// workersListCmd is `runr regions workers list REGION`: the nodes as the Workers tab shows them.
+func workersListCmd() *cobra.Command {
+	return regionCommand("list REGION", "The cluster's nodes: roles, heartbeat, resources, dedicated workers, warnings", 0,
+		func(cmd *cobra.Command, c *apiclient.Client, r *apiclient.Region, _ []string) error {
+			var raw json.RawMessage
+			if err := c.Do(cmd.Context(), http.MethodGet, apiclient.RegionPath(r.ID, "nodes"), nil, &raw); err != nil {
+				return err
+			}
+			var rep struct {
+				Data     []ops.NodeView     `json:"data"`
+				Warnings []ops.ShapeWarning `json:"warnings"`
+			}
+			if err := json.Unmarshal(raw, &rep); err != nil {
+				return fmt.Errorf("read the nodes: %w", err)
+			}
+			return printed(cmd, raw, func(w io.Writer) error {
+				fmt.Fprintln(w, "NODE\tROLES\tSTATUS\tSCHEDULABLE\tDEDICATED\tCPU (m)\tMEMORY (Mi)\tKUBELET")
+				for _, n := range rep.Data {
+					ded := map[bool]string{true: "yes", false: ""}[n.Dedicated]
+					fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%s\t%d/%d\t%d/%d\t%s\n", n.Name, strings.Join(n.Roles, ","), n.Status, n.Schedulable, ded,
+						n.CPURequestedM, n.CPUAllocatableM, n.MemoryRequestedMi, n.MemoryAllocatableMi, n.KubeletVersion)
+				}
+				for _, wn := range rep.Warnings {
+					fmt.Fprintf(w, "warning:\t%s\n", wn.Message)
+				}
+				return nil
+			})
+		})
+}
+
+// workersCapacityCmd is `runr regions workers capacity REGION`: the capacity and budgets.
+func workersCapacityCmd() *cobra.Command {
+	return regionCommand("capacity REGION", "The region capacity and its always-on and FaaS budgets", 0,
+		func(cmd *cobra.Command, c *apiclient.Client, r *apiclient.Region, _ []string) error {
+			var ans struct {
+				Data json.RawMessage `json:"data"`
+			}
+			if err := c.Do(cmd.Context(), http.MethodGet, apiclient.RegionPath(r.ID, "capacity"), nil, &ans); err != nil {
+				return err
+			}
+			var rep ops.CapacityReport
+			if err := json.Unmarshal(ans.Data, &rep); err != nil {
+				return fmt.Errorf("read the capacity: %w", err)
+			}
+			return printed(cmd, ans.Data, func(w io.Writer) error {
+				fmt.Fprintf(w, "Capacity:\t%d m CPU, %d Mi memory\n", rep.Total.CPUm, rep.Total.MemoryMi)
+				fmt.Fprintf(w, "Overcommit:\tcpu %g, memory %g\n\nBUDGET\tCPU FREE/BUDGET (m)\tMEMORY FREE/BUDGET (Mi)\tPROJECTS\n", rep.CPUOvercommit, rep.MemoryOvercommit)
+				for _, b := range []ops.Budget{rep.AlwaysOn, rep.FaaS} {
+					fmt.Fprintf(w, "%s\t%d/%d\t%d/%d\t%d\n", b.Name, b.CPU.Free, b.CPU.Budget, b.Memory.Free, b.Memory.Budget, b.Projects)
+				}
+				return nil
+			})
+		})
+}

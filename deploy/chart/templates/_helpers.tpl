@@ -1,0 +1,90 @@
+{{/* The release's resources are named after it (runr by default). */}}
+{{- define "runr.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "runr.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "runr.labels" -}}
+{{ include "runr.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "runr.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+
+{{/* The CloudNativePG Cluster of a bundled database. */}}
+{{- define "runr.pgName" -}}
+{{ include "runr.fullname" . }}-postgres
+{{- end -}}
+
+{{/* Where DATABASE_URL comes from: the bundled cluster's app Secret, or runr-secret. */}}
+{{- define "runr.databaseURL" -}}
+{{- if .Values.postgresql.bundled -}}
+valueFrom:
+  secretKeyRef:
+    name: {{ include "runr.pgName" . }}-app
+    key: uri
+{{- else -}}
+valueFrom:
+  secretKeyRef:
+    name: {{ .Values.secret.name }}
+    key: DATABASE_URL
+{{- end -}}
+{{- end -}}
+
+{{/* The environment the console and its Jobs share. */}}
+{{- define "runr.env" -}}
+- name: DATABASE_URL
+  {{- include "runr.databaseURL" . | nindent 2 }}
+- name: RUNR_APP_KEY
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.secret.name }}
+      key: APP_KEY
+- name: RUNR_PREVIOUS_APP_KEYS
+  valueFrom:
+    secretKeyRef:
+      name: {{ .Values.secret.name }}
+      key: PREVIOUS_APP_KEYS
+      optional: true
+- name: RUNR_ADDR
+  value: ":8080"
+{{- with .Values.appURL }}
+- name: RUNR_APP_URL
+  value: {{ . | quote }}
+{{- if hasPrefix "https://" . }}
+- name: RUNR_SECURE_COOKIES
+  value: "1"
+{{- end }}
+{{- end }}
+{{- range $k, $v := .Values.env }}
+- name: {{ $k }}
+  value: {{ $v | toString | quote }}
+{{- end }}
+{{- with .Values.extraEnv }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* The security context of every container: the binary needs nothing else. */}}
+{{- define "runr.securityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+runAsNonRoot: true
+runAsUser: 65532
+capabilities:
+  drop: ["ALL"]
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}

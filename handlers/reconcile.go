@@ -1,0 +1,31 @@
+package handlers
+
+import (
+	"github.com/gofiber/fiber/v2"
+
+	"runr.dev/console/ops"
+)
+
+// APIReconcilePlan is GET /api/reconcile?region=NAME&step=STEP: the dry run, per region
+// and step what a reconcile would change (nothing is changed).
+func (h *Handlers) APIReconcilePlan(c *fiber.Ctx) error {
+	plan, err := h.Kube.ReconcilePlan(ctx(c), ops.ReconcileInput{Region: c.Query("region"), Step: c.Query("step")})
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	if plan == nil {
+		plan = []ops.Change{}
+	}
+	return c.JSON(fiber.Map{"data": plan})
+}
+
+// APIReconcile is POST /api/reconcile with {"region": …, "step": …} (both optional): 202
+// with the reconcile job.
+func (h *Handlers) APIReconcile(c *fiber.Ctx) error {
+	var in ops.ReconcileInput
+	if err := optionalBody(c, &in); err != nil {
+		return h.Fail(c, err)
+	}
+	j, err := h.Kube.StartReconcile(ctx(c), h.actor(c), in)
+	return h.Accepted(c, j, err)
+}

@@ -1,0 +1,353 @@
+package handlers
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"runr.dev/console/accounts"
+	"runr.dev/console/ops"
+	"runr.dev/console/store"
+	"runr.dev/console/views"
+)
+
+// The Tenancy module's handlers: tenants, their users, and the assignments of platform
+// regions with quotas (platform users; tenants.view and tenants.manage).
+
+// tenantOf loads the tenant of the path's :id (404 when there is none).
+func (h *Handlers) tenantOf(c *fiber.Ctx) (*store.Tenant, error) {
+	return h.Store.TenantByID(ctx(c), c.Params("id"))
+}
+
+// APIListTenants is GET /api/tenants.
+func (h *Handlers) APIListTenants(c *fiber.Ctx) error {
+	ts, err := h.Store.ListTenants(ctx(c))
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	if ts == nil {
+		ts = []store.Tenant{}
+	}
+	return c.JSON(fiber.Map{"data": ts})
+}
+
+// APICreateTenant is POST /api/tenants {name}: 201 with the tenant.
+func (h *Handlers) APICreateTenant(c *fiber.Ctx) error {
+	var in ops.TenantInput
+	if err := bodyMap(c, &in); err != nil {
+		return h.Fail(c, err)
+	}
+	t, err := h.Kube.CreateTenant(ctx(c), h.actor(c), in)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	return c.Status(fiber.StatusCreated).JSON(fiber.Map{"data": t})
+}
+
+// APIGetTenant is GET /api/tenants/{id}: the tenant with its assignments.
+func (h *Handlers) APIGetTenant(c *fiber.Ctx) error {
+	t, err := h.tenantOf(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	as, err := h.Store.TenantAssignments(ctx(c), t.ID)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	if as == nil {
+		as = []store.Assignment{}
+	}
+	return c.JSON(fiber.Map{"data": t, "assignments": as})
+}
+
+// APIRenameTenant is PUT /api/tenants/{id} {name}.
+func (h *Handlers) APIRenameTenant(c *fiber.Ctx) error {
+	t, err := h.tenantOf(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	var in ops.TenantInput
+	if err := bodyMap(c, &in); err != nil {
+		return h.Fail(c, err)
+	}
+	t, err = h.Kube.RenameTenant(ctx(c), h.actor(c), t, in)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	return c.JSON(fiber.Map{"data": t})
+}
+
+// APIDeleteTenant is DELETE /api/tenants/{id}: refused (422) while the tenant has regions
+// or projects.
+func (h *Handlers) APIDeleteTenant(c *fiber.Ctx) error {
+	t, err := h.tenantOf(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	if err := h.Kube.DeleteTenant(ctx(c), h.actor(c), t); err != nil {
+		return h.Fail(c, err)
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+// APITenantUsers is GET /api/tenants/{id}/users.
+func (h *Handlers) APITenantUsers(c *fiber.Ctx) error {
+	t, err := h.tenantOf(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	us, err := h.Store.ListUsers(store.WithTenant(ctx(c), t.ID))
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	if us == nil {
+		us = []store.User{}
+	}
+	return c.JSON(fiber.Map{"data": us})
+}
+
+// APICreateTenantUser is POST /api/tenants/{id}/users {email, role, password?}: 201 with
+// the user, and a generated password once.
+func (h *Handlers) APICreateTenantUser(c *fiber.Ctx) error {
+	t, err := h.tenantOf(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	var in accounts.UserInput
+	if err := bodyMap(c, &in); err != nil {
+		return h.Fail(c, err)
+	}
+	u, generated, err := accounts.CreateTenantUser(ctx(c), h.Store, Who(c).User, t.ID, in)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	out := fiber.Map{"data": u}
+	if generated != "" {
+		out["password"] = generated
+	}
+	return c.Status(fiber.StatusCreated).JSON(out)
+}
+
+// APIAssignments is GET /api/knative-regions/{id}/assignments.
+func (h *Handlers) APIAssignments(c *fiber.Ctx) error {
+	as, err := h.Store.RegionAssignments(ctx(c), c.Params("id"))
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	if as == nil {
+		as = []store.Assignment{}
+	}
+	return c.JSON(fiber.Map{"data": as})
+}
+
+// APIAssign is POST /api/knative-regions/{id}/assignments {tenant_id, cpu, memory_gib}:
+// 201 with the assignment; quotas that do not fit answer 422 with what is free.
+func (h *Handlers) APIAssign(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	var in ops.QuotaInput
+	if err := bodyMap(c, &in); err != nil {
+		return h.Fail(c, err)
+	}
+	a, err := h.Kube.AssignRegion(ctx(c), h.actor(c), r, in)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	return c.Status(fiber.StatusCreated).JSON(fiber.Map{"data": a})
+}
+
+// APIChangeAssignment is PUT /api/knative-regions/{id}/assignments/{tenant_id} {cpu,
+// memory_gib}: a quota left out stays.
+func (h *Handlers) APIChangeAssignment(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	var in ops.QuotaInput
+	if err := bodyMap(c, &in); err != nil {
+		return h.Fail(c, err)
+	}
+	a, err := h.Kube.ChangeAssignment(ctx(c), h.actor(c), r, c.Params("tenant_id"), in)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	return c.JSON(fiber.Map{"data": a})
+}
+
+// APIUnassign is DELETE /api/knative-regions/{id}/assignments/{tenant_id}.
+func (h *Handlers) APIUnassign(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	if err := h.Kube.Unassign(ctx(c), h.actor(c), r, c.Params("tenant_id")); err != nil {
+		return h.Fail(c, err)
+	}
+	return c.SendStatus(fiber.StatusNoContent)
+}
+
+// TenantsPage is the Tenants page: the tenants, their users and their assignments with
+// quota bars against each region's capacity.
+func (h *Handlers) TenantsPage(c *fiber.Ctx) error {
+	return h.renderTenants(c, fiber.StatusOK, views.TenantsData{})
+}
+
+// renderTenants renders the Tenants page with a form's values and errors (d.Form, for
+// the form d.FormFor names) or a generated password.
+func (h *Handlers) renderTenants(c *fiber.Ctx, status int, d views.TenantsData) error {
+	if err := h.fillTenants(c, &d); err != nil {
+		return h.Fail(c, err)
+	}
+	return Render(c, status, views.Tenants(h.page(c, "Tenants", "tenants"), d))
+}
+
+// tenantsForm answers a form of the Tenants page: back to the page with a flash, or the
+// page again with the messages beside the fields (422).
+func (h *Handlers) tenantsForm(c *fiber.Ctx, formFor string, values map[string]string, err error, flash string) error {
+	if err == nil {
+		h.flash(c, flash)
+		return redirect(c, "/tenants")
+	}
+	fe, msg, ok := h.refusal(c, err)
+	var ure *store.UserRuleError
+	if !ok && errors.As(err, &ure) && !ure.Forbidden {
+		fe, ok = FieldErrors{ure.Field: ure.Msg}, true
+	}
+	if !ok {
+		return h.Fail(c, err)
+	}
+	f := views.Form{Values: values, Errors: fe, Error: msg}
+	if msg == "" {
+		f.Error = "Some fields need another look."
+	}
+	return h.renderTenants(c, fiber.StatusUnprocessableEntity, views.TenantsData{Form: f, FormFor: formFor})
+}
+
+// CreateTenantForm creates a tenant from the Tenants page.
+func (h *Handlers) CreateTenantForm(c *fiber.Ctx) error {
+	if fe := inputErrors(c, "name"); fe != nil {
+		return h.tenantsForm(c, "new", map[string]string{"name": ""}, &ops.Invalid{Fields: fe}, "")
+	}
+	name := c.FormValue("name")
+	_, err := h.Kube.CreateTenant(ctx(c), h.actor(c), ops.TenantInput{Name: name})
+	return h.tenantsForm(c, "new", map[string]string{"name": name}, err, "Tenant "+strings.TrimSpace(name)+" created: add its first owner.")
+}
+
+// RenameTenantForm renames a tenant.
+func (h *Handlers) RenameTenantForm(c *fiber.Ctx) error {
+	t, err := h.tenantOf(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	if fe := inputErrors(c, "name"); fe != nil {
+		return h.tenantsForm(c, t.ID, nil, &ops.Invalid{Fields: fe}, "")
+	}
+	name := c.FormValue("name")
+	_, err = h.Kube.RenameTenant(ctx(c), h.actor(c), t, ops.TenantInput{Name: name})
+	return h.tenantsForm(c, t.ID, map[string]string{"name": name}, err, "Tenant renamed.")
+}
+
+// DeleteTenantForm removes a tenant.
+func (h *Handlers) DeleteTenantForm(c *fiber.Ctx) error {
+	t, err := h.tenantOf(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	err = h.Kube.DeleteTenant(ctx(c), h.actor(c), t)
+	return h.tenantsForm(c, t.ID, nil, err, "Tenant "+t.Name+" removed.")
+}
+
+// CreateTenantUserForm adds a user to a tenant; a generated password is shown once.
+func (h *Handlers) CreateTenantUserForm(c *fiber.Ctx) error {
+	t, err := h.tenantOf(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	values := map[string]string{"email": c.FormValue("email"), "role": c.FormValue("role")}
+	if fe := inputErrors(c, "email", "role", "password"); fe != nil {
+		return h.tenantsForm(c, t.ID, values, &ops.Invalid{Fields: fe}, "")
+	}
+	in := accounts.UserInput{Email: values["email"], Role: values["role"], Password: c.FormValue("password")}
+	u, generated, err := accounts.CreateTenantUser(ctx(c), h.Store, Who(c).User, t.ID, in)
+	if err != nil {
+		return h.tenantsForm(c, t.ID, values, err, "")
+	}
+	if generated == "" {
+		return h.tenantsForm(c, t.ID, nil, nil, u.Email+" added to "+t.Name+".")
+	}
+	return h.renderTenants(c, fiber.StatusCreated, views.TenantsData{Created: generated, CreatedFor: u.Email})
+}
+
+// quotaForm reads the quota fields of a form: empty is left out (the default).
+func quotaForm(c *fiber.Ctx) (ops.QuotaInput, map[string]string, FieldErrors) {
+	values := map[string]string{"tenant_id": c.FormValue("tenant_id"), "cpu": strings.TrimSpace(c.FormValue("cpu")),
+		"memory_gib": strings.TrimSpace(c.FormValue("memory_gib"))}
+	in := ops.QuotaInput{TenantID: values["tenant_id"]}
+	fe := FieldErrors{}
+	for name, to := range map[string]**float64{"cpu": &in.CPU, "memory_gib": &in.MemoryGiB} {
+		if values[name] == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(values[name], 64)
+		if err != nil {
+			fe[name] = "Use a number, e.g. 2 or 0.5 (0: no limit)."
+			continue
+		}
+		*to = &v
+	}
+	if len(fe) == 0 {
+		fe = nil
+	}
+	return in, values, fe
+}
+
+// AssignForm assigns a platform region (region_id) to the tenant of the path (the
+// Tenants page); the use case passes region.mutable itself.
+func (h *Handlers) AssignForm(c *fiber.Ctx) error {
+	t, err := h.tenantOf(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	in, values, fe := quotaForm(c)
+	in.TenantID, values["region_id"] = t.ID, c.FormValue("region_id")
+	if fe != nil {
+		return h.tenantsForm(c, t.ID, values, &ops.Invalid{Fields: fe}, "")
+	}
+	r, err := h.Store.RegionByID(ctx(c), values["region_id"])
+	if isNotFoundErr(err) {
+		return h.tenantsForm(c, t.ID, values, &ops.Invalid{Fields: map[string]string{"region_id": "Choose a platform region."}}, "")
+	} else if err != nil {
+		return h.Fail(c, err)
+	}
+	_, err = h.Kube.AssignRegion(ctx(c), h.actor(c), r, in)
+	return h.tenantsForm(c, t.ID, values, err, "Region "+r.Name+" assigned to "+t.Name+".")
+}
+
+// ChangeAssignmentForm changes the quotas of an assignment (the Tenants page).
+func (h *Handlers) ChangeAssignmentForm(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	in, values, fe := quotaForm(c)
+	formFor := c.Params("tenant") + "/" + r.ID
+	if fe != nil {
+		return h.tenantsForm(c, formFor, values, &ops.Invalid{Fields: fe}, "")
+	}
+	_, err = h.Kube.ChangeAssignment(ctx(c), h.actor(c), r, c.Params("tenant"), in)
+	return h.tenantsForm(c, formFor, values, err, "Quotas on "+r.Name+" saved.")
+}
+
+// UnassignForm takes a region away from a tenant (the Tenants page).
+func (h *Handlers) UnassignForm(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	err = h.Kube.Unassign(ctx(c), h.actor(c), r, c.Params("tenant"))
+	return h.tenantsForm(c, "", nil, err, "Region "+r.Name+" unassigned.")
+}

@@ -1,0 +1,281 @@
+package handlers
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"runr.dev/console/ops"
+	"runr.dev/console/store"
+	"runr.dev/console/views"
+)
+
+// capacityWait bounds the reads of the regions' capacities a page waits for (in parallel).
+const capacityWait = 5 * time.Second
+
+// quotaLimits reads the quota limit (capacity and ceiling) of each region, in parallel;
+// a region whose cluster does not answer in time is left out.
+func (h *Handlers) quotaLimits(c *fiber.Ctx, ids []string) map[string]ops.Quota {
+	cctx, cancel := context.WithTimeout(ctx(c), capacityWait)
+	defer cancel()
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	out := map[string]ops.Quota{}
+	for _, id := range ids {
+		r, err := h.Store.RegionByID(cctx, id)
+		if err != nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rep, err := h.Kube.RegionCapacity(cctx, r, "")
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			out[r.ID] = ops.QuotaLimit(rep.Total, ops.Quota{CPU: h.Cfg.QuotaCPU, MemoryGiB: h.Cfg.QuotaMemoryGiB})
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
+// fillTenants builds the Tenants page: every tenant with its users and its assignments,
+// each quota a bar against its region's capacity.
+func (h *Handlers) fillTenants(c *fiber.Ctx, d *views.TenantsData) error {
+	ts, err := h.Store.ListTenants(ctx(c))
+	if err != nil {
+		return err
+	}
+	d.CanManage = Who(c).Can(store.PermTenantsManage)
+	d.Roles = optionsOf(store.Roles, "owner")
+	byTenant := map[string][]store.Assignment{}
+	var regionIDs []string
+	seen := map[string]bool{}
+	for _, t := range ts {
+		as, err := h.Store.TenantAssignments(ctx(c), t.ID)
+		if err != nil {
+			return err
+		}
+		byTenant[t.ID] = as
+		for _, a := range as {
+			if !seen[a.RegionID] {
+				seen[a.RegionID] = true
+				regionIDs = append(regionIDs, a.RegionID)
+			}
+		}
+	}
+	limits := h.quotaLimits(c, regionIDs)
+	rs, err := h.Store.ListRegions(ctx(c), store.RegionFilter{}, false)
+	if err != nil {
+		return err
+	}
+	for _, t := range ts {
+		us, err := h.Store.ListUsers(store.WithTenant(ctx(c), t.ID))
+		if err != nil {
+			return err
+		}
+		tv := views.TenantView{ID: t.ID, Name: t.Name, Regions: t.Regions, Projects: t.Projects}
+		for _, u := range us {
+			tv.Users = append(tv.Users, views.TenantUserView{Email: u.Email, Role: u.Role})
+		}
+		assigned := map[string]bool{}
+		for _, a := range byTenant[t.ID] {
+			assigned[a.RegionID] = true
+			limit, known := limits[a.RegionID]
+			tv.Assignments = append(tv.Assignments, views.AssignmentView{RegionID: a.RegionID, RegionName: a.RegionName,
+				Mode: string(a.RegionMode), Enforced: a.RegionMode != store.RegionShared,
+				CPU:    capacityBar("cpu", "CPU", a.CPU, limit.CPU, known, "CPU"),
+				Memory: capacityBar("memory", "Memory", a.MemoryGiB, limit.MemoryGiB, known, "GiB")})
+		}
+		for _, r := range rs {
+			if r.Tenant() == "" && !assigned[r.ID] {
+				tv.Assignable = append(tv.Assignable, views.Option{Value: r.ID, Label: r.Name + " (" + string(r.Mode) + ")"})
+			}
+		}
+		d.Tenants = append(d.Tenants, tv)
+	}
+	return nil
+}
+
+// quotaText prints a quota with its unit ("no limit" for 0).
+func quotaText(v float64, unit string) string {
+	if v == 0 {
+		return "no limit"
+	}
+	return fmt.Sprintf("%s %s", fmtNum(v), unit)
+}
+
+func fmtNum(v float64) string { return fmt.Sprintf("%g", float64(int64(v*1000+0.5))/1000) }
+
+// capacityBar is a quota against the region's limit (capacity and ceiling).
+func capacityBar(resource, label string, quota, limit float64, known bool, unit string) views.QuotaBar {
+	b := views.QuotaBar{Resource: resource, Label: label, Value: fmtNum(quota), Unlimited: quota == 0}
+	switch {
+	case !known:
+		b.Text = quotaText(quota, unit) + " (capacity unknown: the cluster did not answer)"
+	case quota == 0:
+		b.Text = "no limit, of " + fmtNum(limit) + " " + unit
+	default:
+		b.Text = quotaText(quota, unit) + " of " + fmtNum(limit) + " " + unit
+		b.Percent, b.Over = percentOf(quota, limit)
+	}
+	return b
+}
+
+// useBar is what a tenant's projects request of its quota.
+func useBar(resource, label string, used, quota float64, unit string) views.QuotaBar {
+	b := views.QuotaBar{Resource: resource, Label: label, Value: fmtNum(quota), Unlimited: quota == 0}
+	if quota == 0 {
+		b.Text = fmtNum(used) + " " + unit + " used, no limit"
+		return b
+	}
+	b.Text = fmtNum(used) + " of " + quotaText(quota, unit) + " used"
+	b.Percent, b.Over = percentOf(used, quota)
+	return b
+}
+
+func percentOf(v, of float64) (int, bool) {
+	if of <= 0 {
+		return 100, v > 0
+	}
+	p := int(v / of * 100)
+	return min(100, max(0, p)), v > of+1e-9
+}
+
+// assignedRow is a platform region assigned to the user's tenant, with its quota and use.
+func (h *Handlers) assignedRow(c *fiber.Ctx, r *store.Region) (views.AssignedRegionRow, error) {
+	row := views.AssignedRegionRow{ID: r.ID, Name: r.Name, Mode: string(r.Mode), ProjectCount: r.ProjectCount}
+	u, err := h.Kube.TenantQuotaUse(ctx(c), r, Who(c).User.Tenant())
+	if err != nil {
+		return row, err
+	}
+	row.Enforced = u.Enforced
+	row.CPU = useBar("cpu", "CPU", u.Used.CPU, u.Quota.CPU, "CPU")
+	row.Memory = useBar("memory", "Memory", u.Used.MemoryGiB, u.Quota.MemoryGiB, "GiB")
+	return row, nil
+}
+
+// tenancyList splits the regions of a list page for the Tenancy module: a tenant's user
+// gets its own regions as rows and the assigned platform regions as summaries; a
+// platform user gets every region with its owner.
+func (h *Handlers) tenancyList(c *fiber.Ctx, rs []store.Region, l *views.RegionsList) error {
+	if !h.Cfg.Tenancy {
+		l.Regions = regionRows(rs)
+		return nil
+	}
+	actor := h.actor(c)
+	if actor.Platform() {
+		names, err := h.tenantNames(c)
+		if err != nil {
+			return err
+		}
+		for i := range rs {
+			row := regionRow(&rs[i])
+			row.Owner, row.Mode = orV(names[rs[i].Tenant()], "platform"), string(rs[i].Mode)
+			l.Regions = append(l.Regions, row)
+		}
+		l.ShowOwner = true
+		return nil
+	}
+	l.TenantView = true
+	for i := range rs {
+		if !ops.SummaryOnly(actor, &rs[i]) {
+			l.Regions = append(l.Regions, regionRow(&rs[i]))
+			continue
+		}
+		row, err := h.assignedRow(c, &rs[i])
+		if err != nil {
+			return err
+		}
+		l.Assigned = append(l.Assigned, row)
+	}
+	return nil
+}
+
+// tenantNames maps tenant ids to names.
+func (h *Handlers) tenantNames(c *fiber.Ctx) (map[string]string, error) {
+	ts, err := h.Store.ListTenants(ctx(c))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, t := range ts {
+		out[t.ID] = t.Name
+	}
+	return out, nil
+}
+
+func orV(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// regionTenancy is what the General tab shows of the region's owner and mode.
+func (h *Handlers) regionTenancy(c *fiber.Ctx, r *store.Region) *views.RegionTenancy {
+	if !h.Cfg.Tenancy {
+		return nil
+	}
+	t := &views.RegionTenancy{Owner: "Platform", Mode: string(r.Mode)}
+	if id := r.Tenant(); id != "" {
+		t.Owner = "Tenant"
+		if tt, err := h.Store.TenantByID(ctx(c), id); err == nil {
+			t.Owner = "Tenant " + tt.Name
+		}
+	}
+	if h.Kube.MaySetRegionMode(h.actor(c)) && ops.RegionMutable(h.actor(c), r) == nil {
+		t.ModeOptions = optionsOf(store.RegionModes, r.Mode)
+	}
+	return t
+}
+
+// ModeForm sets the region mode from the General tab (platform administrators).
+func (h *Handlers) ModeForm(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	mode := store.RegionMode(c.FormValue("region_mode"))
+	_, err = h.Kube.UpdateRegion(ctx(c), h.actor(c), r, ops.RegionUpdate{RegionMode: &mode})
+	return h.formOutcome(c, r, "general", map[string]string{"region_mode": string(mode)}, err, "Region mode saved.")
+}
+
+// RegionSummaryJSON is what a tenant's user reads of a platform region assigned to its
+// tenant: never its cluster, components or capacity.
+type RegionSummaryJSON struct {
+	ID           string       `json:"id"`
+	Name         string       `json:"name"`
+	Owner        string       `json:"owner"` // platform
+	RegionMode   string       `json:"region_mode"`
+	ProjectCount int          `json:"project_count"`
+	Quota        ops.QuotaUse `json:"quota"`
+}
+
+// regionSummaryJSON reads the summary of an assigned platform region for the user's tenant.
+func (h *Handlers) regionSummaryJSON(c *fiber.Ctx, r *store.Region) (RegionSummaryJSON, error) {
+	u, err := h.Kube.TenantQuotaUse(ctx(c), r, Who(c).User.Tenant())
+	return RegionSummaryJSON{ID: r.ID, Name: r.Name, Owner: "platform", RegionMode: string(r.Mode), ProjectCount: r.ProjectCount, Quota: u}, err
+}
+
+// regionJSON is a region for the API: its summary for a tenant's user when it is a
+// platform region, else the whole region (with its owner and mode under the Tenancy module).
+func (h *Handlers) regionJSON(c *fiber.Ctx, r *store.Region, base string) (any, error) {
+	if h.Cfg.Tenancy && ops.SummaryOnly(h.actor(c), r) {
+		return h.regionSummaryJSON(c, r)
+	}
+	j := ToRegionJSON(r, base)
+	if h.Cfg.Tenancy {
+		j.Owner, j.TenantID, j.RegionMode = "platform", r.TenantID, string(r.Mode)
+		if r.Tenant() != "" {
+			j.Owner = "tenant"
+		}
+	}
+	return j, nil
+}

@@ -1,0 +1,332 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"runr.dev/console/engine"
+	"runr.dev/console/kube"
+	"runr.dev/console/store"
+)
+
+// KindReconcile brings existing regions up to what this release installs (region:reconcile).
+const KindReconcile = "reconcile"
+
+// Reconcile steps, in the order they run.
+const (
+	ReconcileSettings      = "settings"
+	ReconcileStatusBlock   = "status-block"
+	ReconcileTracing       = "tracing"
+	ReconcileTraefikImage  = "traefik-image"
+	ReconcileAgent         = "agent"
+	ReconcileObservability = "observability"
+)
+
+// ReconcileSteps lists the steps in their order.
+var ReconcileSteps = []string{ReconcileSettings, ReconcileStatusBlock, ReconcileTracing, ReconcileTraefikImage, ReconcileAgent, ReconcileObservability}
+
+// ReconcileInput is what to reconcile: every region, or one (by name or id), every step
+// or one. It is the body of POST /api/reconcile and the flags of `runr reconcile`.
+type ReconcileInput struct {
+	Region string `json:"region"`
+	Step   string `json:"step"`
+}
+
+// Outcomes of one step on one region (Change.Result).
+const (
+	// ReconcileChange: the step changes (or, in a dry run, would change) something.
+	ReconcileChange = "change"
+	// ReconcileUpToDate: nothing to do.
+	ReconcileUpToDate = "up_to_date"
+	// ReconcileLeftOut: the region is not part of the step (inactive, or Serving not ready).
+	ReconcileLeftOut = "left_out"
+	// ReconcileFailed: the step could not be checked or applied on the region.
+	ReconcileFailed = "failed"
+)
+
+// Change is one line of a reconcile: a step on a region, its outcome and what it is.
+type Change struct {
+	Region string `json:"region"`
+	Step   string `json:"step"`
+	Result string `json:"result"`
+	What   string `json:"what"`
+}
+
+// finding is what a step's check found on a target: Change says there is work, What
+// says which (or, without Change, a note such as a Traefik of another version kept).
+type finding struct {
+	Change bool
+	What   string
+}
+
+// reconcileTarget is what one step acts on: a region (status-block) or a cluster, through
+// its first active region with Serving ready; Regions are every region of the cluster.
+type reconcileTarget struct {
+	Region  store.Region
+	Regions []store.Region
+	// Shared names the cluster's other regions the step covers too.
+	Shared []string
+}
+
+// label names the target in a change: the region, and the regions sharing its cluster.
+func (t *reconcileTarget) label() string {
+	if len(t.Shared) == 0 {
+		return t.Region.Name
+	}
+	return t.Region.Name + " (cluster shared with " + strings.Join(t.Shared, ", ") + ")"
+}
+
+// reconcileStep is one step: whether it acts per region (else once per cluster), how it
+// checks a target and how it brings it up to date.
+type reconcileStep struct {
+	Name      string
+	Title     string
+	PerRegion bool
+	check     func(ctx context.Context, c *kube.Cluster, t *reconcileTarget) (finding, error)
+	apply     func(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, t *reconcileTarget) error
+}
+
+// reconcileSteps are the steps in their order.
+func (s *Service) reconcileSteps() []reconcileStep {
+	return []reconcileStep{
+		{Name: ReconcileSettings, Title: "Traefik timeouts and Knative's max revision timeout", check: s.checkSettings, apply: s.applySettings},
+		{Name: ReconcileStatusBlock, Title: "Status blocks of the regions that are not active", PerRegion: true, check: s.checkBlock, apply: s.applyStatusBlock},
+		{Name: ReconcileTracing, Title: "Tracing backend", check: s.checkTracing, apply: s.applyTracing},
+		{Name: ReconcileTraefikImage, Title: "Region Traefik image", check: s.checkTraefikImage, apply: s.applyTraefikImage},
+		{Name: ReconcileAgent, Title: "runr-agent", check: s.checkAgent, apply: s.applyAgent},
+		{Name: ReconcileObservability, Title: "Prometheus and Loki", check: s.checkObservability, apply: s.applyObservability},
+	}
+}
+
+// validReconcile checks the input: a known step, a region that exists.
+func (s *Service) validReconcile(ctx context.Context, in ReconcileInput) error {
+	if in.Step != "" && !slices.Contains(ReconcileSteps, in.Step) {
+		return &Invalid{Fields: map[string]string{"step": "Use one of " + strings.Join(ReconcileSteps, ", ") + "."}}
+	}
+	if in.Region != "" {
+		if _, err := s.Store.RegionRef(ctx, in.Region); err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return &Invalid{Fields: map[string]string{"region": "No region " + in.Region + "."}}
+			}
+			return fmt.Errorf("reconcile: %w", err)
+		}
+	}
+	return nil
+}
+
+// selectedSteps are the steps the input names (every step when none).
+func (s *Service) selectedSteps(in ReconcileInput) []reconcileStep {
+	var out []reconcileStep
+	for _, st := range s.reconcileSteps() {
+		if in.Step == "" || in.Step == st.Name {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// reconcileTargets reads what a step acts on: for a per-region step every region with
+// Serving ready; for a cluster step one target per cluster with an active region whose
+// Serving is ready. Regions left out are returned as changes that say why.
+func (s *Service) reconcileTargets(ctx context.Context, in ReconcileInput, st reconcileStep) ([]reconcileTarget, []Change, error) {
+	all, err := s.Store.ListRegions(ctx, store.RegionFilter{}, true)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reconcile: %w", err)
+	}
+	byCluster := map[string][]store.Region{}
+	for _, r := range all {
+		byCluster[r.ClusterKey] = append(byCluster[r.ClusterKey], r)
+	}
+	var targets []reconcileTarget
+	var left []Change
+	seen := map[string]bool{}
+	for _, r := range all {
+		if in.Region != "" && r.Name != in.Region && r.ID != in.Region {
+			continue
+		}
+		if reason := leftOut(r, st.PerRegion); reason != "" {
+			left = append(left, Change{Region: r.Name, Step: st.Name, Result: ReconcileLeftOut, What: reason})
+			continue
+		}
+		if st.PerRegion {
+			targets = append(targets, reconcileTarget{Region: r, Regions: byCluster[r.ClusterKey]})
+			continue
+		}
+		if seen[r.ClusterKey] {
+			continue
+		}
+		seen[r.ClusterKey] = true
+		t := reconcileTarget{Region: r, Regions: byCluster[r.ClusterKey]}
+		for _, o := range byCluster[r.ClusterKey] {
+			if o.ID != r.ID && leftOut(o, false) == "" {
+				t.Shared = append(t.Shared, o.Name)
+			}
+		}
+		targets = append(targets, t)
+	}
+	return targets, left, nil
+}
+
+// leftOut says why a region is not part of a step ("" when it is): a region that is not
+// active is left out of the cluster steps, and every step needs Serving ready.
+func leftOut(r store.Region, perRegion bool) string {
+	switch {
+	case !perRegion && r.Status != store.RegionActive:
+		return "the region is " + string(r.Status) + ": left out of the cluster steps"
+	case r.ServingStatus != store.ComponentReady:
+		return "Knative Serving is " + string(r.ServingStatus) + ": nothing of this step is installed yet"
+	}
+	return ""
+}
+
+// ReconcilePlan is the dry run: per region and step what a reconcile would change, from
+// the clusters as they are now. It changes nothing.
+func (s *Service) ReconcilePlan(ctx context.Context, in ReconcileInput) ([]Change, error) {
+	if err := s.validReconcile(ctx, in); err != nil {
+		return nil, err
+	}
+	var out []Change
+	for _, st := range s.selectedSteps(in) {
+		targets, left, err := s.reconcileTargets(ctx, in, st)
+		if err != nil {
+			return nil, err
+		}
+		for i := range targets {
+			t := &targets[i]
+			f, err := s.reconcileCheck(ctx, st, t)
+			out = append(out, changeOf(st, t, f, err))
+		}
+		out = append(out, left...)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Region < out[j].Region })
+	return out, nil
+}
+
+// reconcileCheck checks one target of a step on its cluster.
+func (s *Service) reconcileCheck(ctx context.Context, st reconcileStep, t *reconcileTarget) (finding, error) {
+	c, err := s.RegionCluster(&t.Region)
+	if err != nil {
+		return finding{}, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, ClusterReadTimeout)
+	defer cancel()
+	return st.check(cctx, c, t)
+}
+
+// changeOf turns a check's outcome into a change line.
+func changeOf(st reconcileStep, t *reconcileTarget, f finding, err error) Change {
+	ch := Change{Region: t.label(), Step: st.Name, Result: ReconcileUpToDate, What: f.What}
+	switch {
+	case err != nil:
+		ch.Result, ch.What = ReconcileFailed, err.Error()
+	case f.Change:
+		ch.Result = ReconcileChange
+	case ch.What == "":
+		ch.What = "up to date"
+	}
+	return ch
+}
+
+// StartReconcile queues a reconcile job (one at a time).
+func (s *Service) StartReconcile(ctx context.Context, actor Actor, in ReconcileInput) (*store.Job, error) {
+	if err := s.validReconcile(ctx, in); err != nil {
+		return nil, err
+	}
+	if _, err := s.Store.ActiveJobOfKind(ctx, KindReconcile); err == nil {
+		return nil, &Refused{Reason: "A reconcile runs already; wait for it to finish."}
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("reconcile: %w", err)
+	}
+	title := "Reconcile every region"
+	if in.Region != "" {
+		title = "Reconcile region " + in.Region
+	}
+	if in.Step != "" {
+		title += " (step " + in.Step + ")"
+	}
+	return s.Enqueue(ctx, engine.Request{Kind: KindReconcile, Title: title, Params: in, CreatedBy: actor.Email})
+}
+
+// registerReconcileKinds registers the reconcile job: one engine step per reconcile step.
+func (s *Service) registerReconcileKinds() {
+	s.Engine.Register(&engine.Kind{Name: KindReconcile, Plan: engine.PlanWith(func(in ReconcileInput) []engine.Step {
+		var steps []engine.Step
+		for _, st := range s.selectedSteps(in) {
+			steps = append(steps, engine.Step{Name: st.Name, Title: st.Title, Run: s.runReconcileStep(in, st)})
+		}
+		return steps
+	})})
+}
+
+// runReconcileStep brings every target of a step up to date: each is checked, then
+// changed when it needs it. One target's failure does not stop the others; the step
+// fails at the end when any did (a retry runs it again: every step is idempotent).
+func (s *Service) runReconcileStep(in ReconcileInput, st reconcileStep) func(ctx context.Context, jc *engine.JobContext) error {
+	return func(ctx context.Context, jc *engine.JobContext) error {
+		targets, left, err := s.reconcileTargets(ctx, in, st)
+		if err != nil {
+			return err
+		}
+		for _, l := range left {
+			jc.Logf("%s: %s", l.Region, l.What)
+		}
+		var failed []string
+		changed := 0
+		for i := range targets {
+			t := &targets[i]
+			did, err := s.reconcileOne(ctx, jc, st, t)
+			if err != nil {
+				jc.Warnf("%s: %v", t.label(), err)
+				failed = append(failed, t.Region.Name)
+				continue
+			}
+			if did {
+				changed++
+			}
+		}
+		if len(failed) > 0 {
+			return fmt.Errorf("step %s failed on %s (see the log); the other regions are done", st.Name, strings.Join(failed, ", "))
+		}
+		if changed == 0 {
+			jc.Note("Every region is up to date (%d checked)", len(targets))
+			return nil
+		}
+		jc.Note("Brought %d of %d up to date", changed, len(targets))
+		return nil
+	}
+}
+
+// reconcileOne checks one target and changes it when it needs it; it reports whether it did.
+func (s *Service) reconcileOne(ctx context.Context, jc *engine.JobContext, st reconcileStep, t *reconcileTarget) (bool, error) {
+	if st.PerRegion {
+		// A tenant-owned region is reconciled in its tenant's walls (Tenancy module).
+		ctx = store.WithTenant(ctx, t.Region.Tenant())
+	}
+	c, err := s.RegionCluster(&t.Region)
+	if err != nil {
+		return false, err
+	}
+	cctx, cancel := context.WithTimeout(ctx, ClusterReadTimeout)
+	f, err := st.check(cctx, c, t)
+	cancel()
+	if err != nil {
+		return false, err
+	}
+	if !f.Change {
+		msg := f.What
+		if msg == "" {
+			msg = "up to date"
+		}
+		jc.Logf("%s: %s", t.label(), msg)
+		return false, nil
+	}
+	jc.Logf("%s: %s", t.label(), f.What)
+	if err := st.apply(ctx, jc, c, t); err != nil {
+		return false, err
+	}
+	return true, nil
+}

@@ -1,0 +1,412 @@
+package ops
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/release"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"runr.dev/console/engine"
+	"runr.dev/console/helm"
+	"runr.dev/console/kube"
+	"runr.dev/console/store"
+)
+
+// sameJSON compares two values as Helm stores them (a JSON round trip each).
+func sameJSON(a, b any) bool {
+	return reflect.DeepEqual(jsonValue(a), jsonValue(b))
+}
+
+func jsonValue(v any) any {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	var out any
+	_ = json.Unmarshal(raw, &out)
+	return out
+}
+
+// withKey returns a copy of a release's values with one key replaced.
+func withKey(vals map[string]any, key string, v any) map[string]any {
+	out := make(map[string]any, len(vals)+1)
+	for k, x := range vals {
+		out[k] = x
+	}
+	out[key] = v
+	return out
+}
+
+// joinFindings joins the findings of several parts of a step.
+func joinFindings(fs ...finding) finding {
+	var out finding
+	var what []string
+	for _, f := range fs {
+		out.Change = out.Change || f.Change
+		if f.What != "" {
+			what = append(what, f.What)
+		}
+	}
+	out.What = strings.Join(what, "; ")
+	return out
+}
+
+// releaseDrift says how a release differs from a chart version and values ("" when it
+// does not): missing, not deployed, another chart version, other values.
+func releaseDrift(rel *release.Release, name, version string, vals map[string]any) string {
+	switch {
+	case rel == nil:
+		return "install " + name + " " + version
+	case rel.Info == nil || rel.Info.Status != release.StatusDeployed:
+		return fmt.Sprintf("%s is %s: upgrade it to %s", name, rel.Info.Status, version)
+	case rel.Chart != nil && rel.Chart.Metadata.Version != version:
+		return fmt.Sprintf("%s chart %s → %s", name, rel.Chart.Metadata.Version, version)
+	case !sameJSON(rel.Config, vals):
+		return name + ": values of this release"
+	}
+	return ""
+}
+
+// traefikRelease reads the region Traefik's release of a target (nil when none).
+func traefikRelease(c *kube.Cluster, t *reconcileTarget) (*release.Release, error) {
+	return helm.Status(c, t.Region.ServingNamespace, TraefikRelease)
+}
+
+// checkSettings: Traefik's entry points carry the cluster's longest request_timeout (and
+// its trusted addresses), and Knative's max-revision-timeout-seconds covers it.
+func (s *Service) checkSettings(ctx context.Context, c *kube.Cluster, t *reconcileTarget) (finding, error) {
+	tf, _, err := s.traefikSettingsDrift(ctx, c, t)
+	if err != nil {
+		return finding{}, err
+	}
+	kf, err := knativeTimeoutDrift(ctx, c, t)
+	if err != nil {
+		return finding{}, err
+	}
+	return joinFindings(tf, kf), nil
+}
+
+// traefikSettingsDrift compares the Traefik release's ports (timeouts, trusted addresses)
+// with the cluster's regions; it returns the values to apply when they differ.
+func (s *Service) traefikSettingsDrift(ctx context.Context, c *kube.Cluster, t *reconcileTarget) (finding, map[string]any, error) {
+	rel, err := traefikRelease(c, t)
+	if err != nil || rel == nil {
+		return finding{}, nil, err
+	}
+	if v := rel.Chart.Metadata.Version; v != ChartTraefik.Version {
+		return finding{What: "Traefik chart " + v + " is not this release's " + ChartTraefik.Version + ": its timeouts are left alone"}, nil, nil
+	}
+	class, err := traefikClass(ctx, c, t.Region.ServingNamespace)
+	if err != nil {
+		return finding{}, nil, err
+	}
+	want := s.traefikValues(class, releaseIngressMode(rel), t.Regions)["ports"]
+	if sameJSON(rel.Config["ports"], want) {
+		return finding{}, nil, nil
+	}
+	return finding{Change: true, What: fmt.Sprintf("Traefik's entry points: timeouts %d s and the trusted addresses of the cluster's regions", TraefikTimeout(t.Regions))},
+		withKey(rel.Config, "ports", want), nil
+}
+
+// knativeTimeoutDrift: the KnativeServing's max-revision-timeout-seconds is raised to the
+// longest request_timeout above Knative's default (never lowered).
+func knativeTimeoutDrift(ctx context.Context, c *kube.Cluster, t *reconcileTarget) (finding, error) {
+	want := longestTimeout(t.Regions)
+	if want <= MaxRevisionTimeoutDefault {
+		return finding{}, nil
+	}
+	o, found, err := c.Get(ctx, kube.GVKKnativeServing, t.Region.ServingNamespace, KnativeServingName)
+	if err != nil || !found {
+		return finding{}, err
+	}
+	cur, _, _ := unstructured.NestedString(o.Object, "spec", "config", "defaults", "max-revision-timeout-seconds")
+	if n, err := strconv.Atoi(cur); err == nil && n >= want {
+		return finding{}, nil
+	}
+	return finding{Change: true, What: fmt.Sprintf("Knative's max-revision-timeout-seconds %s → %d", timeoutOrDefault(cur), want)}, nil
+}
+
+func timeoutOrDefault(v string) string {
+	if v == "" {
+		return strconv.Itoa(MaxRevisionTimeoutDefault) + " (default)"
+	}
+	return v
+}
+
+// applySettings upgrades Traefik with the ports of the cluster's regions (its image and
+// the rest of its values kept) and raises Knative's maximum.
+func (s *Service) applySettings(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, t *reconcileTarget) error {
+	tf, vals, err := s.traefikSettingsDrift(ctx, c, t)
+	if err != nil {
+		return err
+	}
+	if tf.Change {
+		rel, err := s.HelmApply(ctx, jc, c, Release{Namespace: t.Region.ServingNamespace, Name: TraefikRelease, Chart: ChartTraefik, Values: vals})
+		if err != nil {
+			return err
+		}
+		if err := waitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {
+			return err
+		}
+	}
+	if _, err := raiseMaxRevisionTimeout(ctx, c, t.Region.ServingNamespace, longestTimeout(t.Regions)); err != nil {
+		return err
+	}
+	return nil
+}
+
+// checkBlock: a region that is not active has its status block (with its status and its
+// hosts); an active one has none.
+func (s *Service) checkBlock(ctx context.Context, c *kube.Cluster, t *reconcileTarget) (finding, error) {
+	r := &t.Region
+	ns, name := r.ServingNamespace, BlockName(r.Name)
+	route, found, err := c.Get(ctx, kube.GVKIngressRoute, ns, name)
+	if err != nil {
+		return finding{}, err
+	}
+	if r.Status == store.RegionActive {
+		if found {
+			return finding{Change: true, What: "the region is active: remove the status block left on it"}, nil
+		}
+		return finding{}, nil
+	}
+	hosts := BlockHosts(r)
+	if len(hosts) == 0 {
+		return finding{What: "no function domain yet: nothing to block"}, nil
+	}
+	if !found {
+		return finding{Change: true, What: fmt.Sprintf("the region is %s: apply its status block", r.Status)}, nil
+	}
+	routes, _, _ := unstructured.NestedSlice(route.Object, "spec", "routes")
+	if len(routes) == 0 || routes[0].(map[string]any)["match"] != blockRule(hosts) {
+		return finding{Change: true, What: "the status block's hosts: " + strings.Join(hosts, ", ")}, nil
+	}
+	mw, found, err := c.Get(ctx, kube.GVKMiddleware, ns, name)
+	if err != nil {
+		return finding{}, err
+	}
+	if h, _, _ := unstructured.NestedString(mw.Object, "spec", "headers", "customRequestHeaders", StatusHeader); !found || h != string(r.Status) {
+		return finding{Change: true, What: fmt.Sprintf("the status block answers %q, the region is %s", h, r.Status)}, nil
+	}
+	if _, found, err := c.Get(ctx, kube.GVKIngressRoute, ns, name+"-http"); err != nil || !found {
+		return finding{Change: !found, What: "the status block's HTTP route is missing"}, err
+	}
+	if _, err := c.Clientset.AppsV1().Deployments(ns).Get(ctx, ResponderName, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		return finding{Change: true, What: "the status responder is missing"}, nil
+	} else if err != nil {
+		return finding{}, fmt.Errorf("read Deployment %s/%s: %w", ns, ResponderName, err)
+	}
+	return finding{}, nil
+}
+
+// applyStatusBlock applies the block of a region that is not active, or removes it.
+func (s *Service) applyStatusBlock(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, t *reconcileTarget) error {
+	if t.Region.Status == store.RegionActive {
+		return s.removeBlock(ctx, jc, c, &t.Region)
+	}
+	return s.applyBlock(ctx, jc, c, &t.Region)
+}
+
+// tracingReleases are the tracing backend's releases with this release's charts and values.
+func (s *Service) tracingReleases() []Release {
+	return []Release{
+		{Namespace: ObservabilityNamespace, Name: TempoRelease, Chart: ChartTempo, Values: TempoValues(s.Cfg.TracingRetentionHours)},
+		{Namespace: ObservabilityNamespace, Name: OtelRelease, Chart: ChartOtelCollector, Values: OtelValues()},
+	}
+}
+
+// checkTracing: Tempo and the OpenTelemetry Collector run this release's charts and
+// values (their images are in the values).
+func (s *Service) checkTracing(_ context.Context, c *kube.Cluster, _ *reconcileTarget) (finding, error) {
+	var fs []finding
+	for _, want := range s.tracingReleases() {
+		rel, err := helm.Status(c, want.Namespace, want.Name)
+		if err != nil {
+			return finding{}, err
+		}
+		if d := releaseDrift(rel, want.Name, want.Chart.Version, want.Values); d != "" {
+			fs = append(fs, finding{Change: true, What: d})
+		}
+	}
+	return joinFindings(fs...), nil
+}
+
+// applyTracing installs or updates the tracing backend and records it on the cluster's regions.
+func (s *Service) applyTracing(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, t *reconcileTarget) error {
+	if err := s.installTracing(ctx, jc, c); err != nil {
+		return err
+	}
+	return s.recordComponent(ctx, t, "tracing", store.ComponentState{Status: store.ComponentReady, Version: ChartTempo.Version})
+}
+
+// recordComponent records a component's state on every region of the target's cluster
+// that has Serving ready (they share the component).
+func (s *Service) recordComponent(ctx context.Context, t *reconcileTarget, name string, cs store.ComponentState) error {
+	for _, r := range t.Regions {
+		if r.ServingStatus != store.ComponentReady {
+			continue
+		}
+		if err := s.Store.SetComponent(ctx, r.ID, name, cs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// traefikImageValues is the image of the configured Traefik, as the chart's values name it.
+func (s *Service) traefikImageValues() any {
+	return TraefikValues(TraefikOptions{Image: s.Cfg.TraefikImage})["image"]
+}
+
+// imageName prints an image of the traefik chart's values.
+func imageName(v any) string {
+	m, _ := v.(map[string]any)
+	if m == nil {
+		return "the chart's default image"
+	}
+	return fmt.Sprintf("%v/%v:%v", m["registry"], m["repository"], m["tag"])
+}
+
+// checkTraefikImage: the region Traefik of this release's chart runs the configured image
+// (RunR's mirror by default); a Traefik of another chart version is left alone.
+func (s *Service) checkTraefikImage(_ context.Context, c *kube.Cluster, t *reconcileTarget) (finding, error) {
+	rel, err := traefikRelease(c, t)
+	if err != nil || rel == nil {
+		return finding{}, err
+	}
+	if v := rel.Chart.Metadata.Version; v != ChartTraefik.Version {
+		return finding{What: "kept: Traefik chart " + v + " is another Traefik version than this release's (" + ChartTraefik.Version + ")"}, nil
+	}
+	want := s.traefikImageValues()
+	if sameJSON(rel.Config["image"], want) {
+		return finding{}, nil
+	}
+	return finding{Change: true, What: "Traefik image " + imageName(rel.Config["image"]) + " → " + s.Cfg.TraefikImage}, nil
+}
+
+// applyTraefikImage upgrades the traefik release with its values reused and only the
+// image set: its pods roll once.
+func (s *Service) applyTraefikImage(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, t *reconcileTarget) error {
+	rel, err := traefikRelease(c, t)
+	if err != nil || rel == nil {
+		return err
+	}
+	nr, err := s.HelmApply(ctx, jc, c, Release{Namespace: t.Region.ServingNamespace, Name: TraefikRelease, Chart: ChartTraefik,
+		Values: withKey(rel.Config, "image", s.traefikImageValues())})
+	if err != nil {
+		return err
+	}
+	return waitRelease(ctx, jc, c, nr, engine.WaitOpts{})
+}
+
+// checkAgent: the cluster's runr-agent runs this console's agent image and connects to
+// the address the region's settings give.
+func (s *Service) checkAgent(ctx context.Context, c *kube.Cluster, t *reconcileTarget) (finding, error) {
+	d, err := c.Clientset.AppsV1().Deployments(ObservabilityNamespace).Get(ctx, AgentName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return finding{Change: true, What: "install the runr-agent"}, nil
+	}
+	if err != nil {
+		return finding{}, fmt.Errorf("read Deployment %s/%s: %w", ObservabilityNamespace, AgentName, err)
+	}
+	if len(d.Spec.Template.Spec.Containers) == 0 {
+		return finding{Change: true, What: "the runr-agent has no container"}, nil
+	}
+	ct := d.Spec.Template.Spec.Containers[0]
+	var fs []finding
+	if ct.Image != s.Cfg.AgentImage {
+		fs = append(fs, finding{Change: true, What: "agent image " + ct.Image + " → " + s.Cfg.AgentImage})
+	}
+	url := ""
+	for _, e := range ct.Env {
+		if e.Name == "RUNR_AGENT_URL" {
+			url = e.Value
+		}
+	}
+	if want := s.AgentWSURL(&t.Region, false); url != want {
+		fs = append(fs, finding{Change: true, What: fmt.Sprintf("agent address %q → %q", url, want)})
+	}
+	return joinFindings(fs...), nil
+}
+
+// applyAgent deploys the runr-agent anew and records it.
+func (s *Service) applyAgent(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, t *reconcileTarget) error {
+	if err := s.installAgent(ctx, jc, c, &t.Region); err != nil {
+		return err
+	}
+	return s.recordComponent(ctx, t, "agent", store.ComponentState{Status: store.ComponentReady})
+}
+
+// checkObservability: Prometheus and Loki (unless the region uses its own) run this
+// release's charts and values, and no budget of an earlier console is left.
+func (s *Service) checkObservability(ctx context.Context, c *kube.Cluster, t *reconcileTarget) (finding, error) {
+	var fs []finding
+	for _, o := range s.observabilityParts(t) {
+		rel, err := helm.Status(c, ObservabilityNamespace, o.Name)
+		if err != nil {
+			return finding{}, err
+		}
+		if d := releaseDrift(rel, o.Name, o.Chart.Version, o.Values); d != "" {
+			fs = append(fs, finding{Change: true, What: d})
+		}
+		legacy, err := hasLegacyPDB(ctx, c, o.Name)
+		if err != nil {
+			return finding{}, err
+		}
+		if legacy {
+			fs = append(fs, finding{Change: true, What: "remove the PodDisruptionBudget " + legacyPDBs[o.Name] + " of an earlier console"})
+		}
+	}
+	return joinFindings(fs...), nil
+}
+
+// observabilityParts are the releases of Prometheus and Loki RunR installs on the
+// target's cluster (not the ones the region takes from elsewhere).
+func (s *Service) observabilityParts(t *reconcileTarget) []Release {
+	var out []Release
+	if t.Region.Monitoring.V.PrometheusURL == "" {
+		out = append(out, Release{Name: PrometheusRelease, Chart: ChartPrometheus, Values: PrometheusValues()})
+	}
+	if t.Region.Monitoring.V.LokiURL == "" {
+		out = append(out, Release{Name: LokiRelease, Chart: ChartLoki, Values: LokiValues()})
+	}
+	return out
+}
+
+// hasLegacyPDB reports a budget an earlier console made for a release.
+func hasLegacyPDB(ctx context.Context, c *kube.Cluster, rel string) (bool, error) {
+	name := legacyPDBs[rel]
+	pdb, err := c.Clientset.PolicyV1().PodDisruptionBudgets(ObservabilityNamespace).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read PodDisruptionBudget %s/%s: %w", ObservabilityNamespace, name, err)
+	}
+	return pdb.Labels["app.kubernetes.io/managed-by"] == "runr", nil
+}
+
+// applyObservability brings Prometheus and Loki to this release (what
+// cluster:patch-observability does) and records them.
+func (s *Service) applyObservability(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, t *reconcileTarget) error {
+	for _, o := range s.observabilityParts(t) {
+		install, component := s.installPrometheus, "prometheus"
+		if o.Name == LokiRelease {
+			install, component = s.installLoki, "loki"
+		}
+		if err := install(ctx, jc, c, &t.Region); err != nil {
+			return err
+		}
+		if err := s.recordComponent(ctx, t, component, store.ComponentState{Status: store.ComponentReady}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

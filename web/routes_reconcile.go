@@ -1,0 +1,14 @@
+package web
+
+import (
+	"runr.dev/console/store"
+)
+
+// reconcileRoutes are region:reconcile's: its dry run and its job.
+func (s *Server) reconcileRoutes() []Route {
+	h := s.H
+	return []Route{
+		{Method: get, Path: "/api/reconcile", Perm: store.PermRegionsManage, Handler: h.APIReconcilePlan},
+		{Method: post, Path: "/api/reconcile", Perm: store.PermRegionsManage, Handler: h.APIReconcile},
+	}
+}

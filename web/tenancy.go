@@ -1,0 +1,99 @@
+package web
+
+import (
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"runr.dev/console/handlers"
+	"runr.dev/console/ops"
+	"runr.dev/console/store"
+)
+
+// tenantRoutes are the Tenancy module's routes (RUNR_TENANCY=on; off, they do not
+// exist): the tenants, their users, and the assignments of platform regions with quotas.
+func (s *Server) tenantRoutes() []Route {
+	if !s.Cfg.Tenancy {
+		return nil
+	}
+	h := s.H
+	return []Route{
+		{Method: get, Path: "/tenants", Perm: store.PermTenantsView, Handler: h.TenantsPage},
+		{Method: post, Path: "/tenants", Perm: store.PermTenantsManage, Handler: h.CreateTenantForm},
+		{Method: post, Path: "/tenants/:id", Perm: store.PermTenantsManage, Handler: h.RenameTenantForm},
+		{Method: post, Path: "/tenants/:id/delete", Perm: store.PermTenantsManage, Handler: h.DeleteTenantForm},
+		{Method: post, Path: "/tenants/:id/users", Perm: store.PermTenantsManage, Handler: h.CreateTenantUserForm},
+		{Method: post, Path: "/tenants/:id/assignments", Perm: store.PermTenantsManage, Handler: h.AssignForm},
+		{Method: post, Path: "/regions/:id/mode", Perm: store.PermRegionsManage, Handler: h.ModeForm},
+		{Method: post, Path: "/regions/:id/assignments/:tenant", Perm: store.PermTenantsManage, Handler: h.ChangeAssignmentForm},
+		{Method: post, Path: "/regions/:id/assignments/:tenant/delete", Perm: store.PermTenantsManage, Handler: h.UnassignForm},
+
+		{Method: get, Path: "/api/tenants", Perm: store.PermTenantsView, Handler: h.APIListTenants},
+		{Method: post, Path: "/api/tenants", Perm: store.PermTenantsManage, Handler: h.APICreateTenant},
+		{Method: get, Path: "/api/tenants/:id", Perm: store.PermTenantsView, Handler: h.APIGetTenant},
+		{Method: put, Path: "/api/tenants/:id", Perm: store.PermTenantsManage, Handler: h.APIRenameTenant},
+		{Method: del, Path: "/api/tenants/:id", Perm: store.PermTenantsManage, Handler: h.APIDeleteTenant},
+		{Method: get, Path: "/api/tenants/:id/users", Perm: store.PermTenantsView, Handler: h.APITenantUsers},
+		{Method: post, Path: "/api/tenants/:id/users", Perm: store.PermTenantsManage, Handler: h.APICreateTenantUser},
+		{Method: get, Path: "/api/knative-regions/:id/assignments", Perm: store.PermTenantsView, Handler: h.APIAssignments},
+		{Method: post, Path: "/api/knative-regions/:id/assignments", Perm: store.PermTenantsManage, Handler: h.APIAssign},
+		{Method: put, Path: "/api/knative-regions/:id/assignments/:tenant_id", Perm: store.PermTenantsManage, Handler: h.APIChangeAssignment},
+		{Method: del, Path: "/api/knative-regions/:id/assignments/:tenant_id", Perm: store.PermTenantsManage, Handler: h.APIUnassign},
+	}
+}
+
+// regionPaths are the path prefixes whose :id is a region.
+var regionPaths = []string{"/regions/:id", "/api/knative-regions/:id", "/api/sandbox-regions/:id"}
+
+// summaryPaths show a region's summary (its page, and GET of the region).
+var summaryPaths = map[string]bool{"/regions/:id": true, "/api/knative-regions/:id": true}
+
+// RegionAccessOf says what a route does with the region of its path (ok false: it names
+// no region). Every route that changes a region (any method but GET) or hands out its
+// kubeconfig, and the removal page, changes it; the region's own page and GET of the
+// region show its summary; every other GET shows its details. Derived from the path
+// and the method, so that a route added later is walled without being told.
+func RegionAccessOf(r Route) (ops.RegionAccess, bool) {
+	for _, p := range regionPaths {
+		if r.Path != p && !strings.HasPrefix(r.Path, p+"/") {
+			continue
+		}
+		switch {
+		case r.Method != fiber.MethodGet, strings.HasSuffix(r.Path, "/kubeconfig"), strings.HasSuffix(r.Path, "/remove"):
+			return ops.RegionChange, true
+		case summaryPaths[r.Path]:
+			return ops.RegionSummary, true
+		}
+		return ops.RegionDetails, true
+	}
+	return 0, false
+}
+
+// walls makes the statements of a tenant user's request run in the tenant's walls (the
+// database's row-level security): whatever a handler asks, it reads and changes the
+// tenant's rows only.
+func (s *Server) walls(c *fiber.Ctx) error {
+	if p := handlers.Who(c); p != nil && p.User.Tenant() != "" {
+		c.SetUserContext(store.WithTenant(c.UserContext(), p.User.Tenant()))
+	}
+	return c.Next()
+}
+
+// regionGate is region.mutable at the door of every route of a region (Tenancy module):
+// the region must be one the caller sees (404 otherwise: another tenant's regions do not
+// exist for it), and what the route does with it must be allowed (ops.CheckRegionAccess:
+// a platform region is read-only for tenant users and shows them its summary only). A
+// refusal ends the request: the handler never runs.
+func (s *Server) regionGate(access ops.RegionAccess) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		p := handlers.Who(c)
+		r, err := s.Store.RegionByID(c.UserContext(), c.Params("id"))
+		if err != nil {
+			return s.H.Fail(c, err)
+		}
+		if err := ops.CheckRegionAccess(handlers.ActorOf(p), r, access); err != nil {
+			return s.H.Fail(c, err)
+		}
+		return c.Next()
+	}
+}
