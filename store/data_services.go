@@ -92,7 +92,7 @@ func (s *Store) SetRegionDataService(ctx context.Context, id, name string, v Dat
 	if err != nil {
 		return fmt.Errorf("store: set data service %s of %s: %w", name, id, err)
 	}
-	res, err := s.DB.ExecContext(ctx, `UPDATE regions SET data_services = jsonb_set(data_services, ARRAY[$2::text], $3::jsonb, true),
+	res, err := s.db(ctx).ExecContext(ctx, `UPDATE regions SET data_services = jsonb_set(data_services, ARRAY[$2::text], $3::jsonb, true),
 		updated_at = now() WHERE id = $1`, id, name, string(raw))
 	if err := affected("set data service "+name+" of "+id, res, err); err != nil {
 		return err
@@ -174,7 +174,7 @@ func (s *Store) CreateBinding(ctx context.Context, b *Binding) error {
 	if err != nil {
 		return wrap("create binding", err)
 	}
-	_, err = s.DB.ExecContext(ctx, `INSERT INTO bindings (id, project_id, region_id, service, status, message, resource, credentials)
+	_, err = s.db(ctx).ExecContext(ctx, `INSERT INTO bindings (id, project_id, region_id, service, status, message, resource, credentials)
 		VALUES ($1,$2,$3,$4,$5,$6,$7,$8)`, b.ID, b.ProjectID, b.RegionID, b.Service, b.Status, b.Message, b.Resource, sealed)
 	if err := wrap("create binding of "+b.ProjectID+" to "+b.Service, err); err != nil {
 		return err
@@ -188,7 +188,7 @@ func (s *Store) CreateBinding(ctx context.Context, b *Binding) error {
 // BindingByID returns one binding with its credentials decrypted.
 func (s *Store) BindingByID(ctx context.Context, id string) (*Binding, error) {
 	b := &Binding{}
-	if err := s.DB.GetContext(ctx, b, bindingSelect+` WHERE b.id = $1`, id); err != nil {
+	if err := s.db(ctx).GetContext(ctx, b, bindingSelect+` WHERE b.id = $1`, id); err != nil {
 		return nil, wrap("binding "+id, err)
 	}
 	s.openBinding(b)
@@ -198,7 +198,7 @@ func (s *Store) BindingByID(ctx context.Context, id string) (*Binding, error) {
 // ProjectBinding returns a project's binding to a service.
 func (s *Store) ProjectBinding(ctx context.Context, projectID, service string) (*Binding, error) {
 	b := &Binding{}
-	if err := s.DB.GetContext(ctx, b, bindingSelect+` WHERE b.project_id = $1 AND b.service = $2`, projectID, service); err != nil {
+	if err := s.db(ctx).GetContext(ctx, b, bindingSelect+` WHERE b.project_id = $1 AND b.service = $2`, projectID, service); err != nil {
 		return nil, wrap("binding of "+projectID+" to "+service, err)
 	}
 	s.openBinding(b)
@@ -208,7 +208,7 @@ func (s *Store) ProjectBinding(ctx context.Context, projectID, service string) (
 // ProjectBindings lists a project's bindings, by service.
 func (s *Store) ProjectBindings(ctx context.Context, projectID string) ([]Binding, error) {
 	var bs []Binding
-	if err := s.DB.SelectContext(ctx, &bs, bindingSelect+` WHERE b.project_id = $1 ORDER BY b.service`, projectID); err != nil {
+	if err := s.db(ctx).SelectContext(ctx, &bs, bindingSelect+` WHERE b.project_id = $1 ORDER BY b.service`, projectID); err != nil {
 		return nil, wrap("bindings of project "+projectID, err)
 	}
 	for i := range bs {
@@ -221,7 +221,7 @@ func (s *Store) ProjectBindings(ctx context.Context, projectID string) ([]Bindin
 // service is set), by service and project.
 func (s *Store) RegionBindings(ctx context.Context, regionID, service string) ([]Binding, error) {
 	var bs []Binding
-	if err := s.DB.SelectContext(ctx, &bs, bindingSelect+` WHERE b.region_id = $1 AND ($2 = '' OR b.service = $2)
+	if err := s.db(ctx).SelectContext(ctx, &bs, bindingSelect+` WHERE b.region_id = $1 AND ($2 = '' OR b.service = $2)
 		ORDER BY b.service, p.slug`, regionID, service); err != nil {
 		return nil, wrap("bindings of region "+regionID, err)
 	}
@@ -234,7 +234,7 @@ func (s *Store) RegionBindings(ctx context.Context, regionID, service string) ([
 // SetBindingStatus records a binding's state.
 func (s *Store) SetBindingStatus(ctx context.Context, id string, status ComponentStatus, message string) error {
 	var region *string
-	err := s.DB.GetContext(ctx, &region, `UPDATE bindings SET status = $2, message = $3, updated_at = now() WHERE id = $1 RETURNING region_id`, id, status, message)
+	err := s.db(ctx).GetContext(ctx, &region, `UPDATE bindings SET status = $2, message = $3, updated_at = now() WHERE id = $1 RETURNING region_id`, id, status, message)
 	if err := wrap("set binding status "+id, err); err != nil {
 		return err
 	}
@@ -247,7 +247,7 @@ func (s *Store) SetBindingStatus(ctx context.Context, id string, status Componen
 // DeleteBinding removes a binding's record.
 func (s *Store) DeleteBinding(ctx context.Context, id string) error {
 	var region *string
-	err := s.DB.GetContext(ctx, &region, `DELETE FROM bindings WHERE id = $1 RETURNING region_id`, id)
+	err := s.db(ctx).GetContext(ctx, &region, `DELETE FROM bindings WHERE id = $1 RETURNING region_id`, id)
 	if err := wrap("delete binding "+id, err); err != nil {
 		return err
 	}
