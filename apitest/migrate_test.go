@@ -166,7 +166,7 @@ func TestRegionMove(t *testing.T) {
 		Steps           []struct{ Name, Status string }
 	}
 	e.JSON("GET", "/api/knative-regions/"+r.ID+"/migration-status", tok, nil, &ms)
-	if ms.MigrationStatus != "dns_check" || len(ms.Steps) != 10 {
+	if ms.MigrationStatus != "dns_check" || len(ms.Steps) != 11 {
 		t.Fatalf("migration-status %+v", ms)
 	}
 
