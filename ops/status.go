@@ -392,7 +392,7 @@ func shardOf(clusterKey string) int {
 // claimed every shard up front would leave the others nothing). Each process starts at
 // a shard of its own (offset) and goes round.
 func (s *Service) sweep(ctx context.Context, take func(ctx context.Context, shard int) bool) error {
-	regions, err := s.Store.ListRegions(ctx, store.RegionFilter{ActiveOnly: true}, true)
+	targets, err := s.Store.ActiveSweepTargets(ctx)
 	if err != nil {
 		return err
 	}
@@ -400,18 +400,10 @@ func (s *Service) sweep(ctx context.Context, take func(ctx context.Context, shar
 	if err != nil {
 		return err
 	}
-	byShard := make([]map[string][]*store.Region, SweepShards)
-	for i := range regions {
-		shard := shardOf(regions[i].ClusterKey)
-		if byShard[shard] == nil {
-			byShard[shard] = map[string][]*store.Region{}
-		}
-		k := regions[i].ClusterKey + "|" + hashOf(regions[i].Kubeconfig)
-		byShard[shard][k] = append(byShard[shard][k], &regions[i])
-	}
-	type clusterCheck struct {
-		key     string
-		regions []*store.Region
+	byShard := make([][]string, SweepShards)
+	for _, t := range targets {
+		shard := shardOf(t.ClusterKey)
+		byShard[shard] = append(byShard[shard], t.ID)
 	}
 	work := make(chan clusterCheck)
 	var wg sync.WaitGroup
@@ -423,15 +415,23 @@ func (s *Service) sweep(ctx context.Context, take func(ctx context.Context, shar
 		})
 	}
 	offset := shardOf(s.Owner())
+	var readErr error
 feed:
 	for i := range SweepShards {
 		shard := (offset + i) % SweepShards
 		if len(byShard[shard]) == 0 || !take(ctx, shard) {
 			continue
 		}
-		for k, rs := range byShard[shard] {
+		// A part's regions are read when it is claimed: a process holds the parts it
+		// works on, not the fleet.
+		regions, err := s.Store.RegionsWithSecrets(ctx, byShard[shard])
+		if err != nil {
+			readErr = err
+			break
+		}
+		for _, c := range regionsByCluster(regions) {
 			select {
-			case work <- clusterCheck{key: k, regions: rs}:
+			case work <- c:
 			case <-ctx.Done():
 				break feed
 			}
@@ -439,7 +439,33 @@ feed:
 	}
 	close(work)
 	wg.Wait()
+	if readErr != nil {
+		return readErr
+	}
 	return ctx.Err()
+}
+
+// clusterCheck is one look at a cluster: the regions that share its server and credentials.
+type clusterCheck struct {
+	key     string
+	regions []*store.Region
+}
+
+// regionsByCluster groups regions by cluster and credentials, in the order they come.
+func regionsByCluster(regions []store.Region) []clusterCheck {
+	var out []clusterCheck
+	index := map[string]int{}
+	for i := range regions {
+		k := regions[i].ClusterKey + "|" + hashOf(regions[i].Kubeconfig)
+		j, ok := index[k]
+		if !ok {
+			j = len(out)
+			index[k] = j
+			out = append(out, clusterCheck{key: k})
+		}
+		out[j].regions = append(out[j].regions, &regions[i])
+	}
+	return out
 }
 
 // checkCluster checks the regions of one cluster with one look at it.
