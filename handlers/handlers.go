@@ -39,10 +39,19 @@ type Handlers struct {
 	Log     *slog.Logger
 
 	bannerCache shortCache[[]views.MigrationBanner]
+	// lists keeps rendered region lists until a change (listcache.go).
+	lists listCache
 
 	// extraTabs render the region tabs of later features (workers, migration).
 	extraTabs map[string]func(c *fiber.Ctx, r *store.Region) (templ.Component, error)
 }
+
+// ListWatcher is what the hub tells of changes to the region lists.
+func (h *Handlers) ListWatcher() hub.ListWatcher { return &h.lists }
+
+// ChangedLocally tells the list cache that a request of this console may have changed
+// something (its answer is sent once it returns).
+func (h *Handlers) ChangedLocally() { h.lists.ChangedLocally() }
 
 // Principal is who makes a request: a user by session, or a user's API token.
 type Principal struct {

@@ -1,8 +1,10 @@
 package handlers
 
 import (
+	"bytes"
 	"encoding/json"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -127,10 +129,17 @@ func gpuSummary(r *store.Region) GPUSummaryJSON {
 	return GPUSummaryJSON{Status: g.State(), Mode: g.Mode, Total: g.Total, Models: models}
 }
 
-// RegionsPage is the regions list.
+// RegionsPage is the regions list. Its content (everything inside the layout) is kept
+// until a change (listcache.go); the layout is the request's.
 func (h *Handlers) RegionsPage(c *fiber.Ctx) error {
 	q := c.Query("q")
 	page, offset := pageParam(c, regionsPageSize)
+	p := h.page(c, "Knative Regions", "regions")
+	key := listCacheKey(Who(c), "regions.html", q, strconv.Itoa(page))
+	if body, ok := h.lists.get(key); ok {
+		return Render(c, fiber.StatusOK, views.RegionsPage(p, body))
+	}
+	gen := h.lists.begin()
 	pg, err := h.Store.ListRegionPage(ctx(c), store.RegionFilter{Query: q, Limit: regionsPageSize, Offset: offset}, true)
 	if err != nil {
 		return h.Fail(c, err)
@@ -139,15 +148,22 @@ func (h *Handlers) RegionsPage(c *fiber.Ctx) error {
 	if err := h.tenancyList(c, pg.Regions, &l); err != nil {
 		return h.Fail(c, err)
 	}
+	var until time.Time
 	if page == 1 {
-		if l.Setups, err = h.pendingSetups(c); err != nil {
+		if l.Setups, until, err = h.pendingSetups(c); err != nil {
 			return h.Fail(c, err)
 		}
 	}
-	return Render(c, fiber.StatusOK, views.Regions(h.page(c, "Knative Regions", "regions"), l))
+	var buf bytes.Buffer
+	if err := views.RegionsContent(p, l).Render(ctx(c), &buf); err != nil {
+		return h.Fail(c, err)
+	}
+	h.lists.put(key, gen, buf.Bytes(), until)
+	return Render(c, fiber.StatusOK, views.RegionsPage(p, buf.Bytes()))
 }
 
 // APIListRegions is GET /api/knative-regions (paginated with ?page= and ?per_page=).
+// The encoded answer is kept until a change (listcache.go).
 func (h *Handlers) APIListRegions(c *fiber.Ctx) error {
 	per := c.QueryInt("per_page", 100)
 	if per < 1 || per > 1000 {
@@ -155,6 +171,12 @@ func (h *Handlers) APIListRegions(c *fiber.Ctx) error {
 	}
 	page, offset := pageParam(c, per)
 	q := c.Query("q")
+	key := listCacheKey(Who(c), "regions.json", q, strconv.Itoa(page), strconv.Itoa(per))
+	if body, ok := h.lists.get(key); ok {
+		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+		return c.Send(body)
+	}
+	gen := h.lists.begin()
 	pg, err := h.Store.ListRegionPage(ctx(c), store.RegionFilter{Query: q, Limit: per, Offset: offset}, false)
 	if err != nil {
 		return h.Fail(c, err)
@@ -170,7 +192,13 @@ func (h *Handlers) APIListRegions(c *fiber.Ctx) error {
 			return h.Fail(c, err)
 		}
 	}
-	return c.JSON(fiber.Map{"data": out, "meta": fiber.Map{"page": page, "per_page": per, "total": total}})
+	body, err := c.App().Config().JSONEncoder(fiber.Map{"data": out, "meta": fiber.Map{"page": page, "per_page": per, "total": total}})
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	h.lists.put(key, gen, body, time.Time{})
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	return c.Send(body)
 }
 
 // APIGetRegion is GET /api/knative-regions/{id}.
@@ -207,14 +235,19 @@ func (h *Handlers) banners(c *fiber.Ctx) []views.MigrationBanner {
 	return bs
 }
 
-// pendingSetups are the wizards whose region does not exist yet.
-func (h *Handlers) pendingSetups(c *fiber.Ctx) ([]views.PendingSetup, error) {
+// pendingSetups are the wizards whose region does not exist yet, and when the first of
+// them expires (zero: none), after which the list must be built again.
+func (h *Handlers) pendingSetups(c *fiber.Ctx) ([]views.PendingSetup, time.Time, error) {
 	ss, err := h.Store.PendingSetups(ctx(c))
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	var out []views.PendingSetup
+	var until time.Time
 	for _, s := range ss {
+		if until.IsZero() || s.ExpiresAt.Before(until) {
+			until = s.ExpiresAt
+		}
 		if s.JobID == nil {
 			continue
 		}
@@ -226,5 +259,5 @@ func (h *Handlers) pendingSetups(c *fiber.Ctx) ([]views.PendingSetup, error) {
 		_ = json.Unmarshal(j.Params, &p)
 		out = append(out, views.PendingSetup{Token: s.Token, Name: p.Name, Status: string(j.Status)})
 	}
-	return out, nil
+	return out, until, nil
 }

@@ -72,6 +72,7 @@ func New(st *store.Store, cfg *config.Config, svc *ops.Service, log *slog.Logger
 	events := hub.New(st, log)
 	h := &handlers.Handlers{Store: st, Cfg: cfg, Sessions: sm, Kube: svc, Hub: events, Version: version, Log: log}
 	h.Init()
+	events.WatchLists(h.ListWatcher())
 	s := &Server{Store: st, Cfg: cfg, Sessions: sm, Hub: events, H: h, Log: log}
 	s.internal = &internalHosts{s: s}
 	s.App = fiber.New(fiber.Config{
@@ -102,6 +103,7 @@ func New(st *store.Store, cfg *config.Config, svc *ops.Service, log *slog.Logger
 	// /static/* it looks the whole path up, which static.FS answers.
 	s.App.Get("/static/*", filesystem.New(filesystem.Config{Root: http.FS(static.FS()), PathPrefix: "", MaxAge: 3600}))
 	s.App.Use(s.cleanInput)
+	s.App.Use(s.listChanges)
 	s.App.Use("/api/internal", s.internalOnly)
 	for _, r := range s.Routes() {
 		if r.Public {
@@ -125,6 +127,17 @@ func New(st *store.Store, cfg *config.Config, svc *ops.Service, log *slog.Logger
 		return fiber.ErrNotFound
 	})
 	return s
+}
+
+// listChanges drops the cached region lists once a request that may have changed
+// something (any method but GET and HEAD) has run, so that its client's next list is
+// fresh without waiting for the database's notification.
+func (s *Server) listChanges(c *fiber.Ctx) error {
+	err := c.Next()
+	if !safeMethod(c.Method()) {
+		s.H.ChangedLocally()
+	}
+	return err
 }
 
 // authorize refuses anonymous requests (401 for the API, the login page for browsers)

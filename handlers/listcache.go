@@ -1,0 +1,122 @@
+package handlers
+
+import (
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// listCache keeps rendered region lists (HTML content and JSON answers) until anything
+// they show changes. The database announces every such change on store.ListsChannel
+// (triggers of migration 00010); the hub hears it and calls Changed, which drops every
+// entry. A console that cannot hear changes (its listener not connected yet, or lost)
+// neither serves nor keeps entries. Changes made through this console's own requests
+// drop the entries as soon as the request ends (ChangedLocally), without waiting for the
+// notification.
+//
+// An entry is filled only if no change was heard between the start of the queries that
+// built it and its storing (the generation), so a change that lands while a page is
+// being built never leaves the older page behind.
+//
+// Keys name the route, its query parameters and the principal's permission class; the
+// lists of a tenant's users are never cached (see cacheKey).
+type listCache struct {
+	gen       atomic.Uint64
+	listening atomic.Bool
+
+	mu      sync.Mutex
+	entries map[string]listEntry
+}
+
+type listEntry struct {
+	gen   uint64
+	body  []byte
+	until time.Time // zero: until the next change
+}
+
+// maxListEntries bounds the cache (the query text is the user's).
+const maxListEntries = 512
+
+// Changed drops every entry (the hub heard a change).
+func (lc *listCache) Changed() {
+	lc.gen.Add(1)
+	lc.mu.Lock()
+	clear(lc.entries)
+	lc.mu.Unlock()
+}
+
+// ChangedLocally drops every entry after a request of this console that may have changed
+// something (any method but GET and HEAD).
+func (lc *listCache) ChangedLocally() { lc.Changed() }
+
+// Listening says whether changes can be heard; entries are dropped either way.
+func (lc *listCache) Listening(on bool) {
+	lc.listening.Store(on)
+	lc.Changed()
+}
+
+// begin returns the generation to pass to put, taken before the queries.
+func (lc *listCache) begin() uint64 { return lc.gen.Load() }
+
+// get returns a cached body.
+func (lc *listCache) get(key string) ([]byte, bool) {
+	if key == "" || !lc.listening.Load() {
+		return nil, false
+	}
+	lc.mu.Lock()
+	e, ok := lc.entries[key]
+	lc.mu.Unlock()
+	if !ok || e.gen != lc.gen.Load() || (!e.until.IsZero() && !time.Now().Before(e.until)) {
+		return nil, false
+	}
+	return e.body, true
+}
+
+// put stores a body built from queries that started at generation gen, unless a change
+// was heard since.
+func (lc *listCache) put(key string, gen uint64, body []byte, until time.Time) {
+	if key == "" || !lc.listening.Load() {
+		return
+	}
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if lc.gen.Load() != gen {
+		return
+	}
+	if lc.entries == nil {
+		lc.entries = map[string]listEntry{}
+	}
+	if len(lc.entries) >= maxListEntries {
+		return
+	}
+	lc.entries[key] = listEntry{gen: gen, body: body, until: until}
+}
+
+// listCacheKey is the key of a list answer for a principal: the route and its
+// parameters, the tenant and the permissions. It is "" (not cached) for a tenant's user
+// (whose lists show quota use) and for an anonymous request.
+func listCacheKey(p *Principal, route string, params ...string) string {
+	if p == nil || p.User == nil || p.User.Tenant() != "" {
+		return ""
+	}
+	perms := make([]string, 0, len(p.Perms))
+	for k, ok := range p.Perms {
+		if ok {
+			perms = append(perms, k)
+		}
+	}
+	sort.Strings(perms)
+	var b strings.Builder
+	b.WriteString(route)
+	for _, x := range params {
+		b.WriteByte(0)
+		b.WriteString(x)
+	}
+	b.WriteString("\x00tenant=")
+	b.WriteString(p.User.Tenant())
+	b.WriteString("\x00perms=")
+	b.WriteString(strings.Join(perms, ","))
+	return b.String()
+}
