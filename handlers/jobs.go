@@ -20,6 +20,12 @@ func (h *Handlers) JobData(ctx context.Context, p *Principal, id string) (JobDat
 	if err != nil {
 		return JobData{}, err
 	}
+	return h.jobData(ctx, p, j)
+}
+
+// jobData is JobData of a job already read.
+func (h *Handlers) jobData(ctx context.Context, p *Principal, j *store.Job) (JobData, error) {
+	id := j.ID
 	steps, err := h.Store.JobSteps(ctx, id)
 	if err != nil {
 		return JobData{}, err

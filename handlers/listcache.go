@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,6 +29,15 @@ type listCache struct {
 
 	mu      sync.Mutex
 	entries map[string]listEntry
+	// flights are the answers being built, by key and generation: the requests that miss
+	// together wait for one build instead of each running the queries.
+	flights map[string]*listFlight
+}
+
+type listFlight struct {
+	done chan struct{}
+	body []byte
+	err  error
 }
 
 type listEntry struct {
@@ -92,6 +102,47 @@ func (lc *listCache) put(key string, gen uint64, body []byte, until time.Time) {
 		return
 	}
 	lc.entries[key] = listEntry{gen: gen, body: body, until: until}
+}
+
+// load returns the cached body of key, or builds it (build returns the body and when it
+// stops being valid, zero for never) and keeps it. Requests that miss on the same key at
+// the same generation share one build.
+func (lc *listCache) load(key string, build func() ([]byte, time.Time, error)) ([]byte, error) {
+	if body, ok := lc.get(key); ok {
+		return body, nil
+	}
+	if key == "" || !lc.listening.Load() {
+		body, _, err := build()
+		return body, err
+	}
+	gen := lc.begin()
+	fk := key + "\x00gen=" + strconv.FormatUint(gen, 10)
+	lc.mu.Lock()
+	if f, ok := lc.flights[fk]; ok {
+		lc.mu.Unlock()
+		<-f.done
+		if f.err == nil {
+			return f.body, nil
+		}
+		body, _, err := build()
+		return body, err
+	}
+	if lc.flights == nil {
+		lc.flights = map[string]*listFlight{}
+	}
+	f := &listFlight{done: make(chan struct{})}
+	lc.flights[fk] = f
+	lc.mu.Unlock()
+	body, until, err := build()
+	f.body, f.err = body, err
+	lc.mu.Lock()
+	delete(lc.flights, fk)
+	lc.mu.Unlock()
+	close(f.done)
+	if err == nil {
+		lc.put(key, gen, body, until)
+	}
+	return body, err
 }
 
 // listCacheKey is the key of a list answer for a principal: the route and its

@@ -53,7 +53,7 @@ func tabFor(c *fiber.Ctx, t string) string {
 
 // regionPageData loads what a tab shows.
 func (h *Handlers) regionPageData(c *fiber.Ctx, r *store.Region, tab string, f views.Form) (views.RegionPageData, error) {
-	base, err := h.Store.BaseDomain(ctx(c))
+	base, err := h.baseDomain(c)
 	if err != nil {
 		return views.RegionPageData{}, err
 	}
@@ -62,7 +62,7 @@ func (h *Handlers) regionPageData(c *fiber.Ctx, r *store.Region, tab string, f v
 		Tenancy: h.regionTenancy(c, r)}
 	if kinds, ok := tabKinds[tab]; ok {
 		if j, err := h.Store.LatestJobOf(ctx(c), r.ID, kinds); err == nil {
-			jd, err := h.JobData(ctx(c), Who(c), j.ID)
+			jd, err := h.jobData(ctx(c), Who(c), j)
 			if err != nil {
 				return d, err
 			}

@@ -136,30 +136,31 @@ func (h *Handlers) RegionsPage(c *fiber.Ctx) error {
 	page, offset := pageParam(c, regionsPageSize)
 	p := h.page(c, "Knative Regions", "regions")
 	key := listCacheKey(Who(c), "regions.html", q, strconv.Itoa(page))
-	if body, ok := h.lists.get(key); ok {
-		return Render(c, fiber.StatusOK, views.RegionsPage(p, body))
-	}
-	gen := h.lists.begin()
-	pg, err := h.Store.ListRegionPage(ctx(c), store.RegionFilter{Query: q, Limit: regionsPageSize, Offset: offset}, true)
+	body, err := h.lists.load(key, func() ([]byte, time.Time, error) {
+		pg, err := h.Store.ListRegionPage(ctx(c), store.RegionFilter{Query: q, Limit: regionsPageSize, Offset: offset}, true)
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		l := views.RegionsList{Query: q, Page: page, Pages: pages(pg.Total, regionsPageSize), Total: pg.Total}
+		if err := h.tenancyList(c, pg.Regions, &l); err != nil {
+			return nil, time.Time{}, err
+		}
+		var until time.Time
+		if page == 1 {
+			if l.Setups, until, err = h.pendingSetups(c); err != nil {
+				return nil, time.Time{}, err
+			}
+		}
+		var buf bytes.Buffer
+		if err := views.RegionsContent(p, l).Render(ctx(c), &buf); err != nil {
+			return nil, time.Time{}, err
+		}
+		return buf.Bytes(), until, nil
+	})
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	l := views.RegionsList{Query: q, Page: page, Pages: pages(pg.Total, regionsPageSize), Total: pg.Total}
-	if err := h.tenancyList(c, pg.Regions, &l); err != nil {
-		return h.Fail(c, err)
-	}
-	var until time.Time
-	if page == 1 {
-		if l.Setups, until, err = h.pendingSetups(c); err != nil {
-			return h.Fail(c, err)
-		}
-	}
-	var buf bytes.Buffer
-	if err := views.RegionsContent(p, l).Render(ctx(c), &buf); err != nil {
-		return h.Fail(c, err)
-	}
-	h.lists.put(key, gen, buf.Bytes(), until)
-	return Render(c, fiber.StatusOK, views.RegionsPage(p, buf.Bytes()))
+	return Render(c, fiber.StatusOK, views.RegionsPage(p, body))
 }
 
 // APIListRegions is GET /api/knative-regions (paginated with ?page= and ?per_page=).
@@ -172,33 +173,44 @@ func (h *Handlers) APIListRegions(c *fiber.Ctx) error {
 	page, offset := pageParam(c, per)
 	q := c.Query("q")
 	key := listCacheKey(Who(c), "regions.json", q, strconv.Itoa(page), strconv.Itoa(per))
-	if body, ok := h.lists.get(key); ok {
-		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-		return c.Send(body)
-	}
-	gen := h.lists.begin()
-	pg, err := h.Store.ListRegionPage(ctx(c), store.RegionFilter{Query: q, Limit: per, Offset: offset}, false)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	rs, total := pg.Regions, pg.Total
-	base, err := h.Store.BaseDomain(ctx(c))
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	out := make([]any, len(rs))
-	for i := range rs {
-		if out[i], err = h.regionJSON(c, &rs[i], base); err != nil {
-			return h.Fail(c, err)
+	body, err := h.lists.load(key, func() ([]byte, time.Time, error) {
+		pg, err := h.Store.ListRegionPage(ctx(c), store.RegionFilter{Query: q, Limit: per, Offset: offset}, false)
+		if err != nil {
+			return nil, time.Time{}, err
 		}
-	}
-	body, err := c.App().Config().JSONEncoder(fiber.Map{"data": out, "meta": fiber.Map{"page": page, "per_page": per, "total": total}})
+		rs, total := pg.Regions, pg.Total
+		base, err := h.baseDomain(c)
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		out := make([]any, len(rs))
+		for i := range rs {
+			if out[i], err = h.regionJSON(c, &rs[i], base); err != nil {
+				return nil, time.Time{}, err
+			}
+		}
+		body, err := c.App().Config().JSONEncoder(fiber.Map{"data": out, "meta": fiber.Map{"page": page, "per_page": per, "total": total}})
+		return body, time.Time{}, err
+	})
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	h.lists.put(key, gen, body, time.Time{})
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 	return c.Send(body)
+}
+
+// baseDomain is the platform's base domain, kept with the lists until a change (the
+// settings table announces its changes on the same channel).
+func (h *Handlers) baseDomain(c *fiber.Ctx) (string, error) {
+	key := ""
+	if Who(c) != nil && Who(c).User != nil && Who(c).User.Tenant() == "" {
+		key = "setting:base_domain"
+	}
+	b, err := h.lists.load(key, func() ([]byte, time.Time, error) {
+		d, err := h.Store.BaseDomain(ctx(c))
+		return []byte(d), time.Time{}, err
+	})
+	return string(b), err
 }
 
 // APIGetRegion is GET /api/knative-regions/{id}.
@@ -207,7 +219,7 @@ func (h *Handlers) APIGetRegion(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	base, err := h.Store.BaseDomain(ctx(c))
+	base, err := h.baseDomain(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
