@@ -34,6 +34,12 @@ func (h *Handlers) jobData(ctx context.Context, p *Principal, j *store.Job) (Job
 	if err != nil {
 		return JobData{}, err
 	}
+	return h.jobDataOf(ctx, p, j, steps, events), nil
+}
+
+// jobDataOf is JobData of a job, its steps and its events already read.
+func (h *Handlers) jobDataOf(ctx context.Context, p *Principal, j *store.Job, steps []store.JobStep, events []store.JobEvent) JobData {
+	id := j.ID
 	d := JobData{Job: j, Steps: steps, Events: events}
 	d.CanRetry = p.Can(store.PermRegionsManage)
 	d.NextURL, d.NextLabel = nextAfter(j)
@@ -43,7 +49,7 @@ func (h *Handlers) jobData(ctx context.Context, p *Principal, j *store.Job) (Job
 			d.SetupURL = "/regions/setups/" + st.Token
 		}
 	}
-	return d, nil
+	return d
 }
 
 // nextAfter is where the wizard continues after a job.

@@ -61,11 +61,8 @@ func (h *Handlers) regionPageData(c *fiber.Ctx, r *store.Region, tab string, f v
 	d := views.RegionPageData{Region: regionView(r), Domain: domain, DNSInstruction: DNSInstruction(domain, r.ExternalIP), Tab: tab, Form: f,
 		Tenancy: h.regionTenancy(c, r)}
 	if kinds, ok := tabKinds[tab]; ok {
-		if j, err := h.Store.LatestJobOf(ctx(c), r.ID, kinds); err == nil {
-			jd, err := h.jobData(ctx(c), Who(c), j)
-			if err != nil {
-				return d, err
-			}
+		if j, steps, events, err := h.Store.LatestJobWithHistory(ctx(c), r.ID, kinds, maxEvents); err == nil {
+			jd := h.jobDataOf(ctx(c), Who(c), j, steps, events)
 			jd.Tab = tab
 			d.Job = jd.panel()
 		} else if !isNotFoundErr(err) {
