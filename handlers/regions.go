@@ -196,7 +196,9 @@ func (h *Handlers) APIListRegions(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-	return c.Send(body)
+	// The body may be the cache's: sent as it is, never changed.
+	c.Response().SetBodyRaw(body)
+	return nil
 }
 
 // baseDomain is the platform's base domain, kept with the lists until a change (the

@@ -102,7 +102,7 @@ func RegionsPage(p Page, content []byte) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = templ.Raw(string(content)).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = rawBytes(content).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
