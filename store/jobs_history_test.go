@@ -80,7 +80,7 @@ func TestLatestJobWithHistory(t *testing.T) {
 			t.Errorf("event %d data/time: got %s %v, want %s %v", i, events[i].Data, events[i].CreatedAt, wantEvents[i].Data, wantEvents[i].CreatedAt)
 		}
 		events[i].Data, wantEvents[i].Data = nil, nil
-		events[i].CreatedAt, wantEvents[i].CreatedAt = wantEvents[i].CreatedAt, wantEvents[i].CreatedAt
+		events[i].CreatedAt = wantEvents[i].CreatedAt
 		if !reflect.DeepEqual(events[i], wantEvents[i]) {
 			t.Errorf("event %d\n got %+v\nwant %+v", i, events[i], wantEvents[i])
 		}
