@@ -40,7 +40,7 @@ type Handlers struct {
 
 	bannerCache shortCache[[]views.MigrationBanner]
 	// lists keeps rendered region lists until a change (listcache.go).
-	lists listCache
+	lists ChangeCache
 
 	// extraTabs render the region tabs of later features (workers, migration).
 	extraTabs map[string]func(c *fiber.Ctx, r *store.Region) (templ.Component, error)

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"cmp"
 	"sort"
 	"strconv"
 	"strings"
@@ -9,7 +10,7 @@ import (
 	"time"
 )
 
-// listCache keeps rendered region lists (HTML content and JSON answers) until anything
+// ChangeCache keeps rendered region lists (HTML content and JSON answers) until anything
 // they show changes. The database announces every such change on store.ListsChannel
 // (triggers of migration 00010); the hub hears it and calls Changed, which drops every
 // entry. A console that cannot hear changes (its listener not connected yet, or lost)
@@ -23,7 +24,10 @@ import (
 //
 // Keys name the route, its query parameters and the principal's permission class; the
 // lists of a tenant's users are never cached (see cacheKey).
-type listCache struct {
+type ChangeCache struct {
+	// Max bounds the number of entries (0: maxListEntries).
+	Max int
+
 	gen       atomic.Uint64
 	listening atomic.Bool
 
@@ -36,21 +40,21 @@ type listCache struct {
 
 type listFlight struct {
 	done chan struct{}
-	body []byte
+	val  any
 	err  error
 }
 
 type listEntry struct {
 	gen   uint64
-	body  []byte
+	val   any
 	until time.Time // zero: until the next change
 }
 
-// maxListEntries bounds the cache (the query text is the user's).
+// maxListEntries bounds the cache (the query text is the user's); Max, when set, instead.
 const maxListEntries = 512
 
 // Changed drops every entry (the hub heard a change).
-func (lc *listCache) Changed() {
+func (lc *ChangeCache) Changed() {
 	lc.gen.Add(1)
 	lc.mu.Lock()
 	clear(lc.entries)
@@ -59,19 +63,26 @@ func (lc *listCache) Changed() {
 
 // ChangedLocally drops every entry after a request of this console that may have changed
 // something (any method but GET and HEAD).
-func (lc *listCache) ChangedLocally() { lc.Changed() }
+func (lc *ChangeCache) ChangedLocally() { lc.Changed() }
 
 // Listening says whether changes can be heard; entries are dropped either way.
-func (lc *listCache) Listening(on bool) {
+func (lc *ChangeCache) Listening(on bool) {
 	lc.listening.Store(on)
 	lc.Changed()
 }
 
 // begin returns the generation to pass to put, taken before the queries.
-func (lc *listCache) begin() uint64 { return lc.gen.Load() }
+func (lc *ChangeCache) begin() uint64 { return lc.gen.Load() }
 
 // get returns a cached body.
-func (lc *listCache) get(key string) ([]byte, bool) {
+func (lc *ChangeCache) get(key string) ([]byte, bool) {
+	v, ok := lc.getValue(key)
+	b, _ := v.([]byte)
+	return b, ok && b != nil
+}
+
+// getValue returns a cached value.
+func (lc *ChangeCache) getValue(key string) (any, bool) {
 	if key == "" || !lc.listening.Load() {
 		return nil, false
 	}
@@ -81,12 +92,12 @@ func (lc *listCache) get(key string) ([]byte, bool) {
 	if !ok || e.gen != lc.gen.Load() || (!e.until.IsZero() && !time.Now().Before(e.until)) {
 		return nil, false
 	}
-	return e.body, true
+	return e.val, true
 }
 
 // put stores a body built from queries that started at generation gen, unless a change
 // was heard since.
-func (lc *listCache) put(key string, gen uint64, body []byte, until time.Time) {
+func (lc *ChangeCache) put(key string, gen uint64, val any, until time.Time) {
 	if key == "" || !lc.listening.Load() {
 		return
 	}
@@ -98,22 +109,30 @@ func (lc *listCache) put(key string, gen uint64, body []byte, until time.Time) {
 	if lc.entries == nil {
 		lc.entries = map[string]listEntry{}
 	}
-	if len(lc.entries) >= maxListEntries {
+	if len(lc.entries) >= cmp.Or(lc.Max, maxListEntries) {
 		return
 	}
-	lc.entries[key] = listEntry{gen: gen, body: body, until: until}
+	lc.entries[key] = listEntry{gen: gen, val: val, until: until}
 }
 
 // load returns the cached body of key, or builds it (build returns the body and when it
 // stops being valid, zero for never) and keeps it. Requests that miss on the same key at
 // the same generation share one build.
-func (lc *listCache) load(key string, build func() ([]byte, time.Time, error)) ([]byte, error) {
-	if body, ok := lc.get(key); ok {
-		return body, nil
+func (lc *ChangeCache) load(key string, build func() ([]byte, time.Time, error)) ([]byte, error) {
+	v, err := lc.loadValue(key, func() (any, time.Time, error) { return build() })
+	b, _ := v.([]byte)
+	return b, err
+}
+
+// loadValue is load for any value; a value shared by several requests must not be
+// changed by any of them.
+func (lc *ChangeCache) loadValue(key string, build func() (any, time.Time, error)) (any, error) {
+	if v, ok := lc.getValue(key); ok {
+		return v, nil
 	}
 	if key == "" || !lc.listening.Load() {
-		body, _, err := build()
-		return body, err
+		v, _, err := build()
+		return v, err
 	}
 	gen := lc.begin()
 	fk := key + "\x00gen=" + strconv.FormatUint(gen, 10)
@@ -122,10 +141,10 @@ func (lc *listCache) load(key string, build func() ([]byte, time.Time, error)) (
 		lc.mu.Unlock()
 		<-f.done
 		if f.err == nil {
-			return f.body, nil
+			return f.val, nil
 		}
-		body, _, err := build()
-		return body, err
+		v, _, err := build()
+		return v, err
 	}
 	if lc.flights == nil {
 		lc.flights = map[string]*listFlight{}
@@ -133,16 +152,33 @@ func (lc *listCache) load(key string, build func() ([]byte, time.Time, error)) (
 	f := &listFlight{done: make(chan struct{})}
 	lc.flights[fk] = f
 	lc.mu.Unlock()
-	body, until, err := build()
-	f.body, f.err = body, err
+	v, until, err := build()
+	f.val, f.err = v, err
 	lc.mu.Lock()
 	delete(lc.flights, fk)
 	lc.mu.Unlock()
 	close(f.done)
 	if err == nil {
-		lc.put(key, gen, body, until)
+		lc.put(key, gen, v, until)
 	}
-	return body, err
+	return v, err
+}
+
+// LoadValue is loadValue for the console's other caches (web: credentials).
+func (lc *ChangeCache) LoadValue(key string, build func() (any, time.Time, error)) (any, error) {
+	return lc.loadValue(key, build)
+}
+
+// GetValue, Begin and Put are getValue, begin and put for the console's other caches.
+func (lc *ChangeCache) GetValue(key string) (any, bool) { return lc.getValue(key) }
+
+// Begin returns the generation to pass to Put, taken before the queries.
+func (lc *ChangeCache) Begin() uint64 { return lc.begin() }
+
+// Put keeps a value read from queries that started at generation gen, unless a change
+// was heard since.
+func (lc *ChangeCache) Put(key string, gen uint64, v any, until time.Time) {
+	lc.put(key, gen, v, until)
 }
 
 // listCacheKey is the key of a list answer for a principal: the route and its

@@ -15,7 +15,7 @@ func TestListCache(t *testing.T) {
 		return func() ([]byte, time.Time, error) { n.Add(1); return []byte(body), time.Time{}, nil }
 	}
 	t.Run("not listening: never kept", func(t *testing.T) {
-		var lc listCache
+		var lc ChangeCache
 		var n atomic.Int32
 		for range 3 {
 			if b, err := lc.load("k", build(&n, "a")); err != nil || string(b) != "a" {
@@ -27,7 +27,7 @@ func TestListCache(t *testing.T) {
 		}
 	})
 	t.Run("kept until a change", func(t *testing.T) {
-		var lc listCache
+		var lc ChangeCache
 		lc.Listening(true)
 		var n atomic.Int32
 		lc.load("k", build(&n, "a"))
@@ -48,7 +48,7 @@ func TestListCache(t *testing.T) {
 		}
 	})
 	t.Run("a change during the build is not kept", func(t *testing.T) {
-		var lc listCache
+		var lc ChangeCache
 		lc.Listening(true)
 		lc.load("k", func() ([]byte, time.Time, error) { lc.Changed(); return []byte("old"), time.Time{}, nil })
 		if _, ok := lc.get("k"); ok {
@@ -56,7 +56,7 @@ func TestListCache(t *testing.T) {
 		}
 	})
 	t.Run("expiry", func(t *testing.T) {
-		var lc listCache
+		var lc ChangeCache
 		lc.Listening(true)
 		lc.load("k", func() ([]byte, time.Time, error) { return []byte("a"), time.Now().Add(-time.Second), nil })
 		if _, ok := lc.get("k"); ok {
@@ -64,7 +64,7 @@ func TestListCache(t *testing.T) {
 		}
 	})
 	t.Run("errors are not kept", func(t *testing.T) {
-		var lc listCache
+		var lc ChangeCache
 		lc.Listening(true)
 		if _, err := lc.load("k", func() ([]byte, time.Time, error) { return nil, time.Time{}, errors.New("boom") }); err == nil {
 			t.Fatal("no error")
@@ -74,7 +74,7 @@ func TestListCache(t *testing.T) {
 		}
 	})
 	t.Run("requests that miss together share one build", func(t *testing.T) {
-		var lc listCache
+		var lc ChangeCache
 		lc.Listening(true)
 		var n atomic.Int32
 		release := make(chan struct{})

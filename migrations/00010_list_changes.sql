@@ -3,7 +3,8 @@
 -- channel runr_lists (row-level, so that a statement that changes no row, such as a
 -- runner's poll for a queued job, announces nothing; PostgreSQL folds the identical
 -- notifications of one transaction into one, delivered at commit). The
--- consoles keep rendered list pages until then (handlers/listcache.go).
+-- consoles keep rendered list pages (handlers/listcache.go) and the credentials they
+-- read (web/credcache.go) until then.
 -- +goose StatementBegin
 CREATE FUNCTION runr_notify_lists() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -42,8 +43,27 @@ CREATE TRIGGER jobs_notify_lists AFTER INSERT OR UPDATE OR DELETE ON jobs
     FOR EACH ROW EXECUTE FUNCTION runr_notify_lists();
 CREATE TRIGGER jobs_truncate_notify_lists AFTER TRUNCATE ON jobs
     FOR EACH STATEMENT EXECUTE FUNCTION runr_notify_lists();
+-- The credentials every request reads (web/credcache.go).
+CREATE TRIGGER users_notify_lists AFTER INSERT OR UPDATE OR DELETE ON users
+    FOR EACH ROW EXECUTE FUNCTION runr_notify_lists();
+CREATE TRIGGER users_truncate_notify_lists AFTER TRUNCATE ON users
+    FOR EACH STATEMENT EXECUTE FUNCTION runr_notify_lists();
+CREATE TRIGGER api_tokens_notify_lists AFTER INSERT OR UPDATE OR DELETE ON api_tokens
+    FOR EACH ROW EXECUTE FUNCTION runr_notify_lists();
+CREATE TRIGGER api_tokens_truncate_notify_lists AFTER TRUNCATE ON api_tokens
+    FOR EACH STATEMENT EXECUTE FUNCTION runr_notify_lists();
+CREATE TRIGGER sessions_notify_lists AFTER INSERT OR UPDATE OR DELETE ON sessions
+    FOR EACH ROW EXECUTE FUNCTION runr_notify_lists();
+CREATE TRIGGER sessions_truncate_notify_lists AFTER TRUNCATE ON sessions
+    FOR EACH STATEMENT EXECUTE FUNCTION runr_notify_lists();
 
 -- +goose Down
+DROP TRIGGER sessions_truncate_notify_lists ON sessions;
+DROP TRIGGER sessions_notify_lists ON sessions;
+DROP TRIGGER api_tokens_truncate_notify_lists ON api_tokens;
+DROP TRIGGER api_tokens_notify_lists ON api_tokens;
+DROP TRIGGER users_truncate_notify_lists ON users;
+DROP TRIGGER users_notify_lists ON users;
 DROP TRIGGER jobs_truncate_notify_lists ON jobs;
 DROP TRIGGER jobs_notify_lists ON jobs;
 DROP TRIGGER registry_setups_truncate_notify_lists ON registry_setups;

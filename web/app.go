@@ -43,6 +43,8 @@ type Server struct {
 	H        *handlers.Handlers
 	Log      *slog.Logger
 	internal *internalHosts
+	// creds keeps sessions, tokens and users until they change (credcache.go).
+	creds *handlers.ChangeCache
 }
 
 var httpRequests = promauto.NewCounterVec(prometheus.CounterOpts{
@@ -69,11 +71,14 @@ func MetricsHandler() http.Handler { return promhttp.Handler() }
 // New builds the Fiber app with every route.
 func New(st *store.Store, cfg *config.Config, svc *ops.Service, log *slog.Logger, version string) *Server {
 	sm := NewSessions(st)
+	creds := &handlers.ChangeCache{Max: credCacheMax}
+	sm.Store = &cachedSessions{next: sm.Store, cache: creds, codec: sm.Codec}
 	events := hub.New(st, log)
 	h := &handlers.Handlers{Store: st, Cfg: cfg, Sessions: sm, Kube: svc, Hub: events, Version: version, Log: log}
 	h.Init()
 	events.WatchLists(h.ListWatcher())
-	s := &Server{Store: st, Cfg: cfg, Sessions: sm, Hub: events, H: h, Log: log}
+	events.WatchLists(creds)
+	s := &Server{Store: st, Cfg: cfg, Sessions: sm, Hub: events, H: h, Log: log, creds: creds}
 	s.internal = &internalHosts{s: s}
 	s.App = fiber.New(fiber.Config{
 		AppName:               "runr-console",
@@ -136,6 +141,7 @@ func (s *Server) listChanges(c *fiber.Ctx) error {
 	err := c.Next()
 	if !safeMethod(c.Method()) {
 		s.H.ChangedLocally()
+		s.creds.ChangedLocally()
 	}
 	return err
 }
