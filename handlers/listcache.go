@@ -182,7 +182,7 @@ func (lc *ChangeCache) Put(key string, gen uint64, v any, until time.Time) {
 }
 
 // listCacheKey is the key of a list answer for a principal: the route and its
-// parameters, the tenant and the permissions. It is "" (not cached) for a tenant's user
+// parameters, the tenant, the role and the permissions. It is "" (not cached) for a tenant's user
 // (whose lists show quota use) and for an anonymous request.
 func listCacheKey(p *Principal, route string, params ...string) string {
 	if p == nil || p.User == nil || p.User.Tenant() != "" {
@@ -203,6 +203,8 @@ func listCacheKey(p *Principal, route string, params ...string) string {
 	}
 	b.WriteString("\x00tenant=")
 	b.WriteString(p.User.Tenant())
+	b.WriteString("\x00role=")
+	b.WriteString(p.User.Role)
 	b.WriteString("\x00perms=")
 	b.WriteString(strings.Join(perms, ","))
 	return b.String()

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -102,8 +103,22 @@ func (h *Handlers) regionPageData(c *fiber.Ctx, r *store.Region, tab string, f v
 	return d, nil
 }
 
-// RegionPage is the region page with its tabs.
+// regionPageEntry is what the region page cache keeps: the data of a General tab.
+type regionPageEntry struct {
+	name string
+	d    views.RegionPageData
+}
+
+// RegionPage is the region page with its tabs. The data of its General tab is kept
+// until the region, its jobs or its snapshots change (listcache.go); the page around it
+// is the request's.
 func (h *Handlers) RegionPage(c *fiber.Ctx) error {
+	key := listCacheKey(Who(c), "region.page", c.Params("id"), c.Query("tab"))
+	if v, ok := h.regionPages.getValue(key); ok {
+		e := v.(regionPageEntry)
+		return Render(c, fiber.StatusOK, views.RegionPage(h.page(c, e.name, "regions"), e.d))
+	}
+	gen := h.regionPages.begin()
 	r, err := h.Store.RegionByID(ctx(c), c.Params("id"))
 	if err != nil {
 		return h.Fail(c, err)
@@ -120,7 +135,18 @@ func (h *Handlers) RegionPage(c *fiber.Ctx) error {
 		// A region whose cluster no longer answers opens on its Migration tab.
 		tab = "migration"
 	}
-	return h.renderRegion(c, r, tabFor(c, tab), views.Form{}, fiber.StatusOK)
+	tab = tabFor(c, tab)
+	if tab != "general" {
+		// Other tabs may show what the cluster answers (versions) or what later features
+		// read: never kept.
+		return h.renderRegion(c, r, tab, views.Form{}, fiber.StatusOK)
+	}
+	d, err := h.regionPageData(c, r, tab, views.Form{})
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	h.regionPages.put(key, gen, regionPageEntry{name: r.Name, d: d}, time.Time{})
+	return Render(c, fiber.StatusOK, views.RegionPage(h.page(c, r.Name, "regions"), d))
 }
 
 func (h *Handlers) renderRegion(c *fiber.Ctx, r *store.Region, tab string, f views.Form, status int) error {

@@ -29,6 +29,8 @@ type Hub struct {
 	// lists are told of every change to what the region lists show (ListsChannel), and
 	// whether the listener is connected (while it is not, no change can be heard).
 	lists []ListWatcher
+	// pages are told of changes on RegionPagesChannel only.
+	pages []ListWatcher
 }
 
 // ListWatcher is told when the region lists change (Changed) and whether changes can be
@@ -40,6 +42,19 @@ type ListWatcher interface {
 
 // WatchLists registers w; call it before Run.
 func (h *Hub) WatchLists(w ListWatcher) { h.lists = append(h.lists, w) }
+
+// WatchRegionPages registers w for the changes of RegionPagesChannel as well as those of
+// ListsChannel; call it before Run.
+func (h *Hub) WatchRegionPages(w ListWatcher) {
+	h.lists = append(h.lists, w)
+	h.pages = append(h.pages, w)
+}
+
+func (h *Hub) regionPagesChanged() {
+	for _, w := range h.pages {
+		w.Changed()
+	}
+}
 
 func (h *Hub) listsChanged() {
 	for _, w := range h.lists {
@@ -98,7 +113,7 @@ func (h *Hub) Run(ctx context.Context) {
 	defer l.Close()
 	defer h.listening(false)
 	listened := true
-	for _, ch := range []string{store.EventsChannel, store.RegionsChannel, store.ListsChannel} {
+	for _, ch := range []string{store.EventsChannel, store.RegionsChannel, store.ListsChannel, store.RegionPagesChannel} {
 		if err := l.Listen(ch); err != nil {
 			listened = false
 			h.log.Error("hub: listen", "channel", ch, "err", err)
@@ -133,6 +148,8 @@ func (h *Hub) Run(ctx context.Context) {
 				h.publishRegion(n.Extra)
 			case store.ListsChannel:
 				h.listsChanged()
+			case store.RegionPagesChannel:
+				h.regionPagesChanged()
 			}
 		}
 	}

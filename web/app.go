@@ -77,6 +77,7 @@ func New(st *store.Store, cfg *config.Config, svc *ops.Service, log *slog.Logger
 	h := &handlers.Handlers{Store: st, Cfg: cfg, Sessions: sm, Kube: svc, Hub: events, Version: version, Log: log}
 	h.Init()
 	events.WatchLists(h.ListWatcher())
+	events.WatchRegionPages(h.RegionPagesWatcher())
 	events.WatchLists(creds)
 	s := &Server{Store: st, Cfg: cfg, Sessions: sm, Hub: events, H: h, Log: log, creds: creds}
 	s.internal = &internalHosts{s: s}
