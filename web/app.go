@@ -72,6 +72,7 @@ func MetricsHandler() http.Handler { return promhttp.Handler() }
 func New(st *store.Store, cfg *config.Config, svc *ops.Service, log *slog.Logger, version string) *Server {
 	sm := NewSessions(st)
 	creds := &handlers.ChangeCache{Max: credCacheMax}
+	sm.Codec = &decodedSessions{next: sm.Codec}
 	sm.Store = &cachedSessions{next: sm.Store, cache: creds, codec: sm.Codec}
 	events := hub.New(st, log)
 	h := &handlers.Handlers{Store: st, Cfg: cfg, Sessions: sm, Kube: svc, Hub: events, Version: version, Log: log}

@@ -3,6 +3,8 @@ package web
 import (
 	"context"
 	"errors"
+	"maps"
+	"sync"
 	"time"
 
 	"github.com/alexedwards/scs/v2"
@@ -112,4 +114,54 @@ func (c *cachedSessions) All() (map[string][]byte, error) {
 		return it.All()
 	}
 	return nil, errors.New("sessions: the store cannot list sessions")
+}
+
+// decodedSessions is a session codec that remembers what it decoded: gob builds its
+// decoder anew for every session it reads, which costs more than the rest of a cached
+// request. The key is the encoded session itself, so an entry is exactly what decoding
+// those bytes gives; each caller gets its own copy of the values (scs changes them).
+type decodedSessions struct {
+	next scs.Codec
+	mu   sync.Mutex
+	m    map[string]decodedSession
+}
+
+type decodedSession struct {
+	deadline time.Time
+	values   map[string]any
+}
+
+// decodedSessionsMax bounds the remembered sessions (they are dropped all at once).
+const decodedSessionsMax = 4096
+
+func (d *decodedSessions) Encode(deadline time.Time, values map[string]any) ([]byte, error) {
+	return d.next.Encode(deadline, values)
+}
+
+func (d *decodedSessions) Decode(b []byte) (time.Time, map[string]any, error) {
+	d.mu.Lock()
+	e, ok := d.m[string(b)]
+	d.mu.Unlock()
+	if ok {
+		return e.deadline, maps.Clone(e.values), nil
+	}
+	deadline, values, err := d.next.Decode(b)
+	if err != nil {
+		return deadline, values, err
+	}
+	for _, v := range values {
+		switch v.(type) {
+		case string, bool, int, int64, float64, time.Time:
+		default:
+			// A value a copy of the map would share: not remembered.
+			return deadline, values, nil
+		}
+	}
+	d.mu.Lock()
+	if d.m == nil || len(d.m) >= decodedSessionsMax {
+		d.m = map[string]decodedSession{}
+	}
+	d.m[string(b)] = decodedSession{deadline, maps.Clone(values)}
+	d.mu.Unlock()
+	return deadline, values, nil
 }
