@@ -33,6 +33,7 @@ type ChangeCache struct {
 
 	mu      sync.Mutex
 	entries map[string]listEntry
+	bytes   int // of the []byte values kept
 	// flights are the answers being built, by key and generation: the requests that miss
 	// together wait for one build instead of each running the queries.
 	flights map[string]*listFlight
@@ -51,13 +52,19 @@ type listEntry struct {
 }
 
 // maxListEntries bounds the cache (the query text is the user's); Max, when set, instead.
-const maxListEntries = 512
+// maxListBytes bounds the bytes of the rendered answers it keeps (a JSON page of 1,000
+// regions is about 2.3 MB).
+const (
+	maxListEntries = 512
+	maxListBytes   = 64 << 20
+)
 
 // Changed drops every entry (the hub heard a change).
 func (lc *ChangeCache) Changed() {
 	lc.gen.Add(1)
 	lc.mu.Lock()
 	clear(lc.entries)
+	lc.bytes = 0
 	lc.mu.Unlock()
 }
 
@@ -109,9 +116,17 @@ func (lc *ChangeCache) put(key string, gen uint64, val any, until time.Time) {
 	if lc.entries == nil {
 		lc.entries = map[string]listEntry{}
 	}
-	if len(lc.entries) >= cmp.Or(lc.Max, maxListEntries) {
+	if old, ok := lc.entries[key]; ok {
+		// An entry past its time: replaced.
+		ob, _ := old.val.([]byte)
+		lc.bytes -= len(ob)
+		delete(lc.entries, key)
+	}
+	b, _ := val.([]byte)
+	if len(lc.entries) >= cmp.Or(lc.Max, maxListEntries) || lc.bytes+len(b) > maxListBytes {
 		return
 	}
+	lc.bytes += len(b)
 	lc.entries[key] = listEntry{gen: gen, val: val, until: until}
 }
 

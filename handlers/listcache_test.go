@@ -118,3 +118,13 @@ func TestListCacheKey(t *testing.T) {
 		t.Fatal("two users of one permission class do not share a key")
 	}
 }
+
+func TestListCacheExpiredEntryIsReplaced(t *testing.T) {
+	var lc ChangeCache
+	lc.Listening(true)
+	lc.load("k", func() ([]byte, time.Time, error) { return []byte("old"), time.Now().Add(-time.Second), nil })
+	b, _ := lc.load("k", func() ([]byte, time.Time, error) { return []byte("new"), time.Time{}, nil })
+	if got, ok := lc.get("k"); !ok || string(got) != "new" || string(b) != "new" {
+		t.Fatalf("after expiry: kept %q (%v), loaded %q; want new", got, ok, b)
+	}
+}

@@ -138,6 +138,8 @@ func (h *Hub) Run(ctx context.Context) {
 			}
 			switch n.Channel {
 			case store.EventsChannel:
+				// A region page shows its latest job's events.
+				h.regionPagesChanged()
 				var e store.JobEvent
 				if err := json.Unmarshal([]byte(n.Extra), &e); err != nil {
 					h.log.Warn("hub: bad event", "err", err)

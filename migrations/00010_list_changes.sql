@@ -57,9 +57,9 @@ CREATE TRIGGER sessions_notify_lists AFTER INSERT OR UPDATE OR DELETE ON session
 CREATE TRIGGER sessions_truncate_notify_lists AFTER TRUNCATE ON sessions
     FOR EACH STATEMENT EXECUTE FUNCTION runr_notify_lists();
 
--- What a region's page shows besides (its latest job's steps and events, the agent's
--- snapshot) is announced on runr_region_pages: job events are many, and the lists do not
--- show them.
+-- What a region's page shows besides (its latest job's steps, the agent's snapshot) is
+-- announced on runr_region_pages. Job events need no trigger: each one is announced on
+-- runr_job_events already (store.AddEvent), which the hub passes on to the same cache.
 -- +goose StatementBegin
 CREATE FUNCTION runr_notify_region_pages() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -72,10 +72,6 @@ CREATE TRIGGER job_steps_notify_region_pages AFTER INSERT OR UPDATE OR DELETE ON
     FOR EACH ROW EXECUTE FUNCTION runr_notify_region_pages();
 CREATE TRIGGER job_steps_truncate_notify_region_pages AFTER TRUNCATE ON job_steps
     FOR EACH STATEMENT EXECUTE FUNCTION runr_notify_region_pages();
-CREATE TRIGGER job_events_notify_region_pages AFTER INSERT OR UPDATE OR DELETE ON job_events
-    FOR EACH ROW EXECUTE FUNCTION runr_notify_region_pages();
-CREATE TRIGGER job_events_truncate_notify_region_pages AFTER TRUNCATE ON job_events
-    FOR EACH STATEMENT EXECUTE FUNCTION runr_notify_region_pages();
 CREATE TRIGGER metric_snapshots_notify_region_pages AFTER INSERT OR UPDATE OR DELETE ON metric_snapshots
     FOR EACH ROW EXECUTE FUNCTION runr_notify_region_pages();
 CREATE TRIGGER metric_snapshots_truncate_notify_region_pages AFTER TRUNCATE ON metric_snapshots
@@ -84,8 +80,6 @@ CREATE TRIGGER metric_snapshots_truncate_notify_region_pages AFTER TRUNCATE ON m
 -- +goose Down
 DROP TRIGGER job_steps_truncate_notify_region_pages ON job_steps;
 DROP TRIGGER job_steps_notify_region_pages ON job_steps;
-DROP TRIGGER job_events_truncate_notify_region_pages ON job_events;
-DROP TRIGGER job_events_notify_region_pages ON job_events;
 DROP TRIGGER metric_snapshots_truncate_notify_region_pages ON metric_snapshots;
 DROP TRIGGER metric_snapshots_notify_region_pages ON metric_snapshots;
 DROP FUNCTION runr_notify_region_pages();

@@ -405,7 +405,8 @@ const RegionsChannel = "runr_regions"
 const ListsChannel = "runr_lists"
 
 // RegionPagesChannel is the NOTIFY channel on which the database announces changes to
-// job steps and events and agent snapshots (what a region's page shows besides the lists).
+// job steps and agent snapshots (what a region's page shows besides the lists; its job
+// events are announced on EventsChannel).
 const RegionPagesChannel = "runr_region_pages"
 
 // NotifyRegion tells every console that a region changed (banners, lists).
