@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -115,8 +116,7 @@ type regionPageEntry struct {
 func (h *Handlers) RegionPage(c *fiber.Ctx) error {
 	key := listCacheKey(Who(c), "region.page", c.Params("id"), c.Query("tab"))
 	if v, ok := h.regionPages.getValue(key); ok {
-		e := v.(regionPageEntry)
-		return Render(c, fiber.StatusOK, views.RegionPage(h.page(c, e.name, "regions"), e.d))
+		return h.renderRegionPage(c, key, v.(regionPageEntry))
 	}
 	gen := h.regionPages.begin()
 	r, err := h.Store.RegionByID(ctx(c), c.Params("id"))
@@ -145,8 +145,35 @@ func (h *Handlers) RegionPage(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	h.regionPages.put(key, gen, regionPageEntry{name: r.Name, d: d}, time.Time{})
-	return Render(c, fiber.StatusOK, views.RegionPage(h.page(c, r.Name, "regions"), d))
+	e := regionPageEntry{name: r.Name, d: d}
+	h.regionPages.put(key, gen, e, time.Time{})
+	return h.renderRegionPage(c, key, e)
+}
+
+// csrfPlaceholder stands for the request's CSRF token in the region page content kept
+// rendered: random, so that nothing a user wrote can contain it.
+var csrfPlaceholder = []byte(store.RandomToken("csrf-placeholder-"))
+
+// renderRegionPage renders a kept General tab. Its content is kept rendered for a second
+// (it says how long ago things happened, in seconds) with a placeholder for the CSRF
+// token, which is the request's; the layout is the request's.
+func (h *Handlers) renderRegionPage(c *fiber.Ctx, key string, e regionPageEntry) error {
+	p := h.page(c, e.name, "regions")
+	htmlKey := key + "\x00html"
+	gen := h.regionPages.begin()
+	v, ok := h.regionPages.getValue(htmlKey)
+	content, _ := v.([]byte)
+	if !ok || content == nil {
+		cp := p
+		cp.CSRF = string(csrfPlaceholder)
+		var buf bytes.Buffer
+		if err := views.RegionPageContent(cp, e.d).Render(ctx(c), &buf); err != nil {
+			return h.Fail(c, err)
+		}
+		content = buf.Bytes()
+		h.regionPages.put(htmlKey, gen, content, time.Now().Add(time.Second))
+	}
+	return Render(c, fiber.StatusOK, views.RegionPageShell(p, bytes.ReplaceAll(content, csrfPlaceholder, []byte(p.CSRF))))
 }
 
 func (h *Handlers) renderRegion(c *fiber.Ctx, r *store.Region, tab string, f views.Form, status int) error {
