@@ -45,6 +45,7 @@ type Options struct {
 	InstallRuns  int
 	PacedRate    int
 	BaselineRuns int
+	ProfileDir   string
 }
 
 var benches = []string{"pages", "fanout", "install", "concurrent", "sweep"}
@@ -78,6 +79,7 @@ func main() {
 	flag.IntVar(&o.BaselineRuns, "baseline-runs", 3, "single installs, each on a fresh cluster, whose median is the reference (benchmark 5)")
 	flag.IntVar(&o.PacedRate, "paced-rate", 100, "events per second of the paced comparison phase; 0 skips it (benchmark 2)")
 	flag.IntVar(&o.InstallRuns, "install-runs", 3, "wizard runs, each on a fresh cluster; the median is reported (benchmark 3)")
+	flag.StringVar(&o.ProfileDir, "cpuprofile-dir", "", "write a CPU profile of every console under test to this directory (<console>.cpu.pprof, whole process life)")
 	flag.BoolVar(&o.KeepDB, "keep-db", false, "keep the benchmarks' databases (to look into them)")
 	flag.Parse()
 	if o.PG == "" {
@@ -99,6 +101,17 @@ func main() {
 	}
 	o.BaselineRuns = max(1, o.BaselineRuns)
 	o.InstallRuns = max(1, o.InstallRuns)
+	if o.ProfileDir != "" {
+		abs, err := filepath.Abs(o.ProfileDir)
+		if err == nil {
+			err = os.MkdirAll(abs, 0o755)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: -cpuprofile-dir:", err)
+			os.Exit(2)
+		}
+		o.ProfileDir = abs
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -124,7 +137,7 @@ func run(o *Options) error {
 	defer repo.Close()
 	mon := startMonitor(o.PGDir)
 	defer mon.close()
-	env := &Env{AdminURL: o.PG, Runr: runr, Repo: repo, LogDir: logDir, KeepDB: o.KeepDB, Mon: mon}
+	env := &Env{AdminURL: o.PG, Runr: runr, Repo: repo, LogDir: logDir, KeepDB: o.KeepDB, Mon: mon, Profiles: o.ProfileDir}
 	runStart := noteOtherWork(rep, mon, o.Shared)
 
 	b := &benchRun{o: o, rep: rep, mon: mon}

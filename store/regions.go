@@ -430,6 +430,15 @@ func (s *Store) CountRegions(ctx context.Context, query string) (int, error) {
 // RegionsChannel is the NOTIFY channel that announces a changed region.
 const RegionsChannel = "runr_regions"
 
+// ListsChannel is the NOTIFY channel on which the database itself (triggers of migration
+// 00010) announces any change to what the region lists show.
+const ListsChannel = "runr_lists"
+
+// RegionPagesChannel is the NOTIFY channel on which the database announces changes to
+// job steps and agent snapshots (what a region's page shows besides the lists; its job
+// events are announced on EventsChannel).
+const RegionPagesChannel = "runr_region_pages"
+
 // NotifyRegion tells every console that a region changed (banners, lists).
 func (s *Store) NotifyRegion(ctx context.Context, id string) error {
 	_, err := s.db(ctx).ExecContext(ctx, `SELECT pg_notify($1, $2)`, RegionsChannel, id)
