@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"os/signal"
+	"runtime/pprof"
 	"sync"
 	"syscall"
 	"time"
@@ -38,6 +40,13 @@ func serveCmd() *cobra.Command {
 func serve(parent context.Context, migrate bool) error {
 	ctx, stop := signal.NotifyContext(parent, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	if path := os.Getenv("RUNR_CPU_PROFILE"); path != "" {
+		stopProfile, err := startCPUProfile(path)
+		if err != nil {
+			return err
+		}
+		defer stopProfile()
+	}
 	cfg, st, err := openStore(ctx)
 	if err != nil {
 		return err
@@ -132,4 +141,18 @@ func shutdownListeners(srv *web.Server, metrics *http.Server, err error) error {
 		err = serr
 	}
 	return err
+}
+
+// startCPUProfile writes a CPU profile of the whole process to path until the function it
+// returns is called (RUNR_CPU_PROFILE: the benchmarks' profiles; never set in production).
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("cpu profile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -20,14 +21,16 @@ type SweepResult struct {
 	Regions int     `json:"regions"`
 	Seconds float64 `json:"seconds"`
 	// PeakRSSKiB is this process's peak resident memory (VmHWM of /proc/self/status).
-	PeakRSSKiB int64  `json:"peak_rss_kib"`
-	Error      string `json:"error,omitempty"`
+	PeakRSSKiB int64 `json:"peak_rss_kib"`
+	// Checked is how many region checks this process saved (with --fleet, its shards' only).
+	Checked int64  `json:"checked"`
+	Error   string `json:"error,omitempty"`
 }
 
 // statusCmd holds `runr status …`: the status checks, run by hand.
 func statusCmd() *cobra.Command {
 	status := &cobra.Command{Use: "status", Short: "Region status checks"}
-	var asJSON bool
+	var asJSON, fleet bool
 	sweep := &cobra.Command{
 		Use:   "sweep",
 		Short: "Check every active region once (what the console does every RUNR_STATUS_INTERVAL) and print how long it took",
@@ -50,8 +53,12 @@ func statusCmd() *cobra.Command {
 			}
 			svc := ops.NewService(st, cfg, newLogger(cfg.LogLevel))
 			start := time.Now()
-			serr := svc.Sweep(ctx)
-			res := SweepResult{Regions: len(rs), Seconds: time.Since(start).Seconds(), PeakRSSKiB: peakRSSKiB()}
+			sweepOnce := svc.Sweep
+			if fleet {
+				sweepOnce = func(ctx context.Context) error { return svc.SweepFleet(ctx, cfg.StatusInterval) }
+			}
+			serr := sweepOnce(ctx)
+			res := SweepResult{Regions: len(rs), Seconds: time.Since(start).Seconds(), PeakRSSKiB: peakRSSKiB(), Checked: svc.ChecksDone()}
 			if serr != nil {
 				res.Error = serr.Error()
 			}
@@ -60,13 +67,14 @@ func statusCmd() *cobra.Command {
 					return err
 				}
 			} else {
-				fmt.Fprintf(cmd.OutOrStdout(), "Checked %d active region(s) in %.2f s; peak resident memory %.1f MiB\n",
-					res.Regions, res.Seconds, float64(res.PeakRSSKiB)/1024)
+				fmt.Fprintf(cmd.OutOrStdout(), "Checked %d of %d active region(s) in %.2f s; peak resident memory %.1f MiB\n",
+					res.Checked, res.Regions, res.Seconds, float64(res.PeakRSSKiB)/1024)
 			}
 			return serr
 		},
 	}
 	sweep.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	sweep.Flags().BoolVar(&fleet, "fleet", false, "claim the sweep's shards for this RUNR_STATUS_INTERVAL as console processes do: processes sweeping at once share them")
 	status.AddCommand(sweep)
 	return status
 }

@@ -37,6 +37,7 @@ type Env struct {
 	Repo     *testcluster.ChartRepo
 	LogDir   string
 	KeepDB   bool
+	Profiles string // directory of the consoles' CPU profiles (-cpuprofile-dir), or empty
 	Mon      *cpuMonitor
 	dbSeq    int
 }
@@ -169,6 +170,9 @@ func (e *Env) NewConsole(name, dbURL string, setup bool, extra ...string) (*Cons
 		"RUNR_LOG_LEVEL=warn",
 	)
 	c.Env = append(c.Env, extra...)
+	if e.Profiles != "" {
+		c.Env = append(c.Env, "RUNR_CPU_PROFILE="+filepath.Join(e.Profiles, name+".cpu.pprof"))
+	}
 	if !setup {
 		return c, nil
 	}

@@ -35,6 +35,7 @@ type Options struct {
 	Subscribers  int
 	Events       int
 	SweepRegions int
+	FleetRegions int
 	DeadFraction float64
 	Installs     int
 	Poll         time.Duration
@@ -44,14 +45,15 @@ type Options struct {
 	InstallRuns  int
 	PacedRate    int
 	BaselineRuns int
+	ProfileDir   string
 }
 
 var benches = []string{"pages", "fanout", "install", "concurrent", "sweep"}
 
 // benchCmd is the command that reruns one benchmark alone.
 func benchCmd(o *Options, name string) string {
-	return fmt.Sprintf("# make bench → scripts/bench.sh → (PostgreSQL: PG_FAST=1 scripts/pg.sh start .data/bench-pg postgres)\n# this benchmark alone: scripts/bench.sh -only %s\nbin/bench -pg $PG -runr %s -only %s -duration %s -warmup %s -rounds %d -conns %d -regions %d -subscribers %d -events %d -paced-rate %d -sweep-regions %d -dead-fraction %g -installs %d -baseline-runs %d -install-runs %d -poll %s -pg-dir $PWD/.data/bench-pg",
-		name, o.Runr, name, o.Duration, o.Warmup, o.Rounds, o.Conns, o.Regions, o.Subscribers, o.Events, o.PacedRate, o.SweepRegions, o.DeadFraction, o.Installs, o.BaselineRuns, o.InstallRuns, o.Poll)
+	return fmt.Sprintf("# make bench → scripts/bench.sh → (PostgreSQL: PG_FAST=1 scripts/pg.sh start .data/bench-pg postgres)\n# this benchmark alone: scripts/bench.sh -only %s\nbin/bench -pg $PG -runr %s -only %s -duration %s -warmup %s -rounds %d -conns %d -regions %d -subscribers %d -events %d -paced-rate %d -sweep-regions %d -fleet-regions %d -dead-fraction %g -installs %d -baseline-runs %d -install-runs %d -poll %s -pg-dir $PWD/.data/bench-pg",
+		name, o.Runr, name, o.Duration, o.Warmup, o.Rounds, o.Conns, o.Regions, o.Subscribers, o.Events, o.PacedRate, o.SweepRegions, o.FleetRegions, o.DeadFraction, o.Installs, o.BaselineRuns, o.InstallRuns, o.Poll)
 }
 
 func main() {
@@ -68,6 +70,7 @@ func main() {
 	flag.IntVar(&o.Subscribers, "subscribers", 500, "WebSocket subscribers, half on each console (benchmark 2)")
 	flag.IntVar(&o.Events, "events", 1000, "events the job emits (benchmark 2)")
 	flag.IntVar(&o.SweepRegions, "sweep-regions", 1000, "regions of the status sweep (benchmark 4)")
+	flag.IntVar(&o.FleetRegions, "fleet-regions", 10000, "regions of the sweep by one and by two processes (benchmark 4b; 0 skips it)")
 	flag.Float64Var(&o.DeadFraction, "dead-fraction", 0.1, "share of the sweep's regions whose cluster never answers (benchmark 4)")
 	flag.IntVar(&o.Installs, "installs", 10, "concurrent installs into 2 clusters (benchmark 5)")
 	flag.DurationVar(&o.Poll, "poll", 100*time.Millisecond, "how often GET /api/jobs/:id is polled (benchmarks 3 and 5)")
@@ -76,6 +79,7 @@ func main() {
 	flag.IntVar(&o.BaselineRuns, "baseline-runs", 3, "single installs, each on a fresh cluster, whose median is the reference (benchmark 5)")
 	flag.IntVar(&o.PacedRate, "paced-rate", 100, "events per second of the paced comparison phase; 0 skips it (benchmark 2)")
 	flag.IntVar(&o.InstallRuns, "install-runs", 3, "wizard runs, each on a fresh cluster; the median is reported (benchmark 3)")
+	flag.StringVar(&o.ProfileDir, "cpuprofile-dir", "", "write a CPU profile of every console under test to this directory (<console>.cpu.pprof, whole process life)")
 	flag.BoolVar(&o.KeepDB, "keep-db", false, "keep the benchmarks' databases (to look into them)")
 	flag.Parse()
 	if o.PG == "" {
@@ -97,6 +101,17 @@ func main() {
 	}
 	o.BaselineRuns = max(1, o.BaselineRuns)
 	o.InstallRuns = max(1, o.InstallRuns)
+	if o.ProfileDir != "" {
+		abs, err := filepath.Abs(o.ProfileDir)
+		if err == nil {
+			err = os.MkdirAll(abs, 0o755)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: -cpuprofile-dir:", err)
+			os.Exit(2)
+		}
+		o.ProfileDir = abs
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
@@ -122,7 +137,7 @@ func run(o *Options) error {
 	defer repo.Close()
 	mon := startMonitor(o.PGDir)
 	defer mon.close()
-	env := &Env{AdminURL: o.PG, Runr: runr, Repo: repo, LogDir: logDir, KeepDB: o.KeepDB, Mon: mon}
+	env := &Env{AdminURL: o.PG, Runr: runr, Repo: repo, LogDir: logDir, KeepDB: o.KeepDB, Mon: mon, Profiles: o.ProfileDir}
 	runStart := noteOtherWork(rep, mon, o.Shared)
 
 	b := &benchRun{o: o, rep: rep, mon: mon}

@@ -64,6 +64,7 @@ type SweepResult struct {
 	Regions    int     `json:"regions"`
 	Seconds    float64 `json:"seconds"`
 	PeakRSSKiB int64   `json:"peak_rss_kib"`
+	Checked    int64   `json:"checked"`
 	Error      string  `json:"error"`
 }
 
@@ -115,7 +116,7 @@ func benchSweep(env *Env, rep *Report, o *Options, clusters []*testcluster.Clust
 		benchCmd(o, "sweep"), con.EnvFor(), env.Runr, strings.Join(args, " ")))
 	reportSweep(rep, sec, w, res, rec, id)
 	noteSweep(sec, w, rec, wall)
-	return nil
+	return benchFleetSweep(env, rep, o, w)
 }
 
 // sweepBaseDomain is the base domain of the sweep's regions.
@@ -190,14 +191,16 @@ func regionClusters(n, every, clusters int) (clusterOf []int, dead int) {
 }
 
 // regionSeed is region i on cluster k, or (k < 0) on a cluster of its own — its own
-// credentials — whose API accepts connections and never answers.
+// server path and credentials — whose API accepts connections and never answers.
 func (w *sweepWorld) regionSeed(i, k int, comps []string) RegionSeed {
 	name := regionName(i)
 	domain := name + "." + sweepBaseDomain
 	s := RegionSeed{Name: name, Location: dataLocation(i), Domain: domain, Components: comps,
 		Nodes: []string{"control-plane", "worker-1", "worker-2"}}
 	if k < 0 {
-		s.Server = w.hole.URL()
+		// A path of its own (as a proxy such as Rancher's names clusters) makes it a
+		// cluster of its own, as the fleet's dead clusters would be.
+		s.Server = w.hole.URL() + "/k8s/clusters/" + name
 		s.Kubeconfig = kubeconfigFor(name, s.Server, store32(i))
 		s.ExternalIP = fmt.Sprintf("127.0.250.%d", 1+i%250)
 	} else {
@@ -248,7 +251,7 @@ func recordOf(rs []store.Region, started time.Time, holeURL string) sweepRecord 
 		if r.CheckedAt != nil && r.CheckedAt.After(started) {
 			rec.checked++
 			off := r.CheckedAt.Sub(started)
-			if r.ClusterServer == holeURL {
+			if strings.HasPrefix(r.ClusterServer, holeURL+"/") {
 				rec.deadAt[int(off.Seconds())]++
 			} else {
 				if rec.liveFirst == 0 || off < rec.liveFirst {
@@ -288,7 +291,7 @@ func reportSweep(rep *Report, sec *Section, w *sweepWorld, res SweepResult, rec 
 // resolves their domains.
 func noteSweep(sec *Section, w *sweepWorld, rec sweepRecord, wall time.Duration) {
 	sec.note("Measured inside the real binary: `runr status sweep` (cmd_status.go) runs `ops.Service.Sweep` once, exactly as the console's background loop does, and prints the sweep's duration and its own peak resident memory (VmHWM from /proc/self/status). The whole process took %s from start to exit.", secs(wall))
-	sec.note("%d regions in all: every %dth (%d) has a cluster of its own — its own kubeconfig and credentials — whose API server address is one loopback listener (%s) that accepts TCP connections and never answers; it accepted %d connections. The other %d are spread over %d simulated clusters (%s), regions of one cluster sharing its kubeconfig, as regions created from the same kubeconfig do.", rec.regions, w.every, w.dead, w.hole.URL(), w.hole.n.Load(), w.n-w.dead, len(w.clusters), clusterNames(w.clusters, w.installed))
+	sec.note("%d regions in all: every %dth (%d) has a cluster of its own — its own kubeconfig and credentials — whose API server is one loopback listener (%s, a path per cluster) that accepts TCP connections and never answers; it accepted %d connections. The other %d are spread over %d simulated clusters (%s), regions of one cluster sharing its kubeconfig, as regions created from the same kubeconfig do.", rec.regions, w.every, w.dead, w.hole.URL(), w.hole.n.Load(), w.n-w.dead, len(w.clusters), clusterNames(w.clusters, w.installed))
 	sec.note("Every region has Serving ready and a function domain under the base domain %s, so the sweep also checks DNS: RUNR_DNS_RESOLVER points at a DNS server in the bench process on %s (it answered %d queries); the system resolver is never asked. Settings are the console's defaults: RUNR_STATUS_TIMEOUT 10 s per cluster look, RUNR_STATUS_CONCURRENCY 64 clusters at once.", sweepBaseDomain, w.dns.Addr, w.dns.Queries.Load())
 }
 

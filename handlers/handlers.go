@@ -39,9 +39,26 @@ type Handlers struct {
 	Log     *slog.Logger
 
 	bannerCache shortCache[[]views.MigrationBanner]
+	// lists keeps rendered region lists until a change (listcache.go).
+	lists ChangeCache
+	// regionPages keeps the data of region pages (General tab) until a change.
+	regionPages ChangeCache
 
 	// extraTabs render the region tabs of later features (workers, migration).
 	extraTabs map[string]func(c *fiber.Ctx, r *store.Region) (templ.Component, error)
+}
+
+// ListWatcher is what the hub tells of changes to the region lists.
+func (h *Handlers) ListWatcher() hub.ListWatcher { return &h.lists }
+
+// RegionPagesWatcher is what the hub tells of changes to region pages.
+func (h *Handlers) RegionPagesWatcher() hub.ListWatcher { return &h.regionPages }
+
+// ChangedLocally tells the list cache that a request of this console may have changed
+// something (its answer is sent once it returns).
+func (h *Handlers) ChangedLocally() {
+	h.lists.ChangedLocally()
+	h.regionPages.ChangedLocally()
 }
 
 // Principal is who makes a request: a user by session, or a user's API token.

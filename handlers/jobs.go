@@ -20,6 +20,12 @@ func (h *Handlers) JobData(ctx context.Context, p *Principal, id string) (JobDat
 	if err != nil {
 		return JobData{}, err
 	}
+	return h.jobData(ctx, p, j)
+}
+
+// jobData is JobData of a job already read.
+func (h *Handlers) jobData(ctx context.Context, p *Principal, j *store.Job) (JobData, error) {
+	id := j.ID
 	steps, err := h.Store.JobSteps(ctx, id)
 	if err != nil {
 		return JobData{}, err
@@ -28,6 +34,12 @@ func (h *Handlers) JobData(ctx context.Context, p *Principal, id string) (JobDat
 	if err != nil {
 		return JobData{}, err
 	}
+	return h.jobDataOf(ctx, p, j, steps, events), nil
+}
+
+// jobDataOf is JobData of a job, its steps and its events already read.
+func (h *Handlers) jobDataOf(ctx context.Context, p *Principal, j *store.Job, steps []store.JobStep, events []store.JobEvent) JobData {
+	id := j.ID
 	d := JobData{Job: j, Steps: steps, Events: events}
 	d.CanRetry = p.Can(store.PermRegionsManage)
 	d.NextURL, d.NextLabel = nextAfter(j)
@@ -37,7 +49,7 @@ func (h *Handlers) JobData(ctx context.Context, p *Principal, id string) (JobDat
 			d.SetupURL = "/regions/setups/" + st.Token
 		}
 	}
-	return d, nil
+	return d
 }
 
 // nextAfter is where the wizard continues after a job.

@@ -1,9 +1,11 @@
 package handlers
 
 import (
+	"bytes"
 	"encoding/json"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -55,7 +57,7 @@ func tabFor(c *fiber.Ctx, t string) string {
 
 // regionPageData loads what a tab shows.
 func (h *Handlers) regionPageData(c *fiber.Ctx, r *store.Region, tab string, f views.Form) (views.RegionPageData, error) {
-	base, err := h.Store.BaseDomain(ctx(c))
+	base, err := h.baseDomain(c)
 	if err != nil {
 		return views.RegionPageData{}, err
 	}
@@ -63,11 +65,8 @@ func (h *Handlers) regionPageData(c *fiber.Ctx, r *store.Region, tab string, f v
 	d := views.RegionPageData{Region: regionView(r), Domain: domain, DNSInstruction: DNSInstruction(domain, r.ExternalIP), Tab: tab, Form: f,
 		Tenancy: h.regionTenancy(c, r)}
 	if kinds, ok := tabKinds[tab]; ok {
-		if j, err := h.Store.LatestJobOf(ctx(c), r.ID, kinds); err == nil {
-			jd, err := h.JobData(ctx(c), Who(c), j.ID)
-			if err != nil {
-				return d, err
-			}
+		if j, steps, events, err := h.Store.LatestJobWithHistory(ctx(c), r.ID, kinds, maxEvents); err == nil {
+			jd := h.jobDataOf(ctx(c), Who(c), j, steps, events)
 			jd.Tab = tab
 			d.Job = jd.panel()
 		} else if !isNotFoundErr(err) {
@@ -107,8 +106,21 @@ func (h *Handlers) regionPageData(c *fiber.Ctx, r *store.Region, tab string, f v
 	return d, nil
 }
 
-// RegionPage is the region page with its tabs.
+// regionPageEntry is what the region page cache keeps: the data of a General tab.
+type regionPageEntry struct {
+	name string
+	d    views.RegionPageData
+}
+
+// RegionPage is the region page with its tabs. The data of its General tab is kept
+// until the region, its jobs or its snapshots change (listcache.go); the page around it
+// is the request's.
 func (h *Handlers) RegionPage(c *fiber.Ctx) error {
+	key := listCacheKey(Who(c), "region.page", c.Params("id"), c.Query("tab"))
+	if v, ok := h.regionPages.getValue(key); ok {
+		return h.renderRegionPage(c, key, v.(regionPageEntry))
+	}
+	gen := h.regionPages.begin()
 	r, err := h.Store.RegionByID(ctx(c), c.Params("id"))
 	if err != nil {
 		return h.Fail(c, err)
@@ -125,7 +137,45 @@ func (h *Handlers) RegionPage(c *fiber.Ctx) error {
 		// A region whose cluster no longer answers opens on its Migration tab.
 		tab = "migration"
 	}
-	return h.renderRegion(c, r, tabFor(c, tab), views.Form{}, fiber.StatusOK)
+	tab = tabFor(c, tab)
+	if tab != "general" {
+		// Other tabs may show what the cluster answers (versions) or what later features
+		// read: never kept.
+		return h.renderRegion(c, r, tab, views.Form{}, fiber.StatusOK)
+	}
+	d, err := h.regionPageData(c, r, tab, views.Form{})
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	e := regionPageEntry{name: r.Name, d: d}
+	h.regionPages.put(key, gen, e, time.Time{})
+	return h.renderRegionPage(c, key, e)
+}
+
+// csrfPlaceholder stands for the request's CSRF token in the region page content kept
+// rendered: random, so that nothing a user wrote can contain it.
+var csrfPlaceholder = []byte(store.RandomToken("csrf-placeholder-"))
+
+// renderRegionPage renders a kept General tab. Its content is kept rendered for a second
+// (it says how long ago things happened, in seconds) with a placeholder for the CSRF
+// token, which is the request's; the layout is the request's.
+func (h *Handlers) renderRegionPage(c *fiber.Ctx, key string, e regionPageEntry) error {
+	p := h.page(c, e.name, "regions")
+	htmlKey := key + "\x00html"
+	gen := h.regionPages.begin()
+	v, ok := h.regionPages.getValue(htmlKey)
+	content, _ := v.([]byte)
+	if !ok || content == nil {
+		cp := p
+		cp.CSRF = string(csrfPlaceholder)
+		var buf bytes.Buffer
+		if err := views.RegionPageContent(cp, e.d).Render(ctx(c), &buf); err != nil {
+			return h.Fail(c, err)
+		}
+		content = buf.Bytes()
+		h.regionPages.put(htmlKey, gen, content, time.Now().Add(time.Second))
+	}
+	return Render(c, fiber.StatusOK, views.RegionPageShell(p, bytes.ReplaceAll(content, csrfPlaceholder, []byte(p.CSRF))))
 }
 
 func (h *Handlers) renderRegion(c *fiber.Ctx, r *store.Region, tab string, f views.Form, status int) error {

@@ -1,8 +1,10 @@
 package handlers
 
 import (
+	"bytes"
 	"encoding/json"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -127,27 +129,42 @@ func gpuSummary(r *store.Region) GPUSummaryJSON {
 	return GPUSummaryJSON{Status: g.State(), Mode: g.Mode, Total: g.Total, Models: models}
 }
 
-// RegionsPage is the regions list.
+// RegionsPage is the regions list. Its content (everything inside the layout) is kept
+// until a change (listcache.go); the layout is the request's.
 func (h *Handlers) RegionsPage(c *fiber.Ctx) error {
 	q := c.Query("q")
 	page, offset := pageParam(c, regionsPageSize)
-	pg, err := h.Store.ListRegionPage(ctx(c), store.RegionFilter{Query: q, Limit: regionsPageSize, Offset: offset}, true)
+	p := h.page(c, "Knative Regions", "regions")
+	key := listCacheKey(Who(c), "regions.html", q, strconv.Itoa(page))
+	body, err := h.lists.load(key, func() ([]byte, time.Time, error) {
+		pg, err := h.Store.ListRegionPage(ctx(c), store.RegionFilter{Query: q, Limit: regionsPageSize, Offset: offset}, true)
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		l := views.RegionsList{Query: q, Page: page, Pages: pages(pg.Total, regionsPageSize), Total: pg.Total}
+		if err := h.tenancyList(c, pg.Regions, &l); err != nil {
+			return nil, time.Time{}, err
+		}
+		var until time.Time
+		if page == 1 {
+			if l.Setups, until, err = h.pendingSetups(c); err != nil {
+				return nil, time.Time{}, err
+			}
+		}
+		var buf bytes.Buffer
+		if err := views.RegionsContent(p, l).Render(ctx(c), &buf); err != nil {
+			return nil, time.Time{}, err
+		}
+		return buf.Bytes(), until, nil
+	})
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	l := views.RegionsList{Query: q, Page: page, Pages: pages(pg.Total, regionsPageSize), Total: pg.Total}
-	if err := h.tenancyList(c, pg.Regions, &l); err != nil {
-		return h.Fail(c, err)
-	}
-	if page == 1 {
-		if l.Setups, err = h.pendingSetups(c); err != nil {
-			return h.Fail(c, err)
-		}
-	}
-	return Render(c, fiber.StatusOK, views.Regions(h.page(c, "Knative Regions", "regions"), l))
+	return Render(c, fiber.StatusOK, views.RegionsPage(p, body))
 }
 
 // APIListRegions is GET /api/knative-regions (paginated with ?page= and ?per_page=).
+// The encoded answer is kept until a change (listcache.go).
 func (h *Handlers) APIListRegions(c *fiber.Ctx) error {
 	per := c.QueryInt("per_page", 100)
 	if per < 1 || per > 1000 {
@@ -155,22 +172,47 @@ func (h *Handlers) APIListRegions(c *fiber.Ctx) error {
 	}
 	page, offset := pageParam(c, per)
 	q := c.Query("q")
-	pg, err := h.Store.ListRegionPage(ctx(c), store.RegionFilter{Query: q, Limit: per, Offset: offset}, false)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	rs, total := pg.Regions, pg.Total
-	base, err := h.Store.BaseDomain(ctx(c))
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	out := make([]any, len(rs))
-	for i := range rs {
-		if out[i], err = h.regionJSON(c, &rs[i], base); err != nil {
-			return h.Fail(c, err)
+	key := listCacheKey(Who(c), "regions.json", q, strconv.Itoa(page), strconv.Itoa(per))
+	body, err := h.lists.load(key, func() ([]byte, time.Time, error) {
+		pg, err := h.Store.ListRegionPage(ctx(c), store.RegionFilter{Query: q, Limit: per, Offset: offset}, false)
+		if err != nil {
+			return nil, time.Time{}, err
 		}
+		rs, total := pg.Regions, pg.Total
+		base, err := h.baseDomain(c)
+		if err != nil {
+			return nil, time.Time{}, err
+		}
+		out := make([]any, len(rs))
+		for i := range rs {
+			if out[i], err = h.regionJSON(c, &rs[i], base); err != nil {
+				return nil, time.Time{}, err
+			}
+		}
+		body, err := c.App().Config().JSONEncoder(fiber.Map{"data": out, "meta": fiber.Map{"page": page, "per_page": per, "total": total}})
+		return body, time.Time{}, err
+	})
+	if err != nil {
+		return h.Fail(c, err)
 	}
-	return c.JSON(fiber.Map{"data": out, "meta": fiber.Map{"page": page, "per_page": per, "total": total}})
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	// The body may be the cache's: sent as it is, never changed.
+	c.Response().SetBodyRaw(body)
+	return nil
+}
+
+// baseDomain is the platform's base domain, kept with the lists until a change (the
+// settings table announces its changes on the same channel).
+func (h *Handlers) baseDomain(c *fiber.Ctx) (string, error) {
+	key := ""
+	if Who(c) != nil && Who(c).User != nil && Who(c).User.Tenant() == "" {
+		key = "setting:base_domain"
+	}
+	b, err := h.lists.load(key, func() ([]byte, time.Time, error) {
+		d, err := h.Store.BaseDomain(ctx(c))
+		return []byte(d), time.Time{}, err
+	})
+	return string(b), err
 }
 
 // APIGetRegion is GET /api/knative-regions/{id}.
@@ -179,7 +221,7 @@ func (h *Handlers) APIGetRegion(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	base, err := h.Store.BaseDomain(ctx(c))
+	base, err := h.baseDomain(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -207,14 +249,19 @@ func (h *Handlers) banners(c *fiber.Ctx) []views.MigrationBanner {
 	return bs
 }
 
-// pendingSetups are the wizards whose region does not exist yet.
-func (h *Handlers) pendingSetups(c *fiber.Ctx) ([]views.PendingSetup, error) {
+// pendingSetups are the wizards whose region does not exist yet, and when the first of
+// them expires (zero: none), after which the list must be built again.
+func (h *Handlers) pendingSetups(c *fiber.Ctx) ([]views.PendingSetup, time.Time, error) {
 	ss, err := h.Store.PendingSetups(ctx(c))
 	if err != nil {
-		return nil, err
+		return nil, time.Time{}, err
 	}
 	var out []views.PendingSetup
+	var until time.Time
 	for _, s := range ss {
+		if until.IsZero() || s.ExpiresAt.Before(until) {
+			until = s.ExpiresAt
+		}
 		if s.JobID == nil {
 			continue
 		}
@@ -226,5 +273,5 @@ func (h *Handlers) pendingSetups(c *fiber.Ctx) ([]views.PendingSetup, error) {
 		_ = json.Unmarshal(j.Params, &p)
 		out = append(out, views.PendingSetup{Token: s.Token, Name: p.Name, Status: string(j.Status)})
 	}
-	return out, nil
+	return out, until, nil
 }

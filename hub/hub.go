@@ -25,6 +25,47 @@ type Hub struct {
 	subs    map[string]map[*Sub]struct{} // job id -> subscribers
 	regions map[*Sub]struct{}            // subscribers of region changes (banners)
 	ready   chan struct{}
+
+	// lists are told of every change to what the region lists show (ListsChannel), and
+	// whether the listener is connected (while it is not, no change can be heard).
+	lists []ListWatcher
+	// pages are told of changes on RegionPagesChannel only.
+	pages []ListWatcher
+}
+
+// ListWatcher is told when the region lists change (Changed) and whether changes can be
+// heard at all (Listening): a cache of rendered lists serves only while Listening is true.
+type ListWatcher interface {
+	Changed()
+	Listening(bool)
+}
+
+// WatchLists registers w; call it before Run.
+func (h *Hub) WatchLists(w ListWatcher) { h.lists = append(h.lists, w) }
+
+// WatchRegionPages registers w for the changes of RegionPagesChannel as well as those of
+// ListsChannel; call it before Run.
+func (h *Hub) WatchRegionPages(w ListWatcher) {
+	h.lists = append(h.lists, w)
+	h.pages = append(h.pages, w)
+}
+
+func (h *Hub) regionPagesChanged() {
+	for _, w := range h.pages {
+		w.Changed()
+	}
+}
+
+func (h *Hub) listsChanged() {
+	for _, w := range h.lists {
+		w.Changed()
+	}
+}
+
+func (h *Hub) listening(on bool) {
+	for _, w := range h.lists {
+		w.Listening(on)
+	}
 }
 
 // Sub is one subscriber; its channel is buffered, and a subscriber that falls too far
@@ -61,13 +102,24 @@ func (h *Hub) Run(ctx context.Context) {
 		if err != nil {
 			h.log.Warn("hub: listener", "event", ev, "err", err)
 		}
+		switch ev {
+		case pq.ListenerEventDisconnected, pq.ListenerEventConnectionAttemptFailed:
+			h.listening(false)
+		case pq.ListenerEventReconnected:
+			// Changes made while disconnected were not heard; Notify gets nil as well.
+			h.listening(true)
+		}
 	})
 	defer l.Close()
-	for _, ch := range []string{store.EventsChannel, store.RegionsChannel} {
+	defer h.listening(false)
+	listened := true
+	for _, ch := range []string{store.EventsChannel, store.RegionsChannel, store.ListsChannel, store.RegionPagesChannel} {
 		if err := l.Listen(ch); err != nil {
+			listened = false
 			h.log.Error("hub: listen", "channel", ch, "err", err)
 		}
 	}
+	h.listening(listened)
 	close(h.ready)
 	ping := time.NewTicker(30 * time.Second)
 	defer ping.Stop()
@@ -81,10 +133,13 @@ func (h *Hub) Run(ctx context.Context) {
 			if n == nil {
 				// The connection was re-established: subscribers may have missed events.
 				h.resyncAll()
+				h.listsChanged()
 				continue
 			}
 			switch n.Channel {
 			case store.EventsChannel:
+				// A region page shows its latest job's events.
+				h.regionPagesChanged()
 				var e store.JobEvent
 				if err := json.Unmarshal([]byte(n.Extra), &e); err != nil {
 					h.log.Warn("hub: bad event", "err", err)
@@ -93,6 +148,10 @@ func (h *Hub) Run(ctx context.Context) {
 				h.publish(Msg{Event: e, Raw: []byte(n.Extra)})
 			case store.RegionsChannel:
 				h.publishRegion(n.Extra)
+			case store.ListsChannel:
+				h.listsChanged()
+			case store.RegionPagesChannel:
+				h.regionPagesChanged()
 			}
 		}
 	}

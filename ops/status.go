@@ -372,6 +372,24 @@ func (s *Service) Sweep(ctx context.Context) error {
 	return s.sweep(ctx, func(context.Context, int) bool { return true })
 }
 
+// SweepFleet checks the active regions of the shards of the sweep this process claims for
+// this interval (every): console processes sweeping at once share the shards, and each
+// region is checked once per interval whatever their number.
+func (s *Service) SweepFleet(ctx context.Context, every time.Duration) error {
+	return s.sweep(ctx, func(ctx context.Context, shard int) bool {
+		return s.claimTask(ctx, fmt.Sprintf("sweep/%d", shard), every)
+	})
+}
+
+// claimTask claims a fleet task for this interval (false: another process has it).
+func (s *Service) claimTask(ctx context.Context, task string, every time.Duration) bool {
+	ok, err := s.Store.ClaimFleetTask(ctx, task, s.Owner(), every)
+	if err != nil && ctx.Err() == nil {
+		s.Log.Warn("fleet task: claim", "task", task, "err", err)
+	}
+	return ok
+}
+
 // SweepShards is how many parts the fleet's clusters are divided into: console processes
 // claim the parts of each interval (store.ClaimFleetTask), so that whatever their number
 // each cluster is looked at once per interval.
@@ -383,9 +401,13 @@ func shardOf(clusterKey string) int {
 	return int(h.Sum32() % SweepShards)
 }
 
-// sweep checks the clusters of the shards take accepts, all at once (bounded).
+// sweep checks the clusters of the shards take accepts, StatusConcurrency at a time. A
+// shard is claimed only when a checker is free for its first cluster, so that processes
+// sweeping together share the shards by how fast each gets through them (a process that
+// claimed every shard up front would leave the others nothing). Each process starts at
+// a shard of its own (offset) and goes round.
 func (s *Service) sweep(ctx context.Context, take func(ctx context.Context, shard int) bool) error {
-	regions, err := s.Store.ListRegions(ctx, store.RegionFilter{ActiveOnly: true}, true)
+	targets, err := s.Store.ActiveSweepTargets(ctx)
 	if err != nil {
 		return err
 	}
@@ -393,31 +415,72 @@ func (s *Service) sweep(ctx context.Context, take func(ctx context.Context, shar
 	if err != nil {
 		return err
 	}
-	byCluster := map[string][]*store.Region{}
-	for i := range regions {
-		k := regions[i].ClusterKey + "|" + hashOf(regions[i].Kubeconfig)
-		byCluster[k] = append(byCluster[k], &regions[i])
+	byShard := make([][]string, SweepShards)
+	for _, t := range targets {
+		shard := shardOf(t.ClusterKey)
+		byShard[shard] = append(byShard[shard], t.ID)
 	}
-	taken := map[int]bool{}
-	for shard := range SweepShards {
-		taken[shard] = take(ctx, shard)
-	}
-	sem := make(chan struct{}, max(1, s.Cfg.StatusConcurrency))
+	work := make(chan clusterCheck)
 	var wg sync.WaitGroup
-	for k, rs := range byCluster {
-		if !taken[shardOf(rs[0].ClusterKey)] {
+	for range max(1, s.Cfg.StatusConcurrency) {
+		wg.Go(func() {
+			for w := range work {
+				s.checkCluster(ctx, w.key, w.regions, base)
+			}
+		})
+	}
+	offset := shardOf(s.Owner())
+	var readErr error
+feed:
+	for i := range SweepShards {
+		shard := (offset + i) % SweepShards
+		if len(byShard[shard]) == 0 || !take(ctx, shard) {
 			continue
 		}
-		wg.Add(1)
-		sem <- struct{}{}
-		go func(k string, rs []*store.Region) {
-			defer wg.Done()
-			defer func() { <-sem }()
-			s.checkCluster(ctx, k, rs, base)
-		}(k, rs)
+		// A part's regions are read when it is claimed: a process holds the parts it
+		// works on, not the fleet.
+		regions, err := s.Store.RegionsWithSecrets(ctx, byShard[shard])
+		if err != nil {
+			readErr = err
+			break
+		}
+		for _, c := range regionsByCluster(regions) {
+			select {
+			case work <- c:
+			case <-ctx.Done():
+				break feed
+			}
+		}
 	}
+	close(work)
 	wg.Wait()
+	if readErr != nil {
+		return readErr
+	}
 	return ctx.Err()
+}
+
+// clusterCheck is one look at a cluster: the regions that share its server and credentials.
+type clusterCheck struct {
+	key     string
+	regions []*store.Region
+}
+
+// regionsByCluster groups regions by cluster and credentials, in the order they come.
+func regionsByCluster(regions []store.Region) []clusterCheck {
+	var out []clusterCheck
+	index := map[string]int{}
+	for i := range regions {
+		k := regions[i].ClusterKey + "|" + hashOf(regions[i].Kubeconfig)
+		j, ok := index[k]
+		if !ok {
+			j = len(out)
+			index[k] = j
+			out = append(out, clusterCheck{key: k})
+		}
+		out[j].regions = append(out[j].regions, &regions[i])
+	}
+	return out
 }
 
 // checkCluster checks the regions of one cluster with one look at it.
@@ -499,16 +562,10 @@ func (s *Service) RunBackground(ctx context.Context) {
 	// claims make each part run once per interval, whichever process is first.
 	t := time.NewTicker(max(every/4, 100*time.Millisecond))
 	defer t.Stop()
-	claim := func(ctx context.Context, task string) bool {
-		ok, err := s.Store.ClaimFleetTask(ctx, task, s.Owner(), every)
-		if err != nil && ctx.Err() == nil {
-			s.Log.Warn("status sweep: claim", "task", task, "err", err)
-		}
-		return ok
-	}
+	claim := func(ctx context.Context, task string) bool { return s.claimTask(ctx, task, every) }
 	for {
 		start := time.Now()
-		err := s.sweep(ctx, func(ctx context.Context, shard int) bool { return claim(ctx, fmt.Sprintf("sweep/%d", shard)) })
+		err := s.SweepFleet(ctx, every)
 		if err != nil && ctx.Err() == nil {
 			s.Log.Warn("status sweep", "err", err)
 		} else if ctx.Err() == nil {

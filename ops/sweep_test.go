@@ -3,6 +3,8 @@ package ops_test
 import (
 	"context"
 	"fmt"
+	"net"
+	"sync"
 	"testing"
 	"time"
 
@@ -58,5 +60,69 @@ func TestTwoConsolesSweepEachRegionOncePerInterval(t *testing.T) {
 	if checks < regions*3 || checks > maxChecks {
 		t.Fatalf("%d region checks by two consoles in %s (a %d, b %d), want %d to %d: each region once per interval",
 			checks, elapsed.Round(time.Millisecond), a.ChecksDone(), b.ChecksDone(), regions*3, maxChecks)
+	}
+}
+
+// Console processes sweeping at once share the shards: each region is checked once, by
+// one of them, and both take part (a process claims a shard only when a checker is free
+// for it, so the first cannot claim every shard before the second starts).
+func TestSweepFleetSharesTheShards(t *testing.T) {
+	st := storetest.New(t)
+	ctx := context.Background()
+	hole, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hole.Close() })
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := hole.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	const regions = 48
+	for i := range regions {
+		// Each region names its cluster by its own path, so the regions fall in many shards.
+		server := fmt.Sprintf("https://%s/cluster-%d", hole.Addr(), i)
+		kc := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: %s\n    insecure-skip-tls-verify: true\nusers:\n- name: u\n  user:\n    token: t-%d\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\n", server, i)
+		r := &store.Region{Name: fmt.Sprintf("fleet-%d", i), Kubeconfig: kc, ClusterServer: server,
+			ClusterKey: kube.ClusterKey(server), Status: store.RegionActive}
+		if err := st.CreateRegion(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	console := func() *ops.Service {
+		cfg := &config.Config{StatusInterval: time.Hour, StatusTimeout: 200 * time.Millisecond, StatusConcurrency: 2,
+			InstallTimeout: time.Minute, AllowLoopbackClusters: true}
+		return ops.NewService(st, cfg, webtest.Logger())
+	}
+	a, b := console(), console()
+	var wg sync.WaitGroup
+	for i, s := range []*ops.Service{a, b} {
+		wg.Go(func() {
+			// b starts a moment after a: long enough for a process that claimed every shard up front.
+			time.Sleep(time.Duration(i) * 100 * time.Millisecond)
+			if err := s.SweepFleet(ctx, time.Hour); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if a.ChecksDone()+b.ChecksDone() != regions || a.ChecksDone() == 0 || b.ChecksDone() == 0 {
+		t.Fatalf("region checks: a %d, b %d; want %d in all, each region once, by both processes", a.ChecksDone(), b.ChecksDone(), regions)
 	}
 }

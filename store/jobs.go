@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/lib/pq"
@@ -343,6 +344,38 @@ func mustJSON(v any) json.RawMessage {
 func (s *Store) SetJobRegion(ctx context.Context, jobID, regionID string) error {
 	_, err := s.db(ctx).ExecContext(ctx, `UPDATE jobs SET region_id = $2 WHERE id = $1`, jobID, regionID)
 	return wrap("set job region", err)
+}
+
+// LatestJobWithHistory returns the region's newest job of any of the kinds with its
+// steps and its first maxEvents events, in one round trip (PostgreSQL builds the steps'
+// and events' JSON, which is decoded as the NOTIFY payloads are).
+func (s *Store) LatestJobWithHistory(ctx context.Context, regionID string, kinds []string, maxEvents int) (*Job, []JobStep, []JobEvent, error) {
+	var row struct {
+		Job
+		StepsJSON  []byte `db:"steps_json"`
+		EventsJSON []byte `db:"events_json"`
+	}
+	err := s.db(ctx).GetContext(ctx, &row, `SELECT j.*,
+		(SELECT coalesce(json_agg(st ORDER BY st.idx), '[]') FROM job_steps st WHERE st.job_id = j.id) AS steps_json,
+		(SELECT coalesce(json_agg(ev ORDER BY ev.id), '[]') FROM (SELECT * FROM job_events e WHERE e.job_id = j.id ORDER BY e.id LIMIT $3) ev) AS events_json
+		FROM jobs j WHERE j.region_id = $1 AND j.kind = ANY($2) ORDER BY j.created_at DESC LIMIT 1`,
+		regionID, pq.StringArray(kinds), maxEvents)
+	if err != nil {
+		return nil, nil, nil, wrap("latest job", err)
+	}
+	var steps []JobStep
+	var events []JobEvent
+	if err := json.Unmarshal(row.StepsJSON, &steps); err != nil {
+		return nil, nil, nil, fmt.Errorf("store: latest job steps: %w", err)
+	}
+	if err := json.Unmarshal(row.EventsJSON, &events); err != nil {
+		return nil, nil, nil, fmt.Errorf("store: latest job events: %w", err)
+	}
+	for i := range steps {
+		steps[i].JobID = row.Job.ID
+	}
+	j := row.Job
+	return &j, steps, events, nil
 }
 
 // LatestJobOf returns the region's newest job of any of the kinds.

@@ -392,6 +392,36 @@ func (s *Store) listRegions(ctx context.Context, cols string, f RegionFilter, wi
 	return rs, nil
 }
 
+// SweepTarget is what the status sweep needs to divide the regions before it reads them:
+// the region and its cluster.
+type SweepTarget struct {
+	ID         string `db:"id"`
+	ClusterKey string `db:"cluster_key"`
+}
+
+// ActiveSweepTargets lists the active regions' ids and cluster keys (no secrets, no
+// state: the sweep reads those per part it claims, RegionsWithSecrets).
+func (s *Store) ActiveSweepTargets(ctx context.Context) ([]SweepTarget, error) {
+	var out []SweepTarget
+	err := s.db(ctx).SelectContext(ctx, &out, `SELECT id, cluster_key FROM regions WHERE region_status = 'active' ORDER BY name`)
+	return out, wrap("list the regions to sweep", err)
+}
+
+// RegionsWithSecrets reads regions by id, secrets included, by name.
+func (s *Store) RegionsWithSecrets(ctx context.Context, ids []string) ([]Region, error) {
+	var rs []Region
+	if err := s.db(ctx).SelectContext(ctx, &rs, `SELECT r.*, (SELECT count(*) FROM projects p WHERE p.region_id = r.id) AS project_count
+		FROM regions r WHERE r.id = ANY($1) ORDER BY r.name`, pq.Array(ids)); err != nil {
+		return nil, wrap("read regions", err)
+	}
+	for i := range rs {
+		if err := s.decryptRegion(&rs[i]); err != nil {
+			return nil, err
+		}
+	}
+	return rs, nil
+}
+
 // CountRegions counts the regions matching a query.
 func (s *Store) CountRegions(ctx context.Context, query string) (int, error) {
 	var n int
@@ -401,6 +431,15 @@ func (s *Store) CountRegions(ctx context.Context, query string) (int, error) {
 
 // RegionsChannel is the NOTIFY channel that announces a changed region.
 const RegionsChannel = "runr_regions"
+
+// ListsChannel is the NOTIFY channel on which the database itself (triggers of migration
+// 00010) announces any change to what the region lists show.
+const ListsChannel = "runr_lists"
+
+// RegionPagesChannel is the NOTIFY channel on which the database announces changes to
+// job steps and agent snapshots (what a region's page shows besides the lists; its job
+// events are announced on EventsChannel).
+const RegionPagesChannel = "runr_region_pages"
 
 // NotifyRegion tells every console that a region changed (banners, lists).
 func (s *Store) NotifyRegion(ctx context.Context, id string) error {

@@ -44,8 +44,10 @@ func Open(ctx context.Context, url string, cipher *Cipher) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open: %w", err)
 	}
+	// As many idle connections as open ones: under load a smaller idle pool closes the
+	// connections it cannot keep and opens new ones at once (a PostgreSQL backend each).
 	db.SetMaxOpenConns(40)
-	db.SetMaxIdleConns(20)
+	db.SetMaxIdleConns(40)
 	db.SetConnMaxIdleTime(5 * time.Minute)
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

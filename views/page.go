@@ -2,7 +2,9 @@
 package views
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/a-h/templ"
@@ -135,3 +137,11 @@ func StatusColor(s string) string {
 }
 
 func itoa(n int) string { return fmt.Sprint(n) }
+
+// rawBytes writes HTML rendered beforehand as it is (templ.Raw without a string copy).
+func rawBytes(b []byte) templ.Component {
+	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
+		_, err := w.Write(b)
+		return err
+	})
+}

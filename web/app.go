@@ -43,6 +43,8 @@ type Server struct {
 	H        *handlers.Handlers
 	Log      *slog.Logger
 	internal *internalHosts
+	// creds keeps sessions, tokens and users until they change (credcache.go).
+	creds *handlers.ChangeCache
 }
 
 var httpRequests = promauto.NewCounterVec(prometheus.CounterOpts{
@@ -69,10 +71,16 @@ func MetricsHandler() http.Handler { return promhttp.Handler() }
 // New builds the Fiber app with every route.
 func New(st *store.Store, cfg *config.Config, svc *ops.Service, log *slog.Logger, version string) *Server {
 	sm := NewSessions(st)
+	creds := &handlers.ChangeCache{Max: credCacheMax}
+	sm.Codec = &decodedSessions{next: sm.Codec}
+	sm.Store = &cachedSessions{next: sm.Store, cache: creds, codec: sm.Codec}
 	events := hub.New(st, log)
 	h := &handlers.Handlers{Store: st, Cfg: cfg, Sessions: sm, Kube: svc, Hub: events, Version: version, Log: log}
 	h.Init()
-	s := &Server{Store: st, Cfg: cfg, Sessions: sm, Hub: events, H: h, Log: log}
+	events.WatchLists(h.ListWatcher())
+	events.WatchRegionPages(h.RegionPagesWatcher())
+	events.WatchLists(creds)
+	s := &Server{Store: st, Cfg: cfg, Sessions: sm, Hub: events, H: h, Log: log, creds: creds}
 	s.internal = &internalHosts{s: s}
 	s.App = fiber.New(fiber.Config{
 		AppName:               "runr-console",
@@ -102,6 +110,7 @@ func New(st *store.Store, cfg *config.Config, svc *ops.Service, log *slog.Logger
 	// /static/* it looks the whole path up, which static.FS answers.
 	s.App.Get("/static/*", filesystem.New(filesystem.Config{Root: http.FS(static.FS()), PathPrefix: "", MaxAge: 3600}))
 	s.App.Use(s.cleanInput)
+	s.App.Use(s.listChanges)
 	s.App.Use("/api/internal", s.internalOnly)
 	for _, r := range s.Routes() {
 		if r.Public {
@@ -125,6 +134,18 @@ func New(st *store.Store, cfg *config.Config, svc *ops.Service, log *slog.Logger
 		return fiber.ErrNotFound
 	})
 	return s
+}
+
+// listChanges drops the cached region lists once a request that may have changed
+// something (any method but GET and HEAD) has run, so that its client's next list is
+// fresh without waiting for the database's notification.
+func (s *Server) listChanges(c *fiber.Ctx) error {
+	err := c.Next()
+	if !safeMethod(c.Method()) {
+		s.H.ChangedLocally()
+		s.creds.ChangedLocally()
+	}
+	return err
 }
 
 // authorize refuses anonymous requests (401 for the API, the login page for browsers)

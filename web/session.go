@@ -83,7 +83,7 @@ func (s *Server) identify(c *fiber.Ctx) error {
 		if !ok || plain == "" {
 			return unauthorized(c, "Send the token as Authorization: Bearer <token>.")
 		}
-		t, u, err := s.Store.APITokenUser(c.UserContext(), strings.TrimSpace(plain))
+		t, u, err := s.apiTokenUser(c.UserContext(), strings.TrimSpace(plain))
 		if err != nil || !s.admits(u) {
 			return unauthorized(c, "The API token is not valid (revoked, or mistyped).")
 		}
@@ -106,7 +106,7 @@ func (s *Server) sessionPrincipal(c *fiber.Ctx) error {
 	}
 	c.Locals("csrf", csrf)
 	if id := s.Sessions.GetString(sctx, "user_id"); id != "" {
-		u, err := s.Store.UserByID(sctx, id)
+		u, err := s.userByID(sctx, id)
 		if err == nil && s.admits(u) {
 			c.Locals(handlers.PrincipalKey, &handlers.Principal{User: u, Perms: s.permissions(u, nil), CSRF: csrf})
 		}
