@@ -151,6 +151,32 @@ func (b *browser) click(sel string) {
 	}
 }
 
+// choose clicks a radio button or checkbox and waits until it is checked, clicking it
+// again when the click did not take (a live update may replace the form between finding
+// the element and the click landing).
+func (b *browser) choose(sel string) {
+	b.t.Helper()
+	cond := fmt.Sprintf(`(function(){var e=document.querySelector(%q);return !!(e&&e.checked)})()`, sel)
+	for attempt := 1; ; attempt++ {
+		b.click(sel)
+		var checked bool
+		deadline := time.Now().Add(time.Second)
+		for !checked && time.Now().Before(deadline) {
+			b.eval(cond, &checked)
+			if !checked {
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+		if checked {
+			return
+		}
+		if attempt == 3 {
+			b.fatalf("%s is not checked after 3 clicks", sel)
+		}
+		b.t.Logf("%s was not checked after click %d: clicking again", sel, attempt)
+	}
+}
+
 // visible waits until the selector is visible.
 func (b *browser) visible(sel string, d time.Duration) {
 	b.t.Helper()

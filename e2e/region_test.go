@@ -358,7 +358,7 @@ func regionPage(t *testing.T, b *browser, c *console, regionID, name string) {
 
 	// Maintenance, and back to active.
 	for _, st := range []string{"maintenance", "active"} {
-		b.click(fmt.Sprintf(`[data-testid=status-form] input[name=region_status][value=%s]`, st))
+		b.choose(fmt.Sprintf(`[data-testid=status-form] input[name=region_status][value=%s]`, st))
 		b.submit("[data-testid=save-status]")
 		b.expectFlash("Region status set to " + st + ".")
 		if got := b.text("[data-testid=region-status]"); got != st {
