@@ -152,12 +152,12 @@ func (h *Handlers) RegionPage(c *fiber.Ctx) error {
 	return h.renderRegionPage(c, key, e)
 }
 
-// csrfPlaceholder stands for the request's CSRF token in the region page content kept
+// csrfMarker stands for the request's CSRF token in the region page content kept
 // rendered: random, so that nothing a user wrote can contain it.
-var csrfPlaceholder = []byte(store.RandomToken("csrf-placeholder-"))
+var csrfMarker = []byte(store.RandomToken("csrf-marker-"))
 
 // renderRegionPage renders a kept General tab. Its content is kept rendered for a second
-// (it says how long ago things happened, in seconds) with a placeholder for the CSRF
+// (it says how long ago things happened, in seconds) with a marker for the CSRF
 // token, which is the request's; the layout is the request's.
 func (h *Handlers) renderRegionPage(c *fiber.Ctx, key string, e regionPageEntry) error {
 	p := h.page(c, e.name, "regions")
@@ -167,7 +167,7 @@ func (h *Handlers) renderRegionPage(c *fiber.Ctx, key string, e regionPageEntry)
 	content, _ := v.([]byte)
 	if !ok || content == nil {
 		cp := p
-		cp.CSRF = string(csrfPlaceholder)
+		cp.CSRF = string(csrfMarker)
 		var buf bytes.Buffer
 		if err := views.RegionPageContent(cp, e.d).Render(ctx(c), &buf); err != nil {
 			return h.Fail(c, err)
@@ -175,7 +175,7 @@ func (h *Handlers) renderRegionPage(c *fiber.Ctx, key string, e regionPageEntry)
 		content = buf.Bytes()
 		h.regionPages.put(htmlKey, gen, content, time.Now().Add(time.Second))
 	}
-	return Render(c, fiber.StatusOK, views.RegionPageShell(p, bytes.ReplaceAll(content, csrfPlaceholder, []byte(p.CSRF))))
+	return Render(c, fiber.StatusOK, views.RegionPageShell(p, bytes.ReplaceAll(content, csrfMarker, []byte(p.CSRF))))
 }
 
 func (h *Handlers) renderRegion(c *fiber.Ctx, r *store.Region, tab string, f views.Form, status int) error {

@@ -49,34 +49,34 @@ func (s *Service) moveIsolation(ctx context.Context, jc *engine.JobContext) erro
 		return err
 	}
 	had := r.MigrationDetail.V.Had
-	var todo []SandboxParams
+	var runtimes []SandboxParams
 	if hv, ok := had["kata"]; ok {
-		todo = append(todo, SandboxParams{Runtime: store.RuntimeKata, Hypervisors: stringsOf(hv)})
+		runtimes = append(runtimes, SandboxParams{Runtime: store.RuntimeKata, Hypervisors: stringsOf(hv)})
 	}
 	if g, _ := had["gvisor"].(bool); g {
-		todo = append(todo, SandboxParams{Runtime: store.RuntimeGVisor})
+		runtimes = append(runtimes, SandboxParams{Runtime: store.RuntimeGVisor})
 	}
 	if nodes, ok := had["wasm"]; ok {
 		p, err := wasmOnNewCluster(ctx, c, stringsOf(nodes))
 		if err != nil {
 			return err
 		}
-		todo = append(todo, p)
+		runtimes = append(runtimes, p)
 	}
 	for _, name := range SandboxRuntimes {
-		if !slices.ContainsFunc(todo, func(p SandboxParams) bool { return p.Runtime == name }) && r.Isolation.V.Runtime(name).State() != store.ComponentNotInstalled {
+		if !slices.ContainsFunc(runtimes, func(p SandboxParams) bool { return p.Runtime == name }) && r.Isolation.V.Runtime(name).State() != store.ComponentNotInstalled {
 			// The new cluster has none of what the old one had not ready.
 			if err := s.Store.SetSandboxRuntime(ctx, r.ID, name, store.SandboxRuntime{Status: store.ComponentNotInstalled}); err != nil {
 				return err
 			}
 		}
 	}
-	if len(todo) == 0 {
+	if len(runtimes) == 0 {
 		jc.Note("The region had no sandbox runtime")
 		return engine.ErrSkip
 	}
 	var moved []string
-	for _, p := range todo {
+	for _, p := range runtimes {
 		s.tolerate(ctx, jc, r, "sandbox runtime "+p.Runtime, func() error {
 			err := runInline(ctx, jc, s.sandboxInstallSteps(p))
 			if err != nil {
