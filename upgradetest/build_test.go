@@ -63,15 +63,16 @@ func goBuild(t *testing.T, dir, out, version string) {
 	}
 }
 
-// buildTag builds the binary of a release tag from `git archive`, once per commit (kept
-// in the user cache dir: the tag's source does not change).
+// buildTag builds the binary of a release tag from `git archive`, once per commit and
+// stamped version (kept in the user cache dir: the tag's source does not change; the same
+// commit named by its tag or by its hash reports different versions).
 func buildTag(t *testing.T, tag string) string {
 	commit := git(t, "rev-parse", tag+"^{commit}")
 	cache, err := os.UserCacheDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(cache, "runr-upgrade-test", commit, "runr")
+	bin := filepath.Join(cache, "runr-upgrade-test", commit, strings.NewReplacer("/", "_", "\\", "_").Replace(tag), "runr")
 	if _, err := os.Stat(bin); err == nil {
 		return bin
 	}
