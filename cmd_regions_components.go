@@ -265,3 +265,50 @@ func monitoringCmd() *cobra.Command {
 	mon.AddCommand(set)
 	return mon
 }
+
+// demoCmd holds `runr regions demo install|rm`.
+func demoCmd() *cobra.Command {
+	demo := &cobra.Command{Use: "demo", Short: "A region's demo projects: a frontend, a backend, a queue-triggered e-mail sender and a scheduled statistics job"}
+	install := jobCommand("install REGION", "Deploy the demo projects (Serving, Redis and the registry must be ready)", http.MethodPost, "demo-projects", 0, false, nil)
+	rm := jobCommand("rm REGION", "Remove the demo projects and exactly what they created", http.MethodDelete, "demo-projects", 0, false, nil)
+	demo.AddCommand(install, rm)
+	return demo
+}
+
+// dataServicesCmd holds `runr regions data-services install|rm REGION SERVICE`.
+func dataServicesCmd() *cobra.Command {
+	ds := &cobra.Command{Use: "data-services", Short: "A region's data services: kv (on its Redis), object (S3), postgres (CloudNativePG)"}
+	var storageClass string
+	var sizeGi int
+	var wait bool
+	install := regionCommand("install REGION kv|object|postgres", "Install a data service in the namespace runr-data", 1,
+		func(cmd *cobra.Command, c *apiclient.Client, r *apiclient.Region, args []string) error {
+			body := map[string]any{}
+			if storageClass != "" {
+				body["storage_class"] = storageClass
+			}
+			if sizeGi > 0 {
+				body["size_gi"] = sizeGi
+			}
+			ans, err := c.Post(cmd.Context(), http.MethodPost, apiclient.RegionPath(r.ID, "data-services/"+args[0]), body)
+			if err != nil {
+				return err
+			}
+			return queued(cmd, c, "Install "+args[0]+" ("+r.Name+")", ans.JobID, wait)
+		})
+	install.Flags().StringVar(&storageClass, "storage-class", "", "StorageClass of its volumes (default: the region's)")
+	install.Flags().IntVar(&sizeGi, "size-gi", 0, "size of its volume in GiB (default: the service's)")
+	addWaitFlag(install, &wait)
+	var rmWait bool
+	rm := regionCommand("rm REGION kv|object|postgres", "Remove a data service and its data (refused while projects are bound to it)", 1,
+		func(cmd *cobra.Command, c *apiclient.Client, r *apiclient.Region, args []string) error {
+			ans, err := c.Post(cmd.Context(), http.MethodDelete, apiclient.RegionPath(r.ID, "data-services/"+args[0]), nil)
+			if err != nil {
+				return err
+			}
+			return queued(cmd, c, "Remove "+args[0]+" ("+r.Name+")", ans.JobID, rmWait)
+		})
+	addWaitFlag(rm, &rmWait)
+	ds.AddCommand(install, rm)
+	return ds
+}

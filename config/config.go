@@ -45,6 +45,10 @@ type Config struct {
 	AgentImage     string // RUNR_AGENT_IMAGE
 	ResponderImage string // RUNR_RESPONDER_IMAGE
 	RedisImage     string // RUNR_REDIS_IMAGE
+	// DemoImage runs the demo projects' Python programs (RUNR_DEMO_IMAGE, a python:3.13-alpine).
+	DemoImage string
+	// DemoSMTPImage is the demo's SMTP catcher (RUNR_DEMO_SMTP_IMAGE, Mailpit).
+	DemoSMTPImage string
 
 	// QuotaCPU and QuotaMemoryGiB are the organisation ceiling (0: none).
 	QuotaCPU       float64
@@ -104,6 +108,8 @@ func FromEnv() (*Config, error) {
 		AgentImage:       env("RUNR_AGENT_IMAGE", "ghcr.io/brf-tech/runr/agent:latest"),
 		ResponderImage:   env("RUNR_RESPONDER_IMAGE", "ghcr.io/brf-tech/runr/agent:latest"),
 		RedisImage:       env("RUNR_REDIS_IMAGE", "ghcr.io/brf-tech/runr/reqs/redis:7.4"),
+		DemoImage:        env("RUNR_DEMO_IMAGE", "ghcr.io/brf-tech/runr/reqs/python:3.13-alpine"),
+		DemoSMTPImage:    env("RUNR_DEMO_SMTP_IMAGE", "ghcr.io/brf-tech/runr/reqs/mailpit:v1.21"),
 		DNSResolver:      os.Getenv("RUNR_DNS_RESOLVER"),
 		SecureCookies:    os.Getenv("RUNR_SECURE_COOKIES") == "1",
 		LogLevel:         env("RUNR_LOG_LEVEL", "info"),

@@ -175,7 +175,8 @@ func parseEnvLines(s string) (map[string]string, string) {
 func (h *Handlers) CreateProjectForm(c *fiber.Ctx) error {
 	vals := map[string]string{"name": c.FormValue("name"), "region_id": c.FormValue("region_id"), "image": c.FormValue("image"),
 		"env_vars": c.FormValue("env_vars"), "cpu_m": c.FormValue("cpu_m"), "memory_mi": c.FormValue("memory_mi"),
-		"gpu_count": c.FormValue("gpu_count"), "gpu_model": c.FormValue("gpu_model")}
+		"gpu_count": c.FormValue("gpu_count"), "gpu_model": c.FormValue("gpu_model"),
+		"kind": c.FormValue("kind", string(store.ProjectHTTP)), "schedule": c.FormValue("schedule"), "queue_stream": c.FormValue("queue_stream")}
 	vals["data_location"] = c.FormValue("data_location")
 	env, m1 := parseEnvLines(vals["env_vars"])
 	sec, m2 := parseEnvLines(c.FormValue("secret_env_vars"))
@@ -187,7 +188,9 @@ func (h *Handlers) CreateProjectForm(c *fiber.Ctx) error {
 		errs["secret_env_vars"] = m2
 	}
 	name, region, image := vals["name"], vals["region_id"], vals["image"]
-	in := ops.ProjectInput{Name: &name, RegionID: &region, Image: &image, EnvVars: &env, SecretEnvVars: &sec}
+	kind, schedule, stream := store.ProjectKind(vals["kind"]), vals["schedule"], vals["queue_stream"]
+	in := ops.ProjectInput{Name: &name, RegionID: &region, Image: &image, EnvVars: &env, SecretEnvVars: &sec,
+		Kind: &kind, Schedule: &schedule, QueueStream: &stream}
 	var gpus *int
 	for k, dst := range map[string]**int{"cpu_m": &in.CPUm, "memory_mi": &in.MemoryMi, "gpu_count": &gpus} {
 		if vals[k] != "" {

@@ -17,7 +17,7 @@ import (
 
 // tabKinds are the job kinds whose latest job a tab shows live.
 var tabKinds = map[string][]string{
-	"general":   {ops.KindApplySettings, ops.KindRegionStatus, ops.KindFunctionTLS, ops.KindRemoveFunctionTLS, ops.KindInstallMonitoring},
+	"general":   {ops.KindApplySettings, ops.KindRegionStatus, ops.KindFunctionTLS, ops.KindRemoveFunctionTLS, ops.KindInstallMonitoring, ops.KindDemoInstall, ops.KindDemoRemove},
 	"registry":  {ops.KindRegistrySetup, ops.KindRegistryInstall, ops.KindRegistryRemove, ops.KindRegistryTest, ops.KindContainerdRestart},
 	"operator":  {ops.KindInstallOperator, ops.KindInstallKnative, ops.KindUninstallOperator},
 	"serving":   {ops.KindInstallServing, ops.KindInstallKnative, ops.KindUpgradeServing, ops.KindUninstallServing, ops.KindUninstallKnative},
@@ -94,6 +94,9 @@ func (h *Handlers) regionPageData(c *fiber.Ctx, r *store.Region, tab string, f v
 			if json.Unmarshal(raw, &snap) == nil {
 				d.Usage = usageOf(&snap, at)
 			}
+		}
+		if d.Demos, err = h.demoSection(c, r); err != nil {
+			return d, err
 		}
 	}
 	if ex, ok := h.extraTabs[tab]; ok {

@@ -60,7 +60,18 @@ func tokenRows(ts []store.APIToken) []views.TokenRow {
 func projectRow(p *store.Project, regionName, url string) views.ProjectRow {
 	return views.ProjectRow{ID: p.ID, Name: p.Name, Slug: p.Slug, Message: p.Message, RegionName: regionName, State: string(p.State),
 		Running: p.State == store.ProjectRunning, Stopped: p.State == store.ProjectStopped,
-		Image: p.Image, CPUm: p.CPUm, MemoryMi: p.MemoryMi, GPUs: projectGPUs(p.GPU.V), URL: url}
+		Image: p.Image, CPUm: p.CPUm, MemoryMi: p.MemoryMi, GPUs: projectGPUs(p.GPU.V), URL: url, Kind: projectKindText(p), Demo: p.Demo}
+}
+
+// projectKindText is a project's kind with its schedule or stream.
+func projectKindText(p *store.Project) string {
+	switch {
+	case p.Kind == store.ProjectScheduledJob:
+		return p.Kind.Label() + " (" + p.Schedule + ")"
+	case p.QueueStream != "":
+		return p.Kind.Label() + " (stream " + p.QueueStream + ")"
+	}
+	return p.Kind.Label()
 }
 
 // projectGPUs says what a project asks of GPUs: "2× Tesla-T4", "1 GPU" ("" none).

@@ -160,6 +160,7 @@ var (
 	GVKConfigMap      = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 	GVKService        = schema.GroupVersionKind{Version: "v1", Kind: "Service"}
 	GVKDeployment     = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	GVKCronJob        = schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "CronJob"}
 	GVKKnativeServing = schema.GroupVersionKind{Group: "operator.knative.dev", Version: "v1beta1", Kind: "KnativeServing"}
 	GVKKService       = schema.GroupVersionKind{Group: "serving.knative.dev", Version: "v1", Kind: "Service"}
 	GVKIngressRoute   = schema.GroupVersionKind{Group: "traefik.io", Version: "v1alpha1", Kind: "IngressRoute"}

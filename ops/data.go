@@ -129,6 +129,7 @@ func (s *Service) registerDataKinds() {
 	s.Engine.Register(&engine.Kind{Name: KindDataRemove, Finished: failed, Plan: engine.PlanWith(s.dataRemoveSteps)})
 	s.registerBindingKinds()
 	s.registerSkupperKinds()
+	s.registerDemoKinds()
 }
 
 // dataStart is the first step of a data service job: it records the service's state.

@@ -4,13 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
-	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
@@ -64,10 +61,13 @@ func (s *Service) DeployCheck(ctx context.Context, r *store.Region, p *store.Pro
 	return s.AdmitTenant(ctx, r, p, req)
 }
 
-// ProjectWorkloadKind is the workload kind a project runs as: an always-on service, else
-// a function.
+// ProjectWorkloadKind is the workload kind a project runs as: a scheduled job's runs are
+// jobs; a queue worker and an always-on function are services; else a function.
 func ProjectWorkloadKind(p *store.Project) string {
-	if p.AlwaysOn {
+	if p.Kind == store.ProjectScheduledJob {
+		return store.WorkloadJobs
+	}
+	if p.AlwaysOn || p.Kind == store.ProjectQueueWorker {
 		return store.WorkloadServices
 	}
 	return store.WorkloadFunctions
@@ -76,54 +76,16 @@ func ProjectWorkloadKind(p *store.Project) string {
 // SecretEnvName is the Secret that holds a project's secret env vars.
 func SecretEnvName(slug string) string { return slug + "-secret-env" }
 
-// knativeService is a project's Knative Service: plain env inline, secret env and the
-// settings of its bindings (the names in bound) through secretKeyRef, never inlined.
+// knativeService is an HTTP function's Knative Service (see projectPod for its pod).
 func knativeService(r *store.Region, p *store.Project, bound []string) map[string]any {
-	var env []any
-	keys := make([]string, 0, len(p.EnvVars.V))
-	for k := range p.EnvVars.V {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		env = append(env, map[string]any{"name": k, "value": p.EnvVars.V[k]})
-	}
-	skeys := make([]string, 0, len(p.Secrets))
-	for k := range p.Secrets {
-		skeys = append(skeys, k)
-	}
-	sort.Strings(skeys)
-	for _, k := range skeys {
-		env = append(env, map[string]any{"name": k, "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": SecretEnvName(p.Slug), "key": k}}})
-	}
-	env = append(env, bindingEnv(p.Slug, bound)...)
-	container := map[string]any{
-		"image": p.Image,
-		"resources": map[string]any{"requests": map[string]any{
-			"cpu": strconv.Itoa(p.CPUm) + "m", "memory": strconv.Itoa(p.MemoryMi) + "Mi"}},
-	}
-	if len(env) > 0 {
-		container["env"] = env
-	}
+	podSpec, labels := projectPod(r, p, bound)
 	annotations := map[string]any{}
 	if p.AlwaysOn {
 		annotations["autoscaling.knative.dev/min-scale"] = "1"
 	}
-	podSpec := map[string]any{"containers": []any{container}}
 	if r.Settings.V.RequestTimeout > 0 {
 		podSpec["timeoutSeconds"] = r.Settings.V.RequestTimeout
 	}
-	if class := r.Isolation.V.Class(ProjectWorkloadKind(p)); class != store.RuncClass {
-		// The RuntimeClass brings its own node selector (the nodes that have the runtime).
-		podSpec["runtimeClassName"] = class
-	}
-	if len(r.Nodes) > 0 {
-		// Dedicated workers: the projects run there only.
-		podSpec["nodeSelector"] = map[string]any{DedicatedKey: DedicatedValue}
-		podSpec["tolerations"] = []any{map[string]any{"key": DedicatedKey, "operator": "Equal", "value": DedicatedValue, "effect": "NoSchedule"}}
-	}
-	addGPUs(podSpec, container, p.GPU.V)
-	labels := map[string]any{"runr.dev/region": r.Name, "runr.dev/project": p.ID, "app.kubernetes.io/managed-by": "runr"}
 	return map[string]any{
 		"apiVersion": "serving.knative.dev/v1", "kind": "Service",
 		"metadata": map[string]any{"name": p.Slug, "namespace": r.Name, "labels": labels},
@@ -134,10 +96,10 @@ func knativeService(r *store.Region, p *store.Project, bound []string) map[strin
 	}
 }
 
-// deployProject creates or updates the project's Knative Service (and its secret env
-// Secret) in the region's project namespace and waits for it to be Ready.
+// deployProject creates or updates the project's workload (applyProjectWorkload) and its
+// Secrets in the region's project namespace and waits until it runs.
 func (s *Service) deployProject(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region, p *store.Project) error {
-	if r.ServingStatus != store.ComponentReady {
+	if p.Kind == store.ProjectHTTP && r.ServingStatus != store.ComponentReady {
 		return fmt.Errorf("Knative Serving is not ready on region %s", r.Name)
 	}
 	ns := r.Name
@@ -162,36 +124,19 @@ func (s *Service) deployProject(ctx context.Context, jc *engine.JobContext, c *k
 	if err != nil {
 		return err
 	}
-	if err := enableKnativeFeatures(ctx, c, r.ServingNamespace); err != nil {
+	if err := applyQueueSecret(ctx, c, r, p); err != nil {
 		return err
 	}
-	if _, err := c.ApplyObject(ctx, knativeService(r, p, bound)); err != nil {
-		return err
-	}
-	if err := jc.Wait(ctx, fmt.Sprintf("Knative Service %s/%s to be Ready", ns, p.Slug), engine.WaitOpts{}, func(ctx context.Context) (bool, string, error) {
-		o, found, err := c.Get(ctx, kube.GVKKService, ns, p.Slug)
-		if err != nil || !found {
-			return false, "not created yet", err
-		}
-		gen, _, _ := unstructured.NestedInt64(o.Object, "status", "observedGeneration")
-		ready, msg := kube.ReadyCondition(o)
-		return ready && gen >= o.GetGeneration(), msg, nil
-	}); err != nil {
+	if err := applyProjectWorkload(ctx, jc, c, r, p, bound); err != nil {
 		return err
 	}
 	jc.Logf("Project %s runs %s on region %s", p.Slug, p.Image, r.Name)
 	return nil
 }
 
-// undeployProject deletes the project's Knative Service and Secret from a cluster.
+// undeployProject deletes the project's workload and Secrets from a cluster.
 func undeployProject(ctx context.Context, c *kube.Cluster, ns string, p *store.Project) error {
-	if err := c.Delete(ctx, kube.GVKKService, ns, p.Slug); err != nil {
-		return err
-	}
-	if err := c.Clientset.CoreV1().Secrets(ns).Delete(ctx, SecretEnvName(p.Slug), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete Secret %s/%s: %w", ns, SecretEnvName(p.Slug), err)
-	}
-	return deleteSecret(ctx, c, ns, BindingsSecretName(p.Slug))
+	return deleteProjectWorkloads(ctx, c, ns, p)
 }
 
 func (s *Service) registerProjectKinds() {
@@ -375,6 +320,14 @@ type ProjectInput struct {
 	GPU           *store.ProjectGPU  `json:"gpu"`
 	// DataLocation is the data location the project requires ("" for none).
 	DataLocation *string `json:"data_location"`
+	// Kind is chosen when the project is created (http unless sent).
+	Kind *store.ProjectKind `json:"kind"`
+	// Schedule is a scheduled job's cron schedule.
+	Schedule *string `json:"schedule"`
+	// QueueStream is the Redis stream a queue worker consumes (or another kind publishes to).
+	QueueStream *string `json:"queue_stream"`
+	// Command replaces the image's entrypoint ([] for the image's own).
+	Command *[]string `json:"command"`
 	// Config is the shape of PUT /api/projects/{id} in upgrading.md: {"config": {"env_vars": …, "secret_env_vars": …}}.
 	Config *struct {
 		EnvVars       *map[string]string `json:"env_vars"`
@@ -434,6 +387,7 @@ func (s *Service) ProjectAction(ctx context.Context, actor Actor, p *store.Proje
 	if p.Region() == "" && action != "delete" {
 		return nil, &Refused{Reason: "The project has no region: choose one first."}
 	}
+	var lacks error // what the region lacks for the project's kind, after the state's refusals
 	switch action {
 	case "deploy", "resume":
 		r, err := s.Store.RegionByID(ctx, p.Region())
@@ -453,16 +407,25 @@ func (s *Service) ProjectAction(ctx context.Context, actor Actor, p *store.Proje
 		if why := residencyRefusal(r, p); why != "" {
 			return nil, &Refused{Field: "data_location", Reason: "Data residency: " + why + "."}
 		}
+		if why := kindPrerequisites(r, p); why != "" {
+			lacks = &Refused{Reason: why}
+		}
 	}
 	switch action {
 	case "deploy":
 		if p.State == store.ProjectStopped {
 			return nil, &Refused{Reason: ErrProjectStopped.Error()}
 		}
+		if lacks != nil {
+			return nil, lacks
+		}
 		return s.enqueueProject(ctx, actor, p, KindDeployProject, "Deploy", ProjectParams{})
 	case "resume":
 		if p.State != store.ProjectStopped {
 			return nil, &Refused{Reason: "Only a stopped project resumes; this one is " + string(p.State) + "."}
+		}
+		if lacks != nil {
+			return nil, lacks
 		}
 		return s.enqueueProject(ctx, actor, p, KindDeployProject, "Resume", ProjectParams{Resume: true})
 	case "stop":
@@ -529,6 +492,7 @@ func (s *Service) applyProjectInput(ctx context.Context, actor Actor, p *store.P
 	}
 	applyProjectGPU(p, in.GPU, errs)
 	s.applyProjectResidency(ctx, p, in.DataLocation, errs)
+	applyProjectKind(p, in, creating, errs)
 	return invalid(errs)
 }
 

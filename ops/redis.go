@@ -194,11 +194,18 @@ func deleteManagedRedis(ctx context.Context, c *kube.Cluster, ns string) error {
 
 // redisPing runs redis-cli PING from a pod in the cluster (a Job) and reads its result.
 func (s *Service) redisPing(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
+	return s.redisJob(ctx, jc, c, r, "runr-redis-ping", "PING "+r.RedisAddress,
+		`test "$(redis-cli -h "$HOST" -p "$PORT" --no-auth-warning -a "$REDIS_PASSWORD" PING)" = PONG`, nil)
+}
+
+// redisJob runs a redis-cli script against the region's Redis from a pod in the cluster
+// (the Job name, replacing one left before) and waits for it to succeed. The script gets
+// HOST, PORT, REDIS_PASSWORD (from a Secret) and env.
+func (s *Service) redisJob(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region, name, what, script string, env map[string]string) error {
 	if r.RedisAddress == "" {
 		return fmt.Errorf("the region has no Redis address: install the managed Redis or set an external one first")
 	}
 	ns := r.Name
-	name := "runr-redis-ping"
 	if _, err := ensureNamespace(ctx, jc, c, ns, map[string]string{"runr.dev/region": r.Name}); err != nil {
 		return err
 	}
@@ -214,28 +221,31 @@ func (s *Service) redisPing(ctx context.Context, jc *engine.JobContext, c *kube.
 	jobs := c.Clientset.BatchV1().Jobs(ns)
 	bg := metav1.DeletePropagationBackground
 	_ = jobs.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &bg})
-	if err := jc.Wait(ctx, "the previous PING Job to be deleted", engine.WaitOpts{}, func(ctx context.Context) (bool, string, error) {
+	if err := jc.Wait(ctx, "the previous Job "+name+" to be deleted", engine.WaitOpts{}, func(ctx context.Context) (bool, string, error) {
 		_, err := jobs.Get(ctx, name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), "", nil
 	}); err != nil {
 		return err
 	}
+	vars := []corev1.EnvVar{{Name: "HOST", Value: host}, {Name: "PORT", Value: port},
+		{Name: "REDIS_PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: "password"}}}}
+	for _, k := range sortedKeys(env) {
+		vars = append(vars, corev1.EnvVar{Name: k, Value: env[k]})
+	}
 	backoff, ttl := int32(0), int32(300)
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: managedLabels(nil)},
 		Spec: batchv1.JobSpec{BackoffLimit: &backoff, TTLSecondsAfterFinished: &ttl, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{Name: "ping", Image: s.Cfg.RedisImage,
-				Command: []string{"sh", "-c", `test "$(redis-cli -h "$HOST" -p "$PORT" --no-auth-warning -a "$REDIS_PASSWORD" PING)" = PONG`},
-				Env: []corev1.EnvVar{{Name: "HOST", Value: host}, {Name: "PORT", Value: port},
-					{Name: "REDIS_PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: "password"}}}}}},
+			Containers: []corev1.Container{{Name: "redis-cli", Image: s.Cfg.RedisImage,
+				Command: []string{"sh", "-c", script}, Env: vars}},
 		}}}}
 	if _, err := jobs.Create(ctx, job, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create Job %s/%s: %w", ns, name, err)
 	}
-	if err := jc.Wait(ctx, fmt.Sprintf("Job %s/%s to PING %s", ns, name, r.RedisAddress), engine.WaitOpts{
+	if err := jc.Wait(ctx, fmt.Sprintf("Job %s/%s to %s", ns, name, what), engine.WaitOpts{
 		Timeout: s.Cfg.StorageTestTimeout, Hint: "check the address and password, and that the cluster reaches the Redis"}, c.JobComplete(ns, name)); err != nil {
 		return err
 	}
-	jc.Note("PONG from %s (Job %s/%s succeeded)", r.RedisAddress, ns, name)
+	jc.Note("%s: done (Job %s/%s succeeded)", what, ns, name)
 	return nil
 }

@@ -34,6 +34,18 @@ type Project struct {
 	// DataLocation is the data location the project requires of its region ("" for none).
 	DataLocation string `db:"data_location" json:"data_location"`
 
+	// Kind is what the project runs as (an HTTP function unless set).
+	Kind ProjectKind `db:"kind" json:"kind"`
+	// Schedule is a scheduled job's cron schedule (five fields, as Kubernetes CronJobs).
+	Schedule string `db:"schedule" json:"schedule"`
+	// QueueStream is the Redis stream of the region's Redis that a queue worker consumes
+	// (or, for the other kinds, that the project publishes to); "" for none.
+	QueueStream string `db:"queue_stream" json:"queue_stream"`
+	// Command replaces the image's entrypoint when set.
+	Command JSON[[]string] `db:"command" json:"command"`
+	// Demo marks a demo project of its region (General → Demo Projects).
+	Demo bool `db:"demo" json:"demo"`
+
 	// Secrets is the decrypted secret env vars (never serialised).
 	Secrets map[string]string `db:"-" json:"-"`
 	// SecretError says that the secret env vars could not be decrypted.
@@ -93,6 +105,12 @@ func (s *Store) CreateProject(ctx context.Context, p *Project) error {
 	if p.EnvVars.V == nil {
 		p.EnvVars.V = map[string]string{}
 	}
+	if p.Kind == "" {
+		p.Kind = ProjectHTTP
+	}
+	if p.Command.V == nil {
+		p.Command.V = []string{}
+	}
 	sealed, err := s.sealSecrets(p.Secrets)
 	if err != nil {
 		return wrap("create project", err)
@@ -103,9 +121,11 @@ func (s *Store) CreateProject(ctx context.Context, p *Project) error {
 		if i > 1 {
 			p.Slug = fmt.Sprintf("%s-%d", base, i)
 		}
-		err = s.db(ctx).GetContext(ctx, p, `INSERT INTO projects (id, name, slug, region_id, image, env_vars, secret_env_vars, cpu_m, memory_mi, always_on, gpu)
-			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11) ON CONFLICT (slug) DO NOTHING RETURNING *`,
-			p.ID, p.Name, p.Slug, p.RegionID, p.Image, p.EnvVars, sealed, p.CPUm, p.MemoryMi, p.AlwaysOn, p.GPU)
+		err = s.db(ctx).GetContext(ctx, p, `INSERT INTO projects (id, name, slug, region_id, image, env_vars, secret_env_vars, cpu_m, memory_mi, always_on, gpu,
+			kind, schedule, queue_stream, command, demo)
+			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16) ON CONFLICT (slug) DO NOTHING RETURNING *`,
+			p.ID, p.Name, p.Slug, p.RegionID, p.Image, p.EnvVars, sealed, p.CPUm, p.MemoryMi, p.AlwaysOn, p.GPU,
+			p.Kind, p.Schedule, p.QueueStream, p.Command, p.Demo)
 		if err == nil {
 			return s.decryptProject(p)
 		}
@@ -150,8 +170,8 @@ func (s *Store) UpdateProject(ctx context.Context, p *Project) error {
 		return wrap("update project", err)
 	}
 	res, err := s.db(ctx).ExecContext(ctx, `UPDATE projects SET name = $2, region_id = $3, image = $4, env_vars = $5, secret_env_vars = $6,
-		cpu_m = $7, memory_mi = $8, always_on = $9, gpu = $10, updated_at = now() WHERE id = $1`,
-		p.ID, p.Name, p.RegionID, p.Image, p.EnvVars, sealed, p.CPUm, p.MemoryMi, p.AlwaysOn, p.GPU)
+		cpu_m = $7, memory_mi = $8, always_on = $9, gpu = $10, schedule = $11, queue_stream = $12, command = $13, updated_at = now() WHERE id = $1`,
+		p.ID, p.Name, p.RegionID, p.Image, p.EnvVars, sealed, p.CPUm, p.MemoryMi, p.AlwaysOn, p.GPU, p.Schedule, p.QueueStream, p.Command)
 	return affected("update project "+p.ID, res, err)
 }
 
@@ -161,6 +181,20 @@ func (s *Store) SetProjectState(ctx context.Context, id string, state ProjectSta
 		deployed_image = CASE WHEN $4 = '' THEN deployed_image ELSE $4 END,
 		deployed_at = CASE WHEN $4 = '' THEN deployed_at ELSE now() END, updated_at = now() WHERE id = $1`, id, state, message, deployedImage)
 	return affected("set project state "+id, res, err)
+}
+
+// DemoProjects returns the demo projects of a region.
+func (s *Store) DemoProjects(ctx context.Context, regionID string) ([]Project, error) {
+	var ps []Project
+	if err := s.db(ctx).SelectContext(ctx, &ps, `SELECT * FROM projects WHERE region_id = $1 AND demo ORDER BY name`, regionID); err != nil {
+		return nil, wrap("demo projects of "+regionID, err)
+	}
+	for i := range ps {
+		if err := s.decryptProject(&ps[i]); err != nil {
+			return nil, err
+		}
+	}
+	return ps, nil
 }
 
 // DeleteProject removes a project's record.

@@ -140,3 +140,28 @@ const (
 	ProjectRunning ProjectState = "running"
 	ProjectStopped ProjectState = "stopped"
 )
+
+// ProjectKind is what a project runs as.
+type ProjectKind string
+
+// Project kinds: an HTTP function (a Knative Service), a queue worker (a Deployment that
+// consumes a Redis stream of the region's Redis) and a scheduled job (a CronJob).
+const (
+	ProjectHTTP         ProjectKind = "http"
+	ProjectQueueWorker  ProjectKind = "queue_worker"
+	ProjectScheduledJob ProjectKind = "scheduled_job"
+)
+
+// ProjectKinds are the kinds a project can be, in the order forms offer them.
+var ProjectKinds = []ProjectKind{ProjectHTTP, ProjectQueueWorker, ProjectScheduledJob}
+
+// Label is how pages name a project kind.
+func (k ProjectKind) Label() string {
+	switch k {
+	case ProjectQueueWorker:
+		return "Queue worker"
+	case ProjectScheduledJob:
+		return "Scheduled job"
+	}
+	return "HTTP function"
+}

@@ -5,8 +5,8 @@ import (
 )
 
 // dataRoutes are the routes of the Data services tab (regions.data_services.manage;
-// reading them needs regions.view) and of the projects' bindings (projects.manage;
-// reading them needs projects.view).
+// reading them needs regions.view), of the demo projects (regions.manage) and of the
+// projects' bindings (projects.manage; reading them needs projects.view).
 func (s *Server) dataRoutes() []Route {
 	h := s.H
 	return []Route{
@@ -15,6 +15,9 @@ func (s *Server) dataRoutes() []Route {
 		{Method: del, Path: "/api/knative-regions/:id/data-services/:service", Perm: store.PermDataServicesManage, Handler: h.APIRemoveDataService},
 		{Method: get, Path: "/api/knative-regions/:id/skupper", Perm: store.PermRegionsView, Handler: h.APISkupper},
 		{Method: post, Path: "/api/knative-regions/:id/skupper/site", Perm: store.PermDataServicesManage, Handler: h.APISkupperSite},
+		{Method: get, Path: "/api/knative-regions/:id/demo-projects", Perm: store.PermRegionsView, Handler: h.APIDemoProjects},
+		{Method: post, Path: "/api/knative-regions/:id/demo-projects", Perm: store.PermRegionsManage, Handler: h.APIInstallDemos},
+		{Method: del, Path: "/api/knative-regions/:id/demo-projects", Perm: store.PermRegionsManage, Handler: h.APIRemoveDemos},
 		{Method: get, Path: "/api/projects/:id/bindings", Perm: store.PermProjectsView, Handler: h.APIProjectBindings},
 		{Method: post, Path: "/api/projects/:id/bindings", Perm: store.PermProjectsManage, Handler: h.APIBind},
 		{Method: del, Path: "/api/projects/:id/bindings/:service", Perm: store.PermProjectsManage, Handler: h.APIUnbind},
@@ -22,6 +25,8 @@ func (s *Server) dataRoutes() []Route {
 		{Method: post, Path: "/regions/:id/data-services/:service/install", Perm: store.PermDataServicesManage, Handler: h.DataInstallForm},
 		{Method: post, Path: "/regions/:id/data-services/:service/remove", Perm: store.PermDataServicesManage, Handler: h.DataRemoveForm},
 		{Method: post, Path: "/regions/:id/skupper/site", Perm: store.PermDataServicesManage, Handler: h.SkupperSiteForm},
+		{Method: post, Path: "/regions/:id/demo-projects/install", Perm: store.PermRegionsManage, Handler: h.DemoInstallForm},
+		{Method: post, Path: "/regions/:id/demo-projects/remove", Perm: store.PermRegionsManage, Handler: h.DemoRemoveForm},
 		{Method: post, Path: "/projects/:id/bindings/add", Perm: store.PermProjectsManage, Handler: h.BindForm},
 		{Method: post, Path: "/projects/:id/bindings/:service/remove", Perm: store.PermProjectsManage, Handler: h.UnbindForm},
 	}

@@ -1,0 +1,82 @@
+package handlers
+
+import (
+	"github.com/gofiber/fiber/v2"
+
+	"runr.dev/console/ops"
+	"runr.dev/console/store"
+	"runr.dev/console/views"
+)
+
+// demoSection is the General tab's Demo projects section.
+func (h *Handlers) demoSection(c *fiber.Ctx, r *store.Region) (*views.DemoSection, error) {
+	ps, err := h.Store.DemoProjects(ctx(c), r.ID)
+	if err != nil {
+		return nil, err
+	}
+	d := &views.DemoSection{Missing: ops.DemoPrerequisites(r)}
+	for i := range ps {
+		d.Projects = append(d.Projects, views.DemoRow{Name: ps[i].Name, Slug: ps[i].Slug, Kind: ps[i].Kind.Label(),
+			State: string(ps[i].State), Message: ps[i].Message})
+	}
+	return d, nil
+}
+
+// APIDemoProjects is GET /api/knative-regions/{id}/demo-projects: the region's demo
+// projects and what it lacks for them.
+func (h *Handlers) APIDemoProjects(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	ps, err := h.Store.DemoProjects(ctx(c), r.ID)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	out := make([]ProjectJSON, len(ps))
+	for i := range ps {
+		out[i] = h.projectJSON(c, &ps[i])
+	}
+	return c.JSON(fiber.Map{"data": out, "missing": ops.DemoPrerequisites(r)})
+}
+
+// APIInstallDemos is POST /api/knative-regions/{id}/demo-projects: 422 naming the
+// prerequisites that are not ready.
+func (h *Handlers) APIInstallDemos(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	j, err := h.Kube.InstallDemos(ctx(c), h.actor(c), r)
+	return h.Accepted(c, j, err)
+}
+
+// APIRemoveDemos is DELETE /api/knative-regions/{id}/demo-projects.
+func (h *Handlers) APIRemoveDemos(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	j, err := h.Kube.RemoveDemos(ctx(c), h.actor(c), r)
+	return h.Accepted(c, j, err)
+}
+
+// DemoInstallForm installs (or deploys again) the demo projects from the General tab.
+func (h *Handlers) DemoInstallForm(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	_, err = h.Kube.InstallDemos(ctx(c), h.actor(c), r)
+	return h.formOutcome(c, r, "general", nil, err, "")
+}
+
+// DemoRemoveForm removes the demo projects from the General tab.
+func (h *Handlers) DemoRemoveForm(c *fiber.Ctx) error {
+	r, err := h.regionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	_, err = h.Kube.RemoveDemos(ctx(c), h.actor(c), r)
+	return h.formOutcome(c, r, "general", nil, err, "")
+}
