@@ -1,5 +1,6 @@
 // Small behaviours of the console: confirmations, migration countdowns, elapsed timers,
-// busy forms, and what htmx does with error answers.
+// busy forms, edited forms kept through live refreshes, and what htmx does with error
+// answers.
 (function () {
   "use strict";
 
@@ -65,6 +66,44 @@
     if (msg) {
       e.preventDefault();
       if (window.confirm(msg)) e.detail.issueRequest(true);
+    }
+  });
+
+  // A form the user has changed is marked data-edited (until the page is left).
+  function edited(e) {
+    var f = e.target && e.target.form;
+    if (f) f.setAttribute("data-edited", "");
+  }
+  document.addEventListener("input", edited, true);
+  document.addEventListener("change", edited, true);
+
+  // A live refresh (data-keep-edited: a region tab or wizard step fetched again when its
+  // job ends) keeps the forms the user is filling in: the new copy of an edited form (the
+  // form with the same action) is marked hx-preserve, so that htmx keeps the edited one,
+  // with what was chosen or typed, in its place. The rest, other forms included, is new.
+  var keptSeq = 0;
+  document.addEventListener("htmx:beforeSwap", function (e) {
+    var d = e.detail;
+    var elt = d.requestConfig && d.requestConfig.elt;
+    if (!d.shouldSwap || !elt || !elt.hasAttribute || !elt.hasAttribute("data-keep-edited") ||
+        typeof d.serverResponse !== "string" || !d.target) return;
+    var forms = d.target.querySelectorAll("form[data-edited][action]");
+    if (forms.length === 0) return;
+    // Parsed as htmx parses it: a whole page (the wizard's) or a part of one (a tab).
+    var page = /^\s*(<!doctype[^>]*>\s*)?<html[\s>]/i.test(d.serverResponse);
+    var doc = new DOMParser().parseFromString(page ? d.serverResponse : "<body><template>" + d.serverResponse + "</template></body>", "text/html");
+    var root = page ? doc : doc.querySelector("template").content;
+    var kept = false;
+    forms.forEach(function (f) {
+      var fresh = root.querySelector('form[action="' + CSS.escape(f.getAttribute("action")) + '"]');
+      if (!fresh) return;
+      if (!f.id) f.id = "kept-form-" + (++keptSeq);
+      fresh.id = f.id;
+      fresh.setAttribute("hx-preserve", "true");
+      kept = true;
+    });
+    if (kept) {
+      d.serverResponse = page ? "<!DOCTYPE html>" + doc.documentElement.outerHTML : doc.querySelector("template").innerHTML;
     }
   });
 

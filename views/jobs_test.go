@@ -1,0 +1,46 @@
+package views
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestJobEndRefreshKeepsEditedForms: the update of a job that ended while a region tab
+// or a wizard step watched it holds no form of the tab (only the job's own parts, out of
+// band) and fetches the tab or step again with data-keep-edited, by which static/app.js
+// keeps the forms the user is filling in (a region status chosen and not sent yet stays
+// chosen; see e2e TestRegionLiveRefreshKeepsEditedForm).
+func TestJobEndRefreshKeepsEditedForms(t *testing.T) {
+	refresh := regexp.MustCompile(`<div hx-get="[^"]*"[^>]*hx-trigger="load"[^>]*>`)
+	for _, tc := range []struct {
+		name string
+		opts JobPanelOptions
+		get  string
+	}{
+		{"region tab", JobPanelOptions{JustFinished: true, Tab: "general"}, `hx-get="/regions/r1/tabs/general"`},
+		{"wizard step", JobPanelOptions{JustFinished: true, WizardStep: 3}, `hx-get="/regions/r1/wizard?step=3"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := JobView{ID: "j1", Title: "Apply the settings of r", Status: "succeeded", Phase: PhaseDone, Succeeded: true, Done: true,
+				RegionID: "r1", JobPanelOptions: tc.opts}
+			var b bytes.Buffer
+			if err := JobUpdate(Page{CSRF: "tok"}, d, JobChange{JobChanged: true}).Render(context.Background(), &b); err != nil {
+				t.Fatal(err)
+			}
+			html := b.String()
+			if strings.Contains(html, "region_status") || strings.Contains(html, "status-form") {
+				t.Fatalf("the job's update must not carry the tab's forms:\n%s", html)
+			}
+			divs := refresh.FindAllString(html, -1)
+			if len(divs) != 1 || !strings.Contains(divs[0], tc.get) {
+				t.Fatalf("want one refresh of %s, got %q in\n%s", tc.get, divs, html)
+			}
+			if !strings.Contains(divs[0], " data-keep-edited") {
+				t.Fatalf("the refresh must keep the forms being edited (data-keep-edited): %s", divs[0])
+			}
+		})
+	}
+}
