@@ -145,13 +145,13 @@ func TestProjectKindsAndDemoProjects(t *testing.T) {
 	// Installed: the four projects of their kinds, running, and the SMTP catcher.
 	demo := func() []struct {
 		ID, Slug, Kind, State, Schedule string
-		QueueStream                     string `json:"queue_stream"`
+		QueueStream                     string            `json:"queue_stream"`
 		EnvVars                         map[string]string `json:"env_vars"`
 	} {
 		var ans struct {
 			Data []struct {
 				ID, Slug, Kind, State, Schedule string
-				QueueStream                     string `json:"queue_stream"`
+				QueueStream                     string            `json:"queue_stream"`
 				EnvVars                         map[string]string `json:"env_vars"`
 			}
 			Missing string
@@ -216,8 +216,14 @@ func TestProjectKindsAndDemoProjects(t *testing.T) {
 		t.Fatalf("the demo statistics: %v", err)
 	}
 	for _, get := range []func() error{
-		func() error { _, err := c.Client.AppsV1().Deployments(ns).Get(ctx, ops.DemoSMTPName, metav1.GetOptions{}); return err },
-		func() error { _, err := c.Client.CoreV1().Services(ns).Get(ctx, ops.DemoSMTPName, metav1.GetOptions{}); return err },
+		func() error {
+			_, err := c.Client.AppsV1().Deployments(ns).Get(ctx, ops.DemoSMTPName, metav1.GetOptions{})
+			return err
+		},
+		func() error {
+			_, err := c.Client.CoreV1().Services(ns).Get(ctx, ops.DemoSMTPName, metav1.GetOptions{})
+			return err
+		},
 	} {
 		if err := get(); err != nil {
 			t.Fatalf("the SMTP catcher: %v", err)
