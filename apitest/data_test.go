@@ -297,6 +297,12 @@ func TestDataServicesBindRemoveAndSkupper(t *testing.T) {
 		t.Fatalf("the tab and the projects page list the bindings:\n%s\n%s", tab, projects)
 	}
 	texts = append(texts, tab, projects)
+	// Nor does the console's own log (every level), which did log the bindings.
+	consoleLog := e.Log.String()
+	if !strings.Contains(consoleLog, "bind") {
+		t.Fatalf("the console's log does not mention the bindings; is it captured?\n%.2000s", consoleLog)
+	}
+	texts = append(texts, consoleLog)
 	for _, s := range secrets {
 		for _, txt := range texts {
 			if strings.Contains(txt, s) {

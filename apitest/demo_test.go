@@ -53,7 +53,7 @@ func gone(err error) bool { return apierrors.IsNotFound(err) }
 // projects stay).
 func TestProjectKindsAndDemoProjects(t *testing.T) {
 	c := testcluster.New(t, testcluster.Options{})
-	e, tok, r, _ := dataRegion(t, c, "demo")
+	e, tok, r, u := dataRegion(t, c, "demo")
 	ctx := context.Background()
 	ns := r.Name
 
@@ -100,6 +100,9 @@ func TestProjectKindsAndDemoProjects(t *testing.T) {
 	if _, raw := e.Raw("GET", "/api/projects/"+worker, tok, ""); strings.Contains(raw, r.RedisPassword) || !strings.Contains(raw, `"kind":"queue_worker"`) {
 		t.Fatalf("the worker's API answer: %s", raw)
 	}
+	if strings.Contains(e.Log.String(), r.RedisPassword) {
+		t.Fatal("the console logged the region's Redis password")
+	}
 	projectAction(t, e, tok, worker, "stop")
 	if _, err := c.Client.AppsV1().Deployments(ns).Get(ctx, workerSlug, metav1.GetOptions{}); !gone(err) {
 		t.Fatalf("a stopped worker's Deployment: %v", err)
@@ -138,6 +141,12 @@ func TestProjectKindsAndDemoProjects(t *testing.T) {
 	}
 	if _, err := c.Client.AppsV1().Deployments(ns).Get(ctx, ops.DemoSMTPName, metav1.GetOptions{}); !gone(err) {
 		t.Fatalf("a refused demo install made the SMTP catcher: %v", err)
+	}
+	br := e.NewBrowser()
+	br.Login(u.Email, "password-of-owner")
+	if _, page := br.Get("/regions/" + r.ID + "/tabs/general"); !strings.Contains(page, `data-testid="demo-missing"`) ||
+		!strings.Contains(page, "the registry (not installed)") || strings.Contains(page, "/demo-projects/install") {
+		t.Fatalf("the General tab must say what the demos lack and offer no install:\n%s", page)
 	}
 	mustSucceed(t, action(t, e, tok, r.ID, "registry", map[string]any{"registry_mode": "internal", "storage_type": "pvc",
 		"pvc_config": map[string]any{"storageClass": "standard", "size": "1Gi"}}))
@@ -228,6 +237,11 @@ func TestProjectKindsAndDemoProjects(t *testing.T) {
 		if err := get(); err != nil {
 			t.Fatalf("the SMTP catcher: %v", err)
 		}
+	}
+
+	if _, page := br.Get("/regions/" + r.ID + "/tabs/general"); strings.Count(page, "<td>Queue worker</td>") != 1 || strings.Count(page, "<td>Scheduled job</td>") != 1 ||
+		!strings.Contains(page, "/demo-projects/remove") || strings.Contains(page, `data-testid="demo-missing"`) {
+		t.Fatalf("the General tab lists the demo projects and offers their removal:\n%s", page)
 	}
 
 	// Installing again deploys the same four.

@@ -3,6 +3,7 @@
 package webtest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,6 +33,37 @@ type Env struct {
 	Cfg   *config.Config
 	Kube  *ops.Service
 	S     *web.Server
+	// Log holds everything the console logged, at every level (tests read it to check
+	// that no secret reaches the log).
+	Log *LogBuffer
+}
+
+// LogBuffer is a console's log, safe for concurrent writes.
+type LogBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *LogBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+// String is everything logged so far.
+func (b *LogBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// capturedLogger logs at debug level into buf, and to stderr too when RUNR_TEST_LOG is set.
+func capturedLogger(buf *LogBuffer) *slog.Logger {
+	var w io.Writer = buf
+	if os.Getenv("RUNR_TEST_LOG") != "" {
+		w = io.MultiWriter(buf, os.Stderr)
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 // Logger is quiet unless RUNR_TEST_LOG is set.
@@ -56,19 +89,21 @@ func New(t testing.TB, tweak func(*config.Config)) *Env {
 	if tweak != nil {
 		tweak(cfg)
 	}
-	log := Logger()
+	buf := &LogBuffer{}
+	log := capturedLogger(buf)
 	svc := ops.NewService(st, cfg, log)
 	s := web.New(st, cfg, svc, log, "test")
-	return &Env{T: t, Store: st, Cfg: cfg, Kube: svc, S: s}
+	return &Env{T: t, Store: st, Cfg: cfg, Kube: svc, S: s, Log: buf}
 }
 
 // NewOn builds another console on an existing store with its own settings (a second
 // process of the same installation, configured otherwise).
 func NewOn(t testing.TB, st *store.Store, cfg *config.Config) *Env {
 	t.Helper()
-	log := Logger()
+	buf := &LogBuffer{}
+	log := capturedLogger(buf)
 	svc := ops.NewService(st, cfg, log)
-	return &Env{T: t, Store: st, Cfg: cfg, Kube: svc, S: web.New(st, cfg, svc, log, "test")}
+	return &Env{T: t, Store: st, Cfg: cfg, Kube: svc, S: web.New(st, cfg, svc, log, "test"), Log: buf}
 }
 
 // Do sends a request through the app in memory.
