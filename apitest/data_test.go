@@ -405,6 +405,10 @@ func TestDataServicesMoveRecreatesServicesAndSite(t *testing.T) {
 	})
 	mustSucceed(t, action(t, e, tok, r.ID, "skupper/site", nil))
 	before, _ := e.Store.ProjectBinding(ctx, p, "postgres")
+	// The demo projects (of every kind) move too, with their SMTP catcher.
+	mustSucceed(t, action(t, e, tok, r.ID, "registry", map[string]any{"registry_mode": "internal", "storage_type": "pvc",
+		"pvc_config": map[string]any{"storageClass": "standard", "size": "1Gi"}}))
+	mustSucceed(t, action(t, e, tok, r.ID, "demo-projects", nil))
 
 	mj := migrate(t, e, tok, r.ID, b.Kubeconfig(), nil)
 	mustSucceed(t, mj)
@@ -432,6 +436,24 @@ func TestDataServicesMoveRecreatesServicesAndSite(t *testing.T) {
 	}
 	if st, _, _ := unstructured.NestedString(site.Object, "status", "status"); st != "Ready" {
 		t.Fatalf("the site: %s", toJSON(site.Object["status"]))
+	}
+	for what, get := range map[string]func() error{
+		"the SMTP catcher": func() error {
+			_, err := b.Client.AppsV1().Deployments("mvd").Get(ctx, ops.DemoSMTPName, metav1.GetOptions{})
+			return err
+		},
+		"the demo mailer": func() error {
+			_, err := b.Client.AppsV1().Deployments("mvd").Get(ctx, "demo-mailer", metav1.GetOptions{})
+			return err
+		},
+		"the demo stats": func() error {
+			_, err := b.Client.BatchV1().CronJobs("mvd").Get(ctx, "demo-stats", metav1.GetOptions{})
+			return err
+		},
+	} {
+		if err := get(); err != nil {
+			t.Errorf("%s on the new cluster: %v", what, err)
+		}
 	}
 	var moved struct{ Moved []string }
 	e.JSON("GET", "/api/knative-regions/"+r.ID+"/data-services", tok, nil, &moved)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -270,6 +271,12 @@ func (s *Service) redeploy(ctx context.Context, jc *engine.JobContext, c *kube.C
 	ps, err := s.Store.ListProjects(ctx, r.ID)
 	if err != nil {
 		return err
+	}
+	if slices.ContainsFunc(ps, func(p store.Project) bool { return p.Demo && p.State == store.ProjectRunning }) {
+		// The demo mailer sends to the SMTP catcher, which is no project: it moves too.
+		if err := s.demoSMTP(ctx, jc, r, c); err != nil {
+			return err
+		}
 	}
 	deployed, refused, stopped := 0, 0, 0
 	for i := range ps {
