@@ -220,8 +220,16 @@ func seedHeldJob(ctx context.Context, st *store.Store) (*store.Job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("seed the region: %w", err)
 	}
-	rid := r.ID
-	j := &store.Job{Kind: ops.KindRedisTest, Title: "Test the Redis of eu-west-1", RegionID: &rid, CreatedBy: "bench@example.com"}
+	j, err := holdJob(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	return j, st.SetJobRegion(ctx, j.ID, r.ID)
+}
+
+// holdJob writes a job (of no region yet) and holds its lease, before any console runs.
+func holdJob(ctx context.Context, st *store.Store) (*store.Job, error) {
+	j := &store.Job{Kind: ops.KindRedisTest, Title: "Test the Redis of eu-west-1", CreatedBy: "bench@example.com"}
 	if err := st.CreateJob(ctx, j, []store.JobStep{{Name: "ping", Title: "PING Redis from a pod"}}, ""); err != nil {
 		return nil, fmt.Errorf("create the job: %w", err)
 	}
@@ -229,7 +237,7 @@ func seedHeldJob(ctx context.Context, st *store.Store) (*store.Job, error) {
 	if err != nil || claimed.ID != j.ID {
 		return nil, fmt.Errorf("claim the job: %v", err)
 	}
-	return j, nil
+	return claimed, nil
 }
 
 // fanoutRun is benchmark 2 as it runs: the two consoles, the job, its subscribers and

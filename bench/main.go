@@ -36,6 +36,8 @@ type Options struct {
 	Events       int
 	SweepRegions int
 	FleetRegions int
+	// ScaleRegions are the counts of regions of benchmark 1b.
+	ScaleRegions string
 	DeadFraction float64
 	Installs     int
 	Poll         time.Duration
@@ -48,7 +50,7 @@ type Options struct {
 	ProfileDir   string
 }
 
-var benches = []string{"pages", "fanout", "install", "concurrent", "sweep"}
+var benches = []string{"pages", "pages-scale", "fanout", "install", "concurrent", "sweep"}
 
 // benchCmd is the command that reruns one benchmark alone.
 func benchCmd(o *Options, name string) string {
@@ -70,6 +72,7 @@ func main() {
 	flag.IntVar(&o.Subscribers, "subscribers", 500, "WebSocket subscribers, half on each console (benchmark 2)")
 	flag.IntVar(&o.Events, "events", 1000, "events the job emits (benchmark 2)")
 	flag.IntVar(&o.SweepRegions, "sweep-regions", 1000, "regions of the status sweep (benchmark 4)")
+	flag.StringVar(&o.ScaleRegions, "scale-regions", "100,1000,10000", "counts of regions whose pages benchmark 1b compares")
 	flag.IntVar(&o.FleetRegions, "fleet-regions", 10000, "regions of the sweep by one and by two processes (benchmark 4b; 0 skips it)")
 	flag.Float64Var(&o.DeadFraction, "dead-fraction", 0.1, "share of the sweep's regions whose cluster never answers (benchmark 4)")
 	flag.IntVar(&o.Installs, "installs", 10, "concurrent installs into 2 clusters (benchmark 5)")
@@ -142,6 +145,7 @@ func run(o *Options) error {
 
 	b := &benchRun{o: o, rep: rep, mon: mon}
 	b.step("1", "Console pages under load", "pages", func() error { return benchPages(env, rep, o) })
+	b.step("1b", "Pages with more regions", "pages-scale", func() error { return benchPageScaling(env, rep, o) })
 	b.step("2", "Progress fan-out", "fanout", func() error { return benchFanout(env, rep, o) })
 	// Benchmark 3 has its cluster to itself; 5 uses three fresh ones, which 4 then reuses
 	// (with what 5 installed on them).

@@ -122,41 +122,74 @@ func load(client *http.Client, base string, t Target, conns int, d time.Duration
 	return total
 }
 
-// benchPages measures the console's pages under load (issue #11, item 1).
-func benchPages(env *Env, rep *Report, o *Options) error {
-	sec := rep.section("1", "Console pages under load")
-	dbURL, st, drop, err := env.NewStore("pages")
+// pagesSetup is a console with installed regions, as benchmark 1 loads it.
+type pagesSetup struct {
+	con    *Console
+	st     *store.Store
+	ids    []string   // the regions
+	held   *store.Job // a running job whose lease the bench holds (at-rest subscribers follow it)
+	seeded time.Duration
+	close  func()
+}
+
+// pagesConsole starts a console on a fresh database with n installed regions, each with
+// a finished job and an agent snapshot.
+func pagesConsole(env *Env, name string, n int) (*pagesSetup, error) {
+	dbURL, st, drop, err := env.NewStore(name)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer drop()
-	con, err := env.NewConsole("pages", dbURL, true)
+	con, err := env.NewConsole(name, dbURL, true)
 	if err != nil {
-		return err
+		drop()
+		return nil, err
 	}
 	ctx := context.Background()
-	fmt.Printf("seeding %d regions\n", o.Regions)
+	fmt.Printf("seeding %d regions\n", n)
 	seedStart := time.Now()
-	// Finished jobs are written before the console runs (a queued job would be claimed by
-	// its runners), and attached to their regions afterwards.
-	jobs, err := seedFinishedJobs(ctx, st, o.Regions)
+	// Finished jobs (and the held one) are written before the console runs (a queued job
+	// would be claimed by its runners), and attached to their regions afterwards.
+	jobs, err := seedFinishedJobs(ctx, st, n)
 	if err != nil {
-		return err
+		drop()
+		return nil, err
+	}
+	held, err := holdJob(ctx, st)
+	if err != nil {
+		drop()
+		return nil, err
 	}
 	if err := con.Start(); err != nil {
-		return err
+		drop()
+		return nil, err
 	}
-	defer con.Stop()
+	p := &pagesSetup{con: con, st: st, held: held, close: func() { con.Stop(); drop() }}
 	// The regions are written once the console has run its boot-time status sweep on an
 	// empty table, so that no sweep touches them.
-	ids, err := seedInstalledRegions(ctx, st, jobs)
+	if p.ids, err = seedInstalledRegions(ctx, st, jobs); err == nil {
+		if err = st.SetJobRegion(ctx, held.ID, p.ids[0]); err == nil {
+			err = st.SetSetting(ctx, "base_domain", "fn.bench.test")
+		}
+	}
+	if err != nil {
+		p.close()
+		return nil, err
+	}
+	p.seeded = time.Since(seedStart)
+	return p, nil
+}
+
+// benchPages measures the console's pages under load (issue #11, item 1), and the
+// console's memory at rest with its regions and -subscribers following a job.
+func benchPages(env *Env, rep *Report, o *Options) error {
+	sec := rep.section("1", "Console pages under load")
+	p, err := pagesConsole(env, "pages", o.Regions)
 	if err != nil {
 		return err
 	}
-	if err := st.SetSetting(ctx, "base_domain", "fn.bench.test"); err != nil {
-		return fmt.Errorf("set the base domain: %w", err)
-	}
-	sec.note("Seeded %d regions through `store.CreateRegion` + `store.SetRegion` (installed-region fields: registry, operator and Serving ready, health, external address, function domain), each with a finished job of 3 steps and 28 events and an agent snapshot, in %s. The regions are written after the console's boot-time sweep (on an empty table), and RUNR_STATUS_INTERVAL=1h keeps the next one out of the run.", o.Regions, time.Since(seedStart).Round(100*time.Millisecond))
+	defer p.close()
+	con, ids, held, took := p.con, p.ids, p.held, p.seeded
+	sec.note("Seeded %d regions through `store.CreateRegion` + `store.SetRegion` (installed-region fields: registry, operator and Serving ready, health, external address, function domain), each with a finished job of 3 steps and 28 events and an agent snapshot, in %s. The regions are written after the console's boot-time sweep (on an empty table), and RUNR_STATUS_INTERVAL=1h keeps the next one out of the run.", o.Regions, took.Round(100*time.Millisecond))
 
 	targets, err := pageTargets(con, o, ids)
 	if err != nil {
@@ -167,12 +200,34 @@ func benchPages(env *Env, rep *Report, o *Options) error {
 	if err != nil {
 		return err
 	}
+	rest, err := memoryAtRest(con, p.st, held, o.Subscribers)
+	if err != nil {
+		return err
+	}
 	measureRounds(env, client, base, pages, o)
-	id := sec.cmd("C1", fmt.Sprintf("%s\n# console under test (PID %d):\n%s %s serve\n# per endpoint: %d goroutines, each with its own keep-alive connection (net/http, closed loop), %s of warm-up, then %d interleaved rounds of %s (%s in all):\n%s",
-		benchCmd(o, "pages"), con.Pid(), con.EnvFor(), env.Runr, o.Conns, o.Warmup, o.Rounds, o.Duration/time.Duration(o.Rounds), o.Duration, targetLines(base, targets)))
+	id := sec.cmd("C1", fmt.Sprintf("%s\n# console under test (PID %d):\n%s %s serve\n# per endpoint: %d goroutines, each with its own keep-alive connection (net/http, closed loop), %s of warm-up, then %d interleaved rounds of %s (%s in all):\n%s\n# before the load, at rest: %d subscribers on GET ws://%s/ws/jobs/%s?format=json, then VmRSS from /proc/%d/status",
+		benchCmd(o, "pages"), con.Pid(), con.EnvFor(), env.Runr, o.Conns, o.Warmup, o.Rounds, o.Duration/time.Duration(o.Rounds), o.Duration, targetLines(base, targets), o.Subscribers, con.Addr, held.ID, con.Pid()))
 	reportPages(rep, sec, pages, id)
+	rep.check("1", fmt.Sprintf("console resident memory at rest, %d regions and %d subscribers", o.Regions, o.Subscribers),
+		fmt.Sprintf("%.0f MiB", float64(rest)/(1<<20)), "< 200 MB", rest < 200e6, id)
 	notePages(rep, sec, o, procStatus(con.Pid()))
 	return nil
+}
+
+// memoryAtRest connects n subscribers to the held job's event stream, proves with one
+// event that each is registered, lets the console rest for 3 s and reads its resident
+// memory (bytes); then it closes the subscribers.
+func memoryAtRest(con *Console, st *store.Store, held *store.Job, n int) (int64, error) {
+	fan := &fanoutRun{a: con, b: con, job: held}
+	defer fan.closeAll()
+	if err := fan.subscribe(n); err != nil {
+		return 0, err
+	}
+	if err := fan.warmUp(context.Background(), st); err != nil {
+		return 0, err
+	}
+	time.Sleep(3 * time.Second)
+	return procStatus(con.Pid())["VmRSS"] * 1024, nil
 }
 
 // seedFinishedJobs writes one finished settings job for each region to come, and returns
@@ -398,4 +453,80 @@ func targetLines(base string, ts []Target) string {
 		fmt.Fprintf(&b, "GET %s%s%s\n", base, t.Path, auth)
 	}
 	return strings.TrimSpace(b.String())
+}
+
+// benchPageScaling measures the pages of benchmark 1 with each count of regions of
+// -scale-regions (100, 1,000 and 10,000 by default), each on a fresh console and
+// database: the p99 of each page must grow less than 1.5× from the fewest to the most.
+func benchPageScaling(env *Env, rep *Report, o *Options) error {
+	sec := rep.section("1b", "Pages with more regions")
+	counts, err := parseCounts(o.ScaleRegions)
+	if err != nil {
+		return err
+	}
+	short := *o
+	short.Duration, short.Warmup, short.Rounds = 4*time.Second, time.Second, 2
+	p99 := map[string][]time.Duration{}
+	var names []string
+	var table strings.Builder
+	table.WriteString("| Regions | Seeded in | Endpoint | Answer size | Requests | req/s | p50 | p99 |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	var cmds []string
+	for _, n := range counts {
+		p, err := pagesConsole(env, fmt.Sprintf("scale%d", n), n)
+		if err != nil {
+			return err
+		}
+		short.Regions = n
+		targets, err := pageTargets(p.con, &short, p.ids)
+		if err != nil {
+			p.close()
+			return err
+		}
+		client, base := newLoadClient(o.Conns), "http://"+p.con.Addr
+		pages, err := checkTargets(client, base, targets[1:]) // not /healthz: the pages only
+		if err != nil {
+			p.close()
+			return err
+		}
+		measureRounds(env, client, base, pages, &short)
+		for _, pg := range pages {
+			s := statsOf(pg.load.Lat)
+			if _, ok := p99[pg.Name]; !ok {
+				names = append(names, pg.Name)
+			}
+			p99[pg.Name] = append(p99[pg.Name], s.P99)
+			fmt.Fprintf(&table, "| %d | %s | %s | %d B | %d | %.0f | %s | %s |\n", n, p.seeded.Round(100*time.Millisecond), pg.Name, pg.size, pg.load.Requests, pg.load.RPS(), ms(s.P50), ms(s.P99))
+		}
+		cmds = append(cmds, fmt.Sprintf("# %d regions: console PID %d\n%s %s serve", n, p.con.Pid(), p.con.EnvFor(), env.Runr))
+		p.close()
+	}
+	id := sec.cmd("C1b", fmt.Sprintf("%s -scale-regions %s\n%s\n# per count and endpoint: %d connections, %s of warm-up, then %d interleaved rounds of %s",
+		benchCmd(o, "pages-scale"), o.ScaleRegions, strings.Join(cmds, "\n"), o.Conns, short.Warmup, short.Rounds, short.Duration/time.Duration(short.Rounds)))
+	for _, name := range names {
+		ls := p99[name]
+		for i, n := range counts {
+			rep.add("1b", fmt.Sprintf("%s: p99 with %d regions", name, n), ms(ls[i]), id)
+		}
+		growth := float64(ls[len(ls)-1]) / float64(ls[0])
+		rep.check("1b", fmt.Sprintf("%s: p99 with %d ÷ with %d regions", name, counts[len(counts)-1], counts[0]), fmt.Sprintf("%.2f×", growth), "< 1.5×", growth < 1.5, id)
+	}
+	sec.Details = append(sec.Details, table.String()+"\n")
+	sec.note("Each count of regions runs on its own console and database, seeded as benchmark 1 seeds them; every page is measured with the same %d connections, for less time than in benchmark 1 (%s per page), so each p99 rests on fewer requests.", o.Conns, short.Duration)
+	return nil
+}
+
+// parseCounts reads a comma-separated list of at least two increasing counts.
+func parseCounts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		var n int
+		if _, err := fmt.Sscan(strings.TrimSpace(f), &n); err != nil || n < 1 || len(out) > 0 && n <= out[len(out)-1] {
+			return nil, fmt.Errorf("-scale-regions %q: give increasing counts, e.g. 100,1000,10000", s)
+		}
+		out = append(out, n)
+	}
+	if len(out) < 2 {
+		return nil, fmt.Errorf("-scale-regions %q: give at least two counts", s)
+	}
+	return out, nil
 }

@@ -416,8 +416,16 @@ func (s *Service) sweep(ctx context.Context, take func(ctx context.Context, shar
 		return err
 	}
 	byShard := make([][]string, SweepShards)
+	seen := map[string]int{}
 	for _, t := range targets {
+		// A cluster of many regions is looked at once per sweepLook regions, and its
+		// parts go to shards of their own: processes sweeping together share it too.
+		n := seen[t.ClusterKey]
+		seen[t.ClusterKey] = n + 1
 		shard := shardOf(t.ClusterKey)
+		if n >= sweepLook {
+			shard = shardOf(fmt.Sprintf("%s#%d", t.ClusterKey, n/sweepLook))
+		}
 		byShard[shard] = append(byShard[shard], t.ID)
 	}
 	work := make(chan clusterCheck)
@@ -460,23 +468,37 @@ feed:
 	return ctx.Err()
 }
 
+// sweepLook is the most regions one look at a cluster serves (regions of one cluster share
+// its server; a cluster with more is looked at once per this many).
+const sweepLook = 250
+
 // clusterCheck is one look at a cluster: the regions that share its server and credentials.
 type clusterCheck struct {
 	key     string
 	regions []*store.Region
 }
 
-// regionsByCluster groups regions by cluster and credentials, in the order they come.
+// regionsByCluster groups regions by cluster and credentials, in the order they come, at
+// most sweepLook regions to a look; each further look at a cluster has a breaker key of
+// its own (#2, #3, …), so that each part's regions are told when their cluster fails.
 func regionsByCluster(regions []store.Region) []clusterCheck {
 	var out []clusterCheck
-	index := map[string]int{}
+	index, parts := map[string]int{}, map[string]int{}
 	for i := range regions {
 		k := regions[i].ClusterKey + "|" + hashOf(regions[i].Kubeconfig)
 		j, ok := index[k]
+		if ok && len(out[j].regions) >= sweepLook {
+			ok = false
+		}
 		if !ok {
 			j = len(out)
 			index[k] = j
-			out = append(out, clusterCheck{key: k})
+			parts[k]++
+			key := k
+			if parts[k] > 1 {
+				key = fmt.Sprintf("%s#%d", k, parts[k])
+			}
+			out = append(out, clusterCheck{key: key})
 		}
 		out[j].regions = append(out[j].regions, &regions[i])
 	}

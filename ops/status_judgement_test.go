@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -139,5 +140,30 @@ func TestStatusJudgesDataServices(t *testing.T) {
 	r.DataServices.V = store.DataServices{}
 	if got := verdicts(); len(got) != 4 {
 		t.Fatalf("without data services nothing more is judged: %+v", got)
+	}
+}
+
+// TestRegionsByClusterParts: a cluster of many regions is looked at once per sweepLook
+// regions, each part under a breaker key of its own; another cluster keeps its look.
+func TestRegionsByClusterParts(t *testing.T) {
+	var rs []store.Region
+	for i := range 2*sweepLook + 10 {
+		rs = append(rs, store.Region{ID: fmt.Sprint("big-", i), ClusterKey: "https://big", Kubeconfig: "kc-big"})
+		if i%100 == 0 {
+			rs = append(rs, store.Region{ID: fmt.Sprint("small-", i), ClusterKey: "https://small", Kubeconfig: "kc-small"})
+		}
+	}
+	looks := regionsByCluster(rs)
+	sizes := map[string]int{}
+	for _, l := range looks {
+		if _, dup := sizes[l.key]; dup {
+			t.Fatalf("two looks share the breaker key %s", l.key)
+		}
+		sizes[l.key] = len(l.regions)
+	}
+	big := "https://big|" + hashOf("kc-big")
+	small := "https://small|" + hashOf("kc-small")
+	if len(looks) != 4 || sizes[big] != sweepLook || sizes[big+"#2"] != sweepLook || sizes[big+"#3"] != 10 || sizes[small] != 6 {
+		t.Fatalf("looks: %v", sizes)
 	}
 }
