@@ -80,31 +80,7 @@ func (s *Service) observe(ctx context.Context, r *store.Region) *clusterLook {
 		namespaces = append(namespaces, CNPGNamespace)
 	}
 	for _, ns := range namespaces {
-		ds, err := c.Clientset.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			st.err = err
-			return st
-		}
-		for i := range ds.Items {
-			st.deployments[key(ns, ds.Items[i].Name)] = &ds.Items[i]
-		}
-		ss, err := c.Clientset.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			st.err = err
-			return st
-		}
-		for i := range ss.Items {
-			st.statefuls[key(ns, ss.Items[i].Name)] = &ss.Items[i]
-		}
-		dss, err := c.Clientset.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			st.err = err
-			return st
-		}
-		for i := range dss.Items {
-			st.daemons[key(ns, dss.Items[i].Name)] = &dss.Items[i]
-		}
-		if err := s.observeReleases(ctx, c, ns, st); err != nil {
+		if err := s.observeNamespace(ctx, c, ns, st); err != nil {
 			st.err = err
 			return st
 		}
@@ -131,6 +107,33 @@ func (s *Service) observe(ctx context.Context, r *store.Region) *clusterLook {
 		}
 	}
 	return st
+}
+
+// observeNamespace reads a namespace's Deployments, StatefulSets, DaemonSets and the
+// workloads of its Helm releases.
+func (s *Service) observeNamespace(ctx context.Context, c *kube.Cluster, ns string, st *clusterLook) error {
+	ds, err := c.Clientset.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for i := range ds.Items {
+		st.deployments[key(ns, ds.Items[i].Name)] = &ds.Items[i]
+	}
+	ss, err := c.Clientset.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for i := range ss.Items {
+		st.statefuls[key(ns, ss.Items[i].Name)] = &ss.Items[i]
+	}
+	dss, err := c.Clientset.AppsV1().DaemonSets(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err
+	}
+	for i := range dss.Items {
+		st.daemons[key(ns, dss.Items[i].Name)] = &dss.Items[i]
+	}
+	return s.observeReleases(ctx, c, ns, st)
 }
 
 // observeReleases reads the workloads of the Helm releases deployed in a namespace (from
