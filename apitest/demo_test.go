@@ -136,6 +136,10 @@ func TestProjectKindsAndDemoProjects(t *testing.T) {
 	if st := e.JSON("POST", "/api/knative-regions/"+r.ID+"/demo-projects", tok, nil, &refused); st != 422 || !strings.Contains(refused.Error, "the registry (not installed)") {
 		t.Fatalf("demo projects without a registry: %d %+v", st, refused)
 	}
+	cli := newCLIUser(t, e.Listen(), tok)
+	if _, errOut, code := cli.run("regions", "demo", "install", "demo"); code == 0 || !strings.Contains(errOut, "the registry (not installed)") {
+		t.Fatalf("runr regions demo install without a registry: exit %d: %s", code, errOut)
+	}
 	if ps, _ := e.Store.DemoProjects(ctx, r.ID); len(ps) != 0 {
 		t.Fatalf("a refused demo install recorded %d projects", len(ps))
 	}
@@ -244,8 +248,8 @@ func TestProjectKindsAndDemoProjects(t *testing.T) {
 		t.Fatalf("the General tab lists the demo projects and offers their removal:\n%s", page)
 	}
 
-	// Installing again deploys the same four.
-	install()
+	// Installing again (here with the CLI) deploys the same four.
+	cli.must("regions", "demo", "install", "demo", "--wait")
 	if again := demo(); len(again) != 4 {
 		t.Fatalf("a second install made %d demo projects", len(again))
 	}
