@@ -125,6 +125,8 @@ func (s *Service) InstallDemos(ctx context.Context, actor Actor, r *store.Region
 		}
 		return nil, err
 	}
+	// The demo projects are the region's owner's (a tenant's region: the tenant's).
+	ctx = store.WithTenant(ctx, r.Tenant())
 	have, err := s.Store.DemoProjects(ctx, r.ID)
 	if err != nil {
 		return nil, err
@@ -267,6 +269,7 @@ func (s *Service) demoDeploy(id string) func(ctx context.Context, jc *engine.Job
 // demoRemoveProjects removes each demo project of the region: its workload, Secrets and
 // bindings on the cluster, then its record.
 func (s *Service) demoRemoveProjects(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+	ctx = store.WithTenant(ctx, r.Tenant())
 	ps, err := s.Store.DemoProjects(ctx, r.ID)
 	if err != nil {
 		return err
