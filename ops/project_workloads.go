@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/robfig/cron/v3"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -187,10 +189,21 @@ func applyProjectWorkload(ctx context.Context, jc *engine.JobContext, c *kube.Cl
 	})
 }
 
-// deleteProjectWorkloads deletes whatever workload a project has on a cluster (of any
-// kind: what it ran before is gone too) with its Secrets.
-func deleteProjectWorkloads(ctx context.Context, c *kube.Cluster, ns string, p *store.Project) error {
+// undeployProject deletes whatever workload a project has on a cluster (of any kind:
+// what it ran before is gone too) with its Secrets. A Deployment or CronJob of the
+// project's name that is not the project's own (its runr.dev/project label) is left alone.
+func undeployProject(ctx context.Context, c *kube.Cluster, ns string, p *store.Project) error {
 	for _, gvk := range []schema.GroupVersionKind{kube.GVKKService, kube.GVKDeployment, kube.GVKCronJob} {
+		o, found, err := c.Get(ctx, gvk, ns, p.Slug)
+		if err != nil {
+			if meta.IsNoMatchError(errors.Unwrap(err)) || meta.IsNoMatchError(err) {
+				continue // e.g. no Knative on the cluster: no Knative Service either
+			}
+			return err
+		}
+		if !found || o.GetLabels()["runr.dev/project"] != p.ID {
+			continue
+		}
 		if err := c.Delete(ctx, gvk, ns, p.Slug); err != nil {
 			return err
 		}

@@ -134,11 +134,6 @@ func (s *Service) deployProject(ctx context.Context, jc *engine.JobContext, c *k
 	return nil
 }
 
-// undeployProject deletes the project's workload and Secrets from a cluster.
-func undeployProject(ctx context.Context, c *kube.Cluster, ns string, p *store.Project) error {
-	return deleteProjectWorkloads(ctx, c, ns, p)
-}
-
 func (s *Service) registerProjectKinds() {
 	load := func(ctx context.Context, jc *engine.JobContext) (*store.Project, *store.Region, *kube.Cluster, error) {
 		var pp ProjectParams

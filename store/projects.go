@@ -116,17 +116,25 @@ func (s *Store) CreateProject(ctx context.Context, p *Project) error {
 		return wrap("create project", err)
 	}
 	base := Slugify(p.Name)
+	if strings.HasPrefix(base, "runr-") {
+		// runr-* names the console's own objects in the project namespace (runr-redis, …).
+		base = "p-" + base
+	}
 	for i := 1; i < 100; i++ {
 		p.Slug = base
 		if i > 1 {
 			p.Slug = fmt.Sprintf("%s-%d", base, i)
 		}
-		err = s.db(ctx).GetContext(ctx, p, `INSERT INTO projects (id, name, slug, region_id, image, env_vars, secret_env_vars, cpu_m, memory_mi, always_on, gpu,
+		// A fresh row each try: sqlx allocates the pointer fields of its destination
+		// before it knows there is no row, which turned a nil region into '' on the retry.
+		var row Project
+		err = s.db(ctx).GetContext(ctx, &row, `INSERT INTO projects (id, name, slug, region_id, image, env_vars, secret_env_vars, cpu_m, memory_mi, always_on, gpu,
 			kind, schedule, queue_stream, command, demo)
 			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16) ON CONFLICT (slug) DO NOTHING RETURNING *`,
 			p.ID, p.Name, p.Slug, p.RegionID, p.Image, p.EnvVars, sealed, p.CPUm, p.MemoryMi, p.AlwaysOn, p.GPU,
 			p.Kind, p.Schedule, p.QueueStream, p.Command, p.Demo)
 		if err == nil {
+			*p = row
 			return s.decryptProject(p)
 		}
 		if !isNotFound(wrap("", err)) {

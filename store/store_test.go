@@ -123,3 +123,33 @@ func TestCipher(t *testing.T) {
 		t.Fatal("a short key must be refused")
 	}
 }
+
+// TestProjectSlugsAndKinds: slugs are unique, never in the console's own runr-* names,
+// and a project is an HTTP function unless created as another kind.
+func TestProjectSlugsAndKinds(t *testing.T) {
+	st := storetest.New(t)
+	ctx := context.Background()
+	var slugs []string
+	for _, name := range []string{"Shop", "shop", "runr redis", "RunR"} {
+		p := &store.Project{Name: name, Image: "ghcr.io/acme/x:1", CPUm: 100, MemoryMi: 128}
+		if err := st.CreateProject(ctx, p); err != nil {
+			t.Fatal(name, err)
+		}
+		slugs = append(slugs, p.Slug)
+		if p.Kind != store.ProjectHTTP || p.Command.V == nil {
+			t.Fatalf("%s: kind %q, command %v", name, p.Kind, p.Command.V)
+		}
+	}
+	if got := strings.Join(slugs, ","); got != "shop,shop-2,p-runr-redis,runr" {
+		t.Fatalf("slugs: %s", got)
+	}
+	w := &store.Project{Name: "worker", Image: "x", CPUm: 10, MemoryMi: 16, Kind: store.ProjectQueueWorker, QueueStream: "orders", Demo: true}
+	w.Command.V = []string{"python3", "-c", "print(1)"}
+	if err := st.CreateProject(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	back, err := st.ProjectByID(ctx, w.ID)
+	if err != nil || back.Kind != store.ProjectQueueWorker || back.QueueStream != "orders" || !back.Demo || len(back.Command.V) != 3 {
+		t.Fatalf("read back: %v %+v", err, back)
+	}
+}
