@@ -42,3 +42,6 @@ func (j JSON[T]) Value() (driver.Value, error) {
 
 // MarshalJSON writes the wrapped value.
 func (j JSON[T]) MarshalJSON() ([]byte, error) { return json.Marshal(j.V) }
+
+// UnmarshalJSON reads the wrapped value, so that clients decode what MarshalJSON wrote.
+func (j *JSON[T]) UnmarshalJSON(raw []byte) error { return json.Unmarshal(raw, &j.V) }
