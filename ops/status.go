@@ -396,7 +396,7 @@ func (s *Service) claimTask(ctx context.Context, task string, every time.Duratio
 // SweepShards is how many parts the fleet's clusters are divided into: console processes
 // claim the parts of each interval (store.ClaimFleetTask), so that whatever their number
 // each cluster is looked at once per interval.
-const SweepShards = 16
+const SweepShards = 64
 
 func shardOf(clusterKey string) int {
 	h := fnv.New32a()
@@ -473,7 +473,7 @@ feed:
 
 // sweepLook is the most regions one look at a cluster serves (regions of one cluster share
 // its server; a cluster with more is looked at once per this many).
-const sweepLook = 250
+const sweepLook = 100
 
 // clusterCheck is one look at a cluster: the regions that share its server and credentials.
 type clusterCheck struct {
