@@ -442,7 +442,9 @@ func (s *Service) StartMigration(ctx context.Context, actor Actor, r *store.Regi
 	if err != nil {
 		return nil, err
 	}
-	if err := s.Store.UpdateMove(ctx, r.ID, store.MoveUpdate{Status: store.Ptr(store.MigrationPending), Detail: store.Ptr(store.MigrationDetail{JobID: j.ID})}); err != nil {
+	// The job may have started already (a runner claims it at once): then its first step
+	// has recorded the move, and "pending" would erase what the region had.
+	if err := s.Store.MarkMovePending(ctx, r.ID, j.ID); err != nil {
 		return nil, fmt.Errorf("start the move of %s: %w", r.Name, err)
 	}
 	s.Log.Info("region move started", "region", r.Name, "by", actor.Email)

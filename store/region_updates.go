@@ -170,6 +170,16 @@ func (s *Store) UpdateMove(ctx context.Context, id string, u MoveUpdate) error {
 	return s.updateRegion(ctx, "update move", id, c)
 }
 
+// MarkMovePending records that a move's job is queued (status pending, the job in the
+// detail) unless that job has started already: its first step writes the detail with
+// what the region had, which a late "pending" would overwrite.
+func (s *Store) MarkMovePending(ctx context.Context, id, jobID string) error {
+	_, err := s.db(ctx).ExecContext(ctx, `UPDATE regions SET migration_status = $3, migration_detail = $4, updated_at = now()
+		WHERE id = $1 AND coalesce(migration_detail->>'job_id', '') <> $2`,
+		id, jobID, MigrationPending, JSON[MigrationDetail]{V: MigrationDetail{JobID: jobID}})
+	return wrap("mark the move of "+id+" pending", err)
+}
+
 // ClusterSwitch points a region at another cluster (a move, or its rollback): its
 // kubeconfig, the cluster's identity, and what the region records of the cluster's
 // Knative.

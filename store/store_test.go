@@ -153,3 +153,31 @@ func TestProjectSlugsAndKinds(t *testing.T) {
 		t.Fatalf("read back: %v %+v", err, back)
 	}
 }
+
+// TestMarkMovePendingAfterTheJobStarted: a move's "pending" mark that comes after its job
+// recorded the move (a runner claimed the job at once) changes nothing; before, it marks.
+func TestMarkMovePendingAfterTheJobStarted(t *testing.T) {
+	st := storetest.New(t)
+	ctx := context.Background()
+	r := &store.Region{Name: "mv-eu", Kubeconfig: "kc"}
+	if err := st.CreateRegion(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.MarkMovePending(ctx, r.ID, "job-1"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.RegionByID(ctx, r.ID); got.MigrationStatus != store.MigrationPending || got.MigrationDetail.V.JobID != "job-1" {
+		t.Fatalf("marked: %s %+v", got.MigrationStatus, got.MigrationDetail.V)
+	}
+	started := store.MigrationDetail{JobID: "job-1", Had: map[string]any{"serving": true}}
+	if err := st.UpdateMove(ctx, r.ID, store.MoveUpdate{Status: store.Ptr(store.MigrationInProgress), Detail: &started}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.MarkMovePending(ctx, r.ID, "job-1"); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := st.RegionByID(ctx, r.ID)
+	if got.MigrationStatus != store.MigrationInProgress || got.MigrationDetail.V.Had["serving"] != true {
+		t.Fatalf("a late pending mark overwrote the started move: %s %+v", got.MigrationStatus, got.MigrationDetail.V)
+	}
+}
