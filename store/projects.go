@@ -155,9 +155,14 @@ func (s *Store) ProjectByID(ctx context.Context, id string) (*Project, error) {
 
 // ListProjects returns projects, of one region when regionID is set.
 func (s *Store) ListProjects(ctx context.Context, regionID string) ([]Project, error) {
+	return s.selectProjects(ctx, "list projects", `SELECT * FROM projects WHERE $1 = '' OR region_id = $1 ORDER BY name`, regionID)
+}
+
+// selectProjects runs a query of projects and decrypts their secrets.
+func (s *Store) selectProjects(ctx context.Context, op, query string, args ...any) ([]Project, error) {
 	var ps []Project
-	if err := s.db(ctx).SelectContext(ctx, &ps, `SELECT * FROM projects WHERE $1 = '' OR region_id = $1 ORDER BY name`, regionID); err != nil {
-		return nil, wrap("list projects", err)
+	if err := s.db(ctx).SelectContext(ctx, &ps, query, args...); err != nil {
+		return nil, wrap(op, err)
 	}
 	for i := range ps {
 		if err := s.decryptProject(&ps[i]); err != nil {
@@ -193,16 +198,7 @@ func (s *Store) SetProjectState(ctx context.Context, id string, state ProjectSta
 
 // DemoProjects returns the demo projects of a region.
 func (s *Store) DemoProjects(ctx context.Context, regionID string) ([]Project, error) {
-	var ps []Project
-	if err := s.db(ctx).SelectContext(ctx, &ps, `SELECT * FROM projects WHERE region_id = $1 AND demo ORDER BY name`, regionID); err != nil {
-		return nil, wrap("demo projects of "+regionID, err)
-	}
-	for i := range ps {
-		if err := s.decryptProject(&ps[i]); err != nil {
-			return nil, err
-		}
-	}
-	return ps, nil
+	return s.selectProjects(ctx, "demo projects of "+regionID, `SELECT * FROM projects WHERE region_id = $1 AND demo ORDER BY name`, regionID)
 }
 
 // DeleteProject removes a project's record.
