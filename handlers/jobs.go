@@ -137,10 +137,12 @@ func (h *Handlers) APIJobEvents(c *fiber.Ctx) error {
 		case <-done:
 		case <-time.After(time.Duration(wait) * time.Second):
 		}
-		if es, err = h.Store.JobEvents(ctx(c), id, after, maxEvents); err != nil {
+		// The job before its events: a job read as ended has all its events committed
+		// (store.FinishJob), so a feed that stops at an empty answer misses none.
+		if j, err = h.Store.JobByID(ctx(c), id); err != nil {
 			return h.Fail(c, err)
 		}
-		if j, err = h.Store.JobByID(ctx(c), id); err != nil {
+		if es, err = h.Store.JobEvents(ctx(c), id, after, maxEvents); err != nil {
 			return h.Fail(c, err)
 		}
 	}

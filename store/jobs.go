@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
+	"sync"
 	"time"
 
 	"github.com/lib/pq"
@@ -161,16 +163,13 @@ func (s *Store) ReleaseJobs(ctx context.Context, owner string) error {
 	return wrap("release jobs", err)
 }
 
-// FinishJob ends a job with a status and an error message, and emits the job event.
+// FinishJob ends a job with a status and an error message, and emits the job event, in
+// one statement: whoever reads the job as ended also finds its last event.
 func (s *Store) FinishJob(ctx context.Context, id string, status JobStatus, errMsg string) error {
-	_, err := s.db(ctx).ExecContext(ctx, `UPDATE jobs SET status = $2, error = $3, finished_at = now(), lease_owner = '' WHERE id = $1`,
-		id, status, truncate(errMsg, 4000))
-	if err != nil {
-		return wrap("finish job "+id, err)
-	}
-	_, err = s.AddEvent(ctx, &JobEvent{JobID: id, Kind: "job", StepIdx: -1, Level: levelOf(status), Message: errMsg,
-		Data: mustJSON(map[string]string{"status": string(status), "error": errMsg})})
-	return err
+	_, err := s.insertEvent(ctx, `WITH fin AS (UPDATE jobs SET status = $8::text, error = $9::text, finished_at = now(), lease_owner = ''
+			WHERE id = $1 RETURNING id), `, []any{status, truncate(errMsg, 4000)}, &JobEvent{JobID: id, Kind: "job", StepIdx: -1,
+		Level: levelOf(status), Message: errMsg, Data: mustJSON(map[string]string{"status": string(status), "error": errMsg})})
+	return wrap("finish job "+id, err)
 }
 
 func levelOf[T JobStatus | StepStatus](status T) string {
@@ -296,6 +295,19 @@ func (s *Store) SetStep(ctx context.Context, jobID string, idx int, status StepS
 
 // AddEvent persists an event and publishes it on EventsChannel in the same statement.
 func (s *Store) AddEvent(ctx context.Context, e *JobEvent) (int64, error) {
+	return s.insertEvent(ctx, "WITH ", nil, e)
+}
+
+// eventLocks serialise the event inserts of a job in this process (a job runs in one
+// process at a time, under its lease), so that a job's event ids are committed in
+// order: a reader that saw id N never finds a smaller id committed later, which the
+// feeds (after=ID) and the WebSocket replay depend on.
+var eventLocks [64]sync.Mutex
+
+// insertEvent inserts e, after the data-modifying CTEs of prefix (which ends in
+// "WITH " or ", " and whose extra arguments start at $8); the insert happens only when
+// prefix's CTE named fin returns a row, if there is one.
+func (s *Store) insertEvent(ctx context.Context, prefix string, extra []any, e *JobEvent) (int64, error) {
 	if e.Level == "" {
 		e.Level = "info"
 	}
@@ -303,11 +315,22 @@ func (s *Store) AddEvent(ctx context.Context, e *JobEvent) (int64, error) {
 		e.Data = json.RawMessage(`{}`)
 	}
 	e.Message = truncate(e.Message, maxMessage)
-	err := s.db(ctx).GetContext(ctx, e, `WITH ins AS (
-			INSERT INTO job_events (job_id, kind, step_idx, level, message, data) VALUES ($1,$2,$3,$4,$5,$6) RETURNING *)
+	from := ""
+	if extra != nil {
+		from = " FROM fin"
+	}
+	h := fnv.New32a()
+	h.Write([]byte(e.JobID))
+	mu := &eventLocks[h.Sum32()%uint32(len(eventLocks))]
+	mu.Lock()
+	defer mu.Unlock()
+	args := append([]any{e.JobID, e.Kind, e.StepIdx, e.Level, e.Message, []byte(e.Data), EventsChannel}, extra...)
+	err := s.db(ctx).GetContext(ctx, e, prefix+`ins AS (
+			INSERT INTO job_events (job_id, kind, step_idx, level, message, data)
+			SELECT $1::text, $2::text, $3::int, $4::text, $5::text, $6::jsonb`+from+` RETURNING *)
 		SELECT ins.* FROM ins CROSS JOIN LATERAL (SELECT pg_notify($7, json_build_object('id', ins.id, 'job_id', ins.job_id,
 			'created_at', ins.created_at, 'kind', ins.kind, 'step_idx', ins.step_idx, 'level', ins.level,
-			'message', ins.message, 'data', ins.data)::text)) AS notified`, e.JobID, e.Kind, e.StepIdx, e.Level, e.Message, []byte(e.Data), EventsChannel)
+			'message', ins.message, 'data', ins.data)::text)) AS notified`, args...)
 	if err != nil {
 		return 0, wrap("add event", err)
 	}
