@@ -51,6 +51,13 @@ const maxBatch = 256
 
 var newline = []byte("\n")
 
+// burstGap is the least time between two messages to one subscriber while events come
+// faster than that: an event after a quiet spell goes out at once, and during a burst
+// each subscriber gets one message per burstGap with everything since, instead of one
+// write (and one read) per event, which kept 500 subscribers' sockets and the clients
+// busy enough to queue a burst for 200 ms.
+const burstGap = 10 * time.Millisecond
+
 // wsConn serialises writes to one connection and pings it.
 type wsConn struct {
 	mu   sync.Mutex
@@ -117,6 +124,7 @@ func (h *Handlers) JobSocket() fiber.Handler {
 		go js.w.readLoop(done)
 		ping := time.NewTicker(25 * time.Second)
 		defer ping.Stop()
+		var lastSent time.Time
 		for {
 			select {
 			case <-done:
@@ -131,9 +139,17 @@ func (h *Handlers) JobSocket() fiber.Handler {
 					return
 				}
 			case m := <-sub.C:
+				if wait := time.Until(lastSent.Add(burstGap)); wait > 0 {
+					select {
+					case <-time.After(wait):
+					case <-done:
+						return
+					}
+				}
 				if !js.send(ctx, drain(m, sub.C)) {
 					return
 				}
+				lastSent = time.Now()
 			}
 		}
 	}))
