@@ -123,6 +123,10 @@ func stepDur(s store.JobStep) time.Duration {
 // installRun is one run of the wizard.
 type installRun struct {
 	cluster  string
+	// helm is the same releases as install-serving's, installed one after the other
+	// with the Helm SDK and --wait on a fresh cluster (helmBaseline); helmReleases names them.
+	helm         time.Duration
+	helmReleases []string
 	wall     time.Duration
 	waited   time.Duration
 	waits    []namedWait
@@ -314,6 +318,10 @@ func benchInstall(env *Env, rep *Report, o *Options) error {
 	rep.add("3", strings.TrimSpace("wizard wall time, step 1 to Serving ready "+what), secs(med.wall), id)
 	rep.add("3", fmt.Sprintf("waiting on the cluster (%d named waits)", len(med.waits)), fmt.Sprintf("%s (%.0f%%)", secs(med.waited), 100*float64(med.waited)/float64(med.wall)), id)
 	rep.check("3", "console overhead (wall − waits)", fmt.Sprintf("%s (%.1f%%)", secs(med.overhead()), 100*med.share()), "< 10% of total", med.share() < 0.10, id)
+	serving, base, ratio := servingVsHelm(runs)
+	rep.add("3", "install-serving alone: wall time, from its POST to the poll that sees it end (median)", secs(serving), id)
+	rep.add("3", "the same releases, one after the other with the Helm SDK and --wait (median)", secs(base), id)
+	rep.check("3", "install-serving ÷ the same charts with Helm, one after the other (median of the runs' ratios)", fmt.Sprintf("%.2f", ratio), "≤ 0.6", ratio <= 0.6, id)
 	if first, err := medianFirstEvent(runs); err != nil {
 		rep.check("3", "from Save & Next (the setup POST) to the first progress event", err.Error(), "< 200 ms", false, id)
 	} else {
@@ -323,8 +331,26 @@ func benchInstall(env *Env, rep *Report, o *Options) error {
 	sec.Details = append(sec.Details, runsTable(runs, med)+wallBreakdown(med, o.Poll)+stepsOutsideWaits(med)+waitTable(med.waits, med.t0))
 	sec.note("Wall time runs from just before the first POST to the poll that sees the install-serving job succeeded. The waiting part is the sum of `elapsed_ms` of the \"end\" events of every named wait (`JobContext.Wait`, events of kind \"wait\") of the three jobs; a wait whose condition already holds at its first check emits no event and counts as the console's time. Overhead is wall minus waits, as the issue defines it: it includes the client's polling (every %s) and each POST (the setup POST checks the cluster before it answers), the runners' pick-up, and everything a step does outside a named wait — which includes the simulated API server's work and Helm's (rendering, applying, storing the release, and Helm's own wait for the CRDs a chart ships to be established).", o.Poll)
 	sec.note("The simulated cluster makes workloads ready almost at once (kwok), so the named waits are short: most end at the first re-check, 250 ms after their start (the poll interval of `JobContext.Wait`). On a real cluster the waits (image pulls, scheduling, load balancers) are longer and the overhead's share smaller; the console's own seconds are what this figure isolates.")
+	sec.note("The Helm baseline: after each run, the releases install-serving made (%s) are read from the cluster as Helm stored them (chart and values) and installed in the order the console installed them, on a fresh simulated cluster started the same way (not the same cluster: there the releases exist), one after the other with the Helm SDK (`helm.Apply` with `Wait`, i.e. `helm install --wait`), timed from the first install's start to the last one's end. install-serving's own time also holds what is not a Helm release: the project namespace's quota, the KnativeServing and its wait, the function domain, the external address and the runr-agent.", strings.Join(med.helmReleases, ", "))
 	sec.note("Registry on a PVC (storage class standard, 5Gi), no managed Redis (redis_mode none: the Redis install is a job of its own that runs beside the wizard, not a step of it), Knative 1.20. %d runs, each on a fresh cluster, database and console; the run with the median overhead share is reported. Unpaired wait events in the reported run: %d.", len(runs), med.unpaired)
 	return nil
+}
+
+// servingVsHelm is the median, over the runs, of install-serving's wall time, of the Helm
+// baseline's and of their ratio.
+func servingVsHelm(runs []*installRun) (time.Duration, time.Duration, float64) {
+	var serving, base []time.Duration
+	var ratios []float64
+	for _, r := range runs {
+		p := r.phases[len(r.phases)-1] // install-serving
+		took := p.seen.Sub(p.postStart)
+		serving, base = append(serving, took), append(base, r.helm)
+		ratios = append(ratios, float64(took)/float64(r.helm))
+	}
+	sort.Slice(serving, func(i, j int) bool { return serving[i] < serving[j] })
+	sort.Slice(base, func(i, j int) bool { return base[i] < base[j] })
+	sort.Float64s(ratios)
+	return serving[len(serving)/2], base[len(base)/2], ratios[len(ratios)/2]
 }
 
 // medianFirstEvent is the median, over the runs, of the time from the setup POST to the
@@ -352,6 +378,9 @@ func runWizards(env *Env, o *Options) ([]*installRun, error) {
 			return nil, err
 		}
 		r, err := runWizard(env, o, cs[0], n)
+		if err == nil {
+			r.helm, r.helmReleases, err = helmBaseline(cs[0], env.Repo.URL)
+		}
 		cs[0].Stop()
 		if err != nil {
 			return nil, fmt.Errorf("run %d: %w", n, err)

@@ -27,6 +27,10 @@ import (
 type Options struct {
 	// Timeout bounds Helm's own waits and hooks.
 	Timeout time.Duration
+	// Wait makes an install or upgrade wait, as `helm --wait` does, until the release's
+	// workloads are ready (the console waits with its own named waits instead; the
+	// benchmark's Helm baseline uses this).
+	Wait bool
 	// Logf receives the console's lines about the action (nil: none).
 	Logf func(format string, args ...any)
 }

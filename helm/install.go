@@ -65,7 +65,7 @@ func Apply(ctx context.Context, c *kube.Cluster, r Release, o Options) (*release
 		verb = "upgrade"
 		o.logf("Upgrading Helm release %s/%s to %s %s", r.Namespace, r.Name, r.Chart.Name(), version)
 		up := helmaction.NewUpgrade(cfg)
-		up.Namespace, up.Timeout, up.MaxHistory, up.TakeOwnership = r.Namespace, o.Timeout, 5, r.TakeOwnership
+		up.Namespace, up.Timeout, up.MaxHistory, up.TakeOwnership, up.Wait = r.Namespace, o.Timeout, 5, r.TakeOwnership, o.Wait
 		// The API server validates every object; Helm's own client-side check would
 		// fetch and parse the cluster's OpenAPI documents on every action.
 		up.DisableOpenAPIValidation = true
@@ -74,7 +74,7 @@ func Apply(ctx context.Context, c *kube.Cluster, r Release, o Options) (*release
 		o.logf("Installing Helm release %s/%s (%s %s)", r.Namespace, r.Name, r.Chart.Name(), version)
 		in := helmaction.NewInstall(cfg)
 		in.Namespace, in.ReleaseName, in.CreateNamespace, in.Replace = r.Namespace, r.Name, true, len(hist) > 0
-		in.Timeout, in.TakeOwnership, in.DisableOpenAPIValidation = o.Timeout, r.TakeOwnership, true
+		in.Timeout, in.TakeOwnership, in.DisableOpenAPIValidation, in.Wait = o.Timeout, r.TakeOwnership, true, o.Wait
 		rel, err = in.RunWithContext(ctx, r.Chart, vals)
 	}
 	if err != nil {
