@@ -226,6 +226,19 @@ func TestWait(t *testing.T) {
 			wantLogs: []string{"pods: 1 of 3 ready", "pods: 2 of 3 ready"},
 		},
 		{
+			// The re-checks start fast (25 ms, 50 ms, …) and slow down to the interval:
+			// with a fixed 2-s interval the third look would come after 4 s.
+			name: "re-checks start fast", what: "the pod", opts: engine.WaitOpts{Timeout: 10 * time.Second, Interval: 2 * time.Second},
+			cond: func(string) engine.Cond {
+				n := 0
+				return func(context.Context) (bool, string, error) {
+					n++
+					return n == 3, "", nil
+				}
+			},
+			maxElapsed: time.Second, wantPhases: "start end",
+		},
+		{
 			name: "slow condition keeps the deadline", what: "the slow thing",
 			opts: engine.WaitOpts{Timeout: time.Second, Hint: "check the thing", Interval: 20 * time.Millisecond},
 			cond: func(string) engine.Cond {

@@ -98,7 +98,8 @@ func secs(d time.Duration) string {
 type WaitOpts struct {
 	Timeout time.Duration
 	// Hint is the next action, appended to the timeout error.
-	Hint     string
+	Hint string
+	// Interval is the longest time between two checks (default 250 ms).
 	Interval time.Duration
 }
 
@@ -121,7 +122,10 @@ func (jc *JobContext) Wait(ctx context.Context, what string, o WaitOpts, cond Co
 		return nil
 	}
 	jc.waitEvent(ctx, "start", what, label, 0)
-	tick := time.NewTicker(o.Interval)
+	// The re-checks start fast and slow down to the interval: most conditions hold within
+	// a moment of the change that started the wait, which a fixed interval overshoots.
+	every := min(firstRecheck, o.Interval)
+	tick := time.NewTimer(every)
 	defer tick.Stop()
 	lastDetail := ""
 	timedOut := func() error {
@@ -152,9 +156,15 @@ func (jc *JobContext) Wait(ctx context.Context, what string, o WaitOpts, cond Co
 		case <-wctx.Done():
 			return timedOut()
 		case <-tick.C:
+			every = min(2*every, o.Interval)
+			tick.Reset(every)
 		}
 	}
 }
+
+// firstRecheck is how soon a wait checks its condition again after the first look; each
+// further re-check comes twice as late, up to the wait's interval.
+const firstRecheck = 25 * time.Millisecond
 
 func (jc *JobContext) waitEvent(ctx context.Context, phase, what, label string, elapsed time.Duration) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
