@@ -5,6 +5,7 @@
 package helm
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -33,6 +34,11 @@ type Options struct {
 	Wait bool
 	// Logf receives the console's lines about the action (nil: none).
 	Logf func(format string, args ...any)
+	// WaitFor, when set, is how the caller waits for a condition it names; an install
+	// or upgrade then applies the chart's CRDs itself (server-side, so they are also
+	// upgraded) and waits with it until they are established, instead of Helm's own
+	// wait, which polls every 2 s. Nil: Helm's own handling of crds/, as `helm install`.
+	WaitFor func(ctx context.Context, what string, cond func(ctx context.Context) (bool, string, error)) error
 }
 
 func (o Options) logf(format string, args ...any) {

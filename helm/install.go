@@ -9,6 +9,7 @@ import (
 
 	helmaction "helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/release"
 	helmdriver "helm.sh/helm/v3/pkg/storage/driver"
 
@@ -59,6 +60,10 @@ func Apply(ctx context.Context, c *kube.Cluster, r Release, o Options) (*release
 			return h, nil
 		}
 	}
+	skipCRDs, err := applyCRDs(ctx, c, r.Chart, vals, o)
+	if err != nil {
+		return nil, err
+	}
 	var rel *release.Release
 	verb := "install"
 	if deployed {
@@ -75,12 +80,52 @@ func Apply(ctx context.Context, c *kube.Cluster, r Release, o Options) (*release
 		in := helmaction.NewInstall(cfg)
 		in.Namespace, in.ReleaseName, in.CreateNamespace, in.Replace = r.Namespace, r.Name, true, len(hist) > 0
 		in.Timeout, in.TakeOwnership, in.DisableOpenAPIValidation, in.Wait = o.Timeout, r.TakeOwnership, true, o.Wait
+		in.SkipCRDs = skipCRDs
 		rel, err = in.RunWithContext(ctx, r.Chart, vals)
 	}
 	if err != nil {
 		return nil, tail.wrap(fmt.Errorf("helm %s %s/%s (%s %s): %w", verb, r.Namespace, r.Name, r.Chart.Name(), version, err))
 	}
 	return rel, nil
+}
+
+// applyCRDs applies the CRDs of a chart and of the subcharts vals enable (crds/) and waits until they are
+// established, when the caller gave a way to wait (o.WaitFor); it reports whether it did,
+// so that Helm skips them.
+func applyCRDs(ctx context.Context, c *kube.Cluster, ch *chart.Chart, vals map[string]any, o Options) (bool, error) {
+	if o.WaitFor == nil {
+		return false, nil
+	}
+	// The CRDs of the subcharts these values enable, as Helm's install picks them.
+	if err := chartutil.ProcessDependenciesWithMerge(ch, vals); err != nil {
+		return false, fmt.Errorf("helm: dependencies of %s: %w", ch.Name(), err)
+	}
+	files := ch.CRDObjects()
+	if len(files) == 0 {
+		return false, nil
+	}
+	var names []string
+	for _, f := range files {
+		objs, err := kube.DecodeYAML(f.File.Data)
+		if err != nil {
+			return false, fmt.Errorf("helm: CRDs of %s (%s): %w", ch.Name(), f.Filename, err)
+		}
+		for _, obj := range objs {
+			if _, err := c.Apply(ctx, obj); err != nil {
+				return false, fmt.Errorf("helm: CRDs of %s: %w", ch.Name(), err)
+			}
+			names = append(names, obj.GetName())
+		}
+	}
+	o.logf("Applied the %d CRDs of %s %s", len(names), ch.Name(), ch.Metadata.Version)
+	what := fmt.Sprintf("the CRDs of %s %s (%d) to be established", ch.Name(), ch.Metadata.Version, len(names))
+	if err := o.WaitFor(ctx, what, c.CRDsEstablished(names)); err != nil {
+		return false, err
+	}
+	// Helm maps the templates' kinds through the cluster's cached discovery, which
+	// predates the new CRDs (Helm's own CRD install resets it the same way).
+	c.Mapper.Reset()
+	return true, nil
 }
 
 // normalizeValues turns values into what Helm stores (a JSON round trip), so that a

@@ -224,6 +224,20 @@ func (c *Cluster) CRDEstablished(name string) Cond {
 	}
 }
 
+// CRDsEstablished waits for CustomResourceDefinitions to be established; its detail
+// names the first one that is not.
+func (c *Cluster) CRDsEstablished(names []string) Cond {
+	return func(ctx context.Context) (bool, string, error) {
+		for _, n := range names {
+			done, detail, err := c.CRDEstablished(n)(ctx)
+			if err != nil || !done {
+				return false, n + ": " + detail, err
+			}
+		}
+		return true, "established", nil
+	}
+}
+
 // ReadyCondition reads the Ready condition of a custom resource: status and message.
 func ReadyCondition(o *unstructured.Unstructured) (bool, string) {
 	conds, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")

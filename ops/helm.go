@@ -27,7 +27,10 @@ type Release struct {
 
 // helmOptions are the Helm options of a job's step: its timeout and its log.
 func (s *Service) helmOptions(jc *engine.JobContext) helm.Options {
-	return helm.Options{Timeout: s.Cfg.InstallTimeout, Logf: jc.Logf}
+	return helm.Options{Timeout: s.Cfg.InstallTimeout, Logf: jc.Logf,
+		WaitFor: func(ctx context.Context, what string, cond func(context.Context) (bool, string, error)) error {
+			return jc.Wait(ctx, what, engine.WaitOpts{}, cond)
+		}}
 }
 
 // HelmApply installs or upgrades a release and returns it, holding the cluster-wide lock

@@ -1,0 +1,116 @@
+package helm
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"helm.sh/helm/v3/pkg/chart"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"runr.dev/console/kube"
+	"runr.dev/console/testcluster"
+)
+
+// widgetCRD is a CRD of kind Widget; its description says which chart version shipped it.
+func widgetCRD(description string) []byte {
+	return []byte(`apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.runr.dev
+spec:
+  group: example.runr.dev
+  names: {kind: Widget, listKind: WidgetList, plural: widgets, singular: widget}
+  scope: Namespaced
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          description: ` + description + `
+          x-kubernetes-preserve-unknown-fields: true
+`)
+}
+
+// widgetChart ships the Widget CRD in crds/ and a Widget in its templates, and a subchart
+// "gadgets", off by default, with a CRD of its own.
+func widgetChart(version string) *chart.Chart {
+	gadgets := &chart.Chart{
+		Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: "gadgets", Version: "1.0.0"},
+		Files: []*chart.File{{Name: "crds/gadgets.yaml", Data: []byte(strings.NewReplacer("widgets", "gadgets", "Widget", "Gadget", "widget", "gadget").
+			Replace(string(widgetCRD("gadgets"))))}},
+	}
+	ch := &chart.Chart{
+		Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: "widgets", Version: version,
+			Dependencies: []*chart.Dependency{{Name: "gadgets", Version: "1.0.0", Condition: "gadgets.enabled"}}},
+		Values: map[string]any{"gadgets": map[string]any{"enabled": false}},
+		Files:    []*chart.File{{Name: "crds/widgets.yaml", Data: widgetCRD("widgets " + version)}},
+		Templates: []*chart.File{{Name: "templates/widget.yaml", Data: []byte(`apiVersion: example.runr.dev/v1
+kind: Widget
+metadata:
+  name: {{ .Release.Name }}
+spec: {size: 3}
+`)}},
+	}
+	ch.AddDependency(gadgets)
+	return ch
+}
+
+// With a waiter (Options.WaitFor), Apply applies a chart's CRDs itself and waits with it
+// until they are established before Helm renders the templates that use them; an
+// upgrade updates the CRDs too (Helm alone never does).
+func TestApplyInstallsTheChartsCRDs(t *testing.T) {
+	tc := testcluster.New(t, testcluster.Options{})
+	kc, err := kube.ParseKubeconfig(tc.Kubeconfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc.AllowLoopback = true
+	c, err := kube.NewCluster(kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var waits []string
+	o := Options{Timeout: time.Minute, WaitFor: func(ctx context.Context, what string, cond func(context.Context) (bool, string, error)) error {
+		waits = append(waits, what)
+		for {
+			done, _, err := cond(ctx)
+			if err != nil || done {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}}
+	for _, version := range []string{"0.1.0", "0.2.0"} {
+		if _, err := Apply(ctx, c, Release{Namespace: "widgets", Name: "w", Chart: widgetChart(version)}, o); err != nil {
+			t.Fatalf("%s: %v", version, err)
+		}
+		crd, err := c.APIExt.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, "widgets.example.runr.dev", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := crd.Spec.Versions[0].Schema.OpenAPIV3Schema.Description; got != "widgets "+version {
+			t.Errorf("after %s the CRD is %q's", version, got)
+		}
+	}
+	if want := "the CRDs of widgets 0.1.0 (1) to be established"; len(waits) != 2 || waits[0] != want || !strings.Contains(waits[1], "0.2.0") {
+		t.Errorf("waits %q, want %q and the same for 0.2.0", waits, want)
+	}
+	if _, err := c.APIExt.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, "gadgets.example.runr.dev", metav1.GetOptions{}); err == nil {
+		t.Error("the CRD of a subchart the values disable was applied")
+	}
+	gvr := schema.GroupVersionResource{Group: "example.runr.dev", Version: "v1", Resource: "widgets"}
+	if _, err := c.Dynamic.Resource(gvr).Namespace("widgets").Get(ctx, "w", metav1.GetOptions{}); err != nil {
+		t.Errorf("the chart's Widget: %v", err)
+	}
+}
