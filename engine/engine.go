@@ -30,6 +30,9 @@ type Step struct {
 	Name  string
 	Title string
 	Run   func(ctx context.Context, jc *JobContext) error
+	// Parallel steps next to each other run at once (independent releases of one install);
+	// the step after them starts when all of them ended.
+	Parallel bool
 }
 
 // ErrSkip is returned by a step that has nothing to do; the step is shown as skipped.

@@ -454,6 +454,67 @@ func TestRetryContinuesWhereItStopped(t *testing.T) {
 	}
 }
 
+// TestParallelSteps proves that Parallel steps next to each other run at once, each
+// with its own step in the events, that a failed one lets the others finish and keeps
+// the next step from starting, and that a retry runs only the failed one, then the rest.
+func TestParallelSteps(t *testing.T) {
+	st := storetest.New(t)
+	var c counts
+	var failing atomic.Bool
+	failing.Store(true)
+	// b and c each wait until the other started: they only both end if they run at once.
+	bStarted, cStarted := make(chan struct{}), make(chan struct{})
+	meet := func(mine, other chan struct{}) func(context.Context, *engine.JobContext) error {
+		return func(ctx context.Context, jc *engine.JobContext) error {
+			close(mine)
+			select {
+			case <-other:
+				jc.Note("met the other step")
+				return nil
+			case <-time.After(10 * time.Second):
+				return errors.New("the other step never started beside this one")
+			}
+		}
+	}
+	par := func(s engine.Step) engine.Step { s.Parallel = true; return s }
+	e := newEngine(t, st, "console-a", fixed("fan",
+		counted(&c, "a", nil),
+		par(counted(&c, "b", meet(bStarted, cStarted))),
+		par(counted(&c, "c", meet(cStarted, bStarted))),
+		par(counted(&c, "d", func(context.Context, *engine.JobContext) error {
+			if failing.Load() {
+				return errors.New("chart not found")
+			}
+			return nil
+		})),
+		counted(&c, "e", nil)))
+	start(t, e, 1)
+	j := enqueue(t, e, "fan", nil)
+	j = waitJob(t, st, j.ID, "failed")
+	steps := jobSteps(t, st, j.ID)
+	if got := stepStates(steps); got != "a=done b=done c=done d=failed e=pending" {
+		t.Fatalf("after the failure: %s", got)
+	}
+	if steps[1].Message != "met the other step" || steps[2].Message != "met the other step" || j.Error != "chart not found" {
+		t.Errorf("messages %q %q, job error %q", steps[1].Message, steps[2].Message, j.Error)
+	}
+	for _, ev := range jobEvents(t, st, j.ID) {
+		if ev.Kind == "log" && ev.Message == "met the other step" && ev.StepIdx != 1 && ev.StepIdx != 2 {
+			t.Errorf("a parallel step's line was recorded for step %d", ev.StepIdx)
+		}
+	}
+	failing.Store(false)
+	if err := st.RetryJob(context.Background(), j.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, st, j.ID, "succeeded")
+	for step, want := range map[string]int{"a": 1, "b": 1, "c": 1, "d": 2, "e": 1} {
+		if n := c.get(j.ID + "/" + step); n != want {
+			t.Errorf("step %s ran %d times, want %d", step, n, want)
+		}
+	}
+}
+
 // TestPanickingStepFailsThatStep proves that a step that panics fails that step and its
 // job with "internal error", the later steps do not run, a panicking Finished hook does
 // not keep the job from being recorded, and the (only) runner goes on with the next job.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"runr.dev/console/store"
@@ -106,49 +107,68 @@ func (e *Engine) runSteps(ctx context.Context, jc *JobContext, k *Kind) error {
 	if len(rows) != len(steps) {
 		return fmt.Errorf("the job's steps changed since it was created (%d recorded, %d planned); start it again", len(rows), len(steps))
 	}
-	for i, st := range steps {
-		if rows[i].Status == store.StepDone || rows[i].Status == store.StepSkipped {
+	pending := func(i int) bool { return rows[i].Status != store.StepDone && rows[i].Status != store.StepSkipped }
+	for i := 0; i < len(steps); i++ {
+		if !steps[i].Parallel {
+			if pending(i) {
+				if err := e.runOne(ctx, jc, i, steps[i]); err != nil {
+					return err
+				}
+			}
 			continue
 		}
-		jc.step = i
-		if _, err := e.Store.SetStep(ctx, jc.Job.ID, i, store.StepRunning, "", ""); err != nil {
-			return err
+		// A run of Parallel steps: each pending one at once, with a JobContext of its own;
+		// the job goes on when all of them ended, and a failed one does not stop the others.
+		group := i
+		for i+1 < len(steps) && steps[i+1].Parallel {
+			i++
 		}
-		err := runStep(ctx, jc, st)
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		switch {
-		case errors.Is(err, ErrSkip):
-			_, serr := e.Store.SetStep(sctx, jc.Job.ID, i, store.StepSkipped, jc.lastNote, "")
-			cancel()
-			if serr != nil {
-				return serr
-			}
-		case err != nil:
-			if ctx.Err() != nil && !errors.Is(context.Cause(ctx), errCancelled) {
-				cancel()
-				return err
-			}
-			msg := err.Error()
-			if errors.Is(context.Cause(ctx), errCancelled) {
-				msg = "cancelled"
-			}
-			jc.logLevel("error", msg)
-			_, serr := e.Store.SetStep(sctx, jc.Job.ID, i, store.StepFailed, msg, "")
-			cancel()
-			if serr != nil {
-				return serr
-			}
-			return err
-		default:
-			_, serr := e.Store.SetStep(sctx, jc.Job.ID, i, store.StepDone, jc.lastNote, "")
-			cancel()
-			if serr != nil {
-				return serr
+		errs := make([]error, i+1-group)
+		var wg sync.WaitGroup
+		for k := group; k <= i; k++ {
+			if pending(k) {
+				sub := *jc
+				wg.Go(func() { errs[k-group] = e.runOne(ctx, &sub, k, steps[k]) })
 			}
 		}
-		jc.lastNote = ""
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// runOne runs step i and records how it ended; it returns the step's error.
+func (e *Engine) runOne(ctx context.Context, jc *JobContext, i int, st Step) error {
+	jc.step, jc.lastNote = i, ""
+	if _, err := e.Store.SetStep(ctx, jc.Job.ID, i, store.StepRunning, "", ""); err != nil {
+		return err
+	}
+	err := runStep(ctx, jc, st)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	switch {
+	case errors.Is(err, ErrSkip):
+		_, serr := e.Store.SetStep(sctx, jc.Job.ID, i, store.StepSkipped, jc.lastNote, "")
+		return serr
+	case err != nil:
+		if ctx.Err() != nil && !errors.Is(context.Cause(ctx), errCancelled) {
+			return err
+		}
+		msg := err.Error()
+		if errors.Is(context.Cause(ctx), errCancelled) {
+			msg = "cancelled"
+		}
+		jc.logLevel("error", msg)
+		if _, serr := e.Store.SetStep(sctx, jc.Job.ID, i, store.StepFailed, msg, ""); serr != nil {
+			return serr
+		}
+		return err
+	default:
+		_, serr := e.Store.SetStep(sctx, jc.Job.ID, i, store.StepDone, jc.lastNote, "")
+		return serr
+	}
 }
 
 // plan asks a kind for a job's steps, turning a panic into an error (the job fails, or is

@@ -485,10 +485,12 @@ func (s *Service) servingSteps(p ServingParams) []engine.Step {
 		{Name: "serving", Title: "KnativeServing with Traefik as ingress", Run: withRegion(s.servingServing(p))},
 		{Name: "domain", Title: "Function domain", Run: withRegion(s.servingDomain)},
 		{Name: "address", Title: "External address", Run: withRegion(s.servingAddress)},
-		{Name: "prometheus", Title: "Prometheus", Run: withRegion(s.servingPrometheus)},
-		{Name: "loki", Title: "Loki", Run: withRegion(s.servingLoki)},
-		{Name: "agent", Title: "runr-agent", Run: withRegion(s.servingAgent)},
-		{Name: "tracing", Title: "Tracing backend", Run: withRegion(s.servingTracing)},
+		// The observability releases and the agent depend on none of each other: they
+		// install at once, each step with its own progress.
+		{Name: "prometheus", Title: "Prometheus", Run: withRegion(s.servingPrometheus), Parallel: true},
+		{Name: "loki", Title: "Loki", Run: withRegion(s.servingLoki), Parallel: true},
+		{Name: "agent", Title: "runr-agent", Run: withRegion(s.servingAgent), Parallel: true},
+		{Name: "tracing", Title: "Tracing backend", Run: withRegion(s.servingTracing), Parallel: true},
 		{Name: "record", Title: "Record the region", Run: withRegion(s.servingRecord(p))},
 	}
 }
