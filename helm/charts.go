@@ -37,7 +37,7 @@ type ChartSource struct {
 	client   *http.Client
 	mu       sync.Mutex
 	indexes  map[string]cachedIndex
-	charts   map[string]*chart.Chart
+	charts   map[string][]byte // archives
 	fetching map[string]*sync.Mutex
 }
 
@@ -59,7 +59,7 @@ func NewChartSource(mirror, crdsURL string) *ChartSource {
 		}
 	}
 	return &ChartSource{mirror: mirror, crdsURL: crds, client: &http.Client{Timeout: 60 * time.Second},
-		indexes: map[string]cachedIndex{}, charts: map[string]*chart.Chart{}, fetching: map[string]*sync.Mutex{}}
+		indexes: map[string]cachedIndex{}, charts: map[string][]byte{}, fetching: map[string]*sync.Mutex{}}
 }
 
 // isOCI reports a chart published in an OCI registry (oci://…) and fetched from there (a
@@ -161,14 +161,29 @@ func (cs *ChartSource) Versions(ctx context.Context, ref ChartRef) ([]string, er
 	return out, nil
 }
 
-// Load fetches and loads a chart (cached for the life of the process).
+// Load fetches and loads a chart. The archive is cached for the life of the process and
+// every call parses a chart of its own: Helm changes the chart it installs (it drops the
+// subcharts the values disable), so a shared one would carry one release's values into
+// the next and race between installs that run at once.
 func (cs *ChartSource) Load(ctx context.Context, ref ChartRef) (*chart.Chart, error) {
-	repoURL := cs.repoURL(ref)
-	key := repoURL + "|" + ref.Name + "|" + ref.Version
+	raw, err := cs.archive(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	ch, err := loader.LoadArchive(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("load chart %s %s: %w", ref.Name, ref.Version, err)
+	}
+	return ch, nil
+}
+
+// archive returns a chart's archive, downloaded once per process.
+func (cs *ChartSource) archive(ctx context.Context, ref ChartRef) ([]byte, error) {
+	key := cs.repoURL(ref) + "|" + ref.Name + "|" + ref.Version
 	cs.mu.Lock()
-	if ch, ok := cs.charts[key]; ok {
+	if raw, ok := cs.charts[key]; ok {
 		cs.mu.Unlock()
-		return ch, nil
+		return raw, nil
 	}
 	lock, ok := cs.fetching[key]
 	if !ok {
@@ -179,23 +194,19 @@ func (cs *ChartSource) Load(ctx context.Context, ref ChartRef) (*chart.Chart, er
 	lock.Lock()
 	defer lock.Unlock()
 	cs.mu.Lock()
-	if ch, ok := cs.charts[key]; ok {
+	if raw, ok := cs.charts[key]; ok {
 		cs.mu.Unlock()
-		return ch, nil
+		return raw, nil
 	}
 	cs.mu.Unlock()
 	raw, err := cs.download(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	ch, err := loader.LoadArchive(bytes.NewReader(raw))
-	if err != nil {
-		return nil, fmt.Errorf("load chart %s %s: %w", ref.Name, ref.Version, err)
-	}
 	cs.mu.Lock()
-	cs.charts[key] = ch
+	cs.charts[key] = raw
 	cs.mu.Unlock()
-	return ch, nil
+	return raw, nil
 }
 
 // download fetches a chart's archive from its repository's index or its OCI registry.
