@@ -12,6 +12,9 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/release"
 	helmdriver "helm.sh/helm/v3/pkg/storage/driver"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"runr.dev/console/kube"
 )
@@ -89,9 +92,9 @@ func Apply(ctx context.Context, c *kube.Cluster, r Release, o Options) (*release
 	return rel, nil
 }
 
-// applyCRDs applies the CRDs of a chart and of the subcharts vals enable (crds/) and waits until they are
-// established, when the caller gave a way to wait (o.WaitFor); it reports whether it did,
-// so that Helm skips them.
+// applyCRDs creates the CRDs of a chart and of the subcharts vals enable (crds/) that do
+// not exist and waits until all are established, when the caller gave a way to wait
+// (o.WaitFor); it reports whether it did, so that Helm skips them.
 func applyCRDs(ctx context.Context, c *kube.Cluster, ch *chart.Chart, vals map[string]any, o Options) (bool, error) {
 	if o.WaitFor == nil {
 		return false, nil
@@ -105,19 +108,28 @@ func applyCRDs(ctx context.Context, c *kube.Cluster, ch *chart.Chart, vals map[s
 		return false, nil
 	}
 	var names []string
+	created := 0
+	crds := c.Dynamic.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"})
 	for _, f := range files {
 		objs, err := kube.DecodeYAML(f.File.Data)
 		if err != nil {
 			return false, fmt.Errorf("helm: CRDs of %s (%s): %w", ch.Name(), f.Filename, err)
 		}
 		for _, obj := range objs {
-			if _, err := c.Apply(ctx, obj); err != nil {
-				return false, fmt.Errorf("helm: CRDs of %s: %w", ch.Name(), err)
-			}
 			names = append(names, obj.GetName())
+			// As Helm does: a CRD that exists is left as it is (another installation may
+			// own it, at another version).
+			_, err := crds.Create(ctx, obj, metav1.CreateOptions{FieldManager: kube.FieldManager})
+			switch {
+			case apierrors.IsAlreadyExists(err):
+			case err != nil:
+				return false, fmt.Errorf("helm: create CRD %s of %s: %w", obj.GetName(), ch.Name(), err)
+			default:
+				created++
+			}
 		}
 	}
-	o.logf("Applied the %d CRDs of %s %s", len(names), ch.Name(), ch.Metadata.Version)
+	o.logf("Created %d of the %d CRDs of %s %s (the others exist)", created, len(names), ch.Name(), ch.Metadata.Version)
 	what := fmt.Sprintf("the CRDs of %s %s (%d) to be established", ch.Name(), ch.Metadata.Version, len(names))
 	if err := o.WaitFor(ctx, what, c.CRDsEstablished(names)); err != nil {
 		return false, err
