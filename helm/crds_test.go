@@ -9,9 +9,6 @@ import (
 	"helm.sh/helm/v3/pkg/chart"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-
-	"runr.dev/console/kube"
-	"runr.dev/console/testcluster"
 )
 
 // widgetCRD is a CRD of kind Widget; its description says which chart version shipped it.
@@ -64,16 +61,7 @@ spec: {size: 3}
 // until they are established before Helm renders the templates that use them; as with
 // Helm, a CRD that exists is left as it is, and a disabled subchart's CRDs are not made.
 func TestApplyInstallsTheChartsCRDs(t *testing.T) {
-	tc := testcluster.New(t, testcluster.Options{})
-	kc, err := kube.ParseKubeconfig(tc.Kubeconfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc.AllowLoopback = true
-	c, err := kube.NewCluster(kc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := simulatedCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var waits []string

@@ -105,18 +105,25 @@ func (f fixture) deployed(ns string) map[string]int {
 	return m
 }
 
-// TestHelm runs the Helm verbs against one simulated cluster.
-func TestHelm(t *testing.T) {
+// simulatedCluster starts a simulated cluster and reaches it as the console does.
+func simulatedCluster(t *testing.T) *kube.Cluster {
+	t.Helper()
 	tc := testcluster.New(t, testcluster.Options{})
 	kc, err := kube.ParseKubeconfig(tc.Kubeconfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	kc.AllowLoopback = true
+	kc.AllowLoopback = true // the simulated clusters listen on 127.0.0.1
 	c, err := kube.NewCluster(kc)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+// TestHelm runs the Helm verbs against one simulated cluster.
+func TestHelm(t *testing.T) {
+	c := simulatedCluster(t)
 
 	// Nothing installed: Status is nil, Uninstall is not an error, Deployed is empty.
 	t.Run("nothing installed", func(t *testing.T) {
