@@ -272,7 +272,7 @@ func (js *jobStream) render(ctx context.Context, e store.JobEvent, out *bytes.Bu
 		}
 		cur.JustFinished = cur.Job.Done()
 	}
-	_ = views.JobUpdate(js.page, cur.View(), jobChange(e, stepOf(js.d, e))).Render(ctx, out)
+	_ = views.JobUpdate(js.page, cur.View(), jobChange(e, stepOf(js.d, e), js.d.Steps)).Render(ctx, out)
 }
 
 // applyEvent updates the view's job and steps with one event.

@@ -65,7 +65,7 @@ func (d JobData) View() views.JobView {
 	}
 	for _, e := range d.Events {
 		if inLog(e) {
-			v.Log = append(v.Log, logLine(e))
+			v.Log = append(v.Log, logLine(e, d.Steps))
 		}
 	}
 	return v
@@ -102,9 +102,14 @@ func stepView(s store.JobStep) views.StepView {
 // the job's start or end.
 func inLog(e store.JobEvent) bool { return e.Kind == "log" || e.Kind == "wait" || e.Kind == "job" }
 
-// logLine is an event as a line of the job's log.
-func logLine(e store.JobEvent) views.LogLine {
-	return views.LogLine{At: e.CreatedAt, Text: logText(e), Error: e.Level == "error", Warn: e.Level == "warn"}
+// logLine is an event as a line of the job's log, named after its step (steps can run
+// side by side).
+func logLine(e store.JobEvent, steps []store.JobStep) views.LogLine {
+	l := views.LogLine{At: e.CreatedAt, Text: logText(e), Error: e.Level == "error", Warn: e.Level == "warn"}
+	if e.Kind != "job" && e.StepIdx >= 0 && e.StepIdx < len(steps) {
+		l.Step = steps[e.StepIdx].Name
+	}
+	return l
 }
 
 // logText is what the log shows of an event; a job event says what became of the job.
@@ -127,14 +132,14 @@ func logText(e store.JobEvent) string {
 
 // jobChange is what an event changes on a job's page; step is the step it is about
 // (nil when none).
-func jobChange(e store.JobEvent, step *store.JobStep) views.JobChange {
+func jobChange(e store.JobEvent, step *store.JobStep, steps []store.JobStep) views.JobChange {
 	ch := views.JobChange{JobChanged: e.Kind == "job"}
 	if step != nil {
 		sv := stepView(*step)
 		ch.Step = &sv
 	}
 	if inLog(e) {
-		l := logLine(e)
+		l := logLine(e, steps)
 		ch.Line = &l
 	}
 	return ch

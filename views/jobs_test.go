@@ -44,3 +44,27 @@ func TestJobEndRefreshKeepsEditedForms(t *testing.T) {
 		})
 	}
 }
+
+// A log line names its step (steps can run side by side); the job's own lines name none.
+func TestJobLogLineNamesItsStep(t *testing.T) {
+	for _, tc := range []struct {
+		line LogLine
+		want string // "" for no step
+	}{
+		{LogLine{Text: "Installing Helm release observability/loki-stack", Step: "loki"}, "loki"},
+		{LogLine{Text: "Job succeeded"}, ""},
+	} {
+		var b bytes.Buffer
+		if err := JobLogLine(tc.line).Render(context.Background(), &b); err != nil {
+			t.Fatal(err)
+		}
+		html := b.String()
+		got := regexp.MustCompile(`data-testid="log-step">([^<]*)<`).FindStringSubmatch(html)
+		switch {
+		case tc.want == "" && got != nil, tc.want != "" && (got == nil || got[1] != tc.want):
+			t.Errorf("%q: step %v, want %q\n%s", tc.line.Text, got, tc.want, html)
+		case !strings.Contains(html, tc.line.Text):
+			t.Errorf("the line lost its text:\n%s", html)
+		}
+	}
+}
