@@ -22,15 +22,26 @@ const (
 // DataServiceNames lists the data services in the order the tab shows them.
 var DataServiceNames = []string{DataKV, DataObject, DataPostgres}
 
-// ObjectManaged is the object store RunR installs in the region (the only mode so far).
-const ObjectManaged = "managed"
+// Modes of the object store: the one RunR installs in the region, or an external S3
+// endpoint the administrator gives (nothing is installed).
+const (
+	ObjectManaged  = "managed"
+	ObjectExternal = "external"
+)
 
 // DataService is one data service of a region: its install state and its settings.
 type DataService struct {
 	Status  ComponentStatus `json:"status,omitempty"`
 	Message string          `json:"message,omitempty"`
-	// Mode is the object store's: managed.
+	// Mode is the object store's: managed or external.
 	Mode string `json:"mode,omitempty"`
+	// Endpoint (S3), IAMEndpoint ("" the same), S3Region, AccessKeyID and BucketPrefix are
+	// an external object store's; its secret key is the region's object_secret_key.
+	Endpoint     string `json:"endpoint,omitempty"`
+	IAMEndpoint  string `json:"iam_endpoint,omitempty"`
+	S3Region     string `json:"s3_region,omitempty"`
+	AccessKeyID  string `json:"access_key_id,omitempty"`
+	BucketPrefix string `json:"bucket_prefix,omitempty"`
 	// StorageClass ("" the cluster's default) and SizeGi are the volume of a managed
 	// object store or PostgreSQL cluster.
 	StorageClass string    `json:"storage_class,omitempty"`
@@ -45,6 +56,9 @@ func (d DataService) State() ComponentStatus {
 	}
 	return d.Status
 }
+
+// External reports an object store on an external S3 endpoint.
+func (d DataService) External() bool { return d.Mode == ObjectExternal }
 
 // Ready reports an installed service.
 func (d DataService) Ready() bool { return d.Status == ComponentReady }
@@ -98,6 +112,12 @@ func (s *Store) SetRegionDataService(ctx context.Context, id, name string, v Dat
 		return err
 	}
 	return s.NotifyRegion(ctx, id)
+}
+
+// SetObjectSecretKey records the administrator's secret key of the region's external
+// object store, encrypted ("" forgets it).
+func (s *Store) SetObjectSecretKey(ctx context.Context, id, key string) error {
+	return s.updateRegion(ctx, "set object store key of", id, cols{{"object_secret_key", key}})
 }
 
 // SetRegionSkupper records a region's Skupper site.
@@ -242,6 +262,16 @@ func (s *Store) SetBindingStatus(ctx context.Context, id string, status Componen
 		return s.NotifyRegion(ctx, *region)
 	}
 	return nil
+}
+
+// SetBindingCredentials replaces a binding's credentials (sealed).
+func (s *Store) SetBindingCredentials(ctx context.Context, id string, creds map[string]string) error {
+	sealed, err := s.sealSecrets(creds)
+	if err != nil {
+		return wrap("set binding credentials", err)
+	}
+	res, err := s.db(ctx).ExecContext(ctx, `UPDATE bindings SET credentials = $2, updated_at = now() WHERE id = $1`, id, sealed)
+	return affected("set binding credentials "+id, res, err)
 }
 
 // DeleteBinding removes a binding's record.

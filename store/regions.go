@@ -154,6 +154,8 @@ type Region struct {
 	TenantID *string `db:"tenant_id"`
 	// Mode decides whether tenant quotas apply on a platform region.
 	Mode RegionMode `db:"region_mode"`
+	// ObjectSecretKey is the administrator's secret key of an external object store.
+	ObjectSecretKey string `db:"object_secret_key"`
 
 	// ProjectCount is filled by the list queries.
 	ProjectCount int `db:"project_count"`
@@ -178,14 +180,14 @@ func (r *Region) Component(name string) ComponentState {
 // regionSecretFields are the Region columns encrypted at rest.
 var regionSecretFields = map[string]bool{
 	"kubeconfig": true, "old_kubeconfig": true, "registry_secret": true,
-	"redis_password": true, "function_tls_key": true, "agent_token": true,
+	"redis_password": true, "function_tls_key": true, "agent_token": true, "object_secret_key": true,
 }
 
 // decryptRegion opens the region's secrets. A secret no configured key opens is left
 // blank and the region carries SecretError: that one region shows the error, and every
 // other region, list and sweep goes on.
 func (s *Store) decryptRegion(r *Region) error {
-	for _, f := range []*string{&r.Kubeconfig, &r.OldKubeconfig, &r.RegistrySecret, &r.RedisPassword, &r.FunctionTLSKey, &r.AgentToken} {
+	for _, f := range []*string{&r.Kubeconfig, &r.OldKubeconfig, &r.RegistrySecret, &r.RedisPassword, &r.FunctionTLSKey, &r.AgentToken, &r.ObjectSecretKey} {
 		v, err := s.Cipher.Decrypt(*f)
 		if err != nil {
 			r.SecretError = SecretErrorText

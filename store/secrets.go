@@ -211,6 +211,7 @@ var secretColumns = []secretColumn{
 	{"regions", "id", "redis_password"},
 	{"regions", "id", "function_tls_key"},
 	{"regions", "id", "agent_token"},
+	{"regions", "id", "object_secret_key"},
 	{"jobs", "id", "secret_params"},
 }
 
