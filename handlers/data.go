@@ -15,7 +15,7 @@ import (
 // dataServiceTitles say what each data service is.
 var dataServiceTitles = map[string]string{
 	store.DataKV:       "KV: each binding gets its own Redis ACL user on the region's Redis, limited to its own key prefix",
-	store.DataObject:   "Object store: SeaweedFS (S3-compatible) in runr-data; each binding gets its own bucket and credentials limited to it",
+	store.DataObject:   "Object store: SeaweedFS (S3-compatible) in runr-data, or an external S3 endpoint with an IAM API; each binding gets its own bucket and credentials limited to it",
 	store.DataPostgres: "PostgreSQL: the CloudNativePG operator in cnpg-system and a PostgreSQL cluster in runr-data; each binding gets its own database and role",
 }
 
@@ -26,6 +26,8 @@ func dataRemoveConfirm(service string) string {
 		return "Remove KV? Its Redis ACL users and every key they wrote are deleted; this cannot be undone."
 	case store.DataObject:
 		return "Remove the object store? The SeaweedFS release and its volume are deleted with every bucket and object in it; this cannot be undone."
+	case "object-external":
+		return "Remove the external object store? The console forgets its key; the endpoint and what is on it stay (the bindings' buckets were deleted when they were unbound)."
 	}
 	return "Remove PostgreSQL? The PostgreSQL cluster and its volumes are deleted with every database in them, and CloudNativePG is uninstalled; this cannot be undone."
 }
@@ -53,7 +55,11 @@ func (h *Handlers) dataTab(c *fiber.Ctx, r *store.Region) (templ.Component, erro
 			Installable: s.Status == store.ComponentNotInstalled || s.Status == store.ComponentError,
 			Removable:   s.Status == store.ComponentReady || s.Status == store.ComponentError,
 			Confirm:     dataRemoveConfirm(s.Name), Ready: s.Status == store.ComponentReady,
-			NeedsRedis: s.Name == store.DataKV && !redisReady}
+			NeedsRedis: s.Name == store.DataKV && !redisReady, Externalable: s.Name == store.DataObject, External: s.Mode == store.ObjectExternal,
+			IAMEndpoint: s.IAMEndpoint, AccessKeyID: s.AccessKeyID, BucketPrefix: s.BucketPrefix}
+		if v.External {
+			v.HasVolume, v.Confirm = false, dataRemoveConfirm("object-external")
+		}
 		if classErr == nil {
 			v.StorageClasses = optionsOf(names, s.StorageClass)
 		}
@@ -97,7 +103,14 @@ func (h *Handlers) DataInstallForm(c *fiber.Ctx) error {
 	}
 	svc := c.Params("service")
 	values := map[string]string{"size_gi": strings.TrimSpace(c.FormValue("size_gi")), "storage_class": c.FormValue("storage_class")}
-	in := ops.DataServiceInput{StorageClass: values["storage_class"]}
+	// The external object store's fields come back on an error, but never its secret key.
+	for _, k := range []string{"mode", "endpoint", "iam_endpoint", "s3_region", "access_key_id", "bucket_prefix"} {
+		values[k] = c.FormValue(k)
+	}
+	in := ops.DataServiceInput{StorageClass: values["storage_class"], Mode: values["mode"], ExternalObjectStore: ops.ExternalObjectStore{
+		ExternalEndpoint: ops.ExternalEndpoint{Endpoint: values["endpoint"], IAMEndpoint: values["iam_endpoint"], S3Region: values["s3_region"],
+			AccessKeyID: values["access_key_id"], BucketPrefix: values["bucket_prefix"]},
+		SecretAccessKey: c.FormValue("secret_access_key")}}
 	if values["size_gi"] != "" {
 		if in.SizeGi, err = strconv.Atoi(values["size_gi"]); err != nil {
 			return h.formInvalid(c, r, "data", values, FieldErrors{"size_gi": "Use a whole number of GiB."}, "")

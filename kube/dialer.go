@@ -63,11 +63,11 @@ func isIPv4Compatible(ip netip.Addr) bool {
 	return !ip.IsLoopback() && !ip.IsUnspecified()
 }
 
-// policyDialer returns a dialer that checks every connection's resolved address just
+// PolicyDialer returns a dialer that checks every connection's resolved address just
 // before it is opened (net.Dialer's Control hook): whatever form the URL spelled the
 // host in (a name, a decimal or octal IPv4, an IPv4-mapped IPv6), and whichever
 // connection it is (the first, a retry, a redirect), the address is judged after DNS.
-func policyDialer(allowLoopback bool) func(ctx context.Context, network, addr string) (net.Conn, error) {
+func PolicyDialer(allowLoopback bool) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second,
 		Control: func(network, address string, _ syscall.RawConn) error {
 			ap, err := netip.ParseAddrPort(address)
@@ -83,7 +83,7 @@ func policyDialer(allowLoopback bool) func(ctx context.Context, network, addr st
 // connection goes through the address policy, and never through a proxy (neither the
 // kubeconfig's, which ParseKubeconfig refuses, nor the environment's).
 func secureREST(rc *rest.Config, allowLoopback bool) {
-	rc.Dial = policyDialer(allowLoopback)
+	rc.Dial = PolicyDialer(allowLoopback)
 	rc.Proxy = func(*http.Request) (*url.URL, error) { return nil, nil }
 }
 

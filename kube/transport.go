@@ -8,6 +8,6 @@ import "net/http"
 func PolicyTransport(allowLoopback bool) *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
 	t.Proxy = nil
-	t.DialContext = policyDialer(allowLoopback)
+	t.DialContext = PolicyDialer(allowLoopback)
 	return t
 }

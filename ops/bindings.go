@@ -72,9 +72,12 @@ func (s *Service) Bind(ctx context.Context, actor Actor, p *store.Project, in Bi
 	case store.DataKV:
 		b.Resource, b.Credentials = kvCredentials(r, p)
 	case store.DataObject:
-		b.Resource, b.Credentials = objectCredentials(p)
+		b.Resource, b.Credentials = objectCredentials(r, p)
 	case store.DataPostgres:
 		b.Resource, b.Credentials = postgresCredentials(p)
+	}
+	if len(b.Resource) > 63 {
+		return nil, nil, &Refused{Field: "service", Reason: fmt.Sprintf("The bucket %s would be longer than S3's 63 characters: use a shorter bucket prefix for the object store, or a shorter project slug.", b.Resource)}
 	}
 	if taken := envTaken(p, b.Credentials); len(taken) > 0 {
 		return nil, nil, &Refused{Field: "service", Reason: fmt.Sprintf("%s defines %s itself, which the %s binding sets: rename its variables first.", p.Slug, strings.Join(taken, ", "), in.Service)}

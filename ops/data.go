@@ -108,9 +108,12 @@ func SeaweedFSValues(storageClass string, sizeGi int) map[string]any {
 
 // DataParams name a data service job's service and its volume.
 type DataParams struct {
-	Service      string `json:"service"`
-	StorageClass string `json:"storage_class,omitempty"`
-	SizeGi       int    `json:"size_gi,omitempty"`
+	Service string `json:"service"`
+	// Mode is the object store's (managed or external); External its endpoint.
+	Mode         string            `json:"mode,omitempty"`
+	External     *ExternalEndpoint `json:"external,omitempty"`
+	StorageClass string            `json:"storage_class,omitempty"`
+	SizeGi       int               `json:"size_gi,omitempty"`
 }
 
 func (s *Service) registerDataKinds() {
@@ -140,7 +143,10 @@ func (s *Service) dataStart(p DataParams, status store.ComponentStatus) engine.S
 		if status == store.ComponentInstalling {
 			d.StorageClass, d.SizeGi = p.StorageClass, p.SizeGi
 			if p.Service == store.DataObject {
-				d.Mode = store.ObjectManaged
+				d.Mode, d.Endpoint, d.IAMEndpoint, d.S3Region, d.AccessKeyID, d.BucketPrefix = store.ObjectManaged, "", "", "", "", ""
+				if e := p.External; e != nil {
+					d.Mode, d.Endpoint, d.IAMEndpoint, d.S3Region, d.AccessKeyID, d.BucketPrefix = store.ObjectExternal, e.Endpoint, e.IAMEndpoint, e.S3Region, e.AccessKeyID, e.BucketPrefix
+				}
 			}
 		}
 		return s.Store.SetRegionDataService(ctx, r.ID, p.Service, d)
@@ -187,7 +193,7 @@ func (s *Service) dataRemoveSteps(p DataParams) []engine.Step {
 	case store.DataKV:
 		mid = s.kvRemoveSteps()
 	case store.DataObject:
-		mid = s.objectRemoveSteps()
+		mid = s.objectRemoveSteps(p)
 	case store.DataPostgres:
 		mid = s.postgresRemoveSteps()
 	}

@@ -21,7 +21,7 @@ const DataStayedNote = "The data of the data services stayed on the old cluster:
 func dataHad(r *store.Region, had map[string]any) {
 	svcs := map[string]any{}
 	for _, name := range store.DataServiceNames {
-		if d := r.DataServices.V.Service(name); d.Ready() {
+		if d := r.DataServices.V.Service(name); d.Ready() && !d.External() {
 			svcs[name] = map[string]any{"storage_class": d.StorageClass, "size_gi": d.SizeGi}
 		}
 	}
@@ -57,6 +57,10 @@ func (s *Service) moveData(ctx context.Context, jc *engine.JobContext) error {
 	svcs, _ := r.MigrationDetail.V.Had["data_services"].(map[string]any)
 	site, _ := r.MigrationDetail.V.Had["skupper_site"].(bool)
 	for _, name := range store.DataServiceNames {
+		if r.DataServices.V.Service(name).External() {
+			jc.Note("The external object store %s and its bindings need nothing on the new cluster", r.DataServices.V.Object.Endpoint)
+			continue
+		}
 		v, had := svcs[name].(map[string]any)
 		if !had {
 			if r.DataServices.V.Service(name).State() != store.ComponentNotInstalled {
@@ -74,7 +78,7 @@ func (s *Service) moveData(ctx context.Context, jc *engine.JobContext) error {
 		s.record(s.Store.SetRegionSkupper(ctx, r.ID, store.SkupperSite{}))
 	}
 	if len(svcs) == 0 && !site {
-		jc.Note("The region had no data services and no Skupper site")
+		jc.Note("The region had no data services to create again and no Skupper site")
 		return engine.ErrSkip
 	}
 	if len(svcs) > 0 {

@@ -14,10 +14,20 @@ import (
 
 // DataServiceInput is the body of POST /api/knative-regions/{id}/data-services/{service}:
 // the volume of the object store or PostgreSQL ("" the cluster's default StorageClass,
-// 0 the default size). KV has no volume of its own.
+// 0 the default size). KV has no volume of its own. The object store is managed, or
+// (mode "external") an S3 endpoint with an IAM API and an administrator's key.
 type DataServiceInput struct {
 	StorageClass string `json:"storage_class"`
 	SizeGi       int    `json:"size_gi"`
+	Mode         string `json:"mode"`
+	ExternalObjectStore
+}
+
+// ExternalObjectStore is an S3 endpoint the administrator gives as the object store,
+// with the secret key of its administrator's access key.
+type ExternalObjectStore struct {
+	ExternalEndpoint
+	SecretAccessKey string `json:"secret_access_key"`
 }
 
 // dataService checks a data service's name (404 for another).
@@ -50,11 +60,19 @@ func (s *Service) InstallDataService(ctx context.Context, actor Actor, r *store.
 		return nil, &Refused{Reason: fmt.Sprintf("%s is %s on region %s.", service, d.State(), r.Name)}
 	}
 	p := DataParams{Service: service}
-	switch service {
-	case store.DataKV:
+	switch {
+	case service == store.DataKV:
 		if r.RedisStatus != store.ComponentReady || r.RedisAddress == "" {
 			return nil, &Refused{Reason: "KV runs on the region's Redis, which is not ready (" + string(r.RedisStatus) + "): set up Redis in the Redis tab first."}
 		}
+	case service == store.DataObject && in.Mode == store.ObjectExternal:
+		ext, err := in.ExternalObjectStore.validate()
+		if err != nil {
+			return nil, err
+		}
+		p.Mode, p.External = store.ObjectExternal, &ext
+	case service == store.DataObject && in.Mode != "" && in.Mode != store.ObjectManaged:
+		return nil, &Invalid{Fields: map[string]string{"mode": "Choose managed or external."}}
 	default:
 		var err error
 		if p.StorageClass, p.SizeGi, err = s.dataVolume(ctx, r, in); err != nil {
@@ -63,6 +81,12 @@ func (s *Service) InstallDataService(ctx context.Context, actor Actor, r *store.
 	}
 	if err := s.dataBusy(ctx, r); err != nil {
 		return nil, err
+	}
+	if p.External != nil {
+		// The key is sealed in the region, never in the job's parameters.
+		if err := s.Store.SetObjectSecretKey(ctx, r.ID, in.SecretAccessKey); err != nil {
+			return nil, err
+		}
 	}
 	return s.Enqueue(ctx, engine.Request{Kind: KindDataInstall, Title: "Install " + service + " on " + r.Name,
 		Subject: r.ID, Params: p, CreatedBy: actor.Email})
@@ -111,7 +135,7 @@ func (s *Service) RemoveDataService(ctx context.Context, actor Actor, r *store.R
 		return nil, err
 	}
 	return s.Enqueue(ctx, engine.Request{Kind: KindDataRemove, Title: "Remove " + service + " from " + r.Name,
-		Subject: r.ID, Params: DataParams{Service: service}, CreatedBy: actor.Email})
+		Subject: r.ID, Params: DataParams{Service: service, Mode: r.DataServices.V.Service(service).Mode}, CreatedBy: actor.Email})
 }
 
 // DataServiceView is one data service as the API and the tab show it: its state, where
@@ -124,7 +148,13 @@ type DataServiceView struct {
 	StorageClass string                `json:"storage_class,omitempty"`
 	SizeGi       int                   `json:"size_gi,omitempty"`
 	Endpoint     string                `json:"endpoint,omitempty"`
-	Bindings     []BindingView         `json:"bindings"`
+	// IAMEndpoint, S3Region, AccessKeyID and BucketPrefix are an external object store's
+	// (never its secret key).
+	IAMEndpoint  string        `json:"iam_endpoint,omitempty"`
+	S3Region     string        `json:"s3_region,omitempty"`
+	AccessKeyID  string        `json:"access_key_id,omitempty"`
+	BucketPrefix string        `json:"bucket_prefix,omitempty"`
+	Bindings     []BindingView `json:"bindings"`
 }
 
 // BindingView is a binding without its credentials: the names of its settings only.
@@ -158,6 +188,8 @@ func (s *Service) RegionDataServices(ctx context.Context, r *store.Region) ([]Da
 		case d.State() == store.ComponentNotInstalled:
 		case name == store.DataKV:
 			v.Endpoint = r.RedisAddress
+		case name == store.DataObject && d.External():
+			v.Endpoint, v.IAMEndpoint, v.S3Region, v.AccessKeyID, v.BucketPrefix = d.Endpoint, d.IAMEndpoint, d.S3Region, d.AccessKeyID, d.BucketPrefix
 		case name == store.DataObject:
 			v.Endpoint = ObjectEndpoint()
 		case name == store.DataPostgres:

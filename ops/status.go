@@ -73,7 +73,7 @@ func (s *Service) observe(ctx context.Context, r *store.Region) *clusterLook {
 	st.took = time.Since(start)
 	st.version = v.GitVersion
 	namespaces := []string{r.OperatorNamespace, r.ServingNamespace, ObservabilityNamespace, RegistryNamespace}
-	if r.DataServices.V.Object.Ready() {
+	if o := r.DataServices.V.Object; o.Ready() && !o.External() {
 		namespaces = append(namespaces, DataNamespace)
 	}
 	if r.DataServices.V.Postgres.Ready() {

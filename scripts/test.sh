@@ -24,7 +24,7 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v bzip2 >/dev/null 2>&1; 
 fi
 chromium --version
 
-step "simulated cluster binaries (about 13 minutes the first time, cached afterwards)"
+step "simulated cluster binaries and SeaweedFS (about 16 minutes the first time, cached afterwards)"
 go run ./testcluster/cmd/sandbox build
 
 step "tests"

@@ -1,7 +1,7 @@
 // Command sandbox builds the simulated cluster's binaries and runs a sandbox cluster
 // with the stand-in chart repository, for `make sandbox`:
 //
-//	sandbox build   build the binaries into the user cache dir
+//	sandbox build   build the binaries (and the tests' SeaweedFS) into the user cache dir
 //	sandbox start   start the sandbox in the background and write .data/sandbox/{kubeconfig,env}
 //	sandbox stop    stop it
 package main
@@ -34,6 +34,11 @@ func main() {
 		var b *testcluster.Binaries
 		if b, err = testcluster.Build(os.Stderr); err == nil {
 			fmt.Fprintln(os.Stderr, "simulated cluster binaries ready in", b.Dir)
+		}
+		// The tests' external S3 endpoint (a real SeaweedFS server).
+		var weed string
+		if weed, err = testcluster.BuildSeaweedFS(os.Stderr); err == nil {
+			fmt.Fprintln(os.Stderr, "SeaweedFS ready at", weed)
 		}
 	case "start":
 		err = start()
