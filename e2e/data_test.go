@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"runr.dev/console/testcluster"
 )
 
 // waitAPIJob polls GET /api/jobs/{id} until the job finishes and fails unless it
@@ -92,6 +94,33 @@ func TestDataServicesTab(t *testing.T) {
 	b.expectDestructiveConfirms("data services tab")
 	if q := b.attr("[data-testid=data-service-kv] form[data-confirm]", "data-confirm"); !strings.Contains(q, "deleted") {
 		t.Fatalf("the removal's confirmation must say the data is deleted: %q", q)
+	}
+
+	// The object store on an external S3 endpoint (a real SeaweedFS server): a bad
+	// endpoint and a missing key are refused beside their fields, with what was typed kept
+	// (but never the secret); the right settings install it, and nothing runs in the cluster.
+	weed, err := testcluster.StartSeaweedFS(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(weed.Stop)
+	b.choose("[data-testid=object-mode] input[value=external]")
+	b.setValue("#f-endpoint", "ftp://store.example.test")
+	b.setValue("#f-access_key_id", weed.AccessKey)
+	b.click("[data-testid=install-object]")
+	b.visible("[data-testid=error-endpoint]", shortWait)
+	b.expectDescribedBy("#f-endpoint", "err-endpoint")
+	if b.count("[data-testid=error-secret_access_key]") != 1 || b.value("#f-endpoint") != "ftp://store.example.test" || b.value("#f-access_key_id") != weed.AccessKey {
+		t.Fatal("the refused settings are kept beside their errors")
+	}
+	b.choose("[data-testid=object-mode] input[value=external]")
+	b.setValue("#f-endpoint", weed.URL)
+	b.setValue("#f-secret_access_key", weed.SecretKey)
+	b.click("[data-testid=install-object]")
+	b.expectJobSucceeds("Install object on e2e-data")
+	b.open("/regions/"+id+"?tab=data", "[data-testid=data-external]")
+	if got := b.text("[data-testid=data-external]"); !strings.Contains(got, weed.URL) || !strings.Contains(got, "runr-<project>") || strings.Contains(b.text("body"), weed.SecretKey) {
+		t.Fatalf("the external object store: %q", got)
 	}
 
 	// The projects page binds it; the binding shows its settings' names only.
