@@ -281,6 +281,10 @@ func dataServicesCmd() *cobra.Command {
 	var storageClass string
 	var sizeGi int
 	var wait bool
+	// An external object store's settings (its secret key from a file or the environment).
+	ext := map[string]*string{"mode": new(string), "endpoint": new(string), "iam_endpoint": new(string), "s3_region": new(string),
+		"bucket_prefix": new(string), "access_key_id": new(string)}
+	var secretFile string
 	install := regionCommand("install REGION kv|object|postgres", "Install a data service in the namespace runr-data", 1,
 		func(cmd *cobra.Command, c *apiclient.Client, r *apiclient.Region, args []string) error {
 			body := map[string]any{}
@@ -290,6 +294,18 @@ func dataServicesCmd() *cobra.Command {
 			if sizeGi > 0 {
 				body["size_gi"] = sizeGi
 			}
+			for k, v := range ext {
+				if *v != "" {
+					body[k] = *v
+				}
+			}
+			if *ext["mode"] == "external" {
+				secret, err := readSecret(cmd, secretFile, envObjectSecretKey)
+				if err != nil {
+					return err
+				}
+				body["secret_access_key"] = secret
+			}
 			ans, err := c.Post(cmd.Context(), http.MethodPost, apiclient.RegionPath(r.ID, "data-services/"+args[0]), body)
 			if err != nil {
 				return err
@@ -298,6 +314,13 @@ func dataServicesCmd() *cobra.Command {
 		})
 	install.Flags().StringVar(&storageClass, "storage-class", "", "StorageClass of its volumes (default: the region's)")
 	install.Flags().IntVar(&sizeGi, "size-gi", 0, "size of its volume in GiB (default: the service's)")
+	install.Flags().StringVar(ext["mode"], "mode", "", "object: managed (SeaweedFS in runr-data, the default) or external (an S3 endpoint with an IAM API)")
+	install.Flags().StringVar(ext["endpoint"], "endpoint", "", "external object store: its S3 endpoint URL")
+	install.Flags().StringVar(ext["iam_endpoint"], "iam-endpoint", "", "external object store: its IAM endpoint (default: the S3 endpoint)")
+	install.Flags().StringVar(ext["s3_region"], "s3-region", "", "external object store: its region (default us-east-1)")
+	install.Flags().StringVar(ext["bucket_prefix"], "bucket-prefix", "", "external object store: prefix of each binding's bucket and IAM user (default runr-)")
+	install.Flags().StringVar(ext["access_key_id"], "access-key-id", "", "external object store: the administrator's access key id")
+	install.Flags().StringVar(&secretFile, "secret-access-key-file", "", "external object store: file holding the administrator's secret key (- for stdin; default: $"+envObjectSecretKey+")")
 	addWaitFlag(install, &wait)
 	var rmWait bool
 	rm := regionCommand("rm REGION kv|object|postgres", "Remove a data service and its data (refused while projects are bound to it)", 1,

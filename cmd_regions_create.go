@@ -19,6 +19,7 @@ const (
 	envRegistryPassword = "RUNR_REGISTRY_PASSWORD"
 	envS3SecretKey      = "RUNR_S3_SECRET_KEY"
 	envRedisPassword    = "RUNR_REDIS_PASSWORD"
+	envObjectSecretKey  = "RUNR_OBJECT_SECRET_KEY"
 )
 
 // registryFlags are the flags of a registry: create --registry, registry set and test.

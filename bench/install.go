@@ -122,18 +122,18 @@ func stepDur(s store.JobStep) time.Duration {
 
 // installRun is one run of the wizard.
 type installRun struct {
-	cluster  string
+	cluster string
 	// helm is the same releases as install-serving's, installed one after the other
 	// with the Helm SDK and --wait on a fresh cluster (helmBaseline); helmReleases names them.
 	helm         time.Duration
 	helmReleases []string
-	wall     time.Duration
-	waited   time.Duration
-	waits    []namedWait
-	unpaired int
-	phases   []*phase
-	t0       time.Time
-	cmd      string
+	wall         time.Duration
+	waited       time.Duration
+	waits        []namedWait
+	unpaired     int
+	phases       []*phase
+	t0           time.Time
+	cmd          string
 }
 
 func (r *installRun) overhead() time.Duration { return r.wall - r.waited }
