@@ -2,8 +2,12 @@ package ops
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"time"
+
+	"github.com/lib/pq"
 
 	"helm.sh/helm/v3/pkg/release"
 
@@ -68,14 +72,23 @@ func (s *Service) lockRelease(ctx context.Context, jc *engine.JobContext, c *kub
 	if err != nil {
 		return nil, fmt.Errorf("lock release: %w", err)
 	}
+	const busy = "another job is changing this release"
+	first := true
 	try := func(ctx context.Context) (bool, string, error) {
-		var ok bool
-		if err := conn.QueryRowContext(ctx, `SELECT pg_try_advisory_lock(hashtext($1))`, key).Scan(&ok); err != nil {
-			return false, "", err
+		if first {
+			first = false
+			var ok bool
+			if err := conn.QueryRowContext(ctx, `SELECT pg_try_advisory_lock(hashtext($1))`, key).Scan(&ok); err != nil {
+				return false, "", err
+			}
+			return ok, busy, nil
 		}
-		return ok, "another job is changing this release", nil
+		// Then each look queues in PostgreSQL for up to lockLook, so the lock is taken the
+		// moment its holder lets go rather than at the next poll.
+		ok, err := queueForLock(ctx, conn, key)
+		return ok, busy, err
 	}
-	err = jc.Wait(ctx, fmt.Sprintf("Helm release %s/%s to be free", ns, name), engine.WaitOpts{Timeout: 15 * time.Minute, Interval: time.Second}, try)
+	err = jc.Wait(ctx, fmt.Sprintf("Helm release %s/%s to be free", ns, name), engine.WaitOpts{Timeout: 15 * time.Minute, Interval: 10 * time.Millisecond}, try)
 	if err != nil {
 		conn.Close()
 		return nil, err
@@ -86,4 +99,33 @@ func (s *Service) lockRelease(ctx context.Context, jc *engine.JobContext, c *kub
 		conn.ExecContext(uctx, `SELECT pg_advisory_unlock(hashtext($1))`, key)
 		conn.Close()
 	}, nil
+}
+
+// lockLook is how long one look at a busy release lock queues for it.
+const lockLook = time.Second
+
+// queueForLock waits up to lockLook for the session-level advisory lock key on conn;
+// false when its holder kept it that long. (A session-level advisory lock stays taken
+// after the transaction that set the lock_timeout ends.)
+func queueForLock(ctx context.Context, conn *sql.Conn, key string) (bool, error) {
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("lock release: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`SET LOCAL lock_timeout = '%dms'`, lockLook.Milliseconds())); err != nil {
+		return false, fmt.Errorf("lock release: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_lock(hashtext($1))`, key); err != nil {
+		var pe *pq.Error
+		if errors.As(err, &pe) && pe.Code == "55P03" { // lock_not_available: lock_timeout passed
+			return false, nil
+		}
+		return false, fmt.Errorf("lock release: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtext($1))`, key)
+		return false, fmt.Errorf("lock release: %w", err)
+	}
+	return true, nil
 }
