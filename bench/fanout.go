@@ -18,10 +18,12 @@ import (
 	"runr.dev/console/store"
 )
 
-// received is one message as it arrived at a subscriber.
+// received is one event as it arrived at a subscriber: its id and when. Its created_at
+// is read from the database afterwards, so that the clients keep no message and decode
+// no JSON while they measure (500 of them share the CPUs with the consoles).
 type received struct {
-	at  time.Time
-	raw []byte
+	at time.Time
+	id int64
 }
 
 // subscriber is one WebSocket client of a job's JSON event stream.
@@ -90,8 +92,13 @@ func (s *subscriber) read() {
 		s.mu.Lock()
 		conn := s.conn
 		s.mu.Unlock()
+		var buf bytes.Buffer
 		for {
-			_, msg, err := conn.ReadMessage()
+			buf.Reset()
+			_, r, err := conn.NextReader()
+			if err == nil {
+				_, err = buf.ReadFrom(r)
+			}
 			if err != nil {
 				if !s.stop.Load() {
 					s.closes = append(s.closes, err.Error())
@@ -101,12 +108,19 @@ func (s *subscriber) read() {
 			now := time.Now()
 			// The console sends every event queued for a subscriber in one message, one
 			// JSON event per line.
-			for _, line := range bytes.Split(msg, []byte("\n")) {
+			for msg := buf.Bytes(); len(msg) > 0; {
+				line := msg
+				if i := bytes.IndexByte(msg, '\n'); i >= 0 {
+					line, msg = msg[:i], msg[i+1:]
+				} else {
+					msg = nil
+				}
 				if len(line) == 0 {
 					continue
 				}
-				s.msgs = append(s.msgs, received{at: now, raw: line})
-				if id := quickID(line); id > s.maxID.Load() {
+				id := quickID(line)
+				s.msgs = append(s.msgs, received{at: now, id: id})
+				if id > s.maxID.Load() {
 					s.maxID.Store(id)
 				}
 			}
@@ -200,7 +214,11 @@ func benchFanout(env *Env, rep *Report, o *Options) error {
 		return err
 	}
 	fan.closeAll()
-	stats := tallyFanout(fan.subs, fan.burst.ids, fan.paced.ids)
+	created, err := eventTimes(ctx, st, j.ID)
+	if err != nil {
+		return err
+	}
+	stats := tallyFanout(fan.subs, fan.burst.ids, fan.paced.ids, created)
 	id := sec.cmd("C2", fmt.Sprintf("%s\n# console A (PID %d) and console B (PID %d) on one database:\n%s %s serve\n%s %s serve\n# %d subscribers (fasthttp/websocket, Authorization: Bearer runr_…), odd ones on B:\nGET ws://%s/ws/jobs/%s?format=json\nGET ws://%s/ws/jobs/%s?format=json\n# then, from the bench process: %d × store.AddEvent(job %s) one after the other (as a job's runner emits its lines), then %d more at %d/s",
 		benchCmd(o, "fanout"), a.Pid(), b.Pid(), a.EnvFor(), env.Runr, b.EnvFor(), env.Runr, len(fan.subs), a.Addr, j.ID, b.Addr, j.ID, o.Events, j.ID, len(fan.paced.ids), o.PacedRate))
 	reportFanout(rep, o, fan, stats, id)
@@ -372,7 +390,7 @@ type fanoutStats struct {
 
 // tallyFanout measures the latency of the first arrival of each measured event at each
 // subscriber, and counts what never arrived, arrived twice or broke a connection.
-func tallyFanout(subs []*subscriber, burst, paced []int64) *fanoutStats {
+func tallyFanout(subs []*subscriber, burst, paced []int64, created map[int64]time.Time) *fanoutStats {
 	fs := &fanoutStats{}
 	phaseOf := map[int64]*phaseStats{}
 	for _, id := range burst {
@@ -382,7 +400,7 @@ func tallyFanout(subs []*subscriber, burst, paced []int64) *fanoutStats {
 		phaseOf[id] = &fs.paced
 	}
 	for _, s := range subs {
-		got := fs.tallySubscriber(s, phaseOf)
+		got := fs.tallySubscriber(s, phaseOf, created)
 		fs.burst.missing[s.console] += len(burst) - got[&fs.burst]
 		fs.paced.missing[s.console] += len(paced) - got[&fs.paced]
 		fs.reconnects[s.console] += s.reconnects
@@ -398,25 +416,21 @@ func tallyFanout(subs []*subscriber, burst, paced []int64) *fanoutStats {
 
 // tallySubscriber records the latency of each measured event's first arrival at one
 // subscriber, and returns how many events of each phase it got.
-func (fs *fanoutStats) tallySubscriber(s *subscriber, phaseOf map[int64]*phaseStats) map[*phaseStats]int {
+func (fs *fanoutStats) tallySubscriber(s *subscriber, phaseOf map[int64]*phaseStats, created map[int64]time.Time) map[*phaseStats]int {
 	seen := map[int64]bool{}
 	got := map[*phaseStats]int{}
 	for _, m := range s.msgs {
-		var e struct {
-			ID        int64     `json:"id"`
-			CreatedAt time.Time `json:"created_at"`
-		}
-		if err := json.Unmarshal(m.raw, &e); err != nil || phaseOf[e.ID] == nil {
+		p := phaseOf[m.id]
+		if p == nil {
 			continue
 		}
-		if seen[e.ID] {
+		if seen[m.id] {
 			fs.dup++
 			continue
 		}
-		seen[e.ID] = true
-		p := phaseOf[e.ID]
+		seen[m.id] = true
 		got[p]++
-		p.lat[s.console] = append(p.lat[s.console], m.at.Sub(e.CreatedAt))
+		p.lat[s.console] = append(p.lat[s.console], m.at.Sub(created[m.id]))
 		if m.at.After(p.lastRecv) {
 			p.lastRecv = m.at
 		}
@@ -472,7 +486,7 @@ func writePhaseRows(d *strings.Builder, label string, p *phaseStats, perConsole 
 // and reconnected, and the consoles' memory after the run.
 func noteFanout(rep *Report, sec *Section, f *fanoutRun, fs *fanoutStats) {
 	rssA, rssB := procStatus(f.a.Pid()), procStatus(f.b.Pid())
-	sec.note("Latency is the subscriber's receive time (`time.Now()` when `ReadMessage` returns in the bench process) minus the event's `created_at`, which PostgreSQL sets when `store.AddEvent` inserts it; both clocks are this machine's. It therefore includes the insert and commit, NOTIFY, the hub's fan-out, the JSON encoding, the WebSocket write and the client's scheduling.")
+	sec.note("Latency is the subscriber's receive time (`time.Now()` once the whole WebSocket message is read, in the bench process) minus the event's `created_at`, which PostgreSQL sets when `store.AddEvent` inserts it (read from job_events after the run: the clients keep only each event's id and arrival, and decode no JSON while measuring); both clocks are this machine's. It therefore includes the insert and commit, NOTIFY, the hub's fan-out, the JSON encoding, the WebSocket write and the client's scheduling.")
 	sec.note("The console's hub has no in-process path: every event, including those of the jobs a console runs itself, reaches that console's subscribers through PostgreSQL LISTEN/NOTIFY (web/hub.go). So \"same process\" and \"across processes\" are the same mechanism here; console A stands for the console that runs the job (the bench holds the job's lease through `store.ClaimJob` and emits its events with `store.AddEvent`, as a runner does), console B is the second process on the same database.")
 	sec.note("The %d subscribers connected in %s; a warm-up event (not counted) proved each of them registered before the measured events. A subscriber whose connection closes (the hub closes one that falls %d events behind) reconnects with `?after=<last id>` as the browser does; an event is counted as missed only if it never arrived. Reconnects: %d (console A %d, B %d); duplicates dropped: %d; subscribers still behind after %s of draining: %d.", len(f.subs), f.dialTook.Round(time.Millisecond), 4096, fs.reconnects[0]+fs.reconnects[1], fs.reconnects[0], fs.reconnects[1], fs.dup, f.drain.Round(time.Millisecond), f.behind)
 	if len(fs.closes) > 0 {
@@ -485,4 +499,21 @@ func noteFanout(rep *Report, sec *Section, f *fanoutRun, fs *fanoutStats) {
 	if len(f.paced.ids) > 0 {
 		sec.note("When events come faster than the consoles can write them to %d sockets, they queue in each subscriber's channel and latency grows with the queue: compare the paced phase, in which the same consoles and subscribers see each event on its own.", len(f.subs))
 	}
+}
+
+// eventTimes reads when PostgreSQL inserted each event of the job (created_at, the same
+// value its JSON carries).
+func eventTimes(ctx context.Context, st *store.Store, jobID string) (map[int64]time.Time, error) {
+	var rows []struct {
+		ID        int64     `db:"id"`
+		CreatedAt time.Time `db:"created_at"`
+	}
+	if err := st.DB.SelectContext(ctx, &rows, `SELECT id, created_at FROM job_events WHERE job_id = $1`, jobID); err != nil {
+		return nil, fmt.Errorf("read the events' times: %w", err)
+	}
+	out := make(map[int64]time.Time, len(rows))
+	for _, r := range rows {
+		out[r.ID] = r.CreatedAt
+	}
+	return out, nil
 }
