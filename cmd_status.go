@@ -37,6 +37,14 @@ func statusCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
+			if path := os.Getenv("RUNR_CPU_PROFILE"); path != "" {
+				// The benchmarks' profiles: one file per sweeping process.
+				stopProfile, err := startCPUProfile(fmt.Sprintf("%s.sweep-%d", path, os.Getpid()))
+				if err != nil {
+					return err
+				}
+				defer stopProfile()
+			}
 			cfg, st, err := openStore(ctx)
 			if err != nil {
 				return err
