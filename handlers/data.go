@@ -19,6 +19,10 @@ var dataServiceTitles = map[string]string{
 	store.DataPostgres: "PostgreSQL: the CloudNativePG operator in cnpg-system and a PostgreSQL cluster in runr-data; each binding gets its own database and role",
 }
 
+// externalObjectRemoveConfirm is the removal's confirmation of an external object store,
+// whose data is not the console's to delete.
+const externalObjectRemoveConfirm = "Remove the external object store? The console forgets its key; the endpoint and what is on it stay (the bindings' buckets were deleted when they were unbound)."
+
 // dataRemoveConfirm is the confirmation of a service's removal: it says the data goes.
 func dataRemoveConfirm(service string) string {
 	switch service {
@@ -26,8 +30,6 @@ func dataRemoveConfirm(service string) string {
 		return "Remove KV? Its Redis ACL users and every key they wrote are deleted; this cannot be undone."
 	case store.DataObject:
 		return "Remove the object store? The SeaweedFS release and its volume are deleted with every bucket and object in it; this cannot be undone."
-	case "object-external":
-		return "Remove the external object store? The console forgets its key; the endpoint and what is on it stay (the bindings' buckets were deleted when they were unbound)."
 	}
 	return "Remove PostgreSQL? The PostgreSQL cluster and its volumes are deleted with every database in them, and CloudNativePG is uninstalled; this cannot be undone."
 }
@@ -58,7 +60,7 @@ func (h *Handlers) dataTab(c *fiber.Ctx, r *store.Region) (templ.Component, erro
 			NeedsRedis: s.Name == store.DataKV && !redisReady, Externalable: s.Name == store.DataObject, External: s.Mode == store.ObjectExternal,
 			IAMEndpoint: s.IAMEndpoint, AccessKeyID: s.AccessKeyID, BucketPrefix: s.BucketPrefix}
 		if v.External {
-			v.HasVolume, v.Confirm = false, dataRemoveConfirm("object-external")
+			v.HasVolume, v.Confirm = false, externalObjectRemoveConfirm
 		}
 		if classErr == nil {
 			v.StorageClasses = optionsOf(names, s.StorageClass)

@@ -76,7 +76,7 @@ func (s *Service) Bind(ctx context.Context, actor Actor, p *store.Project, in Bi
 	case store.DataPostgres:
 		b.Resource, b.Credentials = postgresCredentials(p)
 	}
-	if len(b.Resource) > 63 {
+	if in.Service == store.DataObject && len(b.Resource) > 63 {
 		return nil, nil, &Refused{Field: "service", Reason: fmt.Sprintf("The bucket %s would be longer than S3's 63 characters: use a shorter bucket prefix for the object store, or a shorter project slug.", b.Resource)}
 	}
 	if taken := envTaken(p, b.Credentials); len(taken) > 0 {

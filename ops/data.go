@@ -143,10 +143,7 @@ func (s *Service) dataStart(p DataParams, status store.ComponentStatus) engine.S
 		if status == store.ComponentInstalling {
 			d.StorageClass, d.SizeGi = p.StorageClass, p.SizeGi
 			if p.Service == store.DataObject {
-				d.Mode, d.Endpoint, d.IAMEndpoint, d.S3Region, d.AccessKeyID, d.BucketPrefix = store.ObjectManaged, "", "", "", "", ""
-				if e := p.External; e != nil {
-					d.Mode, d.Endpoint, d.IAMEndpoint, d.S3Region, d.AccessKeyID, d.BucketPrefix = store.ObjectExternal, e.Endpoint, e.IAMEndpoint, e.S3Region, e.AccessKeyID, e.BucketPrefix
-				}
+				p.External.record(&d)
 			}
 		}
 		return s.Store.SetRegionDataService(ctx, r.ID, p.Service, d)

@@ -161,6 +161,18 @@ type ExternalEndpoint struct {
 	BucketPrefix string `json:"bucket_prefix,omitempty"`
 }
 
+// record writes the object store's mode and endpoint into d: managed (its endpoint
+// fields cleared) when e is nil.
+func (e *ExternalEndpoint) record(d *store.DataService) {
+	if e == nil {
+		e = &ExternalEndpoint{}
+		d.Mode = store.ObjectManaged
+	} else {
+		d.Mode = store.ObjectExternal
+	}
+	d.Endpoint, d.IAMEndpoint, d.S3Region, d.AccessKeyID, d.BucketPrefix = e.Endpoint, e.IAMEndpoint, e.S3Region, e.AccessKeyID, e.BucketPrefix
+}
+
 // defaultBucketPrefix starts the buckets and IAM users of an external store's bindings.
 const defaultBucketPrefix = "runr-"
 
