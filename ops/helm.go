@@ -14,6 +14,7 @@ import (
 	"runr.dev/console/engine"
 	"runr.dev/console/helm"
 	"runr.dev/console/kube"
+	"runr.dev/console/store"
 )
 
 // Release is a Helm release the console installs: a chart of its repository (or the
@@ -90,15 +91,10 @@ func (s *Service) lockRelease(ctx context.Context, jc *engine.JobContext, c *kub
 	}
 	err = jc.Wait(ctx, fmt.Sprintf("Helm release %s/%s to be free", ns, name), engine.WaitOpts{Timeout: 15 * time.Minute, Interval: 10 * time.Millisecond}, try)
 	if err != nil {
-		conn.Close()
+		store.ReturnLockConn(conn)
 		return nil, err
 	}
-	return func() {
-		uctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		conn.ExecContext(uctx, `SELECT pg_advisory_unlock(hashtext($1))`, key)
-		conn.Close()
-	}, nil
+	return func() { store.ReturnLockConn(conn) }, nil
 }
 
 // lockLook is how long one look at a busy release lock queues for it.
@@ -124,8 +120,7 @@ func queueForLock(ctx context.Context, conn *sql.Conn, key string) (bool, error)
 		return false, fmt.Errorf("lock release: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
-		_, _ = conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtext($1))`, key)
-		return false, fmt.Errorf("lock release: %w", err)
+		return false, fmt.Errorf("lock release: %w", err) // ReturnLockConn drops the lock
 	}
 	return true, nil
 }

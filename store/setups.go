@@ -80,10 +80,9 @@ func (s *Store) WithNameLock(ctx context.Context, name string, f func() error) e
 	if err != nil {
 		return wrap("name lock", err)
 	}
-	defer conn.Close()
+	defer ReturnLockConn(conn)
 	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock(hashtext($1))`, "region-name:"+name); err != nil {
 		return wrap("name lock", err)
 	}
-	defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock(hashtext($1))`, "region-name:"+name)
 	return f()
 }
