@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"runr.dev/console/ops"
-	"runr.dev/console/store"
 )
 
 // SweepResult is what `runr status sweep --json` prints.
@@ -55,10 +54,14 @@ func statusCmd() *cobra.Command {
 			} else if n > 0 {
 				return fmt.Errorf("%d migration(s) pending: run `runr migrate` first", n)
 			}
-			rs, err := st.ListRegions(ctx, store.RegionFilter{ActiveOnly: true}, false)
+			// Only the count: the sweep reads the regions of each part as it claims it, and a
+			// list of every region held through the sweep would count in its memory.
+			targets, err := st.ActiveSweepTargets(ctx)
 			if err != nil {
 				return err
 			}
+			regions := len(targets)
+			targets = nil
 			svc := ops.NewService(st, cfg, newLogger(cfg.LogLevel))
 			start := time.Now()
 			sweepOnce := svc.Sweep
@@ -66,7 +69,7 @@ func statusCmd() *cobra.Command {
 				sweepOnce = func(ctx context.Context) error { return svc.SweepFleet(ctx, cfg.StatusInterval) }
 			}
 			serr := sweepOnce(ctx)
-			res := SweepResult{Regions: len(rs), Seconds: time.Since(start).Seconds(), PeakRSSKiB: peakRSSKiB(), Checked: svc.ChecksDone()}
+			res := SweepResult{Regions: regions, Seconds: time.Since(start).Seconds(), PeakRSSKiB: peakRSSKiB(), Checked: svc.ChecksDone()}
 			if serr != nil {
 				res.Error = serr.Error()
 			}

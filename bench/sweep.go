@@ -279,12 +279,17 @@ func reportSweep(rep *Report, sec *Section, w *sweepWorld, res SweepResult, rec 
 		states = append(states, fmt.Sprintf("%d × %s", rec.states[k], k))
 	}
 	sec.Details = append(sec.Details, fmt.Sprintf("What the sweep recorded: %s.\n\n", strings.Join(states, "; ")))
+	sec.Details = append(sec.Details, "When the checks were saved, from the start of the process: "+rec.timeline(w)+".\n\n")
+}
+
+// timeline says when the sweep saved the checks of the live and of the dead regions.
+func (rec sweepRecord) timeline(w *sweepWorld) string {
 	var dead []string
 	for _, k := range slices.Sorted(maps.Keys(rec.deadAt)) {
 		dead = append(dead, fmt.Sprintf("%d between +%d s and +%d s", rec.deadAt[k], k, k+1))
 	}
-	sec.Details = append(sec.Details, fmt.Sprintf("When the checks were saved, from the start of the process: the %d regions of answering clusters from +%.1f s to +%.1f s; the %d regions whose cluster never answers: %s.\n\n",
-		w.n-w.dead, rec.liveFirst.Seconds(), rec.liveLast.Seconds(), w.dead, strings.Join(dead, ", ")))
+	return fmt.Sprintf("the %d regions of answering clusters from +%.1f s to +%.1f s; the %d regions whose cluster never answers: %s",
+		w.n-w.dead, rec.liveFirst.Seconds(), rec.liveLast.Seconds(), w.dead, strings.Join(dead, ", "))
 }
 
 // noteSweep explains how the sweep is measured, where its regions point and how it
@@ -292,7 +297,7 @@ func reportSweep(rep *Report, sec *Section, w *sweepWorld, res SweepResult, rec 
 func noteSweep(sec *Section, w *sweepWorld, rec sweepRecord, wall time.Duration) {
 	sec.note("Measured inside the real binary: `runr status sweep` (cmd_status.go) runs `ops.Service.Sweep` once, exactly as the console's background loop does, and prints the sweep's duration and its own peak resident memory (VmHWM from /proc/self/status). The whole process took %s from start to exit.", secs(wall))
 	sec.note("%d regions in all: every %dth (%d) has a cluster of its own — its own kubeconfig and credentials — whose API server is one loopback listener (%s, a path per cluster) that accepts TCP connections and never answers; it accepted %d connections. The other %d are spread over %d simulated clusters (%s), regions of one cluster sharing its kubeconfig, as regions created from the same kubeconfig do.", rec.regions, w.every, w.dead, w.hole.URL(), w.hole.n.Load(), w.n-w.dead, len(w.clusters), clusterNames(w.clusters, w.installed))
-	sec.note("Every region has Serving ready and a function domain under the base domain %s, so the sweep also checks DNS: RUNR_DNS_RESOLVER points at a DNS server in the bench process on %s (it answered %d queries); the system resolver is never asked. Settings are the console's defaults: RUNR_STATUS_TIMEOUT 10 s per cluster look, RUNR_STATUS_CONCURRENCY 64 clusters at once.", sweepBaseDomain, w.dns.Addr, w.dns.Queries.Load())
+	sec.note("Every region has Serving ready and a function domain under the base domain %s, so the sweep also checks DNS: RUNR_DNS_RESOLVER points at a DNS server in the bench process on %s (it answered %d queries); the system resolver is never asked. Settings are the console's defaults: RUNR_STATUS_TIMEOUT 10 s per cluster look, RUNR_STATUS_CONCURRENCY 256 clusters at once.", sweepBaseDomain, w.dns.Addr, w.dns.Queries.Load())
 }
 
 func clusterNames(cs []*testcluster.Cluster, installed bool) string {

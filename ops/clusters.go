@@ -11,8 +11,7 @@ import (
 
 // ClusterFor returns the (cached) cluster access of a kubeconfig.
 func (s *Service) ClusterFor(raw []byte) (*kube.Cluster, error) {
-	h := sha256.Sum256(raw)
-	key := hex.EncodeToString(h[:])
+	key := clusterCacheKey(raw)
 	if c, ok := s.clusters.Load(key); ok {
 		return c.(*kube.Cluster), nil
 	}
@@ -39,4 +38,16 @@ func (s *Service) RegionCluster(r *store.Region) (*kube.Cluster, error) {
 		return nil, &Unreachable{Region: r.Name, Err: err}
 	}
 	return c, nil
+}
+
+func clusterCacheKey(raw []byte) string {
+	h := sha256.Sum256(raw)
+	return hex.EncodeToString(h[:])
+}
+
+// forgetCluster drops the cached access of a kubeconfig whose cluster did not answer: a
+// fleet's dead clusters are not kept (each access holds a dozen API clients and a
+// transport); the next look, after the breaker's backoff, builds it again.
+func (s *Service) forgetCluster(raw []byte) {
+	s.clusters.Delete(clusterCacheKey(raw))
 }

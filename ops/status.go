@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"hash/fnv"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+
+	"golang.org/x/sync/semaphore"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -372,15 +375,15 @@ func (s *Service) checkRegion(ctx context.Context, r *store.Region, st *clusterL
 // one look per cluster, and a circuit breaker that backs off from clusters that do not
 // answer so that they never delay the others.
 func (s *Service) Sweep(ctx context.Context) error {
-	return s.sweep(ctx, func(context.Context, int) bool { return true })
+	return s.sweep(ctx, func(context.Context, string) bool { return true })
 }
 
 // SweepFleet checks the active regions of the shards of the sweep this process claims for
 // this interval (every): console processes sweeping at once share the shards, and each
 // region is checked once per interval whatever their number.
 func (s *Service) SweepFleet(ctx context.Context, every time.Duration) error {
-	return s.sweep(ctx, func(ctx context.Context, shard int) bool {
-		return s.claimTask(ctx, fmt.Sprintf("sweep/%d", shard), every)
+	return s.sweep(ctx, func(ctx context.Context, part string) bool {
+		return s.claimTask(ctx, "sweep/"+part, every)
 	})
 }
 
@@ -407,9 +410,9 @@ func shardOf(clusterKey string) int {
 // sweep checks the clusters of the shards take accepts, StatusConcurrency at a time. A
 // shard is claimed only when a checker is free for its first cluster, so that processes
 // sweeping together share the shards by how fast each gets through them (a process that
-// claimed every shard up front would leave the others nothing). Each process starts at
-// a shard of its own (offset) and goes round.
-func (s *Service) sweep(ctx context.Context, take func(ctx context.Context, shard int) bool) error {
+// claimed every shard up front would leave the others nothing). The looks at clusters
+// that failed last time go first (feedSweep).
+func (s *Service) sweep(ctx context.Context, take func(ctx context.Context, part string) bool) error {
 	targets, err := s.Store.ActiveSweepTargets(ctx)
 	if err != nil {
 		return err
@@ -418,57 +421,146 @@ func (s *Service) sweep(ctx context.Context, take func(ctx context.Context, shar
 	if err != nil {
 		return err
 	}
-	byShard := make([][]string, SweepShards)
+	p := partsOf(targets)
+	work := make(chan clusterCheck)
+	// A free checker is a slot: a look is handed out with one.
+	checkers := max(1, s.Cfg.StatusConcurrency)
+	slots := semaphore.NewWeighted(int64(checkers))
+	var wg sync.WaitGroup
+	for range checkers {
+		wg.Go(func() {
+			for w := range work {
+				s.checkCluster(ctx, w.key, w.regions, base)
+				slots.Release(1)
+			}
+		})
+	}
+	feed := func(ids []string, held int64) error { return s.feedLooks(ctx, ids, held, slots, work) }
+	err = s.feedSweep(ctx, p, take, slots, feed)
+	close(work)
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// sweepParts is the sweep's regions by shard: those on clusters that failed their last
+// check, and the others.
+type sweepParts struct {
+	failing, others [SweepShards][]string
+}
+
+// partsOf puts each region in its shard. A cluster of many regions is looked at once per
+// sweepLook regions, and its parts go to shards of their own: processes sweeping together
+// share it too.
+func partsOf(targets []store.SweepTarget) *sweepParts {
+	failed := map[string]bool{}
+	for _, t := range targets {
+		if t.Failing {
+			failed[t.ClusterKey] = true
+		}
+	}
+	p := &sweepParts{}
 	seen := map[string]int{}
 	for _, t := range targets {
-		// A cluster of many regions is looked at once per sweepLook regions, and its
-		// parts go to shards of their own: processes sweeping together share it too.
 		n := seen[t.ClusterKey]
 		seen[t.ClusterKey] = n + 1
 		shard := shardOf(t.ClusterKey)
 		if n >= sweepLook {
 			shard = shardOf(fmt.Sprintf("%s#%d", t.ClusterKey, n/sweepLook))
 		}
-		byShard[shard] = append(byShard[shard], t.ID)
+		if failed[t.ClusterKey] {
+			p.failing[shard] = append(p.failing[shard], t.ID)
+		} else {
+			p.others[shard] = append(p.others[shard], t.ID)
+		}
 	}
-	work := make(chan clusterCheck)
-	var wg sync.WaitGroup
-	for range max(1, s.Cfg.StatusConcurrency) {
-		wg.Go(func() {
-			for w := range work {
-				s.checkCluster(ctx, w.key, w.regions, base)
+	return p
+}
+
+// feedSweep hands the looks of the parts this process takes to the checkers: first those
+// at clusters that failed last time, then the other looks of their shards, then the
+// shards without failures. A look at a cluster that does not answer holds its checker
+// until the deadline, so one started last would end the sweep that much later (longest
+// first). The failing regions of a shard are parts of their own, failingPart at a time,
+// each taken only when as many checkers are free: processes sweeping together share
+// them evenly, none taking more than it can start while another has checkers idle.
+func (s *Service) feedSweep(ctx context.Context, p *sweepParts, take func(ctx context.Context, part string) bool,
+	slots *semaphore.Weighted, feed func(ids []string, held int64) error) error {
+	failingIn := make([]int, SweepShards)
+	for i := range p.failing {
+		failingIn[i] = len(p.failing[i])
+	}
+	order := shardOrder(failingIn, shardOf(s.Owner()))
+	for _, shard := range order {
+		for k := 0; k*failingPart < failingIn[shard]; k++ {
+			part := p.failing[shard][k*failingPart : min((k+1)*failingPart, failingIn[shard])]
+			n := int64(len(part))
+			if err := slots.Acquire(ctx, n); err != nil {
+				return err
 			}
-		})
-	}
-	offset := shardOf(s.Owner())
-	var readErr error
-feed:
-	for i := range SweepShards {
-		shard := (offset + i) % SweepShards
-		if len(byShard[shard]) == 0 || !take(ctx, shard) {
-			continue
-		}
-		// A part's regions are read when it is claimed: a process holds the parts it
-		// works on, not the fleet.
-		regions, err := s.Store.RegionsWithSecrets(ctx, byShard[shard])
-		if err != nil {
-			readErr = err
-			break
-		}
-		for _, c := range regionsByCluster(regions) {
-			select {
-			case work <- c:
-			case <-ctx.Done():
-				break feed
+			if !take(ctx, fmt.Sprintf("%d/failing/%d", shard, k)) {
+				slots.Release(n)
+				continue
+			}
+			if err := feed(part, n); err != nil {
+				return err
 			}
 		}
 	}
-	close(work)
-	wg.Wait()
-	if readErr != nil {
-		return readErr
+	for _, shard := range order {
+		if len(p.others[shard]) > 0 && take(ctx, strconv.Itoa(shard)) {
+			if err := feed(p.others[shard], 0); err != nil {
+				return err
+			}
+		}
 	}
-	return ctx.Err()
+	return nil
+}
+
+// failingPart is how many regions on failing clusters one part of the sweep holds.
+const failingPart = 4
+
+// feedLooks reads the regions of ids (a process holds the parts it works on, not the
+// fleet) and hands their cluster looks to the checkers, each with a slot: held slots are
+// taken already, the others are waited for.
+func (s *Service) feedLooks(ctx context.Context, ids []string, held int64, slots *semaphore.Weighted, work chan<- clusterCheck) error {
+	regions, err := s.Store.RegionsWithSecrets(ctx, ids)
+	if err != nil {
+		slots.Release(held)
+		return err
+	}
+	looks := regionsByCluster(regions)
+	if extra := held - int64(len(looks)); extra > 0 {
+		slots.Release(extra) // regions of one cluster share a look
+	}
+	for i, c := range looks {
+		if int64(i) >= held {
+			if err := slots.Acquire(ctx, 1); err != nil {
+				return err
+			}
+		}
+		select {
+		case work <- c:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// shardOrder is the order in which a process offers to take the shards: those with the
+// most regions on clusters that failed last time first (see feedSweep), then round from
+// offset, the process's own start, so that processes sweeping together do not all ask
+// for the same shard.
+func shardOrder(failingIn []int, offset int) []int {
+	order := make([]int, len(failingIn))
+	for i := range order {
+		order[i] = (offset + i) % len(failingIn)
+	}
+	sort.SliceStable(order, func(i, j int) bool { return failingIn[order[i]] > failingIn[order[j]] })
+	return order
 }
 
 // sweepLook is the most regions one look at a cluster serves (regions of one cluster share
@@ -523,29 +615,55 @@ func (s *Service) checkCluster(ctx context.Context, k string, rs []*store.Region
 	var next time.Time
 	if st.err != nil {
 		failures, next = s.breaker.fail(k)
+		s.forgetCluster([]byte(rs[0].Kubeconfig))
 	} else {
 		s.breaker.ok(k)
 	}
-	for _, r := range rs {
-		// A tenant-owned region is checked in its tenant's walls (Tenancy module).
-		ctx := store.WithTenant(ctx, r.Tenant())
-		dctx, cancel := context.WithTimeout(ctx, s.Cfg.StatusTimeout)
-		u := s.checkRegion(dctx, r, st, base)
+	checks := make([]store.RegionCheck, len(rs))
+	// The regions of a look are checked side by side (each asks DNS), then saved together.
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, regionChecksAtOnce)
+	for i, r := range rs {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			// A tenant-owned region is checked in its tenant's walls (Tenancy module).
+			dctx, cancel := context.WithTimeout(store.WithTenant(ctx, r.Tenant()), s.Cfg.StatusTimeout)
+			u := s.checkRegion(dctx, r, st, base)
+			cancel()
+			if st.err != nil {
+				u.Health.Failures, u.Health.NextCheck = failures, next
+				u.Health.API.Reason += fmt.Sprintf(" (%d failed check(s) in a row; next check at %s)", failures, next.Format("15:04:05"))
+			}
+			checks[i] = store.RegionCheck{ID: r.ID, CheckUpdate: u}
+		})
+	}
+	wg.Wait()
+	s.saveChecks(ctx, rs, checks)
+	if st.err == nil {
+		for _, r := range rs {
+			s.followBaseDomain(store.WithTenant(ctx, r.Tenant()), r, base)
+		}
+	}
+}
+
+// regionChecksAtOnce is how many regions of one cluster look are checked at once.
+const regionChecksAtOnce = 8
+
+// saveChecks saves a look's checks, one statement per tenant (each in its tenant's walls).
+func (s *Service) saveChecks(ctx context.Context, rs []*store.Region, checks []store.RegionCheck) {
+	byTenant := map[string][]store.RegionCheck{}
+	for i, r := range rs {
+		byTenant[r.Tenant()] = append(byTenant[r.Tenant()], checks[i])
+	}
+	for tenant, cs := range byTenant {
+		wctx, cancel := context.WithTimeout(store.WithTenant(context.WithoutCancel(ctx), tenant), 5*time.Second)
+		saved, err := s.Store.SaveChecks(wctx, cs)
 		cancel()
-		if st.err != nil {
-			u.Health.Failures, u.Health.NextCheck = failures, next
-			u.Health.API.Reason += fmt.Sprintf(" (%d failed check(s) in a row; next check at %s)", failures, next.Format("15:04:05"))
+		if err != nil {
+			s.Log.Warn("status: save", "regions", len(cs), "first", cs[0].ID, "err", err)
 		}
-		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		if err := s.Store.SaveCheck(wctx, r.ID, u); err != nil {
-			s.Log.Warn("status: save", "region", r.Name, "err", err)
-		} else {
-			s.checksDone.Add(1)
-		}
-		cancel()
-		if st.err == nil {
-			s.followBaseDomain(ctx, r, base)
-		}
+		s.checksDone.Add(int64(len(saved)))
 	}
 }
 

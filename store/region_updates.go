@@ -298,9 +298,62 @@ type CheckUpdate struct {
 
 // SaveCheck records a status check of the region.
 func (s *Store) SaveCheck(ctx context.Context, id string, u CheckUpdate) error {
-	c := cols{{"health", JSON[Health]{V: u.Health}}, {"checked_at", u.CheckedAt}}
-	set(&c, "k8s_version", u.K8sVersion)
-	set(&c, "external_ip", u.ExternalIP)
-	set(&c, "dns_resolved", u.DNSResolved)
-	return s.updateRegion(ctx, "save check", id, c)
+	saved, err := s.SaveChecks(ctx, []RegionCheck{{ID: id, CheckUpdate: u}})
+	if err == nil && len(saved) == 0 {
+		err = fmt.Errorf("store: save check %s: %w", id, ErrNotFound)
+	}
+	return err
+}
+
+// RegionCheck is one region's status check, for SaveChecks.
+type RegionCheck struct {
+	ID string
+	CheckUpdate
+}
+
+// SaveChecks records the status checks of several regions in one statement and announces
+// each saved region's change in one more, as SaveCheck does for one region (the status
+// sweep saves a cluster look's regions together: two round trips instead of two per
+// region). It returns the ids it saved: a region deleted meanwhile is not among them.
+func (s *Store) SaveChecks(ctx context.Context, checks []RegionCheck) ([]string, error) {
+	if len(checks) == 0 {
+		return nil, nil
+	}
+	n := len(checks)
+	ids, health, at := make(pq.StringArray, n), make(pq.StringArray, n), make(pq.StringArray, n)
+	setVersion, setIP, setDNS := make(pq.BoolArray, n), make(pq.BoolArray, n), make(pq.BoolArray, n)
+	version, ip, dns := make(pq.StringArray, n), make(pq.StringArray, n), make(pq.BoolArray, n)
+	for i, c := range checks {
+		h, err := JSON[Health]{V: c.Health}.Value()
+		if err != nil {
+			return nil, wrap("save checks", err)
+		}
+		ids[i], at[i] = c.ID, c.CheckedAt.UTC().Format(time.RFC3339Nano)
+		health[i] = h.(string)
+		if c.K8sVersion != nil {
+			setVersion[i], version[i] = true, *c.K8sVersion
+		}
+		if c.ExternalIP != nil {
+			setIP[i], ip[i] = true, *c.ExternalIP
+		}
+		if c.DNSResolved != nil {
+			setDNS[i], dns[i] = true, *c.DNSResolved
+		}
+	}
+	var saved []string
+	err := s.db(ctx).SelectContext(ctx, &saved, `UPDATE regions r SET health = v.health, checked_at = v.checked_at,
+			k8s_version = CASE WHEN v.set_version THEN v.version ELSE r.k8s_version END,
+			external_ip = CASE WHEN v.set_ip THEN v.ip ELSE r.external_ip END,
+			dns_resolved = CASE WHEN v.set_dns THEN v.dns ELSE r.dns_resolved END,
+			updated_at = now()
+		FROM unnest($1::text[], $2::jsonb[], $3::timestamptz[], $4::bool[], $5::text[], $6::bool[], $7::text[], $8::bool[], $9::bool[])
+			AS v(id, health, checked_at, set_version, version, set_ip, ip, set_dns, dns)
+		WHERE r.id = v.id RETURNING r.id`, ids, health, at, setVersion, version, setIP, ip, setDNS, dns)
+	if err != nil {
+		return nil, wrap("save checks", err)
+	}
+	if len(saved) > 0 {
+		_, err = s.db(ctx).ExecContext(ctx, `SELECT pg_notify($1, id) FROM unnest($2::text[]) AS id`, RegionsChannel, pq.StringArray(saved))
+	}
+	return saved, wrap("notify regions", err)
 }

@@ -399,13 +399,17 @@ func (s *Store) listRegions(ctx context.Context, cols string, f RegionFilter, wi
 type SweepTarget struct {
 	ID         string `db:"id"`
 	ClusterKey string `db:"cluster_key"`
+	// Failing: the region's last check found its cluster's API down.
+	Failing bool `db:"failing"`
 }
 
-// ActiveSweepTargets lists the active regions' ids and cluster keys (no secrets, no
-// state: the sweep reads those per part it claims, RegionsWithSecrets).
+// ActiveSweepTargets lists the active regions' ids, cluster keys and whether their last
+// check found the API down (no secrets, no other state: the sweep reads those per part it
+// claims, RegionsWithSecrets).
 func (s *Store) ActiveSweepTargets(ctx context.Context) ([]SweepTarget, error) {
 	var out []SweepTarget
-	err := s.db(ctx).SelectContext(ctx, &out, `SELECT id, cluster_key FROM regions WHERE region_status = 'active' ORDER BY name`)
+	err := s.db(ctx).SelectContext(ctx, &out, `SELECT id, cluster_key, coalesce(health->'api'->>'state' = 'down', false) AS failing
+		FROM regions WHERE region_status = 'active' ORDER BY name`)
 	return out, wrap("list the regions to sweep", err)
 }
 
