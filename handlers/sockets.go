@@ -124,29 +124,41 @@ func (h *Handlers) JobSocket() fiber.Handler {
 		go js.w.readLoop(done)
 		ping := time.NewTicker(25 * time.Second)
 		defer ping.Stop()
+		gap := time.NewTimer(time.Hour)
+		gap.Stop()
+		defer gap.Stop()
 		var lastSent time.Time
+		resync := func() {
+			// Too far behind (or the listener reconnected): the client reconnects and
+			// reads the history again.
+			_ = js.w.write(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseTryAgainLater, "resync"))
+		}
 		for {
 			select {
 			case <-done:
 				return
 			case <-sub.Closed:
-				// Too far behind (or the listener reconnected): the client reconnects
-				// and reads the history again.
-				_ = js.w.write(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseTryAgainLater, "resync"))
+				resync()
 				return
 			case <-ping.C:
 				if js.w.write(websocket.PingMessage, nil) != nil {
 					return
 				}
-			case m := <-sub.C:
+			case <-sub.Ready():
 				if wait := time.Until(lastSent.Add(burstGap)); wait > 0 {
+					gap.Reset(wait)
 					select {
-					case <-time.After(wait):
+					case <-gap.C:
 					case <-done:
 						return
 					}
 				}
-				if !js.send(ctx, drain(m, sub.C)) {
+				batch, ok := sub.Take(maxBatch)
+				if !ok {
+					resync()
+					return
+				}
+				if !js.send(ctx, batch) {
 					return
 				}
 				lastSent = time.Now()
@@ -216,21 +228,6 @@ func (js *jobStream) replayJSON(after int64) bool {
 		}
 	}
 	return len(batch) == 0 || js.w.write(websocket.TextMessage, bytes.Join(batch, newline)) == nil
-}
-
-// drain takes what is queued already besides m (at most maxBatch): one write for a
-// burst of events instead of one per event.
-func drain(m hub.Msg, queue <-chan hub.Msg) []hub.Msg {
-	batch := []hub.Msg{m}
-	for len(batch) < maxBatch {
-		select {
-		case more := <-queue:
-			batch = append(batch, more)
-		default:
-			return batch
-		}
-	}
-	return batch
 }
 
 // send writes the new events of a batch in one message; it reports whether the socket

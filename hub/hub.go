@@ -22,8 +22,8 @@ type Hub struct {
 	log   *slog.Logger
 
 	mu      sync.RWMutex
-	subs    map[string]map[*Sub]struct{} // job id -> subscribers
-	regions map[*Sub]struct{}            // subscribers of region changes (banners)
+	jobs    map[string]*feed  // job id -> its recent events and subscribers
+	regions map[*Sub]struct{} // subscribers of region changes (banners)
 	ready   chan struct{}
 
 	// lists are told of every change to what the region lists show (ListsChannel), and
@@ -68,15 +68,82 @@ func (h *Hub) listening(on bool) {
 	}
 }
 
-// Sub is one subscriber; its channel is buffered, and a subscriber that falls too far
-// behind is closed (it reconnects and reads the history again).
+// Sub is one subscriber. A region subscriber reads C. A job subscriber is woken on
+// Ready when its job has new events and takes them with Take: the events are kept once
+// per job for all its subscribers, not queued once per subscriber. A subscriber that
+// falls too far behind is closed (it reconnects and reads the history again).
 type Sub struct {
 	C      chan Msg
 	Closed chan struct{}
 	once   sync.Once
+
+	feed  *feed
+	ready chan struct{}
+	next  uint64 // sequence number of the next event it takes (under feed.mu)
 }
 
 func (s *Sub) close() { s.once.Do(func() { close(s.Closed) }) }
+
+// Ready receives when the job has events the subscriber has not taken.
+func (s *Sub) Ready() <-chan struct{} { return s.ready }
+
+// wake tells the subscriber of new events without waiting (once is enough).
+func (s *Sub) wake() {
+	select {
+	case s.ready <- struct{}{}:
+	default:
+	}
+}
+
+// Take returns up to max events the subscriber has not taken, oldest first, and false
+// when it fell too far behind (it is closed). The events are shared: do not change them.
+func (s *Sub) Take(max int) ([]Msg, bool) {
+	f := s.feed
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if s.next < f.base {
+		s.close()
+		return nil, false
+	}
+	from := int(s.next - f.base)
+	to := min(len(f.msgs), from+max)
+	s.next += uint64(to - from)
+	if to < len(f.msgs) {
+		s.wake() // more to take
+	}
+	return f.msgs[from:to:to], true
+}
+
+// feed is a job's recent events, kept for its subscribers: from the oldest event one of
+// them has not taken, at most SubBuffer.
+type feed struct {
+	mu   sync.Mutex
+	msgs []Msg
+	base uint64 // sequence number of msgs[0]
+	subs map[*Sub]struct{}
+}
+
+// add appends m, forgets what every subscriber took, closes the subscribers that would
+// fall more than SubBuffer events behind, and wakes the others.
+func (f *feed) add(m Msg) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.msgs = append(f.msgs, m)
+	end := f.base + uint64(len(f.msgs))
+	oldest := end
+	for s := range f.subs {
+		if end-s.next > SubBuffer {
+			s.close()
+			continue
+		}
+		oldest = min(oldest, s.next)
+		s.wake()
+	}
+	if drop := int(oldest - f.base); drop > 0 {
+		f.msgs = f.msgs[drop:]
+		f.base = oldest
+	}
+}
 
 // Msg is one event as it arrived: decoded, and its JSON as PostgreSQL sent it (so that
 // JSON subscribers get it without encoding it again, once per subscriber).
@@ -90,7 +157,7 @@ const SubBuffer = 4096
 
 // New builds a hub; Run starts it.
 func New(st *store.Store, log *slog.Logger) *Hub {
-	return &Hub{store: st, log: log, subs: map[string]map[*Sub]struct{}{}, regions: map[*Sub]struct{}{}, ready: make(chan struct{})}
+	return &Hub{store: st, log: log, jobs: map[string]*feed{}, regions: map[*Sub]struct{}{}, ready: make(chan struct{})}
 }
 
 // Ready is closed once the hub listens.
@@ -159,13 +226,10 @@ func (h *Hub) Run(ctx context.Context) {
 
 func (h *Hub) publish(m Msg) {
 	h.mu.RLock()
-	defer h.mu.RUnlock()
-	for s := range h.subs[m.Event.JobID] {
-		select {
-		case s.C <- m:
-		default:
-			s.close()
-		}
+	f := h.jobs[m.Event.JobID]
+	h.mu.RUnlock()
+	if f != nil {
+		f.add(m)
 	}
 }
 
@@ -184,31 +248,42 @@ func (h *Hub) publishRegion(id string) {
 func (h *Hub) resyncAll() {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	for _, m := range h.subs {
-		for s := range m {
+	for _, f := range h.jobs {
+		f.mu.Lock()
+		for s := range f.subs {
 			s.close()
 		}
+		f.mu.Unlock()
 	}
 }
 
-// Subscribe registers a subscriber of a job's events.
+// Subscribe registers a subscriber of a job's events: it gets those published from now.
 func (h *Hub) Subscribe(jobID string) *Sub {
-	s := &Sub{C: make(chan Msg, SubBuffer), Closed: make(chan struct{})}
 	h.mu.Lock()
-	if h.subs[jobID] == nil {
-		h.subs[jobID] = map[*Sub]struct{}{}
+	defer h.mu.Unlock()
+	f := h.jobs[jobID]
+	if f == nil {
+		f = &feed{subs: map[*Sub]struct{}{}}
+		h.jobs[jobID] = f
 	}
-	h.subs[jobID][s] = struct{}{}
-	h.mu.Unlock()
+	s := &Sub{Closed: make(chan struct{}), feed: f, ready: make(chan struct{}, 1)}
+	f.mu.Lock()
+	s.next = f.base + uint64(len(f.msgs))
+	f.subs[s] = struct{}{}
+	f.mu.Unlock()
 	return s
 }
 
 // Unsubscribe removes a job subscriber.
 func (h *Hub) Unsubscribe(jobID string, s *Sub) {
 	h.mu.Lock()
-	delete(h.subs[jobID], s)
-	if len(h.subs[jobID]) == 0 {
-		delete(h.subs, jobID)
+	if f := h.jobs[jobID]; f != nil {
+		f.mu.Lock()
+		delete(f.subs, s)
+		if len(f.subs) == 0 {
+			delete(h.jobs, jobID)
+		}
+		f.mu.Unlock()
 	}
 	h.mu.Unlock()
 	s.close()
@@ -238,7 +313,7 @@ func (h *Hub) Wait(jobID string) (<-chan struct{}, func()) {
 	stop := make(chan struct{})
 	go func() {
 		select {
-		case <-s.C:
+		case <-s.Ready():
 		case <-s.Closed:
 		case <-stop:
 		}

@@ -82,6 +82,27 @@ func next(t *testing.T, s *hub.Sub, what string) hub.Msg {
 	return hub.Msg{}
 }
 
+// nextJob waits for a job subscriber's next event.
+func nextJob(t *testing.T, s *hub.Sub, what string) hub.Msg {
+	t.Helper()
+	for {
+		msgs, ok := s.Take(1)
+		if !ok {
+			t.Fatalf("the subscriber fell behind while waiting for %s", what)
+		}
+		if len(msgs) == 1 {
+			return msgs[0]
+		}
+		select {
+		case <-s.Ready():
+		case <-s.Closed:
+			t.Fatalf("the subscriber was closed while waiting for %s", what)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("gave up waiting for %s", what)
+		}
+	}
+}
+
 func closed(s *hub.Sub) bool {
 	select {
 	case <-s.Closed:
@@ -111,7 +132,7 @@ func TestSubscriberGetsItsJobsEvents(t *testing.T) {
 
 	addEvent(t, st, other, "not for you")
 	want := addEvent(t, st, mine, "for you")
-	m := next(t, sub, "the job's event")
+	m := nextJob(t, sub, "the job's event")
 	e := m.Event
 	if e.ID != want.ID || e.JobID != mine || e.Kind != "log" || e.StepIdx != 2 || e.Level != "warn" || e.Message != "for you" {
 		t.Errorf("got event %+v, want %+v", e, want)
@@ -129,10 +150,8 @@ func TestSubscriberGetsItsJobsEvents(t *testing.T) {
 	}
 	// Notifications arrive in commit order: had the other job's event been delivered, it
 	// would be ahead of this one.
-	select {
-	case m := <-sub.C:
-		t.Errorf("an unexpected event reached the subscriber: %+v", m.Event)
-	default:
+	if msgs, _ := sub.Take(10); len(msgs) > 0 {
+		t.Errorf("an unexpected event reached the subscriber: %+v", msgs[0].Event)
 	}
 }
 
@@ -159,7 +178,7 @@ func TestRegionSubscribersGetRegionChanges(t *testing.T) {
 		t.Errorf("got %+v, want the change of region-1", m.Event)
 	}
 	addEvent(t, st, job, "after the region change")
-	if m := next(t, jobSub, "the job's event"); m.Event.Kind != "log" || m.Event.Message != "after the region change" {
+	if m := nextJob(t, jobSub, "the job's event"); m.Event.Kind != "log" || m.Event.Message != "after the region change" {
 		t.Errorf("the job subscriber got %+v first, want only its job's event", m.Event)
 	}
 	select {
@@ -203,11 +222,14 @@ func TestSlowSubscriberIsClosed(t *testing.T) {
 		defer close(reader)
 		for {
 			select {
-			case m := <-fast.C:
+			case <-fast.Ready():
+				msgs, _ := fast.Take(256)
 				mu.Lock()
-				received++
-				ordered = ordered && m.Event.ID > lastID
-				lastID = m.Event.ID
+				for _, m := range msgs {
+					received++
+					ordered = ordered && m.Event.ID > lastID
+					lastID = m.Event.ID
+				}
 				mu.Unlock()
 			case <-fast.Closed:
 				return
@@ -237,12 +259,12 @@ func TestSlowSubscriberIsClosed(t *testing.T) {
 	if closed(slow) {
 		t.Fatalf("a subscriber exactly SubBuffer events behind was closed")
 	}
-	if len(slow.C) != hub.SubBuffer {
-		t.Errorf("the slow subscriber holds %d events, want %d", len(slow.C), hub.SubBuffer)
-	}
 
 	addEvent(t, st, job, "one too many")
 	waitClosed(t, slow, "the slow subscriber")
+	if _, ok := slow.Take(1); ok {
+		t.Errorf("the closed slow subscriber could still take events")
+	}
 	waitCount(hub.SubBuffer + 1)
 	if closed(fast) {
 		t.Errorf("the reading subscriber was closed")
@@ -266,7 +288,7 @@ func TestWaitWakesOnTheNextEvent(t *testing.T) {
 	otherSub := h.Subscribe(other)
 	defer h.Unsubscribe(other, otherSub)
 	addEvent(t, st, other, "elsewhere")
-	next(t, otherSub, "the other job's event")
+	nextJob(t, otherSub, "the other job's event")
 	select {
 	case <-done:
 		t.Fatal("Wait woke before its job had an event")
@@ -305,7 +327,7 @@ func TestLostListenerClosesSubscribers(t *testing.T) {
 	again := h.Subscribe(job)
 	defer h.Unsubscribe(job, again)
 	addEvent(t, st, job, "after the reconnection")
-	if m := next(t, again, "an event after the reconnection"); m.Event.Message != "after the reconnection" {
+	if m := nextJob(t, again, "an event after the reconnection"); m.Event.Message != "after the reconnection" {
 		t.Errorf("got %+v", m.Event)
 	}
 }
