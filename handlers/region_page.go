@@ -120,10 +120,12 @@ type regionPageEntry struct {
 // is the request's.
 func (h *Handlers) RegionPage(c *fiber.Ctx) error {
 	key := listCacheKey(Who(c), "region.page", c.Params("id"), c.Query("tab"))
-	if v, ok := h.regionPages.getValue(key); ok {
-		return h.renderRegionPage(c, key, v.(regionPageEntry))
-	}
+	// The generation before anything is read: the content rendered from a kept entry is
+	// kept under the entry's generation, never under a later one it may predate.
 	gen := h.regionPages.begin()
+	if v, ok := h.regionPages.getValue(key); ok {
+		return h.renderRegionPage(c, key, gen, v.(regionPageEntry))
+	}
 	r, err := h.Store.RegionByID(ctx(c), c.Params("id"))
 	if err != nil {
 		return h.Fail(c, err)
@@ -152,20 +154,19 @@ func (h *Handlers) RegionPage(c *fiber.Ctx) error {
 	}
 	e := regionPageEntry{name: r.Name, d: d}
 	h.regionPages.put(key, gen, e, time.Time{})
-	return h.renderRegionPage(c, key, e)
+	return h.renderRegionPage(c, key, gen, e)
 }
 
 // csrfMarker stands for the request's CSRF token in the region page content kept
 // rendered: random, so that nothing a user wrote can contain it.
 var csrfMarker = []byte(store.RandomToken("csrf-marker-"))
 
-// renderRegionPage renders a kept General tab. Its content is kept rendered for a second
-// (it says how long ago things happened, in seconds) with a marker for the CSRF
-// token, which is the request's; the layout is the request's.
-func (h *Handlers) renderRegionPage(c *fiber.Ctx, key string, e regionPageEntry) error {
+// renderRegionPage renders a kept General tab, e, read at generation gen. Its content
+// is kept rendered for a second (it says how long ago things happened, in seconds) with
+// a marker for the CSRF token, which is the request's; the layout is the request's.
+func (h *Handlers) renderRegionPage(c *fiber.Ctx, key string, gen uint64, e regionPageEntry) error {
 	p := h.page(c, e.name, "regions")
 	htmlKey := key + "\x00html"
-	gen := h.regionPages.begin()
 	v, ok := h.regionPages.getValue(htmlKey)
 	content, _ := v.([]byte)
 	if !ok || content == nil {
