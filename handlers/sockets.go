@@ -60,14 +60,22 @@ const burstGap = 10 * time.Millisecond
 
 // wsConn serialises writes to one connection and pings it.
 type wsConn struct {
-	mu   sync.Mutex
-	conn *websocket.Conn
+	mu       sync.Mutex
+	conn     *websocket.Conn
+	deadline time.Time
 }
+
+// writeTimeout is how long one write may take; the deadline is moved on only once half
+// of it has passed (moving it is a timer change per write, during a burst many a second).
+const writeTimeout = 10 * time.Second
 
 func (w *wsConn) write(kind int, b []byte) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	_ = w.conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	if now := time.Now(); w.deadline.Sub(now) < writeTimeout/2 {
+		w.deadline = now.Add(writeTimeout)
+		_ = w.conn.SetWriteDeadline(w.deadline)
+	}
 	return w.conn.WriteMessage(kind, b)
 }
 
