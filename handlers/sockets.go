@@ -185,6 +185,7 @@ type jobStream struct {
 	page views.Page
 	d    JobData
 	last int64
+	out  bytes.Buffer // the message being written (reused: the socket copies it)
 }
 
 // start sends what the client may have missed; it reports whether the socket goes on.
@@ -241,7 +242,8 @@ func (js *jobStream) replayJSON(after int64) bool {
 // send writes the new events of a batch in one message; it reports whether the socket
 // goes on.
 func (js *jobStream) send(ctx context.Context, batch []hub.Msg) bool {
-	var out bytes.Buffer
+	out := &js.out
+	out.Reset()
 	for _, m := range batch {
 		e := m.Event
 		if e.ID <= js.last {
@@ -260,7 +262,7 @@ func (js *jobStream) send(ctx context.Context, batch []hub.Msg) bool {
 			}
 			continue
 		}
-		js.render(ctx, e, &out)
+		js.render(ctx, e, out)
 	}
 	return out.Len() == 0 || js.w.write(websocket.TextMessage, out.Bytes()) == nil
 }
