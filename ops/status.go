@@ -9,10 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-
-	"golang.org/x/sync/semaphore"
 	"time"
 
+	"golang.org/x/sync/semaphore"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -480,8 +479,8 @@ func partsOf(targets []store.SweepTarget) *sweepParts {
 }
 
 // feedSweep hands the looks of the parts this process takes to the checkers: first those
-// at clusters that failed last time, then the other looks of their shards, then the
-// shards without failures. A look at a cluster that does not answer holds its checker
+// at clusters that failed last time, then the others, those of shards with failures
+// first. A look at a cluster that does not answer holds its checker
 // until the deadline, so one started last would end the sweep that much later (longest
 // first). The failing regions of a shard are parts of their own, failingPart at a time,
 // each taken only when as many checkers are free: processes sweeping together share
@@ -496,7 +495,8 @@ func (s *Service) feedSweep(ctx context.Context, p *sweepParts, take func(ctx co
 	for _, shard := range order {
 		for k := 0; k*failingPart < failingIn[shard]; k++ {
 			part := p.failing[shard][k*failingPart : min((k+1)*failingPart, failingIn[shard])]
-			n := int64(len(part))
+			// (Never more slots than there are checkers: such an Acquire would wait forever.)
+			n := int64(min(len(part), max(1, s.Cfg.StatusConcurrency)))
 			if err := slots.Acquire(ctx, n); err != nil {
 				return err
 			}

@@ -126,3 +126,64 @@ func TestSweepFleetSharesTheShards(t *testing.T) {
 		t.Fatalf("region checks: a %d, b %d; want %d in all, each region once, by both processes", a.ChecksDone(), b.ChecksDone(), regions)
 	}
 }
+
+// A sweep after one that found clusters down starts their looks first, in parts of
+// several regions; with fewer checkers than a part holds it still gets through them all.
+func TestSweepAfterFailuresWithOneChecker(t *testing.T) {
+	st := storetest.New(t)
+	ctx := context.Background()
+	hole, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { hole.Close() })
+	go func() {
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := hole.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	const regions = 6
+	for i := range regions {
+		// One cluster, six credentials: one shard, six looks (parts of several regions).
+		server := fmt.Sprintf("https://%s/down", hole.Addr())
+		kc := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: %s\n    insecure-skip-tls-verify: true\nusers:\n- name: u\n  user:\n    token: t-%d\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\n", server, i)
+		r := &store.Region{Name: fmt.Sprintf("down-%d", i), Kubeconfig: kc, ClusterServer: server,
+			ClusterKey: kube.ClusterKey(server), Status: store.RegionActive}
+		if err := st.CreateRegion(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := &config.Config{StatusInterval: time.Hour, StatusTimeout: 200 * time.Millisecond, StatusConcurrency: 1,
+		InstallTimeout: time.Minute, AllowLoopbackClusters: true}
+	for round := 1; round <= 2; round++ {
+		s := ops.NewService(st, cfg, webtest.Logger())
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		err := s.Sweep(sctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("sweep %d: %v", round, err)
+		}
+		if s.ChecksDone() != regions {
+			t.Fatalf("sweep %d checked %d regions, want %d", round, s.ChecksDone(), regions)
+		}
+	}
+	targets, err := st.ActiveSweepTargets(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tg := range targets {
+		if !tg.Failing {
+			t.Fatalf("region %s: its cluster never answers, yet it is not failing", tg.ID)
+		}
+	}
+}
