@@ -61,7 +61,6 @@ func statusCmd() *cobra.Command {
 				return err
 			}
 			regions := len(targets)
-			targets = nil
 			svc := ops.NewService(st, cfg, newLogger(cfg.LogLevel))
 			start := time.Now()
 			sweepOnce := svc.Sweep

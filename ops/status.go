@@ -434,8 +434,7 @@ func (s *Service) sweep(ctx context.Context, take func(ctx context.Context, part
 			}
 		})
 	}
-	feed := func(ids []string, held int64) error { return s.feedLooks(ctx, ids, held, slots, work) }
-	err = s.feedSweep(ctx, p, take, slots, feed)
+	err = s.feedSweep(ctx, p, take, slots, work)
 	close(work)
 	wg.Wait()
 	if err != nil {
@@ -486,7 +485,7 @@ func partsOf(targets []store.SweepTarget) *sweepParts {
 // each taken only when as many checkers are free: processes sweeping together share
 // them evenly, none taking more than it can start while another has checkers idle.
 func (s *Service) feedSweep(ctx context.Context, p *sweepParts, take func(ctx context.Context, part string) bool,
-	slots *semaphore.Weighted, feed func(ids []string, held int64) error) error {
+	slots *semaphore.Weighted, work chan<- clusterCheck) error {
 	failingIn := make([]int, SweepShards)
 	for i := range p.failing {
 		failingIn[i] = len(p.failing[i])
@@ -504,14 +503,14 @@ func (s *Service) feedSweep(ctx context.Context, p *sweepParts, take func(ctx co
 				slots.Release(n)
 				continue
 			}
-			if err := feed(part, n); err != nil {
+			if err := s.feedLooks(ctx, part, n, slots, work); err != nil {
 				return err
 			}
 		}
 	}
 	for _, shard := range order {
 		if len(p.others[shard]) > 0 && take(ctx, strconv.Itoa(shard)) {
-			if err := feed(p.others[shard], 0); err != nil {
+			if err := s.feedLooks(ctx, p.others[shard], 0, slots, work); err != nil {
 				return err
 			}
 		}

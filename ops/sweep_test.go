@@ -69,41 +69,11 @@ func TestTwoConsolesSweepEachRegionOncePerInterval(t *testing.T) {
 func TestSweepFleetSharesTheShards(t *testing.T) {
 	st := storetest.New(t)
 	ctx := context.Background()
-	hole, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { hole.Close() })
-	var held []net.Conn
-	var mu sync.Mutex
-	go func() {
-		for {
-			c, err := hole.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			held = append(held, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range held {
-			c.Close()
-		}
-	})
+	hole := blackHole(t)
 	const regions = 48
 	for i := range regions {
 		// Each region names its cluster by its own path, so the regions fall in many shards.
-		server := fmt.Sprintf("https://%s/cluster-%d", hole.Addr(), i)
-		kc := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: %s\n    insecure-skip-tls-verify: true\nusers:\n- name: u\n  user:\n    token: t-%d\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\n", server, i)
-		r := &store.Region{Name: fmt.Sprintf("fleet-%d", i), Kubeconfig: kc, ClusterServer: server,
-			ClusterKey: kube.ClusterKey(server), Status: store.RegionActive}
-		if err := st.CreateRegion(ctx, r); err != nil {
-			t.Fatal(err)
-		}
+		downRegion(t, st, fmt.Sprintf("fleet-%d", i), fmt.Sprintf("https://%s/cluster-%d", hole, i), i)
 	}
 	console := func() *ops.Service {
 		cfg := &config.Config{StatusInterval: time.Hour, StatusTimeout: 200 * time.Millisecond, StatusConcurrency: 2,
@@ -132,36 +102,11 @@ func TestSweepFleetSharesTheShards(t *testing.T) {
 func TestSweepAfterFailuresWithOneChecker(t *testing.T) {
 	st := storetest.New(t)
 	ctx := context.Background()
-	hole, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { hole.Close() })
-	go func() {
-		var held []net.Conn
-		defer func() {
-			for _, c := range held {
-				c.Close()
-			}
-		}()
-		for {
-			c, err := hole.Accept()
-			if err != nil {
-				return
-			}
-			held = append(held, c)
-		}
-	}()
+	hole := blackHole(t)
 	const regions = 6
 	for i := range regions {
 		// One cluster, six credentials: one shard, six looks (parts of several regions).
-		server := fmt.Sprintf("https://%s/down", hole.Addr())
-		kc := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: %s\n    insecure-skip-tls-verify: true\nusers:\n- name: u\n  user:\n    token: t-%d\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\n", server, i)
-		r := &store.Region{Name: fmt.Sprintf("down-%d", i), Kubeconfig: kc, ClusterServer: server,
-			ClusterKey: kube.ClusterKey(server), Status: store.RegionActive}
-		if err := st.CreateRegion(ctx, r); err != nil {
-			t.Fatal(err)
-		}
+		downRegion(t, st, fmt.Sprintf("down-%d", i), fmt.Sprintf("https://%s/down", hole), i)
 	}
 	cfg := &config.Config{StatusInterval: time.Hour, StatusTimeout: 200 * time.Millisecond, StatusConcurrency: 1,
 		InstallTimeout: time.Minute, AllowLoopbackClusters: true}
@@ -185,5 +130,47 @@ func TestSweepAfterFailuresWithOneChecker(t *testing.T) {
 		if !tg.Failing {
 			t.Fatalf("region %s: its cluster never answers, yet it is not failing", tg.ID)
 		}
+	}
+}
+
+// blackHole is a listener that accepts connections and never answers, as the API of a
+// cluster that is down; its connections close with the test.
+func blackHole(t *testing.T) net.Addr {
+	t.Helper()
+	hole, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []net.Conn
+	var mu sync.Mutex
+	go func() {
+		for {
+			c, err := hole.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		hole.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	})
+	return hole.Addr()
+}
+
+// downRegion creates an active region on server, with credentials of its own (token i).
+func downRegion(t *testing.T, st *store.Store, name, server string, i int) {
+	t.Helper()
+	kc := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: %s\n    insecure-skip-tls-verify: true\nusers:\n- name: u\n  user:\n    token: t-%d\ncontexts:\n- name: x\n  context:\n    cluster: c\n    user: u\ncurrent-context: x\n", server, i)
+	r := &store.Region{Name: name, Kubeconfig: kc, ClusterServer: server, ClusterKey: kube.ClusterKey(server), Status: store.RegionActive}
+	if err := st.CreateRegion(context.Background(), r); err != nil {
+		t.Fatal(err)
 	}
 }
