@@ -45,16 +45,21 @@ type subscriber struct {
 
 var wsDialer = &websocket.Dialer{HandshakeTimeout: 15 * time.Second, ReadBufferSize: 16 << 10}
 
-// quickID reads the "id" that leads a JSON event ({"id":123,…}) without decoding it all.
+// quickID reads the "id" that leads a JSON event without decoding it all: PostgreSQL's
+// json_build_object writes {"id" : 123, …}, the replay's encoding/json {"id":123,…}.
 func quickID(msg []byte) int64 {
-	const p = `{"id":`
-	if !bytes.HasPrefix(msg, []byte(p)) {
+	rest, ok := bytes.CutPrefix(msg, []byte(`{"id"`))
+	if ok {
+		rest = bytes.TrimLeft(rest, " ")
+		rest, ok = bytes.CutPrefix(rest, []byte(":"))
+	}
+	if !ok {
 		var v struct{ ID int64 }
 		json.Unmarshal(msg, &v)
 		return v.ID
 	}
-	rest := msg[len(p):]
-	end := bytes.IndexByte(rest, ',')
+	rest = bytes.TrimLeft(rest, " ")
+	end := bytes.IndexAny(rest, ", }")
 	if end < 0 {
 		return 0
 	}
@@ -204,7 +209,7 @@ func benchFanout(env *Env, rep *Report, o *Options) error {
 
 	fan := &fanoutRun{a: a, b: b, job: j}
 	defer fan.closeAll()
-	if err := fan.subscribe(o.Subscribers); err != nil {
+	if err := fan.subscribe(o.Subscribers, 1+2*o.Events+64); err != nil {
 		return err
 	}
 	if err := fan.warmUp(ctx, st); err != nil {
@@ -279,8 +284,11 @@ type emission struct {
 }
 
 // subscribe connects n subscribers to the job's JSON event stream, half on each console,
-// and starts reading.
-func (f *fanoutRun) subscribe(n int) error {
+// and starts reading. Each subscriber's record of arrivals is allocated up front for the
+// events the run emits: grown while the burst arrived, the 500 records were most of the
+// bench process's garbage, and its collections delayed the readers and so the receive
+// times measured.
+func (f *fanoutRun) subscribe(n, events int) error {
 	f.subs = make([]*subscriber, n)
 	header := http.Header{"Authorization": {"Bearer " + f.a.Token}}
 	for i := range f.subs {
@@ -288,7 +296,7 @@ func (f *fanoutRun) subscribe(n int) error {
 		if i%2 == 1 {
 			c = f.b
 		}
-		f.subs[i] = &subscriber{console: i % 2, url: "ws://" + c.Addr + "/ws/jobs/" + f.job.ID + "?format=json", header: header}
+		f.subs[i] = &subscriber{console: i % 2, url: "ws://" + c.Addr + "/ws/jobs/" + f.job.ID + "?format=json", header: header, msgs: make([]received, 0, events)}
 	}
 	fmt.Printf("connecting %d WebSocket subscribers (%d per console)\n", n, n/2)
 	dialStart := time.Now()

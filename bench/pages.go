@@ -220,7 +220,7 @@ func benchPages(env *Env, rep *Report, o *Options) error {
 func memoryAtRest(con *Console, st *store.Store, held *store.Job, n int) (int64, error) {
 	fan := &fanoutRun{a: con, b: con, job: held}
 	defer fan.closeAll()
-	if err := fan.subscribe(n); err != nil {
+	if err := fan.subscribe(n, 1); err != nil {
 		return 0, err
 	}
 	if err := fan.warmUp(context.Background(), st); err != nil {
