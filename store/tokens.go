@@ -23,6 +23,11 @@ type APIToken struct {
 	LastUsedAt *time.Time     `db:"last_used_at" json:"last_used_at"`
 }
 
+// TokenUseInterval is how often a token's last use is recorded: APITokenUser writes it
+// when the recorded one is older, and a console that keeps tokens (web/credcache.go)
+// goes back to the database at the same age, so that each of its lookups records a use.
+const TokenUseInterval = time.Minute
+
 // HashToken returns the stored form of a bearer token.
 func HashToken(t string) string {
 	h := sha256.Sum256([]byte(t))
@@ -73,7 +78,7 @@ func (s *Store) APITokenUser(ctx context.Context, plain string) (*APIToken, *Use
 		return nil, nil, wrap("api token", err)
 	}
 	t := &APIToken{ID: row.TokenID, UserID: row.User.ID, Name: row.TokenName, Scopes: row.TokenScopes, LastUsedAt: row.TokenLastUsed}
-	if t.LastUsedAt == nil || time.Since(*t.LastUsedAt) > time.Minute {
+	if t.LastUsedAt == nil || time.Since(*t.LastUsedAt) > TokenUseInterval {
 		now := time.Now().UTC()
 		if _, err := s.db(ctx).ExecContext(ctx, `UPDATE api_tokens SET last_used_at = $2 WHERE id = $1`, t.ID, now); err != nil {
 			return nil, nil, wrap("api token", err)

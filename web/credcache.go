@@ -26,7 +26,8 @@ import (
 const credCacheMax = 4096
 
 // apiTokenUser is store.APITokenUser through the cache. A token whose last use was
-// recorded more than a minute ago goes to the database, which records this use.
+// recorded more than store.TokenUseInterval ago goes to the database, which records this
+// use (at one threshold, a lookup never finds the database's record too young to renew).
 func (s *Server) apiTokenUser(ctx context.Context, plain string) (*store.APIToken, *store.User, error) {
 	type tokenUser struct {
 		t *store.APIToken
@@ -34,7 +35,7 @@ func (s *Server) apiTokenUser(ctx context.Context, plain string) (*store.APIToke
 	}
 	key := "token:" + store.HashToken(plain)
 	if v, ok := s.creds.GetValue(key); ok {
-		if tu := v.(tokenUser); tu.t.LastUsedAt != nil && time.Since(*tu.t.LastUsedAt) <= 50*time.Second {
+		if tu := v.(tokenUser); tu.t.LastUsedAt != nil && time.Since(*tu.t.LastUsedAt) <= store.TokenUseInterval {
 			t, u := *tu.t, *tu.u
 			return &t, &u, nil
 		}
