@@ -16,21 +16,7 @@ const maxEvents = 5000
 
 // JobData loads what the live view of a job needs.
 func (h *Handlers) JobData(ctx context.Context, p *Principal, id string) (JobData, error) {
-	j, err := h.Store.JobByID(ctx, id)
-	if err != nil {
-		return JobData{}, err
-	}
-	return h.jobData(ctx, p, j)
-}
-
-// jobData is JobData of a job already read.
-func (h *Handlers) jobData(ctx context.Context, p *Principal, j *store.Job) (JobData, error) {
-	id := j.ID
-	steps, err := h.Store.JobSteps(ctx, id)
-	if err != nil {
-		return JobData{}, err
-	}
-	events, err := h.Store.JobEvents(ctx, id, 0, maxEvents)
+	j, steps, events, err := h.Store.JobWithHistory(ctx, id, maxEvents)
 	if err != nil {
 		return JobData{}, err
 	}

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -96,5 +97,45 @@ func TestFinishedJobHasItsLastEvent(t *testing.T) {
 	}
 	if err := st.FinishJob(ctx, "no-such-job", store.JobFailed, "x"); err == nil {
 		t.Fatal("finishing a job that does not exist must fail")
+	}
+}
+
+// A job read with its history is one snapshot: it is never read as running together
+// with the event that ended it. The job socket starts from such a read and skips the
+// events it has; it showed a finished job as running for good when the job, its steps
+// and its events were three reads and the job ended between the first and the last.
+func TestJobWithHistoryIsOneSnapshot(t *testing.T) {
+	st := storetest.New(t)
+	ctx := context.Background()
+	for n := range 20 {
+		j := &store.Job{Kind: "apply-settings", Title: fmt.Sprintf("snapshot %d", n)}
+		if err := st.CreateJob(ctx, j, []store.JobStep{{Name: "a", Title: "A"}}, ""); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			time.Sleep(time.Duration(n%5) * time.Millisecond)
+			if err := st.FinishJob(ctx, j.ID, store.JobSucceeded, ""); err != nil {
+				t.Error(err)
+			}
+		}()
+		for {
+			got, steps, events, err := st.JobWithHistory(ctx, j.ID, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(steps) != 1 || steps[0].JobID != j.ID {
+				t.Fatalf("job %d: steps %+v", n, steps)
+			}
+			ended := len(events) > 0 && events[len(events)-1].Kind == "job"
+			if ended != got.Done() {
+				t.Fatalf("job %d read as %s with events %+v", n, got.Status, events)
+			}
+			if ended {
+				break
+			}
+		}
+	}
+	if _, _, _, err := st.JobWithHistory(ctx, "no-such-job", 10); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a job that does not exist: want ErrNotFound, got %v", err)
 	}
 }

@@ -370,9 +370,24 @@ func (s *Store) SetJobRegion(ctx context.Context, jobID, regionID string) error 
 }
 
 // LatestJobWithHistory returns the region's newest job of any of the kinds with its
-// steps and its first maxEvents events, in one round trip (PostgreSQL builds the steps'
-// and events' JSON, which is decoded as the NOTIFY payloads are).
+// steps and its first maxEvents events (see jobWithHistory).
 func (s *Store) LatestJobWithHistory(ctx context.Context, regionID string, kinds []string, maxEvents int) (*Job, []JobStep, []JobEvent, error) {
+	return s.jobWithHistory(ctx, "latest job", `j.region_id = $2 AND j.kind = ANY($3) ORDER BY j.created_at DESC LIMIT 1`,
+		maxEvents, regionID, pq.StringArray(kinds))
+}
+
+// JobWithHistory returns a job with its steps and its first maxEvents events (see
+// jobWithHistory).
+func (s *Store) JobWithHistory(ctx context.Context, id string, maxEvents int) (*Job, []JobStep, []JobEvent, error) {
+	return s.jobWithHistory(ctx, "job "+id, `j.id = $2`, maxEvents, id)
+}
+
+// jobWithHistory reads the job that where selects (its arguments are $2 on; $1 is
+// maxEvents), its steps and its first maxEvents events in one statement, so in one snapshot: a
+// job read as running never comes with the event that ended it, which a reader that
+// skips the events it already has would then never be sent again. PostgreSQL builds the
+// steps' and events' JSON, which is decoded as the NOTIFY payloads are.
+func (s *Store) jobWithHistory(ctx context.Context, what, where string, maxEvents int, args ...any) (*Job, []JobStep, []JobEvent, error) {
 	var row struct {
 		Job
 		StepsJSON  []byte `db:"steps_json"`
@@ -380,19 +395,18 @@ func (s *Store) LatestJobWithHistory(ctx context.Context, regionID string, kinds
 	}
 	err := s.db(ctx).GetContext(ctx, &row, `SELECT j.*,
 		(SELECT coalesce(json_agg(st ORDER BY st.idx), '[]') FROM job_steps st WHERE st.job_id = j.id) AS steps_json,
-		(SELECT coalesce(json_agg(ev ORDER BY ev.id), '[]') FROM (SELECT * FROM job_events e WHERE e.job_id = j.id ORDER BY e.id LIMIT $3) ev) AS events_json
-		FROM jobs j WHERE j.region_id = $1 AND j.kind = ANY($2) ORDER BY j.created_at DESC LIMIT 1`,
-		regionID, pq.StringArray(kinds), maxEvents)
+		(SELECT coalesce(json_agg(ev ORDER BY ev.id), '[]') FROM (SELECT * FROM job_events e WHERE e.job_id = j.id ORDER BY e.id LIMIT $1) ev) AS events_json
+		FROM jobs j WHERE `+where, append([]any{maxEvents}, args...)...)
 	if err != nil {
-		return nil, nil, nil, wrap("latest job", err)
+		return nil, nil, nil, wrap(what, err)
 	}
 	var steps []JobStep
 	var events []JobEvent
 	if err := json.Unmarshal(row.StepsJSON, &steps); err != nil {
-		return nil, nil, nil, fmt.Errorf("store: latest job steps: %w", err)
+		return nil, nil, nil, fmt.Errorf("store: %s steps: %w", what, err)
 	}
 	if err := json.Unmarshal(row.EventsJSON, &events); err != nil {
-		return nil, nil, nil, fmt.Errorf("store: latest job events: %w", err)
+		return nil, nil, nil, fmt.Errorf("store: %s events: %w", what, err)
 	}
 	for i := range steps {
 		steps[i].JobID = row.Job.ID
