@@ -67,7 +67,7 @@ func reconcileCmd() *cobra.Command {
 
 // printPlan prints the dry run.
 func printPlan(cmd *cobra.Command, svc *ops.Service, in ops.ReconcileInput) error {
-	plan, err := svc.ReconcilePlan(cmd.Context(), in)
+	plan, err := svc.ReconcilePlan(cmd.Context(), reconcileActor, in)
 	if err != nil {
 		return err
 	}

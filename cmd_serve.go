@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -62,12 +63,18 @@ func serve(parent context.Context, migrate bool) error {
 
 	errc := make(chan error, 2)
 	metrics := startMetrics(cfg.MetricsAddr, errc, log)
-	go func() { errc <- srv.App.Listen(cfg.Addr) }()
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		stopBackground()
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	go func() { errc <- srv.Serve(ln) }()
 	log.Info("runr console listening", "addr", cfg.Addr, "version", version)
 	select {
 	case err = <-errc:
 	case <-ctx.Done():
 		log.Info("shutting down")
+		drain(parent, srv, cfg.ShutdownDelay, log)
 	}
 	err = shutdownListeners(srv, metrics, err)
 	stopBackground()
@@ -75,6 +82,23 @@ func serve(parent context.Context, migrate bool) error {
 		return nil
 	}
 	return err
+}
+
+// drain keeps serving for delay with /readyz failing, so that the Service's endpoints and
+// load balancers drop this console before its listener closes; a second SIGINT or SIGTERM
+// ends the wait.
+func drain(parent context.Context, srv *web.Server, delay time.Duration, log *slog.Logger) {
+	if delay <= 0 {
+		return
+	}
+	srv.H.Draining.Store(true)
+	log.Info("draining: /readyz fails while requests are still served", "for", delay)
+	again, stop := signal.NotifyContext(parent, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	select {
+	case <-again.Done():
+	case <-time.After(delay):
+	}
 }
 
 // ensureMigrated applies the pending migrations when asked to, and otherwise refuses to

@@ -19,6 +19,7 @@ import (
 var version = "dev"
 
 func main() {
+	config.Version = version
 	if err := newRoot().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "runr:", err)
 		os.Exit(1)

@@ -172,6 +172,10 @@ func TestDataServicesBindRemoveAndSkupper(t *testing.T) {
 	if _, err := c.Client.AppsV1().Deployments(ops.DataNamespace).Get(ctx, "seaweedfs-all-in-one", metav1.GetOptions{}); err != nil {
 		t.Fatalf("the object store: %v", err)
 	}
+	// seaweedfs 4.44.0 renders its SFTP passwords for an all-in-one release, SFTP off or on.
+	if _, err := c.Client.CoreV1().Secrets(ops.DataNamespace).Get(ctx, ops.SeaweedFSRelease+"-sftp-secret", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the chart's SFTP Secret: %v", err)
+	}
 	pg, err := c.DynamicGet(ctx, cnpgClusterGVR, ops.DataNamespace, ops.PostgresCluster)
 	if err != nil {
 		t.Fatal(err)
@@ -338,6 +342,29 @@ func TestDataServicesBindRemoveAndSkupper(t *testing.T) {
 	removeData(t, e, tok, r.ID, "object")
 	if pvcs, _ := c.Client.CoreV1().PersistentVolumeClaims(ops.DataNamespace).List(ctx, metav1.ListOptions{}); len(pvcs.Items) != 0 {
 		t.Fatalf("the object store's volume must be gone: %d claims", len(pvcs.Items))
+	}
+	// Nothing of seaweedfs stays while KV keeps runr-data: not the Secrets its chart keeps
+	// (S3 credentials, SFTP passwords), nor its ServiceAccount, ConfigMap and cluster RBAC.
+	if ss, err := c.Client.CoreV1().Secrets(ops.DataNamespace).List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	} else {
+		for _, sec := range ss.Items {
+			if strings.HasPrefix(sec.Name, ops.SeaweedFSRelease+"-") {
+				t.Errorf("Secret %s/%s stays after the object store's removal", ops.DataNamespace, sec.Name)
+			}
+		}
+	}
+	if _, err := c.Client.CoreV1().ServiceAccounts(ops.DataNamespace).Get(ctx, ops.SeaweedFSRelease, metav1.GetOptions{}); err == nil {
+		t.Error("ServiceAccount seaweedfs stays")
+	}
+	if _, err := c.Client.CoreV1().ConfigMaps(ops.DataNamespace).Get(ctx, ops.SeaweedFSRelease+"-master-config", metav1.GetOptions{}); err == nil {
+		t.Error("ConfigMap seaweedfs-master-config stays")
+	}
+	if _, err := c.Client.RbacV1().ClusterRoles().Get(ctx, ops.SeaweedFSRelease+"-rw-cr", metav1.GetOptions{}); err == nil {
+		t.Error("ClusterRole seaweedfs-rw-cr stays")
+	}
+	if _, err := c.Client.RbacV1().ClusterRoleBindings().Get(ctx, ops.SeaweedFSRelease+"-rw-crb", metav1.GetOptions{}); err == nil {
+		t.Error("ClusterRoleBinding seaweedfs-rw-crb stays")
 	}
 	removeData(t, e, tok, r.ID, "kv")
 	if _, err := c.Client.CoreV1().Namespaces().Get(ctx, ops.DataNamespace, metav1.GetOptions{}); err == nil {

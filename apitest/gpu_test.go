@@ -69,7 +69,14 @@ func TestGPUDetectInstallAdmitRemove(t *testing.T) {
 	// The device plugin with GPU feature discovery: NFD finds the two GPU nodes, the
 	// plugin advertises their GPUs, GFD labels their models.
 	mustSucceed(t, action(t, e, tok, r.ID, "gpu/install", map[string]string{"mode": "device-plugin"}))
-	e.JSON("GET", "/api/knative-regions/"+r.ID+"/gpu", tok, nil, &st)
+	// GFD labels a node's model on its own schedule, after the GPUs are advertised (nfd-master
+	// writes the labels): the GPU tab shows it once it is there.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		e.JSON("GET", "/api/knative-regions/"+r.ID+"/gpu", tok, nil, &st)
+		if st.Models["Tesla-T4"] == 1 && st.Models["NVIDIA-A100-SXM4-80GB"] == 2 || time.Now().After(deadline) {
+			break
+		}
+	}
 	if st.Status != store.ComponentReady || st.Total != 3 || st.Models["NVIDIA-A100-SXM4-80GB"] != 2 || st.Models["Tesla-T4"] != 1 || len(st.Nodes) != 2 {
 		t.Fatalf("after the install: %+v", st)
 	}
@@ -152,6 +159,22 @@ func TestGPUDetectInstallAdmitRemove(t *testing.T) {
 		q := n.Status.Allocatable["nvidia.com/gpu"]
 		return q.Value() == 0
 	})
+	// nfd-master's labels (NFD's and GFD's) went with the chart's post-delete Job
+	// nfd-master -prune: the GPU tab shows no GPU node any more.
+	for _, name := range []string{"gpu-a100", "gpu-t4", "worker-1"} {
+		n, err := c.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range n.Labels {
+			if strings.HasPrefix(k, "feature.node.kubernetes.io/") || strings.HasPrefix(k, "nvidia.com/gpu.") {
+				t.Fatalf("%s keeps label %s after the removal: %v", name, k, n.Labels)
+			}
+		}
+	}
+	if code := e.JSON("GET", "/api/knative-regions/"+r.ID+"/gpu", tok, nil, &st); code != 200 || len(st.Nodes) != 0 || st.Total != 0 {
+		t.Fatalf("the GPU tab after the removal: %d %+v", code, st)
+	}
 }
 
 func TestGPUOperatorModelStorageAndMove(t *testing.T) {

@@ -140,8 +140,9 @@ func TestWizardToReadyServingAndRedis(t *testing.T) {
 	if _, err := c.Client.SchedulingV1().PriorityClasses().Get(ctx, ops.PriorityClassName, metav1.GetOptions{}); err != nil {
 		t.Error("PriorityClass observability-critical must exist")
 	}
-	// The charts' own budgets protect exactly Prometheus and Loki, and no DaemonSet pod.
-	checkObservabilityPDBs(t, c, map[string]string{"knative-kube-prometheus-st-prometheus": "prometheus-knative-kube-prometheus-st-prometheus", "loki-stack": "loki-stack"})
+	// The chart's own budget protects exactly Prometheus, and no DaemonSet pod. Loki (one
+	// replica) has none: loki 2.16.0 renders its budget as policy/v1beta1, which fails.
+	checkObservabilityPDBs(t, c, map[string]string{"knative-kube-prometheus-st-prometheus": "prometheus-knative-kube-prometheus-st-prometheus"})
 	// The status check judges every component from its release's workloads: all ready.
 	if err := e.Kube.CheckNow(ctx, r.ID); err != nil {
 		t.Fatal(err)

@@ -63,10 +63,12 @@ func TestReconcile(t *testing.T) {
 
 	// What a new release changes, for the console and the CLI alike.
 	const traefikImage, agentImage = "registry.internal.test/mirror/traefik:v3.7.4", "ghcr.io/brf-tech/runr/agent:v0.2.0"
-	e.Cfg.TraefikImage, e.Cfg.AgentImage, e.Cfg.TracingRetentionHours = traefikImage, agentImage, 100
+	// RUNR_RESPONDER_IMAGE follows RUNR_AGENT_IMAGE unless set.
+	e.Cfg.TraefikImage, e.Cfg.AgentImage, e.Cfg.ResponderImage, e.Cfg.TracingRetentionHours = traefikImage, agentImage, agentImage, 100
 	u := &cliUser{t: t, env: append(os.Environ(), "DATABASE_URL="+e.Store.URL, "RUNR_APP_KEY="+storetest.AppKey,
 		"RUNR_CHART_MIRROR="+repo.URL, "RUNR_LOCAL_CLUSTER_HOST=127.0.0.2", "RUNR_ALLOW_LOOPBACK_CLUSTERS=true", "RUNR_INSTALL_TIMEOUT=90s",
-		"RUNR_TRAEFIK_IMAGE="+traefikImage, "RUNR_AGENT_IMAGE="+agentImage, "RUNR_TRACING_RETENTION_HOURS=100")}
+		"RUNR_TRAEFIK_IMAGE="+traefikImage, "RUNR_AGENT_IMAGE="+agentImage, "RUNR_TRACING_RETENTION_HOURS=100",
+		"RUNR_AGENT_WS_URL="+e.Cfg.AgentWSURL)}
 	// Drift the clusters and the database as an earlier console left them.
 	set := r.Settings.V
 	set.RequestTimeout = 900
@@ -95,8 +97,8 @@ func TestReconcile(t *testing.T) {
 	plan := reconcilePlan(t, u.must("reconcile", "--dry-run", "-o", "json"))
 	t.Logf("dry run: %+v", plan)
 	for _, step := range ops.ReconcileSteps {
-		if step == ops.ReconcileStatusBlock {
-			continue
+		if step == ops.ReconcileStatusBlock || step == ops.ReconcileImageMirror {
+			continue // per region; no mirror is set (TestImageMirror)
 		}
 		if ch := plan["eu-2"][step]; ch.Result != ops.ReconcileChange {
 			t.Errorf("eu-2 %s: %+v, want a change", step, ch)
@@ -189,6 +191,10 @@ func checkReconciled(t *testing.T, c *testcluster.Cluster, traefikImage, agentIm
 	ag, err := c.Client.AppsV1().Deployments("observability").Get(ctx, "runr-agent", metav1.GetOptions{})
 	if err != nil || ag.Spec.Template.Spec.Containers[0].Image != agentImage {
 		t.Errorf("agent: %v", err)
+	}
+	// The console's other helpers moved with the agent: lab's status responder.
+	if d, err := c.Client.AppsV1().Deployments("knative-serving").Get(ctx, ops.ResponderName, metav1.GetOptions{}); err != nil || d.Spec.Template.Spec.Containers[0].Image != agentImage {
+		t.Errorf("status responder: %v", err)
 	}
 	if _, err := c.Client.PolicyV1().PodDisruptionBudgets("observability").Get(ctx, "prometheus-knative", metav1.GetOptions{}); err == nil {
 		t.Error("the earlier console's budget must be gone")

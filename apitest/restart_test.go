@@ -140,7 +140,8 @@ func newProcess(t *testing.T, extra ...string) *process {
 // processWith is a console process with this environment and an address of its own.
 func processWith(t *testing.T, env []string) *process {
 	addr := fmt.Sprintf("127.0.0.1:%d", closedPort(t))
-	p := &process{t: t, env: append(append([]string{}, env...), "RUNR_ADDR="+addr), addr: addr}
+	// Its own address is its public URL (the agents' address) unless env says another.
+	p := &process{t: t, env: append(append([]string{"RUNR_APP_URL=http://" + addr}, env...), "RUNR_ADDR="+addr), addr: addr}
 	t.Cleanup(func() {
 		if p.cmd != nil && p.cmd.ProcessState == nil {
 			p.kill()

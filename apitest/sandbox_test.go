@@ -2,15 +2,18 @@ package apitest
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"runr.dev/console/config"
 	"runr.dev/console/ops"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
@@ -219,9 +222,21 @@ func TestSandboxRuntimesInstallMapUseRemove(t *testing.T) {
 		_, err := c.Client.CoreV1().Pods("iso").Get(ctx, pod.Name, metav1.GetOptions{})
 		return err != nil
 	})
-	mustSucceed(t, action(t, e, tok, r.ID, "uninstall-sandbox", map[string]string{"runtime": "kata"}))
+	// kata-deploy's own cleanup takes the label off: the DaemonSet goes before helm
+	// uninstall, whose post-delete Job deletes the pods' RBAC at once (issue 31, defect 3).
+	removal := action(t, e, tok, r.ID, "uninstall-sandbox", map[string]string{"runtime": "kata"})
+	mustSucceed(t, removal)
 	if got := labelled(t, c, ops.KataRuntimeLabel, "true"); len(got) != 0 {
 		t.Fatalf("Kata still on %v", got)
+	}
+	if log := wkLog(t, e, removal.ID); strings.Contains(log, "the console removes it") {
+		t.Fatalf("kata-deploy's cleanup should have taken the label off itself:\n%s", log)
+	}
+	if got := c.KataShims("worker-1"); got != nil {
+		t.Fatalf("Kata's shims left on worker-1: %v", got)
+	}
+	if _, err := c.Client.CoreV1().ServiceAccounts(ops.SandboxNamespace).Get(ctx, "kata-deploy-sa", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the RBAC helm uninstall kept must go with its post-delete Job: %v", err)
 	}
 	rr, _ := e.Store.RegionByID(ctx, r.ID)
 	if rr.Isolation.V.Kata.Status != store.ComponentNotInstalled || rr.Isolation.V.Class(store.WorkloadFunctions) != store.RuncClass ||
@@ -264,6 +279,139 @@ func TestSandboxRuntimesInstallMapUseRemove(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// kataEnv returns the env of kata-deploy's DaemonSet container kube-kata.
+func kataEnv(t *testing.T, c *testcluster.Cluster) map[string]string {
+	t.Helper()
+	ds, err := c.Client.AppsV1().DaemonSets(ops.SandboxNamespace).Get(context.Background(), "kata-deploy", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, e := range ds.Spec.Template.Spec.Containers[0].Env {
+		out[e.Name] = e.Value
+	}
+	return out
+}
+
+// TestKataArchitecturesAndReinstall: on arm64 nodes Kata installs the picks that run
+// there, never kata-deploy's built-in list (a pick set without one leaves arm64 nodes
+// out); a re-install that would delete a RuntimeClass still mapped or used is refused and
+// changes nothing; a removal whose node cleanup cannot finish takes the label off itself,
+// saying so (issue 31, defects 5, 4 and 3).
+func TestKataArchitecturesAndReinstall(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{Nodes: []testcluster.NodeSpec{testcluster.DefaultNodes()[0],
+		{Name: "worker-1", CPU: "8", Memory: "16Gi", Worker: true, KVM: true},
+		{Name: "arm-1", CPU: "8", Memory: "16Gi", Worker: true, KVM: true, Arch: "arm64"}}})
+	e := console(t, func(cfg *config.Config) { cfg.InstallTimeout = 30 * time.Second })
+	_, tok := e.User("owner")
+	ctx := context.Background()
+	r := newRegion(t, e, tok, c, "arch", nil)
+
+	// Firecracker and Dragonball run on amd64 only: arm-1 is left out, not given
+	// kata-deploy's nine aarch64 shims.
+	mustSucceed(t, action(t, e, tok, r.ID, "install-sandbox", map[string]any{"runtime": "kata", "hypervisors": []string{"fc", "dragonball"}}))
+	if got := labelled(t, c, ops.KataRuntimeLabel, "true"); !slices.Equal(got, []string{"worker-1"}) {
+		t.Fatalf("Kata on %v, want worker-1 only", got)
+	}
+	if got := c.KataShims("worker-1"); !slices.Equal(got, []string{"dragonball", "fc"}) {
+		t.Fatalf("shims on worker-1: %v", got)
+	}
+	if got := c.KataShims("arm-1"); got != nil {
+		t.Fatalf("shims on arm-1, which none of the picks runs on: %v", got)
+	}
+	s := getSandbox(t, e, tok, r.ID)
+	if n := s.node(t, "arm-1"); n.Arch != "arm64" || !slices.Equal(n.KataHypervisors, []string{"qemu"}) {
+		t.Fatalf("arm-1 as the API shows it: %+v", n)
+	}
+	if kata := s.Runtimes["kata"]; !slices.Equal(kata.Nodes, []string{"worker-1"}) || !slices.Equal(kata.Classes, []string{"kata-dragonball", "kata-fc"}) {
+		t.Fatalf("Kata recorded: %+v", kata)
+	}
+	if _, page := e.Raw("GET", "/regions/"+r.ID+"?tab=isolation", tok, ""); !strings.Contains(page, `data-testid="node-arch">arm64<`) ||
+		!strings.Contains(page, "(qemu only on arm64)") || strings.Contains(page, "no node here can run it") {
+		t.Fatal("the Isolation tab shows each node's architecture and what Kata can run on it")
+	}
+	fc, err := c.Client.NodeV1().RuntimeClasses().Get(ctx, "kata-fc", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fc.Scheduling == nil || fc.Scheduling.NodeSelector[ops.ArchLabel] != "amd64" {
+		t.Fatalf("kata-fc must schedule on amd64 nodes only: %+v", fc.Scheduling)
+	}
+
+	// QEMU and Firecracker: arm-1 gets QEMU, worker-1 both (kata-dragonball goes, unused).
+	mustSucceed(t, action(t, e, tok, r.ID, "install-sandbox", map[string]any{"runtime": "kata", "hypervisors": []string{"qemu", "fc"}}))
+	if got := labelled(t, c, ops.KataRuntimeLabel, "true"); !slices.Equal(got, []string{"arm-1", "worker-1"}) {
+		t.Fatalf("Kata on %v", got)
+	}
+	for node, want := range map[string][]string{"worker-1": {"fc", "qemu"}, "arm-1": {"qemu"}} {
+		if got := c.KataShims(node); !slices.Equal(got, want) {
+			t.Fatalf("shims on %s: %v, want %v", node, got, want)
+		}
+	}
+
+	// Functions mapped to kata-qemu and a pod running with it: a re-install without QEMU
+	// is refused, naming both, and nothing changes.
+	if st := e.JSON("PUT", "/api/knative-regions/"+r.ID+"/runtime-classes", tok, map[string]string{"functions": "kata-qemu"}, nil); st != 200 {
+		t.Fatalf("mapping: %d", st)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "sbx-1", Namespace: "default"},
+		Spec: corev1.PodSpec{RuntimeClassName: ptrTo("kata-qemu"), NodeName: "worker-1", Containers: []corev1.Container{{Name: "app", Image: "ghcr.io/acme/app:1"}}}}
+	if _, err := c.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := e.Store.LatestJobOf(ctx, r.ID, ops.SandboxKinds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	envBefore := kataEnv(t, c)
+	var refused struct{ Error string }
+	st := e.JSON("POST", "/api/knative-regions/"+r.ID+"/install-sandbox", tok, map[string]any{"runtime": "kata", "hypervisors": []string{"fc", "dragonball"}}, &refused)
+	if st != 422 || !strings.Contains(refused.Error, "kata-qemu") || !strings.Contains(refused.Error, "functions") || !strings.Contains(refused.Error, "default/sbx-1") {
+		t.Fatalf("a re-install dropping kata-qemu in use: %d %q", st, refused.Error)
+	}
+	after, err := e.Store.LatestJobOf(ctx, r.ID, ops.SandboxKinds)
+	if err != nil || after.ID != before.ID {
+		t.Fatalf("a refused install must queue no job: %v %+v", err, after)
+	}
+	rr, _ := e.Store.RegionByID(ctx, r.ID)
+	if kata := rr.Isolation.V.Kata; !kata.Ready() || !slices.Equal(kata.Classes, []string{"kata-fc", "kata-qemu"}) || rr.Isolation.V.Class(store.WorkloadFunctions) != "kata-qemu" {
+		t.Fatalf("a refused install must change nothing: %+v", rr.Isolation.V)
+	}
+	if !runtimeClassExists(t, c, "kata-qemu") || !maps.Equal(kataEnv(t, c), envBefore) {
+		t.Fatal("a refused install must leave kata-deploy as it was")
+	}
+	// The mapping back on runc: the pod alone still refuses it.
+	if st := e.JSON("PUT", "/api/knative-regions/"+r.ID+"/runtime-classes", tok, map[string]string{"functions": "runc"}, nil); st != 200 {
+		t.Fatalf("mapping: %d", st)
+	}
+	refused.Error = ""
+	if st := e.JSON("POST", "/api/knative-regions/"+r.ID+"/install-sandbox", tok, map[string]any{"runtime": "kata", "hypervisors": []string{"fc"}}, &refused); st != 422 ||
+		!strings.Contains(refused.Error, "default/sbx-1") || strings.Contains(refused.Error, "functions") {
+		t.Fatalf("a re-install dropping kata-qemu a pod runs with: %d %q", st, refused.Error)
+	}
+	if err := c.Client.CoreV1().Pods("default").Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptrTo(int64(0))}); err != nil {
+		t.Fatal(err)
+	}
+	wkEventually(t, time.Minute, "the pod to be gone", func() bool {
+		_, err := c.Client.CoreV1().Pods("default").Get(ctx, pod.Name, metav1.GetOptions{})
+		return err != nil
+	})
+
+	// The pods' cleanup cannot finish (their ServiceAccount is gone): once the wait ends,
+	// the console takes the label off itself and says so.
+	if err := c.Client.CoreV1().ServiceAccounts(ops.SandboxNamespace).Delete(ctx, "kata-deploy-sa", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	removal := action(t, e, tok, r.ID, "uninstall-sandbox", map[string]string{"runtime": "kata"})
+	mustSucceed(t, removal)
+	if got := labelled(t, c, ops.KataRuntimeLabel, "true"); len(got) != 0 {
+		t.Fatalf("Kata's label still on %v", got)
+	}
+	if log := wkLog(t, e, removal.ID); !strings.Contains(log, "did not take "+ops.KataRuntimeLabel+" off arm-1, worker-1; the console removes it") {
+		t.Fatalf("the removal must say it took the label off itself:\n%s", log)
+	}
+}
 
 func TestSandboxSettingsValidation(t *testing.T) {
 	e := console(t, nil)

@@ -252,3 +252,49 @@ func openStore(t *testing.T, p *process) *store.Store {
 	t.Cleanup(func() { st.Close() })
 	return st
 }
+
+// An agent replaced (a rolling update of its Deployment, a pod that died) connects before
+// the old one's connection is seen to end: the end of the old connection leaves the
+// region's agent connected; only the end of the last one shows it disconnected.
+func TestAgentReplacementStaysConnected(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{})
+	e := console(t, nil)
+	_, tok := e.User("owner")
+	r := newRegion(t, e, tok, c, "swap", nil)
+	url := "ws" + strings.TrimPrefix(e.Listen(), "http") + ops.AgentPath
+	h := http.Header{}
+	h.Set("Authorization", "Bearer "+r.AgentToken)
+	state := func() store.ComponentStatus {
+		got, _ := e.Store.RegionByID(context.Background(), r.ID)
+		return got.Component("agent").Status
+	}
+	waitState := func(want store.ComponentStatus) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for state() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("agent %s, want %s", state(), want)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	old, _, err := websocket.DefaultDialer.Dial(url, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitState(store.ComponentConnected)
+	time.Sleep(20 * time.Millisecond)
+	replacement, _, err := websocket.DefaultDialer.Dial(url, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer replacement.Close()
+	time.Sleep(200 * time.Millisecond)
+	old.Close()
+	time.Sleep(500 * time.Millisecond)
+	if st := state(); st != store.ComponentConnected {
+		t.Fatalf("the old agent's connection ended after its replacement connected: the agent shows %s", st)
+	}
+	replacement.Close()
+	waitState(store.ComponentDisconnected)
+}

@@ -168,6 +168,10 @@ func (e *Env) NewConsole(name, dbURL string, setup bool, extra ...string) (*Cons
 		"RUNR_ALLOW_LOOPBACK_CLUSTERS=true",
 		"RUNR_STATUS_INTERVAL=1h",
 		"RUNR_LOG_LEVEL=warn",
+		// One bench process stands for many browsers: its 500 subscribers and 64
+		// connections per endpoint come from one address and one user.
+		"RUNR_MAX_CONNECTIONS_PER_ADDRESS=100000",
+		"RUNR_SOCKETS_PER_USER=100000",
 	)
 	c.Env = append(c.Env, extra...)
 	if e.Profiles != "" {

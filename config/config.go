@@ -3,11 +3,28 @@ package config
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 )
+
+// Version is the console's version: main sets it from its build stamp before reading the
+// configuration. The images of the console's own that it deploys are tagged with it.
+var Version = "dev"
+
+// ImageRepository is where the console's own images are published (make images, README).
+const ImageRepository = "ghcr.io/brf-tech/runr"
+
+// ImageTag is the image tag of a version: the version without a leading "v".
+func ImageTag(version string) string { return strings.TrimPrefix(version, "v") }
+
+// OwnImage is the reference of one of the console's own images (console, agent) at a
+// version.
+func OwnImage(name, version string) string {
+	return ImageRepository + "/" + name + ":" + ImageTag(version)
+}
 
 // Config is every setting of the console, read from the environment.
 type Config struct {
@@ -31,6 +48,11 @@ type Config struct {
 	StorageTestTimeout time.Duration
 	// InstallTimeout bounds each wait of an install (default 5 min).
 	InstallTimeout time.Duration
+	// GPUDiscoveryTimeout is RUNR_GPU_DISCOVERY_TIMEOUT: how long a GPU install waits for
+	// node-feature-discovery, the GPUs to be advertised and the ClusterPolicy to be ready
+	// (default 30 min: on nodes without drivers the operator's driver containers build
+	// the kernel module first).
+	GPUDiscoveryTimeout time.Duration
 	// LoadBalancerWait is how long the Serving install waits for Traefik's LoadBalancer
 	// address before it says the cluster has no load-balancer implementation and offers
 	// host-network Traefik (default 3 min: cloud load balancers take a minute or two).
@@ -41,10 +63,18 @@ type Config struct {
 	// Empty (the default): no retry.
 	LocalClusterHost string
 
-	TraefikImage   string // RUNR_TRAEFIK_IMAGE
-	AgentImage     string // RUNR_AGENT_IMAGE
-	ResponderImage string // RUNR_RESPONDER_IMAGE
-	RedisImage     string // RUNR_REDIS_IMAGE
+	TraefikImage string // RUNR_TRAEFIK_IMAGE
+	// AgentImage runs every program the console deploys of its own (RUNR_AGENT_IMAGE;
+	// default the agent image at the console's version): the runr-agent, the node mirror,
+	// the pre-pull, the domain alias proxy, the KVM probe, the gVisor installer and
+	// containerd's restart.
+	AgentImage string
+	// ResponderImage runs the status responder (RUNR_RESPONDER_IMAGE; default AgentImage).
+	ResponderImage string
+	// PrepullImages are the images every node pulls ahead of the first deploys
+	// (RUNR_PREPULL_IMAGES, comma-separated).
+	PrepullImages []string
+	RedisImage    string // RUNR_REDIS_IMAGE
 	// DemoImage runs the demo projects' Python programs (RUNR_DEMO_IMAGE, a python:3.13-alpine).
 	DemoImage string
 	// DemoSMTPImage is the demo's SMTP catcher (RUNR_DEMO_SMTP_IMAGE, Mailpit).
@@ -71,6 +101,10 @@ type Config struct {
 	// StatusTimeout is the per-region deadline of a check (default 10 s).
 	StatusTimeout time.Duration
 
+	// ShutdownDelay is how long a stopping console keeps serving with /readyz failing
+	// (RUNR_SHUTDOWN_DELAY, default 0; the chart sets 5 s): a Service or load balancer
+	// stops sending it requests before it closes its listener.
+	ShutdownDelay time.Duration
 	// Workers is the number of job runner goroutines (default 16; most of a job is waiting).
 	Workers int
 	// SecureCookies forces the Secure flag; it is also set for requests that arrive over TLS.
@@ -90,6 +124,49 @@ type Config struct {
 	// PreviousAppKeys is RUNR_PREVIOUS_APP_KEYS, comma-separated: keys the console still
 	// reads secrets with (during a key rotation); it writes with RUNR_APP_KEY only.
 	PreviousAppKeys []string
+	// TrustedProxies is RUNR_TRUSTED_PROXIES, comma-separated addresses and CIDR ranges of
+	// the reverse proxies in front of the console: only a request from one of them has its
+	// X-Forwarded-Host, X-Forwarded-Proto and X-Forwarded-For believed. Empty: nobody's.
+	TrustedProxies []netip.Prefix
+	// MaxConnections is RUNR_MAX_CONNECTIONS: open client connections, WebSockets included
+	// (0: three quarters of the file descriptors, at most 16384). MaxConnectionsPerAddress
+	// is RUNR_MAX_CONNECTIONS_PER_ADDRESS: of one client address (0: 256; trusted proxies
+	// are not limited).
+	MaxConnections, MaxConnectionsPerAddress int
+	// SocketsPerUser is RUNR_SOCKETS_PER_USER: WebSockets one user holds open at once over
+	// all their sessions and tokens (default DefaultSocketsPerUser).
+	SocketsPerUser int
+}
+
+// DefaultSocketsPerUser is the default of SocketsPerUser: a page holds two (its job or
+// region feed and the banners), so ten pages open at once.
+const DefaultSocketsPerUser = 20
+
+// TrustsProxy reports whether addr is one of the trusted proxies.
+func (c *Config) TrustsProxy(addr netip.Addr) bool {
+	for _, p := range c.TrustedProxies {
+		if p.Contains(addr.Unmap()) {
+			return true
+		}
+	}
+	return false
+}
+
+// parsePrefixes reads addresses and CIDR ranges (an address is a range of one).
+func parsePrefixes(name string, values []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, v := range values {
+		p, err := netip.ParsePrefix(v)
+		if err != nil {
+			a, aerr := netip.ParseAddr(v)
+			if aerr != nil {
+				return nil, fmt.Errorf("%s: %q is neither an address nor a CIDR range", name, v)
+			}
+			p = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 // FromEnv reads the configuration from the environment, with defaults.
@@ -105,8 +182,7 @@ func FromEnv() (*Config, error) {
 		ServingCRDsURL:   os.Getenv("RUNR_SERVING_CRDS_URL"),
 		LocalClusterHost: os.Getenv("RUNR_LOCAL_CLUSTER_HOST"),
 		TraefikImage:     env("RUNR_TRAEFIK_IMAGE", "ghcr.io/brf-tech/runr/reqs/traefik:v3.7.4"),
-		AgentImage:       env("RUNR_AGENT_IMAGE", "ghcr.io/brf-tech/runr/agent:latest"),
-		ResponderImage:   env("RUNR_RESPONDER_IMAGE", "ghcr.io/brf-tech/runr/agent:latest"),
+		AgentImage:       env("RUNR_AGENT_IMAGE", OwnImage("agent", Version)),
 		RedisImage:       env("RUNR_REDIS_IMAGE", "ghcr.io/brf-tech/runr/reqs/redis:7.4"),
 		DemoImage:        env("RUNR_DEMO_IMAGE", "ghcr.io/brf-tech/runr/reqs/python:3.13-alpine"),
 		DemoSMTPImage:    env("RUNR_DEMO_SMTP_IMAGE", "ghcr.io/brf-tech/runr/reqs/mailpit:v1.21"),
@@ -115,12 +191,15 @@ func FromEnv() (*Config, error) {
 		LogLevel:         env("RUNR_LOG_LEVEL", "info"),
 		MetricsAddr:      os.Getenv("RUNR_METRICS_ADDR"),
 	}
-	for _, k := range strings.Split(os.Getenv("RUNR_PREVIOUS_APP_KEYS"), ",") {
-		if k = strings.TrimSpace(k); k != "" {
-			c.PreviousAppKeys = append(c.PreviousAppKeys, k)
-		}
-	}
+	c.ResponderImage = env("RUNR_RESPONDER_IMAGE", c.AgentImage)
+	// The function wrapper is RunR's, released with the console at the same version; the
+	// Kaniko executor builds the functions' images.
+	c.PrepullImages = list(env("RUNR_PREPULL_IMAGES", OwnImage("wrapper", Version)+",gcr.io/kaniko-project/executor:v1.23.2"))
+	c.PreviousAppKeys = list(os.Getenv("RUNR_PREVIOUS_APP_KEYS"))
 	var err error
+	if c.TrustedProxies, err = parsePrefixes("RUNR_TRUSTED_PROXIES", list(os.Getenv("RUNR_TRUSTED_PROXIES"))); err != nil {
+		return nil, err
+	}
 	if c.AllowLoopbackClusters, err = boolEnv("RUNR_ALLOW_LOOPBACK_CLUSTERS"); err != nil {
 		return nil, err
 	}
@@ -134,10 +213,16 @@ func FromEnv() (*Config, error) {
 	if c.InstallTimeout, err = durEnv("RUNR_INSTALL_TIMEOUT", 5*time.Minute); err != nil {
 		return nil, err
 	}
+	if c.GPUDiscoveryTimeout, err = durEnv("RUNR_GPU_DISCOVERY_TIMEOUT", 30*time.Minute); err != nil {
+		return nil, err
+	}
 	if c.LoadBalancerWait, err = durEnv("RUNR_LOAD_BALANCER_WAIT", 3*time.Minute); err != nil {
 		return nil, err
 	}
 	if c.StatusInterval, err = durEnv("RUNR_STATUS_INTERVAL", time.Minute); err != nil {
+		return nil, err
+	}
+	if c.ShutdownDelay, err = durEnv("RUNR_SHUTDOWN_DELAY", 0); err != nil {
 		return nil, err
 	}
 	if c.StatusTimeout, err = durEnv("RUNR_STATUS_TIMEOUT", 10*time.Second); err != nil {
@@ -146,6 +231,15 @@ func FromEnv() (*Config, error) {
 	// Checks wait on the network, not on the CPU: many run at once.
 	if c.StatusConcurrency, err = intEnv("RUNR_STATUS_CONCURRENCY", 256); err != nil {
 		return nil, err
+	}
+	if c.MaxConnections, err = intEnv("RUNR_MAX_CONNECTIONS", 0); err != nil || c.MaxConnections < 0 {
+		return nil, fmt.Errorf("config: RUNR_MAX_CONNECTIONS must be a whole number, 0 or more (%v)", err)
+	}
+	if c.MaxConnectionsPerAddress, err = intEnv("RUNR_MAX_CONNECTIONS_PER_ADDRESS", 0); err != nil || c.MaxConnectionsPerAddress < 0 {
+		return nil, fmt.Errorf("config: RUNR_MAX_CONNECTIONS_PER_ADDRESS must be a whole number, 0 or more (%v)", err)
+	}
+	if c.SocketsPerUser, err = intEnv("RUNR_SOCKETS_PER_USER", DefaultSocketsPerUser); err != nil || c.SocketsPerUser < 1 {
+		return nil, fmt.Errorf("config: RUNR_SOCKETS_PER_USER must be a whole number, 1 or more (%v)", err)
 	}
 	if c.Workers, err = intEnv("RUNR_WORKERS", 16); err != nil {
 		return nil, err
@@ -163,6 +257,17 @@ func FromEnv() (*Config, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// list splits a comma-separated setting, leaving out empty items.
+func list(v string) []string {
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func env(k, def string) string {

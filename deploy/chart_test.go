@@ -1,14 +1,19 @@
 // Package deploy holds the console's Helm chart (deploy/chart); its test installs the
-// chart with the Helm SDK into a simulated cluster.
+// chart with the Helm SDK on a real node, with the console's image of this checkout.
 package deploy
 
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +26,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
+	"runr.dev/console/store"
+	"runr.dev/console/store/storetest"
 	"runr.dev/console/testcluster"
 )
 
@@ -69,39 +76,80 @@ func hookRuns(rel *release.Release) []*release.Hook {
 	return hs
 }
 
-// TestChartInstallAndUpgrade installs the chart into a simulated cluster, checks its
-// resources and the order of its hooks (runr-secret, then the migration Job before any
-// console pod, then the bootstrap Job after the rollout), upgrades it with --reuse-values
-// and checks that APP_KEY survived, that a different secret.appKey is refused, and that
-// the key survives an uninstall and a new install.
+// The chart's images: this checkout at one version, and at another for the upgrade.
+const (
+	installVersion = "0.0.0-chart"
+	upgradeVersion = "0.0.0-chart-next"
+)
+
+// TestChartInstallAndUpgrade installs the chart with the console's image of this checkout
+// on a real node: the migration Job migrates a PostgreSQL reachable from the pods, the
+// console pods start the binary and pass /readyz, the bootstrap Job creates the first
+// owner and runs reconcile, and the console answers through its Service. It checks the
+// order of the hooks (runr-secret, then the migration Job before any console pod, then the
+// bootstrap Job after the rollout), then upgrades with --reuse-values to an image of another
+// version while a prober calls the console's API every 100 ms through its Service, and
+// fails on a probe that failed outside the switch-over window (the first old pod ending →
+// the last gone). It checks that APP_KEY survived, that a different secret.appKey is
+// refused, and that the key survives an uninstall and a new install.
 func TestChartInstallAndUpgrade(t *testing.T) {
-	c := testcluster.New(t, testcluster.Options{})
+	c := testcluster.New(t, testcluster.Options{RealNode: true, Nodes: []testcluster.NodeSpec{}})
+	ctx := context.Background()
+	for _, v := range []string{installVersion, upgradeVersion} {
+		built, err := testcluster.ConsoleImages(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.PushImages(ctx, built); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dbURL := storetest.EmptyURL(t)
+	podDB := exposeDatabase(t, c, dbURL)
 	cfg := helmConfig(t, c)
 	ch := loadChart(t)
-	ctx := context.Background()
 
 	in := helmaction.NewInstall(cfg)
-	in.ReleaseName, in.Namespace, in.CreateNamespace, in.Wait, in.Timeout = "runr", ns, true, true, 3*time.Minute
+	in.ReleaseName, in.Namespace, in.CreateNamespace, in.Wait, in.Timeout = "runr", ns, true, true, 4*time.Minute
 	vals := map[string]any{"appURL": "https://runr.example.test",
-		"database": map[string]any{"url": "postgres://runr:pw@db.example.test:5432/runr?sslmode=require"},
+		"image":    map[string]any{"tag": installVersion},
+		"database": map[string]any{"url": podDB},
 		"env":      map[string]any{"RUNR_CHART_MIRROR": "https://charts.example.test"}}
 	rel, err := in.RunWithContext(ctx, ch, vals)
 	if err != nil {
-		t.Fatalf("install: %v", err)
+		t.Fatalf("install: %v\n%s", err, c.PodReport(ns, ""))
 	}
 	checkInstalled(t, c, rel)
 	key := appKey(t, c)
 	if raw, err := base64.StdEncoding.DecodeString(key); err != nil || len(raw) != 32 {
 		t.Fatalf("APP_KEY %q is not 32 random bytes in base64", key)
 	}
+	st := openStore(t, dbURL, key)
+	checkRan(t, c, st)
+	if v := consoleVersion(t, c); v != installVersion {
+		t.Fatalf("the console answers version %q, want %q", v, installVersion)
+	}
 
-	// helm upgrade --reuse-values --set ingress.enabled=true
-	up := helmaction.NewUpgrade(cfg)
-	up.Namespace, up.ReuseValues, up.Wait, up.Timeout = ns, true, true, 3*time.Minute
-	started := time.Now()
-	rel, err = up.RunWithContext(ctx, "runr", ch, map[string]any{"ingress": map[string]any{"enabled": true, "host": "runr.example.test"}})
+	// helm upgrade --reuse-values --set image.tag=<next> --set ingress.enabled=true, under a prober.
+	owner, err := st.UserByEmail(ctx, "admin@runr.local")
 	if err != nil {
-		t.Fatalf("upgrade: %v", err)
+		t.Fatal(err)
+	}
+	_, token, err := st.CreateAPIToken(ctx, owner.ID, "prober", []string{"*"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := startProber(t, c, token)
+	up := helmaction.NewUpgrade(cfg)
+	up.Namespace, up.ReuseValues, up.Wait, up.Timeout = ns, true, true, 4*time.Minute
+	started := time.Now()
+	rel, err = up.RunWithContext(ctx, "runr", ch, map[string]any{"image": map[string]any{"tag": upgradeVersion}, "ingress": map[string]any{"enabled": true, "host": "runr.example.test"}})
+	if err != nil {
+		t.Fatalf("upgrade: %v\n%s", err, c.PodReport(ns, ""))
+	}
+	p.stop(t)
+	if v := consoleVersion(t, c); v != upgradeVersion {
+		t.Fatalf("after the upgrade the console answers version %q, want %q", v, upgradeVersion)
 	}
 	if got := appKey(t, c); got != key {
 		t.Fatal("the upgrade changed APP_KEY")
@@ -119,6 +167,7 @@ func TestChartInstallAndUpgrade(t *testing.T) {
 		}
 	}
 	checkHookOrder(t, rel, "pre-upgrade", "post-upgrade")
+	checkRan(t, c, st)
 
 	// A key that differs from the Secret's is refused, and nothing changes.
 	up = helmaction.NewUpgrade(cfg)
@@ -134,14 +183,248 @@ func TestChartInstallAndUpgrade(t *testing.T) {
 	if got := appKey(t, c); got != key {
 		t.Fatal("the uninstall lost APP_KEY")
 	}
+	// (Without console pods and bootstrap this time: the key is what is checked.)
 	in = helmaction.NewInstall(cfg)
-	in.ReleaseName, in.Namespace, in.Wait, in.Timeout = "runr", ns, true, 3*time.Minute
-	if _, err := in.RunWithContext(ctx, ch, vals); err != nil {
-		t.Fatalf("install again: %v", err)
+	in.ReleaseName, in.Namespace, in.Wait, in.Timeout = "runr", ns, true, 4*time.Minute
+	again := map[string]any{"replicaCount": 0, "bootstrap": map[string]any{"enabled": false}}
+	for k, v := range vals {
+		again[k] = v
+	}
+	if _, err := in.RunWithContext(ctx, ch, again); err != nil {
+		t.Fatalf("install again: %v\n%s", err, c.PodReport(ns, ""))
 	}
 	if got := appKey(t, c); got != key {
 		t.Fatal("a new install replaced APP_KEY")
 	}
+}
+
+// exposeDatabase makes the test's PostgreSQL reachable from the cluster's pods and returns
+// the database's URL as they reach it.
+func exposeDatabase(t *testing.T, c *testcluster.Cluster, dbURL string) string {
+	t.Helper()
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inside, err := c.Expose(u.Host, 5432)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = inside
+	return u.String()
+}
+
+// openStore opens the console's database with the release's APP_KEY.
+func openStore(t *testing.T, dbURL, key string) *store.Store {
+	t.Helper()
+	cipher, err := store.NewCipher(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(context.Background(), dbURL, cipher)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// checkRan checks what the release's programs did: the migration Job migrated the database
+// (no migration pending), the bootstrap Job made the first owner once and printed its
+// password in the log of container first-admin, and ran reconcile, and both console pods
+// run this release's image on the real node.
+func checkRan(t *testing.T, c *testcluster.Cluster, st *store.Store) {
+	t.Helper()
+	ctx := context.Background()
+	if n, err := st.PendingMigrations(ctx); err != nil || n != 0 {
+		t.Fatalf("pending migrations after the migration Job: %d %v", n, err)
+	}
+	users, err := st.ListUsers(ctx)
+	if err != nil || len(users) != 1 || users[0].Email != "admin@runr.local" || users[0].Role != "owner" {
+		t.Fatalf("the bootstrap Job's owner: %v %+v", err, users)
+	}
+	migrate := jobLogs(t, c, "runr-migrate", "migrate")
+	if !strings.Contains(strings.ToLower(migrate), "migrat") {
+		t.Fatalf("the migration Job's log: %q", migrate)
+	}
+	if boot := jobLogs(t, c, "runr-bootstrap", "reconcile"); !strings.Contains(strings.ToLower(boot), "reconcile") {
+		t.Fatalf("the bootstrap Job's reconcile log: %q", boot)
+	}
+	pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=runr,app.kubernetes.io/component!=migrate,app.kubernetes.io/component!=bootstrap"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	running := 0
+	for _, p := range pods.Items {
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.Ready && p.DeletionTimestamp == nil && p.Spec.NodeName == testcluster.RealNodeName {
+				running++
+			}
+		}
+	}
+	if running != 2 {
+		t.Fatalf("%d console pods ready on the real node, want 2\n%s", running, c.PodReport(ns, ""))
+	}
+}
+
+// jobLogs is the log of a container of a Job's pods.
+func jobLogs(t *testing.T, c *testcluster.Cluster, job, container string) string {
+	t.Helper()
+	ctx := context.Background()
+	pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + job})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, p := range pods.Items {
+		raw, err := c.Client.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: container}).DoRaw(ctx)
+		if err != nil {
+			t.Fatalf("log of %s/%s: %v", p.Name, container, err)
+		}
+		b.Write(raw)
+	}
+	return b.String()
+}
+
+// consoleURL is the console's Service as the cluster reaches it.
+func consoleURL(t *testing.T, c *testcluster.Cluster) string {
+	t.Helper()
+	svc, err := c.Client.CoreV1().Services(ns).Get(context.Background(), "runr", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "http://" + svc.Spec.ClusterIP
+}
+
+// consoleVersion asks the console through its Service for its version.
+func consoleVersion(t *testing.T, c *testcluster.Cluster) string {
+	t.Helper()
+	resp, err := c.InClusterHTTP().Get(consoleURL(t, c) + "/api/version")
+	if err != nil {
+		t.Fatalf("the console through its Service: %v", err)
+	}
+	defer resp.Body.Close()
+	var v struct{ Version string }
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("/api/version: %d %v", resp.StatusCode, err)
+	}
+	return v.Version
+}
+
+// prober calls the console's API through its Service every 100 ms with a token, while it
+// watches the console's pods for the switch-over window.
+type prober struct {
+	done   chan struct{}
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	probes []probe
+	// first old pod ending, last old pod gone
+	windowFrom, windowTo time.Time
+}
+
+type probe struct {
+	at  time.Time
+	err string
+}
+
+func startProber(t *testing.T, c *testcluster.Cluster, token string) *prober {
+	t.Helper()
+	p := &prober{done: make(chan struct{})}
+	u := consoleURL(t, c) + "/api/me"
+	client := c.InClusterHTTP()
+	client.Timeout = 2 * time.Second
+	ctx := context.Background()
+	before, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=runr,!app.kubernetes.io/component"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := map[string]bool{}
+	for _, pod := range before.Items {
+		old[pod.Name] = true
+	}
+	p.wg.Add(2)
+	go func() {
+		defer p.wg.Done()
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-p.done:
+				return
+			case <-tick.C:
+			}
+			at := time.Now()
+			req, _ := http.NewRequest("GET", u, nil)
+			req.Header.Set("Authorization", "Bearer "+token)
+			pr := probe{at: at}
+			if resp, err := client.Do(req); err != nil {
+				pr.err = err.Error()
+			} else {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 {
+					pr.err = resp.Status
+				}
+			}
+			p.mu.Lock()
+			p.probes = append(p.probes, pr)
+			p.mu.Unlock()
+		}
+	}()
+	go func() {
+		defer p.wg.Done()
+		for {
+			select {
+			case <-p.done:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=runr,!app.kubernetes.io/component"})
+			if err != nil {
+				continue
+			}
+			left, ending := 0, false
+			for _, pod := range pods.Items {
+				if old[pod.Name] {
+					left++
+					ending = ending || pod.DeletionTimestamp != nil
+				}
+			}
+			p.mu.Lock()
+			if ending && p.windowFrom.IsZero() {
+				p.windowFrom = time.Now()
+			}
+			if left == 0 && p.windowTo.IsZero() {
+				p.windowTo = time.Now()
+			}
+			p.mu.Unlock()
+		}
+	}()
+	return p
+}
+
+// stop ends the prober, reports the window and fails on a probe that failed outside it.
+func (p *prober) stop(t *testing.T) {
+	t.Helper()
+	close(p.done)
+	p.wg.Wait()
+	if p.windowFrom.IsZero() || p.windowTo.IsZero() {
+		t.Fatalf("the old console pods did not end during the upgrade (window %v → %v)", p.windowFrom, p.windowTo)
+	}
+	failedIn := 0
+	for _, pr := range p.probes {
+		if pr.err == "" {
+			continue
+		}
+		if pr.at.Before(p.windowFrom) || pr.at.After(p.windowTo) {
+			t.Errorf("a probe at %s failed outside the switch-over window (%s → %s): %s",
+				pr.at.Format("15:04:05.000"), p.windowFrom.Format("15:04:05.000"), p.windowTo.Format("15:04:05.000"), pr.err)
+		} else {
+			failedIn++
+		}
+	}
+	t.Logf("chart upgrade: %d probes, switch-over window %s (first old pod ending → last gone), %d probes failed in it",
+		len(p.probes), p.windowTo.Sub(p.windowFrom).Round(time.Millisecond), failedIn)
 }
 
 func envOf(env []corev1.EnvVar) map[string]string {

@@ -1,8 +1,10 @@
 package handlers
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -14,9 +16,11 @@ import (
 )
 
 // Login throttling. Per client address, whatever the e-mail: a hard limit within the
-// window (one address cannot try every account). Per account: a progressive delay
-// after a few failures (1 s, 2 s, 4 s ... up to 30 s between attempts) instead of a
-// lock, so failures from elsewhere slow an attacker down but never lock the real user out.
+// window (one address cannot try every account). Per account: a progressive delay after
+// a few failures (1 s, 2 s, 4 s ... up to 30 s between attempts) instead of a lock, for
+// the addresses that failed for it; a browser the account signed in with before (the
+// device cookie) and an address without failures for it are not delayed by the failures
+// of others, so a sprayer slows itself down and never locks the real user out.
 const (
 	loginWindow         = 15 * time.Minute
 	maxFailuresPerIP    = 30
@@ -42,7 +46,7 @@ const InputErrorsKey = "input_errors"
 
 // FormShowsInputErrors lists the forms whose handlers show refused characters beside
 // their fields (the others get a 422 page that names the fields).
-var FormShowsInputErrors = map[string]bool{"/login": true, "/users": true, "/tokens": true, "/platform": true, "/regions/new/check": true, "/tenants": true}
+var FormShowsInputErrors = map[string]bool{"/login": true, "/users": true, "/tokens": true, "/platform": true, "/regions/new/check": true, "/tenants": true, "/account/password": true}
 
 // inputErrors returns the fields the input check refused, for the form's own fields
 // (anything else is reported on first).
@@ -100,8 +104,9 @@ func (h *Handlers) Login(c *fiber.Ctx) error {
 		f.Errors = map[string]string{"password": "A password has at most 72 bytes."}
 		return Render(c, fiber.StatusUnprocessableEntity, views.Login(h.page(c, "Sign in", ""), f))
 	}
-	ipKey := "ip|" + c.IP()
-	emailKey := "email|" + strings.ToLower(email)
+	addr := clientNetwork(ClientIP(c, h.Cfg))
+	account := strings.ToLower(email)
+	ipKey, accountKey := "ip|"+addr, "email|"+account
 	n, _, err := h.Store.LoginFailures(ctx(c), ipKey, loginWindow)
 	if err != nil {
 		return h.Fail(c, err)
@@ -110,11 +115,28 @@ func (h *Handlers) Login(c *fiber.Ctx) error {
 		c.Set("Retry-After", strconv.Itoa(int(loginWindow.Seconds())))
 		return fail(fiber.StatusTooManyRequests, "Too many failed sign-ins from this address. Wait 15 minutes and try again.")
 	}
-	n, last, err := h.Store.LoginFailures(ctx(c), emailKey, loginWindow)
+	// The delay of this attempt: a browser this account signed in with before counts its
+	// own failures only; anyone else, the failures of this account from this address, and
+	// once there are any, the account's failures from everywhere too. A sprayer's failures
+	// thus slow the sprayer, never the owner's browser or an address of the owner's.
+	device := h.knownDevice(c, account)
+	key := "pair|" + account + "|" + addr
+	if device != "" {
+		key = "device|" + device
+	}
+	n, last, err := h.Store.LoginFailures(ctx(c), key, loginWindow)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	if wait := time.Until(last.Add(accountDelay(n))); wait > 0 {
+	wait := time.Until(last.Add(accountDelay(n)))
+	accountFailures, accountLast, err := h.Store.LoginFailures(ctx(c), accountKey, loginWindow)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	if device == "" && n > 0 {
+		wait = max(wait, time.Until(accountLast.Add(accountDelay(accountFailures))))
+	}
+	if wait > 0 {
 		secs := int((wait + time.Second - 1) / time.Second)
 		c.Set("Retry-After", strconv.Itoa(secs))
 		return fail(fiber.StatusTooManyRequests, fmt.Sprintf("Too many failed sign-ins for this account: wait %d s and try again.", secs))
@@ -129,24 +151,32 @@ func (h *Handlers) Login(c *fiber.Ctx) error {
 		u = nil
 	}
 	if !store.CheckLogin(u, password) {
-		for _, key := range []string{ipKey, emailKey} {
-			if err := h.Store.RecordLoginFailure(ctx(c), key, loginWindow); err != nil {
+		for _, k := range []string{ipKey, accountKey, key} {
+			if err := h.Store.RecordLoginFailure(ctx(c), k, loginWindow); err != nil {
 				return h.Fail(c, err)
 			}
 		}
-		h.Log.Info("login failed", "email", email, "ip", c.IP())
+		if accountFailures+1 >= freeAccountFailures && n == 0 {
+			// A new address failing for an account that others failed for: a spray.
+			h.Log.Warn("login spray: failures for one account from several addresses", "email", email, "ip", ClientIP(c, h.Cfg), "failures", accountFailures+1)
+		} else {
+			h.Log.Info("login failed", "email", email, "ip", ClientIP(c, h.Cfg))
+		}
 		return fail(fiber.StatusUnauthorized, "The e-mail or the password is wrong.")
 	}
-	// The account's failures are forgotten; the address's are not (an attacker's own
-	// account must not reset the address's count).
-	if err := h.Store.ClearLoginFailures(ctx(c), emailKey); err != nil {
+	// The failures of this address or browser are forgotten; the account's and the
+	// address's are not (the owner's sign-in must not reset a sprayer's delay, nor an
+	// attacker's own account the address's count).
+	if err := h.Store.ClearLoginFailures(ctx(c), key); err != nil {
 		return h.Fail(c, err)
 	}
+	h.rememberDevice(c, account, device)
 	// A new session token at login defeats session fixation.
 	if err := h.Sessions.RenewToken(ctx(c)); err != nil {
 		return h.Fail(c, err)
 	}
 	h.Sessions.Put(ctx(c), "user_id", u.ID)
+	h.Sessions.Put(ctx(c), SessionGenerationKey, u.SessionGeneration)
 	h.Sessions.Put(ctx(c), "csrf", store.RandomToken(""))
 	if err := h.Store.TouchLogin(ctx(c), u.ID); err != nil {
 		return h.Fail(c, err)
@@ -163,6 +193,52 @@ func (h *Handlers) Logout(c *fiber.Ctx) error {
 		}
 	}
 	return c.Redirect("/login", fiber.StatusSeeOther)
+}
+
+// DeviceCookie remembers a browser an account signed in with: an id sealed with the app
+// key to the account's e-mail. Such a browser is delayed by its own failures only.
+const DeviceCookie = "runr_device"
+
+// deviceCookieAge is how long a browser stays known after its last sign-in.
+const deviceCookieAge = 90 * 24 * time.Hour
+
+// knownDevice returns the id of the request's browser when it signed in as account
+// before ("" otherwise).
+func (h *Handlers) knownDevice(c *fiber.Ctx, account string) string {
+	raw, err := base64.RawURLEncoding.DecodeString(c.Cookies(DeviceCookie))
+	if err != nil || len(raw) == 0 || h.Store.Cipher == nil {
+		return ""
+	}
+	id, err := h.Store.Cipher.Open(string(raw), "device|"+account)
+	if err != nil {
+		return ""
+	}
+	return id
+}
+
+// rememberDevice gives the browser that signed in as account its device cookie (the id
+// it had, or a new one).
+func (h *Handlers) rememberDevice(c *fiber.Ctx, account, id string) {
+	if h.Store.Cipher == nil {
+		return
+	}
+	if id == "" {
+		id = store.RandomToken("")
+	}
+	c.Cookie(&fiber.Cookie{Name: DeviceCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(h.Store.Cipher.Seal(id, "device|"+account))),
+		Path: "/login", MaxAge: int(deviceCookieAge.Seconds()), HTTPOnly: true, SameSite: fiber.CookieSameSiteStrictMode,
+		Secure: h.Cfg.SecureCookies || c.Protocol() == "https"})
+}
+
+// clientNetwork is the address the sign-in limits count by: an IPv4 address, or the
+// /64 of an IPv6 address (one subscriber's network, which its owner spends freely).
+func clientNetwork(ip string) string {
+	a, err := netip.ParseAddr(ip)
+	if err != nil || a.Is4() || a.Is4In6() {
+		return ip
+	}
+	p, _ := a.Prefix(64)
+	return p.String()
 }
 
 func isNotFoundErr(err error) bool { return errors.Is(err, store.ErrNotFound) }

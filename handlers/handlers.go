@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/a-h/templ"
 	"github.com/alexedwards/scs/v2"
@@ -37,6 +38,12 @@ type Handlers struct {
 	Hub     *hub.Hub
 	Version string
 	Log     *slog.Logger
+	// Draining is set when the console stops: /readyz answers 503 while it still serves,
+	// so that load balancers stop sending to it before it closes (RUNR_SHUTDOWN_DELAY).
+	Draining atomic.Bool
+
+	// sockets counts the users' open WebSockets (RUNR_SOCKETS_PER_USER).
+	sockets socketCounts
 
 	bannerCache shortCache[[]views.MigrationBanner]
 	// lists keeps rendered region lists until a change (listcache.go).
@@ -239,6 +246,9 @@ func (h *Handlers) failUseCase(c *fiber.Ctx, err error) (error, bool) {
 // FieldErrors a 422, a use case's refusal a 422 (JSON: see failUseCase; a page: an
 // error page), anything else is logged and answered 500 without its detail.
 func (h *Handlers) Fail(c *fiber.Ctx, err error) error {
+	if errors.Is(err, store.ErrUnavailable) {
+		return h.DatabaseUnavailable(c, err)
+	}
 	var fb *ops.Forbidden
 	if IsAPI(c) {
 		if rerr, ok := h.failUseCase(c, err); ok {
@@ -292,6 +302,21 @@ func (h *Handlers) Fail(c *fiber.Ctx, err error) error {
 		return JSONError(c, fiber.StatusInternalServerError, "Something went wrong on our side; the error is logged with request id "+requestID(c)+".")
 	}
 	return Render(c, fiber.StatusInternalServerError, views.ErrorPage(h.page(c, "Error", ""), 500, "Something went wrong on our side; the error is logged with request id "+requestID(c)+"."))
+}
+
+// databaseRetryAfter is the Retry-After of an answer given while the database is away.
+const databaseRetryAfter = "5"
+
+// DatabaseUnavailable answers a request the console cannot serve while its database is
+// unreachable: 503 with Retry-After, in JSON or as a page that needs no database.
+func (h *Handlers) DatabaseUnavailable(c *fiber.Ctx, err error) error {
+	h.Log.Warn("database unavailable", "path", c.Path(), "method", c.Method(), "request_id", requestID(c), "err", err)
+	c.Set(fiber.HeaderRetryAfter, databaseRetryAfter)
+	msg := "The console's database cannot be reached: try again in a few seconds (request id " + requestID(c) + ")."
+	if IsAPI(c) || isHTMX(c) || c.Get(fiber.HeaderAccept) == fiber.MIMEApplicationJSON {
+		return JSONError(c, fiber.StatusServiceUnavailable, msg)
+	}
+	return Render(c, fiber.StatusServiceUnavailable, views.ErrorPage(views.Page{Title: "Unavailable"}, 503, msg))
 }
 
 // Cause is what a user is told about an error of a cluster or a repository: a short

@@ -12,6 +12,9 @@ func (h *Handlers) Healthz(c *fiber.Ctx) error { return c.SendString("ok") }
 
 // Readyz answers 200 when the database answers and no migration is pending.
 func (h *Handlers) Readyz(c *fiber.Ctx) error {
+	if h.Draining.Load() {
+		return JSONError(c, fiber.StatusServiceUnavailable, "shutting down")
+	}
 	cctx, cancel := context.WithTimeout(ctx(c), 2*time.Second)
 	defer cancel()
 	if err := h.Store.DB.PingContext(cctx); err != nil {

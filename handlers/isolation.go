@@ -63,8 +63,12 @@ func fillIsolation(d *views.IsolationData, r *store.Region, nodes []ops.SandboxN
 		if n.Flavor != "" {
 			rt += " (" + n.Flavor + ")"
 		}
-		d.Nodes = append(d.Nodes, views.SandboxNodeView{Name: n.Name, Runtime: rt, KVM: kvm, Installed: n.Installed,
-			KataEligible: n.KataEligible, KataReason: n.KataReason, WasmSelected: slices.Contains(iso.Wasm.Nodes, n.Name)})
+		only := ""
+		if n.KataEligible && len(n.KataHypervisors) < len(ops.Hypervisors) {
+			only = "(" + strings.Join(n.KataHypervisors, ", ") + " only on " + n.Arch + ")"
+		}
+		d.Nodes = append(d.Nodes, views.SandboxNodeView{Name: n.Name, Runtime: rt, Arch: n.Arch, KVM: kvm, Installed: n.Installed,
+			KataEligible: n.KataEligible, KataReason: n.KataReason, KataOnly: only, WasmSelected: slices.Contains(iso.Wasm.Nodes, n.Name)})
 	}
 	for _, name := range ops.SandboxRuntimes {
 		rt := iso.Runtime(name)
@@ -82,7 +86,11 @@ func fillIsolation(d *views.IsolationData, r *store.Region, nodes []ops.SandboxN
 		d.Runtimes = append(d.Runtimes, v)
 	}
 	for _, hv := range ops.Hypervisors {
-		d.Hypervisors = append(d.Hypervisors, views.Option{Value: hv, Label: hypervisorTitles[hv],
+		label := hypervisorTitles[hv]
+		if len(nodes) > 0 && len(ops.KataNodesFor(nodes, hv)) == 0 {
+			label += " — no node here can run it (" + strings.Join(ops.HypervisorArches[hv], ", ") + ")"
+		}
+		d.Hypervisors = append(d.Hypervisors, views.Option{Value: hv, Label: label,
 			Selected: slices.Contains(iso.Kata.Hypervisors, hv) || len(iso.Kata.Hypervisors) == 0 && hv == "qemu"})
 	}
 	installed := ops.InstalledClasses(iso)

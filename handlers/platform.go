@@ -3,57 +3,84 @@ package handlers
 import (
 	"github.com/gofiber/fiber/v2"
 
+	"runr.dev/console/ops"
+	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
 
 // APIGetSettings is GET /api/settings.
 func (h *Handlers) APIGetSettings(c *fiber.Ctx) error {
-	base, err := h.Store.BaseDomain(ctx(c))
+	vals, err := h.platformValues(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	return c.JSON(fiber.Map{"data": fiber.Map{"base_domain": base}})
+	return c.JSON(fiber.Map{"data": fiber.Map{"base_domain": vals["base_domain"], "image_mirror": vals["image_mirror"]}})
 }
 
-// APIPatchSettings is PATCH /api/settings with base_domain.
-func (h *Handlers) APIPatchSettings(c *fiber.Ctx) error {
-	var in struct {
-		BaseDomain *string `json:"base_domain"`
+// platformValues are the platform settings as the form shows them.
+func (h *Handlers) platformValues(c *fiber.Ctx) (map[string]string, error) {
+	base, err := h.Store.BaseDomain(ctx(c))
+	if err != nil {
+		return nil, err
 	}
+	mirror, err := h.Kube.ConsoleImageMirror(ctx(c))
+	if err != nil {
+		return nil, err
+	}
+	return map[string]string{"base_domain": base, "image_mirror": mirror}, nil
+}
+
+// APIPatchSettings is PATCH /api/settings with base_domain and image_mirror.
+func (h *Handlers) APIPatchSettings(c *fiber.Ctx) error {
+	var in ops.PlatformSettingsInput
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	if in.BaseDomain != nil {
-		if err := h.Kube.SetBaseDomain(ctx(c), h.actor(c), *in.BaseDomain); err != nil {
-			return h.Fail(c, err)
-		}
+	if err := h.Kube.UpdatePlatformSettings(ctx(c), h.actor(c), in); err != nil {
+		return h.Fail(c, err)
 	}
 	return h.APIGetSettings(c)
 }
 
 // PlatformPage shows the platform settings.
 func (h *Handlers) PlatformPage(c *fiber.Ctx) error {
-	base, err := h.Store.BaseDomain(ctx(c))
+	vals, err := h.platformValues(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	return Render(c, fiber.StatusOK, views.Platform(h.page(c, "Platform", "platform"), views.Form{Values: map[string]string{"base_domain": base}}))
+	return Render(c, fiber.StatusOK, views.Platform(h.page(c, "Platform", "platform"), views.Form{Values: vals}))
 }
 
-// PlatformForm saves the base domain.
+// PlatformForm saves the base domain and the image mirror.
 func (h *Handlers) PlatformForm(c *fiber.Ctx) error {
-	if fe := inputErrors(c, "base_domain"); fe != nil {
+	if fe := inputErrors(c, "base_domain", "image_mirror"); fe != nil {
 		return Render(c, fiber.StatusUnprocessableEntity, views.Platform(h.page(c, "Platform", "platform"), views.Form{Values: map[string]string{}, Errors: fe}))
 	}
-	v := c.FormValue("base_domain")
-	if err := h.Kube.SetBaseDomain(ctx(c), h.actor(c), v); err != nil {
+	// Each section of the page posts its own field; a field not posted stays as it is.
+	vals, err := h.platformValues(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	var in ops.PlatformSettingsInput
+	flash := "Base domain saved; the regions that follow it are being updated."
+	posted := c.Request().PostArgs()
+	if posted.Has("base_domain") {
+		vals["base_domain"] = c.FormValue("base_domain")
+		in.BaseDomain = store.Ptr(vals["base_domain"])
+	}
+	if posted.Has("image_mirror") {
+		vals["image_mirror"] = c.FormValue("image_mirror")
+		in.ImageMirror = store.Ptr(vals["image_mirror"])
+		flash = "Image mirror saved: the regions' next installs pull through it; runr reconcile --step image-mirror moves what runs."
+	}
+	if err := h.Kube.UpdatePlatformSettings(ctx(c), h.actor(c), in); err != nil {
 		fe, _, ok := h.refusal(c, err)
 		if !ok {
 			return h.Fail(c, err)
 		}
-		return Render(c, fiber.StatusUnprocessableEntity, views.Platform(h.page(c, "Platform", "platform"), views.Form{Values: map[string]string{"base_domain": v}, Errors: fe}))
+		return Render(c, fiber.StatusUnprocessableEntity, views.Platform(h.page(c, "Platform", "platform"), views.Form{Values: vals, Errors: fe}))
 	}
-	h.flash(c, "Base domain saved; the regions that follow it are being updated.")
+	h.flash(c, flash)
 	return redirect(c, "/platform")
 }
 

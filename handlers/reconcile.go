@@ -9,7 +9,7 @@ import (
 // APIReconcilePlan is GET /api/reconcile?region=NAME&step=STEP: the dry run, per region
 // and step what a reconcile would change (nothing is changed).
 func (h *Handlers) APIReconcilePlan(c *fiber.Ctx) error {
-	plan, err := h.Kube.ReconcilePlan(ctx(c), ops.ReconcileInput{Region: c.Query("region"), Step: c.Query("step")})
+	plan, err := h.Kube.ReconcilePlan(ctx(c), h.actor(c), ops.ReconcileInput{Region: c.Query("region"), Step: c.Query("step")})
 	if err != nil {
 		return h.Fail(c, err)
 	}

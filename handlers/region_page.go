@@ -98,6 +98,9 @@ func (h *Handlers) regionPageData(c *fiber.Ctx, r *store.Region, tab string, f v
 		if d.Demos, err = h.demoSection(c, r); err != nil {
 			return d, err
 		}
+		if d.ConsoleImageMirror, err = h.Kube.ConsoleImageMirror(ctx(c)); err != nil {
+			return d, err
+		}
 	}
 	if ex, ok := h.extraTabs[tab]; ok {
 		comp, err := ex(c, r)
@@ -253,7 +256,8 @@ func (h *Handlers) SettingsForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	vals := map[string]string{"request_timeout": c.FormValue("request_timeout"), "agent_ws_url": c.FormValue("agent_ws_url"), "ingress_trusted_ips": c.FormValue("ingress_trusted_ips")}
+	vals := map[string]string{"request_timeout": c.FormValue("request_timeout"), "agent_ws_url": c.FormValue("agent_ws_url"),
+		"ingress_trusted_ips": c.FormValue("ingress_trusted_ips"), "image_mirror": c.FormValue("image_mirror")}
 	n, err := strconv.Atoi(strings.TrimSpace(vals["request_timeout"]))
 	if err != nil {
 		return h.formInvalid(c, r, "general", vals, FieldErrors{"request_timeout": "Use a whole number of seconds."}, "")
@@ -265,8 +269,12 @@ func (h *Handlers) SettingsForm(c *fiber.Ctx) error {
 			ips = append(ips, p)
 		}
 	}
-	j, err := h.Kube.UpdateSettings(ctx(c), h.actor(c), r, ops.SettingsInput{RequestTimeout: &n, AgentWSURL: &ws, IngressTrustedIPs: &ips})
+	mirror := vals["image_mirror"]
+	j, err := h.Kube.UpdateSettings(ctx(c), h.actor(c), r, ops.SettingsInput{RequestTimeout: &n, AgentWSURL: &ws, IngressTrustedIPs: &ips, ImageMirror: &mirror})
 	msg := "Settings saved."
+	if mirror != r.Settings.V.ImageMirror {
+		msg = "Settings saved. The image mirror applies to the next installs; runr reconcile --step image-mirror moves what runs."
+	}
 	if j != nil {
 		msg = "Settings saved; they are being applied to the cluster."
 	}

@@ -168,6 +168,10 @@ func (h *Handlers) APIKubeconfig(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
+	if r.SecretError != "" {
+		// An empty file would look like a kubeconfig that lost its contents.
+		return JSONError(c, fiber.StatusConflict, "The kubeconfig of "+r.Name+" cannot be read: "+r.SecretError)
+	}
 	h.Log.Info("kubeconfig downloaded", "region", r.Name, "user", Who(c).User.Email)
 	c.Set(fiber.HeaderContentDisposition, `attachment; filename="`+r.Name+`.kubeconfig.yaml"`)
 	c.Type("yaml")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
@@ -15,15 +16,54 @@ import (
 	"github.com/gofiber/websocket/v2"
 
 	"runr.dev/console/agent"
+	"runr.dev/console/config"
 	"runr.dev/console/hub"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
 
-// wsUpgrade answers 426 to requests that are not WebSocket upgrades, and 403 to a
-// browser's upgrade from another site (its Origin is not this host): a page elsewhere
-// must not read the progress of the console's jobs with the user's session.
-func wsUpgrade(h fiber.Handler) fiber.Handler {
+// socketCounts counts the open WebSockets of each user.
+type socketCounts struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// acquire takes one of the user's most sockets, or reports that none is left.
+func (s *socketCounts) acquire(user string, most int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n == nil {
+		s.n = map[string]int{}
+	}
+	if s.n[user] >= most {
+		return false
+	}
+	s.n[user]++
+	return true
+}
+
+func (s *socketCounts) release(user string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n[user] <= 1 {
+		delete(s.n, user)
+		return
+	}
+	s.n[user]--
+}
+
+// socket is a WebSocket route serving each connection with serve. It answers 426 to
+// requests that are not WebSocket upgrades, 403 to a browser's upgrade from another site
+// (its Origin is not this host: a page elsewhere must not read the progress of the
+// console's jobs with the user's session), and 429 to a user who holds the most sockets
+// (RUNR_SOCKETS_PER_USER) already.
+func (h *Handlers) socket(serve func(*websocket.Conn)) fiber.Handler {
+	upgrade := websocket.New(func(conn *websocket.Conn) {
+		if p, _ := conn.Locals(PrincipalKey).(*Principal); p != nil {
+			defer h.sockets.release(p.User.ID)
+		}
+		serve(conn)
+	})
 	return func(c *fiber.Ctx) error {
 		if !websocket.IsWebSocketUpgrade(c) {
 			return fiber.ErrUpgradeRequired
@@ -33,7 +73,23 @@ func wsUpgrade(h fiber.Handler) fiber.Handler {
 				return JSONError(c, fiber.StatusForbidden, "WebSocket from another origin refused.")
 			}
 		}
-		return h(c)
+		p := Who(c)
+		if p == nil { // a region's agent, one per cluster
+			return upgrade(c)
+		}
+		most := h.Cfg.SocketsPerUser
+		if most == 0 {
+			most = config.DefaultSocketsPerUser
+		}
+		if !h.sockets.acquire(p.User.ID, most) {
+			h.Log.Warn("websocket refused: the user holds the most sockets", "user", p.User.Email, "most", most)
+			return JSONError(c, fiber.StatusTooManyRequests, fmt.Sprintf("You have %d live connections open (pages or feeds) already: close some and try again.", most))
+		}
+		err := upgrade(c)
+		if c.Response().StatusCode() != fiber.StatusSwitchingProtocols {
+			h.sockets.release(p.User.ID) // the upgrade failed: serve never runs
+		}
+		return err
 	}
 }
 
@@ -117,7 +173,7 @@ func pageFor(conn *websocket.Conn) views.Page {
 // ?format=json (after ?after=ID). It first sends what the client may have missed, from
 // the database, then every new event as it is published.
 func (h *Handlers) JobSocket() fiber.Handler {
-	return wsUpgrade(websocket.New(func(conn *websocket.Conn) {
+	return h.socket(func(conn *websocket.Conn) {
 		conn.SetReadLimit(BrowserReadLimit)
 		js := &jobStream{h: h, w: &wsConn{conn: conn}, id: conn.Params("id"), json: conn.Query("format") == "json", page: pageFor(conn)}
 		js.p, _ = conn.Locals(PrincipalKey).(*Principal)
@@ -172,7 +228,7 @@ func (h *Handlers) JobSocket() fiber.Handler {
 				lastSent = time.Now()
 			}
 		}
-	}))
+	})
 }
 
 // jobStream is one subscriber of a job's progress: what it was sent last, and how.
@@ -333,7 +389,7 @@ func stepOf(d JobData, e store.JobEvent) *store.JobStep {
 
 // BannerSocket pushes the migration banners whenever a region changes.
 func (h *Handlers) BannerSocket() fiber.Handler {
-	return wsUpgrade(websocket.New(func(conn *websocket.Conn) {
+	return h.socket(func(conn *websocket.Conn) {
 		conn.SetReadLimit(BrowserReadLimit)
 		w := &wsConn{conn: conn}
 		sub := h.Hub.SubscribeRegions()
@@ -367,7 +423,7 @@ func (h *Handlers) BannerSocket() fiber.Handler {
 				}
 			}
 		}
-	}))
+	})
 }
 
 // AgentRegionsKey is the Locals key of the regions an authenticated agent reports for;
@@ -381,21 +437,25 @@ const (
 // metric snapshots (not for regions that are not active), pod sessions and events; it
 // keeps the agent's last-seen time and its connection state.
 func (h *Handlers) AgentSocket() fiber.Handler {
-	return wsUpgrade(websocket.New(func(conn *websocket.Conn) {
+	return h.socket(func(conn *websocket.Conn) {
 		ids, _ := conn.Locals(AgentRegionsKey).([]string)
 		token, _ := conn.Locals(AgentTokenKey).(string)
 		names, _ := conn.Locals("region_names").(string)
 		log := h.Log.With("regions", names)
 		ctx := context.Background()
-		seen := func(status store.ComponentStatus) {
-			if err := h.Kube.AgentSeen(ctx, ids, status); err != nil {
+		seen := func(status store.ComponentStatus, at time.Time) {
+			if err := h.Kube.AgentSeen(ctx, ids, status, at); err != nil {
 				log.Warn("agent: last seen", "err", err)
 			}
 		}
-		seen(store.ComponentConnected)
+		// Microseconds, as PostgreSQL keeps them: AgentGone compares with what was stored.
+		connectedAt := time.Now().UTC().Truncate(time.Microsecond)
+		seen(store.ComponentConnected, connectedAt)
 		log.Info("agent connected")
 		defer func() {
-			seen(store.ComponentDisconnected)
+			if err := h.Kube.AgentGone(ctx, ids, connectedAt); err != nil {
+				log.Warn("agent: disconnected", "err", err)
+			}
 			log.Info("agent disconnected")
 		}()
 		conn.SetReadLimit(AgentReadLimit)
@@ -427,9 +487,9 @@ func (h *Handlers) AgentSocket() fiber.Handler {
 						ids = append(ids, r.ID)
 					}
 				}
-				seen("")
+				seen("", time.Now().UTC())
 				last = time.Now()
 			}
 		}
-	}))
+	})
 }

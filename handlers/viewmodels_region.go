@@ -26,6 +26,7 @@ func regionView(r *store.Region) views.RegionView {
 		HealthAPI: healthLayer(r.Health.V.API), HealthComponents: healthLayer(r.Health.V.Components), HealthExternal: healthLayer(r.Health.V.External),
 		AgentStatus: string(r.Component("agent").Status), AgentLastSeenAt: r.AgentLastSeenAt,
 		RequestTimeout: r.Settings.V.RequestTimeout, AgentWSURL: r.Settings.V.AgentWSURL, TrustedIPs: strings.Join(r.Settings.V.IngressTrustedIPs, ", "),
+		ImageMirror:   r.Settings.V.ImageMirror,
 		PrometheusURL: r.Monitoring.V.PrometheusURL, LokiURL: r.Monitoring.V.LokiURL, LokiOrgID: r.Monitoring.V.LokiOrgID,
 		DNSResolved: r.DNSResolved, ExternalIP: r.ExternalIP, FunctionTLSExpiresAt: r.FunctionTLSExpiresAt, ProjectCount: r.ProjectCount,
 		DedicatedWorkers: r.Nodes, DataLocation: r.DataLocation, FaaSCPUOvercommit: r.FaaSCPUOvercommit, FaaSMemoryOvercommit: r.FaaSMemoryOvercommit,

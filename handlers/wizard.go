@@ -63,6 +63,11 @@ func UnsealStep1(c *store.Cipher, userID, s string, now time.Time) (SealedStep1,
 	return v, nil
 }
 
+// noAgentAddress reports whether the console has no address to give the agents of a new
+// region (RUNR_APP_URL, RUNR_AGENT_WS_URL): its Serving install would be refused at the
+// agent step unless the region gets an agent address of its own.
+func (h *Handlers) noAgentAddress() bool { return h.Cfg.AppURL == "" && h.Cfg.AgentWSURL == "" }
+
 func (h *Handlers) seal(c *fiber.Ctx, v SealedStep1) string {
 	return SealStep1(h.Store.Cipher, Who(c).User.ID, v, time.Now())
 }
@@ -74,7 +79,7 @@ func (h *Handlers) unseal(c *fiber.Ctx, s string) (SealedStep1, error) {
 // WizardNewPage is step 1 of Add Region.
 func (h *Handlers) WizardNewPage(c *fiber.Ctx) error {
 	f := views.Form{Values: map[string]string{"is_active": "1"}}
-	return Render(c, fiber.StatusOK, views.WizardNew(h.page(c, "Add Region", "regions"), views.Step1Data{Form: f, Modes: h.wizardModes(c, "")}, nil))
+	return Render(c, fiber.StatusOK, views.WizardNew(h.page(c, "Add Region", "regions"), views.Step1Data{Form: f, Modes: h.wizardModes(c, ""), NoAgentAddress: h.noAgentAddress()}, nil))
 }
 
 // wizardModes offer the region mode in step 1 to a platform administrator (nil for anyone
@@ -107,7 +112,7 @@ func kubeconfigFromForm(c *fiber.Ctx) string {
 func (h *Handlers) WizardCheck(c *fiber.Ctx) error {
 	if fe := inputErrors(c, "kubeconfig", "name"); fe != nil {
 		f := views.Form{Values: map[string]string{"is_active": "1"}, Errors: fe}
-		return Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(h.page(c, "Add Region", "regions"), views.Step1Data{Form: f, Modes: h.wizardModes(c, "")}, nil))
+		return Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(h.page(c, "Add Region", "regions"), views.Step1Data{Form: f, Modes: h.wizardModes(c, ""), NoAgentAddress: h.noAgentAddress()}, nil))
 	}
 	name := strings.TrimSpace(c.FormValue("name"))
 	mode := store.RegionMode(c.FormValue("region_mode"))
@@ -118,16 +123,16 @@ func (h *Handlers) WizardCheck(c *fiber.Ctx) error {
 	page := h.page(c, "Add Region", "regions")
 	if modes != nil && mode != "" && !mode.Valid() {
 		f.Errors["region_mode"] = "Choose managed or shared."
-		return Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(page, views.Step1Data{Form: f, Modes: modes}, nil))
+		return Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(page, views.Step1Data{Form: f, Modes: modes, NoAgentAddress: h.noAgentAddress()}, nil))
 	}
 	chk, err := h.Kube.CheckNewRegion(ctx(c), ops.CheckInput{Name: name, Kubeconfig: kc})
 	if fe, _, ok := h.refusal(c, err); ok {
 		f.Errors = fe
-		return Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(page, views.Step1Data{Form: f, Modes: modes}, nil))
+		return Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(page, views.Step1Data{Form: f, Modes: modes, NoAgentAddress: h.noAgentAddress()}, nil))
 	} else if err != nil {
 		return h.Fail(c, err)
 	}
-	d := views.Step1Data{Form: f, Check: checkReport(chk), Modes: modes}
+	d := views.Step1Data{Form: f, Check: checkReport(chk), Modes: modes, NoAgentAddress: h.noAgentAddress()}
 	if !chk.OK {
 		f.Error = "The cluster cannot become a region yet: " + chk.FirstFailure()
 		d.Form = f

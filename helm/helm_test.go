@@ -271,4 +271,42 @@ func TestHelm(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("image mirror", func(t *testing.T) {
+		ch := &chart.Chart{
+			Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: "pod", Version: "0.1.0"},
+			Templates: []*chart.File{{Name: "templates/pod.yaml", Data: []byte(`apiVersion: v1
+kind: Pod
+metadata:
+  name: {{ .Release.Name }}
+spec:
+  containers:
+    - name: c
+      image: ghcr.io/acme/app:1
+`)}},
+		}
+		apply := func(mirror string) (*release.Release, string) {
+			t.Helper()
+			rel, err := Apply(context.Background(), c, Release{Namespace: "mirrored", Name: "app", Chart: ch, Mirror: mirror}, Options{Timeout: 60 * time.Second})
+			if err != nil {
+				t.Fatalf("Apply with mirror %q: %v", mirror, err)
+			}
+			pod, err := c.Clientset.CoreV1().Pods("mirrored").Get(context.Background(), "app", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return rel, pod.Spec.Containers[0].Image
+		}
+		rel, img := apply("mirror.example:5000/m")
+		if img != "mirror.example:5000/m/ghcr.io/acme/app:1" || rel.Labels[mirrorLabel] == "" {
+			t.Fatalf("installed with a mirror: image %q, labels %v", img, rel.Labels)
+		}
+		if again, _ := apply("mirror.example:5000/m"); again.Version != rel.Version {
+			t.Errorf("the same mirror upgraded the release again (revision %d → %d)", rel.Version, again.Version)
+		}
+		back, img := apply("")
+		if img != "ghcr.io/acme/app:1" || back.Version == rel.Version || back.Labels[mirrorLabel] != "" {
+			t.Errorf("without the mirror: image %q, revision %d (was %d), labels %v", img, back.Version, rel.Version, back.Labels)
+		}
+	})
 }

@@ -2,6 +2,8 @@ package helm
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,12 +12,14 @@ import (
 	helmaction "helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/postrender"
 	"helm.sh/helm/v3/pkg/release"
 	helmdriver "helm.sh/helm/v3/pkg/storage/driver"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"runr.dev/console/imagemirror"
 	"runr.dev/console/kube"
 )
 
@@ -30,6 +34,38 @@ type Release struct {
 	// Repair upgrades even when the deployed release has this chart and these values: an
 	// upgrade creates again what was deleted from the cluster.
 	Repair bool
+	// Mirror maps the images of the rendered objects to a registry of the administrator's
+	// own (imagemirror); "" pulls them from their own registries.
+	Mirror string
+}
+
+// mirrorLabel is the release label that records the image mirror a release was rendered
+// for (a digest: a mirror is no label value), so that a changed mirror upgrades it.
+const mirrorLabel = "runr.dev/image-mirror"
+
+// mirrorDigest is the value of mirrorLabel for a mirror ("" for none).
+func mirrorDigest(m string) string {
+	if m == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(m))
+	return hex.EncodeToString(sum[:8])
+}
+
+// postRenderer is the post-renderer of a release (nil without a mirror).
+func (r Release) postRenderer() postrender.PostRenderer {
+	if r.Mirror == "" {
+		return nil
+	}
+	return imagemirror.PostRenderer{Mirror: r.Mirror}
+}
+
+// labels are the release's own labels: the mirror's digest ("null" removes it).
+func (r Release) labels() map[string]string {
+	if d := mirrorDigest(r.Mirror); d != "" {
+		return map[string]string{mirrorLabel: d}
+	}
+	return map[string]string{mirrorLabel: "null"}
 }
 
 // Apply installs or upgrades a release and returns it: it unlocks a release an
@@ -58,7 +94,8 @@ func Apply(ctx context.Context, c *kube.Cluster, r Release, o Options) (*release
 			continue
 		}
 		deployed = true
-		if !r.Repair && h.Chart != nil && h.Chart.Metadata.Version == version && reflect.DeepEqual(normalized(h.Config), vals) {
+		if !r.Repair && h.Chart != nil && h.Chart.Metadata.Version == version && reflect.DeepEqual(normalized(h.Config), vals) &&
+			h.Labels[mirrorLabel] == mirrorDigest(r.Mirror) {
 			o.logf("Helm release %s/%s already runs %s %s with these values", r.Namespace, r.Name, r.Chart.Name(), version)
 			return h, nil
 		}
@@ -77,6 +114,7 @@ func Apply(ctx context.Context, c *kube.Cluster, r Release, o Options) (*release
 		// The API server validates every object; Helm's own client-side check would
 		// fetch and parse the cluster's OpenAPI documents on every action.
 		up.DisableOpenAPIValidation = true
+		up.PostRenderer, up.Labels = r.postRenderer(), r.labels()
 		rel, err = up.RunWithContext(ctx, r.Name, r.Chart, vals)
 	} else {
 		o.logf("Installing Helm release %s/%s (%s %s)", r.Namespace, r.Name, r.Chart.Name(), version)
@@ -84,6 +122,10 @@ func Apply(ctx context.Context, c *kube.Cluster, r Release, o Options) (*release
 		in.Namespace, in.ReleaseName, in.CreateNamespace, in.Replace = r.Namespace, r.Name, true, len(hist) > 0
 		in.Timeout, in.TakeOwnership, in.DisableOpenAPIValidation, in.Wait = o.Timeout, r.TakeOwnership, true, o.Wait
 		in.SkipCRDs = skipCRDs
+		in.PostRenderer = r.postRenderer()
+		if r.Mirror != "" {
+			in.Labels = r.labels()
+		}
 		rel, err = in.RunWithContext(ctx, r.Chart, vals)
 	}
 	if err != nil {
@@ -160,4 +202,9 @@ func normalized(v map[string]any) map[string]any {
 		return nil
 	}
 	return out
+}
+
+// RenderedFor reports whether a release was rendered for an image mirror ("" for none).
+func RenderedFor(rel *release.Release, mirror string) bool {
+	return rel.Labels[mirrorLabel] == mirrorDigest(mirror)
 }

@@ -27,15 +27,26 @@ func (e *AddressRefusedError) Error() string {
 }
 
 // CheckAddress decides whether the console may connect to an IP address: link-local
-// (169.254.0.0/16, fe80::/10, the clouds' metadata services), unspecified (0.0.0.0/8,
-// ::), multicast and broadcast addresses never; loopback only when allowLoopback
-// (RUNR_ALLOW_LOOPBACK_CLUSTERS). IPv4-mapped IPv6 addresses are judged as IPv4.
+// (169.254.0.0/16, fe80::/10, most clouds' metadata services), the other metadata
+// addresses (metadataAddrs), unspecified (0.0.0.0/8, ::), multicast and broadcast
+// addresses never; loopback only when allowLoopback (RUNR_ALLOW_LOOPBACK_CLUSTERS).
+// IPv4-mapped IPv6 addresses are judged as IPv4, and so are NAT64 and 6to4 addresses
+// as the IPv4 address they carry.
 func CheckAddress(ip netip.Addr, allowLoopback bool) error {
 	ip = ip.Unmap()
 	refuse := func(reason string) error { return &AddressRefusedError{Addr: ip.String(), Reason: reason} }
+	// An IPv4 address carried in IPv6 (NAT64, 6to4) reaches that IPv4 address: it is
+	// judged as that address.
+	if v4, ok := embeddedIPv4(ip); ok {
+		if err := CheckAddress(v4, allowLoopback); err != nil {
+			return refuse(fmt.Sprintf("it carries %s: %s", v4, err.(*AddressRefusedError).Reason))
+		}
+	}
 	switch {
 	case !ip.IsValid():
 		return refuse("not an IP address")
+	case metadataAddrs[ip]:
+		return refuse("a cloud's metadata service is never contacted")
 	case ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast():
 		return refuse("link-local addresses (such as a cloud's metadata service) are never contacted")
 	case ip.IsUnspecified(), ip.Is4() && ip.As4()[0] == 0:
@@ -50,6 +61,35 @@ func CheckAddress(ip netip.Addr, allowLoopback bool) error {
 		return refuse("loopback addresses are refused (RUNR_ALLOW_LOOPBACK_CLUSTERS=true allows them, for local test clusters)")
 	}
 	return nil
+}
+
+// metadataAddrs are the clouds' metadata services outside the link-local ranges: AWS's
+// over IPv6 and Alibaba Cloud's.
+var metadataAddrs = map[netip.Addr]bool{
+	netip.MustParseAddr("fd00:ec2::254"):   true,
+	netip.MustParseAddr("100.100.100.200"): true,
+}
+
+var (
+	nat64Prefix = netip.MustParsePrefix("64:ff9b::/96")   // RFC 6052's well-known prefix
+	nat64Local  = netip.MustParsePrefix("64:ff9b:1::/48") // RFC 8215's local-use prefix
+	sixToFour   = netip.MustParsePrefix("2002::/16")      // RFC 3056
+)
+
+// embeddedIPv4 is the IPv4 address an IPv6 address carries: the last 32 bits of a NAT64
+// address (the well-known or a local-use /96), or bits 16-47 of a 6to4 address.
+func embeddedIPv4(ip netip.Addr) (netip.Addr, bool) {
+	if !ip.Is6() || ip.Is4In6() {
+		return netip.Addr{}, false
+	}
+	b := ip.As16()
+	switch {
+	case nat64Prefix.Contains(ip), nat64Local.Contains(ip):
+		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}), true
+	case sixToFour.Contains(ip):
+		return netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}), true
+	}
+	return netip.Addr{}, false
 }
 
 // isIPv4Compatible reports the deprecated ::a.b.c.d form (other than :: and ::1).

@@ -34,6 +34,11 @@ func TestCheckAddress(t *testing.T) {
 		{"::ffff:169.254.169.254", true, false}, {"0.0.0.0", true, false}, {"0.1.2.3", true, false}, {"::", true, false},
 		{"224.0.0.1", true, false}, {"239.255.255.250", true, false}, {"ff02::1", true, false}, {"255.255.255.255", true, false},
 		{"::7f00:1", true, false},
+		// Metadata services elsewhere, and 169.254.169.254 carried in IPv6.
+		{"fd00:ec2::254", true, false}, {"100.100.100.200", true, false},
+		{"64:ff9b::a9fe:a9fe", true, false}, {"64:ff9b::169.254.169.254", true, false}, {"64:ff9b:1::a9fe:a9fe", true, false},
+		{"2002:a9fe:a9fe::1", true, false}, {"2002:7f00:1::", false, false},
+		{"64:ff9b::a00:1", false, true}, {"2002:cb00:710a::1", false, true}, {"100.100.100.201", false, true},
 		{"127.0.0.1", false, false}, {"127.9.9.9", false, false}, {"::1", false, false}, {"::ffff:127.0.0.1", false, false},
 		{"127.0.0.1", true, true}, {"::1", true, true}, {"::ffff:127.0.0.1", true, true},
 		{"10.0.0.1", false, true}, {"192.168.1.10", false, true}, {"203.0.113.10", false, true}, {"2001:db8::1", false, true},

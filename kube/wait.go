@@ -148,7 +148,7 @@ func (c *Cluster) NodeReady(name string) Cond {
 		if err != nil {
 			return false, "", fmt.Errorf("read node %s: %w", name, err)
 		}
-		state, _ := NodeHeartbeat(n, time.Now())
+		state, _ := NodeHeartbeat(n, c.NodeLeaseRenewal(ctx, name), time.Now())
 		return state == NodeReadyState, string(state), nil
 	}
 }

@@ -2,6 +2,7 @@ package ops
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"runr.dev/console/engine"
@@ -88,6 +89,21 @@ func (s *Service) AdoptClusterAgentToken(ctx context.Context, r *store.Region) e
 	return nil
 }
 
+// unprivilegedPod and unprivilegedContainer are the security contexts of the console's
+// Deployments in a region (the agent, the status responder, the domain alias proxy): the
+// agent image runs as root for the node helpers, these need nothing of the kind.
+func unprivilegedPod() map[string]any {
+	return map[string]any{"runAsNonRoot": true, "runAsUser": 65532, "runAsGroup": 65532, "seccompProfile": map[string]any{"type": "RuntimeDefault"}}
+}
+
+func unprivilegedContainer() map[string]any {
+	return map[string]any{"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true, "capabilities": map[string]any{"drop": []any{"ALL"}}}
+}
+
+// ErrNoAgentAddress refuses to install an agent that could never reach the console (it
+// would exit at once and the region read degraded for ever).
+var ErrNoAgentAddress = errors.New("the runr-agent has no address to reach the console: set the region's agent address (agent_ws_url, in its settings), RUNR_AGENT_WS_URL or RUNR_APP_URL (the console's public URL), then retry")
+
 // AgentPath is the agent's WebSocket endpoint on the console.
 const AgentPath = "/api/internal/agent/ws"
 
@@ -97,11 +113,18 @@ func (s *Service) installAgent(ctx context.Context, jc *engine.JobContext, c *ku
 	if _, err := ensureNamespace(ctx, jc, c, ObservabilityNamespace, nil); err != nil {
 		return err
 	}
+	url := s.AgentWSURL(r, false)
+	if url == "" {
+		return ErrNoAgentAddress
+	}
 	token, err := s.clusterAgentToken(ctx, r)
 	if err != nil {
 		return err
 	}
-	url := s.AgentWSURL(r, false)
+	image, err := s.regionImage(ctx, r, s.Cfg.AgentImage)
+	if err != nil {
+		return err
+	}
 	labels := map[string]any{"app.kubernetes.io/name": AgentName, "app.kubernetes.io/managed-by": "runr"}
 	objs := []map[string]any{
 		{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": AgentName, "namespace": ObservabilityNamespace, "labels": labels}},
@@ -122,8 +145,9 @@ func (s *Service) installAgent(ctx context.Context, jc *engine.JobContext, c *ku
 				"selector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": AgentName}},
 				"template": map[string]any{"metadata": map[string]any{"labels": labels}, "spec": map[string]any{
 					"serviceAccountName": AgentName,
+					"securityContext":    unprivilegedPod(),
 					"containers": []any{map[string]any{
-						"name": "agent", "image": s.Cfg.AgentImage, "args": []any{"agent"},
+						"name": "agent", "image": image, "args": []any{"agent"}, "securityContext": unprivilegedContainer(),
 						"env": []any{
 							map[string]any{"name": "RUNR_AGENT_URL", "value": url},
 							map[string]any{"name": "RUNR_AGENT_TOKEN", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": AgentSecret, "key": "token"}}},
@@ -140,9 +164,6 @@ func (s *Service) installAgent(ctx context.Context, jc *engine.JobContext, c *ku
 	}
 	if err := jc.Wait(ctx, "Deployment "+ObservabilityNamespace+"/"+AgentName+" to be available", engine.WaitOpts{}, c.DeploymentAvailable(ObservabilityNamespace, AgentName)); err != nil {
 		return err
-	}
-	if url == "" {
-		jc.Warnf("The agent has no address to reach the console: set RUNR_APP_URL, RUNR_AGENT_WS_URL or the region's agent_ws_url")
 	}
 	jc.Note("runr-agent runs and connects to %s", url)
 	return nil

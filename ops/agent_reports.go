@@ -55,15 +55,24 @@ func (s *Service) recordReport(ctx context.Context, regionID string, m agent.Mes
 }
 
 // AgentSeen records that a cluster's agent reported, for every region of the cluster, and
-// its connection state when it changed ("" when it did not).
-func (s *Service) AgentSeen(ctx context.Context, regionIDs []string, status store.ComponentStatus) error {
-	now := time.Now().UTC()
+// its connection state when it changed ("" when it did not), as of at.
+func (s *Service) AgentSeen(ctx context.Context, regionIDs []string, status store.ComponentStatus, at time.Time) error {
 	var errs []error
 	for _, id := range regionIDs {
-		errs = append(errs, s.Store.SetAgentSeen(ctx, id, now))
+		errs = append(errs, s.Store.SetAgentSeen(ctx, id, at))
 		if status != "" {
-			errs = append(errs, s.Store.SetComponent(ctx, id, "agent", store.ComponentState{Status: status}))
+			errs = append(errs, s.Store.SetComponent(ctx, id, "agent", store.ComponentState{Status: status, UpdatedAt: at}))
 		}
+	}
+	return errors.Join(errs...)
+}
+
+// AgentGone records that an agent's connection, recorded as connected at connectedAt, has
+// ended: its regions show the agent disconnected unless a newer connection came since.
+func (s *Service) AgentGone(ctx context.Context, regionIDs []string, connectedAt time.Time) error {
+	var errs []error
+	for _, id := range regionIDs {
+		errs = append(errs, s.Store.SetAgentDisconnected(ctx, id, connectedAt))
 	}
 	return errors.Join(errs...)
 }

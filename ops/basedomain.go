@@ -133,6 +133,10 @@ func (s *Service) applyAlias(ctx context.Context, jc *engine.JobContext, c *kube
 	if _, err := ensureNamespace(ctx, jc, c, ns, map[string]string{"runr.dev/region": r.Name}); err != nil {
 		return err
 	}
+	image, err := s.regionImage(ctx, r, s.Cfg.AgentImage)
+	if err != nil {
+		return err
+	}
 	labels := map[string]any{"app.kubernetes.io/name": AliasName, "app.kubernetes.io/managed-by": "runr"}
 	upstream := "http://" + TraefikRelease + "." + r.ServingNamespace + ".svc"
 	route := func(suffix, entry string, tls bool) map[string]any {
@@ -151,8 +155,9 @@ func (s *Service) applyAlias(ctx context.Context, jc *engine.JobContext, c *kube
 				"replicas": 2,
 				"selector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": AliasName}},
 				"template": map[string]any{"metadata": map[string]any{"labels": labels}, "spec": map[string]any{
+					"securityContext": unprivilegedPod(),
 					"containers": []any{map[string]any{
-						"name": "alias", "image": s.Cfg.AgentImage,
+						"name": "alias", "image": image, "securityContext": unprivilegedContainer(),
 						"args":      []any{"domain-alias", "--from", target, "--to", r.Settings.V.KnativeDomain, "--upstream", upstream},
 						"ports":     []any{map[string]any{"name": "http", "containerPort": 8080}},
 						"resources": map[string]any{"requests": map[string]any{"cpu": "10m", "memory": "32Mi"}, "limits": map[string]any{"memory": "128Mi"}},

@@ -93,6 +93,10 @@ func (s *Service) applyBlock(ctx context.Context, jc *engine.JobContext, c *kube
 }
 
 func (s *Service) ensureResponder(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, ns string) error {
+	image, err := s.jobImage(ctx, jc, s.Cfg.ResponderImage)
+	if err != nil {
+		return err
+	}
 	labels := map[string]any{"app.kubernetes.io/name": ResponderName, "app.kubernetes.io/managed-by": "runr"}
 	objs := []map[string]any{
 		{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": ResponderName, "namespace": ns, "labels": labels},
@@ -100,8 +104,9 @@ func (s *Service) ensureResponder(ctx context.Context, jc *engine.JobContext, c 
 				"replicas": 1,
 				"selector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": ResponderName}},
 				"template": map[string]any{"metadata": map[string]any{"labels": labels}, "spec": map[string]any{
+					"securityContext": unprivilegedPod(),
 					"containers": []any{map[string]any{
-						"name": "responder", "image": s.Cfg.ResponderImage, "args": []any{"responder"},
+						"name": "responder", "image": image, "args": []any{"responder"}, "securityContext": unprivilegedContainer(),
 						"ports":     []any{map[string]any{"name": "http", "containerPort": 8080}},
 						"resources": map[string]any{"requests": map[string]any{"cpu": "10m", "memory": "16Mi"}, "limits": map[string]any{"memory": "64Mi"}},
 					}},

@@ -175,8 +175,28 @@ func TestCapacityNodeChecks(t *testing.T) {
 		{"never", nil, kube.NodeNoHeartbeat},
 	} {
 		n := testNode("n", "2", "4Gi", tc.mod)
-		if got, _ := kube.NodeHeartbeat(&n, now); got != tc.want {
+		if got, _ := kube.NodeHeartbeat(&n, nil, now); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+		}
+	}
+	// A real kubelet posts its Ready condition only on a change or every 5 minutes; its
+	// Lease, renewed every 10 s, is its heartbeat.
+	fresh, old := now.Add(-3*time.Second), now.Add(-2*time.Minute)
+	for _, tc := range []struct {
+		name  string
+		mod   func(*corev1.Node)
+		renew *time.Time
+		want  kube.NodeState
+	}{
+		{"stale condition, fresh lease", hb(4*time.Minute, corev1.ConditionTrue), &fresh, kube.NodeReadyState},
+		{"not ready, fresh lease", hb(4*time.Minute, corev1.ConditionFalse), &fresh, kube.NodeNotReady},
+		{"both stale", hb(4*time.Minute, corev1.ConditionTrue), &old, kube.NodeNoHeartbeat},
+		{"fresh condition, old lease", hb(5*time.Second, corev1.ConditionTrue), &old, kube.NodeReadyState},
+	} {
+		n := testNode("n", "2", "4Gi", tc.mod)
+		got, last := kube.NodeHeartbeat(&n, tc.renew, now)
+		if got != tc.want || last == nil {
+			t.Errorf("%s: %s (%v), want %s", tc.name, got, last, tc.want)
 		}
 	}
 

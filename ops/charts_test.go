@@ -114,9 +114,10 @@ func TestZotConfig(t *testing.T) {
 }
 
 func TestPrepullNeedsNoShell(t *testing.T) {
-	ds := prepullDaemonSet(map[string]string{"a": "b"}, "ghcr.io/brf-tech/runr/agent:latest")
+	pulled := []string{"ghcr.io/brf-tech/runr/wrapper:1.0.0", "gcr.io/kaniko-project/executor:v1.23.2"}
+	ds := prepullDaemonSet(map[string]string{"a": "b"}, "ghcr.io/brf-tech/runr/agent:1.0.0", pulled)
 	inits := ds.Spec.Template.Spec.InitContainers
-	if len(inits) != len(PrepullImages)+1 || inits[0].Image != "ghcr.io/brf-tech/runr/agent:latest" {
+	if len(inits) != len(pulled)+1 || inits[0].Image != "ghcr.io/brf-tech/runr/agent:1.0.0" {
 		t.Fatalf("init containers = %v", inits)
 	}
 	for _, c := range inits[1:] {

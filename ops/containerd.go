@@ -85,6 +85,10 @@ func (s *Service) restartContainerd(ctx context.Context, jc *engine.JobContext, 
 	}); err != nil {
 		return err
 	}
+	image, err := s.jobImage(ctx, jc, s.Cfg.AgentImage)
+	if err != nil {
+		return err
+	}
 	backoff, ttl, privileged := int32(0), int32(600), true
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: managedLabels(map[string]string{"runr.dev/node": node})},
@@ -93,7 +97,7 @@ func (s *Service) restartContainerd(ctx context.Context, jc *engine.JobContext, 
 				NodeName: node, HostPID: true, RestartPolicy: corev1.RestartPolicyNever,
 				Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists}},
 				Containers: []corev1.Container{{
-					Name: "restart", Image: s.Cfg.AgentImage, Args: []string{"registry", "restart-containerd", "--root", "/host"},
+					Name: "restart", Image: image, Args: []string{"registry", "restart-containerd", "--root", "/host"},
 					SecurityContext: &corev1.SecurityContext{Privileged: &privileged},
 					VolumeMounts:    []corev1.VolumeMount{{Name: "host", MountPath: "/host"}},
 				}},

@@ -88,7 +88,9 @@ func CNPGValues() map[string]any {
 }
 
 // SeaweedFSValues are the object store's chart values: one all-in-one Deployment (master,
-// volume, filer and the S3 gateway with authentication) on a volume claim.
+// volume, filer and the S3 gateway with authentication) on a volume claim, and no SFTP
+// server (nothing of RunR uses it). The chart renders its SFTP passwords Secret for an
+// all-in-one release whatever the switch says: the removal deletes it (objectRemoveSteps).
 func SeaweedFSValues(storageClass string, sizeGi int) map[string]any {
 	data := map[string]any{"type": "persistentVolumeClaim", "size": fmt.Sprintf("%dGi", sizeGi)}
 	if storageClass != "" {
@@ -98,9 +100,11 @@ func SeaweedFSValues(storageClass string, sizeGi int) map[string]any {
 		"master": map[string]any{"enabled": false},
 		"volume": map[string]any{"enabled": false},
 		"filer":  map[string]any{"enabled": false},
+		"sftp":   map[string]any{"enabled": false},
 		"allInOne": map[string]any{
 			"enabled": true,
 			"s3":      map[string]any{"enabled": true, "enableAuth": true},
+			"sftp":    map[string]any{"enabled": false},
 			"data":    data,
 		},
 	}
@@ -254,7 +258,11 @@ func (s *Service) runDataJob(ctx context.Context, jc *engine.JobContext, c *kube
 	}); err != nil {
 		return err
 	}
-	if _, err := jobs.Create(ctx, dataJobSpec(dj), metav1.CreateOptions{}); err != nil {
+	spec := dataJobSpec(dj)
+	if err := s.mirrorPodSpec(ctx, jc, &spec.Spec.Template.Spec); err != nil {
+		return err
+	}
+	if _, err := jobs.Create(ctx, spec, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create Job %s/%s: %w", DataNamespace, dj.Name, err)
 	}
 	return jc.Wait(ctx, fmt.Sprintf("Job %s/%s to %s", DataNamespace, dj.Name, dj.What), engine.WaitOpts{Timeout: s.Cfg.StorageTestTimeout * 3,

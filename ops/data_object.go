@@ -78,14 +78,42 @@ func (s *Service) objectRemoveSteps(p DataParams) []engine.Step {
 			}); err != nil {
 				return err
 			}
-			// The chart keeps its S3 credentials Secret (a pre-install hook with the keep policy).
-			if err := deleteSecret(ctx, c, DataNamespace, SeaweedFSRelease+"-s3-secret"); err != nil {
+			// helm uninstall leaves the chart's kept hook Secrets (S3 credentials, SFTP
+			// passwords, ...), and runr-data may stay for the other data services.
+			left, err := deleteSeaweedFSSecrets(ctx, c)
+			if err != nil {
 				return err
+			}
+			if len(left) > 0 {
+				jc.Logf("Deleted the Secrets the chart keeps after helm uninstall: %s", strings.Join(left, ", "))
 			}
 			jc.Note("The object store and its volume %s/%s are deleted", DataNamespace, claim)
 			return nil
 		}),
 	}
+}
+
+// SeaweedFSReleaseSelector selects what the seaweedfs chart labels as the release's own:
+// after helm uninstall, its kept hook Secrets (seaweedfs-s3-secret, seaweedfs-sftp-secret,
+// seaweedfs-sftp-ssh-secret) are the Secrets it still selects.
+const SeaweedFSReleaseSelector = "app.kubernetes.io/name=seaweedfs,app.kubernetes.io/instance=" + SeaweedFSRelease
+
+// deleteSeaweedFSSecrets deletes the Secrets of the seaweedfs release left in runr-data
+// and names them.
+func deleteSeaweedFSSecrets(ctx context.Context, c *kube.Cluster) ([]string, error) {
+	secrets := c.Clientset.CoreV1().Secrets(DataNamespace)
+	list, err := secrets.List(ctx, metav1.ListOptions{LabelSelector: SeaweedFSReleaseSelector})
+	if err != nil {
+		return nil, fmt.Errorf("list the Secrets of release %s/%s: %w", DataNamespace, SeaweedFSRelease, err)
+	}
+	var names []string
+	for _, sec := range list.Items {
+		if err := deleteSecret(ctx, c, DataNamespace, sec.Name); err != nil {
+			return names, err
+		}
+		names = append(names, DataNamespace+"/"+sec.Name)
+	}
+	return names, nil
 }
 
 // objectCredentials are an object binding's connection settings: its own bucket and an

@@ -141,12 +141,16 @@ func (s *Service) InstallDemos(ctx context.Context, actor Actor, r *store.Region
 			return nil, err
 		}
 	}
+	demoImage, err := s.regionImage(ctx, r, s.Cfg.DemoImage)
+	if err != nil {
+		return nil, err
+	}
 	slugs := map[string]string{}
 	var refs []DemoRef
 	for _, d := range demoProjects {
 		p := byName[d.name]
 		if p == nil {
-			p = &store.Project{Name: d.name, RegionID: store.Ptr(r.ID), Image: s.Cfg.DemoImage, CPUm: 50, MemoryMi: 64,
+			p = &store.Project{Name: d.name, RegionID: store.Ptr(r.ID), Image: demoImage, CPUm: 50, MemoryMi: 64,
 				Kind: d.kind, Schedule: d.schedule, Demo: true, AlwaysOn: d.kind == store.ProjectQueueWorker}
 			if d.stream {
 				p.QueueStream = DemoStream(r)
@@ -217,13 +221,17 @@ func (s *Service) demoSMTP(ctx context.Context, jc *engine.JobContext, r *store.
 	if _, err := ensureNamespace(ctx, jc, c, ns, map[string]string{"runr.dev/region": r.Name}); err != nil {
 		return err
 	}
+	image, err := s.regionImage(ctx, r, s.Cfg.DemoSMTPImage)
+	if err != nil {
+		return err
+	}
 	labels := map[string]any{"app.kubernetes.io/name": DemoSMTPName, "app.kubernetes.io/part-of": "runr-demo", "app.kubernetes.io/managed-by": "runr"}
 	for _, o := range []map[string]any{
 		{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": DemoSMTPName, "namespace": ns, "labels": labels},
 			"spec": map[string]any{"replicas": 1,
 				"selector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": DemoSMTPName}},
 				"template": map[string]any{"metadata": map[string]any{"labels": labels}, "spec": map[string]any{
-					"containers": []any{map[string]any{"name": "mailpit", "image": s.Cfg.DemoSMTPImage,
+					"containers": []any{map[string]any{"name": "mailpit", "image": image,
 						"ports":     []any{map[string]any{"name": "smtp", "containerPort": 1025}, map[string]any{"name": "http", "containerPort": 8025}},
 						"resources": map[string]any{"requests": map[string]any{"cpu": "10m", "memory": "32Mi"}, "limits": map[string]any{"memory": "128Mi"}}}},
 				}}}},

@@ -209,7 +209,12 @@ func (s *Service) gpuInstallSteps(p GPUParams) []engine.Step {
 // ClusterPolicy to be ready), and records what it found.
 func (s *Service) discoverGPUNodes(p GPUParams) func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 	return func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
-		if err := jc.Wait(ctx, "node-feature-discovery to scan the nodes", engine.WaitOpts{Hint: "read the node-feature-discovery worker logs in " + GPUNamespace}, nfdScanned(c)); err != nil {
+		// The GPU waits are long (driver containers compile on nodes without drivers):
+		// RUNR_GPU_DISCOVERY_TIMEOUT each.
+		wait := func(hint string) engine.WaitOpts {
+			return engine.WaitOpts{Timeout: s.Cfg.GPUDiscoveryTimeout, Hint: hint + " (each GPU wait lasts RUNR_GPU_DISCOVERY_TIMEOUT)"}
+		}
+		if err := jc.Wait(ctx, "node-feature-discovery to label the nodes (its workers scan them, nfd-master writes the labels)", wait("read the logs of the node-feature-discovery master and workers in "+GPUNamespace), nfdScanned(c)); err != nil {
 			return err
 		}
 		rep, err := GPUs(ctx, c)
@@ -223,13 +228,13 @@ func (s *Service) discoverGPUNodes(p GPUParams) func(ctx context.Context, jc *en
 			}
 		}
 		if len(gpuNodes) > 0 {
-			if err := jc.Wait(ctx, "GPUs to be advertised on "+strings.Join(gpuNodes, ", "), engine.WaitOpts{Hint: "read the device plugin's logs in " + GPUNamespace},
+			if err := jc.Wait(ctx, "GPUs to be advertised on "+strings.Join(gpuNodes, ", ")+" (the drivers loaded, the device plugin running)", wait("read the driver and device plugin pods' logs in "+GPUNamespace),
 				gpusAdvertised(c, gpuNodes)); err != nil {
 				return err
 			}
 		}
 		if p.Mode == store.GPUModeOperator {
-			if err := jc.Wait(ctx, "ClusterPolicy "+ClusterPolicyName+" to be ready", engine.WaitOpts{Hint: "kubectl get clusterpolicy " + ClusterPolicyName + " -o yaml"}, clusterPolicyReady(c)); err != nil {
+			if err := jc.Wait(ctx, "ClusterPolicy "+ClusterPolicyName+" to be ready (driver containers build the kernel module on nodes without drivers)", wait("kubectl get clusterpolicy "+ClusterPolicyName+" -o yaml"), clusterPolicyReady(c)); err != nil {
 				return err
 			}
 		}
@@ -259,7 +264,8 @@ func modelsText(models map[string]int) string {
 }
 
 // nfdScanned holds once every node that runs a node-feature-discovery worker carries its
-// labels.
+// labels (nfd-master writes them from what the worker reported; helm uninstall's
+// post-delete Job nfd-master -prune removes them).
 func nfdScanned(c *kube.Cluster) kube.Cond {
 	return func(ctx context.Context) (bool, string, error) {
 		pods, err := c.Clientset.CoreV1().Pods(GPUNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=node-feature-discovery,role=worker"})

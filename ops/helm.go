@@ -2,19 +2,14 @@ package ops
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"fmt"
 	"time"
-
-	"github.com/lib/pq"
 
 	"helm.sh/helm/v3/pkg/release"
 
 	"runr.dev/console/engine"
 	"runr.dev/console/helm"
 	"runr.dev/console/kube"
-	"runr.dev/console/store"
 )
 
 // Release is a Helm release the console installs: a chart of its repository (or the
@@ -38,8 +33,9 @@ func (s *Service) helmOptions(jc *engine.JobContext) helm.Options {
 		}}
 }
 
-// HelmApply installs or upgrades a release and returns it, holding the cluster-wide lock
-// of the release so that two jobs never act on it at once, across consoles.
+// HelmApply installs or upgrades a release, rendered for the image mirror of the region the
+// job acts on, and returns it, holding the cluster-wide lock of the release so that two
+// jobs never act on it at once, across consoles.
 func (s *Service) HelmApply(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r Release) (*release.Release, error) {
 	unlock, err := s.lockRelease(ctx, jc, c, r.Namespace, r.Name)
 	if err != nil {
@@ -50,8 +46,12 @@ func (s *Service) HelmApply(ctx context.Context, jc *engine.JobContext, c *kube.
 	if err != nil {
 		return nil, err
 	}
+	mirror, err := s.jobMirror(ctx, jc)
+	if err != nil {
+		return nil, err
+	}
 	return helm.Apply(ctx, c, helm.Release{Namespace: r.Namespace, Name: r.Name, Chart: ch, Values: r.Values,
-		TakeOwnership: r.TakeOwnership, Repair: r.Repair}, s.helmOptions(jc))
+		TakeOwnership: r.TakeOwnership, Repair: r.Repair, Mirror: mirror}, s.helmOptions(jc))
 }
 
 // HelmUninstall removes a release under its lock; a missing one is not an error.
@@ -69,7 +69,7 @@ func (s *Service) HelmUninstall(ctx context.Context, jc *engine.JobContext, c *k
 // runs them, and the lock goes with the connection if the console dies.
 func (s *Service) lockRelease(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, ns, name string) (func(), error) {
 	key := "helm|" + kube.ClusterKey(c.KC.Server) + "|" + ns + "|" + name
-	conn, err := s.Store.DB.Conn(ctx)
+	lock, err := s.Store.OpenSessionLock(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("lock release: %w", err)
 	}
@@ -78,49 +78,21 @@ func (s *Service) lockRelease(ctx context.Context, jc *engine.JobContext, c *kub
 	try := func(ctx context.Context) (bool, string, error) {
 		if first {
 			first = false
-			var ok bool
-			if err := conn.QueryRowContext(ctx, `SELECT pg_try_advisory_lock(hashtext($1))`, key).Scan(&ok); err != nil {
-				return false, "", err
-			}
-			return ok, busy, nil
+			ok, err := lock.TryLock(ctx, key)
+			return ok, busy, err
 		}
 		// Then each look queues in PostgreSQL for up to lockLook, so the lock is taken the
 		// moment its holder lets go rather than at the next poll.
-		ok, err := queueForLock(ctx, conn, key)
+		ok, err := lock.LockWithin(ctx, key, lockLook)
 		return ok, busy, err
 	}
 	err = jc.Wait(ctx, fmt.Sprintf("Helm release %s/%s to be free", ns, name), engine.WaitOpts{Timeout: 15 * time.Minute, Interval: 10 * time.Millisecond}, try)
 	if err != nil {
-		store.ReturnLockConn(conn)
+		lock.Release()
 		return nil, err
 	}
-	return func() { store.ReturnLockConn(conn) }, nil
+	return lock.Release, nil
 }
 
 // lockLook is how long one look at a busy release lock queues for it.
 const lockLook = time.Second
-
-// queueForLock waits up to lockLook for the session-level advisory lock key on conn;
-// false when its holder kept it that long. (A session-level advisory lock stays taken
-// after the transaction that set the lock_timeout ends.)
-func queueForLock(ctx context.Context, conn *sql.Conn, key string) (bool, error) {
-	tx, err := conn.BeginTx(ctx, nil)
-	if err != nil {
-		return false, fmt.Errorf("lock release: %w", err)
-	}
-	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`SET LOCAL lock_timeout = '%dms'`, lockLook.Milliseconds())); err != nil {
-		return false, fmt.Errorf("lock release: %w", err)
-	}
-	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_lock(hashtext($1))`, key); err != nil {
-		var pe *pq.Error
-		if errors.As(err, &pe) && pe.Code == "55P03" { // lock_not_available: lock_timeout passed
-			return false, nil
-		}
-		return false, fmt.Errorf("lock release: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return false, fmt.Errorf("lock release: %w", err) // ReturnLockConn drops the lock
-	}
-	return true, nil
-}

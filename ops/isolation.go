@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -47,12 +48,15 @@ type SandboxParams struct {
 var (
 	gvkRuntimeClass = schema.GroupVersionKind{Group: "node.k8s.io", Version: "v1", Kind: "RuntimeClass"}
 	gvkShim         = schema.GroupVersionKind{Group: "runtime.spinkube.dev", Version: "v1alpha1", Kind: "Shim"}
+	gvkDaemonSet    = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "DaemonSet"}
 )
 
 func (s *Service) registerSandboxKinds() {
 	failed := func(ctx context.Context, jc *engine.JobContext, err error) {
 		var p SandboxParams
-		if err == nil || jc.Params(&p) != nil {
+		var refused *Refused
+		if err == nil || jc.Params(&p) != nil || errors.As(err, &refused) {
+			// A refusal (the install would delete classes in use) changed nothing.
 			return
 		}
 		r, rerr := s.jobRegion(ctx, jc)
@@ -82,7 +86,17 @@ func (s *Service) regionStep(name, title string, run func(ctx context.Context, j
 }
 
 func (s *Service) sandboxInstallSteps(p SandboxParams) []engine.Step {
-	start := s.regionStep("start", "Record the install", func(ctx context.Context, jc *engine.JobContext, r *store.Region, _ *kube.Cluster) error {
+	start := s.regionStep("start", "Record the install", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+		if p.Runtime == store.RuntimeKata {
+			// Checked again here: a mapping or a pod may have come since the job was queued.
+			reason, err := kataDropRefusal(ctx, r, c, p.Hypervisors)
+			if err != nil {
+				return err
+			}
+			if reason != "" {
+				return &Refused{Reason: reason}
+			}
+		}
 		rt := r.Isolation.V.Runtime(p.Runtime)
 		rt.Status, rt.Message = store.ComponentInstalling, ""
 		return s.Store.SetSandboxRuntime(ctx, r.ID, p.Runtime, rt)
@@ -91,7 +105,7 @@ func (s *Service) sandboxInstallSteps(p SandboxParams) []engine.Step {
 	case store.RuntimeKata:
 		return []engine.Step{start,
 			s.regionStep("probe", "Probe the nodes for /dev/kvm", s.probeKVM),
-			s.regionStep("eligible", "Label the nodes Kata may run on", s.labelKataNodes),
+			s.regionStep("eligible", "Label the nodes Kata may run on", s.labelKataNodes(p)),
 			s.regionStep("kata", "Install kata-deploy", s.installKata(p)),
 		}
 	case store.RuntimeGVisor:
@@ -200,7 +214,11 @@ func (s *Service) probeKVM(ctx context.Context, jc *engine.JobContext, r *store.
 	for i, n := range nodes {
 		names[i] = n.Name
 	}
-	if _, err := c.ApplyObject(ctx, nodeDaemonSet(KVMProbe, s.Cfg.AgentImage, []string{"probe-kvm", "--root", "/host"}, nil)); err != nil {
+	image, err := s.regionImage(ctx, r, s.Cfg.AgentImage)
+	if err != nil {
+		return err
+	}
+	if _, err := c.ApplyObject(ctx, nodeDaemonSet(KVMProbe, image, []string{"probe-kvm", "--root", "/host"}, nil)); err != nil {
 		return err
 	}
 	defer func() {
@@ -246,34 +264,67 @@ func setNodeLabel(ctx context.Context, c *kube.Cluster, node, label, value strin
 	return nil
 }
 
-// labelKataNodes labels the nodes Kata may run on (containerd or CRI-O, and /dev/kvm)
-// and takes the label off the others; no eligible node is an error naming why.
-func (s *Service) labelKataNodes(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
-	nodes, err := SandboxNodes(ctx, c)
-	if err != nil {
-		return err
-	}
-	var eligible, refused []string
-	for _, n := range nodes {
-		value := ""
-		if n.KataEligible {
-			value = "eligible"
-			eligible = append(eligible, n.Name)
-		} else {
-			refused = append(refused, n.Name+" ("+n.KataReason+")")
-		}
-		if err := setNodeLabel(ctx, c, n.Name, KataEligibleLabel, value); err != nil {
+// labelKataNodes labels the nodes Kata may run on with the picked hypervisors
+// (containerd or CRI-O, /dev/kvm, an architecture one of them runs on) and takes the label
+// off the others. No eligible node, or a pick no eligible node can run, is an error naming
+// why, before any label changes.
+func (s *Service) labelKataNodes(p SandboxParams) func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+	return func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+		nodes, err := SandboxNodes(ctx, c)
+		if err != nil {
 			return err
 		}
+		var eligible, refused []string
+		archs := map[string][]string{} // the eligible nodes by architecture
+		for _, n := range nodes {
+			if ok, why := kataEligibleWith(n, p.Hypervisors); ok {
+				eligible = append(eligible, n.Name)
+				archs[n.Arch] = append(archs[n.Arch], n.Name)
+			} else {
+				refused = append(refused, n.Name+" ("+why+")")
+			}
+		}
+		if len(eligible) == 0 {
+			return fmt.Errorf("no node can run Kata Containers: %s", strings.Join(refused, "; "))
+		}
+		if err := kataPicksRunnable(p.Hypervisors, archs); err != nil {
+			return err
+		}
+		for _, n := range nodes {
+			value := ""
+			if slices.Contains(eligible, n.Name) {
+				value = "eligible"
+			}
+			if err := setNodeLabel(ctx, c, n.Name, KataEligibleLabel, value); err != nil {
+				return err
+			}
+		}
+		if len(refused) > 0 {
+			jc.Logf("Not eligible for Kata: %s", strings.Join(refused, "; "))
+		}
+		jc.Note("Kata may run on %s", strings.Join(eligible, ", "))
+		return nil
 	}
-	if len(refused) > 0 {
-		jc.Logf("Not eligible for Kata: %s", strings.Join(refused, "; "))
+}
+
+// kataPicksRunnable refuses picks of which one runs on none of the architectures of the
+// nodes (names by architecture), naming them.
+func kataPicksRunnable(picks []string, nodes map[string][]string) error {
+	var bad []string
+	for _, h := range sortedCopy(picks) {
+		if !slices.ContainsFunc(HypervisorArches[h], func(a string) bool { return len(nodes[a]) > 0 }) {
+			bad = append(bad, fmt.Sprintf("%s runs on %s only", h, strings.Join(HypervisorArches[h], ", ")))
+		}
 	}
-	if len(eligible) == 0 {
-		return fmt.Errorf("no node can run Kata Containers: %s", strings.Join(refused, "; "))
+	if len(bad) == 0 {
+		return nil
 	}
-	jc.Note("Kata may run on %s", strings.Join(eligible, ", "))
-	return nil
+	var have []string
+	for _, a := range slices.Sorted(maps.Keys(nodes)) {
+		have = append(have, a+" ("+strings.Join(nodes[a], ", ")+")")
+	}
+	return fmt.Errorf("%s, and the nodes that can run Kata are %s: pick hypervisors for them, or add a node of that architecture with /dev/kvm",
+		strings.Join(bad, "; "), orNoneList(have))
 }
 
 // installKata installs kata-deploy on the eligible nodes with the picked hypervisors and
@@ -284,11 +335,13 @@ func (s *Service) installKata(p SandboxParams) func(ctx context.Context, jc *eng
 		if err != nil {
 			return err
 		}
-		var eligible, kubelets []string
+		var eligible, kubelets, perArch []string
+		archs := map[string][]string{}
 		for _, n := range nodes {
-			if n.KataEligible {
+			if ok, _ := kataEligibleWith(n, p.Hypervisors); ok {
 				eligible = append(eligible, n.Name)
 				kubelets = append(kubelets, n.Flavor)
+				archs[n.Arch] = append(archs[n.Arch], n.Name)
 			}
 		}
 		dist := "k8s"
@@ -311,7 +364,14 @@ func (s *Service) installKata(p SandboxParams) func(ctx context.Context, jc *eng
 			classes[i] = KataRuntimeClass(h)
 		}
 		sort.Strings(classes)
-		jc.Note("Kata Containers %s runs on %s with %s", ChartKataDeploy.Version, strings.Join(eligible, ", "), strings.Join(classes, ", "))
+		for _, a := range slices.Sorted(maps.Keys(archs)) {
+			var cs []string
+			for _, h := range HypervisorsOn(p.Hypervisors, a) {
+				cs = append(cs, KataRuntimeClass(h))
+			}
+			perArch = append(perArch, fmt.Sprintf("%s on %s (%s)", strings.Join(cs, ", "), a, strings.Join(archs[a], ", ")))
+		}
+		jc.Note("Kata Containers %s runs on %s: %s", ChartKataDeploy.Version, strings.Join(eligible, ", "), strings.Join(perArch, "; "))
 		return s.Store.SetSandboxRuntime(ctx, r.ID, store.RuntimeKata, store.SandboxRuntime{Status: store.ComponentReady,
 			Hypervisors: p.Hypervisors, Nodes: eligible, Classes: classes})
 	}
@@ -343,7 +403,11 @@ func (s *Service) installGVisor(ctx context.Context, jc *engine.JobContext, r *s
 	if len(targets) == 0 {
 		return errors.New("no node runs containerd: gVisor's runsc registers with containerd only")
 	}
-	ds := nodeDaemonSet(GVisorInstaller, s.Cfg.AgentImage, []string{"install-gvisor", "--root", "/host"}, map[string]any{"runr.dev/gvisor-eligible": "eligible"})
+	image, err := s.regionImage(ctx, r, s.Cfg.AgentImage)
+	if err != nil {
+		return err
+	}
+	ds := nodeDaemonSet(GVisorInstaller, image, []string{"install-gvisor", "--root", "/host"}, map[string]any{"runr.dev/gvisor-eligible": "eligible"})
 	if _, err := c.ApplyObject(ctx, ds); err != nil {
 		return err
 	}

@@ -3,10 +3,13 @@ package ops
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -84,18 +87,12 @@ func (s *Service) removeSandbox(p SandboxParams) func(ctx context.Context, jc *e
 		nodes := r.Isolation.V.Runtime(p.Runtime).Nodes
 		switch p.Runtime {
 		case store.RuntimeKata:
-			if err := s.HelmUninstall(ctx, jc, c, SandboxNamespace, KataRelease); err != nil {
-				return err
-			}
-			if err := jc.Wait(ctx, "kata-deploy's cleanup on "+orNoneList(nodes), engine.WaitOpts{}, nodesUnlabelled(c, nodes, KataRuntimeLabel)); err != nil {
-				return err
-			}
-			return unlabelNodes(ctx, c, nodes, KataEligibleLabel)
+			return s.removeKata(ctx, jc, c, nodes)
 		case store.RuntimeGVisor:
 			for _, o := range []struct {
 				gvk      schema.GroupVersionKind
 				ns, name string
-			}{{schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "DaemonSet"}, SandboxNamespace, GVisorInstaller}, {gvkRuntimeClass, "", GVisorClass}} {
+			}{{gvkDaemonSet, SandboxNamespace, GVisorInstaller}, {gvkRuntimeClass, "", GVisorClass}} {
 				if err := c.Delete(ctx, o.gvk, o.ns, o.name); err != nil {
 					return err
 				}
@@ -122,6 +119,101 @@ func (s *Service) removeSandbox(p SandboxParams) func(ctx context.Context, jc *e
 			return unlabelNodes(ctx, c, nodes, WasmLabel)
 		}
 	}
+}
+
+// kataDaemonSet is kata-deploy's DaemonSet (the chart's name, whatever the release).
+const kataDaemonSet = "kata-deploy"
+
+// removeKata takes kata-deploy off the cluster. Its DaemonSet goes first, and the job
+// waits for the pods' cleanup (on SIGTERM, with their DaemonSet gone) to take
+// katacontainers.io/kata-runtime off their nodes, then uninstalls the release: helm
+// uninstall alone runs kata-deploy 3.32.0's post-delete Job kata-deploy-rb-cleanup, whose
+// `kubectl get pod` is forbidden (its role grants delete only) and counts no pod, so it
+// deletes the ServiceAccount and RBAC the pods' cleanup needs at once and the label stays.
+// A label still there after the wait is removed here, and the log says so.
+func (s *Service) removeKata(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, recorded []string) error {
+	nodes, err := kataNodes(ctx, c, recorded)
+	if err != nil {
+		return err
+	}
+	// The nodes whose pod cleans up; a label elsewhere has no pod to take it off.
+	pods, err := c.Clientset.CoreV1().Pods(SandboxNamespace).List(ctx, metav1.ListOptions{LabelSelector: "name=" + kataDaemonSet})
+	if err != nil {
+		return fmt.Errorf("list kata-deploy's pods: %w", err)
+	}
+	var cleaning []string
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != "" && slices.Contains(nodes, p.Spec.NodeName) && !slices.Contains(cleaning, p.Spec.NodeName) {
+			cleaning = append(cleaning, p.Spec.NodeName)
+		}
+	}
+	sort.Strings(cleaning)
+	if err := c.Delete(ctx, gvkDaemonSet, SandboxNamespace, kataDaemonSet); err != nil {
+		return err
+	}
+	var timedOut *engine.WaitTimeoutError
+	err = jc.Wait(ctx, "kata-deploy's cleanup to take "+KataRuntimeLabel+" off "+orNoneList(cleaning), engine.WaitOpts{},
+		nodesUnlabelled(c, cleaning, KataRuntimeLabel))
+	if err != nil && !errors.As(err, &timedOut) {
+		return err
+	}
+	if err := s.HelmUninstall(ctx, jc, c, SandboxNamespace, KataRelease); err != nil {
+		return err
+	}
+	if err := removeKataLeftovers(ctx, jc, c, nodes); err != nil {
+		return err
+	}
+	return unlabelNodes(ctx, c, nodes, KataEligibleLabel)
+}
+
+// kataNodes are the nodes Kata was recorded on and those that carry kata-deploy's label.
+func kataNodes(ctx context.Context, c *kube.Cluster, recorded []string) ([]string, error) {
+	out := append([]string{}, recorded...)
+	list, err := c.Clientset.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: KataRuntimeLabel})
+	if err != nil {
+		return nil, fmt.Errorf("list the nodes with %s: %w", KataRuntimeLabel, err)
+	}
+	for _, n := range list.Items {
+		if !slices.Contains(out, n.Name) {
+			out = append(out, n.Name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// removeKataLeftovers takes kata-deploy's label off the nodes whose cleanup did not, unless
+// another kata-deploy DaemonSet remains (the label is then its), and says so in the log.
+func removeKataLeftovers(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, nodes []string) error {
+	var left []string
+	for _, n := range nodes {
+		node, err := c.Clientset.CoreV1().Nodes().Get(ctx, n, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read node %s: %w", n, err)
+		}
+		if _, ok := node.Labels[KataRuntimeLabel]; ok {
+			left = append(left, n)
+		}
+	}
+	if len(left) == 0 {
+		return nil
+	}
+	dss, err := c.Clientset.AppsV1().DaemonSets("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list the DaemonSets: %w", err)
+	}
+	for _, d := range dss.Items {
+		if d.DeletionTimestamp == nil && strings.Contains(d.Name, "kata-deploy") {
+			jc.Logf("kata-deploy's label stays on %s: DaemonSet %s/%s (another kata-deploy) still runs there", strings.Join(left, ", "), d.Namespace, d.Name)
+			return nil
+		}
+	}
+	jc.Logf("kata-deploy's cleanup did not take %s off %s; the console removes it: Kata's files and its container runtime configuration may remain on those nodes (kata-deploy's cleanup had not finished)",
+		KataRuntimeLabel, strings.Join(left, ", "))
+	return unlabelNodes(ctx, c, left, KataRuntimeLabel)
 }
 
 // nodesUnlabelled waits until none of the nodes carries a label.

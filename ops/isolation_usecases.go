@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"runr.dev/console/engine"
+	"runr.dev/console/kube"
 	"runr.dev/console/store"
 )
 
@@ -65,12 +66,105 @@ func (s *Service) InstallSandbox(ctx context.Context, actor Actor, r *store.Regi
 	if err := s.sandboxBusy(ctx, r); err != nil {
 		return nil, err
 	}
+	if in.Runtime == store.RuntimeKata {
+		if err := s.kataInstallAllowed(ctx, r, in.Hypervisors); err != nil {
+			return nil, err
+		}
+	}
 	if in.Runtime != store.RuntimeWasm {
 		in.Nodes = nil
 	}
 	names := map[string]string{store.RuntimeKata: "Kata Containers", store.RuntimeGVisor: "gVisor", store.RuntimeWasm: "WebAssembly support"}
 	return s.Enqueue(ctx, engine.Request{Kind: KindSandboxInstall, Title: "Install " + names[in.Runtime] + " on " + r.Name,
 		Subject: r.ID, Params: in, CreatedBy: actor.Email})
+}
+
+// kataInstallAllowed refuses a Kata install whose picks run on none of the architectures
+// of the nodes that can run Kata (422 on hypervisors), or that would delete RuntimeClasses
+// of the installed Kata still in use (kataDropRefusal).
+func (s *Service) kataInstallAllowed(ctx context.Context, r *store.Region, hypervisors []string) error {
+	c, err := s.RegionCluster(r)
+	if err != nil {
+		return err
+	}
+	nodes, err := SandboxNodes(ctx, c)
+	if err != nil {
+		return &Unreachable{Region: r.Name, Err: err}
+	}
+	archs := map[string][]string{}
+	for _, n := range nodes {
+		if kataCandidate(n) {
+			archs[n.Arch] = append(archs[n.Arch], n.Name)
+		}
+	}
+	if len(archs) > 0 {
+		if err := kataPicksRunnable(hypervisors, archs); err != nil {
+			return &Invalid{Fields: map[string]string{"hypervisors": upperFirst(err.Error()) + "."}}
+		}
+	}
+	reason, err := kataDropRefusal(ctx, r, c, hypervisors)
+	if err != nil {
+		return &Unreachable{Region: r.Name, Err: err}
+	}
+	if reason != "" {
+		return &Refused{Reason: reason}
+	}
+	return nil
+}
+
+// kataDropRefusal says why a Kata install with these hypervisors is refused ("" when it
+// is not): kata-deploy's upgrade deletes the RuntimeClasses of the hypervisors it no
+// longer has, and workload kinds are mapped to, or pods run with, one of them.
+func kataDropRefusal(ctx context.Context, r *store.Region, c *kube.Cluster, hypervisors []string) (string, error) {
+	kata := r.Isolation.V.Kata
+	if kata.State() == store.ComponentNotInstalled {
+		return "", nil
+	}
+	var keep, dropped []string
+	for _, h := range hypervisors {
+		keep = append(keep, KataRuntimeClass(h))
+	}
+	for _, class := range kata.Classes {
+		if !slices.Contains(keep, class) {
+			dropped = append(dropped, class)
+		}
+	}
+	if len(dropped) == 0 {
+		return "", nil
+	}
+	var mapped []string
+	for _, kind := range store.WorkloadKinds {
+		if class := r.Isolation.V.Class(kind); slices.Contains(dropped, class) {
+			mapped = append(mapped, kind+" ("+class+")")
+		}
+	}
+	pods, err := PodsUsing(ctx, c, dropped)
+	if err != nil {
+		return "", err
+	}
+	if len(mapped) == 0 && len(pods) == 0 {
+		return "", nil
+	}
+	var uses []string
+	if len(mapped) > 0 {
+		uses = append(uses, "the workload kinds "+strings.Join(mapped, ", ")+" are mapped to")
+	}
+	if len(pods) > 0 {
+		uses = append(uses, "the pods "+strings.Join(pods, ", ")+" run with")
+	}
+	what := "RuntimeClass " + dropped[0]
+	if len(dropped) > 1 {
+		what = "RuntimeClasses " + strings.Join(dropped, ", ")
+	}
+	return fmt.Sprintf("Installing Kata with %s would delete %s, which %s. Map those kinds to another class and move or stop those pods first, or keep their hypervisors among the picks.",
+		strings.Join(sortedCopy(hypervisors), ", "), what, strings.Join(uses, " and ")), nil
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // ProbeSandboxNodes queues the KVM probe: every node gets the label runr.dev/kvm saying

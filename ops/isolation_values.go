@@ -36,6 +36,43 @@ const (
 // shim name.
 var Hypervisors = []string{"qemu", "clh", "fc", "dragonball"}
 
+// ArchLabel is the node label of a node's architecture (amd64, arm64, s390x, ppc64le).
+const ArchLabel = "kubernetes.io/arch"
+
+// HypervisorArches are the architectures each hypervisor's shim is installed on, as
+// kata-deploy 3.32.0's values.yaml says (shims.<name>.supportedArches): the chart gives a
+// pod of another architecture no SHIMS_<ARCH> for it, and a pod given none installs
+// kata-deploy's built-in list of its architecture (binary/src/config.rs).
+var HypervisorArches = map[string][]string{
+	"qemu": {"amd64", "arm64", "s390x", "ppc64le"}, "clh": {"amd64"}, "fc": {"amd64"}, "dragonball": {"amd64"},
+}
+
+// HypervisorsOn lists the hypervisors of hs that run on an architecture, sorted.
+func HypervisorsOn(hs []string, arch string) []string {
+	var out []string
+	for _, h := range hs {
+		if slices.Contains(HypervisorArches[h], arch) {
+			out = append(out, h)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// kataArchsOf lists the architectures at least one of the hypervisors runs on, sorted.
+func kataArchsOf(hs []string) []string {
+	var out []string
+	for _, h := range hs {
+		for _, a := range HypervisorArches[h] {
+			if !slices.Contains(out, a) {
+				out = append(out, a)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // KataRuntimeClass is the RuntimeClass kata-deploy creates for a hypervisor (its handler
 // has the same name).
 func KataRuntimeClass(hypervisor string) string { return "kata-" + hypervisor }
@@ -52,23 +89,42 @@ var kataDropIns = map[string]string{
 
 // KataValues are kata-deploy's values: the picked hypervisors only, each with RunR's
 // drop-in, on the nodes labelled eligible, with a RuntimeClass per hypervisor. distribution
-// is k8s, k3s or rke2 (where containerd's configuration lives).
+// is k8s, k3s or rke2 (where containerd's configuration lives). Per architecture the pods
+// get what they install explicitly: the default shim of an architecture is set only when
+// a pick runs there (else the chart reads none), the pods are kept to the one
+// architecture the picks run on when there is one (a pod elsewhere would get no
+// SHIMS_<ARCH> and install kata-deploy's whole built-in list), and the RuntimeClass of a
+// hypervisor of one architecture schedules on that architecture only.
 func KataValues(hypervisors []string, distribution string) map[string]any {
 	shims := map[string]any{"disableAll": true}
 	hs := append([]string{}, hypervisors...)
 	sort.Strings(hs)
 	for _, h := range hs {
-		shims[h] = map[string]any{"enabled": true, "dropIn": kataDropIns[h]}
+		shim := map[string]any{"enabled": true, "dropIn": kataDropIns[h]}
+		if archs := HypervisorArches[h]; len(archs) == 1 {
+			shim["runtimeClass"] = map[string]any{"nodeSelector": map[string]any{ArchLabel: archs[0]}}
+		}
+		shims[h] = shim
 	}
-	def := "qemu"
-	if len(hs) > 0 && !slices.Contains(hs, "qemu") {
-		def = hs[0]
+	defaults := map[string]any{}
+	for _, arch := range []string{"amd64", "arm64"} {
+		on := HypervisorsOn(hs, arch)
+		switch {
+		case slices.Contains(on, "qemu"):
+			defaults[arch] = "qemu"
+		case len(on) > 0:
+			defaults[arch] = on[0]
+		}
+	}
+	nodeSelector := map[string]any{KataEligibleLabel: "eligible"}
+	if archs := kataArchsOf(hs); len(archs) == 1 {
+		nodeSelector[ArchLabel] = archs[0]
 	}
 	return map[string]any{
 		"k8sDistribution": distribution,
-		"nodeSelector":    map[string]any{KataEligibleLabel: "eligible"},
+		"nodeSelector":    nodeSelector,
 		"shims":           shims,
-		"defaultShim":     map[string]any{"amd64": def, "arm64": def},
+		"defaultShim":     defaults,
 		"runtimeClasses":  map[string]any{"enabled": true, "createDefault": false},
 	}
 }

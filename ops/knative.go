@@ -391,8 +391,9 @@ func enableKnativeFeatures(ctx context.Context, c *kube.Cluster, ns string) erro
 	return c.MergePatch(ctx, kube.GVKKnativeServing, ns, KnativeServingName, map[string]any{"spec": map[string]any{"config": map[string]any{"features": knativeFeatures}}})
 }
 
-// knativeServingObject is the KnativeServing resource with Traefik as its ingress.
-func knativeServingObject(ns, version string, maxTimeout int) map[string]any {
+// knativeServingObject is the KnativeServing resource with Traefik as its ingress, and
+// Knative's images from registry (knativeRegistry; nil for Knative's own).
+func knativeServingObject(ns, version string, maxTimeout int, registry map[string]any) map[string]any {
 	cfg := map[string]any{
 		"network":  map[string]any{"ingress-class": TraefikIngressClass, "domain-template": "{{.Name}}.{{.Domain}}"},
 		"features": knativeFeatures,
@@ -400,14 +401,18 @@ func knativeServingObject(ns, version string, maxTimeout int) map[string]any {
 	if maxTimeout > MaxRevisionTimeoutDefault {
 		cfg["defaults"] = map[string]any{"max-revision-timeout-seconds": strconv.Itoa(maxTimeout)}
 	}
+	spec := map[string]any{
+		"version": version,
+		"ingress": map[string]any{"kourier": map[string]any{"enabled": false}, "istio": map[string]any{"enabled": false}, "contour": map[string]any{"enabled": false}},
+		"config":  cfg,
+	}
+	if registry != nil {
+		spec["registry"] = registry
+	}
 	return map[string]any{
 		"apiVersion": "operator.knative.dev/v1beta1", "kind": "KnativeServing",
 		"metadata": map[string]any{"name": KnativeServingName, "namespace": ns, "labels": toAnyMap(managedLabels(nil))},
-		"spec": map[string]any{
-			"version": version,
-			"ingress": map[string]any{"kourier": map[string]any{"enabled": false}, "istio": map[string]any{"enabled": false}, "contour": map[string]any{"enabled": false}},
-			"config":  cfg,
-		},
+		"spec":     spec,
 	}
 }
 
@@ -540,7 +545,12 @@ func (s *Service) servingServing(p ServingParams) func(ctx context.Context, jc *
 			return err
 		}
 		minor := MinorOf(p.Version)
-		if _, err := c.ApplyObject(ctx, knativeServingObject(p.Namespace, minor, longestTimeout(regions))); err != nil {
+		mirror, err := s.ImageMirror(ctx, r)
+		if err != nil {
+			return err
+		}
+		registry := knativeRegistry(mirror, ServingRelease(r.OperatorVersion))
+		if _, err := c.ApplyObject(ctx, knativeServingObject(p.Namespace, minor, longestTimeout(regions), registry)); err != nil {
 			return err
 		}
 		if err := jc.Wait(ctx, fmt.Sprintf("KnativeServing %s/%s to be Ready at %s", p.Namespace, KnativeServingName, minor), engine.WaitOpts{Hint: "check the Knative Operator's logs (namespace " + r.OperatorNamespace + ")"}, ServingReadyAt(c, p.Namespace, minor)); err != nil {

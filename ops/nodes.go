@@ -109,9 +109,12 @@ type clusterState struct {
 	Pods []corev1.Pod
 	// ProjectNamespaces are the namespaces labelled runr.dev/region.
 	ProjectNamespaces map[string]bool
+	// Renewals are when each node's Lease was last renewed (its kubelet's heartbeat).
+	Renewals map[string]time.Time
 }
 
-// readCluster lists the nodes, the pods that hold resources and the project namespaces.
+// readCluster lists the nodes, the pods that hold resources, the project namespaces and
+// the nodes' Lease renewals.
 func readCluster(ctx context.Context, c *kube.Cluster) (*clusterState, error) {
 	nodes, err := c.Clientset.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -125,7 +128,7 @@ func readCluster(ctx context.Context, c *kube.Cluster) (*clusterState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list namespaces: %w", err)
 	}
-	st := &clusterState{Nodes: nodes.Items, Pods: pods.Items, ProjectNamespaces: map[string]bool{}}
+	st := &clusterState{Nodes: nodes.Items, Pods: pods.Items, ProjectNamespaces: map[string]bool{}, Renewals: c.NodeLeaseRenewals(ctx)}
 	for _, ns := range nss.Items {
 		st.ProjectNamespaces[ns.Name] = true
 	}
@@ -144,12 +147,14 @@ func (s *Service) Nodes(ctx context.Context, r *store.Region) (*NodesReport, err
 	if err != nil {
 		return nil, fmt.Errorf("region %s: %w", r.Name, err)
 	}
-	return BuildNodesReport(st.Nodes, st.Pods, r.Nodes, s.Cfg.MinK8sMinor, time.Now()), nil
+	return buildNodesReport(st, r.Nodes, s.Cfg.MinK8sMinor, time.Now()), nil
 }
 
-// BuildNodesReport builds the Workers tab's view from the nodes and the pods that hold
-// resources; dedicated is the region's selection of workers.
-func BuildNodesReport(nodes []corev1.Node, pods []corev1.Pod, dedicated []string, minMinor int, now time.Time) *NodesReport {
+// buildNodesReport builds the Workers tab's view from the cluster's nodes, the pods that
+// hold resources and the nodes' Lease renewals; dedicated is the region's selection of
+// workers.
+func buildNodesReport(st *clusterState, dedicated []string, minMinor int, now time.Time) *NodesReport {
+	nodes, pods := st.Nodes, st.Pods
 	type req struct{ cpu, mem int64 }
 	byNode := map[string]*req{}
 	counts := map[string]int{}
@@ -188,7 +193,11 @@ func BuildNodesReport(nodes []corev1.Node, pods []corev1.Pod, dedicated []string
 		if v.Labels == nil {
 			v.Labels = map[string]string{}
 		}
-		v.Status, v.LastHeartbeat = kube.NodeHeartbeat(n, now)
+		var renew *time.Time
+		if t, ok := st.Renewals[n.Name]; ok {
+			renew = &t
+		}
+		v.Status, v.LastHeartbeat = kube.NodeHeartbeat(n, renew, now)
 		v.Ready = ni.Ready
 		if v.LastHeartbeat != nil {
 			v.HeartbeatAgeSeconds = int64(now.Sub(*v.LastHeartbeat).Seconds())
@@ -559,7 +568,7 @@ func (d *drain) round(ctx context.Context) (bool, string, error) {
 	if err != nil {
 		return false, "", fmt.Errorf("read node %s: %w", d.node, err)
 	}
-	lost, _ := kube.NodeHeartbeat(n, time.Now())
+	lost, _ := kube.NodeHeartbeat(n, d.c.NodeLeaseRenewal(ctx, d.node), time.Now())
 	pods, err := d.c.Clientset.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + d.node})
 	if err != nil {
 		return false, "", fmt.Errorf("list the pods of %s: %w", d.node, err)

@@ -27,7 +27,8 @@ const (
 )
 
 // ReconcileSteps lists the steps in their order.
-var ReconcileSteps = []string{ReconcileSettings, ReconcileStatusBlock, ReconcileTracing, ReconcileTraefikImage, ReconcileAgent, ReconcileObservability}
+var ReconcileSteps = []string{ReconcileSettings, ReconcileStatusBlock, ReconcileTracing, ReconcileTraefikImage, ReconcileAgent, ReconcileObservability,
+	ReconcileImageMirror}
 
 // ReconcileInput is what to reconcile: every region, or one (by name or id), every step
 // or one. It is the body of POST /api/reconcile and the flags of `runr reconcile`.
@@ -97,13 +98,18 @@ func (s *Service) reconcileSteps() []reconcileStep {
 		{Name: ReconcileStatusBlock, Title: "Status blocks of the regions that are not active", PerRegion: true, check: s.checkBlock, apply: s.applyStatusBlock},
 		{Name: ReconcileTracing, Title: "Tracing backend", check: s.checkTracing, apply: s.applyTracing},
 		{Name: ReconcileTraefikImage, Title: "Region Traefik image", check: s.checkTraefikImage, apply: s.applyTraefikImage},
-		{Name: ReconcileAgent, Title: "runr-agent", check: s.checkAgent, apply: s.applyAgent},
+		{Name: ReconcileAgent, Title: "runr-agent and the console's other helpers", check: s.checkAgent, apply: s.applyAgent},
 		{Name: ReconcileObservability, Title: "Prometheus and Loki", check: s.checkObservability, apply: s.applyObservability},
+		{Name: ReconcileImageMirror, Title: "Images through the regions' image mirror", check: s.checkImageMirror, apply: s.applyImageMirror},
 	}
 }
 
-// validReconcile checks the input: a known step, a region that exists.
-func (s *Service) validReconcile(ctx context.Context, in ReconcileInput) error {
+// validReconcile checks the actor (a platform user) and the input: a known step, a region
+// that exists.
+func (s *Service) validReconcile(ctx context.Context, actor Actor, in ReconcileInput) error {
+	if !actor.Platform() {
+		return errReconcileIsPlatform
+	}
 	if in.Step != "" && !slices.Contains(ReconcileSteps, in.Step) {
 		return &Invalid{Fields: map[string]string{"step": "Use one of " + strings.Join(ReconcileSteps, ", ") + "."}}
 	}
@@ -185,8 +191,8 @@ func leftOut(r store.Region, perRegion bool) string {
 
 // ReconcilePlan is the dry run: per region and step what a reconcile would change, from
 // the clusters as they are now. It changes nothing.
-func (s *Service) ReconcilePlan(ctx context.Context, in ReconcileInput) ([]Change, error) {
-	if err := s.validReconcile(ctx, in); err != nil {
+func (s *Service) ReconcilePlan(ctx context.Context, actor Actor, in ReconcileInput) ([]Change, error) {
+	if err := s.validReconcile(ctx, actor, in); err != nil {
 		return nil, err
 	}
 	var out []Change
@@ -233,7 +239,7 @@ func changeOf(st reconcileStep, t *reconcileTarget, f finding, err error) Change
 
 // StartReconcile queues a reconcile job (one at a time).
 func (s *Service) StartReconcile(ctx context.Context, actor Actor, in ReconcileInput) (*store.Job, error) {
-	if err := s.validReconcile(ctx, in); err != nil {
+	if err := s.validReconcile(ctx, actor, in); err != nil {
 		return nil, err
 	}
 	if _, err := s.Store.ActiveJobOfKind(ctx, KindReconcile); err == nil {
@@ -262,11 +268,18 @@ func (s *Service) registerReconcileKinds() {
 	})})
 }
 
+// errReconcileIsPlatform refuses a reconcile to a tenant's user: it reads and changes
+// every region of every tenant, so it is the platform's alone (the dry run too).
+var errReconcileIsPlatform = &Forbidden{Reason: "A reconcile acts on every region of every tenant: only platform users run it (or its dry run)."}
+
 // runReconcileStep brings every target of a step up to date: each is checked, then
 // changed when it needs it. One target's failure does not stop the others; the step
 // fails at the end when any did (a retry runs it again: every step is idempotent).
 func (s *Service) runReconcileStep(in ReconcileInput, st reconcileStep) func(ctx context.Context, jc *engine.JobContext) error {
 	return func(ctx context.Context, jc *engine.JobContext) error {
+		if jc.Job.TenantID != nil { // queued by a tenant's user before the refusal existed
+			return errReconcileIsPlatform
+		}
 		targets, left, err := s.reconcileTargets(ctx, in, st)
 		if err != nil {
 			return err
@@ -310,6 +323,12 @@ func (s *Service) reconcileOne(ctx context.Context, jc *engine.JobContext, st re
 	if err != nil {
 		return false, err
 	}
+	// What a step installs on the target's cluster comes through the target's image mirror.
+	mirror, err := s.ImageMirror(ctx, &t.Region)
+	if err != nil {
+		return false, err
+	}
+	ctx = withMirror(ctx, mirror)
 	cctx, cancel := context.WithTimeout(ctx, ClusterReadTimeout)
 	f, err := st.check(cctx, c, t)
 	cancel()

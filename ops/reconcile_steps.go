@@ -9,12 +9,15 @@ import (
 	"strings"
 
 	"helm.sh/helm/v3/pkg/release"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 
 	"runr.dev/console/engine"
 	"runr.dev/console/helm"
+	"runr.dev/console/imagemirror"
 	"runr.dev/console/kube"
 	"runr.dev/console/store"
 )
@@ -307,11 +310,16 @@ func (s *Service) applyTraefikImage(ctx context.Context, jc *engine.JobContext, 
 }
 
 // checkAgent: the cluster's runr-agent runs this console's agent image and connects to
-// the address the region's settings give.
+// the address the region's settings give, and every other helper of the console's own on
+// the cluster runs this console's image (ownHelpers).
 func (s *Service) checkAgent(ctx context.Context, c *kube.Cluster, t *reconcileTarget) (finding, error) {
+	helpers, err := s.helperDrift(ctx, c, t)
+	if err != nil {
+		return finding{}, err
+	}
 	d, err := c.Clientset.AppsV1().Deployments(ObservabilityNamespace).Get(ctx, AgentName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return finding{Change: true, What: "install the runr-agent"}, nil
+		return joinFindings(append([]finding{{Change: true, What: "install the runr-agent"}}, helperFindings(helpers)...)...), nil
 	}
 	if err != nil {
 		return finding{}, fmt.Errorf("read Deployment %s/%s: %w", ObservabilityNamespace, AgentName, err)
@@ -321,8 +329,10 @@ func (s *Service) checkAgent(ctx context.Context, c *kube.Cluster, t *reconcileT
 	}
 	ct := d.Spec.Template.Spec.Containers[0]
 	var fs []finding
-	if ct.Image != s.Cfg.AgentImage {
-		fs = append(fs, finding{Change: true, What: "agent image " + ct.Image + " → " + s.Cfg.AgentImage})
+	if want, err := s.regionImage(ctx, &t.Region, s.Cfg.AgentImage); err != nil {
+		return finding{}, err
+	} else if ct.Image != want {
+		fs = append(fs, finding{Change: true, What: "agent image " + ct.Image + " → " + want})
 	}
 	url := ""
 	for _, e := range ct.Env {
@@ -330,18 +340,132 @@ func (s *Service) checkAgent(ctx context.Context, c *kube.Cluster, t *reconcileT
 			url = e.Value
 		}
 	}
-	if want := s.AgentWSURL(&t.Region, false); url != want {
+	want := s.AgentWSURL(&t.Region, false)
+	if want == "" {
+		return finding{}, ErrNoAgentAddress
+	}
+	if url != want {
 		fs = append(fs, finding{Change: true, What: fmt.Sprintf("agent address %q → %q", url, want)})
 	}
-	return joinFindings(fs...), nil
+	return joinFindings(append(fs, helperFindings(helpers)...)...), nil
 }
 
-// applyAgent deploys the runr-agent anew and records it.
+// applyAgent deploys the runr-agent anew, moves every other helper to this console's
+// image, and records the agent.
 func (s *Service) applyAgent(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, t *reconcileTarget) error {
 	if err := s.installAgent(ctx, jc, c, &t.Region); err != nil {
 		return err
 	}
+	helpers, err := s.helperDrift(ctx, c, t)
+	if err != nil {
+		return err
+	}
+	for _, h := range helpers {
+		if err := h.moveImage(ctx, jc, c); err != nil {
+			return err
+		}
+	}
 	return s.recordComponent(ctx, t, "agent", store.ComponentState{Status: store.ComponentReady})
+}
+
+// ownHelper is a workload of the console's own program on a cluster, other than the
+// runr-agent: reconcile moves its container to this console's image (through the region's
+// image mirror) after an upgrade or a change of the mirror; the image-mirror step also
+// moves the managed Redis with it.
+// The pre-pull and containerd's restart are short-lived: they always run the current image.
+type ownHelper struct {
+	kind             string // Deployment or DaemonSet
+	namespace, name  string
+	container, image string // the container and the image it should run
+	current          string // the image it runs (helperDrift)
+}
+
+// ownHelpers are the helpers that may run on a target's cluster: the node mirror, the KVM
+// probe, the gVisor installer, and per region its status responder and domain alias proxy.
+func (s *Service) ownHelpers(t *reconcileTarget, mirror string) []ownHelper {
+	agent, responder := imagemirror.Map(mirror, s.Cfg.AgentImage), imagemirror.Map(mirror, s.Cfg.ResponderImage)
+	hs := []ownHelper{
+		{kind: "DaemonSet", namespace: RegistryNamespace, name: MirrorDaemonSet, container: "mirror", image: agent},
+		{kind: "DaemonSet", namespace: SandboxNamespace, name: KVMProbe, container: "installer", image: agent},
+		{kind: "DaemonSet", namespace: SandboxNamespace, name: GVisorInstaller, container: "installer", image: agent},
+	}
+	responders := map[string]bool{}
+	for _, r := range t.Regions {
+		if r.ServingNamespace != "" && !responders[r.ServingNamespace] {
+			responders[r.ServingNamespace] = true
+			hs = append(hs, ownHelper{kind: "Deployment", namespace: r.ServingNamespace, name: ResponderName, container: "responder", image: responder})
+		}
+		hs = append(hs, ownHelper{kind: "Deployment", namespace: r.Name, name: AliasName, container: "alias", image: agent})
+	}
+	return hs
+}
+
+// helperDrift reads the helpers that run on the cluster and returns those whose container
+// runs another image than this console's.
+func (s *Service) helperDrift(ctx context.Context, c *kube.Cluster, t *reconcileTarget) ([]ownHelper, error) {
+	mirror, err := s.ImageMirror(ctx, &t.Region)
+	if err != nil {
+		return nil, err
+	}
+	var out []ownHelper
+	for _, h := range s.ownHelpers(t, mirror) {
+		var containers []corev1.Container
+		switch h.kind {
+		case "DaemonSet":
+			ds, err := c.Clientset.AppsV1().DaemonSets(h.namespace).Get(ctx, h.name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				continue
+			} else if err != nil {
+				return nil, fmt.Errorf("read DaemonSet %s/%s: %w", h.namespace, h.name, err)
+			}
+			containers = ds.Spec.Template.Spec.Containers
+		default:
+			d, err := c.Clientset.AppsV1().Deployments(h.namespace).Get(ctx, h.name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				continue
+			} else if err != nil {
+				return nil, fmt.Errorf("read Deployment %s/%s: %w", h.namespace, h.name, err)
+			}
+			containers = d.Spec.Template.Spec.Containers
+		}
+		for _, ct := range containers {
+			if ct.Name == h.container && ct.Image != h.image {
+				h.current = ct.Image
+				out = append(out, h)
+			}
+		}
+	}
+	return out, nil
+}
+
+func helperFindings(hs []ownHelper) []finding {
+	fs := make([]finding, len(hs))
+	for i, h := range hs {
+		fs[i] = finding{Change: true, What: fmt.Sprintf("%s %s/%s image %s → %s", h.kind, h.namespace, h.name, h.current, h.image)}
+	}
+	return fs
+}
+
+// moveImage sets the helper's container to its image and waits for the rollout.
+func (h ownHelper) moveImage(ctx context.Context, jc *engine.JobContext, c *kube.Cluster) error {
+	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+		"containers": []any{map[string]any{"name": h.container, "image": h.image}}}}}})
+	var err error
+	cond := c.DeploymentAvailable(h.namespace, h.name)
+	if h.kind == "DaemonSet" {
+		_, err = c.Clientset.AppsV1().DaemonSets(h.namespace).Patch(ctx, h.name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: kube.FieldManager})
+		cond = c.DaemonSetReady(h.namespace, h.name)
+	} else {
+		_, err = c.Clientset.AppsV1().Deployments(h.namespace).Patch(ctx, h.name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: kube.FieldManager})
+	}
+	if err != nil {
+		return fmt.Errorf("set the image of %s %s/%s: %w", h.kind, h.namespace, h.name, err)
+	}
+	if err := jc.Wait(ctx, fmt.Sprintf("%s %s/%s to roll out %s", h.kind, h.namespace, h.name, h.image), engine.WaitOpts{}, cond); err != nil {
+		return err
+	}
+	jc.Note("%s %s/%s runs %s", h.kind, h.namespace, h.name, h.image)
+	return nil
 }
 
 // checkObservability: Prometheus and Loki (unless the region uses its own) run this

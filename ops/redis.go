@@ -143,6 +143,10 @@ func (s *Service) installManagedRedis(ctx context.Context, jc *engine.JobContext
 	if r.RedisMode != store.RedisManaged || password == "" {
 		password = store.RandomToken("")[:32]
 	}
+	image, err := s.regionImage(ctx, r, s.Cfg.RedisImage)
+	if err != nil {
+		return err
+	}
 	labels := map[string]any{"app.kubernetes.io/name": RedisName, "app.kubernetes.io/managed-by": "runr"}
 	objs := []map[string]any{
 		{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": RedisName, "namespace": ns, "labels": labels},
@@ -154,7 +158,7 @@ func (s *Service) installManagedRedis(ctx context.Context, jc *engine.JobContext
 				"selector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": RedisName}},
 				"template": map[string]any{"metadata": map[string]any{"labels": labels}, "spec": map[string]any{
 					"containers": []any{map[string]any{
-						"name": "redis", "image": s.Cfg.RedisImage,
+						"name": "redis", "image": image,
 						"args":      []any{"--requirepass", "$(REDIS_PASSWORD)", "--appendonly", "no"},
 						"env":       []any{map[string]any{"name": "REDIS_PASSWORD", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": RedisName, "key": "password"}}}},
 						"ports":     []any{map[string]any{"name": "redis", "containerPort": 6379}},
@@ -232,11 +236,15 @@ func (s *Service) redisJob(ctx context.Context, jc *engine.JobContext, c *kube.C
 	for _, k := range sortedKeys(env) {
 		vars = append(vars, corev1.EnvVar{Name: k, Value: env[k]})
 	}
+	image, err := s.regionImage(ctx, r, s.Cfg.RedisImage)
+	if err != nil {
+		return err
+	}
 	backoff, ttl := int32(0), int32(300)
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: managedLabels(nil)},
 		Spec: batchv1.JobSpec{BackoffLimit: &backoff, TTLSecondsAfterFinished: &ttl, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{Name: "redis-cli", Image: s.Cfg.RedisImage,
+			Containers: []corev1.Container{{Name: "redis-cli", Image: image,
 				Command: []string{"sh", "-c", script}, Env: vars}},
 		}}}}
 	if _, err := jobs.Create(ctx, job, metav1.CreateOptions{}); err != nil {

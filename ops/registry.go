@@ -187,7 +187,11 @@ func (s *Service) installMirror(ctx context.Context, jc *engine.JobContext, c *k
 		jc.Note("No internal registry: no node mirror")
 		return engine.ErrSkip
 	}
-	ds := mirrorDaemonSet(p.Address(), s.Cfg.AgentImage)
+	image, err := s.jobImage(ctx, jc, s.Cfg.AgentImage)
+	if err != nil {
+		return err
+	}
+	ds := mirrorDaemonSet(p.Address(), image)
 	if _, err := c.ApplyObject(ctx, ds); err != nil {
 		return err
 	}
@@ -231,16 +235,13 @@ func mirrorDaemonSet(registry, image string) map[string]any {
 	}
 }
 
-// PrepullImages are the images every node pulls ahead of the first deploys.
-var PrepullImages = []string{"ghcr.io/brf-tech/runr/wrapper:latest", "gcr.io/kaniko-project/executor:v1.23.2"}
-
-// prepullDaemonSet pulls PrepullImages on every node with init containers. Images need
+// prepullDaemonSet pulls the images (RUNR_PREPULL_IMAGES) on every node with init containers. Images need
 // not have a shell: the first init container (the agent image, a static binary) copies
 // runr into a shared volume, and each image's container runs `runr prepull done` from it.
-func prepullDaemonSet(labels map[string]string, agentImage string) *appsv1.DaemonSet {
+func prepullDaemonSet(labels map[string]string, agentImage string, images []string) *appsv1.DaemonSet {
 	shared := corev1.VolumeMount{Name: "runr", MountPath: "/runr"}
 	inits := []corev1.Container{{Name: "runr", Image: agentImage, Args: []string{"prepull", "copy", "/runr/runr"}, VolumeMounts: []corev1.VolumeMount{shared}}}
-	for i, img := range PrepullImages {
+	for i, img := range images {
 		inits = append(inits, corev1.Container{Name: fmt.Sprintf("pull-%d", i), Image: img,
 			Command: []string{"/runr/runr"}, Args: []string{"prepull", "done", img}, VolumeMounts: []corev1.VolumeMount{shared}})
 	}
@@ -272,7 +273,10 @@ func (s *Service) prepull(ctx context.Context, jc *engine.JobContext, c *kube.Cl
 		return err
 	}
 	labels := map[string]string{"app.kubernetes.io/name": PrepullDaemonSet, "app.kubernetes.io/managed-by": "runr"}
-	ds := prepullDaemonSet(labels, s.Cfg.AgentImage)
+	ds := prepullDaemonSet(labels, s.Cfg.AgentImage, s.Cfg.PrepullImages)
+	if err := s.mirrorPodSpec(ctx, jc, &ds.Spec.Template.Spec); err != nil {
+		return err
+	}
 	dss := c.Clientset.AppsV1().DaemonSets(RegistryNamespace)
 	if _, err := dss.Get(ctx, PrepullDaemonSet, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 		if _, err := dss.Create(ctx, ds, metav1.CreateOptions{}); err != nil {
@@ -285,7 +289,7 @@ func (s *Service) prepull(ctx context.Context, jc *engine.JobContext, c *kube.Cl
 	if err := dss.Delete(ctx, PrepullDaemonSet, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete DaemonSet %s/%s: %w", RegistryNamespace, PrepullDaemonSet, err)
 	}
-	jc.Note("Pre-pulled %d images on every node", len(PrepullImages))
+	jc.Note("Pre-pulled %d images on every node: %s", len(s.Cfg.PrepullImages), strings.Join(s.Cfg.PrepullImages, ", "))
 	return nil
 }
 

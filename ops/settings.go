@@ -287,11 +287,14 @@ type SettingsInput struct {
 	RequestTimeout    *int      `json:"request_timeout"`
 	AgentWSURL        *string   `json:"agent_ws_url"`
 	IngressTrustedIPs *[]string `json:"ingress_trusted_ips"`
+	// ImageMirror is the region's own image mirror ("" takes the console's); what runs
+	// moves with `runr reconcile --step image-mirror`, new installs take it at once.
+	ImageMirror *string `json:"image_mirror"`
 }
 
 // any reports whether the input changes a setting.
 func (in SettingsInput) any() bool {
-	return in.RequestTimeout != nil || in.AgentWSURL != nil || in.IngressTrustedIPs != nil
+	return in.RequestTimeout != nil || in.AgentWSURL != nil || in.IngressTrustedIPs != nil || in.ImageMirror != nil
 }
 
 // UpdateSettings saves the region's General settings and queues the job that brings the
@@ -303,20 +306,22 @@ func (s *Service) UpdateSettings(ctx context.Context, actor Actor, r *store.Regi
 	}
 	set := r.Settings.V
 	var p SettingsParams
+	// Only the settings sent are written: an edit of another setting made meanwhile stays.
+	u := store.RegionSettingsUpdate{ImageMirror: in.ImageMirror}
 	if in.RequestTimeout != nil && *in.RequestTimeout != set.RequestTimeout {
-		set.RequestTimeout = *in.RequestTimeout
+		u.RequestTimeout = in.RequestTimeout
 		p.Traefik = true
-		p.Knative = set.RequestTimeout > MaxRevisionTimeoutDefault
+		p.Knative = *in.RequestTimeout > MaxRevisionTimeoutDefault
 	}
 	if in.AgentWSURL != nil && *in.AgentWSURL != set.AgentWSURL {
-		set.AgentWSURL = *in.AgentWSURL
+		u.AgentWSURL = in.AgentWSURL
 		p.Agent = true
 	}
 	if in.IngressTrustedIPs != nil && strings.Join(*in.IngressTrustedIPs, ",") != strings.Join(set.IngressTrustedIPs, ",") {
-		set.IngressTrustedIPs = *in.IngressTrustedIPs
+		u.IngressTrustedIPs = in.IngressTrustedIPs
 		p.Traefik = true
 	}
-	if err := s.Store.SetRegionSettings(ctx, r.ID, set); err != nil {
+	if err := s.Store.UpdateRegionSettings(ctx, r.ID, u); err != nil {
 		return nil, fmt.Errorf("settings of %s: %w", r.Name, err)
 	}
 	if !p.Traefik && !p.Knative && !p.Agent {

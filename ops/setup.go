@@ -834,8 +834,8 @@ func (s *Service) CreateRegion(ctx context.Context, actor Actor, in RegionInput)
 	p, sec := setup.Params()
 	r, _ := NewRegionRecord(p, sec, chk)
 	if t := in.RequestTimeout; t != nil {
-		if *t < 1 || *t > 3600 {
-			return nil, nil, &Invalid{Fields: map[string]string{"request_timeout": "Use 1 to 3600 seconds."}}
+		if m := validateRequestTimeout(*t); m != "" {
+			return nil, nil, &Invalid{Fields: map[string]string{"request_timeout": m}}
 		}
 		r.Settings.V.RequestTimeout = *t
 	}

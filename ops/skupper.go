@@ -23,12 +23,15 @@ import (
 // KindSkupperSite is the job that creates the Skupper site.
 const KindSkupperSite = "skupper-site"
 
-// Skupper names: the Site CRD (skupper.io/v2alpha1), the controller's pod label (Skupper's
-// deployment generator and chart: application=skupper-controller) and RunR's site.
+// Skupper names: the Site CRD (skupper.io/v2alpha1), the controller's Deployment and its
+// pods' label (Skupper 2.2.1's scripts/skupper-deployment-generator.sh, the release YAML
+// and the chart: a Deployment skupper-controller without labels of its own, its pod
+// template labelled application=skupper-controller) and RunR's site.
 const (
 	SkupperSiteCRD        = "sites.skupper.io"
 	SkupperSiteVersion    = "v2alpha1"
-	SkupperControllerSel  = "application=skupper-controller"
+	SkupperController     = "skupper-controller"
+	SkupperControllerPods = "application=skupper-controller"
 	SkupperSiteName       = "runr"
 	skupperControllerName = "controller"
 )
@@ -67,11 +70,16 @@ func SkupperOn(ctx context.Context, c *kube.Cluster) (SkupperReport, error) {
 			rep.CRDs = rep.CRDs || established && v.Name == SkupperSiteVersion && v.Served
 		}
 	}
-	ds, err := c.Clientset.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: SkupperControllerSel})
+	// Upstream's Deployment has no labels: it is found by its name, in any namespace
+	// (cluster or namespace scope), and must run the controller's pods.
+	ds, err := c.Clientset.AppsV1().Deployments("").List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + SkupperController})
 	if err != nil {
 		return rep, fmt.Errorf("list Skupper controllers: %w", err)
 	}
 	for _, d := range ds.Items {
+		if d.Spec.Template.Labels["application"] != SkupperController {
+			continue
+		}
 		if ok, _ := kube.DeploymentReady(&d); !ok {
 			continue
 		}
@@ -86,7 +94,7 @@ func SkupperOn(ctx context.Context, c *kube.Cluster) (SkupperReport, error) {
 		rep.Missing = append(rep.Missing, "the CRD "+SkupperSiteCRD+" (serving "+SkupperSiteVersion+")")
 	}
 	if !rep.Controller {
-		rep.Missing = append(rep.Missing, "an available Skupper controller (a Deployment labelled "+SkupperControllerSel+")")
+		rep.Missing = append(rep.Missing, "an available Skupper controller (a Deployment "+SkupperController+" whose pods are labelled "+SkupperControllerPods+")")
 	}
 	rep.Installed = rep.CRDs && rep.Controller
 	return rep, nil

@@ -233,6 +233,9 @@ func all(checks ...func() (bool, string)) (bool, string) {
 func (s *Service) components(r *store.Region, st *clusterLook) []componentCheck {
 	var out []componentCheck
 	add := func(name string, ok bool, detail string) { out = append(out, componentCheck{name, ok, detail}) }
+	// A component whose last job failed is not ok, whatever else runs: the region must not
+	// read ok without it.
+	failed := func(name, message string) { add(name, false, lastJobFailed(message)) }
 	if r.ServingStatus == store.ComponentReady || r.ServingStatus == store.ComponentError {
 		ok, d := all(st.operator(r.OperatorNamespace),
 			func() (bool, string) {
@@ -251,28 +254,45 @@ func (s *Service) components(r *store.Region, st *clusterLook) []componentCheck 
 		ok, d = st.release(r.ServingNamespace, TraefikRelease)()
 		add("traefik", ok, d)
 	}
-	if r.RegistryMode == store.RegistryInternal && r.RegistryStatus == store.ComponentReady {
+	switch {
+	case r.RegistryMode == store.RegistryInternal && r.RegistryStatus == store.ComponentReady:
 		ok, d := all(st.release(RegistryNamespace, ZotRelease),
 			func() (bool, string) { return st.daemonSet(RegistryNamespace, MirrorDaemonSet) })
 		add("registry", ok, d)
+	case r.RegistryMode == store.RegistryInternal && r.RegistryStatus == store.ComponentError:
+		failed("registry", r.RegistryMessage)
 	}
-	if r.RedisMode == store.RedisManaged && r.RedisStatus == store.ComponentReady {
+	switch {
+	case r.RedisMode == store.RedisManaged && r.RedisStatus == store.ComponentReady:
 		ok, d := st.deployment(r.Name, RedisName)
 		add("redis", ok, d)
+	case r.RedisMode == store.RedisManaged && r.RedisStatus == store.ComponentError:
+		failed("redis", r.RedisMessage)
 	}
-	if r.DataServices.V.Object.Ready() {
+	switch o := r.DataServices.V.Object; {
+	case o.Ready():
 		ok, d := st.release(DataNamespace, SeaweedFSRelease)()
 		add("object store", ok, d)
+	case o.Status == store.ComponentError:
+		failed("object store", o.Message)
 	}
-	if r.DataServices.V.Postgres.Ready() {
+	switch p := r.DataServices.V.Postgres; {
+	case p.Ready():
 		ok, d := st.release(CNPGNamespace, CNPGRelease)()
 		add("postgres", ok, d)
+	case p.Status == store.ComponentError:
+		failed("postgres", p.Message)
 	}
 	for _, c := range []struct {
 		component string
 		releases  []string
 	}{{"prometheus", []string{PrometheusRelease}}, {"loki", []string{LokiRelease}}, {"tracing", []string{TempoRelease, OtelRelease}}} {
-		if r.Component(c.component).Status != store.ComponentReady {
+		switch cs := r.Component(c.component); cs.Status {
+		case store.ComponentReady:
+		case store.ComponentError:
+			failed(c.component, cs.Message)
+			continue
+		default:
 			continue
 		}
 		checks := make([]func() (bool, string), len(c.releases))
@@ -289,8 +309,18 @@ func (s *Service) components(r *store.Region, st *clusterLook) []componentCheck 
 			ok, d = false, "the runr-agent runs but has not reported to the console for "+ago(r.AgentLastSeenAt)
 		}
 		add("agent", ok, d)
+	} else if a := r.Component("agent"); a.Status == store.ComponentError {
+		failed("agent", a.Message)
 	}
 	return out
+}
+
+// lastJobFailed says that a component's last job failed, and why.
+func lastJobFailed(message string) string {
+	if message == "" {
+		return "its last job failed: Retry it"
+	}
+	return "its last job failed: " + message
 }
 
 func ago(t *time.Time) string {

@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -105,6 +106,34 @@ func TestStatusJudgement(t *testing.T) {
 				t.Fatalf("%s: ok=%v %q, want a failure naming %q", tc.component, got.ok, got.detail, tc.reason)
 			}
 		})
+	}
+}
+
+// TestStatusFailedComponentIsNotOk: a component whose last job failed (Loki's install,
+// refused by the cluster) is judged not ok with its error, so that the region's
+// components do not read ok without it; one never installed adds nothing.
+func TestStatusFailedComponentIsNotOk(t *testing.T) {
+	s := &Service{Cfg: &config.Config{}}
+	r := judgedRegion()
+	const why = `helm install observability/loki-stack (loki-stack 2.10.2): no matches for kind "PodDisruptionBudget" in version "policy/v1beta1"`
+	r.Components.V["loki"] = store.ComponentState{Status: store.ComponentError, Message: why}
+	r.DataServices.V.Object = store.DataService{Status: store.ComponentError, Message: "helm install runr-data/seaweedfs: timed out"}
+	u := s.checkRegion(context.Background(), r, healthyLook(), "")
+	h := u.Health.Components
+	if h.State != store.HealthDegraded || !strings.Contains(h.Reason, "loki: its last job failed: "+why) || !strings.Contains(h.Reason, "object store: its last job failed: helm install runr-data/seaweedfs") {
+		t.Fatalf("components with Loki's install failed: %s: %s", h.State, h.Reason)
+	}
+	if _, ok := h.Items["tracing"]; ok {
+		t.Fatalf("tracing was never installed and has no verdict: %v", h.Items)
+	}
+	// Retried and installed: judged from its release's workloads again.
+	r.Components.V["loki"] = store.ComponentState{Status: store.ComponentReady}
+	r.DataServices.V.Object = store.DataService{}
+	st := healthyLook()
+	st.releases[key(ObservabilityNamespace, LokiRelease)] = []kube.Workload{{Kind: "StatefulSet", Namespace: ObservabilityNamespace, Name: LokiRelease}}
+	st.statefuls[key(ObservabilityNamespace, LokiRelease)] = statefulSet(ObservabilityNamespace, LokiRelease, 1)
+	if h := s.checkRegion(context.Background(), r, st, "").Health.Components; h.State != store.HealthOK || !strings.Contains(h.Reason, "loki") {
+		t.Fatalf("Loki installed on a retry: %s: %s", h.State, h.Reason)
 	}
 }
 

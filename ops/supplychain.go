@@ -105,12 +105,34 @@ func (s *Service) installPolicyController(ctx context.Context, jc *engine.JobCon
 	return s.Store.SetAdmissionState(ctx, r.ID, st)
 }
 
+// applyWhenWebhooksAnswer applies an object, reporting not done while the API server
+// cannot reach a webhook it needs (an internal error, unavailable, a timeout) and failing
+// on any other error.
+func applyWhenWebhooksAnswer(c *kube.Cluster, o map[string]any) engine.Cond {
+	return func(ctx context.Context) (bool, string, error) {
+		_, err := c.ApplyObject(ctx, o)
+		switch {
+		case err == nil:
+			return true, "", nil
+		case apierrors.IsInternalError(err), apierrors.IsServiceUnavailable(err), apierrors.IsTimeout(err), apierrors.IsServerTimeout(err):
+			return false, err.Error(), nil
+		}
+		return false, "", err
+	}
+}
+
 // applyPolicies applies the system images policy and the region's policy, and opts the
 // project namespace into the policy-controller's webhooks.
 func (s *Service) applyPolicies(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 	sc := r.SupplyChain.V
 	for _, o := range []map[string]any{SystemImagesPolicy(), RegionPolicy(r.Name, sc)} {
-		if _, err := c.ApplyObject(ctx, o); err != nil {
+		// Right after the webhook's Deployment is available, its CA may not be injected in
+		// the CRD's conversion webhook yet: the API server answers 500 (x509 unknown
+		// authority) until it is. Such answers are waited out; a refusal of the object is not.
+		err := jc.Wait(ctx, "the policy-controller's webhooks to accept ClusterImagePolicy "+o["metadata"].(map[string]any)["name"].(string),
+			engine.WaitOpts{Hint: "kubectl get crd " + CIPCRD + " -o jsonpath='{.spec.conversion}' and the webhook's logs in " + CosignNamespace},
+			applyWhenWebhooksAnswer(c, o))
+		if err != nil {
 			return err
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"runr.dev/console/imagemirror"
 	"runr.dev/console/kube"
 	"runr.dev/console/store"
 )
@@ -203,12 +204,22 @@ func nodesExist(selected []string, nodes []NodeInfo) string {
 // noNode says that the cluster has no node of that name.
 func noNode(name string) string { return fmt.Sprintf("The cluster has no node %q.", name) }
 
-// validateSettings checks the General settings that are set and normalises the trusted
-// addresses to CIDRs.
+// validateRequestTimeout checks a region's request timeout: 1 to 3600 seconds.
+func validateRequestTimeout(seconds int) string {
+	if seconds < 1 || seconds > 3600 {
+		return "Use 1 to 3600 seconds."
+	}
+	return ""
+}
+
+// validateSettings checks the General settings that are set, normalises the trusted
+// addresses to CIDRs and the image mirror.
 func validateSettings(in *SettingsInput) map[string]string {
 	errs := map[string]string{}
-	if in.RequestTimeout != nil && (*in.RequestTimeout < 1 || *in.RequestTimeout > 3600) {
-		errs["request_timeout"] = "Use 1 to 3600 seconds."
+	if in.RequestTimeout != nil {
+		if m := validateRequestTimeout(*in.RequestTimeout); m != "" {
+			errs["request_timeout"] = m
+		}
 	}
 	if in.AgentWSURL != nil && *in.AgentWSURL != "" {
 		u, err := url.Parse(*in.AgentWSURL)
@@ -222,6 +233,12 @@ func validateSettings(in *SettingsInput) map[string]string {
 			errs["ingress_trusted_ips"] = m
 		}
 		*in.IngressTrustedIPs = cidrs
+	}
+	if in.ImageMirror != nil {
+		*in.ImageMirror = imagemirror.Normalize(*in.ImageMirror)
+		if m := imagemirror.Validate(*in.ImageMirror); m != "" {
+			errs["image_mirror"] = m
+		}
 	}
 	return errs
 }

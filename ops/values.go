@@ -142,9 +142,12 @@ func PrometheusValues() map[string]any {
 // LokiValues are loki-stack's values.
 func LokiValues() map[string]any {
 	return map[string]any{
-		// loki 2.16.0 (loki-stack's subchart) renders a budget selecting app: loki, the
-		// label of its StatefulSet's pods only.
-		"loki":     map[string]any{"priorityClassName": PriorityClassName, "podDisruptionBudget": map[string]any{"maxUnavailable": 1}},
+		// No loki.podDisruptionBudget: loki 2.16.0 (loki-stack's subchart) renders it as
+		// policy/v1beta1 on every cluster (its helper looks for the plural
+		// "policy/v1/PodDisruptionBudgets"), which Kubernetes 1.25 removed, and the install
+		// fails. Loki runs one replica (the chart's default), which a budget of
+		// maxUnavailable 1 would let go anyway: it needs none, and a drain moves it.
+		"loki":     map[string]any{"priorityClassName": PriorityClassName},
 		"promtail": map[string]any{"enabled": true},
 		"grafana":  map[string]any{"enabled": false},
 	}

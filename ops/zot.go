@@ -215,6 +215,9 @@ func (s *Service) runCheckJob(ctx context.Context, jc *engine.JobContext, c *kub
 			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{container}},
 		}},
 	}
+	if err := s.mirrorPodSpec(ctx, jc, &job.Spec.Template.Spec); err != nil {
+		return err
+	}
 	if _, err := jobs.Create(ctx, job, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create the registry test Job %s/%s: %w", RegistryNamespace, RegistryTestJob, err)
 	}

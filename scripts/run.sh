@@ -20,6 +20,16 @@ if [ -n "$private" ]; then
   (umask 077; printf 'DATABASE_URL=%s\nRUNR_APP_KEY=%s\n' "$DATABASE_URL" "$RUNR_APP_KEY" > .data/env)
   echo "run.sh: wrote .data/env; \`set -a; . .data/env\` lets every runr subcommand use this database" >&2
 fi
+# The agents of the regions reach the console at its public URL: without one the console
+# refuses to install them. Default: the address this console serves on.
+if [ -z "${RUNR_APP_URL:-}" ] && [ -z "${RUNR_AGENT_WS_URL:-}" ]; then
+  addr=${RUNR_ADDR:-:8080}
+  host=${addr%:*}
+  case "$host" in ""|0.0.0.0|"[::]") host=127.0.0.1 ;; esac
+  RUNR_APP_URL="http://${host}:${addr##*:}"
+  export RUNR_APP_URL
+  echo "run.sh: RUNR_APP_URL=$RUNR_APP_URL (the agents' address; set it to an address your clusters reach)" >&2
+fi
 bin/runr migrate
 bin/runr user bootstrap
 echo "run.sh: serving on ${RUNR_ADDR:-:8080}" >&2

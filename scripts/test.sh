@@ -16,15 +16,19 @@ RUNR_TEST_DATABASE_URL=$(PG_FAST=1 scripts/pg.sh start .data/test-pg postgres)
 export RUNR_TEST_DATABASE_URL
 trap 'scripts/pg.sh stop .data/test-pg' EXIT
 
-step "Chromium (browser tests) and bzip2 (gVisor's release archives in the sandbox tests)"
-if ! command -v chromium >/dev/null 2>&1 || ! command -v bzip2 >/dev/null 2>&1; then
+step "Debian packages: Chromium (browser tests), bzip2 (gVisor's release archives), a real node's containerd, runc, CNI plugins and iptables (realnode.md), and curl and redis-tools for the images of the in-cluster scripts"
+packages="chromium bzip2 containerd runc containernetworking-plugins iptables util-linux curl redis-tools"
+if ! command -v chromium >/dev/null 2>&1 || ! command -v bzip2 >/dev/null 2>&1 || ! command -v containerd >/dev/null 2>&1 \
+  || ! command -v runc >/dev/null 2>&1 || [ ! -x /usr/lib/cni/bridge ] || ! command -v iptables >/dev/null 2>&1 \
+  || ! command -v nsenter >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1; then
   sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
   $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium bzip2
+  # shellcheck disable=SC2086
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $packages
 fi
 chromium --version
 
-step "simulated cluster binaries and SeaweedFS (about 16 minutes the first time, cached afterwards)"
+step "cluster binaries (simulated and real nodes) and SeaweedFS (about 30 minutes the first time, cached afterwards)"
 go run ./testcluster/cmd/sandbox build
 
 step "tests"
@@ -32,13 +36,13 @@ mkdir -p "${ARTIFACTS:-test-artifacts}"
 # This run's clusters live under their own temporary directory, so that the check below
 # sees only them, even while another `make test` runs on the machine.
 run_tmp=$(mktemp -d -t runr-test-XXXXXX)
-TMPDIR=$run_tmp go test -count=1 -timeout 75m -p 2 ./...
+TMPDIR=$run_tmp go test -count=1 -timeout 75m -p 3 ./...
 
 step "upgrade path (make upgrade-test): the previous release tag, then this checkout under a prober"
 TMPDIR=$run_tmp scripts/upgrade-test.sh
 
 step "fuzz briefly (the committed corpus already ran with the tests above)"
-for target in kube:FuzzParseKubeconfig kube:FuzzCheckAddress handlers:FuzzBodyDecoders handlers:FuzzUnsealStep1; do
+for target in kube:FuzzParseKubeconfig kube:FuzzCheckAddress handlers:FuzzBodyDecoders handlers:FuzzUnsealStep1 imagemirror:FuzzMapIsStable; do
   go test -run '^$' -fuzz "^${target#*:}\$" -fuzztime "${FUZZTIME:-5s}" "./${target%%:*}/"
 done
 

@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"time"
 
@@ -232,6 +234,38 @@ func (s *Store) CompleteMove(ctx context.Context, id string, detail MigrationDet
 // SetRegionSettings records the region's settings.
 func (s *Store) SetRegionSettings(ctx context.Context, id string, v RegionSettings) error {
 	return s.updateRegion(ctx, "set settings", id, cols{{"settings", JSON[RegionSettings]{V: v}}})
+}
+
+// RegionSettingsUpdate changes some of a region's settings; nil fields stay as they are.
+type RegionSettingsUpdate struct {
+	RequestTimeout    *int
+	AgentWSURL        *string
+	IngressTrustedIPs *[]string
+	ImageMirror       *string
+}
+
+// UpdateRegionSettings writes only the settings u names (a jsonb merge), so that two edits
+// of different settings, each made from its own read of the region, both land.
+func (s *Store) UpdateRegionSettings(ctx context.Context, id string, u RegionSettingsUpdate) error {
+	patch := map[string]any{}
+	for key, v := range map[string]any{"request_timeout": u.RequestTimeout, "agent_ws_url": u.AgentWSURL,
+		"ingress_trusted_ips": u.IngressTrustedIPs, "image_mirror": u.ImageMirror} {
+		if !reflect.ValueOf(v).IsNil() {
+			patch[key] = v
+		}
+	}
+	if len(patch) == 0 {
+		return nil
+	}
+	raw, err := json.Marshal(patch)
+	if err != nil {
+		return wrap("update settings "+id, err)
+	}
+	res, err := s.db(ctx).ExecContext(ctx, `UPDATE regions SET settings = settings || $2::jsonb, updated_at = now() WHERE id = $1`, id, raw)
+	if err := affected("update settings "+id, res, err); err != nil {
+		return err
+	}
+	return s.NotifyRegion(ctx, id)
 }
 
 // SetMonitoring records the region's choice of Prometheus and Loki.

@@ -20,6 +20,8 @@ type RegionSettings struct {
 	AgentWSURL        string   `json:"agent_ws_url"`
 	IngressTrustedIPs []string `json:"ingress_trusted_ips"`
 	KnativeDomain     string   `json:"knative_domain"`
+	// ImageMirror is the region's own image mirror ("" takes the console's).
+	ImageMirror string `json:"image_mirror,omitempty"`
 }
 
 // Monitoring is a region's choice of Prometheus and Loki ("" means RunR's own).
@@ -455,11 +457,25 @@ func (s *Store) NotifyRegion(ctx context.Context, id string) error {
 
 // SetComponent records the state of one component of a region.
 func (s *Store) SetComponent(ctx context.Context, id, name string, c ComponentState) error {
-	c.UpdatedAt = time.Now().UTC()
+	if c.UpdatedAt.IsZero() {
+		c.UpdatedAt = time.Now().UTC()
+	}
 	val := JSON[ComponentState]{V: c}
 	_, err := s.db(ctx).ExecContext(ctx, `UPDATE regions SET components = jsonb_set(components, ARRAY[$2], $3::jsonb), updated_at = now() WHERE id = $1`,
 		id, name, val)
 	return wrap("set component "+name, err)
+}
+
+// SetAgentDisconnected records a region's runr-agent as disconnected when its connection
+// that was recorded as connected at connectedAt ends, unless a later connection was
+// recorded since: a new agent (a rolling update, a replacement) connects before the old
+// one's connection is seen to end, here or at another console.
+func (s *Store) SetAgentDisconnected(ctx context.Context, id string, connectedAt time.Time) error {
+	val := JSON[ComponentState]{V: ComponentState{Status: ComponentDisconnected, UpdatedAt: time.Now().UTC()}}
+	_, err := s.db(ctx).ExecContext(ctx, `UPDATE regions SET components = jsonb_set(components, '{agent}', $2::jsonb), updated_at = now()
+		WHERE id = $1 AND NOT (components->'agent'->>'status' = 'connected' AND (components->'agent'->>'updated_at')::timestamptz > $3)`,
+		id, val, connectedAt)
+	return wrap("set the agent disconnected", err)
 }
 
 // DeleteRegion removes a region's record; it refuses while projects remain.

@@ -104,10 +104,14 @@ func (s *Store) PendingMigrations(ctx context.Context) (int, error) {
 // NewID returns a new sortable unique id (a ULID).
 func NewID() string { return ulid.MustNew(ulid.Timestamp(time.Now()), rand.Reader).String() }
 
-// notFound maps sql.ErrNoRows to ErrNotFound, wrapping with the operation.
+// wrap wraps an error with the operation, mapping sql.ErrNoRows to ErrNotFound, a taken
+// unique value to ErrConflict and an unreachable database to ErrUnavailable.
 func wrap(op string, err error) error {
 	if err == nil {
 		return nil
+	}
+	if Unavailable(err) && !errors.Is(err, ErrUnavailable) {
+		return fmt.Errorf("store: %s: %w: %w", op, ErrUnavailable, err)
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return fmt.Errorf("store: %s: %w", op, ErrNotFound)

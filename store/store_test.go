@@ -181,3 +181,35 @@ func TestMarkMovePendingAfterTheJobStarted(t *testing.T) {
 		t.Fatalf("a late pending mark overwrote the started move: %s %+v", got.MigrationStatus, got.MigrationDetail.V)
 	}
 }
+
+// Two edits of different settings, each from its own earlier read of the region, both land:
+// a settings update writes only the keys it names.
+func TestRegionSettingsEditsOfDifferentKeysBothLand(t *testing.T) {
+	st := storetest.New(t)
+	ctx := context.Background()
+	r := &store.Region{Name: "edits", Kubeconfig: "kc"}
+	if err := st.CreateRegion(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetRegionSettings(ctx, r.ID, store.RegionSettings{RequestTimeout: 120, KnativeDomain: "edits.example.test"}); err != nil {
+		t.Fatal(err)
+	}
+	timeout, ws := 900, "wss://runr.internal.example.com"
+	if err := st.UpdateRegionSettings(ctx, r.ID, store.RegionSettingsUpdate{RequestTimeout: &timeout}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.UpdateRegionSettings(ctx, r.ID, store.RegionSettingsUpdate{AgentWSURL: &ws, IngressTrustedIPs: &[]string{"10.0.0.0/24"}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.RegionByID(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := got.Settings.V
+	if v.RequestTimeout != 900 || v.AgentWSURL != ws || len(v.IngressTrustedIPs) != 1 || v.KnativeDomain != "edits.example.test" {
+		t.Fatalf("settings after two edits of different keys: %+v", v)
+	}
+	if err := st.UpdateRegionSettings(ctx, "no-such-region", store.RegionSettingsUpdate{AgentWSURL: &ws}); err == nil {
+		t.Fatal("an update of a missing region must fail")
+	}
+}

@@ -22,6 +22,9 @@ type User struct {
 	LastLoginAt  *time.Time `db:"last_login_at" json:"last_login_at"`
 	// TenantID is the user's tenant (nil: a platform user).
 	TenantID *string `db:"tenant_id" json:"-"`
+	// SessionGeneration is the generation a session must carry: a password change or
+	// "sign out other sessions" moves it on, which signs out every older session.
+	SessionGeneration int `db:"session_generation" json:"-"`
 }
 
 // Tenant returns the user's tenant id ("" for a platform user).
@@ -113,14 +116,27 @@ func (s *Store) SetUserRole(ctx context.Context, id, role string) error {
 	return affected("set role of user "+id, res, err)
 }
 
-// SetUserPassword changes a user's password.
-func (s *Store) SetUserPassword(ctx context.Context, id, password string) error {
+// ChangePassword sets a user's password and, in the same statement, moves their session
+// generation on (every session signed in before is signed out); it returns the new
+// generation, for the session that asked to keep.
+func (s *Store) ChangePassword(ctx context.Context, id, password string) (int, error) {
 	h, err := HashPassword(password)
 	if err != nil {
-		return wrap("set password", err)
+		return 0, wrap("change password", err)
 	}
-	res, err := s.db(ctx).ExecContext(ctx, `UPDATE users SET password_hash = $2, updated_at = now() WHERE id = $1`, id, h)
-	return affected("set password of user "+id, res, err)
+	var gen int
+	err = s.db(ctx).GetContext(ctx, &gen, `UPDATE users SET password_hash = $2, session_generation = session_generation + 1,
+		updated_at = now() WHERE id = $1 RETURNING session_generation`, id, h)
+	return gen, wrap("change password of user "+id, err)
+}
+
+// EndOtherSessions moves a user's session generation on, which signs out every session
+// signed in before; it returns the new generation, for the session that asked to keep.
+func (s *Store) EndOtherSessions(ctx context.Context, id string) (int, error) {
+	var gen int
+	err := s.db(ctx).GetContext(ctx, &gen, `UPDATE users SET session_generation = session_generation + 1
+		WHERE id = $1 RETURNING session_generation`, id)
+	return gen, wrap("end the other sessions of user "+id, err)
 }
 
 // DeleteUser removes a user and their tokens.

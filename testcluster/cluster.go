@@ -41,6 +41,12 @@ type Options struct {
 	// NoLoadBalancer leaves LoadBalancer Services without an address, as a cluster
 	// without a load-balancer implementation (bare metal, RunOS) does.
 	NoLoadBalancer bool
+	// RealNode adds a real node (realnode.go: a kubelet, containerd, runc, CNI, kube-proxy
+	// and CoreDNS) whose pods really run; the whole cluster then lives in a private network
+	// namespace, reached through Server, with an image registry inside (Registry). Beside
+	// simulated nodes it carries RealNodeTaint; with Nodes set to an empty list it is the
+	// cluster's only node.
+	RealNode bool
 	// Log receives progress lines (nil: none).
 	Log func(format string, args ...any)
 }
@@ -60,18 +66,26 @@ type Cluster struct {
 	Client kubernetes.Interface
 	REST   *rest.Config
 
-	procs   []*exec.Cmd
-	proxy   *http.Server
-	proxyCA []byte
-	stopCh  chan struct{}
-	wg      sync.WaitGroup
-	once    sync.Once
-	log     func(string, ...any)
-	mu      sync.Mutex
-	nodes   int // nodes added so far (their default addresses)
-	noLB    bool
-	kvm     map[string]bool     // per node: whether /dev/kvm exists (NodeSpec.KVM)
-	gpus    map[string]NodeSpec // per node with GPUs: its spec (NodeSpec.GPUs)
+	procs     []*exec.Cmd
+	procNames []string
+	proxy     *http.Server
+	proxyCA   []byte
+	stopCh    chan struct{}
+	wg        sync.WaitGroup
+	once      sync.Once
+	log       func(string, ...any)
+	mu        sync.Mutex
+	nodes     int // nodes added so far (their default addresses)
+	noLB      bool
+	kvm       map[string]bool     // per node: whether /dev/kvm exists (NodeSpec.KVM)
+	gpus      map[string]NodeSpec // per node with GPUs: its spec (NodeSpec.GPUs)
+	kataShims map[string][]string // per node: the shims kata-deploy installed there (KataShims)
+
+	// ns is the private network namespace of a real-node cluster (nil: simulated only).
+	ns   *Netns
+	real *realNode
+	// Registry is a real-node cluster's image registry (nil without a real node).
+	Registry *Registry
 }
 
 var (
@@ -123,6 +137,12 @@ func Start(opts Options) (*Cluster, error) {
 		}
 		c := &Cluster{Name: filepath.Base(dir), Dir: dir, LBAddress: opts.LBAddress, stopCh: make(chan struct{}), log: logf, noLB: opts.NoLoadBalancer,
 			AdminToken: randHex(16), LimitedToken: randHex(16)}
+		if opts.RealNode {
+			if c.ns, lastErr = startNetns(dir); lastErr != nil {
+				os.RemoveAll(dir)
+				return nil, lastErr
+			}
+		}
 		if lastErr = c.start(opts, bins); lastErr == nil {
 			return c, nil
 		}
@@ -164,6 +184,11 @@ func (c *Cluster) start(opts Options, bins *Binaries) error {
 	if err := c.AddNodes(ctx, opts.Nodes...); err != nil {
 		return err
 	}
+	if opts.RealNode {
+		if err := c.startRealNode(ctx, adminKC, len(opts.Nodes) > 0); err != nil {
+			return err
+		}
+	}
 	if opts.PresentVersion != "" {
 		if err := c.startVersionProxy(opts.PresentVersion); err != nil {
 			return err
@@ -188,7 +213,7 @@ func (c *Cluster) startEtcd(bins *Binaries) (string, error) {
 		"--quota-backend-bytes", "4294967296", "--log-level", "warn"); err != nil {
 		return "", err
 	}
-	if err := waitHTTP(etcdURL+"/health", nil, "", 30*time.Second); err != nil {
+	if err := waitHTTP(etcdURL+"/health", c.httpClient(), "", 30*time.Second); err != nil {
 		return "", fmt.Errorf("etcd did not start: %w%s", err, c.logTail("etcd"))
 	}
 	return etcdURL, nil
@@ -198,10 +223,23 @@ func (c *Cluster) startEtcd(bins *Binaries) (string, error) {
 // URL and the CA of its self-signed certificate.
 func (c *Cluster) startAPIServer(bins *Binaries, etcdURL string) error {
 	apiPort := freePort()
-	if err := c.spawn("kube-apiserver", bins.APIServer,
+	// Simulated: on loopback, with the certificate the API server makes itself. Real node:
+	// on every address of the namespace (the node and its pods reach it at NodeIP), with a
+	// certificate that names them.
+	addrs := []string{"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1"}
+	if c.ns != nil {
+		cert, key, ca, err := c.apiServerCert()
+		if err != nil {
+			return fmt.Errorf("testcluster: the API server's certificate: %w", err)
+		}
+		c.CAData = ca
+		addrs = []string{"--bind-address", "0.0.0.0", "--advertise-address", NodeIP, "--tls-cert-file", cert, "--tls-private-key-file", key,
+			"--kubelet-preferred-address-types", "InternalIP"}
+	}
+	if err := c.spawn("kube-apiserver", bins.APIServer, append(addrs,
 		"--etcd-servers", etcdURL,
 		"--cert-dir", c.certDir(),
-		"--secure-port", fmt.Sprint(apiPort), "--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1",
+		"--secure-port", fmt.Sprint(apiPort),
 		"--service-account-issuer", "https://kubernetes.default.svc",
 		"--service-account-key-file", filepath.Join(c.Dir, "sa.pub"),
 		"--service-account-signing-key-file", filepath.Join(c.Dir, "sa.key"),
@@ -211,20 +249,48 @@ func (c *Cluster) startAPIServer(bins *Binaries, etcdURL string) error {
 		"--allow-privileged=true",
 		"--enable-priority-and-fairness=false",
 		"--profiling=false", "--shutdown-delay-duration=0s", "--shutdown-send-retry-after=false",
-		"--v", "0"); err != nil {
+		"--v", "0")...); err != nil {
 		return err
 	}
 	c.APIServer = fmt.Sprintf("https://127.0.0.1:%d", apiPort)
-	if err := waitHTTP(c.APIServer+"/readyz", insecureClient(), c.AdminToken, 90*time.Second); err != nil {
+	if err := waitHTTP(c.APIServer+"/readyz", c.httpClient(), c.AdminToken, 90*time.Second); err != nil {
 		return fmt.Errorf("kube-apiserver did not become ready: %w%s", err, c.logTail("kube-apiserver"))
+	}
+	c.Server = c.APIServer
+	if c.ns != nil {
+		// The machine reaches the API server through a loopback port of its own.
+		fwd, err := c.ns.Forward(fmt.Sprintf("127.0.0.1:%d", apiPort))
+		if err != nil {
+			return err
+		}
+		c.Server = "https://" + fwd
+		return nil
 	}
 	ca, err := os.ReadFile(filepath.Join(c.certDir(), "apiserver.crt"))
 	if err != nil {
 		return fmt.Errorf("testcluster: read the API server's certificate: %w", err)
 	}
 	c.CAData = ca
-	c.Server = c.APIServer
 	return nil
+}
+
+// httpClient reaches the cluster's own processes: on loopback, or inside the namespace of
+// a real-node cluster. It does not verify certificates (the harness's own processes).
+func (c *Cluster) httpClient() *http.Client {
+	tr := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}
+	if c.ns != nil {
+		tr.DialContext = c.ns.DialContext
+	}
+	return &http.Client{Timeout: 5 * time.Second, Transport: tr}
+}
+
+// rootCAFile is the CA of the API server's certificate: its own self-signed one, or the
+// harness's CA on a real-node cluster (apiServerCert).
+func (c *Cluster) rootCAFile() string {
+	if c.ns != nil {
+		return filepath.Join(c.certDir(), "ca.crt")
+	}
+	return filepath.Join(c.certDir(), "apiserver.crt")
 }
 
 // certDir is where the API server keeps its self-signed certificate.
@@ -233,13 +299,12 @@ func (c *Cluster) certDir() string { return filepath.Join(c.Dir, "pki") }
 // connectAdmin writes the admin's kubeconfig for the cluster's own components and builds
 // the admin's client; it returns the kubeconfig's path.
 func (c *Cluster) connectAdmin() (string, error) {
-	kc := c.kubeconfigFor(c.APIServer, c.CAData, "admin", c.AdminToken)
 	adminKC := filepath.Join(c.Dir, "admin.kubeconfig")
-	if err := os.WriteFile(adminKC, kc, 0o600); err != nil {
+	if err := os.WriteFile(adminKC, c.kubeconfigFor(c.APIServer, c.CAData, "admin", c.AdminToken), 0o600); err != nil {
 		return "", fmt.Errorf("testcluster: write the admin kubeconfig: %w", err)
 	}
 	var err error
-	if c.REST, err = clientcmd.RESTConfigFromKubeConfig(kc); err != nil {
+	if c.REST, err = clientcmd.RESTConfigFromKubeConfig(c.kubeconfigFor(c.Server, c.CAData, "admin", c.AdminToken)); err != nil {
 		return "", fmt.Errorf("testcluster: read the admin kubeconfig: %w", err)
 	}
 	c.REST.QPS, c.REST.Burst = 100, 200
@@ -257,7 +322,7 @@ func (c *Cluster) startControllers(bins *Binaries, adminKC string) error {
 		"--leader-elect=false",
 		"--controllers", "*,-node-ipam-controller,-cloud-node-lifecycle-controller,-service-lb-controller,-node-route-controller",
 		"--service-account-private-key-file", filepath.Join(c.Dir, "sa.key"),
-		"--root-ca-file", filepath.Join(c.certDir(), "apiserver.crt"),
+		"--root-ca-file", c.rootCAFile(),
 		"--use-service-account-credentials=false",
 		"--node-monitor-grace-period", "20s",
 		"--concurrent-deployment-syncs", "10", "--concurrent-replicaset-syncs", "10",
@@ -279,19 +344,24 @@ func (c *Cluster) startKwok(ctx context.Context, bins *Binaries, adminKC string)
 	if err := os.WriteFile(emptyCfg, nil, 0o644); err != nil {
 		return fmt.Errorf("testcluster: write kwok's configuration: %w", err)
 	}
-	return c.spawn("kwok", bins.Kwok,
-		"--kubeconfig", adminKC, "-c", emptyCfg,
+	args := []string{"--kubeconfig", adminKC, "-c", emptyCfg}
+	if c.ns != nil {
+		// Simulated pods get addresses apart from the real pods' and the Services'.
+		args = append(args, "--cidr", "10.246.0.0/16")
+	}
+	return c.spawn("kwok", bins.Kwok, append(args,
 		"--manage-nodes-with-annotation-selector", "kwok.x-k8s.io/node=fake",
 		"--enable-crds", "Stage",
-		"--server-address", fmt.Sprintf("127.0.0.1:%d", freePort()))
+		"--server-address", fmt.Sprintf("127.0.0.1:%d", freePort()))...)
 }
 
 // startOperators starts the custom-stage watcher, the simulated Knative and Prometheus
 // operators, the sandbox runtimes' node agents, runtime-class-manager, NVIDIA's agents, CloudNativePG's operator and Skupper's controller; Stop
 // waits for them.
 func (c *Cluster) startOperators() {
-	c.wg.Add(8)
+	c.wg.Add(9)
 	go c.watchCustomStages()
+	go c.runKataCleanupHooks()
 	go c.runOperator("Knative Operator", c.reconcileKnative(&knativeOperator{applied: map[string]bool{}}))
 	go c.runOperator("Prometheus operator", c.reconcilePrometheus)
 	go c.runOperator("sandbox node agents", c.reconcileNodeAgents(newNodeAgents()))
@@ -338,6 +408,9 @@ func (c *Cluster) Stop() {
 		if c.proxy != nil {
 			c.proxy.Close()
 		}
+		if c.real != nil {
+			c.stopRealNode()
+		}
 		for i := len(c.procs) - 1; i >= 0; i-- {
 			p := c.procs[i]
 			if p.Process == nil {
@@ -362,7 +435,16 @@ func (c *Cluster) Stop() {
 			}
 			<-done
 		}
+		if c.ns != nil {
+			c.ns.Close()
+		}
 		c.wg.Wait()
+		if c.Registry != nil {
+			c.Registry.Close()
+		}
+		if c.real != nil {
+			c.removeCgroups()
+		}
 		if os.Getenv("RUNR_KEEP_CLUSTER_DIR") == "" {
 			os.RemoveAll(c.Dir)
 		}
@@ -375,6 +457,9 @@ func (c *Cluster) spawn(name, bin string, args ...string) error {
 		return err
 	}
 	cmd := exec.Command(bin, args...)
+	if c.ns != nil {
+		cmd = c.ns.Command(bin, args...)
+	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Its own process group (Stop signals the group), killed if this process dies.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -383,7 +468,28 @@ func (c *Cluster) spawn(name, bin string, args ...string) error {
 		return fmt.Errorf("testcluster: start %s: %w", name, err)
 	}
 	c.procs = append(c.procs, cmd)
+	c.procNames = append(c.procNames, name)
 	return nil
+}
+
+// running reports whether the cluster's process of that name is still running (it has not
+// ended: a process nobody waited for yet shows as a zombie).
+func (c *Cluster) running(name string) bool {
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		if c.procNames[i] != name || c.procs[i].Process == nil {
+			continue
+		}
+		raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.procs[i].Process.Pid))
+		if err != nil {
+			return false
+		}
+		// pid (comm) STATE ...
+		if j := bytes.LastIndexByte(raw, ')'); j > 0 && j+2 < len(raw) {
+			return raw[j+2] != 'Z' && raw[j+2] != 'X'
+		}
+		return true
+	}
+	return false
 }
 
 func (c *Cluster) logTail(name string) string {

@@ -6,7 +6,10 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"runr.dev/console/ops"
 	"runr.dev/console/store"
@@ -138,25 +141,117 @@ var dataFacts = []fact{
 			}
 			return nil
 		}},
-	{id: "seaweedfs-s3-secret", chart: "seaweedfs", upstream: upSeaweed,
-		source: "SW/templates/s3/s3-secret.yaml",
-		text:   "the S3 credentials Secret seaweedfs-s3-secret (key seaweedfs_s3_config, admin and read identities) is a pre-install,pre-upgrade hook with helm.sh/resource-policy: keep: helm uninstall leaves it behind, so the console deletes it when it removes the object store",
+	{id: "seaweedfs-kept-secrets", chart: "seaweedfs", upstream: upSeaweed,
+		source: "SW/templates/s3/s3-secret.yaml, SW/templates/sftp/sftp-secret.yaml, SW/templates/sftp/sftp-ssh-secret.yaml, SW/templates/shared/_helpers.tpl (seaweedfs.getOrGeneratePassword)",
+		text:   "the release's hooks are Secrets with helm.sh/hook pre-install,pre-upgrade and helm.sh/resource-policy: keep, which helm uninstall leaves behind: seaweedfs-s3-secret (key seaweedfs_s3_config, the admin and read identities) and seaweedfs-sftp-secret (generated SFTP passwords and host key), rendered under sftp.enabled or allInOne.enabled, so for every all-in-one release whatever allInOne.sftp.enabled says (seaweedfs-sftp-ssh-secret too, once an SFTP server runs); each carries app.kubernetes.io/name=seaweedfs and app.kubernetes.io/instance=<release>, by which the console deletes them when it removes the object store",
 		check: func(r *rendering) error {
 			m, err := r.rendered()
 			if err != nil {
 				return err
 			}
-			o := m.find("Secret", "seaweedfs-s3-secret")
-			if o == nil {
-				return fmt.Errorf("no Secret seaweedfs-s3-secret (have %v)", m.names())
+			sel, err := labels.Parse(ops.SeaweedFSReleaseSelector)
+			if err != nil {
+				return err
 			}
-			a := o.GetAnnotations()
-			if a["helm.sh/hook"] != "pre-install,pre-upgrade" || a["helm.sh/resource-policy"] != "keep" {
-				return fmt.Errorf("annotations %v", a)
+			var kept []string
+			for _, o := range m.all() {
+				a := o.GetAnnotations()
+				if a["helm.sh/hook"] == "" && a["helm.sh/resource-policy"] != "keep" {
+					continue
+				}
+				if o.GetKind() != "Secret" || a["helm.sh/hook"] != "pre-install,pre-upgrade" || a["helm.sh/resource-policy"] != "keep" {
+					return fmt.Errorf("%s/%s: annotations %v, the console removes kept hook Secrets only", o.GetKind(), o.GetName(), a)
+				}
+				if !sel.Matches(labels.Set(o.GetLabels())) {
+					return fmt.Errorf("Secret %s (labels %v) is not selected by the removal's %s: it would stay in %s", o.GetName(), o.GetLabels(), ops.SeaweedFSReleaseSelector, ops.DataNamespace)
+				}
+				kept = append(kept, o.GetName())
 			}
-			if sd, _, _ := nestedString(o, "stringData", "seaweedfs_s3_config"); !strings.Contains(sd, `"identities"`) {
+			slices.Sort(kept)
+			if !slices.Equal(kept, []string{"seaweedfs-s3-secret", "seaweedfs-sftp-secret"}) {
+				return fmt.Errorf("kept hook Secrets %v, want seaweedfs-s3-secret and seaweedfs-sftp-secret", kept)
+			}
+			s3 := m.find("Secret", "seaweedfs-s3-secret")
+			if sd, _, _ := nestedString(s3, "stringData", "seaweedfs_s3_config"); !strings.Contains(sd, `"identities"`) {
 				return fmt.Errorf("no identities in seaweedfs_s3_config")
 			}
+			sftp := m.find("Secret", "seaweedfs-sftp-secret")
+			for _, k := range []string{"admin_password", "readonly_password", "public_user_password", "seaweedfs_sftp_config", "seaweedfs_sftp_ssh_private_key"} {
+				if v, _, _ := nestedString(sftp, "stringData", k); v == "" {
+					return fmt.Errorf("seaweedfs-sftp-secret has no %s", k)
+				}
+			}
 			return nil
+		}},
+	{id: "seaweedfs-sftp-off", chart: "seaweedfs", upstream: upSeaweed,
+		source: "SW/templates/all-in-one/all-in-one-deployment.yaml, all-in-one-service.yml (allInOne.sftp.enabled), SW/templates/sftp/sftp-deployment.yaml (sftp.enabled), SW/values.yaml (both false)",
+		text:   "sftp.enabled and allInOne.sftp.enabled false (the console's, also the defaults): no SFTP Deployment, the all-in-one server starts without -sftp, its Service has no swfs-sftp port and no seaweedfs-sftp-ssh-secret is rendered",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			if on, _ := dig(r.values, "allInOne", "sftp", "enabled").(bool); on {
+				return fmt.Errorf("allInOne.sftp.enabled is true: an SFTP server nothing uses")
+			}
+			if on, _ := dig(r.values, "sftp", "enabled").(bool); on {
+				return fmt.Errorf("sftp.enabled is true: an SFTP Deployment nothing uses")
+			}
+			pt, err := m.podTemplate("Deployment", "seaweedfs-all-in-one")
+			if err != nil {
+				return err
+			}
+			if cmd := strings.Join(pt.Spec.Containers[0].Command, " "); strings.Contains(cmd, "-sftp") {
+				return fmt.Errorf("the server starts SFTP: %s", cmd)
+			}
+			ports, err := servicePorts(r, "seaweedfs-all-in-one")
+			if err != nil {
+				return err
+			}
+			if _, ok := ports["swfs-sftp"]; ok {
+				return fmt.Errorf("service ports %v", ports)
+			}
+			if m.find("Secret", "seaweedfs-sftp-ssh-secret") != nil {
+				return fmt.Errorf("an SFTP host key Secret without an SFTP server")
+			}
+			return nil
+		}},
+	{id: "seaweedfs-release-objects", chart: "seaweedfs", upstream: upSeaweed,
+		source: "SW/templates/shared/service-account.yaml, SW/templates/shared/cluster-role.yaml (global.seaweedfs.createClusterRole, true by default), SW/templates/master/master-configmap.yaml, SW/templates/all-in-one/all-in-one-deployment.yaml (master-config volume)",
+		text:   "the release also makes ServiceAccount seaweedfs (global.seaweedfs.serviceAccountName), the cluster-scoped ClusterRole seaweedfs-rw-cr (pods: every verb) and ClusterRoleBinding seaweedfs-rw-crb to it, and ConfigMap seaweedfs-master-config (master.toml, mounted by the all-in-one server at /etc/seaweedfs/master.toml): objects of the release (no hook, no keep), deleted by helm uninstall",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			for _, want := range []string{"ServiceAccount/seaweedfs", "ClusterRole/seaweedfs-rw-cr", "ClusterRoleBinding/seaweedfs-rw-crb", "ConfigMap/seaweedfs-master-config"} {
+				kind, name, _ := strings.Cut(want, "/")
+				o := m.find(kind, name)
+				if o == nil || !slices.ContainsFunc(m.objects, func(x *unstructured.Unstructured) bool { return x == o }) {
+					return fmt.Errorf("no %s among the release's objects (have %v)", want, m.names())
+				}
+				if a := o.GetAnnotations(); a["helm.sh/hook"] != "" || a["helm.sh/resource-policy"] != "" {
+					return fmt.Errorf("%s: annotations %v", want, a)
+				}
+			}
+			var cr rbacv1.ClusterRole
+			if err := m.typed("ClusterRole", "seaweedfs-rw-cr", &cr); err != nil {
+				return err
+			}
+			if !grants(cr.Rules, "", "pods", []string{"get", "list", "watch", "create", "update", "patch", "delete"}) {
+				return fmt.Errorf("ClusterRole seaweedfs-rw-cr rules %v", cr.Rules)
+			}
+			var crb rbacv1.ClusterRoleBinding
+			if err := m.typed("ClusterRoleBinding", "seaweedfs-rw-crb", &crb); err != nil {
+				return err
+			}
+			if crb.RoleRef.Name != "seaweedfs-rw-cr" || len(crb.Subjects) != 1 || crb.Subjects[0].Name != "seaweedfs" || crb.Subjects[0].Namespace != r.vc.Namespace {
+				return fmt.Errorf("ClusterRoleBinding seaweedfs-rw-crb %+v %+v", crb.RoleRef, crb.Subjects)
+			}
+			pt, err := m.podTemplate("Deployment", "seaweedfs-all-in-one")
+			if err != nil {
+				return err
+			}
+			return mountedAt(pt, "/etc/seaweedfs/master.toml", "master-config")
 		}},
 }

@@ -37,8 +37,8 @@ const (
 // contractFacts is the table of facts; charts/CONTRACT.md lists the same ids.
 var contractFacts = []fact{
 	// Every chart.
-	{id: "values-read", chart: "*", upstream: upAllCharts, source: "each chart's values.yaml and templates",
-		text: "Every values key the console sets is one the chart reads (unknown keys are silently ignored where the chart has no closed schema)",
+	{id: "values-read", chart: "*", upstream: upAllCharts, source: "each chart's values.yaml and templates; kata-deploy: KD/templates/_helpers.tpl (getDefaultShimForArch, commonEnv)",
+		text: "Every values key the console sets is one the chart reads (unknown keys are silently ignored where the chart has no closed schema); kata-deploy reads defaultShim.<arch> only when that shim is enabled for <arch> (else no DEFAULT_SHIM_<ARCH>)",
 		check: func(r *rendering) error {
 			defaults, err := chartDefaults(r.chart)
 			if err != nil {
@@ -53,7 +53,15 @@ var contractFacts = []fact{
 				// Read by every shim's templates though values.yaml only documents them in a comment.
 				"kata-deploy": {"nodeSelector", "tolerations", "shims.*.dropIn", "shims.*.runtimeClass"},
 			}
-			if bad := ignoredKeys(jsonMap(r.vc.Values), defaults, "", verbatim[r.vc.Chart.Name]); len(bad) > 0 {
+			bad := ignoredKeys(jsonMap(r.vc.Values), defaults, "", verbatim[r.vc.Chart.Name])
+			if r.vc.Chart.Name == "kata-deploy" {
+				unread, err := kataUnreadDefaults(r)
+				if err != nil {
+					return err
+				}
+				bad = append(bad, unread...)
+			}
+			if len(bad) > 0 {
 				return fmt.Errorf("keys the chart ignores: %s", strings.Join(bad, ", "))
 			}
 			return nil
@@ -235,10 +243,11 @@ var contractFacts = []fact{
 			return nil
 		}},
 	{id: "traefik-crds", chart: "traefik", upstream: upTraefik, source: "traefik/crds/",
-		text: "CRDs in crds/ (installed once, never upgraded or deleted by Helm); upstream ships 25 (10 traefik.io, 15 hub.traefik.io), the stand-in the 6 the console uses",
+		text: "CRDs in crds/ (installed once, never upgraded or deleted by Helm); upstream ships 25 (10 traefik.io, 15 hub.traefik.io), the stand-in the 10 traefik.io ones, which Traefik's CRD provider watches all of (it waits for all their caches before it routes)",
 		check: func(r *rendering) error {
-			return crdsIn(r, "traefik", []string{"ingressroutes.traefik.io", "ingressroutetcps.traefik.io", "middlewares.traefik.io",
-				"serverstransports.traefik.io", "tlsoptions.traefik.io", "tlsstores.traefik.io"})
+			return crdsIn(r, "traefik", []string{"ingressroutes.traefik.io", "ingressroutetcps.traefik.io", "ingressrouteudps.traefik.io",
+				"middlewares.traefik.io", "middlewaretcps.traefik.io", "serverstransports.traefik.io", "serverstransporttcps.traefik.io",
+				"tlsoptions.traefik.io", "tlsstores.traefik.io", "traefikservices.traefik.io"})
 		}},
 
 	// knative-operator.
@@ -614,6 +623,20 @@ var contractFacts = []fact{
 			}
 			return nil
 		}},
+	{id: "loki-pdb", chart: "loki-stack", upstream: upLoki, source: "loki 2.16.0 templates/_helpers.tpl (loki.podDisruptionBudget.apiVersion), templates/pdb.yaml, values.yaml (podDisruptionBudget: {})",
+		text: "loki.podDisruptionBudget (empty by default: no budget) renders PodDisruptionBudget <release> of policy/v1beta1: the helper asks for \"policy/v1/PodDisruptionBudgets\" (plural; Helm lists kinds in the singular), never true, and Kubernetes removed policy/v1beta1 in 1.25, so the release fails to install; no PodDisruptionBudget the release renders may be of an apiVersion Kubernetes 1.25+ does not serve",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			for _, o := range m.all() {
+				if o.GetKind() == "PodDisruptionBudget" && o.GetAPIVersion() != "policy/v1" {
+					return fmt.Errorf("PodDisruptionBudget %s is %s, which Kubernetes 1.25 and later do not serve: the install fails (\"no matches for kind PodDisruptionBudget in version %s\")", o.GetName(), o.GetAPIVersion(), o.GetAPIVersion())
+				}
+			}
+			return nil
+		}},
 	{id: "loki-image", chart: "loki-stack", upstream: upLoki, source: "loki 2.16.0 values.yaml (image), loki-stack Chart.yaml",
 		text: "Loki runs grafana/loki:2.6.1, the loki subchart's default (loki-stack's appVersion v2.9.3 is not Loki's version)",
 		check: func(r *rendering) error {
@@ -753,14 +776,17 @@ var contractFacts = []fact{
 			return nil
 		}},
 	// kata-deploy (release kata-deploy in runr-sandbox).
-	{id: "kata-numbering", chart: "kata-deploy", upstream: upKata, source: "KD/Chart.yaml, KD/templates/_helpers.tpl (kata-deploy.image); .github/workflows/release.yaml (helm push to oci://ghcr.io/kata-containers/kata-deploy-charts)",
-		text: "Chart version = appVersion = the Kata release (3.32.0), published to OCI only; no values.schema.json (unknown keys are ignored); image quay.io/kata-containers/kata-deploy:<appVersion> unless image.tag says",
+	{id: "kata-numbering", chart: "kata-deploy", upstream: upKata, source: "KD/Chart.yaml (version, appVersion, dependencies), KD/templates/_helpers.tpl (kata-deploy.image); tools/packaging/release/release.sh (_upload_helm_chart_tarball); .github/workflows/release.yaml (upload-helm-chart-tarball)",
+		text: "Chart version = appVersion = the Kata release (3.32.0); the release packaging runs helm dependencies update, so kata-deploy-3.32.0.tgz vendors node-feature-discovery 0.18.3 (~0.18.0, condition node-feature-discovery.enabled, off by default and left off by the console), and is uploaded as a release asset and pushed to oci://quay.io/kata-containers/kata-deploy-charts and oci://ghcr.io/kata-containers/kata-deploy-charts; no values.schema.json (unknown keys are ignored); image quay.io/kata-containers/kata-deploy:<appVersion> unless image.tag says",
 		check: func(r *rendering) error {
 			if r.cv.Version != r.vc.Chart.Version || r.cv.AppVersion != r.cv.Version {
 				return fmt.Errorf("version %s, appVersion %s, pinned %s", r.cv.Version, r.cv.AppVersion, r.vc.Chart.Version)
 			}
 			if r.chart.Schema != nil {
 				return errors.New("the stand-in has a values schema; upstream has none")
+			}
+			if err := kataVendorsNFD(r); err != nil {
+				return err
 			}
 			_, c, err := kataPod(r)
 			if err != nil {
@@ -800,26 +826,37 @@ var contractFacts = []fact{
 			}
 			return nil
 		}},
-	{id: "kata-shims", chart: "kata-deploy", upstream: upKata, source: "KD/templates/_helpers.tpl (getEnabledShimsForArch, getDefaultShimForArch), KD/values.yaml (shims, defaultShim)",
-		text: "The pod installs exactly the shims the console enables (SHIMS_X86_64): shims.disableAll: true turns off every shim whose enabled is ~; DEFAULT_SHIM_X86_64 is defaultShim.amd64 only when that shim is enabled (else none is set)",
+	{id: "kata-shims", chart: "kata-deploy", upstream: upKata, source: "KD/templates/_helpers.tpl (getEnabledShimsForArch, getDefaultShimForArch, commonEnv), KD/values.yaml (shims.*.supportedArches, defaultShim); KB/config.rs (get_arch_var, get_default_shims_for_arch)",
+		text: "On every architecture the pods may run on (the kubernetes.io/arch of their nodeSelector, else amd64, arm64, s390x and ppc64le), SHIMS_<ARCH> lists exactly the shims the console enables whose supportedArches hold it (shims.disableAll: true turns off every shim whose enabled is ~; clh, fc and dragonball are amd64 only) and DEFAULT_SHIM_<ARCH> is one of them (defaultShim.<arch> only when that shim is enabled there); a pod of an architecture without SHIMS_<ARCH> installs kata-deploy's built-in list (nine shims on aarch64), so the console keeps the pods off every architecture none of its picks runs on",
 		check: func(r *rendering) error {
-			_, c, err := kataPod(r)
+			pt, c, err := kataPod(r)
 			if err != nil {
 				return err
 			}
 			env := envOf(c)
-			got := strings.Fields(env["SHIMS_X86_64"])
-			slices.Sort(got)
-			if want := kataPicked(r); !slices.Equal(got, want) {
-				return fmt.Errorf("SHIMS_X86_64 %v, the console enables %v", got, want)
-			}
-			if want := fmt.Sprint(dig(r.vc.Values, "defaultShim", "amd64")); env["DEFAULT_SHIM_X86_64"] != want {
-				return fmt.Errorf("DEFAULT_SHIM_X86_64 %q, the console's default shim %q", env["DEFAULT_SHIM_X86_64"], want)
+			for _, arch := range kataPodArchs(pt) {
+				suffix := kataArchSuffix[arch]
+				want := kataPickedOn(r, arch)
+				if len(want) == 0 {
+					return fmt.Errorf("the pods may run on %s nodes, where the console enables no shim: no SHIMS_%s, and kata-deploy installs its built-in list there", arch, suffix)
+				}
+				got := strings.Fields(env["SHIMS_"+suffix])
+				slices.Sort(got)
+				if !slices.Equal(got, want) {
+					return fmt.Errorf("SHIMS_%s %v, the console enables %v for %s", suffix, got, want, arch)
+				}
+				def := env["DEFAULT_SHIM_"+suffix]
+				if !slices.Contains(want, def) {
+					return fmt.Errorf("DEFAULT_SHIM_%s %q is none of the shims for %s %v", suffix, def, arch, want)
+				}
+				if set := dig(r.vc.Values, "defaultShim", arch); set != nil && fmt.Sprint(set) != def {
+					return fmt.Errorf("DEFAULT_SHIM_%s %q, the console's default shim %q", suffix, def, set)
+				}
 			}
 			return nil
 		}},
-	{id: "kata-runtimeclasses", chart: "kata-deploy", upstream: upKata, source: "KD/templates/runtimeclasses.yaml; KB/main.rs (KATA_RUNTIME_LABEL)",
-		text: "RuntimeClass kata-<shim> (handler kata-<shim>) for each enabled shim and no other (no default kata without runtimeClasses.createDefault); scheduling.nodeSelector katacontainers.io/kata-runtime=true, the label the pod puts on its node; overhead.podFixed qemu 160Mi/250m, clh, fc and dragonball 130Mi/250m",
+	{id: "kata-runtimeclasses", chart: "kata-deploy", upstream: upKata, source: "KD/templates/runtimeclasses.yaml (kata-deploy.runtimeclass), KD/values.yaml (shims.*.runtimeClass.nodeSelector); KB/main.rs (KATA_RUNTIME_LABEL)",
+		text: "RuntimeClass kata-<shim> (handler kata-<shim>) for each enabled shim and no other, whatever the architectures (no default kata without runtimeClasses.createDefault); scheduling.nodeSelector katacontainers.io/kata-runtime=true, the label the pod puts on its node, plus shims.<shim>.runtimeClass.nodeSelector: the console's kubernetes.io/arch for a shim that does not run on every architecture the pods may run on, so its pods go only where it is installed; overhead.podFixed qemu 160Mi/250m, clh, fc and dragonball 130Mi/250m",
 		check: func(r *rendering) error {
 			m, err := r.rendered()
 			if err != nil {
@@ -829,11 +866,15 @@ var contractFacts = []fact{
 			if err != nil {
 				return err
 			}
+			pt, _, err := kataPod(r)
+			if err != nil {
+				return err
+			}
 			var want []string
 			for _, shim := range kataPicked(r) {
 				want = append(want, ops.KataRuntimeClass(shim))
 				if rc, ok := rcs[ops.KataRuntimeClass(shim)]; ok {
-					if err := checkKataRuntimeClass(rc, shim); err != nil {
+					if err := checkKataRuntimeClass(rc, shim, kataShimArchs(r, shim), kataPodArchs(pt)); err != nil {
 						return err
 					}
 				}
@@ -905,8 +946,8 @@ var contractFacts = []fact{
 			}
 			return errors.New("no volume containerd-conf")
 		}},
-	{id: "kata-rbac-keep", chart: "kata-deploy", upstream: upKata, source: "KD/templates/kata-rbac.yaml, kata-cleanup-rbac-job.yaml",
-		text: "ServiceAccount kata-deploy-sa, ClusterRole kata-deploy-role (nodes get/patch) and ClusterRoleBinding kata-deploy-rb carry helm.sh/resource-policy: keep (helm uninstall leaves them); the post-delete hook Job kata-deploy-rb-cleanup deletes them once the name=kata-deploy pods are gone",
+	{id: "kata-rbac-keep", chart: "kata-deploy", upstream: upKata, source: "KD/templates/kata-rbac.yaml, kata-cleanup-rbac-job.yaml; KB/main.rs (cleanup), KB/k8s/client.rs (own_daemonset_exists, count_any_kata_deploy_daemonsets, label_node)",
+		text: "ServiceAccount kata-deploy-sa, ClusterRole kata-deploy-role (nodes get/patch, daemonsets get/list: what a pod's SIGTERM cleanup asks before it removes its node's label) and ClusterRoleBinding kata-deploy-rb carry helm.sh/resource-policy: keep (helm uninstall leaves them); the post-delete hook Job kata-deploy-rb-cleanup is meant to delete them once the name=kata-deploy pods are gone, but its ClusterRole kata-deploy-cleanup-role grants delete only (clusterroles, clusterrolebindings, serviceaccounts): its kubectl get pod is forbidden and counts none, so it deletes them at once, and the pods' cleanup then cannot remove the label; the console deletes the DaemonSet and waits for the labels before helm uninstall",
 		check: func(r *rendering) error {
 			m, err := r.rendered()
 			if err != nil {
@@ -925,14 +966,10 @@ var contractFacts = []fact{
 			if err := m.typed("ClusterRole", "kata-deploy-role", &cr); err != nil {
 				return err
 			}
-			if !grants(cr.Rules, "", "nodes", []string{"get", "patch"}) {
-				return errors.New("kata-deploy-role does not grant nodes get/patch")
+			if !grants(cr.Rules, "", "nodes", []string{"get", "patch"}) || !grants(cr.Rules, "apps", "daemonsets", []string{"get", "list"}) {
+				return errors.New("kata-deploy-role does not grant nodes get/patch and daemonsets get/list")
 			}
-			job := m.find("Job", "kata-deploy-rb-cleanup")
-			if job == nil || !slices.Contains(m.hooks, job) || job.GetAnnotations()["helm.sh/hook"] != "post-delete" {
-				return errors.New("no post-delete hook Job kata-deploy-rb-cleanup")
-			}
-			return nil
+			return kataCleanupHookForbidden(m)
 		}},
 
 	// runtime-class-manager (release runtime-class-manager in runr-sandbox).

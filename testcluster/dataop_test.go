@@ -118,6 +118,13 @@ func TestSimulatedSkupper(t *testing.T) {
 	if err := c.InstallSkupper(ctx, "2.2.1"); err != nil {
 		t.Fatal(err)
 	}
+	// As upstream's generator writes it: no labels on the Deployment, the pods'
+	// application=skupper-controller on its template and selector.
+	ctrl, err := c.Client.AppsV1().Deployments(testcluster.SkupperNamespace).Get(ctx, ops.SkupperController, metav1.GetOptions{})
+	if err != nil || len(ctrl.Labels) != 0 || ctrl.Spec.Template.Labels["application"] != ops.SkupperController ||
+		ctrl.Spec.Selector.MatchLabels["application"] != ops.SkupperController {
+		t.Fatalf("the Skupper controller Deployment: %v %v", err, ctrl)
+	}
 	if err := c.ApplyYAML(ctx, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: shop\n"); err != nil {
 		t.Fatal(err)
 	}

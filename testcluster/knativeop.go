@@ -137,7 +137,7 @@ func (c *Cluster) reconcileServing(ctx context.Context, dyn dynamic.Interface, o
 			Message: fmt.Sprintf("Install failed with message: the manifests of the target version %s are not available to this release", spec)}
 		return updateStatus(ctx, ri, ks, servingStatus(status, conds, "InstallSucceeded"))
 	}
-	if err := c.installServing(ctx, op, ks.GetNamespace(), version); err != nil {
+	if err := c.installServing(ctx, op, ks.GetNamespace(), version, registryOf(ks)); err != nil {
 		conds["InstallSucceeded"] = condition{Type: "InstallSucceeded", Status: "False", Reason: "Error", Message: "Install failed with message: " + err.Error()}
 		_ = updateStatus(ctx, ri, ks, servingStatus(status, conds, "InstallSucceeded"))
 		return err
@@ -234,9 +234,42 @@ func str(v any) string {
 	return fmt.Sprint(v)
 }
 
+// servingRegistry is a KnativeServing's spec.registry.
+type servingRegistry struct {
+	Default  string
+	Override map[string]string
+}
+
+// registryOf reads a KnativeServing's spec.registry.
+func registryOf(ks *unstructured.Unstructured) servingRegistry {
+	var reg servingRegistry
+	reg.Default, _, _ = unstructured.NestedString(ks.Object, "spec", "registry", "default")
+	reg.Override, _, _ = unstructured.NestedStringMap(ks.Object, "spec", "registry", "override")
+	return reg
+}
+
+// image is a container's image as the operator's ImageTransform sets it: the override of
+// "<deployment>/<container>", else of the container, else the default with ${NAME} the
+// image's last path part without tag or digest.
+func (r servingRegistry) image(deployment, container, image string) string {
+	if v, ok := r.Override[deployment+"/"+container]; ok {
+		return v
+	}
+	if v, ok := r.Override[container]; ok {
+		return v
+	}
+	if r.Default == "" {
+		return image
+	}
+	name := image[strings.LastIndex(image, "/")+1:]
+	name, _, _ = strings.Cut(name, "@")
+	name, _, _ = strings.Cut(name, ":")
+	return strings.ReplaceAll(r.Default, "${NAME}", name)
+}
+
 // installServing applies a Serving release's CRDs (once per release) and its workloads
-// in ns.
-func (c *Cluster) installServing(ctx context.Context, op *knativeOperator, ns, version string) error {
+// in ns, with their images as the KnativeServing's registry says.
+func (c *Cluster) installServing(ctx context.Context, op *knativeOperator, ns, version string, reg servingRegistry) error {
 	op.mu.Lock()
 	done := op.applied[version]
 	op.mu.Unlock()
@@ -258,6 +291,9 @@ func (c *Cluster) installServing(ctx context.Context, op *knativeOperator, ns, v
 	}
 	for _, sd := range servingDeployments {
 		want := servingDeployment(ns, sd.name, sd.role, version)
+		for i, ct := range want.Spec.Template.Spec.Containers {
+			want.Spec.Template.Spec.Containers[i].Image = reg.image(sd.name, ct.Name, ct.Image)
+		}
 		got, err := c.Client.AppsV1().Deployments(ns).Get(ctx, sd.name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
@@ -266,7 +302,7 @@ func (c *Cluster) installServing(ctx context.Context, op *knativeOperator, ns, v
 			}
 		case err != nil:
 			return fmt.Errorf("get Deployment %s/%s: %w", ns, sd.name, err)
-		case got.Labels["app.kubernetes.io/version"] != version:
+		case got.Labels["app.kubernetes.io/version"] != version || got.Spec.Template.Spec.Containers[0].Image != want.Spec.Template.Spec.Containers[0].Image:
 			got.Labels, got.Spec.Template = want.Labels, want.Spec.Template
 			if _, err := c.Client.AppsV1().Deployments(ns).Update(ctx, got, metav1.UpdateOptions{}); err != nil {
 				return fmt.Errorf("update Deployment %s/%s: %w", ns, sd.name, err)

@@ -27,6 +27,9 @@ type NodeSpec struct {
 	KubeletVersion   string // default KubernetesVersion
 	OSImage          string // default "Ubuntu 24.04.2 LTS"
 	ContainerRuntime string // default "containerd://2.1.4"
+	// Arch is the node's architecture as Kubernetes names it (label kubernetes.io/arch and
+	// status.nodeInfo.architecture): amd64 (the default), arm64, s390x, ppc64le.
+	Arch string
 	// Address is the node's InternalIP (default a loopback address of the cluster's own,
 	// so that whatever the console reads from it stays on this machine).
 	Address string
@@ -64,10 +67,13 @@ func (n NodeSpec) Node() *corev1.Node {
 	if n.ContainerRuntime == "" {
 		n.ContainerRuntime = "containerd://2.1.4"
 	}
+	if n.Arch == "" {
+		n.Arch = "amd64"
+	}
 	labels := map[string]string{
 		"kubernetes.io/hostname": n.Name,
 		"kubernetes.io/os":       "linux",
-		"kubernetes.io/arch":     "amd64",
+		"kubernetes.io/arch":     n.Arch,
 		"type":                   "kwok",
 	}
 	if n.ControlPlane {
@@ -100,7 +106,7 @@ func (n NodeSpec) Node() *corev1.Node {
 				ContainerRuntimeVersion: n.ContainerRuntime,
 				KernelVersion:           "6.8.0-50-generic",
 				OperatingSystem:         "linux",
-				Architecture:            "amd64",
+				Architecture:            n.Arch,
 			},
 			Phase: corev1.NodeRunning,
 		},

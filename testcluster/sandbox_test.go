@@ -7,8 +7,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	nodev1 "k8s.io/api/node/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -89,7 +91,10 @@ func agentDaemonSet(t *testing.T, c *testcluster.Cluster, ns, app string, nodeSe
 
 // TestSimulatedSandboxNodes checks what the harness does for the sandbox runtimes' node
 // pods: the KVM probe's answer per NodeSpec.KVM, the gVisor installer's label, and
-// kata-deploy 3.32.0 installed with the console's values on the eligible nodes only.
+// kata-deploy 3.32.0 installed with the console's values on the eligible nodes only, the
+// shims it installs per architecture, and its removal as upstream's post-delete hook
+// plays it: helm uninstall alone leaves the label (the hook deletes the pods' RBAC before
+// their cleanup needs it), the DaemonSet deleted first does not.
 func TestSimulatedSandboxNodes(t *testing.T) {
 	if testcluster.KVMLabel != ops.KVMLabel || testcluster.GVisorLabel != ops.GVisorLabel {
 		t.Fatalf("labels %s, %s; the console reads %s, %s", testcluster.KVMLabel, testcluster.GVisorLabel, ops.KVMLabel, ops.GVisorLabel)
@@ -102,6 +107,7 @@ func TestSimulatedSandboxNodes(t *testing.T) {
 		{Name: "kvm-2", CPU: "8", Memory: "16Gi", Worker: true, KVM: true, Labels: eligible},
 		{Name: "kvm-3", CPU: "8", Memory: "16Gi", Worker: true, KVM: true},
 		{Name: "plain-1", CPU: "8", Memory: "16Gi", Worker: true},
+		{Name: "arm-1", CPU: "8", Memory: "16Gi", Worker: true, KVM: true, Arch: "arm64", Labels: eligible},
 	}
 	c := testcluster.New(t, testcluster.Options{Nodes: nodes})
 	ctx := context.Background()
@@ -113,7 +119,7 @@ func TestSimulatedSandboxNodes(t *testing.T) {
 
 	// The KVM probe answers on the nodes it ran on (not on the tainted control plane).
 	agentDaemonSet(t, c, ns, testcluster.KVMProbeApp, nil)
-	waitLabelled(t, c, ops.KVMLabel, "true", "kvm-1", "kvm-2", "kvm-3")
+	waitLabelled(t, c, ops.KVMLabel, "true", "kvm-1", "kvm-2", "kvm-3", "arm-1")
 	waitLabelled(t, c, ops.KVMLabel, "false", "plain-1")
 
 	// gVisor: labelled while its installer runs on the node, unlabelled when it left.
@@ -124,10 +130,16 @@ func TestSimulatedSandboxNodes(t *testing.T) {
 	}
 	waitLabelled(t, c, ops.GVisorLabel, "*")
 
-	// kata-deploy on the eligible nodes only; its RuntimeClasses send pods there.
+	// kata-deploy on the eligible nodes only; its RuntimeClasses send pods there. arm-1 gets
+	// the picks that run on arm64 only (SHIMS_AARCH64).
 	_, ch := s.chart(t, ops.ChartKataDeploy.Name, ops.ChartKataDeploy.Version)
 	helmInstall(t, c, ch, ops.KataRelease, ns, jsonCopy(t, ops.KataValues([]string{"qemu", "clh"}, "k8s")))
-	waitLabelled(t, c, testcluster.KataRuntimeLabel, "true", "kvm-1", "kvm-2")
+	waitLabelled(t, c, testcluster.KataRuntimeLabel, "true", "kvm-1", "kvm-2", "arm-1")
+	for node, want := range map[string][]string{"kvm-1": {"clh", "qemu"}, "arm-1": {"qemu"}, "kvm-3": nil} {
+		if got := c.KataShims(node); !slices.Equal(got, want) {
+			t.Errorf("shims on %s: %v, want %v", node, got, want)
+		}
+	}
 	if _, err := c.Client.CoreV1().ServiceAccounts(ns).Get(ctx, "kata-deploy-sa", metav1.GetOptions{}); err != nil {
 		t.Fatalf("kata-deploy-sa: %v", err)
 	}
@@ -150,11 +162,11 @@ func TestSimulatedSandboxNodes(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		return p.Status.Phase == corev1.PodRunning && (p.Spec.NodeName == "kvm-1" || p.Spec.NodeName == "kvm-2"), fmt.Sprintf("%s on %q", p.Status.Phase, p.Spec.NodeName)
+		return p.Status.Phase == corev1.PodRunning && slices.Contains([]string{"kvm-1", "kvm-2", "arm-1"}, p.Spec.NodeName), fmt.Sprintf("%s on %q", p.Status.Phase, p.Spec.NodeName)
 	})
 
 	// A node that stops matching loses its pod but keeps the label (its DaemonSet still
-	// exists: the pod skips its cleanup); uninstalling removes the label everywhere else.
+	// exists: the pod skips its cleanup).
 	setNodeLabel(t, c, "kvm-2", ops.KataEligibleLabel, "")
 	eventually(t, "kata-deploy's pod to leave kvm-2", func(ctx context.Context) (bool, string) {
 		pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: testcluster.KataDeployPodLabel})
@@ -167,17 +179,50 @@ func TestSimulatedSandboxNodes(t *testing.T) {
 		}
 		return !slices.Contains(on, "kvm-2"), fmt.Sprintf("pods on %v", on)
 	})
-	helmUninstall(t, c, ops.KataRelease, ns)
-	waitLabelled(t, c, testcluster.KataRuntimeLabel, "true", "kvm-2")
-	if _, err := c.Client.NodeV1().RuntimeClasses().Get(ctx, ops.KataRuntimeClass("qemu"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Errorf("RuntimeClass kata-qemu after uninstall: %v", err)
-	}
-	// The RBAC helm uninstall kept goes with the post-delete Job.
-	eventually(t, "the kept RBAC to go", func(ctx context.Context) (bool, string) {
+
+	// helm uninstall alone: the post-delete Job's `kubectl get pod` is forbidden, counts
+	// none, and the kept RBAC goes at once; the pods' cleanup then cannot patch their
+	// nodes, and the label stays everywhere.
+	keptRBACGone := func(ctx context.Context) (bool, string) {
 		_, errSA := c.Client.CoreV1().ServiceAccounts(ns).Get(ctx, "kata-deploy-sa", metav1.GetOptions{})
 		_, errCR := c.Client.RbacV1().ClusterRoles().Get(ctx, "kata-deploy-role", metav1.GetOptions{})
 		_, errCRB := c.Client.RbacV1().ClusterRoleBindings().Get(ctx, "kata-deploy-rb", metav1.GetOptions{})
 		return apierrors.IsNotFound(errSA) && apierrors.IsNotFound(errCR) && apierrors.IsNotFound(errCRB), fmt.Sprintf("%v; %v; %v", errSA, errCR, errCRB)
+	}
+	helmUninstall(t, c, ops.KataRelease, ns)
+	if _, err := c.Client.NodeV1().RuntimeClasses().Get(ctx, ops.KataRuntimeClass("qemu"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("RuntimeClass kata-qemu after uninstall: %v", err)
+	}
+	eventually(t, "the kept RBAC to go", keptRBACGone)
+	time.Sleep(5 * time.Second) // longer than a pod's cleanup
+	waitLabelled(t, c, testcluster.KataRuntimeLabel, "true", "kvm-1", "kvm-2", "arm-1")
+
+	// The DaemonSet deleted first: its pods clean up with their RBAC still there and take
+	// the label off their nodes (kvm-2 has no pod: it keeps its label); then helm
+	// uninstall's hook deletes the kept RBAC.
+	helmInstall(t, c, ch, ops.KataRelease, ns, jsonCopy(t, ops.KataValues([]string{"qemu"}, "k8s")))
+	eventually(t, "kata-deploy's pods on kvm-1 and arm-1", func(ctx context.Context) (bool, string) {
+		return slices.Equal(c.KataShims("kvm-1"), []string{"qemu"}) && slices.Equal(c.KataShims("arm-1"), []string{"qemu"}),
+			fmt.Sprintf("kvm-1 %v, arm-1 %v", c.KataShims("kvm-1"), c.KataShims("arm-1"))
+	})
+	if err := c.Client.AppsV1().DaemonSets(ns).Delete(ctx, "kata-deploy", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitLabelled(t, c, testcluster.KataRuntimeLabel, "true", "kvm-2")
+	if got := c.KataShims("kvm-1"); got != nil {
+		t.Errorf("Kata left on kvm-1 after its cleanup: %v", got)
+	}
+	helmUninstall(t, c, ops.KataRelease, ns)
+	eventually(t, "the kept RBAC to go", keptRBACGone)
+
+	// No shim of the pod runs on arm64 (SHIMS_AARCH64 absent): kata-deploy installs its
+	// built-in aarch64 list there.
+	helmInstall(t, c, ch, ops.KataRelease, ns, map[string]any{"shims": map[string]any{"disableAll": true, "fc": map[string]any{"enabled": true}},
+		"nodeSelector": map[string]any{"kubernetes.io/hostname": "arm-1"}})
+	nine := []string{"clh", "clh-runtime-rs", "dragonball", "fc", "qemu", "qemu-cca", "qemu-coco-dev-runtime-rs", "qemu-nvidia-gpu", "qemu-runtime-rs"}
+	eventually(t, "kata-deploy's built-in shims on arm-1", func(ctx context.Context) (bool, string) {
+		got := c.KataShims("arm-1")
+		return slices.Equal(got, nine), fmt.Sprintf("%v", got)
 	})
 }
 
@@ -340,6 +385,19 @@ func sandboxStandInCases() []standInCase {
 			return nil
 		}),
 		kata("job-mode", "deploymentMode: job", "daemonset only", nil),
+		kata("node-feature-discovery", "node-feature-discovery: {enabled: true}", "node-feature-discovery", nil),
+		kata("cleanup-hook", "", "", func(m *manifest) error {
+			// The post-delete Job counts the pods with a get whose errors count none.
+			var j batchv1.Job
+			if err := m.typed("Job", "kata-deploy-rb-cleanup", &j); err != nil {
+				return err
+			}
+			script := strings.Join(j.Spec.Template.Spec.Containers[0].Command, " ")
+			if !strings.Contains(script, "kubectl get pod") || !strings.Contains(script, "2>/dev/null | wc -l") || !strings.Contains(script, "kubectl delete serviceaccount") {
+				return fmt.Errorf("kata-deploy-rb-cleanup runs %q", script)
+			}
+			return kataCleanupHookForbidden(m)
+		}),
 		{name: "release-name", chart: "runtime-class-manager", version: "0.2.0", release: "rcm", namespace: "spin",
 			values: "rcm: {nodeInstallerJob: {ttl: 300}}", check: func(m *manifest) error {
 				pt, err := m.podTemplate("Deployment", "rcm-runtime-class-manager")

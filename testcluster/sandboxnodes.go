@@ -5,14 +5,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 )
 
@@ -24,22 +30,32 @@ import (
 //     completed): labels its node runr.dev/kvm "true" or "false", per the node's
 //     NodeSpec.KVM (whether /dev/kvm exists there);
 //   - kata-deploy (pods name=kata-deploy, kata-containers 3.32.0
-//     tools/packaging/kata-deploy/binary/src/main.rs install_stage_label and cleanup): a
-//     running pod labels its node katacontainers.io/kata-runtime=true once Kata is
-//     installed. When the pod goes, it cleans up only if its DaemonSet is gone, and it
-//     removes the label (then restarts the container runtime) only if no DaemonSet named
-//     *kata-deploy* remains: a pod removed by a rolling update or because its node stopped
-//     matching the nodeSelector leaves the label. The harness sees a pod's end up to a
-//     period late, so it tells the cases apart by state rather than by time: the pod's
-//     DaemonSet still exists, or the node no longer matches the pod's nodeSelector (the
-//     DaemonSet took the pod away while it existed), or another kata-deploy DaemonSet
-//     exists: the label stays;
-//     Once a kata-deploy release is gone (no Helm release record) and its pods too, the
-//     RBAC it kept (helm.sh/resource-policy: keep) is deleted, as its post-delete hook Job
-//     kata-deploy-rb-cleanup does (kwok only completes that Job);
+//     tools/packaging/kata-deploy/binary/src/main.rs install_stage_label and cleanup,
+//     config.rs, k8s/client.rs): a running pod installs the shims of its SHIMS_<ARCH> for
+//     its node's architecture, or kata-deploy's built-in list for that architecture when
+//     the pod has none (config.rs get_default_shims_for_arch: nine on aarch64), and labels
+//     its node katacontainers.io/kata-runtime=true (KataShims says what it installed).
+//     When the pod goes (SIGTERM) it asks the API, as its ServiceAccount, whether its
+//     DaemonSet still exists; if so (a rolling update, or a node that stopped matching the
+//     nodeSelector: the DaemonSet took the pod away while it existed) it leaves Kata and
+//     the label. Otherwise it removes Kata from the node, which takes kataCleanupTime, and
+//     then, still as its ServiceAccount, lists the DaemonSets and, when none named
+//     *kata-deploy* remains, patches its node to remove the label. A pod whose
+//     ServiceAccount is gone (its token no longer authenticates) or not allowed fails its
+//     cleanup and leaves the label. kwok deletes a terminating pod at once (so a hook
+//     that could count the pods would not see them wait for their cleanup here); the
+//     harness sees a pod's end up to a period late and plays its cleanup from then on;
 //   - the console's gVisor installer (pods app.kubernetes.io/name=runr-gvisor-installer):
 //     labels its node runr.dev/gvisor=true while it runs there, and removes the label when
 //     no such pod is left on the node.
+//
+// kata-deploy's post-delete hook Job kata-deploy-rb-cleanup (kata-cleanup-rbac-job.yaml)
+// is played by runKataCleanupHooks as soon as the Job is created (kwok completes its pod):
+// it counts the DaemonSet's pods with `kubectl get pod` as the Job's ServiceAccount, an
+// error counting none, waits while some are left (at most 300 s), then deletes the kept
+// ClusterRoleBinding, ClusterRole and ServiceAccount its env names. Upstream's cleanup
+// role grants no get or list of pods, so the count is 0 and the kept RBAC goes at once,
+// before the pods' cleanup needs it.
 
 // Labels and pod names of the sandbox runtimes' node agents.
 const (
@@ -57,6 +73,11 @@ const (
 	GVisorLabel = "runr.dev/gvisor"
 )
 
+// kataCleanupTime is how long a kata-deploy pod's cleanup takes from its SIGTERM to the
+// removal of its node's label: it first removes the snapshotters, the CRI configuration
+// and Kata's files from the host (main.rs cleanup).
+const kataCleanupTime = 3 * time.Second
+
 // nodeAgent is what one kind of privileged pod does to its node's labels.
 type nodeAgent struct {
 	name     string
@@ -65,36 +86,50 @@ type nodeAgent struct {
 	// completed: a Succeeded pod counts too (a probe run by a Job completes at once).
 	completed bool
 	value     func(c *Cluster, node string) string
+	// ran, when set, is told of each running pod (what it installed on its node).
+	ran func(c *Cluster, p *corev1.Pod)
 	// unlabel, when a pod left its node and no other of the agent's pods is there,
-	// reports whether the label goes; nil: it stays.
+	// reports whether the label goes now; nil: it stays.
 	unlabel func(ctx context.Context, c *Cluster, p seenPod) (bool, error)
 }
 
 // seenPod is what the harness remembers of an agent's running pod.
 type seenPod struct {
-	node         string
-	nodeSelector map[string]string
-	owner        *metav1.OwnerReference // its controller
-	namespace    string
+	node           string
+	nodeSelector   map[string]string
+	owner          *metav1.OwnerReference // its controller
+	namespace      string
+	serviceAccount string
 }
 
-// nodeAgents are the agents and, per agent, the pods seen running.
+// kataCleanup is a kata-deploy pod's cleanup under way on its node: its label goes at due
+// if the pod's ServiceAccount may still do it.
+type kataCleanup struct {
+	pod seenPod
+	due time.Time
+}
+
+// nodeAgents are the agents and, per agent, the pods seen running; kataPending are the
+// kata-deploy cleanups under way, by node.
 type nodeAgents struct {
-	agents []nodeAgent
-	seen   []map[types.UID]seenPod
+	agents      []nodeAgent
+	seen        []map[types.UID]seenPod
+	kataPending map[string]kataCleanup
 }
 
 func newNodeAgents() *nodeAgents {
 	always := func(context.Context, *Cluster, seenPod) (bool, error) { return true, nil }
-	a := &nodeAgents{agents: []nodeAgent{
+	a := &nodeAgents{kataPending: map[string]kataCleanup{}}
+	a.agents = []nodeAgent{
 		{name: "KVM probe", selector: "app.kubernetes.io/name=" + KVMProbeApp, label: KVMLabel, completed: true,
 			value: func(c *Cluster, node string) string { return strconv.FormatBool(c.hasKVM(node)) }},
 		{name: "kata-deploy", selector: KataDeployPodLabel, label: KataRuntimeLabel,
 			value:   func(*Cluster, string) string { return "true" },
-			unlabel: kataCleansUp},
+			ran:     (*Cluster).kataInstalled,
+			unlabel: a.kataSIGTERM},
 		{name: "gVisor installer", selector: "app.kubernetes.io/name=" + GVisorInstallerApp, label: GVisorLabel,
 			value: func(*Cluster, string) string { return "true" }, unlabel: always},
-	}}
+	}
 	for range a.agents {
 		a.seen = append(a.seen, map[types.UID]seenPod{})
 	}
@@ -109,8 +144,8 @@ func (c *Cluster) reconcileNodeAgents(a *nodeAgents) func(ctx context.Context, d
 				errs = append(errs, fmt.Errorf("%s: %w", a.agents[i].name, err))
 			}
 		}
-		if err := c.cleanupKataRBAC(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("kata-deploy-rb-cleanup: %w", err))
+		if err := c.finishKataCleanups(ctx, a); err != nil {
+			errs = append(errs, fmt.Errorf("kata-deploy cleanup: %w", err))
 		}
 		return errors.Join(errs...)
 	}
@@ -125,13 +160,18 @@ func (c *Cluster) reconcileNodeAgent(ctx context.Context, ag nodeAgent, seen map
 	}
 	running := map[types.UID]seenPod{}
 	onNode := map[string]bool{}
-	for _, p := range pods.Items {
+	for i := range pods.Items {
+		p := &pods.Items[i]
 		ran := p.Status.Phase == corev1.PodRunning || (ag.completed && p.Status.Phase == corev1.PodSucceeded)
-		if p.Spec.NodeName == "" || p.DeletionTimestamp != nil || !ran {
+		if p.Spec.NodeName == "" || p.Spec.NodeName == RealNodeName || p.DeletionTimestamp != nil || !ran {
 			continue
 		}
-		running[p.UID] = seenPod{node: p.Spec.NodeName, nodeSelector: p.Spec.NodeSelector, owner: metav1.GetControllerOf(&p), namespace: p.Namespace}
+		running[p.UID] = seenPod{node: p.Spec.NodeName, nodeSelector: p.Spec.NodeSelector, owner: metav1.GetControllerOf(p),
+			namespace: p.Namespace, serviceAccount: p.Spec.ServiceAccountName}
 		onNode[p.Spec.NodeName] = true
+		if ag.ran != nil {
+			ag.ran(c, p)
+		}
 	}
 	for uid, sp := range running {
 		if err := c.setNodeLabel(ctx, sp.node, ag.label, ag.value(c, sp.node)); err != nil {
@@ -159,12 +199,68 @@ func (c *Cluster) reconcileNodeAgent(ctx context.Context, ag nodeAgent, seen map
 	return nil
 }
 
-// kataCleansUp reports whether a kata-deploy pod that left its node removed the node's
-// label: not when its DaemonSet still exists, nor when the node no longer matches the
-// pod's nodeSelector (its DaemonSet took it away while it existed), nor while another
-// DaemonSet named *kata-deploy* exists.
-func kataCleansUp(ctx context.Context, c *Cluster, p seenPod) (bool, error) {
+// kataArchs are the architecture names of Kubernetes, as kata-deploy's env suffixes and
+// built-in shim lists name them (config.rs get_arch_var_or_base, get_default_shims_for_arch).
+var kataArchs = map[string]struct{ suffix, defaults string }{
+	"amd64":   {"X86_64", "clh clh-runtime-rs dragonball fc qemu qemu-coco-dev qemu-coco-dev-runtime-rs qemu-runtime-rs qemu-nvidia-gpu qemu-nvidia-gpu-runtime-rs qemu-nvidia-gpu-snp qemu-nvidia-gpu-snp-runtime-rs qemu-nvidia-gpu-tdx qemu-nvidia-gpu-tdx-runtime-rs qemu-snp qemu-snp-runtime-rs qemu-tdx qemu-tdx-runtime-rs"},
+	"arm64":   {"AARCH64", "clh clh-runtime-rs dragonball fc qemu qemu-coco-dev-runtime-rs qemu-runtime-rs qemu-nvidia-gpu qemu-cca"},
+	"s390x":   {"S390X", "qemu qemu-runtime-rs qemu-se qemu-se-runtime-rs qemu-coco-dev qemu-coco-dev-runtime-rs"},
+	"ppc64le": {"PPC64LE", "qemu"},
+}
+
+// kataInstalled records the shims a running kata-deploy pod installed on its node: its
+// SHIMS_<ARCH> for the node's architecture, else kata-deploy's built-in list for it (qemu
+// for an architecture it does not know).
+func (c *Cluster) kataInstalled(p *corev1.Pod) {
+	n, err := c.Client.CoreV1().Nodes().Get(context.Background(), p.Spec.NodeName, metav1.GetOptions{})
+	if err != nil {
+		return
+	}
+	shims := "qemu"
+	if a, ok := kataArchs[n.Labels["kubernetes.io/arch"]]; ok {
+		shims = a.defaults
+		for _, ctr := range p.Spec.Containers {
+			for _, e := range ctr.Env {
+				if e.Name == "SHIMS_"+a.suffix && strings.TrimSpace(e.Value) != "" {
+					shims = e.Value
+				}
+			}
+		}
+	}
+	list := strings.Fields(shims)
+	slices.Sort(list)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.kataShims == nil {
+		c.kataShims = map[string][]string{}
+	}
+	c.kataShims[p.Spec.NodeName] = list
+}
+
+// KataShims returns the shims the simulated kata-deploy installed on a node, sorted (nil
+// when Kata is not there): a kata-deploy pod's SHIMS_<ARCH> for the node's architecture,
+// or kata-deploy's built-in list of that architecture when the chart gave the pod none.
+func (c *Cluster) KataShims(node string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.kataShims[node])
+}
+
+// kataSIGTERM starts the cleanup of a kata-deploy pod that left its node: none when its
+// ServiceAccount may not read DaemonSets (the cleanup fails) or its DaemonSet still exists,
+// nor when the node no longer matches the pod's nodeSelector (its DaemonSet took it away
+// while it existed). The label goes later, in finishKataCleanups.
+func (a *nodeAgents) kataSIGTERM(ctx context.Context, c *Cluster, p seenPod) (bool, error) {
 	if p.owner != nil && p.owner.Kind == "DaemonSet" {
+		ok, why, err := c.serviceAccountMay(ctx, p.namespace, p.serviceAccount, authorizationv1.ResourceAttributes{
+			Namespace: p.namespace, Verb: "get", Group: "apps", Resource: "daemonsets", Name: p.owner.Name})
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			c.log("testcluster: kata-deploy's cleanup on %s failed: cannot read DaemonSet %s/%s: %s; Kata and the label stay", p.node, p.namespace, p.owner.Name, why)
+			return false, nil
+		}
 		ds, err := c.Client.AppsV1().DaemonSets(p.namespace).Get(ctx, p.owner.Name, metav1.GetOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return false, fmt.Errorf("get DaemonSet %s/%s: %w", p.namespace, p.owner.Name, err)
@@ -183,16 +279,80 @@ func kataCleansUp(ctx context.Context, c *Cluster, p seenPod) (bool, error) {
 	if !labels.SelectorFromSet(p.nodeSelector).Matches(labels.Set(n.Labels)) {
 		return false, nil
 	}
-	dss, err := c.Client.AppsV1().DaemonSets("").List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return false, fmt.Errorf("list DaemonSets: %w", err)
-	}
-	for _, d := range dss.Items {
-		if d.DeletionTimestamp == nil && strings.Contains(d.Name, "kata-deploy") {
-			return false, nil
+	a.kataPending[p.node] = kataCleanup{pod: p, due: time.Now().Add(kataCleanupTime)}
+	return false, nil
+}
+
+// finishKataCleanups ends the kata-deploy cleanups that are due: Kata is off the node, and
+// the label goes when the pod's ServiceAccount may list DaemonSets and patch the node and
+// no DaemonSet named *kata-deploy* remains.
+func (c *Cluster) finishKataCleanups(ctx context.Context, a *nodeAgents) error {
+	kata := map[string]bool{} // the nodes a kata-deploy pod runs on again
+	for i, ag := range a.agents {
+		if ag.label == KataRuntimeLabel {
+			for _, sp := range a.seen[i] {
+				kata[sp.node] = true
+			}
 		}
 	}
-	return true, nil
+pending:
+	for node, kc := range a.kataPending {
+		if time.Now().Before(kc.due) {
+			continue
+		}
+		delete(a.kataPending, node)
+		if !kata[node] {
+			c.mu.Lock()
+			delete(c.kataShims, node)
+			c.mu.Unlock()
+		}
+		p := kc.pod
+		for _, attr := range []authorizationv1.ResourceAttributes{{Verb: "list", Group: "apps", Resource: "daemonsets"}, {Verb: "patch", Resource: "nodes", Name: node}} {
+			ok, why, err := c.serviceAccountMay(ctx, p.namespace, p.serviceAccount, attr)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				c.log("testcluster: kata-deploy's cleanup on %s failed: cannot %s %s: %s; the label %s stays", node, attr.Verb, attr.Resource, why, KataRuntimeLabel)
+				continue pending
+			}
+		}
+		dss, err := c.Client.AppsV1().DaemonSets("").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return fmt.Errorf("list DaemonSets: %w", err)
+		}
+		if slices.ContainsFunc(dss.Items, func(d appsv1.DaemonSet) bool {
+			return d.DeletionTimestamp == nil && strings.Contains(d.Name, "kata-deploy")
+		}) {
+			continue
+		}
+		if err := c.setNodeLabel(ctx, node, KataRuntimeLabel, ""); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// serviceAccountMay reports whether a pod running as the ServiceAccount may do what attr
+// says (a SubjectAccessReview), and why not: a ServiceAccount that is gone authenticates no
+// more.
+func (c *Cluster) serviceAccountMay(ctx context.Context, ns, sa string, attr authorizationv1.ResourceAttributes) (bool, string, error) {
+	if sa == "" {
+		sa = "default"
+	}
+	if _, err := c.Client.CoreV1().ServiceAccounts(ns).Get(ctx, sa, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		return false, fmt.Sprintf("ServiceAccount %s/%s is gone (401 Unauthorized)", ns, sa), nil
+	} else if err != nil {
+		return false, "", fmt.Errorf("get ServiceAccount %s/%s: %w", ns, sa, err)
+	}
+	user := "system:serviceaccount:" + ns + ":" + sa
+	r, err := c.Client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: user, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns, "system:authenticated"}, ResourceAttributes: &attr}},
+		metav1.CreateOptions{})
+	if err != nil {
+		return false, "", fmt.Errorf("review the access of %s: %w", user, err)
+	}
+	return r.Status.Allowed, fmt.Sprintf("%s is forbidden to %s %s (403)", user, attr.Verb, attr.Resource), nil
 }
 
 // setNodeLabel sets a node's label to value, or removes it when value is "" (a node that
@@ -223,52 +383,143 @@ func (c *Cluster) setNodeLabel(ctx context.Context, node, key, value string) err
 	return nil
 }
 
-// cleanupKataRBAC deletes the RBAC a kata-deploy release kept (ServiceAccount
-// kata-deploy-sa, ClusterRole kata-deploy-role, ClusterRoleBinding kata-deploy-rb) once
-// the release has no Helm record left (but uninstalled ones) and its namespace no
-// kata-deploy pod.
-func (c *Cluster) cleanupKataRBAC(ctx context.Context) error {
-	sas, err := c.Client.CoreV1().ServiceAccounts("").List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=kata-deploy-sa"})
-	if err != nil {
-		return fmt.Errorf("list ServiceAccounts: %w", err)
+// kataHook is a kata-deploy post-delete hook Job being played: the pods it waits for and
+// the kept RBAC it deletes, as its env names them.
+type kataHook struct {
+	namespace, serviceAccount, podLabel string
+	binding, role, account              string
+	deadline                            time.Time
+}
+
+// runKataCleanupHooks plays kata-deploy's post-delete hook Jobs (kata-deploy-rb-cleanup)
+// from the moment they are created (a watch: Helm deletes a succeeded hook Job within
+// moments) until the cluster stops.
+func (c *Cluster) runKataCleanupHooks() {
+	defer c.wg.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-c.stopCh
+		cancel()
+	}()
+	played := map[types.UID]bool{}
+	var pending []kataHook
+	rv := ""
+	tick := time.NewTicker(operatorPeriod)
+	defer tick.Stop()
+	for ctx.Err() == nil {
+		if rv == "" {
+			jobs, err := c.Client.BatchV1().Jobs("").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				select {
+				case <-ctx.Done():
+				case <-tick.C:
+				}
+				continue
+			}
+			for i := range jobs.Items {
+				pending = c.playKataHook(ctx, &jobs.Items[i], played, pending)
+			}
+			rv = jobs.ResourceVersion
+		}
+		w, err := c.Client.BatchV1().Jobs("").Watch(ctx, metav1.ListOptions{ResourceVersion: rv})
+		if err != nil {
+			rv = ""
+			select {
+			case <-ctx.Done():
+			case <-tick.C:
+			}
+			continue
+		}
+	events:
+		for {
+			select {
+			case <-ctx.Done():
+				break events
+			case <-tick.C:
+				pending = c.waitKataHooks(ctx, pending)
+			case ev, ok := <-w.ResultChan():
+				if !ok {
+					break events
+				}
+				job, isJob := ev.Object.(*batchv1.Job)
+				if !isJob {
+					rv = "" // an error (410 Gone): list again
+					break events
+				}
+				rv = job.ResourceVersion
+				if ev.Type == watch.Added {
+					pending = c.playKataHook(ctx, job, played, pending)
+				}
+			}
+		}
+		w.Stop()
 	}
-	for _, sa := range sas.Items {
-		release := sa.Annotations["meta.helm.sh/release-name"]
-		if release == "" || sa.Annotations["helm.sh/resource-policy"] != "keep" {
+}
+
+// playKataHook starts playing a kata-deploy post-delete hook Job once.
+func (c *Cluster) playKataHook(ctx context.Context, job *batchv1.Job, played map[types.UID]bool, pending []kataHook) []kataHook {
+	if played[job.UID] || !strings.HasPrefix(job.Name, "kata-deploy-rb-cleanup") || !strings.Contains(job.Annotations["helm.sh/hook"], "post-delete") ||
+		len(job.Spec.Template.Spec.Containers) == 0 {
+		return pending
+	}
+	played[job.UID] = true
+	h := kataHook{namespace: job.Namespace, serviceAccount: job.Spec.Template.Spec.ServiceAccountName, deadline: job.CreationTimestamp.Add(300 * time.Second)}
+	for _, e := range job.Spec.Template.Spec.Containers[0].Env {
+		switch e.Name {
+		case "DAEMONSET_POD_LABEL":
+			h.podLabel = e.Value
+		case "CLUSTER_ROLE_BINDING_NAME":
+			h.binding = e.Value
+		case "CLUSTER_ROLE_NAME":
+			h.role = e.Value
+		case "SERVICE_ACCOUNT_NAME":
+			h.account = e.Value
+		}
+	}
+	return c.waitKataHooks(ctx, append(pending, h))
+}
+
+// waitKataHooks plays the hooks' wait: pods counted with a get as the Job's ServiceAccount
+// (none when it may not), then the kept RBAC deleted; the hooks still waiting are returned.
+func (c *Cluster) waitKataHooks(ctx context.Context, hooks []kataHook) []kataHook {
+	var left []kataHook
+	for _, h := range hooks {
+		count := 0
+		if ok, _, err := c.serviceAccountMay(ctx, h.namespace, h.serviceAccount, authorizationv1.ResourceAttributes{Namespace: h.namespace, Verb: "list", Resource: "pods"}); err == nil && ok {
+			if pods, err := c.Client.CoreV1().Pods(h.namespace).List(ctx, metav1.ListOptions{LabelSelector: h.podLabel}); err == nil {
+				count = len(pods.Items)
+			}
+		}
+		if count > 0 && time.Now().Before(h.deadline) {
+			left = append(left, h)
 			continue
 		}
-		records := metav1.ListOptions{LabelSelector: "owner=helm,status!=uninstalled,name=" + release}
-		secrets, err := c.Client.CoreV1().Secrets(sa.Namespace).List(ctx, records)
-		if err != nil {
-			return fmt.Errorf("list Helm records: %w", err)
-		}
-		cms, err := c.Client.CoreV1().ConfigMaps(sa.Namespace).List(ctx, records)
-		if err != nil {
-			return fmt.Errorf("list Helm records: %w", err)
-		}
-		pods, err := c.Client.CoreV1().Pods(sa.Namespace).List(ctx, metav1.ListOptions{LabelSelector: KataDeployPodLabel})
-		if err != nil {
-			return fmt.Errorf("list pods: %w", err)
-		}
-		if len(secrets.Items)+len(cms.Items)+len(pods.Items) > 0 {
-			continue
-		}
-		del := []func() error{
-			func() error {
-				return c.Client.RbacV1().ClusterRoleBindings().Delete(ctx, "kata-deploy-rb", metav1.DeleteOptions{})
-			},
-			func() error {
-				return c.Client.RbacV1().ClusterRoles().Delete(ctx, "kata-deploy-role", metav1.DeleteOptions{})
-			},
-			func() error {
-				return c.Client.CoreV1().ServiceAccounts(sa.Namespace).Delete(ctx, sa.Name, metav1.DeleteOptions{})
-			},
+		del := []struct {
+			attr authorizationv1.ResourceAttributes
+			run  func() error
+		}{
+			{authorizationv1.ResourceAttributes{Verb: "delete", Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings", Name: h.binding},
+				func() error {
+					return c.Client.RbacV1().ClusterRoleBindings().Delete(ctx, h.binding, metav1.DeleteOptions{})
+				}},
+			{authorizationv1.ResourceAttributes{Verb: "delete", Group: "rbac.authorization.k8s.io", Resource: "clusterroles", Name: h.role},
+				func() error { return c.Client.RbacV1().ClusterRoles().Delete(ctx, h.role, metav1.DeleteOptions{}) }},
+			{authorizationv1.ResourceAttributes{Namespace: h.namespace, Verb: "delete", Resource: "serviceaccounts", Name: h.account},
+				func() error {
+					return c.Client.CoreV1().ServiceAccounts(h.namespace).Delete(ctx, h.account, metav1.DeleteOptions{})
+				}},
 		}
 		for _, d := range del {
-			if err := d(); err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("delete the kept RBAC of %s/%s: %w", sa.Namespace, release, err)
+			ok, why, err := c.serviceAccountMay(ctx, h.namespace, h.serviceAccount, d.attr)
+			if err != nil || !ok {
+				c.log("testcluster: kata-deploy-rb-cleanup cannot delete %s %s: %v %s", d.attr.Resource, d.attr.Name, err, why)
+				continue
+			}
+			if err := d.run(); err != nil && !apierrors.IsNotFound(err) {
+				c.log("testcluster: kata-deploy-rb-cleanup: delete %s %s: %v", d.attr.Resource, d.attr.Name, err)
 			}
 		}
 	}
-	return nil
+	return left
 }

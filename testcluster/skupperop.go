@@ -82,7 +82,8 @@ func (c *Cluster) InstallSkupper(ctx context.Context, version string) error {
 	}
 	labels := map[string]string{"application": skupperController, "app.kubernetes.io/name": skupperController,
 		"app.kubernetes.io/part-of": "skupper", "skupper.io/component": "controller"}
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: skupperController, Namespace: SkupperNamespace, Labels: labels},
+	// As upstream's generator writes it: the labels are the pods', the Deployment has none.
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: skupperController, Namespace: SkupperNamespace},
 		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"application": skupperController}},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
 				Containers: []corev1.Container{{Name: "controller", Image: "quay.io/skupper/controller:" + version,
@@ -94,7 +95,7 @@ func (c *Cluster) InstallSkupper(ctx context.Context, version string) error {
 }
 
 func (c *Cluster) reconcileSkupper(ctx context.Context, dyn dynamic.Interface) error {
-	ctrl, err := c.availableDeployment(ctx, "application="+skupperController, "")
+	ctrl, err := c.availableDeployment(ctx, "", skupperController)
 	if err != nil || ctrl == nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -254,9 +255,62 @@ func standInCases() []standInCase {
 				if fmt.Sprint(p.Spec.Selector.MatchLabels) != "map[app:loki]" {
 					return fmt.Errorf("selector %v", p.Spec.Selector.MatchLabels)
 				}
+				// loki 2.16.0 asks for "policy/v1/PodDisruptionBudgets", which Helm never lists.
+				if v := m.find("PodDisruptionBudget", "loki-stack").GetAPIVersion(); v != "policy/v1beta1" {
+					return fmt.Errorf("apiVersion %s, upstream renders policy/v1beta1", v)
+				}
 				vcts, _, _ := nestedSlice(m.find("StatefulSet", "loki-stack"), "spec", "volumeClaimTemplates")
 				if len(vcts) != 1 {
 					return fmt.Errorf("volumeClaimTemplates %v", vcts)
+				}
+				return nil
+			}},
+
+		// seaweedfs 4.44.0: the all-in-one SFTP server, and what the default layout renders.
+		{name: "all-in-one-sftp", chart: "seaweedfs", version: "4.44.0", release: "seaweedfs", namespace: "runr-data",
+			values: "master: {enabled: false}\nvolume: {enabled: false}\nfiler: {enabled: false}\nallInOne: {enabled: true, sftp: {enabled: true}}", check: func(m *manifest) error {
+				pt, err := m.podTemplate("Deployment", "seaweedfs-all-in-one")
+				if err != nil {
+					return err
+				}
+				if cmd := strings.Join(pt.Spec.Containers[0].Command, " "); !strings.Contains(cmd, "-sftp.port=2022") {
+					return fmt.Errorf("no SFTP server: %s", cmd)
+				}
+				if err := mountedAt(pt, "/etc/sw/ssh", "config-ssh"); err != nil {
+					return err
+				}
+				var svc corev1.Service
+				if err := m.typed("Service", "seaweedfs-all-in-one", &svc); err != nil {
+					return err
+				}
+				if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == "swfs-sftp" && p.Port == 2022 }) {
+					return fmt.Errorf("service ports %v", svc.Spec.Ports)
+				}
+				for _, name := range []string{"seaweedfs-sftp-secret", "seaweedfs-sftp-ssh-secret"} {
+					o := m.find("Secret", name)
+					if o == nil || o.GetAnnotations()["helm.sh/resource-policy"] != "keep" || o.GetAnnotations()["helm.sh/hook"] != "pre-install,pre-upgrade" {
+						return fmt.Errorf("Secret %s must be a kept hook: %v", name, o)
+					}
+				}
+				if k, _, _ := nestedString(m.find("Secret", "seaweedfs-sftp-ssh-secret"), "data", "ssh_host_ed25519_key"); k == "" {
+					return fmt.Errorf("no host key")
+				}
+				return nil
+			}},
+		{name: "default-layout-no-cluster-role", chart: "seaweedfs", version: "4.44.0", release: "seaweedfs", namespace: "runr-data",
+			values: "global: {seaweedfs: {createClusterRole: false}}", check: func(m *manifest) error {
+				// sftp-secret's condition is sftp.enabled or allInOne.enabled: neither here.
+				for _, gone := range []string{"Secret/seaweedfs-sftp-secret", "ClusterRole/seaweedfs-rw-cr", "ClusterRoleBinding/seaweedfs-rw-crb", "Deployment/seaweedfs-all-in-one"} {
+					kind, name, _ := strings.Cut(gone, "/")
+					if m.find(kind, name) != nil {
+						return fmt.Errorf("%s rendered (have %v)", gone, m.names())
+					}
+				}
+				for _, want := range []string{"ServiceAccount/seaweedfs", "ConfigMap/seaweedfs-master-config", "StatefulSet/seaweedfs-master"} {
+					kind, name, _ := strings.Cut(want, "/")
+					if m.find(kind, name) == nil {
+						return fmt.Errorf("no %s (have %v)", want, m.names())
+					}
 				}
 				return nil
 			}},

@@ -91,7 +91,12 @@ func createData(t *testing.T, old *console, cl *testcluster.Cluster) *seed {
 		Data struct{ ID string }
 		Jobs map[string]string
 	}
+	// v0.1.0 cannot install loki-stack 2.10.2 on Kubernetes 1.25 or later: its values set
+	// loki.podDisruptionBudget, which loki 2.16.0 renders as policy/v1beta1 (issue 31). The
+	// region uses an existing in-cluster Loki (a Service name, never called by an install) so the
+	// previous release's install completes as it would for an administrator who has one.
 	must(201, "POST", "/api/knative-regions", map[string]any{"name": "eu-2", "kubeconfig": string(cl.Kubeconfig()), "redis_mode": "none",
+		"loki_url":      "http://loki.logging.svc:3100",
 		"registry_mode": "internal", "registry_storage_type": "pvc", "registry_storage_config": map[string]any{"storageClass": "standard", "size": "5Gi"}}, &region)
 	s.regionID = region.Data.ID
 	for _, id := range region.Jobs {
@@ -203,7 +208,7 @@ func TestUpgradeFromPreviousRelease(t *testing.T) {
 	dbURL := storetest.EmptyURL(t)
 	env := append(os.Environ(), "DATABASE_URL="+dbURL, "RUNR_APP_KEY="+storetest.AppKey, "RUNR_CHART_MIRROR="+repo.URL,
 		"RUNR_LOCAL_CLUSTER_HOST=127.0.0.2", "RUNR_ALLOW_LOOPBACK_CLUSTERS=true", "RUNR_STATUS_INTERVAL=1h",
-		"RUNR_INSTALL_TIMEOUT=90s", "RUNR_STORAGE_TEST_TIMEOUT=4s")
+		"RUNR_INSTALL_TIMEOUT=90s", "RUNR_STORAGE_TEST_TIMEOUT=4s", "RUNR_AGENT_WS_URL=ws://127.0.0.1:8080/api/internal/agent/ws")
 	old := newConsole(t, oldBin, env)
 	t.Logf("%s: %s", from, old.run("migrate"))
 	old.serve()

@@ -145,3 +145,23 @@ func rawBytes(b []byte) templ.Component {
 		return err
 	})
 }
+
+// imageMirrorHint is the General tab's hint for a region's image mirror.
+func imageMirrorHint(console string) string {
+	takes := "no mirror: images come from their own registries"
+	if console != "" {
+		takes = "the console's mirror, " + console
+	}
+	return "A registry of your own holding copies of the images under their paths (<mirror>/ghcr.io/…, <mirror>/docker.io/…), e.g. registry.example.com:5000/mirror. Empty takes " + takes + ". New installs use it at once; runr reconcile --step image-mirror moves what runs."
+}
+
+// effectiveMirror names the mirror a region's images come from.
+func effectiveMirror(own, console string) string {
+	switch {
+	case own != "":
+		return own
+	case console != "":
+		return console + " (the console's)"
+	}
+	return "none: images come from their own registries"
+}

@@ -78,7 +78,7 @@ func (s *Server) agentAuth(c *fiber.Ctx) error {
 	}
 	rs, err := s.Store.RegionsByAgentToken(c.UserContext(), tok)
 	if err != nil {
-		s.Log.Warn("agent refused: unknown token", "ip", c.IP())
+		s.Log.Warn("agent refused: unknown token", "ip", handlers.ClientIP(c, s.Cfg))
 		return unauthorized(c, "The agent's token belongs to no region (were its cluster's regions removed?).")
 	}
 	ids, names := make([]string, len(rs)), make([]string, len(rs))

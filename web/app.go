@@ -6,8 +6,10 @@ package web
 import (
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/alexedwards/scs/v2"
@@ -45,6 +47,16 @@ type Server struct {
 	internal *internalHosts
 	// creds keeps sessions, tokens and users until they change (credcache.go).
 	creds *handlers.ChangeCache
+}
+
+// noStore keeps the console's answers out of every cache (a browser's, a proxy's): its
+// pages and answers carry kubeconfigs, new tokens, generated passwords and the state of
+// regions. The static files keep their own caching.
+func noStore(c *fiber.Ctx) error {
+	if !strings.HasPrefix(c.Path(), "/static/") {
+		c.Set(fiber.HeaderCacheControl, "no-store")
+	}
+	return c.Next()
 }
 
 var httpRequests = promauto.NewCounterVec(prometheus.CounterOpts{
@@ -86,15 +98,21 @@ func New(st *store.Store, cfg *config.Config, svc *ops.Service, log *slog.Logger
 		AppName:               "runr-console",
 		BodyLimit:             BodyLimit,
 		DisableStartupMessage: true,
-		ReadTimeout:           60 * time.Second,
-		WriteTimeout:          60 * time.Second,
-		IdleTimeout:           120 * time.Second,
-		ErrorHandler:          s.errorHandler,
-		JSONEncoder:           gojson.Marshal, // as encoding/json, faster on the region lists
+		// A connection's request (the first included: an idle connection that sends
+		// nothing) has 15 s to arrive; a kept-alive connection waits 2 minutes for the next.
+		ReadTimeout:  15 * time.Second,
+		WriteTimeout: 60 * time.Second,
+		IdleTimeout:  120 * time.Second,
+		ErrorHandler: s.errorHandler,
+		JSONEncoder:  gojson.Marshal, // as encoding/json, faster on the region lists
 		// Fiber reuses the buffers of a request's strings (method, path, params, query,
 		// headers) for the next request. Immutable copies them, so that a value kept
 		// beyond the request (a metric label, a job parameter, a cache key) stays right.
 		Immutable: true,
+		// X-Forwarded-Host and -Proto are believed from the configured proxies only
+		// (c.Hostname, c.Protocol); the client's address is handlers.ClientIP.
+		EnableTrustedProxyCheck: true,
+		TrustedProxies:          proxyRanges(cfg),
 	})
 	s.App.Use(recover.New(recover.Config{EnableStackTrace: true}))
 	s.App.Use(requestid.New())
@@ -106,6 +124,7 @@ func New(st *store.Store, cfg *config.Config, svc *ops.Service, log *slog.Logger
 		XSSProtection:         "0",
 	}))
 	s.App.Use(s.logRequests)
+	s.App.Use(noStore)
 	// Fiber's filesystem middleware strips only a plain route prefix: mounted as GET
 	// /static/* it looks the whole path up, which static.FS answers.
 	s.App.Get("/static/*", filesystem.New(filesystem.Config{Root: http.FS(static.FS()), PathPrefix: "", MaxAge: 3600}))
@@ -195,6 +214,9 @@ func (s *Server) authorize(r Route) fiber.Handler {
 }
 
 func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
+	if errors.Is(err, store.ErrUnavailable) {
+		return s.H.DatabaseUnavailable(c, err)
+	}
 	code := fiber.StatusInternalServerError
 	rid, _ := c.Locals("requestid").(string)
 	msg := "Something went wrong on our side; the error is logged with request id " + rid + "."
@@ -241,6 +263,29 @@ func (s *Server) logRequests(c *fiber.Ctx) error {
 		lvl = slog.LevelInfo
 	}
 	s.Log.Log(c.UserContext(), lvl, "request", "method", c.Method(), "path", c.Path(), "status", status,
-		"duration_ms", d.Milliseconds(), "request_id", c.Locals("requestid"), "ip", c.IP())
+		"duration_ms", d.Milliseconds(), "request_id", c.Locals("requestid"), "ip", handlers.ClientIP(c, s.Cfg))
 	return nil
+}
+
+// proxyRanges are the trusted proxies as Fiber reads them.
+func proxyRanges(cfg *config.Config) []string {
+	var out []string
+	for _, p := range cfg.TrustedProxies {
+		out = append(out, p.String())
+	}
+	return out
+}
+
+// Serve answers on ln within the connection limits (RUNR_MAX_CONNECTIONS,
+// RUNR_MAX_CONNECTIONS_PER_ADDRESS) until the app shuts down; running out of file
+// descriptors makes it wait, never return.
+func (s *Server) Serve(ln net.Listener) error {
+	total, perAddress := s.Cfg.MaxConnections, s.Cfg.MaxConnectionsPerAddress
+	if total == 0 {
+		total = DefaultMaxConnections()
+	}
+	if perAddress == 0 {
+		perAddress = DefaultConnectionsPerAddress
+	}
+	return s.App.Listener(newLimitedListener(ln, total, perAddress, s.Cfg.TrustsProxy, s.Log))
 }

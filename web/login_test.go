@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"runr.dev/console/handlers"
 	"runr.dev/console/web/webtest"
 )
 
@@ -21,10 +22,23 @@ var csrfMeta = regexp.MustCompile(`name="csrf-token" content="([^"]*)"`)
 // returns the status and how long the POST took.
 func loginFrom(t *testing.T, base, src, email, password string) (int, time.Duration) {
 	t.Helper()
-	jar, _ := cookiejar.New(nil)
+	return loginWith(t, browserAt(src, nil), base, email, password)
+}
+
+// browserAt is a client whose connections come from a loopback address, with a cookie
+// jar (a new one when jar is nil).
+func browserAt(src string, jar http.CookieJar) *http.Client {
+	if jar == nil {
+		jar, _ = cookiejar.New(nil)
+	}
 	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
-	c := &http.Client{Jar: jar, Transport: &http.Transport{DialContext: d.DialContext},
+	return &http.Client{Jar: jar, Transport: &http.Transport{DialContext: d.DialContext},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+// loginWith signs in through the form with a client; the status and how long the POST took.
+func loginWith(t *testing.T, c *http.Client, base, email, password string) (int, time.Duration) {
+	t.Helper()
 	resp, err := c.Get(base + "/login")
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +60,7 @@ func loginFrom(t *testing.T, base, src, email, password string) (int, time.Durat
 	return resp.StatusCode, took
 }
 
-// TestLoginThrottleIsADelay: failures from five addresses slow the account down but do
+// TestLoginThrottleIsADelay: failures from five addresses slow those addresses down but do
 // not lock the real user out; one address cannot spray every account; an unknown
 // e-mail costs as long as a known one; old failure rows are pruned.
 func TestLoginThrottleIsADelay(t *testing.T) {
@@ -58,14 +72,17 @@ func TestLoginThrottleIsADelay(t *testing.T) {
 			t.Fatalf("failure %d: %d", i, got)
 		}
 	}
-	// Right away the account must wait a moment...
-	if got, _ := loginFrom(t, base, "127.0.0.9", u.Email, "password-of-admin"); got != 429 {
+	// Right away an address that failed must wait a moment...
+	if got, _ := loginFrom(t, base, "127.0.0.2", u.Email, "password-of-admin"); got != 429 {
 		t.Fatalf("right after 5 failures: %d, want 429 (a short delay)", got)
 	}
-	// ...and then the real user gets in from a fresh address.
-	time.Sleep(1100 * time.Millisecond)
+	// ...and then it gets in; the real user gets in from a fresh address at once.
 	if got, _ := loginFrom(t, base, "127.0.0.9", u.Email, "password-of-admin"); got != 303 {
-		t.Fatalf("the real user after the delay: %d, want 303", got)
+		t.Fatalf("the real user from an address without failures: %d, want 303", got)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	if got, _ := loginFrom(t, base, "127.0.0.3", u.Email, "password-of-admin"); got != 303 {
+		t.Fatalf("an address that failed, after the delay: %d, want 303", got)
 	}
 
 	// One address trying many accounts is stopped, whatever the e-mail.
@@ -104,5 +121,78 @@ func TestLoginThrottleIsADelay(t *testing.T) {
 	e.Store.DB.Get(&n, `SELECT count(*) FROM login_failures WHERE key = 'ip|old'`)
 	if n != 0 {
 		t.Fatal("old failure rows are kept")
+	}
+}
+
+// TestSprayerCannotLockOutTheOwner: a sprayer rotating addresses, one wrong guess each
+// time its delay ends, is answered 429 once its addresses have failed (it is slowed down)
+// while the owner signs in every time: from the browser it signed in with before (the
+// device cookie), even at one of the sprayer's addresses, and from an address of its
+// own. The owner's browser is delayed by its own failures only.
+func TestSprayerCannotLockOutTheOwner(t *testing.T) {
+	e := webtest.New(t, nil)
+	u, _ := e.User("admin")
+	base := e.Listen()
+	first, _ := cookiejar.New(nil)
+	if got, _ := loginWith(t, browserAt("127.0.0.40", first), base, u.Email, "password-of-admin"); got != 303 {
+		t.Fatalf("the owner's first sign-in: %d", got)
+	}
+	loginURL, _ := url.Parse(base + "/login")
+	var device []*http.Cookie
+	for _, c := range first.Cookies(loginURL) {
+		if c.Name == handlers.DeviceCookie {
+			device = append(device, c)
+		}
+	}
+	if len(device) != 1 {
+		t.Fatalf("the owner's browser got no device cookie: %v", first.Cookies(loginURL))
+	}
+	// The owner's browser, signed out: its device cookie only.
+	owner := func(src string) *http.Client {
+		jar, _ := cookiejar.New(nil)
+		jar.SetCookies(loginURL, device)
+		return browserAt(src, jar)
+	}
+	sprayers := []string{"127.0.0.50", "127.0.0.51", "127.0.0.52", "127.0.0.53", "127.0.0.54", "127.0.0.55"}
+	slowed := 0
+	for round := 0; round < 3; round++ {
+		for _, src := range sprayers {
+			switch got, _ := loginFrom(t, base, src, u.Email, "a wrong guess!"); got {
+			case 429:
+				slowed++
+			case 401:
+			default:
+				t.Fatalf("a sprayer's guess: %d", got)
+			}
+		}
+		// The owner, in its browser at one of the sprayer's addresses, and from its own.
+		if got, _ := loginWith(t, owner(sprayers[round]), base, u.Email, "password-of-admin"); got != 303 {
+			t.Fatalf("round %d: the owner's browser at a sprayer's address: %d, want 303", round, got)
+		}
+		if got, _ := loginFrom(t, base, "127.0.0.41", u.Email, "password-of-admin"); got != 303 {
+			t.Fatalf("round %d: the owner from its own address: %d, want 303", round, got)
+		}
+	}
+	// 6 free guesses of the first round, then every address waits the account's delay.
+	if slowed < 12 {
+		t.Fatalf("the sprayer was answered 429 on %d of 18 guesses, want at least 12", slowed)
+	}
+	// The sprayer's failures never reached the owner's browser; its own do.
+	for i := 0; i < 5; i++ {
+		if got, _ := loginWith(t, owner("127.0.0.40"), base, u.Email, "the owner's typo"); got != 401 {
+			t.Fatalf("the owner's typo %d: %d", i, got)
+		}
+	}
+	if got, _ := loginWith(t, owner("127.0.0.40"), base, u.Email, "password-of-admin"); got != 429 {
+		t.Fatalf("the owner's browser after five typos of its own: %d, want 429", got)
+	}
+	// A device cookie is bound to its account: with another e-mail it is no device.
+	if got, _ := loginWith(t, owner("127.0.0.42"), base, "someone-else@example.com", "a wrong guess!"); got != 401 {
+		t.Fatalf("another account with the owner's device cookie: %d", got)
+	}
+	var n int
+	e.Store.DB.Get(&n, `SELECT count(*) FROM login_failures WHERE key LIKE 'device|%'`)
+	if n != 1 {
+		t.Fatalf("%d device rows, want 1 (the owner's browser)", n)
 	}
 }

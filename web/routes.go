@@ -62,6 +62,13 @@ func (s *Server) publicRoutes() []Route {
 		{Method: post, Path: "/login", Perm: Anonymous, Handler: h.Login},
 		{Method: post, Path: "/logout", Perm: Authenticated, Handler: h.Logout},
 		{Method: get, Path: "/api/me", Perm: Authenticated, Handler: h.APIMe},
+		// One's own account: the password change and "sign out other sessions" (a token
+		// needs tokens.manage for them, as for the other credentials).
+		{Method: get, Path: "/account", Perm: Authenticated, Handler: h.AccountPage},
+		{Method: post, Path: "/account/password", Perm: Authenticated, TokenPerm: store.PermTokensManage, Handler: h.ChangePasswordForm},
+		{Method: post, Path: "/account/sessions/end-others", Perm: Authenticated, TokenPerm: store.PermTokensManage, Handler: h.EndOtherSessionsForm},
+		{Method: post, Path: "/api/me/password", Perm: Authenticated, TokenPerm: store.PermTokensManage, Handler: h.APIChangePassword},
+		{Method: post, Path: "/api/me/sessions/end-others", Perm: Authenticated, TokenPerm: store.PermTokensManage, Handler: h.APIEndOtherSessions},
 		{Method: get, Path: "/", Perm: Authenticated, Handler: func(c *fiber.Ctx) error { return c.Redirect("/regions", fiber.StatusSeeOther) }},
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"runtime"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/fasthttp/websocket"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"runr.dev/console/config"
 	"runr.dev/console/engine"
 	"runr.dev/console/handlers"
 	"runr.dev/console/ops"
@@ -403,9 +405,11 @@ func TestSecurityHeaders(t *testing.T) {
 			t.Errorf("%s: headers %v", path, resp.Header)
 		}
 	}
+	// Behind a trusted proxy (app.Test's connections come from 0.0.0.0) that says TLS.
+	behind := webtest.New(t, func(c *config.Config) { c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("0.0.0.0/32")} })
 	req := webtest.Req("GET", "/login", "", "")
 	req.Header.Set("X-Forwarded-Proto", "https")
-	if resp := e.Do(req); !strings.Contains(resp.Header.Get("Strict-Transport-Security"), "max-age=") {
+	if resp := behind.Do(req); !strings.Contains(resp.Header.Get("Strict-Transport-Security"), "max-age=") {
 		t.Error("no HSTS over TLS")
 	}
 	// No page has an inline script or an inline event handler.
@@ -519,5 +523,39 @@ func TestNoSecretInSessions(t *testing.T) {
 	all := strings.Join(rows, "\n")
 	if strings.Contains(all, token) || strings.Contains(all, "generated_password") || strings.Contains(all, "new_token") {
 		t.Fatal("a secret is stored in the sessions table")
+	}
+}
+
+// TestForwardedHeadersFromTrustedProxiesOnly: X-Forwarded-Host and X-Forwarded-Proto from
+// a client that is no trusted proxy change nothing: the internal API's host check judges
+// the request's own Host (400 for another host), and a claimed TLS gets no HSTS. From a
+// proxy of RUNR_TRUSTED_PROXIES both are believed.
+func TestForwardedHeadersFromTrustedProxiesOnly(t *testing.T) {
+	public := func(c *config.Config) { c.AppURL = "https://console.example.test" }
+	forwarded := func() *http.Request {
+		req := webtest.Req("GET", "/api/internal/agent/ws", "", "")
+		req.Host = "attacker.example.test"
+		req.Header.Set("X-Forwarded-Host", "console.example.test")
+		req.Header.Set("X-Forwarded-Proto", "https")
+		return req
+	}
+	e := webtest.New(t, public)
+	resp := e.Do(forwarded())
+	if resp.StatusCode != 400 {
+		t.Errorf("X-Forwarded-Host from any client: %d, want 400 (the host check judges Host)", resp.StatusCode)
+	}
+	if resp.Header.Get("Strict-Transport-Security") != "" {
+		t.Error("X-Forwarded-Proto from any client turned HSTS on")
+	}
+	trusted := webtest.New(t, func(c *config.Config) {
+		public(c)
+		c.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("0.0.0.0/32")}
+	})
+	resp = trusted.Do(forwarded())
+	if resp.StatusCode != 401 {
+		t.Errorf("X-Forwarded-Host from a trusted proxy: %d, want 401 (past the host check, no agent token)", resp.StatusCode)
+	}
+	if resp.Header.Get("Strict-Transport-Security") == "" {
+		t.Error("X-Forwarded-Proto from a trusted proxy: no HSTS")
 	}
 }

@@ -2,6 +2,8 @@ package web
 
 import (
 	"crypto/subtle"
+	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"time"
@@ -16,6 +18,9 @@ import (
 
 // SessionCookie is the name of the console's session cookie.
 const SessionCookie = "runr_session"
+
+// AnonymousCSRFCookie holds the CSRF token of a visitor who has no session yet.
+const AnonymousCSRFCookie = "runr_csrf"
 
 // NewSessions builds the scs session manager, stored in PostgreSQL.
 func NewSessions(st *store.Store) *scs.SessionManager {
@@ -32,6 +37,9 @@ func NewSessions(st *store.Store) *scs.SessionManager {
 func (s *Server) sessions(c *fiber.Ctx) error {
 	token := c.Cookies(SessionCookie)
 	sctx, err := s.Sessions.Load(c.UserContext(), token)
+	if store.Unavailable(err) {
+		return fmt.Errorf("load the session: %w: %w", store.ErrUnavailable, err)
+	}
 	if err != nil {
 		s.Log.Warn("session load failed; starting a new one", "err", err)
 		sctx, _ = s.Sessions.Load(c.UserContext(), "")
@@ -45,6 +53,9 @@ func (s *Server) sessions(c *fiber.Ctx) error {
 	switch s.Sessions.Status(sctx) {
 	case scs.Modified:
 		tok, exp, err := s.Sessions.Commit(sctx)
+		if store.Unavailable(err) {
+			return fmt.Errorf("save the session: %w: %w", store.ErrUnavailable, err)
+		}
 		if err != nil {
 			return err
 		}
@@ -84,8 +95,12 @@ func (s *Server) identify(c *fiber.Ctx) error {
 			return unauthorized(c, "Send the token as Authorization: Bearer <token>.")
 		}
 		t, u, err := s.apiTokenUser(c.UserContext(), strings.TrimSpace(plain))
-		if err != nil || !s.admits(u) {
+		switch {
+		case errors.Is(err, store.ErrNotFound) || err == nil && !s.admits(u):
 			return unauthorized(c, "The API token is not valid (revoked, or mistyped).")
+		case err != nil:
+			// The lookup did not say no (the database is away): never "not valid".
+			return fmt.Errorf("look up the API token: %w", err)
 		}
 		c.Locals(handlers.PrincipalKey, &handlers.Principal{User: u, Perms: s.permissions(u, t.Scopes), TokenID: t.ID, Scopes: t.Scopes})
 		return c.Next()
@@ -93,23 +108,53 @@ func (s *Server) identify(c *fiber.Ctx) error {
 	return s.sessions(c)
 }
 
-// sessionPrincipal resolves the session's user.
+// sessionPrincipal resolves the session's user. A session signed in with an older
+// generation of its user's sessions (the password changed since, or the user signed out
+// their other sessions) is ended here: the visitor is anonymous.
 func (s *Server) sessionPrincipal(c *fiber.Ctx) error {
 	if c.Locals(handlers.PrincipalKey) != nil {
 		return c.Next() // a bearer token
 	}
 	sctx := c.UserContext()
+	id := s.Sessions.GetString(sctx, "user_id")
+	var u *store.User
+	if id != "" {
+		var err error
+		u, err = s.userByID(sctx, id)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			u = nil
+		case err != nil:
+			return fmt.Errorf("load the session's user: %w", err)
+		case s.Sessions.GetInt(sctx, handlers.SessionGenerationKey) != u.SessionGeneration:
+			err := s.Sessions.Destroy(sctx)
+			if store.Unavailable(err) {
+				return fmt.Errorf("end a signed-out session: %w: %w", store.ErrUnavailable, err)
+			} else if err != nil {
+				return fmt.Errorf("end a signed-out session: %w", err)
+			}
+			id, u = "", nil
+		}
+	}
 	csrf := s.Sessions.GetString(sctx, "csrf")
-	if csrf == "" && c.Method() == fiber.MethodGet && !handlers.IsAPI(c) {
+	switch {
+	case csrf != "":
+	case id == "":
+		// A visitor without a session (the sign-in form) keeps its CSRF token in a cookie
+		// of its own: a session, and its row, exist only once something is stored in them.
+		csrf = c.Cookies(AnonymousCSRFCookie)
+		if csrf == "" && c.Method() == fiber.MethodGet && !handlers.IsAPI(c) {
+			csrf = store.RandomToken("")
+			c.Cookie(&fiber.Cookie{Name: AnonymousCSRFCookie, Value: csrf, Path: "/", HTTPOnly: true,
+				SameSite: fiber.CookieSameSiteLaxMode, Secure: s.secure(c)})
+		}
+	case c.Method() == fiber.MethodGet && !handlers.IsAPI(c):
 		csrf = store.RandomToken("")
 		s.Sessions.Put(sctx, "csrf", csrf)
 	}
 	c.Locals("csrf", csrf)
-	if id := s.Sessions.GetString(sctx, "user_id"); id != "" {
-		u, err := s.userByID(sctx, id)
-		if err == nil && s.admits(u) {
-			c.Locals(handlers.PrincipalKey, &handlers.Principal{User: u, Perms: s.permissions(u, nil), CSRF: csrf})
-		}
+	if u != nil && s.admits(u) {
+		c.Locals(handlers.PrincipalKey, &handlers.Principal{User: u, Perms: s.permissions(u, nil), CSRF: csrf})
 	}
 	return c.Next()
 }

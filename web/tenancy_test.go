@@ -733,3 +733,51 @@ func TestTenantsOff(t *testing.T) {
 		t.Errorf("region with the module off: %d %v", got, out.Data)
 	}
 }
+
+// TestTenantJobsStayInWalls: a tenant's user starts no job that names no region but a
+// region setup (which creates the tenant's own region): a job without a region runs
+// outside every wall. Reconcile, which acts on every region, is the platform's: the
+// tenant is refused its dry run and its job (403), and nothing changes; the platform's
+// owner runs both.
+func TestTenantJobsStayInWalls(t *testing.T) {
+	w := newTenantWorld(t)
+	e := w.e
+	for _, path := range []string{"/api/reconcile", "/api/reconcile?step=agent"} {
+		if got, body := w.call(http.MethodGet, path, w.tokA); got != 403 || strings.Contains(body, "shared-eu") {
+			t.Errorf("GET %s as A's owner: %d %.300s, want 403", path, got, body)
+		}
+	}
+	for _, body := range []string{"{}", `{"step":"agent"}`, `{"region":"shared-eu"}`} {
+		before := tenancyDigest(t, e.Store)
+		got, answer := e.Raw(http.MethodPost, "/api/reconcile", w.tokA, body)
+		if got != 403 || !strings.Contains(answer, "platform") {
+			t.Errorf("POST /api/reconcile %s as A's owner: %d %.300s, want 403", body, got, answer)
+		}
+		if tenancyDigest(t, e.Store) != before {
+			t.Errorf("POST /api/reconcile %s as A's owner changed something", body)
+		}
+	}
+	// Every route without an object in its path, sent by A's owner: no job without a region.
+	for _, r := range walked(e.S) {
+		if r.Method == http.MethodGet || strings.Contains(r.Path, ":") {
+			continue
+		}
+		w.call(r.Method, r.Path, w.tokA)
+	}
+	jobs, err := e.Store.ListJobs(w.inA, "", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range jobs {
+		if j.RegionID == nil && j.Kind != ops.KindRegistrySetup {
+			t.Errorf("tenant A started job %s (%s) that names no region", j.Kind, j.Title)
+		}
+	}
+	// The platform's owner: the dry run answers, the job is queued.
+	if got, body := w.call(http.MethodGet, "/api/reconcile?step=agent", w.tokPlatform); got != 200 {
+		t.Errorf("GET /api/reconcile as the platform's owner: %d %.300s", got, body)
+	}
+	if got, body := e.Raw(http.MethodPost, "/api/reconcile", w.tokPlatform, `{"step":"agent"}`); got != 202 {
+		t.Errorf("POST /api/reconcile as the platform's owner: %d %.300s", got, body)
+	}
+}

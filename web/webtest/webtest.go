@@ -86,6 +86,9 @@ func New(t testing.TB, tweak func(*config.Config)) *Env {
 	cfg.AppKey = storetest.AppKey
 	// The simulated clusters listen on 127.0.0.1; a test that checks the refusal turns it off.
 	cfg.AllowLoopbackClusters = true
+	// The agents of test regions get an address (on simulated nodes they never run; a
+	// test that runs one sets its own): without one the console refuses to install them.
+	cfg.AgentWSURL = "ws://127.0.0.1:8080" + ops.AgentPath
 	if tweak != nil {
 		tweak(cfg)
 	}
@@ -215,7 +218,7 @@ func (e *Env) Listen() string {
 	if err != nil {
 		e.T.Fatal(err)
 	}
-	go e.S.App.Listener(ln)
+	go e.S.Serve(ln)
 	e.T.Cleanup(func() { e.S.App.Shutdown() })
 	return "http://" + ln.Addr().String()
 }

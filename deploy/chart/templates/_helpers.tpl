@@ -68,6 +68,10 @@ valueFrom:
   value: "1"
 {{- end }}
 {{- end }}
+{{- with .Values.trustedProxies }}
+- name: RUNR_TRUSTED_PROXIES
+  value: {{ . | quote }}
+{{- end }}
 {{- range $k, $v := .Values.env }}
 - name: {{ $k }}
   value: {{ $v | toString | quote }}

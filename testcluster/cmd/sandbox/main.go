@@ -2,11 +2,15 @@
 // with the stand-in chart repository, for `make sandbox`:
 //
 //	sandbox build   build the binaries (and the tests' SeaweedFS) into the user cache dir
-//	sandbox start   start the sandbox in the background and write .data/sandbox/{kubeconfig,env}
+//	sandbox start [--real-node]
+//	                start the sandbox in the background and write .data/sandbox/{kubeconfig,env};
+//	                --real-node adds a real node (realnode.md) that runs the console's images
+//	                of this checkout
 //	sandbox stop    stop it
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -18,6 +22,8 @@ import (
 	"syscall"
 	"time"
 
+	"runr.dev/console/config"
+	"runr.dev/console/images"
 	"runr.dev/console/testcluster"
 )
 
@@ -31,19 +37,11 @@ func main() {
 	var err error
 	switch os.Args[1] {
 	case "build":
-		var b *testcluster.Binaries
-		if b, err = testcluster.Build(os.Stderr); err == nil {
-			fmt.Fprintln(os.Stderr, "simulated cluster binaries ready in", b.Dir)
-		}
-		// The tests' external S3 endpoint (a real SeaweedFS server).
-		var weed string
-		if weed, err = testcluster.BuildSeaweedFS(os.Stderr); err == nil {
-			fmt.Fprintln(os.Stderr, "SeaweedFS ready at", weed)
-		}
+		err = build()
 	case "start":
-		err = start()
+		err = start(len(os.Args) > 2 && os.Args[2] == "--real-node")
 	case "serve":
-		err = serve()
+		err = serve(len(os.Args) > 2 && os.Args[2] == "--real-node")
 	case "stop":
 		err = stop()
 	default:
@@ -55,10 +53,31 @@ func main() {
 	}
 }
 
+// build builds the simulated cluster's binaries, the real node's (realnode.md) and the
+// tests' SeaweedFS, once each into the user cache dir.
+func build() error {
+	b, err := testcluster.Build(os.Stderr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stderr, "simulated cluster binaries ready in", b.Dir)
+	if _, err := testcluster.BuildRealNode(os.Stderr); err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stderr, "real-node binaries ready in", b.Dir)
+	// The tests' external S3 endpoint (a real SeaweedFS server).
+	weed, err := testcluster.BuildSeaweedFS(os.Stderr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stderr, "SeaweedFS ready at", weed)
+	return nil
+}
+
 func pidFile() string { return filepath.Join(dir, "sandbox.pid") }
 
 // start builds if needed, then runs `sandbox serve` detached and waits for its files.
-func start() error {
+func start(realNode bool) error {
 	if pid, ok := running(); ok {
 		return fmt.Errorf("a sandbox runs already (pid %d): `make sandbox-stop` first", pid)
 	}
@@ -77,7 +96,14 @@ func start() error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(self, "serve")
+	args := []string{"serve"}
+	if realNode {
+		if _, err := testcluster.BuildRealNode(os.Stderr); err != nil {
+			return err
+		}
+		args = append(args, "--real-node")
+	}
+	cmd := exec.Command(self, args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -86,12 +112,16 @@ func start() error {
 	if err := os.WriteFile(pidFile(), []byte(strconv.Itoa(cmd.Process.Pid)), 0o644); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(3 * time.Minute)
+	deadline := time.Now().Add(5 * time.Minute)
 	for time.Now().Before(deadline) {
 		if _, err := os.Stat(filepath.Join(dir, "env")); err == nil {
 			abs, _ := filepath.Abs(dir)
+			nodes := "1 control-plane node, 2 workers"
+			if realNode {
+				nodes += ", 1 real node (its pods run the console's images of this checkout; a console on :8080 is reached from it at " + testcluster.NodeIP + ":8080)"
+			}
 			fmt.Printf(`
-The sandbox runs: 1 control-plane node, 2 workers, and a chart mirror.
+The sandbox runs: %[2]s, and a chart mirror.
 
   kubeconfig (cluster-admin):  %[1]s/kubeconfig
   kubeconfig (read-only):      %[1]s/kubeconfig-limited
@@ -104,7 +134,7 @@ Use it with the console:
 
 then add a region in the browser with the content of %[1]s/kubeconfig.
 Stop it with: make sandbox-stop   (log: %[1]s/sandbox.log)
-`, abs)
+`, abs, nodes)
 			return nil
 		}
 		if _, ok := running(); !ok {
@@ -116,31 +146,40 @@ Stop it with: make sandbox-stop   (log: %[1]s/sandbox.log)
 	return errors.New("the sandbox did not start within 3 minutes; see " + filepath.Join(dir, "sandbox.log"))
 }
 
+// imageVersion tags the console's images of this checkout in a real-node sandbox.
+const imageVersion = "sandbox"
+
 // serve runs the cluster and the chart repository until SIGTERM.
-func serve() error {
+func serve(realNode bool) error {
 	repo, err := testcluster.StartChartRepo("")
 	if err != nil {
 		return err
 	}
 	defer repo.Close()
-	c, err := testcluster.Start(testcluster.Options{LBAddress: "127.0.0.50", Log: func(f string, a ...any) { fmt.Printf(f+"\n", a...) }})
+	c, err := testcluster.Start(testcluster.Options{LBAddress: "127.0.0.50", RealNode: realNode, Log: func(f string, a ...any) { fmt.Printf(f+"\n", a...) }})
 	if err != nil {
 		return err
 	}
 	defer c.Stop()
+	var extra []string
+	if realNode {
+		if extra, err = realNodeSettings(c); err != nil {
+			return err
+		}
+	}
 	if err := os.WriteFile(filepath.Join(dir, "kubeconfig"), c.Kubeconfig(), 0o600); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(dir, "kubeconfig-limited"), c.LimitedKubeconfig(), 0o600); err != nil {
 		return err
 	}
-	env := strings.Join([]string{
+	env := strings.Join(append([]string{
 		"RUNR_CHART_MIRROR=" + repo.URL,
 		"RUNR_APP_URL=http://127.0.0.1:8080",
 		"RUNR_LOCAL_CLUSTER_HOST=127.0.0.1",
 		// The sandbox's cluster listens on 127.0.0.1: the console must be let to reach it.
 		"RUNR_ALLOW_LOOPBACK_CLUSTERS=true",
-	}, "\n") + "\n"
+	}, extra...), "\n") + "\n"
 	if err := os.WriteFile(filepath.Join(dir, "env"), []byte(env), 0o644); err != nil {
 		return err
 	}
@@ -150,6 +189,32 @@ func serve() error {
 	<-sig
 	fmt.Println("sandbox stopping")
 	return nil
+}
+
+// realNodeSettings puts the console's images of this checkout into the real node's
+// registry and makes the console (on :8080) reachable from the node's pods; it returns the
+// console's settings for them.
+func realNodeSettings(c *testcluster.Cluster) ([]string, error) {
+	fmt.Println("building the console's images of this checkout for the real node")
+	built, err := testcluster.ConsoleImages(imageVersion)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.PushImages(context.Background(), built); err != nil {
+		return nil, err
+	}
+	inside, err := c.Expose("127.0.0.1:8080", 8080)
+	if err != nil {
+		return nil, err
+	}
+	agent := config.OwnImage(images.Agent, imageVersion)
+	return []string{
+		"RUNR_AGENT_IMAGE=" + agent,
+		"RUNR_RESPONDER_IMAGE=" + agent,
+		"RUNR_AGENT_WS_URL=ws://" + inside,
+		// The real node pulls only what its registry holds: the pre-pull takes the pause image.
+		"RUNR_PREPULL_IMAGES=" + testcluster.PauseImage,
+	}, nil
 }
 
 func running() (int, bool) {

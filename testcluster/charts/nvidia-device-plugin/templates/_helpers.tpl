@@ -59,3 +59,7 @@ tolerations:
   {{- toYaml . | nindent 2 }}
 {{- end }}
 {{- end }}
+{{/* The image with its tag (v<appVersion> by default). */}}
+{{- define "nvidia-device-plugin.fullimage" -}}
+{{- .Values.image.repository -}}:{{- .Values.image.tag | default (printf "v%s" .Chart.AppVersion) -}}
+{{- end -}}

@@ -52,3 +52,24 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "seaweedfs.allInOneAuth" -}}
 {{- if and .Values.allInOne.s3.enabled (or .Values.allInOne.s3.enableAuth .Values.s3.enableAuth .Values.filer.s3.enableAuth) -}}true{{- end -}}
 {{- end -}}
+
+{{/* The ServiceAccount the chart makes and its ClusterRoleBinding names. */}}
+{{- define "seaweedfs.serviceAccountName" -}}
+{{- .Values.global.seaweedfs.serviceAccountName | default "seaweedfs" -}}
+{{- end -}}
+
+{{/* The value under key of Secret name in the release namespace when the cluster has it
+     (so that an upgrade keeps generated credentials, as upstream's
+     seaweedfs.getOrGeneratePassword does), else length random characters. Arguments:
+     (list . name key length). */}}
+{{- define "seaweedfs.keptOrRandom" -}}
+{{- $ctx := index . 0 -}}
+{{- $found := lookup "v1" "Secret" $ctx.Release.Namespace (index . 1) -}}
+{{- $kept := dig "data" (index . 2) "" $found -}}
+{{- if $kept -}}{{ b64dec $kept }}{{- else -}}{{ randAlphaNum (index . 3) }}{{- end -}}
+{{- end -}}
+
+{{/* The SFTP port of the all-in-one server. */}}
+{{- define "seaweedfs.allInOneSftpPort" -}}
+{{- .Values.allInOne.sftp.port | default .Values.sftp.port -}}
+{{- end -}}

@@ -1,0 +1,41 @@
+package config
+
+import (
+	"net/netip"
+	"testing"
+	"time"
+)
+
+// TestSecurityAndWaitSettings: the settings of connection limits, trusted proxies and the
+// GPU waits read their defaults and their values, and refuse what they cannot use.
+func TestSecurityAndWaitSettings(t *testing.T) {
+	c, err := FromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.GPUDiscoveryTimeout != 30*time.Minute || c.SocketsPerUser != DefaultSocketsPerUser || len(c.TrustedProxies) != 0 || c.MaxConnections != 0 {
+		t.Fatalf("defaults: %v %d %v %d", c.GPUDiscoveryTimeout, c.SocketsPerUser, c.TrustedProxies, c.MaxConnections)
+	}
+	t.Setenv("RUNR_GPU_DISCOVERY_TIMEOUT", "45m")
+	t.Setenv("RUNR_TRUSTED_PROXIES", "10.0.0.0/8, 192.0.2.7,::ffff:198.51.100.1")
+	t.Setenv("RUNR_SOCKETS_PER_USER", "5")
+	if c, err = FromEnv(); err != nil {
+		t.Fatal(err)
+	}
+	if c.GPUDiscoveryTimeout != 45*time.Minute || c.SocketsPerUser != 5 || len(c.TrustedProxies) != 3 {
+		t.Fatalf("values: %v %d %v", c.GPUDiscoveryTimeout, c.SocketsPerUser, c.TrustedProxies)
+	}
+	for addr, want := range map[string]bool{"10.1.2.3": true, "192.0.2.7": true, "192.0.2.8": false, "198.51.100.1": true, "::ffff:10.0.0.1": true, "2001:db8::1": false} {
+		if got := c.TrustsProxy(netip.MustParseAddr(addr)); got != want {
+			t.Errorf("TrustsProxy(%s) = %v, want %v", addr, got, want)
+		}
+	}
+	for k, v := range map[string]string{"RUNR_TRUSTED_PROXIES": "not-an-address", "RUNR_SOCKETS_PER_USER": "0", "RUNR_MAX_CONNECTIONS": "-1"} {
+		t.Run(k, func(t *testing.T) {
+			t.Setenv(k, v)
+			if _, err := FromEnv(); err == nil {
+				t.Errorf("%s=%s is accepted", k, v)
+			}
+		})
+	}
+}

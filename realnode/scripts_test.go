@@ -1,0 +1,341 @@
+package realnode
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"runr.dev/console/ops"
+	"runr.dev/console/store"
+	"runr.dev/console/testcluster"
+	"runr.dev/console/web/webtest"
+)
+
+// hostRedis is a Redis server of this machine (Debian's redis-tools) with a password, on
+// loopback.
+type hostRedis struct {
+	addr, password string
+}
+
+func startHostRedis(t *testing.T) *hostRedis {
+	t.Helper()
+	dir := t.TempDir()
+	// redis-tools ships the server as redis-check-rdb: under the name redis-server it serves.
+	server := filepath.Join(dir, "redis-server")
+	if err := os.Symlink("/usr/bin/redis-check-rdb", server); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	r := &hostRedis{addr: fmt.Sprintf("127.0.0.1:%d", port), password: "redis-password-of-the-test"}
+	cmd := exec.Command(server, "--bind", "127.0.0.1", "--port", fmt.Sprint(port), "--requirepass", r.password,
+		"--save", "", "--appendonly", "no", "--dir", dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	logf, _ := os.Create(filepath.Join(dir, "redis.log"))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("redis-server (Debian's redis-tools): %v", err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	eventually(t, 10*time.Second, func() string { raw, _ := os.ReadFile(filepath.Join(dir, "redis.log")); return string(raw) }, func() bool {
+		out, _ := r.cli("PING")
+		return out == "PONG"
+	})
+	return r
+}
+
+// cli runs redis-cli against the server as its default user, or with extra arguments first.
+func (r *hostRedis) cli(args ...string) (string, error) {
+	host, port, _ := net.SplitHostPort(r.addr)
+	full := append([]string{"-h", host, "-p", port, "--no-auth-warning", "-a", r.password}, args...)
+	out, err := exec.Command("redis-cli", full...).CombinedOutput()
+	return strings.TrimSpace(string(out)), err
+}
+
+// as runs redis-cli as another user.
+func (r *hostRedis) as(user, password string, args ...string) string {
+	host, port, _ := net.SplitHostPort(r.addr)
+	out, _ := exec.Command("redis-cli", append([]string{"-h", host, "-p", port, "--no-auth-warning", "--user", user, "--pass", password}, args...)...).CombinedOutput()
+	return strings.TrimSpace(string(out))
+}
+
+// jobPodsOnRealNode lists the console's Job pods of a namespace that ran on the real node.
+func jobPodsOnRealNode(t *testing.T, c *testcluster.Cluster, ns string) []corev1.Pod {
+	t.Helper()
+	pods, err := c.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: "job-name", FieldSelector: "spec.nodeName=" + testcluster.RealNodeName})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pods.Items
+}
+
+// jobSucceededOn says whether the Job's pod ran to success on the real node.
+func jobSucceededOn(t *testing.T, c *testcluster.Cluster, ns, job string) bool {
+	t.Helper()
+	for _, p := range jobPodsOnRealNode(t, c, ns) {
+		if p.Labels["job-name"] == job && p.Status.Phase == corev1.PodSucceeded {
+			return true
+		}
+	}
+	return false
+}
+
+// TestInClusterScriptsOnARealNode runs the shell scripts the console writes into Jobs on a
+// real node, with images of Debian's programs (testcluster.CurlImage, RedisImage): the Redis
+// PING test against a Redis server, the KV data service's redis-cli ACL Jobs (a binding's
+// user exists on the server, limited to its prefix, and is gone after unbinding), the
+// external registry's test pod, the KVM probe, and the S3 bucket check of a registry on S3 against a real
+// SeaweedFS S3 gateway. A wrong password or address makes each check fail: the scripts ran.
+func TestInClusterScriptsOnARealNode(t *testing.T) {
+	ctx := context.Background()
+	c := realCluster(t, testcluster.Options{Nodes: []testcluster.NodeSpec{}})
+	e := consoleOn(t, c, nil)
+	for _, spec := range []testcluster.HostImageSpec{testcluster.CurlImage, testcluster.RedisImage} {
+		ref := spec.Ref
+		if spec.Ref == testcluster.RedisImage.Ref {
+			ref = e.Cfg.RedisImage
+		}
+		if err := c.PushHostImage(ctx, spec, ref); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, tok := e.User("owner")
+	r := createRegion(t, e, tok, c, "sc")
+
+	redis := startHostRedis(t)
+	redisInside, err := c.Expose(redis.addr, 6379)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("RedisPing", func(t *testing.T) {
+		// The region's Redis is the server of this machine; the Redis test runs redis-cli
+		// PING from a pod, which fails with a wrong password.
+		run := func(path string, body any) *store.Job {
+			var ans struct {
+				JobID string `json:"job_id"`
+			}
+			if st := e.JSON("POST", "/api/knative-regions/"+r.ID+"/"+path, tok, body, &ans); st != 202 {
+				t.Fatalf("%s: %d", path, st)
+			}
+			return e.WaitJob(ans.JobID, 3*time.Minute)
+		}
+		mustSucceed(t, e, run("redis", map[string]any{"mode": "external", "address": redisInside, "password": "not-the-password"}))
+		if j := run("test-redis", nil); j.Status != store.JobFailed {
+			t.Fatalf("redis-cli PING with a wrong password: %s\n%s", j.Status, jobLog(t, e, j.ID))
+		}
+		mustSucceed(t, e, run("redis", map[string]any{"mode": "external", "address": redisInside, "password": redis.password}))
+		mustSucceed(t, e, run("test-redis", nil))
+		if !jobSucceededOn(t, c, r.Name, "runr-redis-ping") {
+			t.Fatalf("the PING Job did not run on the real node: %+v", jobPodsOnRealNode(t, c, r.Name))
+		}
+	})
+
+	t.Run("KVBindings", func(t *testing.T) {
+		mustSucceed(t, e, action(t, e, tok, r.ID, "data-services/kv", map[string]any{}))
+		project := createProject(t, e, tok, r.ID, "cart")
+		var bound struct {
+			JobID string `json:"job_id"`
+			Error string
+		}
+		if st := e.JSON("POST", "/api/projects/"+project+"/bindings", tok, map[string]string{"service": "kv"}, &bound); st != 202 {
+			t.Fatalf("bind: %d %s", st, bound.Error)
+		}
+		mustSucceed(t, e, e.WaitJob(bound.JobID, 3*time.Minute))
+		bs, err := e.Store.RegionBindings(ctx, r.ID, "kv")
+		if err != nil || len(bs) != 1 {
+			t.Fatalf("bindings: %v %d", err, len(bs))
+		}
+		user, pw, prefix := bs[0].Resource, bs[0].Credentials["REDIS_PASSWORD"], bs[0].Credentials["REDIS_KEY_PREFIX"]
+		// The ACL Job made the user on the server: it may use its prefix, nothing else.
+		if out := redis.as(user, pw, "SET", prefix+"basket", "3"); out != "OK" {
+			t.Fatalf("SET %sbasket as %s: %s", prefix, user, out)
+		}
+		if out := redis.as(user, pw, "SET", "elsewhere", "1"); !strings.Contains(out, "NOPERM") {
+			t.Fatalf("SET outside the prefix as %s: %s", user, out)
+		}
+		if out := redis.as(user, pw, "FLUSHALL"); !strings.Contains(out, "NOPERM") {
+			t.Fatalf("FLUSHALL as %s: %s", user, out)
+		}
+		var unbound struct {
+			JobID string `json:"job_id"`
+		}
+		if st := e.JSON("DELETE", "/api/projects/"+project+"/bindings/kv", tok, nil, &unbound); st != 202 {
+			t.Fatalf("unbind: %d", st)
+		}
+		mustSucceed(t, e, e.WaitJob(unbound.JobID, 3*time.Minute))
+		if out, _ := redis.cli("ACL", "GETUSER", user); out != "" {
+			t.Fatalf("the user %s is still on the server: %q", user, out)
+		}
+		if out, _ := redis.cli("EXISTS", prefix+"basket"); out != "0" {
+			t.Fatalf("the binding's keys are still there: %s", out)
+		}
+		if len(jobPodsOnRealNode(t, c, ops.DataNamespace)) < 3 {
+			t.Fatalf("the ACL Jobs did not run on the real node: %+v", jobPodsOnRealNode(t, c, ops.DataNamespace))
+		}
+	})
+
+	t.Run("QueueWorker", func(t *testing.T) {
+		// A queue-worker project deployed by the console consumes its stream from the
+		// region's Redis (this machine's server): its program is a shell loop of
+		// redis-cli in the Redis image, reading with a consumer group and recording what it
+		// consumed under consumed:<body>.
+		const worker = `export REDISCLI_AUTH="$REDIS_PASSWORD"
+host=${REDIS_ADDRESS%:*}; port=${REDIS_ADDRESS##*:}
+cli() { redis-cli -h "$host" -p "$port" --raw "$@"; }
+cli XGROUP CREATE "$QUEUE_STREAM" workers 0 MKSTREAM || true
+echo "consuming $QUEUE_STREAM"
+while :; do
+  set -- $(cli XREADGROUP GROUP workers w1 COUNT 1 BLOCK 5000 STREAMS "$QUEUE_STREAM" ">")
+  if [ $# -ge 4 ]; then
+    cli SET "consumed:$4" "$2" >/dev/null && cli XACK "$QUEUE_STREAM" workers "$2" >/dev/null && echo "consumed $2 $4"
+  fi
+done`
+		var created struct {
+			Data   struct{ ID, Slug string }
+			Fields map[string]string
+		}
+		body := map[string]any{"name": "orders", "region_id": r.ID, "image": e.Cfg.RedisImage, "kind": "queue_worker",
+			"queue_stream": "orders", "command": []string{"sh", "-c", worker}}
+		if st := e.JSON("POST", "/api/projects", tok, body, &created); st != 201 {
+			t.Fatalf("create the queue worker: %d %+v", st, created)
+		}
+		var deployed struct {
+			JobID string `json:"job_id"`
+			Error string
+		}
+		if st := e.JSON("POST", "/api/projects/"+created.Data.ID+"/deploy", tok, nil, &deployed); st != 202 {
+			t.Fatalf("deploy: %d %s", st, deployed.Error)
+		}
+		mustSucceed(t, e, e.WaitJob(deployed.JobID, 3*time.Minute))
+		pod := c.WaitRealPod(t, r.Name, "runr.dev/project="+created.Data.ID, 2*time.Minute)
+		if out, err := redis.cli("XADD", "orders", "*", "body", "order-1234"); err != nil {
+			t.Fatalf("XADD: %v %s", err, out)
+		}
+		// Consumed (recorded), then acknowledged: nothing pending for the group.
+		eventually(t, time.Minute, func() string {
+			pending, _ := redis.cli("XPENDING", "orders", "workers")
+			return "pending: " + pending + "\n" + podLog(t, c, r.Name, "runr.dev/project="+created.Data.ID)
+		}, func() bool {
+			out, _ := redis.cli("GET", "consumed:order-1234")
+			pending, _ := redis.cli("XPENDING", "orders", "workers")
+			return out != "" && strings.HasPrefix(pending, "0")
+		})
+		if pod.Spec.NodeName != testcluster.RealNodeName {
+			t.Fatalf("the worker ran on %s", pod.Spec.NodeName)
+		}
+	})
+
+	t.Run("ExternalRegistryTest", func(t *testing.T) {
+		test := func(address string) *store.Job {
+			return action(t, e, tok, r.ID, "test-registry", map[string]any{"registry_mode": "external", "external_address": address,
+				"external_username": "robot", "external_password": "robot-password"})
+		}
+		// The cluster's own registry answers /v2/ inside the namespace; a closed port does not.
+		mustSucceed(t, e, test("http://"+testcluster.NodeIP+":"+testcluster.RegistryPort))
+		if !jobSucceededOn(t, c, ops.RegistryNamespace, ops.RegistryTestJob) {
+			t.Fatalf("the registry test pod did not run on the real node")
+		}
+		if j := test("http://" + testcluster.NodeIP + ":5999"); j.Status != store.JobFailed {
+			t.Fatalf("a registry nobody serves passed the test: %s", j.Status)
+		}
+	})
+
+	t.Run("KVMProbe", func(t *testing.T) {
+		// The probe's pod on the real node labels it with whether /dev/kvm is there.
+		_, err := os.Stat("/dev/kvm")
+		want := fmt.Sprint(err == nil)
+		mustSucceed(t, e, action(t, e, tok, r.ID, "probe-kvm", nil))
+		n, err := c.Client.CoreV1().Nodes().Get(ctx, testcluster.RealNodeName, metav1.GetOptions{})
+		if err != nil || n.Labels[testcluster.KVMLabel] != want {
+			t.Fatalf("the KVM probe labelled the real node %s=%q, this machine's /dev/kvm says %s", testcluster.KVMLabel, n.Labels[testcluster.KVMLabel], want)
+		}
+	})
+
+	t.Run("S3BucketCheck", func(t *testing.T) {
+		weed, err := testcluster.StartSeaweedFS(t.TempDir(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(weed.Stop)
+		client := s3.New(s3.Options{Region: "us-east-1", BaseEndpoint: aws.String(weed.URL), UsePathStyle: true,
+			Credentials: credentials.NewStaticCredentialsProvider(weed.AccessKey, weed.SecretKey, "")})
+		if _, err := client.CreateBucket(ctx, &s3.CreateBucketInput{Bucket: aws.String("runr-images")}); err != nil {
+			t.Fatal(err)
+		}
+		inside, err := c.Expose(strings.TrimPrefix(weed.URL, "http://"), 8333)
+		if err != nil {
+			t.Fatal(err)
+		}
+		check := func(secret string) *store.Job {
+			return action(t, e, tok, r.ID, "test-registry", map[string]any{"registry_mode": "internal", "storage_type": "s3",
+				"s3_config": map[string]any{"endpoint": "http://" + inside, "bucket": "runr-images", "region": "us-east-1",
+					"access_key": weed.AccessKey, "secret_key": secret}})
+		}
+		if j := check("not-the-secret-key"); j.Status != store.JobFailed {
+			t.Fatalf("a wrong secret key passed the bucket check: %s", j.Status)
+		}
+		j := check(weed.SecretKey)
+		mustSucceed(t, e, j)
+		if !strings.Contains(jobLog(t, e, j.ID), "A pod listed, wrote and deleted in the bucket") || !jobSucceededOn(t, c, ops.RegistryNamespace, ops.RegistryTestJob) {
+			t.Fatalf("bucket check:\n%s", jobLog(t, e, j.ID))
+		}
+		// It cleaned up after itself.
+		objs, err := client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("runr-images")})
+		if err != nil || len(objs.Contents) != 0 {
+			t.Fatalf("the check left objects: %v %+v", err, objs)
+		}
+	})
+}
+
+// createRegion creates a region without registry or Redis and waits for its preparation.
+func createRegion(t *testing.T, e *webtest.Env, tok string, c *testcluster.Cluster, name string) *store.Region {
+	t.Helper()
+	var ans struct {
+		Jobs   map[string]string
+		Fields map[string]string
+		Error  string
+	}
+	body := map[string]any{"name": name, "kubeconfig": string(c.Kubeconfig()), "redis_mode": "none"}
+	if st := e.JSON("POST", "/api/knative-regions", tok, body, &ans); st != 201 {
+		t.Fatalf("create region %s: %d %+v", name, st, ans)
+	}
+	for _, id := range ans.Jobs {
+		mustSucceed(t, e, e.WaitJob(id, 3*time.Minute))
+	}
+	r, err := e.Store.RegionByName(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// createProject creates an HTTP function project of the region (not deployed).
+func createProject(t *testing.T, e *webtest.Env, tok, regionID, name string) string {
+	t.Helper()
+	var ans struct {
+		Data   struct{ ID string }
+		Fields map[string]string
+	}
+	if st := e.JSON("POST", "/api/projects", tok, map[string]any{"name": name, "region_id": regionID, "image": "ghcr.io/acme/" + name + ":1"}, &ans); st != 201 {
+		t.Fatalf("create project: %d %+v", st, ans)
+	}
+	return ans.Data.ID
+}
