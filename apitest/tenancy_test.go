@@ -217,8 +217,14 @@ func TestTenancyQuotasAndAdmission(t *testing.T) {
 		t.Fatalf("the deploy check without the assignment: %v", err)
 	}
 
+	// A cluster serves one owner: a tenant's region on the platform's cluster is refused
+	// beside the kubeconfig, directly and in the wizard, and nothing changes.
+	cA := testcluster.New(t, testcluster.Options{Nodes: []testcluster.NodeSpec{{Name: "a-1", CPU: "4", Memory: "8Gi"}}})
+	cB := testcluster.New(t, testcluster.Options{Nodes: []testcluster.NodeSpec{{Name: "b-1", CPU: "4", Memory: "8Gi"}}})
+	refuseOtherOwner(t, e, tokA, c, "acme-there")
+
 	// region_mode from a tenant's owner is ignored: its own region is managed, and its own.
-	mine := newRegion(t, e, tokA, c, "acme-own", map[string]any{"region_mode": "shared"})
+	mine := newRegion(t, e, tokA, cA, "acme-own", map[string]any{"region_mode": "shared"})
 	if mine.Mode != store.RegionManaged || mine.Tenant() != a.ID {
 		t.Fatalf("A's own region: mode %s, tenant %q", mine.Mode, mine.Tenant())
 	}
@@ -230,7 +236,8 @@ func TestTenancyQuotasAndAdmission(t *testing.T) {
 	}
 	// The wizard's first step too: B's setup creates B's region, managed.
 	var setup setupAnswer
-	body := setupBody("globex-own", c.Kubeconfig(), map[string]any{"registry_mode": "external", "external_address": "registry.example.com",
+	refuseOtherOwner(t, e, tokB, cA, "globex-there")
+	body := setupBody("globex-own", cB.Kubeconfig(), map[string]any{"registry_mode": "external", "external_address": "registry.example.com",
 		"external_username": "bot", "external_password": "pw", "redis_mode": "none", "region_mode": "shared"})
 	if st := e.JSON("POST", "/api/registry-setup/start", tokB, body, &setup); st != 202 {
 		t.Fatalf("B's setup: %d %+v", st, setup)
@@ -245,6 +252,23 @@ func TestTenancyQuotasAndAdmission(t *testing.T) {
 	}
 	if st := e.JSON("GET", "/api/jobs/"+setup.JobID, tokA, nil, nil); st != 404 {
 		t.Fatalf("A reads B's job: %d", st)
+	}
+	// Nor does the platform put a region on a tenant's cluster, or move one there; nor does a
+	// tenant move its region to the platform's cluster.
+	refuseOtherOwner(t, e, tok, cB, "platform-there")
+	for _, mv := range []struct {
+		tok, region string
+		to          *testcluster.Cluster
+	}{{tokA, mine.ID, c}, {tok, r.ID, cA}} {
+		before := tenancyState(t, e)
+		var ans struct{ Fields map[string]string }
+		st := e.JSON("POST", "/api/knative-regions/"+mv.region+"/migrate", mv.tok, map[string]any{"kubeconfig": string(mv.to.Kubeconfig())}, &ans)
+		if st != 422 || ans.Fields["kubeconfig"] != ops.OtherOwnerRefusal {
+			t.Fatalf("a move to another owner's cluster: %d %+v", st, ans)
+		}
+		if tenancyState(t, e) != before {
+			t.Fatal("a refused move changed something")
+		}
 	}
 	// A platform administrator sets the mode on creation.
 	shared := newRegion(t, e, tok, c, "shared-us", map[string]any{"region_mode": "shared"})
@@ -276,4 +300,28 @@ func tenancyState(t *testing.T, e *webtest.Env) string {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// refuseOtherOwner checks that tok's user cannot put a region on c, which hosts another
+// owner's region: a direct creation, the API's setup and the wizard's check answer 422
+// beside the kubeconfig, and nothing changes.
+func refuseOtherOwner(t *testing.T, e *webtest.Env, tok string, c *testcluster.Cluster, name string) {
+	t.Helper()
+	before := tenancyState(t, e)
+	for _, call := range []struct {
+		path string
+		body map[string]any
+	}{
+		{"/api/knative-regions", map[string]any{"name": name, "kubeconfig": string(c.Kubeconfig()), "redis_mode": "none"}},
+		{"/api/registry-setup/start", setupBody(name, c.Kubeconfig(), map[string]any{"redis_mode": "none"})},
+		{"/api/knative-regions/check", map[string]any{"name": name, "kubeconfig": string(c.Kubeconfig())}},
+	} {
+		var ans struct{ Fields map[string]string }
+		if st := e.JSON("POST", call.path, tok, call.body, &ans); st != 422 || ans.Fields["kubeconfig"] != ops.OtherOwnerRefusal {
+			t.Fatalf("POST %s for %s on another owner's cluster: %d %+v", call.path, name, st, ans)
+		}
+	}
+	if tenancyState(t, e) != before {
+		t.Fatalf("refused regions on another owner's cluster changed something")
+	}
 }

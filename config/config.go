@@ -90,6 +90,10 @@ type Config struct {
 
 	// TracingRetentionHours is Tempo's retention (default 72).
 	TracingRetentionHours int
+	// TracingOff is RUNR_TRACING_DEFAULT_MODE=off (the chart's
+	// observability.tracing.defaultMode): a Serving install and reconcile leave the tracing
+	// backend out (default on).
+	TracingOff bool
 
 	// DNSResolver is the host:port of the DNS server the status check asks ("" = system).
 	DNSResolver string
@@ -246,6 +250,13 @@ func FromEnv() (*Config, error) {
 	}
 	if c.TracingRetentionHours, err = intEnv("RUNR_TRACING_RETENTION_HOURS", 72); err != nil {
 		return nil, err
+	}
+	switch m := strings.ToLower(strings.TrimSpace(os.Getenv("RUNR_TRACING_DEFAULT_MODE"))); m {
+	case "", "on":
+	case "off":
+		c.TracingOff = true
+	default:
+		return nil, fmt.Errorf("config: RUNR_TRACING_DEFAULT_MODE=%q is not on or off", m)
 	}
 	if c.Tenancy, err = onOff("RUNR_TENANCY"); err != nil {
 		return nil, err

@@ -39,3 +39,19 @@ func TestSecurityAndWaitSettings(t *testing.T) {
 		})
 	}
 }
+
+// TestTracingDefaultMode: tracing is on unless RUNR_TRACING_DEFAULT_MODE says off, and
+// anything but on or off is refused.
+func TestTracingDefaultMode(t *testing.T) {
+	for v, off := range map[string]bool{"": false, "on": false, "off": true, " OFF ": true} {
+		t.Setenv("RUNR_TRACING_DEFAULT_MODE", v)
+		c, err := FromEnv()
+		if err != nil || c.TracingOff != off {
+			t.Errorf("RUNR_TRACING_DEFAULT_MODE=%q: %v off=%v", v, err, c != nil && c.TracingOff)
+		}
+	}
+	t.Setenv("RUNR_TRACING_DEFAULT_MODE", "sometimes")
+	if _, err := FromEnv(); err == nil {
+		t.Error("RUNR_TRACING_DEFAULT_MODE=sometimes is accepted")
+	}
+}

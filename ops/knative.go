@@ -616,6 +616,10 @@ func (s *Service) servingAgent(ctx context.Context, jc *engine.JobContext, r *st
 
 // servingTracing is the step "tracing" (Tracing backend) of servingSteps.
 func (s *Service) servingTracing(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+	if s.Cfg.TracingOff {
+		jc.Logf("Tracing is off (RUNR_TRACING_DEFAULT_MODE=off): the tracing backend is not installed")
+		return nil
+	}
 	return s.component(ctx, jc, r, "tracing", func() error { return s.installTracing(ctx, jc, c) })
 }
 

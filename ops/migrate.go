@@ -97,6 +97,11 @@ func (s *Service) movePending(ctx context.Context, jc *engine.JobContext) error 
 	if !chk.OK {
 		return fmt.Errorf("the new cluster cannot take the region: %s", chk.FirstFailure())
 	}
+	if owner, err := s.otherOwnerOn(ctx, chk.Server, r.Tenant(), r.ID); err != nil {
+		return err
+	} else if owner != nil {
+		return errors.New(OtherOwnerRefusal)
+	}
 	had := migrationHad{Serving: r.ServingStatus == store.ComponentReady, Version: r.KnativeVersion, Registry: r.RegistryMode == store.RegistryInternal && r.RegistryStatus == store.ComponentReady,
 		Redis: r.RedisMode == store.RedisManaged, TLS: r.FunctionTLSCert != ""}
 	now := time.Now().UTC()
@@ -434,8 +439,14 @@ func (s *Service) StartMigration(ctx context.Context, actor Actor, r *store.Regi
 	if !ResidencyAllows(r.DataLocation, in.DataLocation) {
 		return nil, &Refused{Field: "data_location", Reason: "The region's data stays in " + r.DataLocation + ": the new cluster must be there (data_location " + r.DataLocation + ")."}
 	}
-	if _, err := kube.ParseKubeconfig([]byte(in.Kubeconfig)); err != nil {
+	kc, err := kube.ParseKubeconfig([]byte(in.Kubeconfig))
+	if err != nil {
 		return nil, &Refused{Field: "kubeconfig", Reason: err.Error()}
+	}
+	if owner, err := s.otherOwnerOn(ctx, kc.Server, r.Tenant(), r.ID); err != nil {
+		return nil, err
+	} else if owner != nil {
+		return nil, &Refused{Field: "kubeconfig", Reason: OtherOwnerRefusal}
 	}
 	j, err := s.Enqueue(ctx, engine.Request{Kind: KindMigrateRegion, Title: "Move region " + r.Name + " to another cluster",
 		Subject: r.ID, Secret: in.Kubeconfig, CreatedBy: actor.Email})

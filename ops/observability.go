@@ -34,8 +34,8 @@ func ensurePriorityClass(ctx context.Context, c *kube.Cluster) error {
 
 // legacyPDBs are the PodDisruptionBudgets earlier consoles made in the observability
 // namespace. Their selector (app.kubernetes.io/instance=<release>) matched DaemonSet pods
-// and never Prometheus or Loki, so they refused evictions forever; the charts' own
-// budgets replace them.
+// and never Prometheus or Loki, so they refused evictions forever; Prometheus's chart
+// brings its own budget, and Loki (one replica) has none.
 var legacyPDBs = map[string]string{PrometheusRelease: "prometheus-" + PrometheusRelease, LokiRelease: LokiRelease}
 
 // removeLegacyPDB deletes a release's budget of an earlier console (only one RunR made).
@@ -54,7 +54,7 @@ func removeLegacyPDB(ctx context.Context, c *kube.Cluster, jc *engine.JobContext
 	if err := c.Clientset.PolicyV1().PodDisruptionBudgets(ObservabilityNamespace).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete PodDisruptionBudget %s/%s: %w", ObservabilityNamespace, name, err)
 	}
-	jc.Logf("Deleted the PodDisruptionBudget %s/%s of an earlier console: it selected the wrong pods; the chart's own budget replaces it", ObservabilityNamespace, name)
+	jc.Logf("Deleted the PodDisruptionBudget %s/%s of an earlier console: it selected the wrong pods (Prometheus's chart brings its own budget; Loki runs one replica and has none)", ObservabilityNamespace, name)
 	return nil
 }
 

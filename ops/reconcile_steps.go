@@ -228,6 +228,9 @@ func (s *Service) tracingReleases() []Release {
 // checkTracing: Tempo and the OpenTelemetry Collector run this release's charts and
 // values (their images are in the values).
 func (s *Service) checkTracing(_ context.Context, c *kube.Cluster, _ *reconcileTarget) (finding, error) {
+	if s.Cfg.TracingOff {
+		return finding{What: "tracing is off (RUNR_TRACING_DEFAULT_MODE=off): nothing to install"}, nil
+	}
 	var fs []finding
 	for _, want := range s.tracingReleases() {
 		rel, err := helm.Status(c, want.Namespace, want.Name)

@@ -166,6 +166,11 @@ func (s *Service) setupConnect(p SetupParams, chk *CheckResult) func(ctx context
 		if !chk.OK {
 			return errors.New(chk.FirstFailure())
 		}
+		if owner, err := s.otherOwnerOn(ctx, chk.Server, jc.Job.Tenant(), jc.Job.Region()); err != nil {
+			return err
+		} else if owner != nil {
+			return errors.New(OtherOwnerRefusal)
+		}
 		jc.Note("Connected to %s (%s, %d nodes)", chk.Server, chk.Version, len(chk.Nodes))
 		return nil
 	}
@@ -572,10 +577,11 @@ func (s *Service) CheckNewRegion(ctx context.Context, in CheckInput) (*CheckResu
 
 // checkNew checks the cluster of a kubeconfig once the fields have no errors.
 func (s *Service) checkNew(ctx context.Context, in CheckInput, errs map[string]string) (*CheckResult, error) {
-	if _, err := kube.ParseKubeconfig([]byte(in.Kubeconfig)); err != nil {
-		errs["kubeconfig"] = err.Error()
+	owner, err := s.otherOwnerErrors(ctx, []byte(in.Kubeconfig), store.TenantOf(ctx), "")
+	if err != nil {
+		return nil, err
 	}
-	if err := invalid(errs); err != nil {
+	if err := invalid(mergeErrs(errs, owner)); err != nil {
 		return nil, err
 	}
 	chk, err := s.CheckCluster(ctx, in.Name, []byte(in.Kubeconfig), nil)
@@ -593,6 +599,32 @@ func (s *Service) nameUse(ctx context.Context, name, exceptJob string) (region, 
 		return false, false, fmt.Errorf("region name %s: %w", name, err)
 	}
 	return region, setup && !region, nil
+}
+
+// OtherOwnerRefusal says why a region cannot go on a cluster that hosts another owner's
+// regions: the regions of one cluster share its agent, Knative Serving and tracing.
+const OtherOwnerRefusal = "This cluster already hosts regions of another owner (the platform or another tenant): the regions of one cluster share its agent, Knative Serving and tracing, so a cluster serves one owner. Use a cluster of your own."
+
+// otherOwnerErrors returns a field error on the kubeconfig when its cluster hosts a region
+// (other than exceptRegion) of an owner other than tenant ("" is the platform).
+func (s *Service) otherOwnerErrors(ctx context.Context, kubeconfig []byte, tenant, exceptRegion string) (map[string]string, error) {
+	kc, err := kube.ParseKubeconfig(kubeconfig)
+	if err != nil {
+		return map[string]string{"kubeconfig": err.Error()}, nil
+	}
+	return s.otherOwnerOn(ctx, kc.Server, tenant, exceptRegion)
+}
+
+// otherOwnerOn is otherOwnerErrors for a cluster known by its API server's address.
+func (s *Service) otherOwnerOn(ctx context.Context, server, tenant, exceptRegion string) (map[string]string, error) {
+	other, err := s.Store.ClusterHostsOtherOwner(ctx, kube.ClusterKey(server), tenant, exceptRegion)
+	if err != nil {
+		return nil, fmt.Errorf("owners of cluster %s: %w", server, err)
+	}
+	if other {
+		return map[string]string{"kubeconfig": OtherOwnerRefusal}, nil
+	}
+	return nil, nil
 }
 
 // actorFields applies to a new region what depends on who asks: the region mode (set by
@@ -684,6 +716,13 @@ func (s *Service) StartCheckedSetup(ctx context.Context, actor Actor, in SetupIn
 // enqueueSetup queues a registry-setup job and records its setup. The name is checked
 // again under a lock on it: a replayed or doubled request never starts two setups of one name.
 func (s *Service) enqueueSetup(ctx context.Context, actor Actor, in SetupInput) (*store.RegistrySetup, error) {
+	owner, err := s.otherOwnerErrors(ctx, []byte(in.Kubeconfig), actor.TenantID, "")
+	if err == nil {
+		err = invalid(owner)
+	}
+	if err != nil {
+		return nil, err
+	}
 	p, sec := in.Params()
 	raw, err := json.Marshal(sec)
 	if err != nil {
@@ -861,6 +900,13 @@ func (s *Service) validateNewRegion(ctx context.Context, actor Actor, setup *Set
 		return nil, err
 	}
 	errs = mergeErrs(errs, mine)
+	if chk != nil && chk.OK {
+		owner, err := s.otherOwnerOn(ctx, chk.Server, actor.TenantID, "")
+		if err != nil {
+			return nil, err
+		}
+		errs = mergeErrs(errs, owner)
+	}
 	if reg.RegistryMode != "" && reg.RegistryMode != store.RegistryNone {
 		if errs == nil {
 			errs = map[string]string{}

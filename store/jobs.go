@@ -41,6 +41,14 @@ func (j *Job) Region() string {
 	return *j.RegionID
 }
 
+// Tenant returns the id of the tenant whose job it is ("" for the platform's).
+func (j *Job) Tenant() string {
+	if j == nil || j.TenantID == nil {
+		return ""
+	}
+	return *j.TenantID
+}
+
 // Done reports whether the job has ended.
 func (j *Job) Done() bool {
 	return j.Status == JobSucceeded || j.Status == JobFailed || j.Status == JobCancelled

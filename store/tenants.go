@@ -237,3 +237,14 @@ func (s *Store) RegionNameInUse(ctx context.Context, name, exceptJob string) (re
 			AND j.status IN ('queued', 'running', 'failed')) AS setup`, name, exceptJob)
 	return row.Region, row.Setup, wrap("region name "+name, err)
 }
+
+// ClusterHostsOtherOwner reports whether a cluster hosts a region (other than
+// exceptRegion) whose owner is not tenantID ("" is the platform). The regions of one
+// cluster share its agent, Knative Serving and tracing, so a cluster serves one owner. It
+// looks past the walls on purpose and answers a yes or no only.
+func (s *Store) ClusterHostsOtherOwner(ctx context.Context, clusterKey, tenantID, exceptRegion string) (bool, error) {
+	var other bool
+	err := s.DB.GetContext(ctx, &other, `SELECT EXISTS (SELECT 1 FROM regions
+		WHERE cluster_key = $1 AND COALESCE(tenant_id, '') <> $2 AND id <> $3)`, clusterKey, tenantID, exceptRegion)
+	return other, wrap("owners of cluster "+clusterKey, err)
+}

@@ -64,6 +64,18 @@ type ChartRepo struct {
 // Serving release that exists (ServingReleases), and 404 for any other version. A temp
 // dir it made is removed by Close.
 func StartChartRepo(dir string) (*ChartRepo, error) {
+	return startChartRepo(dir, false)
+}
+
+// StartUpstreamKnativeChartRepo is StartChartRepo with Knative's own chart and Serving
+// CRDs for KnativeRelease, taken from the operator's Go module at the release (the chart
+// packaged as upstream's hack/generate-helm.sh does, the CRDs from the Serving release
+// manifests the operator carries): what a real node runs with the real operator.
+func StartUpstreamKnativeChartRepo(dir string) (*ChartRepo, error) {
+	return startChartRepo(dir, true)
+}
+
+func startChartRepo(dir string, upstreamKnative bool) (*ChartRepo, error) {
 	removeDir := false
 	if dir == "" {
 		d, err := os.MkdirTemp("", "runr-chartrepo-")
@@ -87,6 +99,12 @@ func StartChartRepo(dir string) (*ChartRepo, error) {
 	}
 	if err := packageCharts(dir); err != nil {
 		return fail(err)
+	}
+	var upstreamCRDs []byte
+	if upstreamKnative {
+		if upstreamCRDs, err = packageUpstreamKnative(dir); err != nil {
+			return fail(err)
+		}
 	}
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -121,6 +139,10 @@ func StartChartRepo(dir string) (*ChartRepo, error) {
 			return
 		}
 		w.Header().Set("Content-Type", "application/yaml")
+		if upstreamCRDs != nil && v[1:] == KnativeRelease {
+			w.Write(upstreamCRDs)
+			return
+		}
 		w.Write(bytes.ReplaceAll(crds, []byte("0.0.0"), []byte(v[1:])))
 	})
 	mux.Handle("GET /", http.FileServer(http.Dir(dir)))
@@ -241,4 +263,45 @@ func chartFiles(root string) ([]*loader.BufferedFile, error) {
 		return nil, fmt.Errorf("testcluster: read embedded chart %s: %w", root, err)
 	}
 	return files, nil
+}
+
+// packageUpstreamKnative replaces the knative-operator chart of KnativeRelease in dir with
+// upstream's, from the operator's module ({{ version }} and {{ tag }} filled in as
+// hack/generate-helm.sh does), and returns the release's Serving CRDs.
+func packageUpstreamKnative(dir string) ([]byte, error) {
+	src, err := moduleDir(knativeOperatorBuild.Module, knativeOperatorBuild.Version)
+	if err != nil {
+		return nil, err
+	}
+	root := filepath.Join(src, "config", "charts", "knative-operator")
+	var files []*loader.BufferedFile
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		switch rel {
+		case "Chart.yaml":
+			data = bytes.ReplaceAll(data, []byte("{{ version }}"), []byte(KnativeRelease))
+		case "values.yaml":
+			data = bytes.ReplaceAll(data, []byte("{{ tag }}"), []byte("v"+KnativeRelease))
+		}
+		files = append(files, &loader.BufferedFile{Name: filepath.ToSlash(rel), Data: data})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("testcluster: upstream knative-operator chart: %w", err)
+	}
+	if err := saveChart(dir, files, "knative-operator-v"+KnativeRelease+".tgz"); err != nil {
+		return nil, err
+	}
+	crds, err := os.ReadFile(filepath.Join(src, "cmd", "operator", "kodata", "knative-serving", KnativeRelease, "1-serving-crds.yaml"))
+	if err != nil {
+		return nil, fmt.Errorf("testcluster: upstream Serving CRDs: %w", err)
+	}
+	return crds, nil
 }

@@ -34,6 +34,8 @@ import (
 //     ServiceAccount controller, labelled as in the Serving release manifests
 //     (kodata/knative-serving/<release>/2-serving-core.yaml, 3-serving-hpa.yaml);
 //   - reports Ready, with status.version the resolved release, once they are available.
+// An operator whose pods run on the real node is the real one (PushKnative): the simulation
+// leaves its KnativeServings alone.
 
 var gvrKnativeServing = schema.GroupVersionResource{Group: "operator.knative.dev", Version: "v1beta1", Resource: "knativeservings"}
 
@@ -60,6 +62,9 @@ func (c *Cluster) reconcileKnative(op *knativeOperator) func(ctx context.Context
 		d, err := c.availableDeployment(ctx, "app.kubernetes.io/name=knative-operator", "knative-operator")
 		if err != nil || d == nil {
 			return err
+		}
+		if real, err := c.runsOnRealNode(ctx, d); err != nil || real {
+			return err // the real operator (PushKnative's) does the work
 		}
 		release := operatorRelease(d)
 		list, err := dyn.Resource(gvrKnativeServing).List(ctx, metav1.ListOptions{})

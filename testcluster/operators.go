@@ -159,3 +159,25 @@ func normalize(v any) any {
 		return v
 	}
 }
+
+// runsOnRealNode reports whether a Deployment's pods run on the real node: a real program
+// then does what a simulated operator would.
+func (c *Cluster) runsOnRealNode(ctx context.Context, d *appsv1.Deployment) (bool, error) {
+	if c.real == nil || d.Spec.Selector == nil {
+		return false, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+	if err != nil {
+		return false, err
+	}
+	pods, err := c.Client.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
+	if err != nil {
+		return false, fmt.Errorf("list the pods of %s/%s: %w", d.Namespace, d.Name, err)
+	}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName == RealNodeName {
+			return true, nil
+		}
+	}
+	return false, nil
+}
