@@ -33,8 +33,9 @@ run: build
 test:
 	scripts/test.sh
 
-## test-real: make test, building first what the real-node tests run when it is not built
-## yet (Traefik from its Go module, about 10 minutes once per machine).
+## test-real: make test, building first what the real-node data path runs when it is not
+## built yet (Traefik, the Knative Operator and Serving from their Go modules, about 20
+## minutes once per machine).
 test-real:
 	RUNR_TEST_REAL=1 scripts/test.sh
 

@@ -113,6 +113,10 @@ func TestReconcile(t *testing.T) {
 	if ch := plan["eu-2"][ops.ReconcileStatusBlock]; ch.Result != ops.ReconcileUpToDate {
 		t.Errorf("eu-2 status-block: %+v", ch)
 	}
+	// The new version's helpers: the status responder (lab's block) moves to its image too.
+	if w := plan["eu-2"][ops.ReconcileAgent].What; !strings.Contains(w, "agent image") || !strings.Contains(w, "Deployment knative-serving/"+ops.ResponderName+" image ") || !strings.Contains(w, "→ "+agentImage) {
+		t.Errorf("the agent step's dry run does not list the helpers it moves: %q", w)
+	}
 	if !strings.Contains(plan["eu-2"][ops.ReconcileSettings].What, "900") || !strings.Contains(plan["eu-2"][ops.ReconcileTraefikImage].What, "registry.internal.test/mirror/traefik:v3.7.4") {
 		t.Errorf("what: %+v", plan["eu-2"])
 	}

@@ -2,6 +2,7 @@ package config
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 )
@@ -53,5 +54,19 @@ func TestTracingDefaultMode(t *testing.T) {
 	t.Setenv("RUNR_TRACING_DEFAULT_MODE", "sometimes")
 	if _, err := FromEnv(); err == nil {
 		t.Error("RUNR_TRACING_DEFAULT_MODE=sometimes is accepted")
+	}
+}
+
+// TestOwnImagesAtTheConsolesVersion: every image of the console's own is referenced at the
+// console's version, never :latest.
+func TestOwnImagesAtTheConsolesVersion(t *testing.T) {
+	c, err := FromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ref := range append([]string{c.AgentImage, c.ResponderImage}, c.PrepullImages[0]) {
+		if !strings.HasSuffix(ref, ":"+Version) || strings.HasSuffix(ref, ":latest") {
+			t.Errorf("%s is not at the console's version %s", ref, Version)
+		}
 	}
 }

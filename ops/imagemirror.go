@@ -122,6 +122,7 @@ func (s *Service) jobImage(ctx context.Context, jc *engine.JobContext, ref strin
 // (container, caching Image and environment names) to their paths in a mirror.
 var knativeImages = map[string]string{
 	"migrate":             "knative.dev/pkg/apiextensions/storageversion/cmd/migrate",
+	"cleanup":             "knative.dev/serving/pkg/cleanup/cmd/cleanup",
 	"queue-proxy":         "knative.dev/serving/cmd/queue",
 	"QUEUE_SIDECAR_IMAGE": "knative.dev/serving/cmd/queue",
 }

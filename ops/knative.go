@@ -385,18 +385,60 @@ var knativeFeatures = map[string]any{
 	"kubernetes.podspec-persistent-volume-claim": "enabled",
 }
 
+// knativeTagResolutionSkipped are the registries whose tags Knative's controller does not
+// resolve to digests: Knative's defaults, and the internal registry, which speaks plain
+// HTTP inside the cluster (the controller asks registries over HTTPS only, so every
+// revision of a function image in Zot would fail "server gave HTTP response to HTTPS
+// client"). The node's containerd pulls it through the node mirror's hosts.toml.
+var knativeTagResolutionSkipped = []string{"kind.local", "ko.local", "dev.local", InternalRegistryAddress}
+
+// knativeSkipKey is the KnativeServing's config-deployment key of those registries.
+const knativeSkipKey = "registries-skipping-tag-resolving"
+
 // enableKnativeFeatures turns the features projects use on in a KnativeServing that lacks
-// them (one adopted, or installed by an older console).
+// them (one adopted, or installed by an older console), and adds the internal registry to
+// the registries whose tags are not resolved (keeping those already listed).
 func enableKnativeFeatures(ctx context.Context, c *kube.Cluster, ns string) error {
-	return c.MergePatch(ctx, kube.GVKKnativeServing, ns, KnativeServingName, map[string]any{"spec": map[string]any{"config": map[string]any{"features": knativeFeatures}}})
+	cfg := map[string]any{"features": knativeFeatures}
+	o, found, err := c.Get(ctx, kube.GVKKnativeServing, ns, KnativeServingName)
+	if err != nil {
+		return err
+	}
+	if found {
+		cur, _, _ := unstructured.NestedString(o.Object, "spec", "config", "deployment", knativeSkipKey)
+		if merged := mergeList(cur, knativeTagResolutionSkipped); merged != cur {
+			cfg["deployment"] = map[string]any{knativeSkipKey: merged}
+		}
+	}
+	return c.MergePatch(ctx, kube.GVKKnativeServing, ns, KnativeServingName, map[string]any{"spec": map[string]any{"config": cfg}})
+}
+
+// mergeList adds to a comma-separated list the items it lacks (Knative's defaults when the
+// list is empty, as Knative reads an unset key).
+func mergeList(list string, items []string) string {
+	have := map[string]bool{}
+	var out []string
+	for _, it := range strings.Split(list, ",") {
+		if it = strings.TrimSpace(it); it != "" && !have[it] {
+			have[it] = true
+			out = append(out, it)
+		}
+	}
+	for _, it := range items {
+		if !have[it] {
+			out = append(out, it)
+		}
+	}
+	return strings.Join(out, ",")
 }
 
 // knativeServingObject is the KnativeServing resource with Traefik as its ingress, and
 // Knative's images from registry (knativeRegistry; nil for Knative's own).
 func knativeServingObject(ns, version string, maxTimeout int, registry map[string]any) map[string]any {
 	cfg := map[string]any{
-		"network":  map[string]any{"ingress-class": TraefikIngressClass, "domain-template": "{{.Name}}.{{.Domain}}"},
-		"features": knativeFeatures,
+		"network":    map[string]any{"ingress-class": TraefikIngressClass, "domain-template": "{{.Name}}.{{.Domain}}"},
+		"features":   knativeFeatures,
+		"deployment": map[string]any{knativeSkipKey: strings.Join(knativeTagResolutionSkipped, ",")},
 	}
 	if maxTimeout > MaxRevisionTimeoutDefault {
 		cfg["defaults"] = map[string]any{"max-revision-timeout-seconds": strconv.Itoa(maxTimeout)}

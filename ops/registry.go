@@ -50,10 +50,14 @@ type RegistrySecrets struct {
 }
 
 // Address is where the region's nodes and builds reach the registry.
+// InternalRegistryAddress is the internal registry (Zot) as the cluster's pods and its node
+// mirror reach it, over plain HTTP.
+const InternalRegistryAddress = ZotRelease + "." + RegistryNamespace + ".svc.cluster.local:5000"
+
 func (p RegistryParams) Address() string {
 	switch p.Mode {
 	case store.RegistryInternal:
-		return ZotRelease + "." + RegistryNamespace + ".svc.cluster.local:5000"
+		return InternalRegistryAddress
 	case store.RegistryExternal:
 		return p.ExternalAddress
 	}

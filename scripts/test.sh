@@ -28,8 +28,8 @@ if ! command -v chromium >/dev/null 2>&1 || ! command -v bzip2 >/dev/null 2>&1 |
 fi
 chromium --version
 
-step "cluster binaries (simulated and real nodes) and SeaweedFS (about 30 minutes the first time, cached afterwards)"
-go run ./testcluster/cmd/sandbox build
+step "cluster binaries (simulated and real nodes) and SeaweedFS (about 30 minutes the first time, cached afterwards); make test-real: Traefik and Knative too"
+go run ./testcluster/cmd/sandbox build ${RUNR_TEST_REAL:+--data-path}
 
 step "tests"
 mkdir -p "${ARTIFACTS:-test-artifacts}"

@@ -41,6 +41,11 @@ type Options struct {
 	// NoLoadBalancer leaves LoadBalancer Services without an address, as a cluster
 	// without a load-balancer implementation (bare metal, RunOS) does.
 	NoLoadBalancer bool
+	// InsideLoadBalancer (with RealNode) gives LoadBalancer Services InsideLBAddress, an
+	// address of the cluster's namespace that kube-proxy sends to the Service, instead of
+	// a loopback address: the region's external address as pods and the test's requests
+	// inside the namespace reach it (the machine cannot).
+	InsideLoadBalancer bool
 	// RealNode adds a real node (realnode.go: a kubelet, containerd, runc, CNI, kube-proxy
 	// and CoreDNS) whose pods really run; the whole cluster then lives in a private network
 	// namespace, reached through Server, with an image registry inside (Registry). Beside
@@ -77,6 +82,7 @@ type Cluster struct {
 	mu        sync.Mutex
 	nodes     int // nodes added so far (their default addresses)
 	noLB      bool
+	lbIngress string // the LoadBalancer Services' address (LBAddress unless InsideLoadBalancer)
 	kvm       map[string]bool     // per node: whether /dev/kvm exists (NodeSpec.KVM)
 	gpus      map[string]NodeSpec // per node with GPUs: its spec (NodeSpec.GPUs)
 	kataShims map[string][]string // per node: the shims kata-deploy installed there (KataShims)
@@ -137,6 +143,10 @@ func Start(opts Options) (*Cluster, error) {
 		}
 		c := &Cluster{Name: filepath.Base(dir), Dir: dir, LBAddress: opts.LBAddress, stopCh: make(chan struct{}), log: logf, noLB: opts.NoLoadBalancer,
 			AdminToken: randHex(16), LimitedToken: randHex(16)}
+		c.lbIngress = c.LBAddress
+		if opts.RealNode && opts.InsideLoadBalancer {
+			c.lbIngress = InsideLBAddress
+		}
 		if opts.RealNode {
 			if c.ns, lastErr = startNetns(dir); lastErr != nil {
 				os.RemoveAll(dir)

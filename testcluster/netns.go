@@ -41,6 +41,9 @@ const (
 	// NodeIP is the real node's address, on the bridge rn0 (it is also where the harness's
 	// exposed services listen).
 	NodeIP = "172.30.0.10"
+	// InsideLBAddress is the LoadBalancer Services' address with Options.InsideLoadBalancer:
+	// no interface has it; kube-proxy's rules send it to the Service.
+	InsideLBAddress = "172.30.0.100"
 	// PodCIDR is the real node's pod range (the CNI bridge cni0 and host-local IPAM).
 	PodCIDR = "10.244.0.0/24"
 	// ClusterCIDR is every pod range of a real-node cluster (kube-proxy's --cluster-cidr).

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"runr.dev/console/images"
 )
@@ -92,6 +93,19 @@ func (r *Registry) Push(ctx context.Context, ref string, img v1.Image) error {
 		return err
 	}
 	return images.Push(ctx, r.Addr+"/"+path+":"+parsed.Identifier(), img)
+}
+
+// Image reads an image the registry holds under its real name.
+func (r *Registry) Image(ref string) (v1.Image, error) {
+	parsed, path, err := repoPath(ref)
+	if err != nil {
+		return nil, err
+	}
+	local, err := name.ParseReference(r.Addr+"/"+path+":"+parsed.Identifier(), name.Insecure)
+	if err != nil {
+		return nil, err
+	}
+	return remote.Image(local)
 }
 
 // Requests are the requests the registry answered so far.

@@ -91,7 +91,7 @@ func (c *Cluster) installStages(ctx context.Context, bins *Binaries) error {
 	if c.noLB {
 		return nil
 	}
-	return c.applyYAML(ctx, []byte(fmt.Sprintf(serviceLBStage, c.LBAddress)))
+	return c.applyYAML(ctx, []byte(fmt.Sprintf(serviceLBStage, c.lbIngress)))
 }
 
 // serviceLBStage gives every LoadBalancer Service a loopback address, as a cloud load

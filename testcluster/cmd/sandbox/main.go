@@ -1,7 +1,10 @@
 // Command sandbox builds the simulated cluster's binaries and runs a sandbox cluster
 // with the stand-in chart repository, for `make sandbox`:
 //
-//	sandbox build   build the binaries (and the tests' SeaweedFS) into the user cache dir
+//	sandbox build [--data-path]
+//	                build the binaries (and the tests' SeaweedFS) into the user cache dir;
+//	                --data-path also builds what a function's request passes through on a
+//	                real node (Traefik, the Knative Operator and Serving: make test-real)
 //	sandbox start [--real-node]
 //	                start the sandbox in the background and write .data/sandbox/{kubeconfig,env};
 //	                --real-node adds a real node (realnode.md) that runs the console's images
@@ -37,7 +40,7 @@ func main() {
 	var err error
 	switch os.Args[1] {
 	case "build":
-		err = build()
+		err = build(len(os.Args) > 2 && os.Args[2] == "--data-path")
 	case "start":
 		err = start(len(os.Args) > 2 && os.Args[2] == "--real-node")
 	case "serve":
@@ -54,8 +57,8 @@ func main() {
 }
 
 // build builds the simulated cluster's binaries, the real node's (realnode.md) and the
-// tests' SeaweedFS, once each into the user cache dir.
-func build() error {
+// tests' SeaweedFS, once each into the user cache dir; with dataPath, Traefik and Knative too.
+func build(dataPath bool) error {
 	b, err := testcluster.Build(os.Stderr)
 	if err != nil {
 		return err
@@ -71,6 +74,16 @@ func build() error {
 		return err
 	}
 	fmt.Fprintln(os.Stderr, "SeaweedFS ready at", weed)
+	if !dataPath {
+		return nil
+	}
+	if _, err := testcluster.BuildTraefik(os.Stderr); err != nil {
+		return err
+	}
+	if err := testcluster.BuildKnative(os.Stderr); err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stderr, "Traefik "+testcluster.TraefikVersion+" and Knative "+testcluster.KnativeRelease+" ready")
 	return nil
 }
 

@@ -1,0 +1,273 @@
+package realnode
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"runr.dev/console/config"
+	"runr.dev/console/images"
+	"runr.dev/console/ops"
+	"runr.dev/console/store"
+	"runr.dev/console/testcluster"
+	"runr.dev/console/web/webtest"
+)
+
+// functionImage is the test's function in the region's registry (Zot's own namespace, as
+// a build would push it): the harness's echo program, which answers with what it received.
+const functionImage = ops.InternalRegistryAddress + "/functions/hello:1"
+
+// dataPath is a region whose function requests run for real: the real Knative Operator
+// and Serving, a real Traefik with its Knative provider, and the function's pods, all on
+// the real node, the region's registry (Zot's Service) answered by the cluster's registry.
+type dataPath struct {
+	c   *testcluster.Cluster
+	e   *webtest.Env
+	tok string
+	r   *store.Region
+}
+
+// newDataPath sets the region up through the console's API: its registry (Zot and the
+// node mirror), then Knative (the operator chart upstream's, Serving as the operator
+// installs it) with monitoring of the region's own (existing Prometheus and Loki, no
+// tracing: their images are not built here).
+func newDataPath(t *testing.T) *dataPath {
+	t.Helper()
+	if !testcluster.TraefikBuilt() || !testcluster.KnativeBuilt() {
+		t.Skip("Traefik " + testcluster.TraefikVersion + " and Knative " + testcluster.KnativeRelease + " are not built on this machine: make test-real builds them (about 20 minutes once)")
+	}
+	ctx := context.Background()
+	krepo, err := testcluster.StartUpstreamKnativeChartRepo("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { krepo.Close() })
+	// One simulated node beside the real one takes what has no image here (Zot's pods).
+	c := realCluster(t, testcluster.Options{InsideLoadBalancer: true, Nodes: []testcluster.NodeSpec{{Name: "sim-1", CPU: "4", Memory: "8Gi"}}})
+	if err := c.PushTraefik(ctx, os.Stderr); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PushKnative(ctx, os.Stderr); err != nil {
+		t.Fatal(err)
+	}
+	e := consoleOn(t, c, func(cfg *config.Config) {
+		cfg.ChartMirror = krepo.URL
+		cfg.TraefikImage = testcluster.TraefikImage
+		cfg.TracingOff = true
+		cfg.PrepullImages = []string{testcluster.EchoImage}
+		cfg.InstallTimeout = 5 * time.Minute
+	})
+	_, tok := e.User("owner")
+	if err := e.Store.SetSetting(ctx, "base_domain", "example.test"); err != nil {
+		t.Fatal(err)
+	}
+	var setup struct {
+		JobID string `json:"job_id"`
+	}
+	body := map[string]any{"name": "fn", "kubeconfig": string(c.Kubeconfig()), "nodes": []string{}, "redis_mode": "none",
+		"prometheus_url": "http://prometheus.monitoring.svc:9090", "loki_url": "http://loki.monitoring.svc:3100",
+		"registry_mode": "internal", "storage_type": "pvc", "pvc_config": map[string]any{"storageClass": "standard", "size": "5Gi"}}
+	if st := e.JSON("POST", "/api/registry-setup/start", tok, body, &setup); st != 202 {
+		t.Fatalf("registry setup: %d %+v", st, setup)
+	}
+	mustSucceed(t, e, e.WaitJob(setup.JobID, 5*time.Minute))
+	r, err := e.Store.RegionByName(ctx, "fn")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Zot runs no container here: the cluster's registry answers behind its Service, and
+	// holds the function's image in Zot's own namespace.
+	if err := c.ServeRegistryAs(ctx, ops.RegistryNamespace, ops.ZotRelease); err != nil {
+		t.Fatal(err)
+	}
+	if err := pushAs(ctx, c, "functions/hello:1", testcluster.EchoImage); err != nil {
+		t.Fatal(err)
+	}
+	// From here on new pods run on the real node: the operator, Serving, Traefik, the agent
+	// and the functions.
+	if err := c.PreferRealNode(ctx); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	j := action(t, e, tok, r.ID, "install-knative", map[string]any{"version": "1.23"})
+	if j.Status != store.JobSucceeded {
+		t.Fatalf("install-knative: %s %s\n%s\n%s\n%s\n%s", j.Status, j.Error, jobLog(t, e, j.ID), c.PodReport("knative-operator", ""),
+			c.PodReport("knative-serving", ""), podLog(t, c, "knative-operator", "app.kubernetes.io/name=knative-operator"))
+	}
+	t.Logf("Knative %s installed for real in %s", testcluster.KnativeRelease, time.Since(start).Round(time.Second))
+	if r, err = e.Store.RegionByID(ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	return &dataPath{c: c, e: e, tok: tok, r: r}
+}
+
+// pushAs copies an image of the cluster's registry to a path of its own (an image a
+// build pushed into the region's registry).
+func pushAs(ctx context.Context, c *testcluster.Cluster, path, from string) error {
+	img, err := c.Registry.Image(from)
+	if err != nil {
+		return err
+	}
+	return images.Push(ctx, c.Registry.Addr+"/"+path, img)
+}
+
+// call sends a request for host to the region's external address (Traefik's
+// LoadBalancer address inside the namespace) and returns the status, a header and the body.
+func (d *dataPath) call(t *testing.T, host, path string) (*http.Response, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest("GET", "http://"+d.r.ExternalIP+path, nil)
+	req.Host = host
+	return inCluster(t, d.c, req)
+}
+
+// deploy creates and deploys an HTTP function of the image and waits for it.
+func (d *dataPath) deploy(t *testing.T, name, image string) string {
+	t.Helper()
+	var ans struct {
+		Data   struct{ ID string }
+		Fields map[string]string
+	}
+	if st := d.e.JSON("POST", "/api/projects", d.tok, map[string]any{"name": name, "region_id": d.r.ID, "image": image}, &ans); st != 201 {
+		t.Fatalf("create project: %d %+v", st, ans)
+	}
+	var dep struct {
+		JobID string `json:"job_id"`
+		Error string
+	}
+	if st := d.e.JSON("POST", "/api/projects/"+ans.Data.ID+"/deploy", d.tok, nil, &dep); st != 202 {
+		t.Fatalf("deploy: %d %+v", st, dep)
+	}
+	j := d.e.WaitJob(dep.JobID, 5*time.Minute)
+	if j.Status != store.JobSucceeded {
+		t.Fatalf("deploy: %s %s\n%s\n%s\n%s", j.Status, j.Error, jobLog(t, d.e, j.ID), d.c.PodReport(d.r.Name, ""), d.c.PodReport("knative-serving", ""))
+	}
+	return ans.Data.ID
+}
+
+// TestFunctionThroughTheRegionsIngress: a function deployed by the console answers through
+// the region's Traefik and Knative, all running for real; the region's status blocks it
+// (503 with Retry-After in maintenance, 404 inactive) and lets it through again without
+// restarting its pods.
+func TestFunctionThroughTheRegionsIngress(t *testing.T) {
+	d := newDataPath(t)
+	ctx := context.Background()
+	if d.r.ExternalIP != testcluster.InsideLBAddress {
+		t.Fatalf("the region's external address is %q, want Traefik's load balancer %s", d.r.ExternalIP, testcluster.InsideLBAddress)
+	}
+	d.deploy(t, "hello", functionImage)
+	host := "hello.fn.example.test"
+	var body []byte
+	var resp *http.Response
+	eventually(t, 2*time.Minute, func() string {
+		return fmt.Sprintf("%v %s\n%s", resp != nil && resp.StatusCode == 200, body, podLog(t, d.c, d.r.ServingNamespace, "app.kubernetes.io/name=traefik"))
+	}, func() bool {
+		resp, body = d.call(t, host, "/orders?id=7")
+		return resp.StatusCode == http.StatusOK
+	})
+	var echo struct {
+		Host, Path string
+		Headers    map[string][]string
+	}
+	if err := json.Unmarshal(body, &echo); err != nil || echo.Host != host || !strings.HasPrefix(echo.Path, "/orders") {
+		t.Fatalf("the function's answer: %v %s", err, body)
+	}
+	// The function ran on the real node, from the region's registry through the node mirror.
+	pods, err := d.c.Client.CoreV1().Pods(d.r.Name).List(ctx, metav1.ListOptions{LabelSelector: "serving.knative.dev/service=hello"})
+	if err != nil || len(pods.Items) == 0 || pods.Items[0].Spec.NodeName != testcluster.RealNodeName {
+		t.Fatalf("the function's pods: %v %+v", err, pods)
+	}
+	restarts := func() string {
+		pods, _ := d.c.Client.CoreV1().Pods(d.r.Name).List(ctx, metav1.ListOptions{LabelSelector: "serving.knative.dev/service=hello"})
+		var ids []string
+		for _, p := range pods.Items {
+			ids = append(ids, string(p.UID))
+			for _, cs := range p.Status.ContainerStatuses {
+				ids = append(ids, fmt.Sprint(cs.RestartCount))
+			}
+		}
+		return strings.Join(ids, ",")
+	}
+	before := restarts()
+
+	setStatus := func(status string) {
+		var ans struct {
+			JobID string `json:"job_id"`
+		}
+		if st := d.e.JSON("PUT", "/api/knative-regions/"+d.r.ID, d.tok, map[string]any{"region_status": status}, &ans); st != 200 || ans.JobID == "" {
+			t.Fatalf("status %s: %d", status, st)
+		}
+		mustSucceed(t, d.e, d.e.WaitJob(ans.JobID, 2*time.Minute))
+	}
+	for _, tc := range []struct {
+		status, says string
+		code         int
+		retryAfter   string
+	}{{"maintenance", "in maintenance", http.StatusServiceUnavailable, "300"}, {"inactive", "not active", http.StatusNotFound, ""}} {
+		setStatus(tc.status)
+		eventually(t, time.Minute, func() string { return fmt.Sprintf("%d %s", resp.StatusCode, body) }, func() bool {
+			resp, body = d.call(t, host, "/orders")
+			return resp.StatusCode == tc.code && resp.Header.Get("Retry-After") == tc.retryAfter && strings.Contains(string(body), tc.says)
+		})
+	}
+	setStatus("active")
+	eventually(t, time.Minute, func() string { return fmt.Sprintf("%d %s", resp.StatusCode, body) }, func() bool {
+		resp, body = d.call(t, host, "/again")
+		return resp.StatusCode == http.StatusOK && strings.Contains(string(body), `"/again"`)
+	})
+	if after := restarts(); after != before {
+		t.Fatalf("the function's pods restarted while the region was blocked: %s → %s", before, after)
+	}
+
+	// A new base domain: the function answers on both through the alias proxy, then, once
+	// the move is completed, on the new one only.
+	if st := d.e.JSON("PATCH", "/api/settings", d.tok, map[string]any{"base_domain": "new.test"}, nil); st != 200 {
+		t.Fatalf("base domain: %d", st)
+	}
+	d.waitDomainMove(t, store.MigrationDNSCheck)
+	newHost := "hello.fn.new.test"
+	for _, h := range []string{newHost, host} {
+		eventually(t, 2*time.Minute, func() string { return fmt.Sprintf("%s: %d %s", h, resp.StatusCode, body) }, func() bool {
+			resp, body = d.call(t, h, "/both")
+			return resp.StatusCode == http.StatusOK && strings.Contains(string(body), `"/both"`)
+		})
+	}
+	resp, body = d.call(t, newHost, "/alias")
+	if err := json.Unmarshal(body, &echo); err != nil || echo.Host != host {
+		t.Fatalf("through the alias the function got: %v %s", err, body)
+	}
+	var ans struct {
+		JobID string `json:"job_id"`
+	}
+	if st := d.e.JSON("POST", "/api/knative-regions/"+d.r.ID+"/complete-domain-migration", d.tok, nil, &ans); st != 202 {
+		t.Fatalf("complete the domain move: %d", st)
+	}
+	mustSucceed(t, d.e, d.e.WaitJob(ans.JobID, 2*time.Minute))
+	eventually(t, 2*time.Minute, func() string { return fmt.Sprintf("%d %s", resp.StatusCode, body) }, func() bool {
+		resp, body = d.call(t, newHost, "/new")
+		old, _ := d.call(t, host, "/old")
+		return resp.StatusCode == http.StatusOK && strings.Contains(string(body), `"/new"`) && old.StatusCode == http.StatusNotFound
+	})
+	if err := json.Unmarshal(body, &echo); err != nil || echo.Host != newHost {
+		t.Fatalf("after the move the function got host %q: %s", echo.Host, body)
+	}
+}
+
+// waitDomainMove waits for the region's domain migration to reach a state.
+func (d *dataPath) waitDomainMove(t *testing.T, want store.MigrationStatus) {
+	t.Helper()
+	var got store.MigrationStatus
+	eventually(t, 3*time.Minute, func() string { return "domain migration " + string(got) }, func() bool {
+		r, err := d.e.Store.RegionByID(context.Background(), d.r.ID)
+		if err == nil {
+			got = r.DomainMigrationStatus
+		}
+		return got == want
+	})
+}
