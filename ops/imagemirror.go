@@ -144,6 +144,28 @@ func knativeRegistry(mirror, release string) map[string]any {
 	return map[string]any{"default": base + "knative.dev/serving/cmd/${NAME}" + tag, "override": override}
 }
 
+// knativeQueueKey is the config-deployment key of the queue-proxy sidecar's image: Serving's
+// controller reads it from there (the operator's spec.registry maps containers, their
+// environment and caching Images, never this key), so a mirror sets it in spec.config.
+const knativeQueueKey = "queue-sidecar-image"
+
+// queueSidecarImage is the queue-proxy image of a spec.registry ("" without one).
+func queueSidecarImage(registry map[string]any) string {
+	o, _ := registry["override"].(map[string]any)
+	q, _ := o["queue-proxy"].(string)
+	return q
+}
+
+// knativeMirrorPatch is the KnativeServing patch that pulls Knative's images through a
+// spec.registry (nil: their own registries).
+func knativeMirrorPatch(registry map[string]any) map[string]any {
+	var reg, queue any
+	if registry != nil {
+		reg, queue = registry, queueSidecarImage(registry)
+	}
+	return map[string]any{"spec": map[string]any{"registry": reg, "config": map[string]any{"deployment": map[string]any{knativeQueueKey: queue}}}}
+}
+
 // mirrorPodSpec maps the images of a pod spec's containers through the job's mirror.
 func (s *Service) mirrorPodSpec(ctx context.Context, jc *engine.JobContext, ps *corev1.PodSpec) error {
 	m, err := s.jobMirror(ctx, jc)
@@ -290,7 +312,8 @@ func servingRegistryDrift(ctx context.Context, c *kube.Cluster, t *reconcileTarg
 	}
 	want := knativeRegistry(m, ServingRelease(t.Region.OperatorVersion))
 	have, _, _ := unstructured.NestedMap(ks.Object, "spec", "registry")
-	if sameJSON(have, want) || (want == nil && len(have) == 0) {
+	haveQueue, _, _ := unstructured.NestedString(ks.Object, "spec", "config", "deployment", knativeQueueKey)
+	if (sameJSON(have, want) || (want == nil && len(have) == 0)) && haveQueue == queueSidecarImage(want) {
 		return nil, nil
 	}
 	if want == nil {
@@ -357,11 +380,11 @@ func (s *Service) applyImageMirror(ctx context.Context, jc *engine.JobContext, c
 		}
 	}
 	if d.serving != nil {
-		var reg any = d.serving
+		reg := d.serving
 		if len(d.serving) == 0 {
 			reg = nil
 		}
-		if err := c.MergePatch(ctx, kube.GVKKnativeServing, t.Region.ServingNamespace, KnativeServingName, map[string]any{"spec": map[string]any{"registry": reg}}); err != nil {
+		if err := c.MergePatch(ctx, kube.GVKKnativeServing, t.Region.ServingNamespace, KnativeServingName, knativeMirrorPatch(reg)); err != nil {
 			return err
 		}
 		jc.Note("KnativeServing %s/%s pulls Knative's images through %s", t.Region.ServingNamespace, KnativeServingName, orV(d.mirror, "their own registries"))

@@ -450,6 +450,7 @@ func knativeServingObject(ns, version string, maxTimeout int, registry map[strin
 	}
 	if registry != nil {
 		spec["registry"] = registry
+		cfg["deployment"].(map[string]any)[knativeQueueKey] = queueSidecarImage(registry)
 	}
 	return map[string]any{
 		"apiVersion": "operator.knative.dev/v1beta1", "kind": "KnativeServing",

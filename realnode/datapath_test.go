@@ -11,6 +11,9 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
 	"runr.dev/console/config"
 	"runr.dev/console/images"
@@ -144,11 +147,41 @@ func (d *dataPath) deploy(t *testing.T, name, image string) string {
 	if st := d.e.JSON("POST", "/api/projects/"+ans.Data.ID+"/deploy", d.tok, nil, &dep); st != 202 {
 		t.Fatalf("deploy: %d %+v", st, dep)
 	}
-	j := d.e.WaitJob(dep.JobID, 5*time.Minute)
+	j := d.e.WaitJob(dep.JobID, 7*time.Minute)
 	if j.Status != store.JobSucceeded {
-		t.Fatalf("deploy: %s %s\n%s\n%s\n%s", j.Status, j.Error, jobLog(t, d.e, j.ID), d.c.PodReport(d.r.Name, ""), d.c.PodReport("knative-serving", ""))
+		t.Fatalf("deploy: %s %s\n%s\n%s\n%s\n%s\n%s", j.Status, j.Error, jobLog(t, d.e, j.ID), d.knativeReport(d.r.Name), d.c.PodReport(d.r.Name, ""),
+			d.c.PodReport("knative-serving", ""), podLog(t, d.c, "knative-serving", "app=controller"))
 	}
 	return ans.Data.ID
+}
+
+// knativeReport says what Knative's objects of a namespace report (their conditions).
+func (d *dataPath) knativeReport(ns string) string {
+	dyn, err := dynamic.NewForConfig(d.c.REST)
+	if err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, gvr := range []schema.GroupVersionResource{
+		{Group: "serving.knative.dev", Version: "v1", Resource: "services"},
+		{Group: "serving.knative.dev", Version: "v1", Resource: "configurations"},
+		{Group: "serving.knative.dev", Version: "v1", Resource: "revisions"},
+		{Group: "serving.knative.dev", Version: "v1", Resource: "routes"},
+		{Group: "networking.internal.knative.dev", Version: "v1alpha1", Resource: "ingresses"},
+		{Group: "networking.internal.knative.dev", Version: "v1alpha1", Resource: "serverlessservices"},
+		{Group: "autoscaling.internal.knative.dev", Version: "v1alpha1", Resource: "podautoscalers"},
+	} {
+		list, err := dyn.Resource(gvr).Namespace(ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			fmt.Fprintf(&b, "%s: %v\n", gvr.Resource, err)
+			continue
+		}
+		for _, o := range list.Items {
+			conds, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
+			fmt.Fprintf(&b, "%s %s: %v\n", gvr.Resource, o.GetName(), conds)
+		}
+	}
+	return b.String()
 }
 
 // TestFunctionThroughTheRegionsIngress: a function deployed by the console answers through
