@@ -82,7 +82,7 @@ type Cluster struct {
 	mu        sync.Mutex
 	nodes     int // nodes added so far (their default addresses)
 	noLB      bool
-	lbIngress string // the LoadBalancer Services' address (LBAddress unless InsideLoadBalancer)
+	lbIngress string              // the LoadBalancer Services' address (LBAddress unless InsideLoadBalancer)
 	kvm       map[string]bool     // per node: whether /dev/kvm exists (NodeSpec.KVM)
 	gpus      map[string]NodeSpec // per node with GPUs: its spec (NodeSpec.GPUs)
 	kataShims map[string][]string // per node: the shims kata-deploy installed there (KataShims)
