@@ -508,6 +508,31 @@ func raiseMaxRevisionTimeout(ctx context.Context, c *kube.Cluster, ns string, wa
 		"defaults": map[string]any{"max-revision-timeout-seconds": strconv.Itoa(want)}}}})
 }
 
+// waitServingApplied waits until the Knative Operator has applied the KnativeServing's
+// spec as it is now (status.observedGeneration reaches its generation, and it is Ready):
+// a change of spec.config is in Knative's ConfigMaps only then, and Serving's webhook
+// judges a function's deploy by them.
+func waitServingApplied(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, ns, what string) error {
+	o, found, err := c.Get(ctx, kube.GVKKnativeServing, ns, KnativeServingName)
+	if err != nil || !found {
+		return err
+	}
+	gen := o.GetGeneration()
+	return jc.Wait(ctx, fmt.Sprintf("the Knative Operator to apply %s (KnativeServing %s/%s generation %d)", what, ns, KnativeServingName, gen),
+		engine.WaitOpts{Hint: "read the operator's log in the knative-operator namespace"}, func(ctx context.Context) (bool, string, error) {
+			o, found, err := c.Get(ctx, kube.GVKKnativeServing, ns, KnativeServingName)
+			if err != nil || !found {
+				return false, "KnativeServing not found", err
+			}
+			seen, _, _ := unstructured.NestedInt64(o.Object, "status", "observedGeneration")
+			if seen < gen {
+				return false, fmt.Sprintf("generation %d observed", seen), nil
+			}
+			ready, msg := kube.ReadyCondition(o)
+			return ready, msg, nil
+		})
+}
+
 func longestTimeout(regions []store.Region) int {
 	n := 0
 	for _, r := range regions {

@@ -159,10 +159,11 @@ func (s *Service) applySettings(ctx context.Context, jc *engine.JobContext, c *k
 			return err
 		}
 	}
-	if _, err := raiseMaxRevisionTimeout(ctx, c, t.Region.ServingNamespace, longestTimeout(t.Regions)); err != nil {
+	want := longestTimeout(t.Regions)
+	if raised, err := raiseMaxRevisionTimeout(ctx, c, t.Region.ServingNamespace, want); err != nil || !raised {
 		return err
 	}
-	return nil
+	return waitServingApplied(ctx, jc, c, t.Region.ServingNamespace, fmt.Sprintf("max-revision-timeout-seconds %d", want))
 }
 
 // checkBlock: a region that is not active has its status block (with its status and its

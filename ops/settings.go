@@ -158,6 +158,9 @@ func (s *Service) settingsKnative(p SettingsParams) func(ctx context.Context, jc
 			jc.Note("max-revision-timeout-seconds is high enough already (it is never lowered)")
 			return engine.ErrSkip
 		}
+		if err := waitServingApplied(ctx, jc, c, r.ServingNamespace, fmt.Sprintf("max-revision-timeout-seconds %d", want)); err != nil {
+			return err
+		}
 		jc.Note("Raised Knative's max-revision-timeout-seconds to %d", want)
 		return nil
 	}

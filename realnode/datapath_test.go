@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -140,11 +141,18 @@ func (d *dataPath) deploy(t *testing.T, name, image string) string {
 	if st := d.e.JSON("POST", "/api/projects", d.tok, map[string]any{"name": name, "region_id": d.r.ID, "image": image}, &ans); st != 201 {
 		t.Fatalf("create project: %d %+v", st, ans)
 	}
+	d.redeploy(t, ans.Data.ID)
+	return ans.Data.ID
+}
+
+// redeploy deploys a project (again) and waits until its revision is ready.
+func (d *dataPath) redeploy(t *testing.T, project string) {
+	t.Helper()
 	var dep struct {
 		JobID string `json:"job_id"`
 		Error string
 	}
-	if st := d.e.JSON("POST", "/api/projects/"+ans.Data.ID+"/deploy", d.tok, nil, &dep); st != 202 {
+	if st := d.e.JSON("POST", "/api/projects/"+project+"/deploy", d.tok, nil, &dep); st != 202 {
 		t.Fatalf("deploy: %d %+v", st, dep)
 	}
 	j := d.e.WaitJob(dep.JobID, 7*time.Minute)
@@ -152,7 +160,6 @@ func (d *dataPath) deploy(t *testing.T, name, image string) string {
 		t.Fatalf("deploy: %s %s\n%s\n%s\n%s\n%s\n%s", j.Status, j.Error, jobLog(t, d.e, j.ID), d.knativeReport(d.r.Name), d.c.PodReport(d.r.Name, ""),
 			d.c.PodReport("knative-serving", ""), podLog(t, d.c, "knative-serving", "app=controller"))
 	}
-	return ans.Data.ID
 }
 
 // knativeReport says what Knative's objects of a namespace report (their conditions).
@@ -194,7 +201,7 @@ func TestFunctionThroughTheRegionsIngress(t *testing.T) {
 	if d.r.ExternalIP != testcluster.InsideLBAddress {
 		t.Fatalf("the region's external address is %q, want Traefik's load balancer %s", d.r.ExternalIP, testcluster.InsideLBAddress)
 	}
-	d.deploy(t, "hello", functionImage)
+	project := d.deploy(t, "hello", functionImage)
 	host := "hello.fn.example.test"
 	var body []byte
 	var resp *http.Response
@@ -290,6 +297,41 @@ func TestFunctionThroughTheRegionsIngress(t *testing.T) {
 	if err := json.Unmarshal(body, &echo); err != nil || echo.Host != newHost {
 		t.Fatalf("after the move the function got host %q: %s", echo.Host, body)
 	}
+
+	// request_timeout 60 gives Traefik's entry points 120 s (their floor); 900 rolls Traefik
+	// to 910 s and raises Knative's max-revision-timeout-seconds, and the function deployed
+	// again (timeoutSeconds 900) answers a request longer than Traefik's previous timeout.
+	d.setRequestTimeout(t, 60)
+	d.setRequestTimeout(t, 900)
+	redeploy := time.Now()
+	d.redeploy(t, project)
+	t.Logf("the new revision answers %s after the deploy's POST", time.Since(redeploy).Round(time.Millisecond))
+	long := &http.Client{Transport: d.c.InClusterHTTP().Transport, Timeout: 4 * time.Minute}
+	req, _ := http.NewRequest("GET", "http://"+d.r.ExternalIP+"/sleep?for=130s", nil)
+	req.Host = newHost
+	began := time.Now()
+	lr, err := long.Do(req)
+	if err != nil {
+		t.Fatalf("a request of 130 s: %v", err)
+	}
+	lbody, _ := io.ReadAll(lr.Body)
+	lr.Body.Close()
+	if lr.StatusCode != http.StatusOK || !strings.Contains(string(lbody), `"slept":"2m10s"`) {
+		t.Fatalf("a request of 130 s after %s: %d %s", time.Since(began).Round(time.Second), lr.StatusCode, lbody)
+	}
+}
+
+// setRequestTimeout saves the region's request_timeout and waits for its job (Traefik's
+// timeouts, Knative's maximum).
+func (d *dataPath) setRequestTimeout(t *testing.T, seconds int) {
+	t.Helper()
+	var ans struct {
+		JobID string `json:"job_id"`
+	}
+	if st := d.e.JSON("PUT", "/api/knative-regions/"+d.r.ID+"/settings", d.tok, map[string]any{"request_timeout": seconds}, &ans); st != 200 || ans.JobID == "" {
+		t.Fatalf("request_timeout %d: %d %+v", seconds, st, ans)
+	}
+	mustSucceed(t, d.e, d.e.WaitJob(ans.JobID, 4*time.Minute))
 }
 
 // waitDomainMove waits for the region's domain migration to reach a state.

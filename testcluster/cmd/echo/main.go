@@ -5,6 +5,7 @@
 //	GET /anything           {"host": ..., "path": ..., "headers": {...}}
 //	GET /fetch?url=URL      {"status": 200, "body": "..."} (with the pod's service account token for the API)
 //	GET /resolve?name=NAME  {"addrs": [...]} or {"error": "..."}
+//	GET /sleep?for=130s     {"slept": "2m10s"} after that long
 package main
 
 import (
@@ -57,6 +58,16 @@ func main() {
 			return
 		}
 		reply(w, map[string]any{"addrs": addrs})
+	})
+	http.HandleFunc("/sleep", func(w http.ResponseWriter, r *http.Request) {
+		d, err := time.ParseDuration(r.URL.Query().Get("for"))
+		if err != nil {
+			w.WriteHeader(http.StatusBadRequest)
+			reply(w, map[string]any{"error": err.Error()})
+			return
+		}
+		time.Sleep(d)
+		reply(w, map[string]any{"slept": d.String()})
 	})
 	http.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		reply(w, map[string]any{"host": r.Host, "path": r.URL.Path, "headers": r.Header})
