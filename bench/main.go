@@ -50,7 +50,7 @@ type Options struct {
 	ProfileDir   string
 }
 
-var benches = []string{"pages", "pages-scale", "fanout", "install", "concurrent", "sweep"}
+var benches = []string{"pages", "pages-scale", "fanout", "install", "concurrent", "sweep", "realpath"}
 
 // benchCmd is the command that reruns one benchmark alone.
 func benchCmd(o *Options, name string) string {
@@ -154,6 +154,7 @@ func run(o *Options) error {
 	defer pool.stop()
 	b.step("5", "Concurrent installs", "concurrent", func() error { return pool.concurrent(env, rep, o) })
 	b.step("4", "Status sweep", "sweep", func() error { return pool.sweep(env, rep, o) })
+	b.step("6", "The real data path", "realpath", func() error { return benchRealPath(env, rep) })
 
 	if err := finishReport(rep, mon, runStart, o.Out); err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +37,29 @@ type dataPath struct {
 	e   *webtest.Env
 	tok string
 	r   *store.Region
+
+	servingPost time.Time       // just before the install-knative POST
+	installJob  string          // the install-knative job
+	figures     realPathFigures // what make bench reports (RUNR_REALPATH_FIGURES)
+}
+
+// realPathFigures are the real data path's times that `make bench` reports (bench/realpath.go
+// runs this test with RUNR_REALPATH_FIGURES naming the file they are written to).
+type realPathFigures struct {
+	// ServingToFirstAnswer runs from the install-knative POST to the first 200 of a
+	// function (the test deploys it once Serving is ready).
+	ServingToFirstAnswer time.Duration `json:"serving_to_first_answer"`
+	// DeployToReady runs from a deploy's POST to its job's end: Knative reports the new
+	// revision ready and routed.
+	DeployToReady time.Duration `json:"deploy_to_ready"`
+	// InstallWall is the install-knative job's run; InstallWaits the time some named wait
+	// of it was under way (overlapping waits of parallel steps counted once).
+	InstallWall  time.Duration `json:"install_wall"`
+	InstallWaits time.Duration `json:"install_waits"`
+	// UpgradeProbes and UpgradeProbesFailed count the function probes during the
+	// upgrade's reconcile.
+	UpgradeProbes       int `json:"upgrade_probes"`
+	UpgradeProbesFailed int `json:"upgrade_probes_failed"`
 }
 
 // newDataPath sets the region up through the console's API: its registry (Zot and the
@@ -101,6 +125,7 @@ func newDataPath(t *testing.T) *dataPath {
 	}
 	start := time.Now()
 	j := action(t, e, tok, r.ID, "install-knative", map[string]any{"version": "1.23"})
+	installJob := j.ID
 	if j.Status != store.JobSucceeded {
 		t.Fatalf("install-knative: %s %s\n%s\n%s\n%s\n%s", j.Status, j.Error, jobLog(t, e, j.ID), c.PodReport("knative-operator", ""),
 			c.PodReport("knative-serving", ""), podLog(t, c, "knative-operator", "app.kubernetes.io/name=knative-operator"))
@@ -109,7 +134,75 @@ func newDataPath(t *testing.T) *dataPath {
 	if r, err = e.Store.RegionByID(ctx, r.ID); err != nil {
 		t.Fatal(err)
 	}
-	return &dataPath{c: c, e: e, tok: tok, r: r}
+	d := &dataPath{c: c, e: e, tok: tok, r: r, servingPost: start, installJob: installJob}
+	if file := os.Getenv("RUNR_REALPATH_FIGURES"); file != "" {
+		t.Cleanup(func() { d.writeFigures(t, file) })
+	}
+	return d
+}
+
+// writeFigures adds the install-knative job's times and writes the figures.
+func (d *dataPath) writeFigures(t *testing.T, file string) {
+	j, err := d.e.Store.JobByID(context.Background(), d.installJob)
+	if err != nil || j.StartedAt == nil || j.FinishedAt == nil {
+		t.Errorf("the install job's times: %v", err)
+		return
+	}
+	evs, err := d.e.Store.JobEvents(context.Background(), d.installJob, 0, 100000)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	d.figures.InstallWall = j.FinishedAt.Sub(*j.StartedAt)
+	d.figures.InstallWaits = waitedUnion(evs)
+	raw, _ := json.MarshalIndent(d.figures, "", "  ")
+	if err := os.WriteFile(file, raw, 0o644); err != nil {
+		t.Error(err)
+	}
+}
+
+// waitedUnion is the time during which at least one named wait of a job was under way,
+// from the start and end events of its waits (JobContext.Wait, events of kind "wait").
+func waitedUnion(evs []store.JobEvent) time.Duration {
+	type span struct{ from, to time.Time }
+	open := map[string]time.Time{}
+	var spans []span
+	for _, e := range evs {
+		var w struct{ Phase, What string }
+		if e.Kind != "wait" || json.Unmarshal(e.Data, &w) != nil {
+			continue
+		}
+		k := fmt.Sprintf("%d|%s", e.StepIdx, w.What)
+		switch w.Phase {
+		case "start":
+			open[k] = e.CreatedAt
+		case "end":
+			if from, ok := open[k]; ok {
+				spans = append(spans, span{from, e.CreatedAt})
+				delete(open, k)
+			}
+		}
+	}
+	slices.SortFunc(spans, func(a, b span) int { return a.from.Compare(b.from) })
+	var total time.Duration
+	var cur span
+	for i, sp := range spans {
+		switch {
+		case i == 0:
+			cur = sp
+		case !sp.from.After(cur.to):
+			if sp.to.After(cur.to) {
+				cur.to = sp.to
+			}
+		default:
+			total += cur.to.Sub(cur.from)
+			cur = sp
+		}
+	}
+	if len(spans) > 0 {
+		total += cur.to.Sub(cur.from)
+	}
+	return total
 }
 
 // pushAs copies an image of the cluster's registry to a path of its own (an image a
@@ -211,6 +304,7 @@ func TestFunctionThroughTheRegionsIngress(t *testing.T) {
 		resp, body = d.call(t, host, "/orders?id=7")
 		return resp.StatusCode == http.StatusOK
 	})
+	d.figures.ServingToFirstAnswer = time.Since(d.servingPost)
 	var echo struct {
 		Host, Path string
 		Headers    map[string][]string
@@ -305,19 +399,108 @@ func TestFunctionThroughTheRegionsIngress(t *testing.T) {
 	d.setRequestTimeout(t, 900)
 	redeploy := time.Now()
 	d.redeploy(t, project)
-	t.Logf("the new revision answers %s after the deploy's POST", time.Since(redeploy).Round(time.Millisecond))
+	d.figures.DeployToReady = time.Since(redeploy)
+	t.Logf("Knative reports the new revision ready and routed %s after the deploy's POST", d.figures.DeployToReady.Round(time.Millisecond))
+	// Right after Traefik's rollout, kube-proxy may still send a new connection to the old
+	// pod, which is shutting down (a 1-replica Deployment rolls with a short gap): the long
+	// request goes once the new Traefik answers.
+	eventually(t, time.Minute, func() string { return "the rolled Traefik does not answer" }, func() bool {
+		resp, _ := d.call(t, newHost, "/rolled")
+		return resp.StatusCode == http.StatusOK
+	})
 	long := &http.Client{Transport: d.c.InClusterHTTP().Transport, Timeout: 4 * time.Minute}
 	req, _ := http.NewRequest("GET", "http://"+d.r.ExternalIP+"/sleep?for=130s", nil)
 	req.Host = newHost
 	began := time.Now()
 	lr, err := long.Do(req)
 	if err != nil {
-		t.Fatalf("a request of 130 s: %v", err)
+		t.Fatalf("a request of 130 s, after %s: %v", time.Since(began).Round(time.Second), err)
 	}
 	lbody, _ := io.ReadAll(lr.Body)
 	lr.Body.Close()
 	if lr.StatusCode != http.StatusOK || !strings.Contains(string(lbody), `"slept":"2m10s"`) {
 		t.Fatalf("a request of 130 s after %s: %d %s", time.Since(began).Round(time.Second), lr.StatusCode, lbody)
+	}
+
+	d.upgradeUnderProbe(t, newHost)
+}
+
+// upgradeUnderProbe: the console's side of an upgrade reaches the region (reconcile with a
+// new version's images moves the agent, the status responder and the alias proxy, and
+// checks Traefik, Knative and the rest) while a prober calls the function every second;
+// not one call fails.
+func (d *dataPath) upgradeUnderProbe(t *testing.T, host string) {
+	ctx := context.Background()
+	built, err := testcluster.ConsoleImages(version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := config.OwnImage(images.Agent, version+"-next")
+	for _, b := range built {
+		if b.Name == images.Agent {
+			if err := d.c.Registry.Push(ctx, next, b.Image); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	d.e.Cfg.AgentImage, d.e.Cfg.ResponderImage = next, next
+
+	type probe struct {
+		at   time.Time
+		code int
+		err  error
+	}
+	var probes []probe
+	stop, done := make(chan struct{}), make(chan struct{})
+	client := &http.Client{Transport: d.c.InClusterHTTP().Transport, Timeout: 5 * time.Second}
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			req, _ := http.NewRequest("GET", "http://"+d.r.ExternalIP+"/probe", nil)
+			req.Host = host
+			p := probe{at: time.Now()}
+			if resp, err := client.Do(req); err != nil {
+				p.err = err
+			} else {
+				p.code = resp.StatusCode
+				resp.Body.Close()
+			}
+			probes = append(probes, p)
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	var ans struct {
+		JobID string `json:"job_id"`
+	}
+	began := time.Now()
+	if st := d.e.JSON("POST", "/api/reconcile", d.tok, map[string]any{}, &ans); st != 202 {
+		t.Fatalf("reconcile: %d", st)
+	}
+	j := d.e.WaitJob(ans.JobID, 10*time.Minute)
+	time.Sleep(3 * time.Second)
+	close(stop)
+	<-done
+	mustSucceed(t, d.e, j)
+	log := jobLog(t, d.e, j.ID)
+	if !strings.Contains(log, next) {
+		t.Fatalf("reconcile did not move the helpers to %s:\n%s", next, log)
+	}
+	var failed []string
+	for _, p := range probes {
+		if p.err != nil || p.code != http.StatusOK {
+			failed = append(failed, fmt.Sprintf("%s: %d %v", p.at.Format("15:04:05.000"), p.code, p.err))
+		}
+	}
+	d.figures.UpgradeProbes, d.figures.UpgradeProbesFailed = len(probes), len(failed)
+	t.Logf("reconcile to %s took %s; the function answered %d of %d probes", next, time.Since(began).Round(time.Second), len(probes)-len(failed), len(probes))
+	if len(failed) > 0 || len(probes) < 5 {
+		t.Fatalf("function probes failed during the upgrade's reconcile: %v", failed)
 	}
 }
 
