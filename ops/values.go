@@ -61,11 +61,21 @@ func ValuesCases() []ValuesCase {
 	}
 }
 
+// traefikAcceptGrace is how long a stopping Traefik keeps accepting requests (seconds).
+const traefikAcceptGrace = 10
+
 // TraefikValues are the region Traefik's Helm values (chart traefik/traefik 40.3.0,
 // whose values schema refuses unknown keys).
 func TraefikValues(o TraefikOptions) map[string]any {
 	reg, repo, tag := splitImage(o.Image)
-	rt := map[string]any{"respondingTimeouts": map[string]any{"readTimeout": fmt.Sprintf("%ds", o.Timeout), "writeTimeout": fmt.Sprintf("%ds", o.Timeout)}}
+	// A Traefik that stops (a roll: a changed timeout, image or trusted address) keeps
+	// accepting requests while the Service stops sending it new ones, then lets the requests
+	// under way run to their timeout: without it a roll closes new connections at once and
+	// cuts a long request after Traefik's default grace of 10 s (seen on the real node).
+	rt := map[string]any{
+		"respondingTimeouts": map[string]any{"readTimeout": fmt.Sprintf("%ds", o.Timeout), "writeTimeout": fmt.Sprintf("%ds", o.Timeout)},
+		"lifeCycle":          map[string]any{"requestAcceptGraceTimeout": fmt.Sprintf("%ds", traefikAcceptGrace), "graceTimeOut": fmt.Sprintf("%ds", o.Timeout)},
+	}
 	web := map[string]any{"transport": rt}
 	websecure := map[string]any{"transport": rt}
 	if len(o.TrustedIPs) > 0 {
@@ -80,7 +90,9 @@ func TraefikValues(o TraefikOptions) map[string]any {
 		}
 	}
 	ports := map[string]any{"web": web, "websecure": websecure}
+	deployment := map[string]any{"terminationGracePeriodSeconds": traefikAcceptGrace + o.Timeout + 5}
 	vals := map[string]any{
+		"deployment":   deployment,
 		"image":        map[string]any{"registry": reg, "repository": repo, "tag": tag},
 		"ports":        ports,
 		"ingressClass": map[string]any{"enabled": true, "name": o.Class, "isDefaultClass": false},
@@ -103,7 +115,7 @@ func TraefikValues(o TraefikOptions) map[string]any {
 	web["port"], websecure["port"] = 80, 443
 	ports["traefik"] = map[string]any{"port": 9080}
 	ports["metrics"] = map[string]any{"port": 9101}
-	vals["deployment"] = map[string]any{"kind": "DaemonSet"}
+	deployment["kind"] = "DaemonSet"
 	vals["hostNetwork"] = true
 	vals["service"] = map[string]any{"spec": map[string]any{"type": "ClusterIP"}}
 	// Binding ports below 1024 needs NET_BIND_SERVICE in effect: as root, with every other

@@ -203,13 +203,18 @@ var contractFacts = []fact{
 			return traefikArgs(r, "--providers.kubernetesingress.ingressClass="+fmt.Sprint(dig(r.values, "providers", "kubernetesIngress", "ingressClass")))
 		}},
 	{id: "traefik-entrypoints", chart: "traefik", upstream: upTraefik, source: "traefik/templates/_podtemplate.tpl",
-		text: "ports.<name>.transport.respondingTimeouts, forwardedHeaders.trustedIPs and proxyProtocol.trustedIPs become --entryPoints.<name>.… arguments",
+		text: "ports.<name>.transport.respondingTimeouts, transport.lifeCycle (requestAcceptGraceTimeout, graceTimeOut), forwardedHeaders.trustedIPs and proxyProtocol.trustedIPs become --entryPoints.<name>.… arguments",
 		check: func(r *rendering) error {
 			var want []string
 			for _, ep := range []string{"web", "websecure"} {
 				for _, k := range []string{"readTimeout", "writeTimeout"} {
 					if v := dig(r.values, "ports", ep, "transport", "respondingTimeouts", k); v != nil && fmt.Sprint(v) != "" {
 						want = append(want, fmt.Sprintf("--entryPoints.%s.transport.respondingTimeouts.%s=%v", ep, k, v))
+					}
+				}
+				for _, k := range []string{"requestAcceptGraceTimeout", "graceTimeOut"} {
+					if v := dig(r.values, "ports", ep, "transport", "lifeCycle", k); v != nil && fmt.Sprint(v) != "" {
+						want = append(want, fmt.Sprintf("--entryPoints.%s.transport.lifeCycle.%s=%v", ep, k, v))
 					}
 				}
 				for _, k := range []string{"forwardedHeaders", "proxyProtocol"} {

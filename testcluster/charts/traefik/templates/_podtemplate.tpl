@@ -133,6 +133,13 @@ spec:
         - "--entryPoints.{{ $name }}.transport.respondingTimeouts.{{ $key }}={{ $v }}"
         {{- end }}
         {{- end }}
+        {{- $lc := (($p.transport).lifeCycle) | default dict }}
+        {{- range $key := list "requestAcceptGraceTimeout" "graceTimeOut" }}
+        {{- $v := index $lc $key }}
+        {{- if and (ne $v nil) (toString $v) }}
+        - "--entryPoints.{{ $name }}.transport.lifeCycle.{{ $key }}={{ $v }}"
+        {{- end }}
+        {{- end }}
         {{- end }}
         {{- end }}
         {{- range .Values.additionalArguments }}
