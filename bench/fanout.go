@@ -256,7 +256,7 @@ func holdJob(ctx context.Context, st *store.Store) (*store.Job, error) {
 	if err := st.CreateJob(ctx, j, []store.JobStep{{Name: "ping", Title: "PING Redis from a pod"}}, ""); err != nil {
 		return nil, fmt.Errorf("create the job: %w", err)
 	}
-	claimed, err := st.ClaimJob(ctx, "bench", time.Hour)
+	claimed, err := st.ClaimJob(ctx, "bench", "", time.Hour)
 	if err != nil || claimed.ID != j.ID {
 		return nil, fmt.Errorf("claim the job: %v", err)
 	}

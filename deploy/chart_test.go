@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -93,8 +94,27 @@ const (
 // the last gone). It checks that APP_KEY survived, that a different secret.appKey is
 // refused, and that the key survives an uninstall and a new install.
 func TestChartInstallAndUpgrade(t *testing.T) {
-	c := testcluster.New(t, testcluster.Options{RealNode: true, Nodes: []testcluster.NodeSpec{}})
+	c := testcluster.New(t, testcluster.Options{RealNode: true, InsideLoadBalancer: true, Nodes: []testcluster.NodeSpec{}})
 	ctx := context.Background()
+	// The charts the console installs, as its pods reach them (upstream's knative-operator).
+	repo, err := testcluster.StartUpstreamKnativeChartRepo("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { repo.Close() })
+	repoURL, _ := url.Parse(repo.URL)
+	_, repoPort, _ := strings.Cut(repoURL.Host, ":")
+	var port int
+	fmt.Sscan(repoPort, &port)
+	inside, err := c.Expose(repoURL.Host, port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chartMirror := "http://" + inside
+	if err := repo.Rebase(chartMirror); err != nil {
+		t.Fatal(err)
+	}
+	realPath := testcluster.TraefikBuilt() && testcluster.KnativeBuilt()
 	for _, v := range []string{installVersion, upgradeVersion} {
 		built, err := testcluster.ConsoleImages(v)
 		if err != nil {
@@ -114,7 +134,7 @@ func TestChartInstallAndUpgrade(t *testing.T) {
 	vals := map[string]any{"appURL": "https://runr.example.test",
 		"image":    map[string]any{"tag": installVersion},
 		"database": map[string]any{"url": podDB},
-		"env":      map[string]any{"RUNR_CHART_MIRROR": "https://charts.example.test"}}
+		"env":      functionEnv(chartMirror)}
 	rel, err := in.RunWithContext(ctx, ch, vals)
 	if err != nil {
 		t.Fatalf("install: %v\n%s", err, c.PodReport(ns, ""))
@@ -139,6 +159,15 @@ func TestChartInstallAndUpgrade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The spec's upgrade test: a function of a region the console runs is called every
+	// second while the console's release is upgraded (and its bootstrap reconciles).
+	var fp *functionProber
+	if realPath {
+		host := deployFunction(t, c, token)
+		fp = waitFunction(t, c, host)
+	} else {
+		t.Log("no function probed during the upgrade: Traefik " + testcluster.TraefikVersion + " and Knative " + testcluster.KnativeRelease + " are not built on this machine (make test-real builds them)")
+	}
 	p := startProber(t, c, token)
 	up := helmaction.NewUpgrade(cfg)
 	up.Namespace, up.ReuseValues, up.Wait, up.Timeout = ns, true, true, 4*time.Minute
@@ -148,6 +177,17 @@ func TestChartInstallAndUpgrade(t *testing.T) {
 		t.Fatalf("upgrade: %v\n%s", err, c.PodReport(ns, ""))
 	}
 	p.stop(t)
+	if fp != nil {
+		fp.stop(t)
+		// The new version's bootstrap reconciled the region: its agent runs the new image.
+		agent, err := c.Client.AppsV1().Deployments("observability").Get(ctx, "runr-agent", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if img := agent.Spec.Template.Spec.Containers[0].Image; !strings.HasSuffix(img, ":"+upgradeVersion) {
+			t.Fatalf("the region's agent runs %s after the upgrade's reconcile, want version %s; the bootstrap's reconcile:\n%s", img, upgradeVersion, jobLogs(t, c, "runr-bootstrap", "reconcile"))
+		}
+	}
 	if v := consoleVersion(t, c); v != upgradeVersion {
 		t.Fatalf("after the upgrade the console answers version %q, want %q", v, upgradeVersion)
 	}
@@ -158,7 +198,7 @@ func TestChartInstallAndUpgrade(t *testing.T) {
 		t.Fatalf("ingress after the upgrade: %v", err)
 	}
 	d, _ := c.Client.AppsV1().Deployments(ns).Get(ctx, "runr", metav1.GetOptions{})
-	if env := envOf(d.Spec.Template.Spec.Containers[0].Env); env["RUNR_APP_URL"] != "https://runr.example.test" || env["RUNR_CHART_MIRROR"] != "https://charts.example.test" {
+	if env := envOf(d.Spec.Template.Spec.Containers[0].Env); env["RUNR_APP_URL"] != "https://runr.example.test" || env["RUNR_CHART_MIRROR"] != chartMirror {
 		t.Fatalf("--reuse-values kept the install's values: %v", env)
 	}
 	for _, h := range rel.Hooks {
@@ -406,6 +446,16 @@ func startProber(t *testing.T, c *testcluster.Cluster, token string) *prober {
 // stop ends the prober, reports the window and fails on a probe that failed outside it.
 func (p *prober) stop(t *testing.T) {
 	t.Helper()
+	// Helm's wait ends with the new pods ready and the hooks done; the old pods may still
+	// be draining (a console finishing a job it runs): the probes go on until they are gone.
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		p.mu.Lock()
+		gone := !p.windowTo.IsZero()
+		p.mu.Unlock()
+		if gone {
+			break
+		}
+	}
 	close(p.done)
 	p.wg.Wait()
 	if p.windowFrom.IsZero() || p.windowTo.IsZero() {

@@ -68,6 +68,9 @@ type Request struct {
 	Params    any
 	Secret    string
 	CreatedBy string
+	// PinRelease makes the job run only in a process of the engine's Release (its steps do
+	// what this release does: a reconcile must not be taken by an older console).
+	PinRelease bool
 }
 
 // Engine registers kinds of jobs, records new ones and runs them.
@@ -78,6 +81,9 @@ type Engine struct {
 	Lease time.Duration
 	// WaitTimeout is the deadline of a named wait that sets none.
 	WaitTimeout time.Duration
+	// Release is the release of the program this engine runs in: it runs the jobs pinned to
+	// it and those pinned to none.
+	Release string
 
 	owner string
 	kinds map[string]*Kind
@@ -107,6 +113,9 @@ func (e *Engine) Enqueue(ctx context.Context, req Request) (*store.Job, error) {
 		return nil, fmt.Errorf("engine: enqueue %s: %w", req.Kind, err)
 	}
 	j := &store.Job{ID: store.NewID(), Kind: req.Kind, Title: req.Title, Params: raw, CreatedBy: req.CreatedBy}
+	if req.PinRelease {
+		j.Release = e.Release
+	}
 	if req.Subject != "" {
 		j.RegionID = &req.Subject
 	}
@@ -173,7 +182,7 @@ func (e *Engine) Run(ctx context.Context, n int) {
 // RunNow runs one job in this process, now, unless a console took it already (false):
 // a command that queues a job and carries it out itself (runr reconcile) uses it.
 func (e *Engine) RunNow(ctx context.Context, id string) (bool, error) {
-	j, err := e.Store.ClaimJobByID(ctx, id, e.owner, e.Lease)
+	j, err := e.Store.ClaimJobByID(ctx, id, e.owner, e.Release, e.Lease)
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	}
@@ -196,7 +205,7 @@ func (e *Engine) worker(ctx context.Context) {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for ctx.Err() == nil {
-		j, err := e.Store.ClaimJob(ctx, e.owner, e.Lease)
+		j, err := e.Store.ClaimJob(ctx, e.owner, e.Release, e.Lease)
 		if err != nil {
 			if !errors.Is(err, store.ErrNotFound) && ctx.Err() == nil {
 				e.Log.Warn("jobs: claim", "err", err)

@@ -618,7 +618,7 @@ func TestExpiredLeaseIsTakenOver(t *testing.T) {
 		counted(&c, "two", nil))
 	b := newEngine(t, st, "console-b", k)
 	j := enqueue(t, b, "work", nil)
-	ghost, err := st.ClaimJob(context.Background(), "console-dead", 2*time.Second)
+	ghost, err := st.ClaimJob(context.Background(), "console-dead", "", 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -769,7 +769,7 @@ func TestJobsThatCannotRunFailWithAReason(t *testing.T) {
 		{"crash loop", func(t *testing.T, st *store.Store, e *engine.Engine) string {
 			j := enqueue(t, e, "work", nil)
 			for i := 0; i < 4; i++ { // four consoles claimed it and died
-				if _, err := st.ClaimJob(context.Background(), fmt.Sprint("dead-", i), -time.Second); err != nil {
+				if _, err := st.ClaimJob(context.Background(), fmt.Sprint("dead-", i), "", -time.Second); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -242,8 +242,13 @@ func (s *Service) StartReconcile(ctx context.Context, actor Actor, in ReconcileI
 	if err := s.validReconcile(ctx, actor, in); err != nil {
 		return nil, err
 	}
-	if _, err := s.Store.ActiveJobOfKind(ctx, KindReconcile); err == nil {
-		return nil, &Refused{Reason: "A reconcile runs already; wait for it to finish."}
+	if j, err := s.Store.ActiveJobOfKind(ctx, KindReconcile); err == nil {
+		// One of another release that no console holds is left for good (its release's
+		// consoles are gone after an upgrade): it fails, and this one runs.
+		if j.Release == "" || j.Release == s.Engine.Release || s.Store.AbandonJob(ctx, j.ID, j.Release,
+			"Left by release "+j.Release+": no console of that release is left to run it; release "+s.Engine.Release+" reconciles instead.") != nil {
+			return nil, &Refused{Reason: "A reconcile runs already; wait for it to finish."}
+		}
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("reconcile: %w", err)
 	}
@@ -254,7 +259,9 @@ func (s *Service) StartReconcile(ctx context.Context, actor Actor, in ReconcileI
 	if in.Step != "" {
 		title += " (step " + in.Step + ")"
 	}
-	return s.Enqueue(ctx, engine.Request{Kind: KindReconcile, Title: title, Params: in, CreatedBy: actor.Email})
+	// Run by a console of this release only: an older one (still draining during an
+	// upgrade) would bring the regions to what it installs.
+	return s.Enqueue(ctx, engine.Request{Kind: KindReconcile, Title: title, Params: in, CreatedBy: actor.Email, PinRelease: true})
 }
 
 // registerReconcileKinds registers the reconcile job: one engine step per reconcile step.

@@ -54,6 +54,7 @@ func NewService(st *store.Store, cfg *config.Config, log *slog.Logger) *Service 
 		Engine:  engine.New(st, log, host+"/"+store.NewID(), cfg.InstallTimeout),
 		breaker: newBreaker(),
 	}
+	s.Engine.Release = config.Version
 	s.registerKinds()
 	return s
 }

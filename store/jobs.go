@@ -31,6 +31,8 @@ type Job struct {
 	FinishedAt      *time.Time      `db:"finished_at" json:"finished_at"`
 	// TenantID is the tenant whose job it is (nil: the platform's).
 	TenantID *string `db:"tenant_id" json:"-"`
+	// Release is the console release the job must run with ("": any).
+	Release string `db:"release" json:"release,omitempty"`
 }
 
 // Region returns the job's region id ("" when none).
@@ -101,9 +103,9 @@ func (s *Store) CreateJob(ctx context.Context, j *Job, steps []JobStep, secret s
 		return wrap("create job", err)
 	}
 	defer tx.Rollback()
-	if err := tx.GetContext(ctx, j, `INSERT INTO jobs (id, kind, title, region_id, params, secret_params, created_by)
-		VALUES ($1,$2,$3,$4,$5,$6,$7) RETURNING *`,
-		j.ID, j.Kind, j.Title, j.RegionID, []byte(j.Params), s.Cipher.Encrypt(secret), j.CreatedBy); err != nil {
+	if err := tx.GetContext(ctx, j, `INSERT INTO jobs (id, kind, title, region_id, params, secret_params, created_by, release)
+		VALUES ($1,$2,$3,$4,$5,$6,$7,$8) RETURNING *`,
+		j.ID, j.Kind, j.Title, j.RegionID, []byte(j.Params), s.Cipher.Encrypt(secret), j.CreatedBy, j.Release); err != nil {
 		return wrap("create job", err)
 	}
 	for i, st := range steps {
@@ -118,16 +120,18 @@ func (s *Store) CreateJob(ctx context.Context, j *Job, steps []JobStep, secret s
 	return wrap("create job", tx.Commit())
 }
 
-// ClaimJobByID takes one job for owner when it is queued, or running with an expired
-// lease; ErrNotFound when another console holds it or it ended.
-func (s *Store) ClaimJobByID(ctx context.Context, id, owner string, lease time.Duration) (*Job, error) {
+// ClaimJobByID takes one job for owner, a console of release, when it is queued, or
+// running with an expired lease, and any release or this one may run it; ErrNotFound when
+// another console holds it, it ended or it is another release's.
+func (s *Store) ClaimJobByID(ctx context.Context, id, owner, release string, lease time.Duration) (*Job, error) {
 	j := &Job{}
 	err := s.DB.GetContext(ctx, j, `UPDATE jobs SET status = 'running', lease_owner = $2,
 			lease_until = now() + $3::interval, attempts = attempts + 1, started_at = coalesce(started_at, now())
 		WHERE id = (
 			SELECT id FROM jobs WHERE id = $1 AND (status = 'queued' OR (status = 'running' AND lease_until < now()))
+				AND release IN ('', $4)
 			FOR UPDATE SKIP LOCKED)
-		RETURNING *`, id, owner, lease.String())
+		RETURNING *`, id, owner, lease.String(), release)
 	return j, wrap("claim job "+id, err)
 }
 
@@ -141,17 +145,18 @@ func (s *Store) SetJobSecret(ctx context.Context, id, secret string, params json
 }
 
 // ClaimJob takes the oldest queued job, or a running one whose lease expired (its console died),
-// for owner. It returns ErrNotFound when there is nothing to do.
-func (s *Store) ClaimJob(ctx context.Context, owner string, lease time.Duration) (*Job, error) {
+// for owner, a console of release: of the jobs any release or this one may run. It returns
+// ErrNotFound when there is nothing to do.
+func (s *Store) ClaimJob(ctx context.Context, owner, release string, lease time.Duration) (*Job, error) {
 	j := &Job{}
 	err := s.db(ctx).GetContext(ctx, j, `UPDATE jobs SET status = 'running', lease_owner = $1,
 			lease_until = now() + $2::interval, attempts = attempts + 1, started_at = coalesce(started_at, now())
 		WHERE id = (
 			SELECT id FROM jobs
-			WHERE status = 'queued' OR (status = 'running' AND lease_until < now())
+			WHERE (status = 'queued' OR (status = 'running' AND lease_until < now())) AND release IN ('', $3)
 			ORDER BY created_at
 			FOR UPDATE SKIP LOCKED LIMIT 1)
-		RETURNING *`, owner, lease.String())
+		RETURNING *`, owner, lease.String(), release)
 	return j, wrap("claim job", err)
 }
 
@@ -178,6 +183,17 @@ func (s *Store) FinishJob(ctx context.Context, id string, status JobStatus, errM
 			WHERE id = $1 RETURNING id), `, []any{status, truncate(errMsg, 4000)}, &JobEvent{JobID: id, Kind: "job", StepIdx: -1,
 		Level: levelOf(status), Message: errMsg, Data: mustJSON(map[string]string{"status": string(status), "error": errMsg})})
 	return wrap("finish job "+id, err)
+}
+
+// AbandonJob fails a job pinned to release that no console holds (queued, or its lease
+// expired): no console of that release is left to run it. ErrNotFound when a console holds
+// it, it ended or it is pinned to another release.
+func (s *Store) AbandonJob(ctx context.Context, id, release, reason string) error {
+	_, err := s.insertEvent(ctx, `WITH fin AS (UPDATE jobs SET status = 'failed', error = $9::text, finished_at = now(), lease_owner = ''
+			WHERE id = $1 AND release = $8::text AND (status = 'queued' OR (status = 'running' AND lease_until < now())) RETURNING id), `,
+		[]any{release, truncate(reason, 4000)}, &JobEvent{JobID: id, Kind: "job", StepIdx: -1, Level: "error", Message: reason,
+			Data: mustJSON(map[string]string{"status": string(JobFailed), "error": reason})})
+	return wrap("abandon job "+id, err)
 }
 
 func levelOf[T JobStatus | StepStatus](status T) string {

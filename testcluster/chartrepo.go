@@ -13,6 +13,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -156,6 +157,27 @@ func startChartRepo(dir string, upstreamKnative bool) (*ChartRepo, error) {
 	}
 	go func() { r.served <- r.srv.Serve(ln) }()
 	return r, nil
+}
+
+// Rebase makes the index name the charts at base (the repository as another network
+// reaches it, e.g. the pods of a real-node cluster through Cluster.Expose) instead of URL.
+func (r *ChartRepo) Rebase(base string) error {
+	file := filepath.Join(r.Dir, "index.yaml")
+	idx, err := repo.LoadIndexFile(file)
+	if err != nil {
+		return fmt.Errorf("testcluster: read index.yaml: %w", err)
+	}
+	for _, versions := range idx.Entries {
+		for _, cv := range versions {
+			for i, u := range cv.URLs {
+				cv.URLs[i] = strings.Replace(u, r.URL, base, 1)
+			}
+		}
+	}
+	if err := idx.WriteFile(file, 0o644); err != nil {
+		return fmt.Errorf("testcluster: write index.yaml: %w", err)
+	}
+	return nil
 }
 
 // Close stops the server (and removes the directory when StartChartRepo made it).

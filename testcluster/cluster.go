@@ -386,6 +386,12 @@ func (c *Cluster) Kubeconfig() []byte {
 	return c.kubeconfigFor(c.Server, c.caForServer(), "admin", c.AdminToken)
 }
 
+// PodKubeconfig returns the admin kubeconfig as the cluster's own pods reach the API
+// server: through the kubernetes Service (a console installed in the cluster).
+func (c *Cluster) PodKubeconfig() []byte {
+	return c.kubeconfigFor("https://kubernetes.default.svc", c.CAData, "admin", c.AdminToken)
+}
+
 // LimitedKubeconfig returns a kubeconfig of a user who may only read (ClusterRole view).
 func (c *Cluster) LimitedKubeconfig() []byte {
 	return c.kubeconfigFor(c.Server, c.caForServer(), "limited", c.LimitedToken)
