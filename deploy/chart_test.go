@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
+	"runr.dev/console/images"
 	"runr.dev/console/store"
 	"runr.dev/console/store/storetest"
 	"runr.dev/console/testcluster"
@@ -77,6 +78,10 @@ func hookRuns(rel *release.Release) []*release.Hook {
 	return hs
 }
 
+// ownRegistry is the administrator's registry the chart's images come from (the cluster's
+// registry, which the node reaches over HTTP).
+const ownRegistry = testcluster.ImageMirror + "/runr"
+
 // The chart's images: this checkout at one version, and at another for the upgrade.
 const (
 	installVersion = "0.0.0-chart"
@@ -115,13 +120,17 @@ func TestChartInstallAndUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	realPath := testcluster.TraefikBuilt() && testcluster.KnativeBuilt()
+	// The images of this checkout in a registry of the administrator's own, as the README's
+	// install from a checkout pushes them (`make images REGISTRY=…`).
 	for _, v := range []string{installVersion, upgradeVersion} {
 		built, err := testcluster.ConsoleImages(v)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := c.PushImages(ctx, built); err != nil {
-			t.Fatal(err)
+		for _, b := range built {
+			if err := images.Push(ctx, c.Registry.Addr+"/runr/"+b.Name+":"+v, b.Image); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	dbURL := storetest.EmptyURL(t)
@@ -131,10 +140,12 @@ func TestChartInstallAndUpgrade(t *testing.T) {
 
 	in := helmaction.NewInstall(cfg)
 	in.ReleaseName, in.Namespace, in.CreateNamespace, in.Wait, in.Timeout = "runr", ns, true, true, 4*time.Minute
+	env := functionEnv(chartMirror)
+	env["RUNR_AGENT_IMAGE"] = ownRegistry + "/agent:" + installVersion
 	vals := map[string]any{"appURL": "https://runr.example.test",
-		"image":    map[string]any{"tag": installVersion},
+		"image":    map[string]any{"repository": ownRegistry + "/console", "tag": installVersion},
 		"database": map[string]any{"url": podDB},
-		"env":      functionEnv(chartMirror)}
+		"env":      env}
 	rel, err := in.RunWithContext(ctx, ch, vals)
 	if err != nil {
 		t.Fatalf("install: %v\n%s", err, c.PodReport(ns, ""))
@@ -172,7 +183,8 @@ func TestChartInstallAndUpgrade(t *testing.T) {
 	up := helmaction.NewUpgrade(cfg)
 	up.Namespace, up.ReuseValues, up.Wait, up.Timeout = ns, true, true, 4*time.Minute
 	started := time.Now()
-	rel, err = up.RunWithContext(ctx, "runr", ch, map[string]any{"image": map[string]any{"tag": upgradeVersion}, "ingress": map[string]any{"enabled": true, "host": "runr.example.test"}})
+	rel, err = up.RunWithContext(ctx, "runr", ch, map[string]any{"image": map[string]any{"tag": upgradeVersion},
+		"env": map[string]any{"RUNR_AGENT_IMAGE": ownRegistry + "/agent:" + upgradeVersion}, "ingress": map[string]any{"enabled": true, "host": "runr.example.test"}})
 	if err != nil {
 		t.Fatalf("upgrade: %v\n%s", err, c.PodReport(ns, ""))
 	}
