@@ -10,7 +10,6 @@ import (
 	"errors"
 	"log/slog"
 	"math"
-	"net"
 	"net/url"
 	"strconv"
 	"strings"
@@ -323,32 +322,7 @@ func (h *Handlers) DatabaseUnavailable(c *fiber.Ctx, err error) error {
 // cause and the request id; the full error (addresses, library messages) goes to the log.
 func (h *Handlers) Cause(c *fiber.Ctx, what string, err error) string {
 	h.Log.Warn(what, "path", c.Path(), "request_id", requestID(c), "err", err)
-	return what + ": " + shortCause(err) + " (request id " + requestID(c) + ")."
-}
-
-// shortCause classifies an error in a few words, without its details.
-func shortCause(err error) string {
-	var ne net.Error
-	msg := strings.ToLower(err.Error())
-	switch {
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		return "no answer in time"
-	case kube.IsAddressRefused(err):
-		return "its address is one the console never contacts"
-	case strings.Contains(msg, "connection refused"):
-		return "the connection was refused"
-	case strings.Contains(msg, "certificate"), strings.Contains(msg, "tls"):
-		return "its TLS certificate was not accepted"
-	case strings.Contains(msg, "no such host"):
-		return "its host name does not resolve"
-	case strings.Contains(msg, "unauthorized"), strings.Contains(msg, "401"):
-		return "the credentials were refused"
-	case strings.Contains(msg, "forbidden"), strings.Contains(msg, "403"):
-		return "access was refused"
-	case strings.Contains(msg, "not found"), strings.Contains(msg, "404"):
-		return "not found"
-	}
-	return "it failed"
+	return what + ": " + kube.Classify(err).Short() + " (request id " + requestID(c) + ")."
 }
 
 // requestID returns the request id the log carries too.

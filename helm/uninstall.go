@@ -3,7 +3,6 @@ package helm
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	helmaction "helm.sh/helm/v3/pkg/action"
 	helmdriver "helm.sh/helm/v3/pkg/storage/driver"
@@ -21,7 +20,7 @@ func Uninstall(c *kube.Cluster, ns, name string, o Options) error {
 	un.Timeout = o.Timeout
 	un.Wait = false
 	if _, err := un.Run(name); err != nil {
-		if errors.Is(err, helmdriver.ErrReleaseNotFound) || strings.Contains(err.Error(), "not found") {
+		if errors.Is(err, helmdriver.ErrReleaseNotFound) {
 			return nil
 		}
 		return tail.wrap(fmt.Errorf("helm uninstall %s/%s: %w", ns, name, err))

@@ -2,10 +2,7 @@ package ops
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -187,25 +184,25 @@ func (s *Service) connect(ctx context.Context, kc *kube.Kubeconfig) (*kube.Clust
 	return c, v, time.Since(start), nil
 }
 
+// explainConnectError says why the API did not answer and what to check, by the kind of
+// failure (kube.Classify), with the evidence.
 func explainConnectError(server string, err error) string {
 	msg := kube.Evidence(err)
-	var ne net.Error
-	var ue *url.Error
-	switch {
-	case kube.IsAddressRefused(err):
+	switch kube.Classify(err) {
+	case kube.FailureAddressRefused:
 		return fmt.Sprintf("%s was not contacted: %s", server, msg)
-	case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, context.DeadlineExceeded):
+	case kube.FailureTimeout:
 		return fmt.Sprintf("%s did not answer within 10 s: check the address and that the console can reach it (%s)", server, msg)
-	case strings.Contains(msg, "connection refused"):
+	case kube.FailureConnectionRefused:
 		return fmt.Sprintf("%s refused the connection: is the API server running on that address and port? (%s)", server, msg)
-	case strings.Contains(msg, "certificate"):
+	case kube.FailureNoSuchHost:
+		return fmt.Sprintf("the host name of %s does not resolve: check the server address (%s)", server, msg)
+	case kube.FailureTLS:
 		return fmt.Sprintf("the TLS certificate of %s was not accepted: check certificate-authority-data (%s)", server, msg)
-	case apierrors.IsUnauthorized(err):
+	case kube.FailureUnauthorized:
 		return "the cluster refused the credentials (401): the token or client certificate is wrong or expired"
-	case apierrors.IsForbidden(err):
+	case kube.FailureForbidden:
 		return "the cluster refused access (403): the kubeconfig's user may not read /version"
-	case errors.As(err, &ue):
-		return fmt.Sprintf("%s could not be reached: %s", server, msg)
 	}
 	return fmt.Sprintf("%s could not be reached: %s", server, msg)
 }
