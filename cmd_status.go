@@ -56,7 +56,7 @@ func statusCmd() *cobra.Command {
 			}
 			// Only the count: the sweep reads the regions of each part as it claims it, and a
 			// list of every region held through the sweep would count in its memory.
-			targets, err := st.ActiveSweepTargets(ctx)
+			targets, err := st.SweepTargets(ctx)
 			if err != nil {
 				return err
 			}

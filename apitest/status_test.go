@@ -298,3 +298,32 @@ func TestAgentReplacementStaysConnected(t *testing.T) {
 	replacement.Close()
 	waitState(store.ComponentDisconnected)
 }
+
+// TestRegionsNotActiveAreStillChecked: a region in maintenance or inactive is checked by
+// the sweep (an administrator works on it exactly then), and its page offers "Check now".
+func TestRegionsNotActiveAreStillChecked(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{})
+	e := console(t, nil)
+	_, tok := e.User("owner")
+	ctx := context.Background()
+	for _, status := range []store.RegionStatus{store.RegionMaintenance, store.RegionInactive} {
+		r := newRegion(t, e, tok, c, "quiet-"+string(status), nil)
+		if err := e.Store.SetRegionStatus(ctx, r.ID, status); err != nil {
+			t.Fatal(err)
+		}
+		before := time.Now()
+		if err := e.Kube.Sweep(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got, err := e.Store.RegionByID(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.CheckedAt == nil || got.CheckedAt.Before(before) || got.Health.V.API.State != store.HealthOK {
+			t.Fatalf("%s region: checked at %v (sweep from %v), API %+v", status, got.CheckedAt, before, got.Health.V.API)
+		}
+		if st, body := e.Raw("GET", "/regions/"+r.ID, tok, ""); st != 200 || !strings.Contains(body, `data-testid="check-now"`) {
+			t.Fatalf("%s region page: %d, Check now offered: %v", status, st, strings.Contains(body, `data-testid="check-now"`))
+		}
+	}
+}

@@ -407,7 +407,7 @@ func (s *Service) Sweep(ctx context.Context) error {
 	return s.sweep(ctx, func(context.Context, string) bool { return true })
 }
 
-// SweepFleet checks the active regions of the shards of the sweep this process claims for
+// SweepFleet checks the regions (whatever their status) of the shards of the sweep this process claims for
 // this interval (every): console processes sweeping at once share the shards, and each
 // region is checked once per interval whatever their number.
 func (s *Service) SweepFleet(ctx context.Context, every time.Duration) error {
@@ -442,7 +442,7 @@ func shardOf(clusterKey string) int {
 // claimed every shard up front would leave the others nothing). The looks at clusters
 // that failed last time go first (feedSweep).
 func (s *Service) sweep(ctx context.Context, take func(ctx context.Context, part string) bool) error {
-	targets, err := s.Store.ActiveSweepTargets(ctx)
+	targets, err := s.Store.SweepTargets(ctx)
 	if err != nil {
 		return err
 	}

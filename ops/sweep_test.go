@@ -122,7 +122,7 @@ func TestSweepAfterFailuresWithOneChecker(t *testing.T) {
 			t.Fatalf("sweep %d checked %d regions, want %d", round, s.ChecksDone(), regions)
 		}
 	}
-	targets, err := st.ActiveSweepTargets(ctx)
+	targets, err := st.SweepTargets(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

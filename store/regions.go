@@ -405,13 +405,14 @@ type SweepTarget struct {
 	Failing bool `db:"failing"`
 }
 
-// ActiveSweepTargets lists the active regions' ids, cluster keys and whether their last
-// check found the API down (no secrets, no other state: the sweep reads those per part it
-// claims, RegionsWithSecrets).
-func (s *Store) ActiveSweepTargets(ctx context.Context) ([]SweepTarget, error) {
+// SweepTargets lists every region's id, cluster key and whether its last check found the
+// API down (no secrets, no other state: the sweep reads those per part it claims,
+// RegionsWithSecrets). Regions in maintenance or inactive are checked too: an
+// administrator works on them exactly then.
+func (s *Store) SweepTargets(ctx context.Context) ([]SweepTarget, error) {
 	var out []SweepTarget
 	err := s.db(ctx).SelectContext(ctx, &out, `SELECT id, cluster_key, coalesce(health->'api'->>'state' = 'down', false) AS failing
-		FROM regions WHERE region_status = 'active' ORDER BY name`)
+		FROM regions ORDER BY name`)
 	return out, wrap("list the regions to sweep", err)
 }
 
