@@ -28,6 +28,13 @@ func TestSupplyChainTab(t *testing.T) {
 	b.open("/regions/"+id, "[data-testid=tab-supply-chain]")
 	b.click("[data-testid=tab-supply-chain]")
 	b.visible("[data-testid=supply-chain-tab]", shortWait)
+	// The selection follows the body htmx swapped in (the tabs come out of band).
+	b.waitFor("the clicked tab to be the selected one", func() bool {
+		return b.attr("[data-testid=tab-supply-chain]", "aria-selected") == "true" && b.attr("[data-testid=tab-general]", "aria-selected") == "false"
+	}, shortWait)
+	if n := b.count(`[role=tab][aria-selected=true]`); n != 1 {
+		b.fatalf("%d tabs selected", n)
+	}
 	if !strings.Contains(b.text("[data-testid=system-images]"), "ghcr.io/brf-tech/runr/**") {
 		b.fatalf("the tab names RunR's system images")
 	}

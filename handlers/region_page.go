@@ -203,7 +203,7 @@ func (h *Handlers) RegionTab(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	return Render(c, fiber.StatusOK, views.RegionTabBody(h.page(c, r.Name, "regions"), d))
+	return Render(c, fiber.StatusOK, views.RegionTabSwap(h.page(c, r.Name, "regions"), d))
 }
 
 // regionForm loads the region of a form post.
