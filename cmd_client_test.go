@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -96,6 +97,33 @@ func TestCLILoginAndOutput(t *testing.T) {
 	}
 	if _, _, err := cli(t, "", "regions", "show", "nowhere"); err == nil || !strings.Contains(err.Error(), `no region "nowhere"`) {
 		t.Fatalf("unknown region: %v", err)
+	}
+
+	// Health at a glance: the list and show say it with its reason; the list filters to
+	// what needs attention and sorts the worst first; a filter it does not know is refused.
+	down := &store.Region{Name: "eu-3", Kubeconfig: "not a kubeconfig", RedisMode: store.RedisNone}
+	if err := e.Store.CreateRegion(context.Background(), down); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Store.SaveCheck(context.Background(), down.ID, store.CheckUpdate{CheckedAt: time.Now(),
+		Health: store.Health{API: store.HealthLayer{State: store.HealthDown, Reason: "no answer within 10s"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if out := mustCLI(t, "regions", "list"); !regexp.MustCompile(`(?m)^eu-3\s+down\s.*Cluster API: no answer within 10s$`).MatchString(out) ||
+		!regexp.MustCompile(`(?m)^eu-2\s+unknown\s.*not checked yet$`).MatchString(out) {
+		t.Fatalf("health column:\n%s", out)
+	}
+	if out := mustCLI(t, "regions", "list", "--health", "attention"); !strings.Contains(out, "eu-3") || strings.Contains(out, "eu-2") {
+		t.Fatalf("--health attention:\n%s", out)
+	}
+	if out := mustCLI(t, "regions", "list", "--sort", "health"); strings.Index(out, "eu-3") > strings.Index(out, "eu-2") {
+		t.Fatalf("--sort health puts the worst first:\n%s", out)
+	}
+	if _, _, err := cli(t, "", "regions", "list", "--health", "broken"); err == nil || !strings.Contains(err.Error(), "health: Use one of attention") {
+		t.Fatalf("unknown health filter: %v", err)
+	}
+	if out := mustCLI(t, "regions", "show", "eu-3"); !regexp.MustCompile(`Health:\s+down: Cluster API: no answer within 10s`).MatchString(out) {
+		t.Fatalf("show:\n%s", out)
 	}
 
 	// A 422: one line per field.

@@ -70,29 +70,31 @@ func regionCommand(use, short string, extraArgs int, run regionRun) *cobra.Comma
 
 // regionsListCmd is `runr regions list`.
 func regionsListCmd() *cobra.Command {
-	var query string
+	var rq apiclient.RegionQuery
 	cmd := &cobra.Command{
-		Use: "list", Short: "List the regions with their states", Args: cobra.NoArgs,
+		Use: "list", Short: "List the regions with their health at a glance and their states", Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := apiClient(cmd)
 			if err != nil {
 				return err
 			}
-			rs, err := c.Regions(cmd.Context(), query)
+			rs, err := c.RegionsWhere(cmd.Context(), rq)
 			if err != nil {
 				return err
 			}
 			return printed(cmd, rawList(rs, func(r apiclient.Region) json.RawMessage { return r.Raw }), func(w io.Writer) error {
-				fmt.Fprintln(w, "NAME\tSTATUS\tOPERATOR\tSERVING\tREGISTRY\tREDIS\tADDRESS\tMOVE")
+				fmt.Fprintln(w, "NAME\tHEALTH\tSTATUS\tOPERATOR\tSERVING\tREGISTRY\tREDIS\tADDRESS\tMOVE\tWHY")
 				for _, r := range rs {
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.RegionStatus, r.OperatorStatus, r.ServingStatus,
-						r.RegistryStatus, r.RedisStatus, dash(r.ExternalIP), dash(r.MigrationStatus))
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, r.Glance.State, r.RegionStatus, r.OperatorStatus, r.ServingStatus,
+						r.RegistryStatus, r.RedisStatus, dash(r.ExternalIP), dash(r.MigrationStatus), r.Glance.Reason)
 				}
 				return nil
 			})
 		},
 	}
-	cmd.Flags().StringVar(&query, "query", "", "only regions whose name contains this")
+	cmd.Flags().StringVar(&rq.Name, "query", "", "only regions whose name contains this")
+	cmd.Flags().StringVar(&rq.Health, "health", "", "only regions in this health: attention (down or degraded), down, degraded, unknown or ok")
+	cmd.Flags().StringVar(&rq.Sort, "sort", "", "name (the default) or health (the worst first)")
 	return cmd
 }
 
@@ -110,8 +112,8 @@ func regionTable(w io.Writer, r *apiclient.Region) error {
 	if r.KnativeVersion != "" {
 		knative += " (" + r.KnativeVersion + ")"
 	}
-	rows := [][2]string{{"Name", r.Name}, {"ID", r.ID}, {"Status", r.RegionStatus}, {"Cluster", r.ClusterServer},
-		{"Kubernetes", r.K8sVersion}, {"Nodes", strings.Join(r.Nodes, ", ")}, {"Data location", r.DataLocation},
+	rows := [][2]string{{"Name", r.Name}, {"ID", r.ID}, {"Health", r.Glance.State + ": " + r.Glance.Reason}, {"Status", r.RegionStatus},
+		{"Cluster", r.ClusterServer}, {"Kubernetes", r.K8sVersion}, {"Dedicated workers", strings.Join(r.Nodes, ", ")}, {"Data location", r.DataLocation},
 		{"Operator", r.OperatorStatus}, {"Serving", knative}, {"Knative message", r.KnativeMessage},
 		{"Registry", r.RegistryMode + " " + r.RegistryStatus}, {"Registry address", r.RegistryAddress}, {"Registry message", r.RegistryStatusMessage},
 		{"Redis", r.RedisMode + " " + r.RedisStatus}, {"Function domain", r.KnativeDomain}, {"External address", r.ExternalIP},

@@ -40,6 +40,7 @@ type Region struct {
 	Settings              map[string]any            `json:"settings"`
 	Monitoring            map[string]any            `json:"monitoring"`
 	Health                map[string]any            `json:"health"`
+	Glance                HealthGlance              `json:"health_at_a_glance"`
 	CheckedAt             *time.Time                `json:"checked_at"`
 	FaaSCPUOvercommit     float64                   `json:"faas_cpu_overcommit"`
 	FaaSMemoryOvercommit  float64                   `json:"faas_memory_overcommit"`
@@ -66,6 +67,21 @@ func decodeRegion(raw json.RawMessage) (*Region, error) {
 
 // Regions lists every region (GET /api/knative-regions, page by page).
 func (c *Client) Regions(ctx context.Context, query string) ([]Region, error) {
+	return c.RegionsWhere(ctx, RegionQuery{Name: query})
+}
+
+// HealthGlance is a region's health at a glance: its worst layer's state and reason.
+type HealthGlance struct {
+	State  string `json:"state"`
+	Reason string `json:"reason"`
+}
+
+// RegionQuery narrows and orders a region list: a part of the name, a health filter
+// ("attention", or a state), and "health" to list the worst first.
+type RegionQuery struct{ Name, Health, Sort string }
+
+// RegionsWhere lists the regions a query selects, every page.
+func (c *Client) RegionsWhere(ctx context.Context, rq RegionQuery) ([]Region, error) {
 	var out []Region
 	for page := 1; ; page++ {
 		var ans struct {
@@ -75,8 +91,10 @@ func (c *Client) Regions(ctx context.Context, query string) ([]Region, error) {
 			} `json:"meta"`
 		}
 		q := url.Values{"per_page": {"500"}, "page": {fmt.Sprint(page)}}
-		if query != "" {
-			q.Set("q", query)
+		for k, v := range map[string]string{"q": rq.Name, "health": rq.Health, "sort": rq.Sort} {
+			if v != "" {
+				q.Set(k, v)
+			}
 		}
 		if err := c.Do(ctx, http.MethodGet, "/api/knative-regions?"+q.Encode(), nil, &ans); err != nil {
 			return nil, err

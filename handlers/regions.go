@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"net"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -50,18 +52,20 @@ type RegionJSON struct {
 	DNSResolved           bool                            `json:"dns_resolved"`
 	DNSInstruction        string                          `json:"dns_instruction"`
 	Health                store.Health                    `json:"health"`
-	CheckedAt             *time.Time                      `json:"checked_at"`
-	AgentLastSeenAt       *time.Time                      `json:"agent_last_seen_at"`
-	FunctionTLSExpiresAt  *time.Time                      `json:"function_tls_expires_at"`
-	FaaSCPUOvercommit     float64                         `json:"faas_cpu_overcommit"`
-	FaaSMemoryOvercommit  float64                         `json:"faas_memory_overcommit"`
-	MigrationStatus       store.MigrationStatus           `json:"migration_status"`
-	DomainMigrationStatus store.MigrationStatus           `json:"domain_migration_status"`
-	DomainMigrationTarget string                          `json:"domain_migration_target"`
-	ProjectCount          int                             `json:"project_count"`
-	GPU                   GPUSummaryJSON                  `json:"gpu"`
-	CreatedAt             time.Time                       `json:"created_at"`
-	UpdatedAt             time.Time                       `json:"updated_at"`
+	// Glance is the health at a glance: the worst layer's state and reason.
+	Glance                HealthGlanceJSON      `json:"health_at_a_glance"`
+	CheckedAt             *time.Time            `json:"checked_at"`
+	AgentLastSeenAt       *time.Time            `json:"agent_last_seen_at"`
+	FunctionTLSExpiresAt  *time.Time            `json:"function_tls_expires_at"`
+	FaaSCPUOvercommit     float64               `json:"faas_cpu_overcommit"`
+	FaaSMemoryOvercommit  float64               `json:"faas_memory_overcommit"`
+	MigrationStatus       store.MigrationStatus `json:"migration_status"`
+	DomainMigrationStatus store.MigrationStatus `json:"domain_migration_status"`
+	DomainMigrationTarget string                `json:"domain_migration_target"`
+	ProjectCount          int                   `json:"project_count"`
+	GPU                   GPUSummaryJSON        `json:"gpu"`
+	CreatedAt             time.Time             `json:"created_at"`
+	UpdatedAt             time.Time             `json:"updated_at"`
 	// Owner (platform | tenant), TenantID and RegionMode are the Tenancy module's (absent while it is off).
 	Owner      string  `json:"owner,omitempty"`
 	TenantID   *string `json:"tenant_id,omitempty"`
@@ -103,12 +107,22 @@ func ToRegionJSON(r *store.Region, baseDomain string) RegionJSON {
 		ServingStatus: r.ServingStatus, ServingNamespace: r.ServingNamespace, KnativeVersion: r.KnativeVersion, KnativeMessage: r.KnativeMessage,
 		RedisMode: r.RedisMode, RedisStatus: r.RedisStatus, RedisAddress: r.RedisAddress,
 		Components: r.Components.V, KnativeDomain: domain, ExternalIP: r.ExternalIP, DNSResolved: r.DNSResolved,
-		DNSInstruction: DNSInstruction(domain, r.ExternalIP), Health: r.Health.V, CheckedAt: r.CheckedAt,
+		DNSInstruction: DNSInstruction(domain, r.ExternalIP), Health: r.Health.V, Glance: glanceJSON(r.Health.V.Glance()), CheckedAt: r.CheckedAt,
 		AgentLastSeenAt: r.AgentLastSeenAt, FunctionTLSExpiresAt: r.FunctionTLSExpiresAt,
 		FaaSCPUOvercommit: r.FaaSCPUOvercommit, FaaSMemoryOvercommit: r.FaaSMemoryOvercommit,
 		MigrationStatus: r.MigrationStatus, DomainMigrationStatus: r.DomainMigrationStatus, DomainMigrationTarget: r.DomainMigrationTarget,
 		ProjectCount: r.ProjectCount, GPU: gpuSummary(r), CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
+}
+
+// HealthGlanceJSON is a region's health at a glance.
+type HealthGlanceJSON struct {
+	State  store.HealthState `json:"state"`
+	Reason string            `json:"reason"`
+}
+
+func glanceJSON(l store.HealthLayer) HealthGlanceJSON {
+	return HealthGlanceJSON{State: l.State, Reason: l.Reason}
 }
 
 // GPUSummaryJSON is a region's GPUs as lists show them: their count and models when last
@@ -133,15 +147,20 @@ func gpuSummary(r *store.Region) GPUSummaryJSON {
 // until a change (listcache.go); the layout is the request's.
 func (h *Handlers) RegionsPage(c *fiber.Ctx) error {
 	q := c.Query("q")
+	health, byHealth := c.Query("health"), c.Query("sort") == "health"
+	if !slices.Contains(store.HealthFilters, health) {
+		health = "" // a filter the page never offers shows every region
+	}
 	page, offset := pageParam(c, regionsPageSize)
 	p := h.page(c, "Knative Regions", "regions")
-	key := listCacheKey(Who(c), "regions.html", q, strconv.Itoa(page))
+	key := listCacheKey(Who(c), "regions.html", q, strconv.Itoa(page), health, strconv.FormatBool(byHealth))
 	body, err := h.lists.load(key, func() ([]byte, time.Time, error) {
-		pg, err := h.Store.ListRegionPage(ctx(c), store.RegionFilter{Query: q, Limit: regionsPageSize, Offset: offset}, true)
+		f := store.RegionFilter{Query: q, Health: health, SortByHealth: byHealth, Limit: regionsPageSize, Offset: offset}
+		pg, err := h.Store.ListRegionPage(ctx(c), f, true)
 		if err != nil {
 			return nil, time.Time{}, err
 		}
-		l := views.RegionsList{Query: q, Page: page, Pages: pages(pg.Total, regionsPageSize), Total: pg.Total}
+		l := views.RegionsList{Query: q, Health: health, SortByHealth: byHealth, Page: page, Pages: pages(pg.Total, regionsPageSize), Total: pg.Total}
 		if err := h.tenancyList(c, pg.Regions, &l); err != nil {
 			return nil, time.Time{}, err
 		}
@@ -170,11 +189,19 @@ func (h *Handlers) APIListRegions(c *fiber.Ctx) error {
 	if per < 1 || per > 1000 {
 		return Invalid(c, FieldErrors{"per_page": "Use a number from 1 to 1000."})
 	}
+	health, sortBy := c.Query("health"), c.Query("sort")
+	if health != "" && !slices.Contains(store.HealthFilters, health) {
+		return Invalid(c, FieldErrors{"health": "Use one of " + strings.Join(store.HealthFilters, ", ") + "."})
+	}
+	if sortBy != "" && sortBy != "name" && sortBy != "health" {
+		return Invalid(c, FieldErrors{"sort": "Use name or health (the worst first)."})
+	}
 	page, offset := pageParam(c, per)
 	q := c.Query("q")
-	key := listCacheKey(Who(c), "regions.json", q, strconv.Itoa(page), strconv.Itoa(per))
+	key := listCacheKey(Who(c), "regions.json", q, strconv.Itoa(page), strconv.Itoa(per), health, sortBy)
 	body, err := h.lists.load(key, func() ([]byte, time.Time, error) {
-		pg, err := h.Store.ListRegionPage(ctx(c), store.RegionFilter{Query: q, Limit: per, Offset: offset}, false)
+		f := store.RegionFilter{Query: q, Health: health, SortByHealth: sortBy == "health", Limit: per, Offset: offset}
+		pg, err := h.Store.ListRegionPage(ctx(c), f, false)
 		if err != nil {
 			return nil, time.Time{}, err
 		}

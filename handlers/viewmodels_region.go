@@ -72,10 +72,12 @@ func healthLayer(l store.HealthLayer) views.HealthLayer {
 
 // regionRow is a region as a line of the regions list.
 func regionRow(r *store.Region) views.RegionRow {
+	glance := r.Health.V.Glance()
 	return views.RegionRow{ID: r.ID, Name: r.Name, MigrationStatus: string(r.MigrationStatus),
 		Moving: r.MigrationStatus != store.MigrationNone && r.MigrationStatus != store.MigrationCompleted,
 		Status: string(r.Status), ServingStatus: string(r.ServingStatus), RegistryStatus: string(r.RegistryStatus), RedisStatus: string(r.RedisStatus),
-		ExternalIP: r.ExternalIP, DNSResolved: r.DNSResolved, ProjectCount: r.ProjectCount, GPUs: gpuText(r.GPU.V)}
+		ExternalIP: r.ExternalIP, DNSResolved: r.DNSResolved, ProjectCount: r.ProjectCount, GPUs: gpuText(r.GPU.V),
+		Health: string(glance.State), HealthReason: glance.Reason}
 }
 
 // gpuText says a region's GPUs: "3 GPUs: 2× NVIDIA-A100, 1× Tesla-T4" ("" for none).

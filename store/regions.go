@@ -219,7 +219,7 @@ const regionPublicColumns = `r.id, r.name, r.cluster_server, r.cluster_key, r.k8
 
 // regionSummaryColumns are what the regions list page shows.
 const regionSummaryColumns = `r.id, r.name, r.region_status, r.registry_status, r.serving_status, r.redis_status,
-	r.external_ip, r.dns_resolved, r.migration_status, r.gpu, r.tenant_id, r.region_mode`
+	r.external_ip, r.dns_resolved, r.migration_status, r.gpu, r.tenant_id, r.region_mode, r.health`
 
 // CreateRegion inserts a region; secret fields are encrypted.
 func (s *Store) CreateRegion(ctx context.Context, r *Region) error {
@@ -316,8 +316,12 @@ type RegionFilter struct {
 	Query      string
 	ClusterKey string
 	ActiveOnly bool
-	Limit      int
-	Offset     int
+	// Health keeps the regions whose health at a glance is one of HealthFilters (only
+	// ListRegionPage reads it, and SortByHealth: the worst first, then by name).
+	Health       string
+	SortByHealth bool
+	Limit        int
+	Offset       int
 }
 
 // ListRegions returns regions by name, with their project counts. Secrets are read
@@ -349,13 +353,18 @@ func (s *Store) ListRegionPage(ctx context.Context, f RegionFilter, summary bool
 	}
 	// The total is an uncorrelated subquery, computed once (a window count would make
 	// PostgreSQL build every row, project counts included, before the LIMIT).
+	match := `($1 = '' OR r.name LIKE '%' || $1 || '%') AND ` + healthWhereSQL("$2")
+	order := `r.name`
+	if f.SortByHealth {
+		order = healthRankSQL + ` DESC, r.name`
+	}
 	q := `SELECT ` + cols + `, (SELECT count(*) FROM projects p WHERE p.region_id = r.id) AS project_count,
-		(SELECT count(*) FROM regions x WHERE $1 = '' OR x.name LIKE '%' || $1 || '%') AS total
-		FROM regions r WHERE ($1 = '' OR r.name LIKE '%' || $1 || '%') ORDER BY r.name`
+		(SELECT count(*) FROM regions r WHERE ` + match + `) AS total
+		FROM regions r WHERE ` + match + ` ORDER BY ` + order
 	if f.Limit > 0 {
 		q += fmt.Sprintf(` LIMIT %d OFFSET %d`, f.Limit, f.Offset)
 	}
-	if err := s.db(ctx).SelectContext(ctx, &rows, q, likeEscape(f.Query)); err != nil {
+	if err := s.db(ctx).SelectContext(ctx, &rows, q, likeEscape(f.Query), f.Health); err != nil {
 		return CountedRegions{}, wrap("list regions", err)
 	}
 	out := CountedRegions{Regions: make([]Region, len(rows))}
@@ -365,7 +374,7 @@ func (s *Store) ListRegionPage(ctx context.Context, f RegionFilter, summary bool
 	}
 	if len(rows) == 0 && f.Offset > 0 {
 		// A page past the end still says how many there are.
-		n, err := s.CountRegions(ctx, f.Query)
+		n, err := s.countRegionPage(ctx, match, f)
 		if err != nil {
 			return out, err
 		}
@@ -435,6 +444,13 @@ func (s *Store) RegionsWithSecrets(ctx context.Context, ids []string) ([]Region,
 func (s *Store) CountRegions(ctx context.Context, query string) (int, error) {
 	var n int
 	err := s.db(ctx).GetContext(ctx, &n, `SELECT count(*) FROM regions WHERE $1 = '' OR name LIKE '%' || $1 || '%'`, likeEscape(query))
+	return n, wrap("count regions", err)
+}
+
+// countRegionPage counts the regions a page's condition matches.
+func (s *Store) countRegionPage(ctx context.Context, match string, f RegionFilter) (int, error) {
+	var n int
+	err := s.db(ctx).GetContext(ctx, &n, `SELECT count(*) FROM regions r WHERE `+match, likeEscape(f.Query), f.Health)
 	return n, wrap("count regions", err)
 }
 
