@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -37,6 +38,9 @@ type dataPath struct {
 	e   *webtest.Env
 	tok string
 	r   *store.Region
+
+	zone      *testcluster.Zone // the region's DNS records
+	dnsInside string            // the zone's address inside the cluster's namespace
 
 	servingPost time.Time       // just before the install-knative POST
 	installJob  string          // the install-knative job
@@ -134,7 +138,20 @@ func newDataPath(t *testing.T) *dataPath {
 	if r, err = e.Store.RegionByID(ctx, r.ID); err != nil {
 		t.Fatal(err)
 	}
-	d := &dataPath{c: c, e: e, tok: tok, r: r, servingPost: start, installJob: installJob}
+	zone, err := testcluster.StartZone()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(zone.Close)
+	_, zonePort, _ := net.SplitHostPort(zone.Addr)
+	var port int
+	fmt.Sscan(zonePort, &port)
+	dnsInside, err := c.Expose(zone.Addr, port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &dataPath{c: c, e: e, tok: tok, r: r, zone: zone, dnsInside: dnsInside, servingPost: start, installJob: installJob}
+	d.createRecord("fn.example.test")
 	if file := os.Getenv("RUNR_REALPATH_FIGURES"); file != "" {
 		t.Cleanup(func() { d.writeFigures(t, file) })
 	}
@@ -219,9 +236,49 @@ func pushAs(ctx context.Context, c *testcluster.Cluster, path, from string) erro
 // LoadBalancer address inside the namespace) and returns the status, a header and the body.
 func (d *dataPath) call(t *testing.T, host, path string) (*http.Response, []byte) {
 	t.Helper()
-	req, _ := http.NewRequest("GET", "http://"+d.r.ExternalIP+path, nil)
-	req.Host = host
-	return inCluster(t, d.c, req)
+	var last error
+	for i := 0; i < 20; i++ {
+		resp, err := d.client(15 * time.Second).Get("http://" + host + path)
+		if err == nil {
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			return resp, body
+		}
+		last = err
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Fatalf("GET http://%s%s: %v", host, path, last)
+	return nil, nil
+}
+
+// client reaches the region's functions as a program in the cluster's namespace would: a
+// name through the DNS records the administrator created (the test's zone, asked at its
+// address inside the namespace), then Traefik's address.
+func (d *dataPath) client(timeout time.Duration) *http.Client {
+	base := d.c.InClusterHTTP().Transport.(*http.Transport)
+	dial := base.DialContext
+	res := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return dial(ctx, "tcp", d.dnsInside)
+	}}
+	tr := base.Clone()
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		ips, err := res.LookupHost(ctx, host)
+		if err != nil {
+			return nil, err
+		}
+		return dial(ctx, network, net.JoinHostPort(ips[0], port))
+	}
+	return &http.Client{Transport: tr, Timeout: timeout}
+}
+
+// createRecord creates the DNS record the console tells the administrator to create for
+// a function domain: *.<domain> → the region's external address.
+func (d *dataPath) createRecord(domain string) {
+	d.zone.Set("*."+domain, d.r.ExternalIP)
 }
 
 // deploy creates and deploys an HTTP function of the image and waits for it.
@@ -365,6 +422,7 @@ func TestFunctionThroughTheRegionsIngress(t *testing.T) {
 		t.Fatalf("base domain: %d", st)
 	}
 	d.waitDomainMove(t, store.MigrationDNSCheck)
+	d.createRecord("fn.new.test")
 	newHost := "hello.fn.new.test"
 	for _, h := range []string{newHost, host} {
 		eventually(t, 2*time.Minute, func() string { return fmt.Sprintf("%s: %d %s", h, resp.StatusCode, body) }, func() bool {
@@ -408,11 +466,8 @@ func TestFunctionThroughTheRegionsIngress(t *testing.T) {
 		resp, _ := d.call(t, newHost, "/rolled")
 		return resp.StatusCode == http.StatusOK
 	})
-	long := &http.Client{Transport: d.c.InClusterHTTP().Transport, Timeout: 4 * time.Minute}
-	req, _ := http.NewRequest("GET", "http://"+d.r.ExternalIP+"/sleep?for=130s", nil)
-	req.Host = newHost
 	began := time.Now()
-	lr, err := long.Do(req)
+	lr, err := d.client(4 * time.Minute).Get("http://" + newHost + "/sleep?for=130s")
 	if err != nil {
 		t.Fatalf("a request of 130 s, after %s: %v", time.Since(began).Round(time.Second), err)
 	}
@@ -452,16 +507,14 @@ func (d *dataPath) upgradeUnderProbe(t *testing.T, host string) {
 	}
 	var probes []probe
 	stop, done := make(chan struct{}), make(chan struct{})
-	client := &http.Client{Transport: d.c.InClusterHTTP().Transport, Timeout: 5 * time.Second}
+	client := d.client(5 * time.Second)
 	go func() {
 		defer close(done)
 		tick := time.NewTicker(time.Second)
 		defer tick.Stop()
 		for {
-			req, _ := http.NewRequest("GET", "http://"+d.r.ExternalIP+"/probe", nil)
-			req.Host = host
 			p := probe{at: time.Now()}
-			if resp, err := client.Do(req); err != nil {
+			if resp, err := client.Get("http://" + host + "/probe"); err != nil {
 				p.err = err
 			} else {
 				p.code = resp.StatusCode
