@@ -229,6 +229,10 @@ func TestCLICompletion(t *testing.T) {
 	if err := e.Store.CreateRegion(context.Background(), &store.Region{Name: "eu-2", Kubeconfig: "x", RedisMode: store.RedisNone}); err != nil {
 		t.Fatal(err)
 	}
+	// `runr` alone lists the commands; it never starts a console.
+	if out := mustCLI(t); !strings.Contains(out, "Available Commands:") || !strings.Contains(out, "serve") {
+		t.Fatalf("runr alone: %s", out)
+	}
 	if out := mustCLI(t, "completion", "bash"); !strings.Contains(out, "__start_runr") {
 		t.Fatal("no bash completion")
 	}

@@ -34,11 +34,9 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	serve := serveCmd()
-	root.AddCommand(serve, migrateCmd(), userCmd(), tokenCmd(), secretsCmd(), responderCmd(), agentCmd(), domainAliasCmd(), regionsCmd(), jobsCmd(), loginCmd(), logoutCmd(), reconcileCmd(), registryCmd(), sandboxCmd(), prepullCmd(), statusCmd(), versionCmd())
-	// `runr` alone serves.
-	root.RunE = serve.RunE
-	root.Flags().AddFlagSet(serve.Flags())
+	root.AddCommand(serveCmd(), migrateCmd(), userCmd(), tokenCmd(), secretsCmd(), responderCmd(), agentCmd(), domainAliasCmd(), regionsCmd(), jobsCmd(), loginCmd(), logoutCmd(), reconcileCmd(), registryCmd(), sandboxCmd(), prepullCmd(), statusCmd(), versionCmd())
+	// `runr` alone shows the commands (`runr serve` serves): a console started by a stray
+	// invocation would bind the port and read the environment's database.
 	return root
 }
 
