@@ -58,4 +58,11 @@ func TestFleetHealthColumn(t *testing.T) {
 	b.click("[data-testid=sort-health]")
 	b.waitFor("the worst first", func() bool { return strings.Join(rows(), " ") == "b-down=down c-slow=degraded a-fine=ok" }, shortWait)
 	b.shot("fleet-health")
+
+	// The Jobs page is in the menu, marked when open.
+	b.click(`nav[aria-label=Main] a[href="/jobs"]`)
+	b.waitFor("the Jobs page", func() bool { return b.path() == "/jobs" }, shortWait)
+	if b.attr(`nav[aria-label=Main] a[href="/jobs"]`, "aria-current") != "page" {
+		b.fatalf("the Jobs menu entry is not marked on its page")
+	}
 }

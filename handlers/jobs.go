@@ -176,7 +176,7 @@ func (h *Handlers) JobsPage(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	l.Jobs, l.Page, l.Pages = jobRows(js), page, pages(n, jobsPageSize)
-	return Render(c, fiber.StatusOK, views.JobsPage(h.page(c, "Jobs", "regions"), l))
+	return Render(c, fiber.StatusOK, views.JobsPage(h.page(c, "Jobs", "jobs"), l))
 }
 
 // APIListJobs is GET /api/jobs?region_id=ID&page=N.

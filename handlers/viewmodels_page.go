@@ -14,6 +14,7 @@ func permissionsOf(perms map[string]bool) views.Permissions {
 		SandboxesManage:           perms[store.PermSandboxesManage],
 		RegionsGpuManage:          perms[store.PermGPUManage],
 		ProjectsView:              perms[store.PermProjectsView],
+		JobsView:                  perms[store.PermJobsView],
 		ProjectsManage:            perms[store.PermProjectsManage],
 		ProjectsDeploy:            perms[store.PermProjectsDeploy],
 		SettingsView:              perms[store.PermSettingsView],

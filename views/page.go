@@ -39,6 +39,8 @@ type Permissions struct {
 	UsersView      bool
 	UsersManage    bool
 	TokensManage   bool
+	// JobsView shows the Jobs page in the menu.
+	JobsView bool
 	// SandboxManage opens the Isolation tab; SandboxesManage changes the Sandbox API's settings.
 	SandboxManage   bool
 	SandboxesManage bool
