@@ -73,7 +73,7 @@ func TestMigrationBanner(t *testing.T) {
 		t.Fatalf("migrate: %d", st)
 	}
 	b.waitJS("the banner of the move in dns_check", `(() => { const b = document.querySelector("[data-testid=migration-banner]");
-		return b && b.textContent.includes("dns_check") && document.querySelector("[data-testid=migration-countdown]") })()`, installWait)
+		return b && b.textContent.includes("waiting for DNS") && document.querySelector("[data-testid=migration-countdown]") })()`, installWait)
 	if !b.marked() {
 		t.Fatal("the banner must come without a reload")
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/a-h/templ"
@@ -122,6 +123,21 @@ func Since(d time.Duration) string {
 	default:
 		return fmt.Sprintf("%d d", int(d.Hours()/24))
 	}
+}
+
+// statusLabels are the words a person reads for the states whose API value is not one.
+var statusLabels = map[string]string{
+	"not_installed": "not installed", "in_progress": "in progress", "dns_check": "waiting for DNS",
+	"rolled_back": "rolled back", "no_heartbeat": "no heartbeat",
+}
+
+// StatusLabel is a state as a person reads it (the API keeps its value): "not_installed"
+// reads "not installed", "dns_check" "waiting for DNS"; any other underscore is a space.
+func StatusLabel(s string) string {
+	if l, ok := statusLabels[s]; ok {
+		return l
+	}
+	return strings.ReplaceAll(s, "_", " ")
 }
 
 // StatusColor maps a status word to badge classes.
