@@ -312,3 +312,41 @@ func waitIdle(t *testing.T, e *webtest.Env, regionID string) {
 	}
 	t.Fatal("the region's jobs did not finish")
 }
+
+// TestMoveWithoutDNSToWaitFor: a region without a function domain reaches dns_check and
+// says plainly that there is no DNS to wait for (job log, API, Migration tab), instead of
+// an instruction for a record that cannot exist; Complete Migration ends it.
+func TestMoveWithoutDNSToWaitFor(t *testing.T) {
+	a := testcluster.New(t, testcluster.Options{})
+	b := testcluster.New(t, testcluster.Options{})
+	e := console(t, nil)
+	_, tok := e.User("owner")
+	ctx := context.Background()
+	r := newRegion(t, e, tok, a, "nodns", nil)
+	j := migrate(t, e, tok, r.ID, b.Kubeconfig(), nil)
+	mustSucceed(t, j)
+	evs, err := e.Store.JobEvents(ctx, j.ID, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	said := false
+	for _, ev := range evs {
+		said = said || strings.Contains(ev.Message, "The region has no function domain (Knative Serving is not installed): there is no DNS record to wait for")
+	}
+	if !said {
+		t.Fatal("the dns_check step must say that there is no DNS to wait for")
+	}
+	var ms struct {
+		MigrationStatus string `json:"migration_status"`
+		NoDNS           string `json:"no_dns_to_wait_for"`
+	}
+	if st := e.JSON("GET", "/api/knative-regions/"+r.ID+"/migration-status", tok, nil, &ms); st != 200 || ms.MigrationStatus != "dns_check" || ms.NoDNS == "" {
+		t.Fatalf("migration status: %d %+v", st, ms)
+	}
+	if st, body := e.Raw("GET", "/regions/"+r.ID+"?tab=migration", tok, ""); st != 200 || !strings.Contains(body, `data-testid="migration-no-dns"`) || strings.Contains(body, "Point the wildcard record") {
+		t.Fatalf("migration tab: %d, says no DNS: %v", st, strings.Contains(body, `data-testid="migration-no-dns"`))
+	}
+	if st := e.JSON("POST", "/api/knative-regions/"+r.ID+"/complete-migration", tok, nil, nil); st != 200 {
+		t.Fatalf("complete by hand: %d", st)
+	}
+}

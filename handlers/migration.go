@@ -23,6 +23,8 @@ type MigrationStatus struct {
 	OldExternalIP   string                `json:"old_external_ip"`
 	ExternalIP      string                `json:"external_ip"`
 	DNSInstruction  string                `json:"dns_instruction"`
+	// NoDNS says why a move has no DNS to wait for: it completes by hand or at its deadline.
+	NoDNS string `json:"no_dns_to_wait_for,omitempty"`
 }
 
 func (h *Handlers) migrationStatus(c *fiber.Ctx, r *store.Region) (MigrationStatus, error) {
@@ -32,6 +34,9 @@ func (h *Handlers) migrationStatus(c *fiber.Ctx, r *store.Region) (MigrationStat
 	}
 	ms := MigrationStatus{MigrationStatus: r.MigrationStatus, Detail: r.MigrationDetail.V, DNSCheckAt: r.MigrationDNSCheckAt,
 		OldExternalIP: r.OldExternalIP, ExternalIP: r.ExternalIP, DNSInstruction: DNSInstruction(ops.FunctionDomain(r, base), r.ExternalIP), Steps: []store.JobStep{}}
+	if r.MigrationStatus == store.MigrationDNSCheck {
+		ms.NoDNS = ops.NoDNSToWaitFor(r)
+	}
 	if r.MigrationDNSCheckAt != nil {
 		d := r.MigrationDNSCheckAt.Add(ops.MigrationDeadline)
 		ms.Deadline = &d

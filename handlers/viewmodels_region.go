@@ -126,7 +126,7 @@ func migrationData(ms MigrationStatus) views.MigrationData {
 	d := views.MigrationData{Status: ms.MigrationStatus.String(), DNSCheck: ms.MigrationStatus == store.MigrationDNSCheck,
 		CanRollback: ms.MigrationStatus == store.MigrationDNSCheck || ms.MigrationStatus == store.MigrationFailed,
 		CanStart:    !ms.MigrationStatus.Running(), Deadline: ms.Deadline, OldExternalIP: ms.OldExternalIP,
-		DNSInstruction: ms.DNSInstruction, Error: ms.Detail.Error}
+		DNSInstruction: ms.DNSInstruction, NoDNS: ms.NoDNS, Error: ms.Detail.Error}
 	for _, st := range ms.Detail.Steps {
 		d.Steps = append(d.Steps, views.MigrationStep{Name: st.Name, Status: st.Status, Message: st.Message})
 	}

@@ -266,8 +266,32 @@ func (s *Service) moveDNSCheck(ctx context.Context, jc *engine.JobContext) error
 	if err := s.Store.UpdateMove(ctx, r.ID, store.MoveUpdate{Status: store.Ptr(store.MigrationDNSCheck), DNSCheckAt: store.Ptr(now)}); err != nil {
 		return err
 	}
-	jc.Note("Point the wildcard record *.%s at %s; the move completes when dns-check.%s resolves there, or by %s", r.Settings.V.KnativeDomain, r.ExternalIP, r.Settings.V.KnativeDomain, now.Add(MigrationDeadline).Format(time.RFC1123))
+	deadline := now.Add(MigrationDeadline).Format(time.RFC1123)
+	if !MoveWaitsForDNS(r) {
+		jc.Note("%s: there is no DNS record to wait for. Check the new cluster, then Complete Migration; otherwise the move completes by itself by %s", NoDNSToWaitFor(r), deadline)
+		return nil
+	}
+	jc.Note("Point the wildcard record *.%s at %s; the move completes when dns-check.%s resolves there, or by %s", r.Settings.V.KnativeDomain, r.ExternalIP, r.Settings.V.KnativeDomain, deadline)
 	return nil
+}
+
+// MoveWaitsForDNS reports whether a move in dns_check can complete by itself when DNS
+// reaches the new cluster: the region has a function domain and an external address.
+func MoveWaitsForDNS(r *store.Region) bool {
+	return r.Settings.V.KnativeDomain != "" && r.ExternalIP != ""
+}
+
+// NoDNSToWaitFor says why a move has no DNS to wait for ("" when it has).
+func NoDNSToWaitFor(r *store.Region) string {
+	switch {
+	case r.Settings.V.KnativeDomain == "" && r.ServingStatus == store.ComponentReady:
+		return "The region has no function domain (set the platform's base domain on Administration → Platform)"
+	case r.Settings.V.KnativeDomain == "":
+		return "The region has no function domain (Knative Serving is not installed)"
+	case r.ExternalIP == "":
+		return "The new cluster's Traefik has no external address yet"
+	}
+	return ""
 }
 
 // redeploy deploys again every project of the region that runs, with the deploy checks;
@@ -362,8 +386,8 @@ func (s *Service) completeMoves(ctx context.Context) {
 			s.logCompletion(r, s.CompleteMigration(ctx, r, "48 hours in dns_check passed"))
 			continue
 		}
-		if r.Settings.V.KnativeDomain == "" || r.ExternalIP == "" {
-			continue
+		if !MoveWaitsForDNS(r) {
+			continue // completed by hand, or by the deadline (moveDNSCheck said so)
 		}
 		cctx, cancel := context.WithTimeout(ctx, s.Cfg.StatusTimeout)
 		ok, reason, err := (&Resolver{Server: s.Cfg.DNSResolver}).DNSCheck(cctx, r.Settings.V.KnativeDomain, r.ExternalIP)
