@@ -102,9 +102,9 @@ func kataEligibleWith(n SandboxNode, picks []string) (bool, string) {
 	return true, ""
 }
 
-// kataCandidate reports whether a node may be eligible for Kata once probed: containerd
+// KataCandidate reports whether a node may be eligible for Kata once probed: containerd
 // or CRI-O, an architecture with a hypervisor, and /dev/kvm found or not looked for yet.
-func kataCandidate(n SandboxNode) bool {
+func KataCandidate(n SandboxNode) bool {
 	return n.KataEligible || n.KVM == "" && (n.Runtime == "containerd" || n.Runtime == "cri-o") && len(n.KataHypervisors) > 0
 }
 
@@ -113,7 +113,7 @@ func kataCandidate(n SandboxNode) bool {
 func KataNodesFor(nodes []SandboxNode, hypervisor string) []string {
 	var out []string
 	for _, n := range nodes {
-		if kataCandidate(n) && slices.Contains(n.KataHypervisors, hypervisor) {
+		if KataCandidate(n) && slices.Contains(n.KataHypervisors, hypervisor) {
 			out = append(out, n.Name)
 		}
 	}

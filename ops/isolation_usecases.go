@@ -93,7 +93,7 @@ func (s *Service) kataInstallAllowed(ctx context.Context, r *store.Region, hyper
 	}
 	archs := map[string][]string{}
 	for _, n := range nodes {
-		if kataCandidate(n) {
+		if KataCandidate(n) {
 			archs[n.Arch] = append(archs[n.Arch], n.Name)
 		}
 	}
