@@ -553,3 +553,28 @@ func TestMoveCarriesSandboxRuntimes(t *testing.T) {
 		t.Fatalf("the moved function runs with %q", got)
 	}
 }
+
+// TestKataNeedsANodeThatCanRunIt: on a region none of whose nodes can run Kata (Docker
+// everywhere), its install is refused with the reason and nothing is queued or changed;
+// the Isolation tab disables the button with the same reason.
+func TestKataNeedsANodeThatCanRunIt(t *testing.T) {
+	nodes := testcluster.DefaultNodes()
+	for i := range nodes {
+		nodes[i].ContainerRuntime = "docker://24.0.7"
+	}
+	_, e, tok, r := readyRegionOn(t, "nokata", testcluster.Options{Nodes: nodes})
+	ctx := context.Background()
+	var refused struct{ Error string }
+	if st := e.JSON("POST", "/api/knative-regions/"+r.ID+"/install-sandbox", tok, map[string]any{"runtime": "kata", "hypervisors": []string{"qemu"}}, &refused); st != 422 || refused.Error != ops.NoKataNode {
+		t.Fatalf("Kata with no node to run it: %d %q", st, refused.Error)
+	}
+	if _, err := e.Store.LatestJobOf(ctx, r.ID, ops.SandboxKinds); err == nil {
+		t.Fatal("a refused install must queue no job")
+	}
+	if rr, _ := e.Store.RegionByID(ctx, r.ID); rr.Isolation.V.Kata.State() != store.ComponentNotInstalled {
+		t.Fatalf("a refused install must change nothing: %+v", rr.Isolation.V.Kata)
+	}
+	if st, body := e.Raw("GET", "/regions/"+r.ID+"?tab=isolation", tok, ""); st != 200 || !strings.Contains(body, `data-testid="install-kata" disabled`) {
+		t.Fatalf("isolation tab: %d, Install Kata disabled: %v", st, strings.Contains(body, `data-testid="install-kata" disabled`))
+	}
+}

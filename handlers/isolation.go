@@ -58,7 +58,7 @@ func (h *Handlers) isolationTab(c *fiber.Ctx, r *store.Region) (templ.Component,
 func fillIsolation(d *views.IsolationData, r *store.Region, nodes []ops.SandboxNode) {
 	iso := r.Isolation.V
 	if len(nodes) > 0 && !slices.ContainsFunc(nodes, ops.KataCandidate) {
-		d.NoKataNode = "No node can run Kata Containers: each needs containerd or CRI-O, an architecture with a hypervisor, and /dev/kvm (see each node's reason above)."
+		d.NoKataNode = ops.NoKataNode
 	}
 	for _, n := range nodes {
 		kvm := map[string]string{"true": "yes", "false": "no", "": "not probed"}[n.KVM]

@@ -79,9 +79,13 @@ func (s *Service) InstallSandbox(ctx context.Context, actor Actor, r *store.Regi
 		Subject: r.ID, Params: in, CreatedBy: actor.Email})
 }
 
-// kataInstallAllowed refuses a Kata install whose picks run on none of the architectures
-// of the nodes that can run Kata (422 on hypervisors), or that would delete RuntimeClasses
-// of the installed Kata still in use (kataDropRefusal).
+// NoKataNode is why Kata cannot be installed on a region none of whose nodes can run it.
+const NoKataNode = "No node can run Kata Containers: each needs containerd or CRI-O, an architecture with a hypervisor, and /dev/kvm (the Isolation tab gives each node's reason)."
+
+// kataInstallAllowed refuses a Kata install on a region none of whose nodes can run it, one
+// whose picks run on none of the architectures of the nodes that can run Kata (422 on
+// hypervisors), or one that would delete RuntimeClasses of the installed Kata still in use
+// (kataDropRefusal).
 func (s *Service) kataInstallAllowed(ctx context.Context, r *store.Region, hypervisors []string) error {
 	c, err := s.RegionCluster(r)
 	if err != nil {
@@ -96,6 +100,9 @@ func (s *Service) kataInstallAllowed(ctx context.Context, r *store.Region, hyper
 		if KataCandidate(n) {
 			archs[n.Arch] = append(archs[n.Arch], n.Name)
 		}
+	}
+	if len(nodes) > 0 && len(archs) == 0 {
+		return &Refused{Reason: NoKataNode}
 	}
 	if len(archs) > 0 {
 		if err := kataPicksRunnable(hypervisors, archs); err != nil {
