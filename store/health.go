@@ -3,13 +3,21 @@ package store
 import "fmt"
 
 // healthRank orders the health states from the best: ok, unknown, degraded, down. The
-// SQL of healthRankSQL ranks them the same way (a store test holds the two together).
+// SQL below is written from it (rankCaseSQL), so Go and SQL rank alike.
 var healthRank = map[HealthState]int{HealthOK: 0, HealthUnknown: 1, HealthDegraded: 2, HealthDown: 3}
 
-// layerRankSQL ranks one layer of regions.health as healthRank does (a layer never
-// checked is unknown).
+// rankCaseSQL is a SQL CASE giving the healthRank of a state expression, or otherwise.
+func rankCaseSQL(expr string, otherwise int) string {
+	q := `CASE ` + expr
+	for _, s := range []HealthState{HealthOK, HealthUnknown, HealthDegraded, HealthDown} {
+		q += fmt.Sprintf(` WHEN '%s' THEN %d`, s, healthRank[s])
+	}
+	return q + fmt.Sprintf(` ELSE %d END`, otherwise)
+}
+
+// layerRankSQL ranks one layer of regions.health (a layer never checked is unknown).
 func layerRankSQL(layer string) string {
-	return fmt.Sprintf(`CASE r.health->'%s'->>'state' WHEN 'ok' THEN 0 WHEN 'degraded' THEN 2 WHEN 'down' THEN 3 ELSE 1 END`, layer)
+	return rankCaseSQL(`r.health->'`+layer+`'->>'state'`, healthRank[HealthUnknown])
 }
 
 // healthRankSQL is a region's rank at a glance: its worst layer's.
@@ -50,6 +58,6 @@ var HealthFilters = []string{"attention", string(HealthDown), string(HealthDegra
 
 // healthWhereSQL is the condition of a health filter on the rank ($n is the filter).
 func healthWhereSQL(param string) string {
-	return `(` + param + ` = '' OR (` + param + ` = 'attention' AND ` + healthRankSQL + ` >= 2) OR ` + healthRankSQL + ` = CASE ` + param +
-		` WHEN 'ok' THEN 0 WHEN 'unknown' THEN 1 WHEN 'degraded' THEN 2 WHEN 'down' THEN 3 ELSE -1 END)`
+	return fmt.Sprintf(`(%s = '' OR (%s = 'attention' AND %s >= %d) OR %s = %s)`, param, param, healthRankSQL,
+		healthRank[HealthDegraded], healthRankSQL, rankCaseSQL(param, -1))
 }
