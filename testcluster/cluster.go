@@ -365,12 +365,12 @@ func (c *Cluster) startKwok(ctx context.Context, bins *Binaries, adminKC string)
 		"--server-address", fmt.Sprintf("127.0.0.1:%d", freePort()))...)
 }
 
-// startOperators starts the custom-stage watcher, the simulated Knative and Prometheus
+// startOperators starts the simulated Knative Serving controller, Knative and Prometheus
 // operators, the sandbox runtimes' node agents, runtime-class-manager, NVIDIA's agents, CloudNativePG's operator and Skupper's controller; Stop
 // waits for them.
 func (c *Cluster) startOperators() {
 	c.wg.Add(9)
-	go c.watchCustomStages()
+	go c.runOperator("Knative Serving controller", c.reconcileKnativeServices)
 	go c.runKataCleanupHooks()
 	go c.runOperator("Knative Operator", c.reconcileKnative(&knativeOperator{applied: map[string]bool{}}))
 	go c.runOperator("Prometheus operator", c.reconcilePrometheus)
