@@ -14,11 +14,12 @@ import (
 
 	"runr.dev/console/apiclient"
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
 )
 
 // reconcileActor is who `runr reconcile` acts as in the job history.
-var reconcileActor = ops.Actor{Email: "runr reconcile"}
+var reconcileActor = kit.Actor{Email: "runr reconcile"}
 
 // reconcileCmd is `runr reconcile [--dry-run] [--region NAME] [--step STEP]`: it brings
 // every active region up to what this release installs. It reads the database (like

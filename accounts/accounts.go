@@ -1,6 +1,6 @@
 // Package accounts holds the use cases of console users and their API tokens: create a
 // user, change a role, delete a user, create a token. They are Fiber-free: handlers and
-// the CLI call them alike. A wrong field is an *ops.Invalid, as in the regions' use
+// the CLI call them alike. A wrong field is an *problem.Invalid, as in the regions' use
 // cases; the role rules refuse with *store.UserRuleError.
 package accounts
 
@@ -11,7 +11,7 @@ import (
 	"net/mail"
 	"strings"
 
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
 
@@ -61,7 +61,7 @@ func GeneratePassword() string { return store.RandomToken("")[:20] }
 func CreateUser(ctx context.Context, st *store.Store, by *store.User, in UserInput) (*store.User, string, error) {
 	in.Email = strings.TrimSpace(in.Email)
 	if errs := ValidateUser(in); len(errs) > 0 {
-		return nil, "", &ops.Invalid{Fields: errs}
+		return nil, "", &problem.Invalid{Fields: errs}
 	}
 	if err := store.CheckGrant(by, in.Role); err != nil {
 		return nil, "", err
@@ -73,7 +73,7 @@ func CreateUser(ctx context.Context, st *store.Store, by *store.User, in UserInp
 	}
 	u, err := st.CreateUser(ctx, in.Email, in.Name, in.Role, in.Password)
 	if errors.Is(err, store.ErrConflict) {
-		return nil, "", &ops.Invalid{Fields: map[string]string{"email": "A user with this e-mail exists already."}}
+		return nil, "", &problem.Invalid{Fields: map[string]string{"email": "A user with this e-mail exists already."}}
 	}
 	if err != nil {
 		return nil, "", fmt.Errorf("create user %s: %w", in.Email, err)

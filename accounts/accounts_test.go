@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"runr.dev/console/accounts"
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 	"runr.dev/console/store/storetest"
 )
@@ -68,7 +68,7 @@ func TestAccountRules(t *testing.T) {
 	if err != nil || len(pw) != 20 || owner.Email != "owner@example.com" {
 		t.Fatalf("the operator creates an owner: %v %q %+v", err, pw, owner)
 	}
-	var inv *ops.Invalid
+	var inv *problem.Invalid
 	if _, _, err := accounts.CreateUser(ctx, st, owner, accounts.UserInput{Email: "owner@example.com", Role: "viewer"}); !errors.As(err, &inv) || inv.Fields["email"] == "" {
 		t.Fatalf("a second user with one e-mail: %v", err)
 	}

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
 
@@ -19,7 +19,7 @@ type PasswordInput struct {
 }
 
 // ErrWrongPassword marks the refusal of a change whose current password is wrong (it
-// comes with an *ops.Invalid about current_password), so that callers log and count it.
+// comes with an *problem.Invalid about current_password), so that callers log and count it.
 var ErrWrongPassword = errors.New("the current password is wrong")
 
 // ValidatePasswordChange checks a password change's fields, the current password aside:
@@ -50,20 +50,20 @@ func ValidatePasswordChange(in PasswordInput) map[string]string {
 // ChangePassword changes the password of user id once the current password is right,
 // and signs out every session of the user (their generation moves on): it returns the
 // new generation, which the session that asked stores to stay signed in. A wrong
-// current password is ErrWrongPassword with an *ops.Invalid; a refusal changes nothing.
+// current password is ErrWrongPassword with an *problem.Invalid; a refusal changes nothing.
 func ChangePassword(ctx context.Context, st *store.Store, id string, in PasswordInput) (int, error) {
 	if errs := ValidatePasswordChange(in); len(errs) > 0 {
-		return 0, &ops.Invalid{Fields: errs}
+		return 0, &problem.Invalid{Fields: errs}
 	}
 	u, err := st.UserByID(ctx, id)
 	if err != nil {
 		return 0, fmt.Errorf("change password: %w", err)
 	}
 	if !u.CheckPassword(in.Current) {
-		return 0, fmt.Errorf("%w: %w", ErrWrongPassword, &ops.Invalid{Fields: map[string]string{"current_password": "This is not your current password."}})
+		return 0, fmt.Errorf("%w: %w", ErrWrongPassword, &problem.Invalid{Fields: map[string]string{"current_password": "This is not your current password."}})
 	}
 	if in.New == in.Current {
-		return 0, &ops.Invalid{Fields: map[string]string{"new_password": "Choose a password other than the current one."}}
+		return 0, &problem.Invalid{Fields: map[string]string{"new_password": "Choose a password other than the current one."}}
 	}
 	gen, err := st.ChangePassword(ctx, id, in.New)
 	if err != nil {

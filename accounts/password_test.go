@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"runr.dev/console/accounts"
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store/storetest"
 )
 
@@ -51,7 +51,7 @@ func TestChangePassword(t *testing.T) {
 	if u.SessionGeneration != 0 {
 		t.Fatalf("a new user's generation: %d", u.SessionGeneration)
 	}
-	var inv *ops.Invalid
+	var inv *problem.Invalid
 	_, err = accounts.ChangePassword(ctx, st, u.ID, accounts.PasswordInput{Current: "not the password", New: "the second password", Confirm: "the second password"})
 	if !errors.Is(err, accounts.ErrWrongPassword) || !errors.As(err, &inv) || inv.Fields["current_password"] == "" {
 		t.Fatalf("a wrong current password: %v", err)

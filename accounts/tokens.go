@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
 
@@ -66,7 +66,7 @@ func CreateToken(ctx context.Context, st *store.Store, g Grantor, in TokenInput)
 		errs["scopes"] = err.Error()
 	}
 	if len(errs) > 0 {
-		return nil, "", &ops.Invalid{Fields: errs}
+		return nil, "", &problem.Invalid{Fields: errs}
 	}
 	t, plain, err := st.CreateAPIToken(ctx, g.User.ID, name, scopes)
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -105,7 +107,7 @@ func (h *Handlers) APIGPU(c *fiber.Ctx) error {
 	defer cancel()
 	rep, err := h.Kube.RegionGPUs(cctx, r)
 	if err != nil {
-		return h.Fail(c, &ops.Unreachable{Region: r.Name, Err: err})
+		return h.Fail(c, &problem.Unreachable{Region: r.Name, Err: err})
 	}
 	g := r.GPU.V
 	return c.JSON(fiber.Map{"nodes": rep.Nodes, "total": rep.Total, "free": rep.Free, "models": rep.Models,
@@ -128,7 +130,7 @@ func (h *Handlers) APISetModelStorage(c *fiber.Ctx) error {
 
 // regionJobAPI answers a use case that queues a job on the region of the route with the
 // request's JSON body: 202 with the job, or its refusal.
-func regionJobAPI[T any](h *Handlers, c *fiber.Ctx, run func(context.Context, ops.Actor, *store.Region, T) (*store.Job, error)) error {
+func regionJobAPI[T any](h *Handlers, c *fiber.Ctx, run func(context.Context, kit.Actor, *store.Region, T) (*store.Job, error)) error {
 	r, err := h.regionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
@@ -142,7 +144,7 @@ func regionJobAPI[T any](h *Handlers, c *fiber.Ctx, run func(context.Context, op
 }
 
 // regionActionAPI answers a use case that queues a job on the region of the route.
-func regionActionAPI(h *Handlers, c *fiber.Ctx, run func(context.Context, ops.Actor, *store.Region) (*store.Job, error)) error {
+func regionActionAPI(h *Handlers, c *fiber.Ctx, run func(context.Context, kit.Actor, *store.Region) (*store.Job, error)) error {
 	r, err := h.regionForm(c)
 	if err != nil {
 		return h.Fail(c, err)

@@ -23,6 +23,8 @@ import (
 	"runr.dev/console/hub"
 	"runr.dev/console/kube"
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -168,11 +170,11 @@ func Unprocessable(c *fiber.Ctx, msg string) error {
 }
 
 // actor is who makes the request, for the use cases.
-func (h *Handlers) actor(c *fiber.Ctx) ops.Actor { return ActorOf(Who(c)) }
+func (h *Handlers) actor(c *fiber.Ctx) kit.Actor { return ActorOf(Who(c)) }
 
 // ActorOf is a principal as the use cases see it: its e-mail, permissions, tenant and role.
-func ActorOf(p *Principal) ops.Actor {
-	return ops.Actor{Email: p.User.Email, Perms: p.Perms, TenantID: p.User.Tenant(), Role: p.User.Role}
+func ActorOf(p *Principal) kit.Actor {
+	return kit.Actor{Email: p.User.Email, Perms: p.Perms, TenantID: p.User.Tenant(), Role: p.User.Role}
 }
 
 // Accepted answers the outcome of a use case that queues a job: 202 with the job's id,
@@ -185,13 +187,13 @@ func (h *Handlers) Accepted(c *fiber.Ctx, j *store.Job, err error) error {
 }
 
 // refusal splits a use case's refusal into what a form shows: the messages beside the
-// fields (*ops.Invalid, or *ops.Refused about a field) or one message (*ops.Refused,
-// *ops.Missing, *ops.Unreachable). ok is false for any other error.
+// fields (*problem.Invalid, or *problem.Refused about a field) or one message (*problem.Refused,
+// *problem.Missing, *problem.Unreachable). ok is false for any other error.
 func (h *Handlers) refusal(c *fiber.Ctx, err error) (fe FieldErrors, msg string, ok bool) {
-	var inv *ops.Invalid
-	var rf *ops.Refused
-	var ms *ops.Missing
-	var un *ops.Unreachable
+	var inv *problem.Invalid
+	var rf *problem.Refused
+	var ms *problem.Missing
+	var un *problem.Unreachable
 	switch {
 	case errors.As(err, &inv):
 		return FieldErrors(inv.Fields), "", true
@@ -216,9 +218,9 @@ func (h *Handlers) refusal(c *fiber.Ctx, err error) (fe FieldErrors, msg string,
 // does not exist is a 404 with its sentence, a cluster that did not answer a 502, a
 // refusal a 422 with its field errors or its reason. ok is false for any other error.
 func (h *Handlers) failUseCase(c *fiber.Ctx, err error) (error, bool) {
-	var ms *ops.Missing
-	var un *ops.Unreachable
-	var fb *ops.Forbidden
+	var ms *problem.Missing
+	var un *problem.Unreachable
+	var fb *problem.Forbidden
 	var qe *ops.QuotaError
 	switch {
 	case errors.As(err, &fb):
@@ -248,7 +250,7 @@ func (h *Handlers) Fail(c *fiber.Ctx, err error) error {
 	if errors.Is(err, store.ErrUnavailable) {
 		return h.DatabaseUnavailable(c, err)
 	}
-	var fb *ops.Forbidden
+	var fb *problem.Forbidden
 	if IsAPI(c) {
 		if rerr, ok := h.failUseCase(c, err); ok {
 			return rerr

@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -249,7 +250,7 @@ func (h *Handlers) APISandbox(c *fiber.Ctx) error {
 	defer cancel()
 	nodes, err := h.Kube.RegionSandboxNodes(cctx, r)
 	if err != nil {
-		return h.Fail(c, &ops.Unreachable{Region: r.Name, Err: err})
+		return h.Fail(c, &problem.Unreachable{Region: r.Name, Err: err})
 	}
 	return c.JSON(isolationJSON(r, nodes))
 }

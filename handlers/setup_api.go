@@ -6,6 +6,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
 
@@ -178,9 +179,9 @@ func (h *Handlers) APIKubeconfig(c *fiber.Ctx) error {
 	return c.SendString(r.Kubeconfig)
 }
 
-// refused reports whether err is a use case's refusal (*ops.Refused).
+// refused reports whether err is a use case's refusal (*problem.Refused).
 func refused(err error) bool {
-	var rf *ops.Refused
+	var rf *problem.Refused
 	return errors.As(err, &rf)
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 	"runr.dev/console/supplychain"
 	"runr.dev/console/views"
@@ -17,7 +18,7 @@ import (
 // policy and its state, the data location and the latest verdicts.
 func (h *Handlers) supplyChainTab(c *fiber.Ctx, r *store.Region) (templ.Component, error) {
 	if !Who(c).Perms[store.PermSupplyChainManage] {
-		return nil, &ops.Refused{Reason: "The Supply chain tab needs the permission " + store.PermSupplyChainManage + "."}
+		return nil, &problem.Refused{Reason: "The Supply chain tab needs the permission " + store.PermSupplyChainManage + "."}
 	}
 	vs, err := h.Kube.RegionVerdicts(ctx(c), r)
 	if err != nil {

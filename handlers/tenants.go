@@ -9,6 +9,7 @@ import (
 
 	"runr.dev/console/accounts"
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -230,7 +231,7 @@ func (h *Handlers) tenantsForm(c *fiber.Ctx, formFor string, values map[string]s
 // CreateTenantForm creates a tenant from the Tenants page.
 func (h *Handlers) CreateTenantForm(c *fiber.Ctx) error {
 	if fe := inputErrors(c, "name"); fe != nil {
-		return h.tenantsForm(c, "new", map[string]string{"name": ""}, &ops.Invalid{Fields: fe}, "")
+		return h.tenantsForm(c, "new", map[string]string{"name": ""}, &problem.Invalid{Fields: fe}, "")
 	}
 	name := c.FormValue("name")
 	_, err := h.Kube.CreateTenant(ctx(c), h.actor(c), ops.TenantInput{Name: name})
@@ -244,7 +245,7 @@ func (h *Handlers) RenameTenantForm(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	if fe := inputErrors(c, "name"); fe != nil {
-		return h.tenantsForm(c, t.ID, nil, &ops.Invalid{Fields: fe}, "")
+		return h.tenantsForm(c, t.ID, nil, &problem.Invalid{Fields: fe}, "")
 	}
 	name := c.FormValue("name")
 	_, err = h.Kube.RenameTenant(ctx(c), h.actor(c), t, ops.TenantInput{Name: name})
@@ -269,7 +270,7 @@ func (h *Handlers) CreateTenantUserForm(c *fiber.Ctx) error {
 	}
 	values := map[string]string{"email": c.FormValue("email"), "role": c.FormValue("role")}
 	if fe := inputErrors(c, "email", "role", "password"); fe != nil {
-		return h.tenantsForm(c, t.ID, values, &ops.Invalid{Fields: fe}, "")
+		return h.tenantsForm(c, t.ID, values, &problem.Invalid{Fields: fe}, "")
 	}
 	in := accounts.UserInput{Email: values["email"], Role: values["role"], Password: c.FormValue("password")}
 	u, generated, err := accounts.CreateTenantUser(ctx(c), h.Store, Who(c).User, t.ID, in)
@@ -315,11 +316,11 @@ func (h *Handlers) AssignForm(c *fiber.Ctx) error {
 	in, values, fe := quotaForm(c)
 	in.TenantID, values["region_id"] = t.ID, c.FormValue("region_id")
 	if fe != nil {
-		return h.tenantsForm(c, t.ID, values, &ops.Invalid{Fields: fe}, "")
+		return h.tenantsForm(c, t.ID, values, &problem.Invalid{Fields: fe}, "")
 	}
 	r, err := h.Store.RegionByID(ctx(c), values["region_id"])
 	if isNotFoundErr(err) {
-		return h.tenantsForm(c, t.ID, values, &ops.Invalid{Fields: map[string]string{"region_id": "Choose a platform region."}}, "")
+		return h.tenantsForm(c, t.ID, values, &problem.Invalid{Fields: map[string]string{"region_id": "Choose a platform region."}}, "")
 	} else if err != nil {
 		return h.Fail(c, err)
 	}
@@ -336,7 +337,7 @@ func (h *Handlers) ChangeAssignmentForm(c *fiber.Ctx) error {
 	in, values, fe := quotaForm(c)
 	formFor := c.Params("tenant") + "/" + r.ID
 	if fe != nil {
-		return h.tenantsForm(c, formFor, values, &ops.Invalid{Fields: fe}, "")
+		return h.tenantsForm(c, formFor, values, &problem.Invalid{Fields: fe}, "")
 	}
 	_, err = h.Kube.ChangeAssignment(ctx(c), h.actor(c), r, c.Params("tenant"), in)
 	return h.tenantsForm(c, formFor, values, err, "Quotas on "+r.Name+" saved.")

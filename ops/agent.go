@@ -7,6 +7,7 @@ import (
 
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
 )
 
@@ -110,7 +111,7 @@ const AgentPath = "/api/internal/agent/ws"
 // installAgent deploys the runr-agent: its token Secret, RBAC and Deployment. The
 // Deployment runs this project's binary (`runr agent`).
 func (s *Service) installAgent(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
-	if _, err := ensureNamespace(ctx, jc, c, ObservabilityNamespace, nil); err != nil {
+	if _, err := kit.EnsureNamespace(ctx, jc, c, ObservabilityNamespace, nil); err != nil {
 		return err
 	}
 	url := s.AgentWSURL(r, false)

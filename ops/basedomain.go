@@ -12,6 +12,8 @@ import (
 
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
 
@@ -91,10 +93,10 @@ func (s *Service) enqueueDomain(ctx context.Context, r *store.Region, req engine
 
 // SetBaseDomain saves the platform's base domain ("" clears it) and brings the regions
 // that follow it along.
-func (s *Service) SetBaseDomain(ctx context.Context, actor Actor, domain string) error {
+func (s *Service) SetBaseDomain(ctx context.Context, actor kit.Actor, domain string) error {
 	next := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(domain)), ".")
 	if m := ValidateDomain(next); m != "" {
-		return &Invalid{Fields: map[string]string{"base_domain": m}}
+		return &problem.Invalid{Fields: map[string]string{"base_domain": m}}
 	}
 	old, err := s.Store.BaseDomain(ctx)
 	if err != nil {
@@ -115,9 +117,9 @@ func (s *Service) SetBaseDomain(ctx context.Context, actor Actor, domain string)
 
 // CompleteDomainMigration makes the domain a region moves to its function domain, once
 // the migration waits for DNS (dns_check).
-func (s *Service) CompleteDomainMigration(ctx context.Context, actor Actor, r *store.Region) (*store.Job, error) {
+func (s *Service) CompleteDomainMigration(ctx context.Context, actor kit.Actor, r *store.Region) (*store.Job, error) {
 	if r.DomainMigrationStatus != store.MigrationDNSCheck {
-		return nil, &Refused{Reason: "The region has no domain migration to complete."}
+		return nil, &problem.Refused{Reason: "The region has no domain migration to complete."}
 	}
 	return s.enqueueDomain(ctx, r, engine.Request{Params: DomainMigrationParams{Op: "complete", Target: r.DomainMigrationTarget}}, actor.Email)
 }
@@ -130,7 +132,7 @@ func aliasRule(domain string) string {
 // Service (under the function domain), with its IngressRoutes.
 func (s *Service) applyAlias(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region, target string) error {
 	ns := r.Name
-	if _, err := ensureNamespace(ctx, jc, c, ns, map[string]string{"runr.dev/region": r.Name}); err != nil {
+	if _, err := kit.EnsureNamespace(ctx, jc, c, ns, map[string]string{"runr.dev/region": r.Name}); err != nil {
 		return err
 	}
 	image, err := s.regionImage(ctx, r, s.Cfg.AgentImage)
@@ -215,7 +217,7 @@ func (s *Service) registerBaseDomainKinds() {
 // domainMoveAlias is the step "alias" (Alias of the new domain) of registerBaseDomainKinds.
 func (s *Service) domainMoveAlias(p DomainMigrationParams) func(ctx context.Context, jc *engine.JobContext) error {
 	return func(ctx context.Context, jc *engine.JobContext) error {
-		r, c, err := s.regionAndCluster(ctx, jc)
+		r, c, err := s.RegionAndCluster(ctx, jc)
 		if err != nil {
 			return err
 		}
@@ -242,7 +244,7 @@ func (s *Service) domainMoveDomain(p DomainMigrationParams) func(ctx context.Con
 		if p.Op != "complete" {
 			return engine.ErrSkip
 		}
-		r, c, err := s.regionAndCluster(ctx, jc)
+		r, c, err := s.RegionAndCluster(ctx, jc)
 		if err != nil {
 			return err
 		}
@@ -264,7 +266,7 @@ func (s *Service) domainMoveDomain(p DomainMigrationParams) func(ctx context.Con
 // domainMoveRecord is the step "record" (Record) of registerBaseDomainKinds.
 func (s *Service) domainMoveRecord(p DomainMigrationParams) func(ctx context.Context, jc *engine.JobContext) error {
 	return func(ctx context.Context, jc *engine.JobContext) error {
-		r, c, err := s.regionAndCluster(ctx, jc)
+		r, c, err := s.RegionAndCluster(ctx, jc)
 		if err != nil {
 			return err
 		}
@@ -314,7 +316,7 @@ func (s *Service) completeDomainMigrations(ctx context.Context) {
 		ok, _, err := (&Resolver{Server: s.Cfg.DNSResolver}).DNSCheck(cctx, r.DomainMigrationTarget, r.ExternalIP)
 		cancel()
 		if err == nil && ok {
-			if _, err := s.CompleteDomainMigration(ctx, Actor{Email: "status check"}, r); err != nil {
+			if _, err := s.CompleteDomainMigration(ctx, kit.Actor{Email: "status check"}, r); err != nil {
 				s.Log.Warn("complete domain migration", "region", r.Name, "err", err)
 			}
 		}

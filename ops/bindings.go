@@ -9,6 +9,8 @@ import (
 
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
 
@@ -59,9 +61,9 @@ type BindingParams struct {
 // Bind binds a project to a data service of its own region: it records the binding with
 // new credentials and queues the job that creates its part of the service (and deploys a
 // running project again with the settings).
-func (s *Service) Bind(ctx context.Context, actor Actor, p *store.Project, in BindInput) (*store.Binding, *store.Job, error) {
+func (s *Service) Bind(ctx context.Context, actor kit.Actor, p *store.Project, in BindInput) (*store.Binding, *store.Job, error) {
 	if !slices.Contains(store.DataServiceNames, in.Service) {
-		return nil, nil, &Invalid{Fields: map[string]string{"service": "Choose kv, object or postgres."}}
+		return nil, nil, &problem.Invalid{Fields: map[string]string{"service": "Choose kv, object or postgres."}}
 	}
 	r, err := s.bindRegion(ctx, p, in.Service)
 	if err != nil {
@@ -77,21 +79,21 @@ func (s *Service) Bind(ctx context.Context, actor Actor, p *store.Project, in Bi
 		b.Resource, b.Credentials = postgresCredentials(p)
 	}
 	if in.Service == store.DataObject && len(b.Resource) > 63 {
-		return nil, nil, &Refused{Field: "service", Reason: fmt.Sprintf("The bucket %s would be longer than S3's 63 characters: use a shorter bucket prefix for the object store, or a shorter project slug.", b.Resource)}
+		return nil, nil, &problem.Refused{Field: "service", Reason: fmt.Sprintf("The bucket %s would be longer than S3's 63 characters: use a shorter bucket prefix for the object store, or a shorter project slug.", b.Resource)}
 	}
 	if taken := envTaken(p, b.Credentials); len(taken) > 0 {
-		return nil, nil, &Refused{Field: "service", Reason: fmt.Sprintf("%s defines %s itself, which the %s binding sets: rename its variables first.", p.Slug, strings.Join(taken, ", "), in.Service)}
+		return nil, nil, &problem.Refused{Field: "service", Reason: fmt.Sprintf("%s defines %s itself, which the %s binding sets: rename its variables first.", p.Slug, strings.Join(taken, ", "), in.Service)}
 	}
 	if err := s.Store.CreateBinding(ctx, b); err != nil {
 		if errors.Is(err, store.ErrConflict) {
-			return nil, nil, &Refused{Field: "service", Reason: p.Slug + " is bound to " + in.Service + " already."}
+			return nil, nil, &problem.Refused{Field: "service", Reason: p.Slug + " is bound to " + in.Service + " already."}
 		}
 		return nil, nil, fmt.Errorf("bind %s to %s: %w", p.Slug, in.Service, err)
 	}
 	j, err := s.Enqueue(ctx, engine.Request{Kind: KindBind, Title: "Bind " + p.Slug + " to " + in.Service + " of " + r.Name,
 		Subject: r.ID, Params: BindingParams{BindingID: b.ID}, CreatedBy: actor.Email})
 	if err != nil {
-		s.record(s.Store.DeleteBinding(ctx, b.ID))
+		s.Record(s.Store.DeleteBinding(ctx, b.ID))
 		return nil, nil, err
 	}
 	s.Log.Info("project bound", "project", p.Slug, "service", in.Service, "region", r.Name, "user", actor.Email)
@@ -102,10 +104,10 @@ func (s *Service) Bind(ctx context.Context, actor Actor, p *store.Project, in Bi
 // a region, it is not bound to the service yet, and the region runs the service.
 func (s *Service) bindRegion(ctx context.Context, p *store.Project, service string) (*store.Region, error) {
 	if p.Region() == "" {
-		return nil, &Refused{Reason: p.Slug + " has no region: a project binds the data services of its own region."}
+		return nil, &problem.Refused{Reason: p.Slug + " has no region: a project binds the data services of its own region."}
 	}
 	if _, err := s.Store.ProjectBinding(ctx, p.ID, service); err == nil {
-		return nil, &Refused{Field: "service", Reason: p.Slug + " is bound to " + service + " already."}
+		return nil, &problem.Refused{Field: "service", Reason: p.Slug + " is bound to " + service + " already."}
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
@@ -114,7 +116,7 @@ func (s *Service) bindRegion(ctx context.Context, p *store.Project, service stri
 		return nil, fmt.Errorf("region of project %s: %w", p.Slug, err)
 	}
 	if d := r.DataServices.V.Service(service); !d.Ready() {
-		return nil, &Refused{Field: "service", Reason: fmt.Sprintf("Region %s has no %s service ready (%s): install it in its Data services tab first.", r.Name, service, d.State())}
+		return nil, &problem.Refused{Field: "service", Reason: fmt.Sprintf("Region %s has no %s service ready (%s): install it in its Data services tab first.", r.Name, service, d.State())}
 	}
 	return r, nil
 }
@@ -135,10 +137,10 @@ func envTaken(p *store.Project, creds map[string]string) []string {
 // Unbind queues the removal of a project's binding: the project is deployed again
 // without its settings, then its part of the service is deleted with its data. A binding
 // whose region was removed is forgotten at once (no job).
-func (s *Service) Unbind(ctx context.Context, actor Actor, p *store.Project, service string) (*store.Job, error) {
+func (s *Service) Unbind(ctx context.Context, actor kit.Actor, p *store.Project, service string) (*store.Job, error) {
 	b, err := s.Store.ProjectBinding(ctx, p.ID, service)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, &Missing{Reason: p.Slug + " is not bound to " + service + "."}
+		return nil, &problem.Missing{Reason: p.Slug + " is not bound to " + service + "."}
 	}
 	if err != nil {
 		return nil, err
@@ -150,7 +152,7 @@ func (s *Service) Unbind(ctx context.Context, actor Actor, p *store.Project, ser
 		return nil, nil
 	}
 	if b.Status == store.ComponentRemoving || b.Status == store.ComponentInstalling {
-		return nil, &Refused{Reason: "The binding of " + p.Slug + " to " + service + " is " + string(b.Status) + ": wait for that job to finish."}
+		return nil, &problem.Refused{Reason: "The binding of " + p.Slug + " to " + service + " is " + string(b.Status) + ": wait for that job to finish."}
 	}
 	if err := s.Store.SetBindingStatus(ctx, b.ID, store.ComponentRemoving, ""); err != nil {
 		return nil, err
@@ -162,7 +164,7 @@ func (s *Service) Unbind(ctx context.Context, actor Actor, p *store.Project, ser
 // bindingStep is a step of a binding's job, with the binding, its project, its region
 // and the region's cluster.
 func (s *Service) bindingStep(name, title string, pp BindingParams, run func(ctx context.Context, jc *engine.JobContext, b *store.Binding, r *store.Region, c *kube.Cluster) error) engine.Step {
-	return s.regionStep(name, title, func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+	return s.RegionStep(name, title, func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 		b, err := s.Store.BindingByID(ctx, pp.BindingID)
 		if errors.Is(err, store.ErrNotFound) {
 			jc.Note("The binding is gone already")
@@ -183,7 +185,7 @@ func (s *Service) registerBindingKinds() {
 		var pp BindingParams
 		if err != nil && jc.Params(&pp) == nil {
 			if serr := s.Store.SetBindingStatus(ctx, pp.BindingID, store.ComponentError, err.Error()); serr != nil && !errors.Is(serr, store.ErrNotFound) {
-				s.record(serr)
+				s.Record(serr)
 			}
 		}
 	}
@@ -221,7 +223,7 @@ func (s *Service) unbindSteps(pp BindingParams) []engine.Step {
 
 // bindService creates the binding's part of its service.
 func (s *Service) bindService(ctx context.Context, jc *engine.JobContext, b *store.Binding, r *store.Region, c *kube.Cluster) error {
-	if _, err := ensureNamespace(ctx, jc, c, DataNamespace, nil); err != nil {
+	if _, err := kit.EnsureNamespace(ctx, jc, c, DataNamespace, nil); err != nil {
 		return err
 	}
 	switch b.Service {
@@ -343,7 +345,7 @@ func (s *Service) boundElsewhere(ctx context.Context, p *store.Project) error {
 		}
 	}
 	if len(names) > 0 {
-		return &Refused{Field: "region_id", Reason: p.Slug + " is bound to " + strings.Join(names, ", ") + " of its region: a project binds the services of its own region, so unbind them before it moves."}
+		return &problem.Refused{Field: "region_id", Reason: p.Slug + " is bound to " + strings.Join(names, ", ") + " of its region: a project binds the services of its own region, so unbind them before it moves."}
 	}
 	return nil
 }

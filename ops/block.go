@@ -93,7 +93,7 @@ func (s *Service) applyBlock(ctx context.Context, jc *engine.JobContext, c *kube
 }
 
 func (s *Service) ensureResponder(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, ns string) error {
-	image, err := s.jobImage(ctx, jc, s.Cfg.ResponderImage)
+	image, err := s.JobImage(ctx, jc, s.Cfg.ResponderImage)
 	if err != nil {
 		return err
 	}
@@ -159,7 +159,7 @@ const KindRegionStatus = "region-status"
 func (s *Service) registerStatusKinds() {
 	s.Engine.Register(&engine.Kind{Name: KindRegionStatus, Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
 		return []engine.Step{{Name: "block", Title: "Status block", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			r, c, err := s.regionAndCluster(ctx, jc)
+			r, c, err := s.RegionAndCluster(ctx, jc)
 			if err != nil {
 				return err
 			}

@@ -12,6 +12,8 @@ import (
 
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
 
@@ -28,9 +30,9 @@ type RestartParams struct {
 // StartRollingRestart queues the restart of containerd on every node of the region's
 // cluster, one node at a time; only the nodes of a ready internal registry have a node
 // mirror to read.
-func (s *Service) StartRollingRestart(ctx context.Context, actor Actor, r *store.Region) (*store.Job, error) {
+func (s *Service) StartRollingRestart(ctx context.Context, actor kit.Actor, r *store.Region) (*store.Job, error) {
 	if r.RegistryMode != store.RegistryInternal || r.RegistryStatus != store.ComponentReady {
-		return nil, &Refused{Reason: "Only a region with a ready internal registry has a node mirror whose config_path containerd must read."}
+		return nil, &problem.Refused{Reason: "Only a region with a ready internal registry has a node mirror whose config_path containerd must read."}
 	}
 	c, err := s.RegionCluster(r)
 	if err != nil {
@@ -54,7 +56,7 @@ func (s *Service) registerContainerdKinds() {
 		steps := make([]engine.Step, len(p.Nodes))
 		for i, node := range p.Nodes {
 			steps[i] = engine.Step{Name: "node-" + hashOf(node), Title: "Restart containerd on " + node, Run: func(ctx context.Context, jc *engine.JobContext) error {
-				_, c, err := s.regionAndCluster(ctx, jc)
+				_, c, err := s.RegionAndCluster(ctx, jc)
 				if err != nil {
 					return err
 				}
@@ -85,13 +87,13 @@ func (s *Service) restartContainerd(ctx context.Context, jc *engine.JobContext, 
 	}); err != nil {
 		return err
 	}
-	image, err := s.jobImage(ctx, jc, s.Cfg.AgentImage)
+	image, err := s.JobImage(ctx, jc, s.Cfg.AgentImage)
 	if err != nil {
 		return err
 	}
 	backoff, ttl, privileged := int32(0), int32(600), true
 	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: managedLabels(map[string]string{"runr.dev/node": node})},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: kit.ManagedLabels(map[string]string{"runr.dev/node": node})},
 		Spec: batchv1.JobSpec{BackoffLimit: &backoff, TTLSecondsAfterFinished: &ttl, Template: corev1.PodTemplateSpec{
 			Spec: corev1.PodSpec{
 				NodeName: node, HostPID: true, RestartPolicy: corev1.RestartPolicyNever,

@@ -14,6 +14,7 @@ import (
 	"runr.dev/console/engine"
 	"runr.dev/console/helm"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
 )
 
@@ -126,10 +127,10 @@ func (s *Service) registerDataKinds() {
 		if err == nil || jc.Params(&p) != nil {
 			return
 		}
-		if r, rerr := s.jobRegion(ctx, jc); rerr == nil {
+		if r, rerr := s.JobRegion(ctx, jc); rerr == nil {
 			d := r.DataServices.V.Service(p.Service)
 			d.Status, d.Message = store.ComponentError, err.Error()
-			s.record(s.Store.SetRegionDataService(ctx, r.ID, p.Service, d))
+			s.Record(s.Store.SetRegionDataService(ctx, r.ID, p.Service, d))
 		}
 	}
 	s.Engine.Register(&engine.Kind{Name: KindDataInstall, Finished: failed, Plan: engine.PlanWith(s.dataInstallSteps)})
@@ -141,7 +142,7 @@ func (s *Service) registerDataKinds() {
 
 // dataStart is the first step of a data service job: it records the service's state.
 func (s *Service) dataStart(p DataParams, status store.ComponentStatus) engine.Step {
-	return s.regionStep("start", "Record the "+string(status)+" state", func(ctx context.Context, jc *engine.JobContext, r *store.Region, _ *kube.Cluster) error {
+	return s.RegionStep("start", "Record the "+string(status)+" state", func(ctx context.Context, jc *engine.JobContext, r *store.Region, _ *kube.Cluster) error {
 		d := r.DataServices.V.Service(p.Service)
 		d.Status, d.Message = status, ""
 		if status == store.ComponentInstalling {
@@ -156,7 +157,7 @@ func (s *Service) dataStart(p DataParams, status store.ComponentStatus) engine.S
 
 // dataDone is the last step of an install: the service is ready.
 func (s *Service) dataDone(p DataParams) engine.Step {
-	return s.regionStep("ready", "Record the service ready", func(ctx context.Context, jc *engine.JobContext, r *store.Region, _ *kube.Cluster) error {
+	return s.RegionStep("ready", "Record the service ready", func(ctx context.Context, jc *engine.JobContext, r *store.Region, _ *kube.Cluster) error {
 		d := r.DataServices.V.Service(p.Service)
 		d.Status, d.Message = store.ComponentReady, ""
 		return s.Store.SetRegionDataService(ctx, r.ID, p.Service, d)
@@ -177,7 +178,7 @@ func (s *Service) dataInstallSteps(p DataParams) []engine.Step {
 }
 
 func (s *Service) dataRemoveSteps(p DataParams) []engine.Step {
-	unused := s.regionStep("unused", "Check that no binding uses the service", func(ctx context.Context, jc *engine.JobContext, r *store.Region, _ *kube.Cluster) error {
+	unused := s.RegionStep("unused", "Check that no binding uses the service", func(ctx context.Context, jc *engine.JobContext, r *store.Region, _ *kube.Cluster) error {
 		bs, err := s.Store.RegionBindings(ctx, r.ID, p.Service)
 		if err != nil {
 			return err
@@ -198,7 +199,7 @@ func (s *Service) dataRemoveSteps(p DataParams) []engine.Step {
 	case store.DataPostgres:
 		mid = s.postgresRemoveSteps()
 	}
-	done := s.regionStep("record", "Record the removal", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+	done := s.RegionStep("record", "Record the removal", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 		if err := s.Store.SetRegionDataService(ctx, r.ID, p.Service, store.DataService{Status: store.ComponentNotInstalled}); err != nil {
 			return err
 		}
@@ -215,7 +216,7 @@ func (s *Service) dropDataNamespace(ctx context.Context, jc *engine.JobContext, 
 			return nil
 		}
 	}
-	if err := deleteNamespace(ctx, jc, c, DataNamespace); err != nil {
+	if err := kit.DeleteNamespace(ctx, jc, c, DataNamespace); err != nil {
 		return err
 	}
 	jc.Note("%s removed with its data; no data service is left, so namespace %s is gone too", removed, DataNamespace)
@@ -266,7 +267,7 @@ func (s *Service) runDataJob(ctx context.Context, jc *engine.JobContext, c *kube
 		return fmt.Errorf("create Job %s/%s: %w", DataNamespace, dj.Name, err)
 	}
 	return jc.Wait(ctx, fmt.Sprintf("Job %s/%s to %s", DataNamespace, dj.Name, dj.What), engine.WaitOpts{Timeout: s.Cfg.StorageTestTimeout * 3,
-		Hint: orV(dj.Hint, "kubectl logs -n "+DataNamespace+" job/"+dj.Name)}, c.JobComplete(DataNamespace, dj.Name))
+		Hint: kit.OrV(dj.Hint, "kubectl logs -n "+DataNamespace+" job/"+dj.Name)}, c.JobComplete(DataNamespace, dj.Name))
 }
 
 // dataJobSpec is the Job of a DataJob: no retries, gone ten minutes after it finished.
@@ -282,9 +283,9 @@ func dataJobSpec(dj DataJob) *batchv1.Job {
 		}
 	}
 	backoff, ttl := int32(0), int32(600)
-	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: dj.Name, Labels: managedLabels(map[string]string{"app.kubernetes.io/component": "data-services"})},
+	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: dj.Name, Labels: kit.ManagedLabels(map[string]string{"app.kubernetes.io/component": "data-services"})},
 		Spec: batchv1.JobSpec{BackoffLimit: &backoff, TTLSecondsAfterFinished: &ttl, Template: corev1.PodTemplateSpec{
-			ObjectMeta: metav1.ObjectMeta{Labels: managedLabels(nil)},
+			ObjectMeta: metav1.ObjectMeta{Labels: kit.ManagedLabels(nil)},
 			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
 				Containers: []corev1.Container{{Name: "run", Image: dj.Image, Command: []string{"sh", "-ec", dj.Script}, Env: env}}}}}}
 }
@@ -296,7 +297,7 @@ func applySecret(ctx context.Context, c *kube.Cluster, ns, name string, labels m
 		sd[k] = v
 	}
 	_, err := c.ApplyObject(ctx, map[string]any{"apiVersion": "v1", "kind": "Secret",
-		"metadata": map[string]any{"name": name, "namespace": ns, "labels": toAnyMap(managedLabels(labels))}, "stringData": sd})
+		"metadata": map[string]any{"name": name, "namespace": ns, "labels": kit.ToAnyMap(kit.ManagedLabels(labels))}, "stringData": sd})
 	return err
 }
 

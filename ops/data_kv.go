@@ -7,6 +7,7 @@ import (
 
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
 )
 
@@ -33,11 +34,11 @@ func kvAdminEnv() map[string]map[string]string {
 
 func (s *Service) kvInstallSteps() []engine.Step {
 	return []engine.Step{
-		s.regionStep("redis", "Give the ACL Jobs the region's Redis", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+		s.RegionStep("redis", "Give the ACL Jobs the region's Redis", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 			if r.RedisStatus != store.ComponentReady || r.RedisAddress == "" {
 				return fmt.Errorf("the region's Redis is not ready (%s): set it up in the Redis tab first", r.RedisStatus)
 			}
-			if _, err := ensureNamespace(ctx, jc, c, DataNamespace, nil); err != nil {
+			if _, err := kit.EnsureNamespace(ctx, jc, c, DataNamespace, nil); err != nil {
 				return err
 			}
 			host, port := redisHostPort(r.RedisAddress)
@@ -47,7 +48,7 @@ func (s *Service) kvInstallSteps() []engine.Step {
 			jc.Note("Secret %s/%s holds the address of the region's Redis (%s) for the ACL Jobs", DataNamespace, KVAdminSecret, r.RedisAddress)
 			return nil
 		}),
-		s.regionStep("acl", "Check that the Redis has ACL users", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+		s.RegionStep("acl", "Check that the Redis has ACL users", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 			script := `out=$(` + kvRedisCLI + ` ACL WHOAMI 2>&1)
 case "$out" in ""|ERR*|*"unknown command"*|*NOAUTH*|*WRONGPASS*) echo "ACL WHOAMI: $out" >&2; exit 1;; esac`
 			if err := s.runDataJob(ctx, jc, c, DataJob{Name: "runr-kv-check", Image: s.Cfg.RedisImage, Script: script, Secrets: kvAdminEnv(),
@@ -62,7 +63,7 @@ case "$out" in ""|ERR*|*"unknown command"*|*NOAUTH*|*WRONGPASS*) echo "ACL WHOAM
 
 func (s *Service) kvRemoveSteps() []engine.Step {
 	return []engine.Step{
-		s.regionStep("remove", "Remove the ACL Jobs' Secret", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+		s.RegionStep("remove", "Remove the ACL Jobs' Secret", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 			if err := deleteSecret(ctx, c, DataNamespace, KVAdminSecret); err != nil {
 				return err
 			}

@@ -6,6 +6,8 @@ import (
 
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
 
@@ -50,7 +52,7 @@ func DataServicesMoved(r *store.Region) []string {
 // services the region ran, empty, each binding's part of them with its credentials, and
 // the Skupper site. A failure is recorded and the move goes on.
 func (s *Service) moveData(ctx context.Context, jc *engine.JobContext) error {
-	r, c, err := s.regionAndCluster(ctx, jc)
+	r, c, err := s.RegionAndCluster(ctx, jc)
 	if err != nil {
 		return err
 	}
@@ -75,7 +77,7 @@ func (s *Service) moveData(ctx context.Context, jc *engine.JobContext) error {
 	if site {
 		s.tolerate(ctx, jc, r, "Skupper site", func() error { return s.skupperSite(ctx, jc, r, c) })
 	} else if r.Skupper.V.State() != store.ComponentNotInstalled {
-		s.record(s.Store.SetRegionSkupper(ctx, r.ID, store.SkupperSite{}))
+		s.Record(s.Store.SetRegionSkupper(ctx, r.ID, store.SkupperSite{}))
 	}
 	if len(svcs) == 0 && !site {
 		jc.Note("The region had no data services to create again and no Skupper site")
@@ -106,10 +108,10 @@ func dataParamsOf(name string, v map[string]any) DataParams {
 func (s *Service) moveDataService(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster, p DataParams) {
 	ok := true
 	s.tolerate(ctx, jc, r, p.Service, func() error {
-		err := runInline(ctx, jc, s.dataInstallSteps(p))
+		err := kit.RunInline(ctx, jc, s.dataInstallSteps(p))
 		if err != nil {
 			ok = false
-			s.record(s.Store.SetRegionDataService(ctx, r.ID, p.Service, store.DataService{Status: store.ComponentError, Message: err.Error(),
+			s.Record(s.Store.SetRegionDataService(ctx, r.ID, p.Service, store.DataService{Status: store.ComponentError, Message: err.Error(),
 				StorageClass: p.StorageClass, SizeGi: p.SizeGi}))
 		}
 		return err
@@ -126,11 +128,11 @@ func (s *Service) moveDataService(ctx context.Context, jc *engine.JobContext, r 
 		b := &bs[i]
 		s.tolerate(ctx, jc, r, "binding of "+b.ProjectSlug+" to "+p.Service, func() error {
 			if b.SecretError != "" {
-				return &Refused{Reason: b.SecretError}
+				return &problem.Refused{Reason: b.SecretError}
 			}
 			err := s.bindService(ctx, jc, b, r, c)
 			if err != nil {
-				s.record(s.Store.SetBindingStatus(ctx, b.ID, store.ComponentError, err.Error()))
+				s.Record(s.Store.SetBindingStatus(ctx, b.ID, store.ComponentError, err.Error()))
 			}
 			return err
 		})

@@ -13,6 +13,8 @@ import (
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
 	"runr.dev/console/objectstore"
+	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
 
@@ -35,16 +37,16 @@ func (s *Service) objectInstallSteps(p DataParams) []engine.Step {
 		return s.externalObjectSteps()
 	}
 	return []engine.Step{
-		s.regionStep("chart", "Install seaweedfs "+ChartSeaweedFS.Version, func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
-			if _, err := ensureNamespace(ctx, jc, c, DataNamespace, nil); err != nil {
+		s.RegionStep("chart", "Install seaweedfs "+ChartSeaweedFS.Version, func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+			if _, err := kit.EnsureNamespace(ctx, jc, c, DataNamespace, nil); err != nil {
 				return err
 			}
-			rel := Release{Namespace: DataNamespace, Name: SeaweedFSRelease, Chart: ChartSeaweedFS, Values: SeaweedFSValues(p.StorageClass, p.SizeGi)}
+			rel := kit.Release{Namespace: DataNamespace, Name: SeaweedFSRelease, Chart: ChartSeaweedFS, Values: SeaweedFSValues(p.StorageClass, p.SizeGi)}
 			out, err := s.HelmApply(ctx, jc, c, rel)
 			if err != nil {
 				return err
 			}
-			if err := waitRelease(ctx, jc, c, out, engine.WaitOpts{}); err != nil {
+			if err := kit.WaitRelease(ctx, jc, c, out, engine.WaitOpts{}); err != nil {
 				return err
 			}
 			claim := seaweedAllInOne + "-data"
@@ -63,7 +65,7 @@ func (s *Service) objectRemoveSteps(p DataParams) []engine.Step {
 		return s.externalObjectRemoveSteps()
 	}
 	return []engine.Step{
-		s.regionStep("remove", "Remove seaweedfs and its volume", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+		s.RegionStep("remove", "Remove seaweedfs and its volume", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 			if err := s.HelmUninstall(ctx, jc, c, DataNamespace, SeaweedFSRelease); err != nil {
 				return err
 			}
@@ -189,7 +191,7 @@ type ExternalEndpoint struct {
 	BucketPrefix string `json:"bucket_prefix,omitempty"`
 }
 
-// record writes the object store's mode and endpoint into d: managed (its endpoint
+// Record writes the object store's mode and endpoint into d: managed (its endpoint
 // fields cleared) when e is nil.
 func (e *ExternalEndpoint) record(d *store.DataService) {
 	if e == nil {
@@ -213,8 +215,8 @@ var (
 // and with their defaults (region us-east-1, prefix runr-).
 func (e ExternalObjectStore) validate() (ExternalEndpoint, error) {
 	o := ExternalEndpoint{Endpoint: strings.TrimRight(strings.TrimSpace(e.Endpoint), "/"), IAMEndpoint: strings.TrimRight(strings.TrimSpace(e.IAMEndpoint), "/"),
-		S3Region: orV(strings.TrimSpace(e.S3Region), objectRegion), AccessKeyID: strings.TrimSpace(e.AccessKeyID),
-		BucketPrefix: orV(strings.TrimSpace(e.BucketPrefix), defaultBucketPrefix)}
+		S3Region: kit.OrV(strings.TrimSpace(e.S3Region), objectRegion), AccessKeyID: strings.TrimSpace(e.AccessKeyID),
+		BucketPrefix: kit.OrV(strings.TrimSpace(e.BucketPrefix), defaultBucketPrefix)}
 	fields := map[string]string{}
 	if !endpointURL(o.Endpoint) {
 		fields["endpoint"] = "Give the S3 endpoint as an http(s) URL without a path, e.g. https://s3.eu-central-1.amazonaws.com."
@@ -234,7 +236,7 @@ func (e ExternalObjectStore) validate() (ExternalEndpoint, error) {
 	if !bucketPrefixRe.MatchString(o.BucketPrefix) {
 		fields["bucket_prefix"] = "Use up to 30 lowercase letters, digits and hyphens, starting with a letter or digit (runr- when empty)."
 	}
-	return o, invalid(fields)
+	return o, problem.FromFields(fields)
 }
 
 // endpointURL reports an http(s) URL with a host and no user, path, query or fragment.
@@ -262,7 +264,7 @@ func (s *Service) objectAdmin(r *store.Region) (*objectstore.Admin, error) {
 // the step proves that the key lists the store's buckets and IAM users.
 func (s *Service) externalObjectSteps() []engine.Step {
 	return []engine.Step{
-		s.regionStep("check", "Check the external S3 endpoint and its IAM API", func(ctx context.Context, jc *engine.JobContext, r *store.Region, _ *kube.Cluster) error {
+		s.RegionStep("check", "Check the external S3 endpoint and its IAM API", func(ctx context.Context, jc *engine.JobContext, r *store.Region, _ *kube.Cluster) error {
 			a, err := s.objectAdmin(r)
 			if err != nil {
 				return err
@@ -272,7 +274,7 @@ func (s *Service) externalObjectSteps() []engine.Step {
 				return fmt.Errorf("%s: %w", d.Endpoint, err)
 			}
 			jc.Note("The object store is %s (IAM at %s, region %s); nothing is installed in the cluster, and each binding gets a bucket %s<project> and an IAM user limited to it",
-				d.Endpoint, orV(d.IAMEndpoint, d.Endpoint), d.S3Region, d.BucketPrefix)
+				d.Endpoint, kit.OrV(d.IAMEndpoint, d.Endpoint), d.S3Region, d.BucketPrefix)
 			return nil
 		}),
 	}
@@ -282,7 +284,7 @@ func (s *Service) externalObjectSteps() []engine.Step {
 // store itself and anything not RunR's on it stay.
 func (s *Service) externalObjectRemoveSteps() []engine.Step {
 	return []engine.Step{
-		s.regionStep("forget", "Forget the external object store's key", func(ctx context.Context, jc *engine.JobContext, r *store.Region, _ *kube.Cluster) error {
+		s.RegionStep("forget", "Forget the external object store's key", func(ctx context.Context, jc *engine.JobContext, r *store.Region, _ *kube.Cluster) error {
 			if err := s.Store.SetObjectSecretKey(ctx, r.ID, ""); err != nil {
 				return err
 			}

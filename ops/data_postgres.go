@@ -11,6 +11,7 @@ import (
 
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
 )
 
@@ -35,15 +36,15 @@ var cnpgCRDs = []string{"clusters.postgresql.cnpg.io", "databases.postgresql.cnp
 
 func (s *Service) postgresInstallSteps(p DataParams) []engine.Step {
 	return []engine.Step{
-		s.regionStep("operator", "Install CloudNativePG "+ChartCloudNativePG.Version, func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
-			if _, err := ensureNamespace(ctx, jc, c, CNPGNamespace, nil); err != nil {
+		s.RegionStep("operator", "Install CloudNativePG "+ChartCloudNativePG.Version, func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+			if _, err := kit.EnsureNamespace(ctx, jc, c, CNPGNamespace, nil); err != nil {
 				return err
 			}
-			out, err := s.HelmApply(ctx, jc, c, Release{Namespace: CNPGNamespace, Name: CNPGRelease, Chart: ChartCloudNativePG, Values: CNPGValues()})
+			out, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: CNPGNamespace, Name: CNPGRelease, Chart: ChartCloudNativePG, Values: CNPGValues()})
 			if err != nil {
 				return err
 			}
-			if err := waitRelease(ctx, jc, c, out, engine.WaitOpts{}); err != nil {
+			if err := kit.WaitRelease(ctx, jc, c, out, engine.WaitOpts{}); err != nil {
 				return err
 			}
 			for _, crd := range cnpgCRDs {
@@ -54,8 +55,8 @@ func (s *Service) postgresInstallSteps(p DataParams) []engine.Step {
 			jc.Note("CloudNativePG's operator runs in %s", CNPGNamespace)
 			return nil
 		}),
-		s.regionStep("cluster", "Create the PostgreSQL cluster", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
-			if _, err := ensureNamespace(ctx, jc, c, DataNamespace, nil); err != nil {
+		s.RegionStep("cluster", "Create the PostgreSQL cluster", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+			if _, err := kit.EnsureNamespace(ctx, jc, c, DataNamespace, nil); err != nil {
 				return err
 			}
 			if _, err := c.ApplyObject(ctx, PostgresClusterObject(p.StorageClass, p.SizeGi)); err != nil {
@@ -79,7 +80,7 @@ func PostgresClusterObject(storageClass string, sizeGi int) map[string]any {
 		storage["storageClass"] = storageClass
 	}
 	return map[string]any{"apiVersion": "postgresql.cnpg.io/v1", "kind": "Cluster",
-		"metadata": map[string]any{"name": PostgresCluster, "namespace": DataNamespace, "labels": toAnyMap(managedLabels(nil))},
+		"metadata": map[string]any{"name": PostgresCluster, "namespace": DataNamespace, "labels": kit.ToAnyMap(kit.ManagedLabels(nil))},
 		"spec":     map[string]any{"instances": 1, "storage": storage}}
 }
 
@@ -88,15 +89,15 @@ func PostgresClusterObject(storageClass string, sizeGi int) map[string]any {
 func PostgresBindingObjects(b *store.Binding) (secret, role, db map[string]any) {
 	name, obj := bindingSecretName(b), bindingObjectName(b)
 	secret = map[string]any{"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/basic-auth",
-		"metadata":   map[string]any{"name": name, "namespace": DataNamespace, "labels": toAnyMap(managedLabels(map[string]string{"cnpg.io/reload": "true"}))},
+		"metadata":   map[string]any{"name": name, "namespace": DataNamespace, "labels": kit.ToAnyMap(kit.ManagedLabels(map[string]string{"cnpg.io/reload": "true"}))},
 		"stringData": map[string]any{"username": b.Credentials["PGUSER"], "password": b.Credentials["PGPASSWORD"]}}
 	cluster := map[string]any{"name": PostgresCluster}
 	role = map[string]any{"apiVersion": "postgresql.cnpg.io/v1", "kind": "DatabaseRole",
-		"metadata": map[string]any{"name": obj, "namespace": DataNamespace, "labels": toAnyMap(managedLabels(nil))},
+		"metadata": map[string]any{"name": obj, "namespace": DataNamespace, "labels": kit.ToAnyMap(kit.ManagedLabels(nil))},
 		"spec": map[string]any{"cluster": cluster, "name": b.Resource, "login": true, "databaseRoleReclaimPolicy": "delete",
 			"passwordSecret": map[string]any{"name": name}}}
 	db = map[string]any{"apiVersion": "postgresql.cnpg.io/v1", "kind": "Database",
-		"metadata": map[string]any{"name": obj, "namespace": DataNamespace, "labels": toAnyMap(managedLabels(nil))},
+		"metadata": map[string]any{"name": obj, "namespace": DataNamespace, "labels": kit.ToAnyMap(kit.ManagedLabels(nil))},
 		"spec":     map[string]any{"cluster": cluster, "name": b.Resource, "owner": b.Resource, "databaseReclaimPolicy": "delete"}}
 	return secret, role, db
 }
@@ -112,13 +113,13 @@ func cnpgClusterReady(c *kube.Cluster) kube.Cond {
 		have, _, _ := unstructured.NestedInt64(o.Object, "status", "readyInstances")
 		phase, _, _ := unstructured.NestedString(o.Object, "status", "phase")
 		ready, _ := kube.ReadyCondition(o)
-		return ready && have >= want, fmt.Sprintf("%d/%d instances ready; %s", have, want, orV(phase, "no phase yet")), nil
+		return ready && have >= want, fmt.Sprintf("%d/%d instances ready; %s", have, want, kit.OrV(phase, "no phase yet")), nil
 	}
 }
 
 func (s *Service) postgresRemoveSteps() []engine.Step {
 	return []engine.Step{
-		s.regionStep("cluster", "Delete the PostgreSQL cluster and its volumes", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+		s.RegionStep("cluster", "Delete the PostgreSQL cluster and its volumes", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 			if err := c.Delete(ctx, gvkCNPGCluster, DataNamespace, PostgresCluster); err != nil {
 				return err
 			}
@@ -128,7 +129,7 @@ func (s *Service) postgresRemoveSteps() []engine.Step {
 			jc.Note("Cluster %s and its volumes are deleted", PostgresCluster)
 			return nil
 		}),
-		s.regionStep("operator", "Remove CloudNativePG", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+		s.RegionStep("operator", "Remove CloudNativePG", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 			if err := s.HelmUninstall(ctx, jc, c, CNPGNamespace, CNPGRelease); err != nil {
 				return err
 			}
@@ -208,7 +209,7 @@ func cnpgApplied(c *kube.Cluster, gvk schema.GroupVersionKind, name string) kube
 		if set && !applied && msg != "" {
 			return false, "refused: " + msg, nil
 		}
-		return applied && gen >= o.GetGeneration(), orV(msg, "not applied yet"), nil
+		return applied && gen >= o.GetGeneration(), kit.OrV(msg, "not applied yet"), nil
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"runr.dev/console/engine"
+	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
 
@@ -33,37 +35,37 @@ type ExternalObjectStore struct {
 // dataService checks a data service's name (404 for another).
 func dataService(name string) error {
 	if !slices.Contains(store.DataServiceNames, name) {
-		return &Missing{Reason: "No data service " + name + ": kv, object or postgres."}
+		return &problem.Missing{Reason: "No data service " + name + ": kv, object or postgres."}
 	}
 	return nil
 }
 
 // dataBusy refuses a second install or removal while one runs on the region.
 func (s *Service) dataBusy(ctx context.Context, r *store.Region) error {
-	b, err := s.busy(ctx, r.ID, KindDataInstall, KindDataRemove)
+	b, err := s.Busy(ctx, r.ID, KindDataInstall, KindDataRemove)
 	if err != nil {
 		return err
 	}
 	if b {
-		return &Refused{Reason: "A data service of this region is being installed or removed; wait for that job to finish."}
+		return &problem.Refused{Reason: "A data service of this region is being installed or removed; wait for that job to finish."}
 	}
 	return nil
 }
 
 // InstallDataService queues the install of a data service in runr-data: KV on the
 // region's Redis, the managed object store, or CloudNativePG with a PostgreSQL cluster.
-func (s *Service) InstallDataService(ctx context.Context, actor Actor, r *store.Region, service string, in DataServiceInput) (*store.Job, error) {
+func (s *Service) InstallDataService(ctx context.Context, actor kit.Actor, r *store.Region, service string, in DataServiceInput) (*store.Job, error) {
 	if err := dataService(service); err != nil {
 		return nil, err
 	}
 	if d := r.DataServices.V.Service(service); d.State() == store.ComponentReady || d.State() == store.ComponentRemoving {
-		return nil, &Refused{Reason: fmt.Sprintf("%s is %s on region %s.", service, d.State(), r.Name)}
+		return nil, &problem.Refused{Reason: fmt.Sprintf("%s is %s on region %s.", service, d.State(), r.Name)}
 	}
 	p := DataParams{Service: service}
 	switch {
 	case service == store.DataKV:
 		if r.RedisStatus != store.ComponentReady || r.RedisAddress == "" {
-			return nil, &Refused{Reason: "KV runs on the region's Redis, which is not ready (" + string(r.RedisStatus) + "): set up Redis in the Redis tab first."}
+			return nil, &problem.Refused{Reason: "KV runs on the region's Redis, which is not ready (" + string(r.RedisStatus) + "): set up Redis in the Redis tab first."}
 		}
 	case service == store.DataObject && in.Mode == store.ObjectExternal:
 		ext, err := in.ExternalObjectStore.validate()
@@ -72,7 +74,7 @@ func (s *Service) InstallDataService(ctx context.Context, actor Actor, r *store.
 		}
 		p.Mode, p.External = store.ObjectExternal, &ext
 	case service == store.DataObject && in.Mode != "" && in.Mode != store.ObjectManaged:
-		return nil, &Invalid{Fields: map[string]string{"mode": "Choose managed or external."}}
+		return nil, &problem.Invalid{Fields: map[string]string{"mode": "Choose managed or external."}}
 	default:
 		var err error
 		if p.StorageClass, p.SizeGi, err = s.dataVolume(ctx, r, in); err != nil {
@@ -112,24 +114,24 @@ func (s *Service) dataVolume(ctx context.Context, r *store.Region, in DataServic
 			fields["storage_class"] = "The cluster has no StorageClass " + sc + "."
 		}
 	}
-	return sc, size, invalid(fields)
+	return sc, size, problem.FromFields(fields)
 }
 
 // RemoveDataService queues the removal of a data service with its data (its volumes);
 // it is refused (naming them) while bindings use it.
-func (s *Service) RemoveDataService(ctx context.Context, actor Actor, r *store.Region, service string) (*store.Job, error) {
+func (s *Service) RemoveDataService(ctx context.Context, actor kit.Actor, r *store.Region, service string) (*store.Job, error) {
 	if err := dataService(service); err != nil {
 		return nil, err
 	}
 	if r.DataServices.V.Service(service).State() == store.ComponentNotInstalled {
-		return nil, &Refused{Reason: service + " is not installed on region " + r.Name + "."}
+		return nil, &problem.Refused{Reason: service + " is not installed on region " + r.Name + "."}
 	}
 	bs, err := s.Store.RegionBindings(ctx, r.ID, service)
 	if err != nil {
 		return nil, err
 	}
 	if len(bs) > 0 {
-		return nil, &Refused{Reason: fmt.Sprintf("%s is bound by %s: unbind them first (removing %s deletes its data).", service, bindingProjects(bs), service)}
+		return nil, &problem.Refused{Reason: fmt.Sprintf("%s is bound by %s: unbind them first (removing %s deletes its data).", service, bindingProjects(bs), service)}
 	}
 	if err := s.dataBusy(ctx, r); err != nil {
 		return nil, err

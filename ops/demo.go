@@ -9,6 +9,8 @@ import (
 
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
 
@@ -115,13 +117,13 @@ type DemoRef struct {
 // InstallDemos records the demo projects the region lacks and queues their deploy (with
 // the SMTP catcher); refused (422) naming the prerequisites that are not ready. Installing
 // again deploys the existing demo projects again, so a failed install is completed by a retry.
-func (s *Service) InstallDemos(ctx context.Context, actor Actor, r *store.Region) (*store.Job, error) {
+func (s *Service) InstallDemos(ctx context.Context, actor kit.Actor, r *store.Region) (*store.Job, error) {
 	if why := DemoPrerequisites(r); why != "" {
-		return nil, &Refused{Reason: why}
+		return nil, &problem.Refused{Reason: why}
 	}
-	if b, err := s.busy(ctx, r.ID, KindDemoInstall, KindDemoRemove); err != nil || b {
+	if b, err := s.Busy(ctx, r.ID, KindDemoInstall, KindDemoRemove); err != nil || b {
 		if err == nil {
-			err = &Refused{Reason: "A demo projects job of this region runs already; wait for it to finish."}
+			err = &problem.Refused{Reason: "A demo projects job of this region runs already; wait for it to finish."}
 		}
 		return nil, err
 	}
@@ -174,10 +176,10 @@ func (s *Service) InstallDemos(ctx context.Context, actor Actor, r *store.Region
 // RemoveDemos queues the removal of exactly what the demo projects created: the demo
 // projects (their workloads, Secrets and records), the SMTP catcher and the demo's
 // stream and statistics in the region's Redis.
-func (s *Service) RemoveDemos(ctx context.Context, actor Actor, r *store.Region) (*store.Job, error) {
-	if b, err := s.busy(ctx, r.ID, KindDemoInstall, KindDemoRemove); err != nil || b {
+func (s *Service) RemoveDemos(ctx context.Context, actor kit.Actor, r *store.Region) (*store.Job, error) {
+	if b, err := s.Busy(ctx, r.ID, KindDemoInstall, KindDemoRemove); err != nil || b {
 		if err == nil {
-			err = &Refused{Reason: "A demo projects job of this region runs already; wait for it to finish."}
+			err = &problem.Refused{Reason: "A demo projects job of this region runs already; wait for it to finish."}
 		}
 		return nil, err
 	}
@@ -190,16 +192,16 @@ func (s *Service) registerDemoKinds() {
 		if err := jc.Params(&dp); err != nil {
 			return nil, err
 		}
-		steps := []engine.Step{s.regionStep("smtp", "The SMTP catcher "+DemoSMTPName, s.demoSMTP)}
+		steps := []engine.Step{s.RegionStep("smtp", "The SMTP catcher "+DemoSMTPName, s.demoSMTP)}
 		for _, p := range dp.Projects {
-			steps = append(steps, s.regionStep("deploy-"+p.Slug, "Deploy "+p.Slug, s.demoDeploy(p.ID)))
+			steps = append(steps, s.RegionStep("deploy-"+p.Slug, "Deploy "+p.Slug, s.demoDeploy(p.ID)))
 		}
 		return steps, nil
 	}})
 	s.Engine.Register(&engine.Kind{Name: KindDemoRemove, Plan: func(*engine.JobContext) ([]engine.Step, error) {
 		return []engine.Step{
-			s.regionStep("projects", "Remove the demo projects", s.demoRemoveProjects),
-			s.regionStep("smtp", "Remove the SMTP catcher "+DemoSMTPName, func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+			s.RegionStep("projects", "Remove the demo projects", s.demoRemoveProjects),
+			s.RegionStep("smtp", "Remove the SMTP catcher "+DemoSMTPName, func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 				if err := c.Delete(ctx, kube.GVKDeployment, r.Name, DemoSMTPName); err != nil {
 					return err
 				}
@@ -209,7 +211,7 @@ func (s *Service) registerDemoKinds() {
 				jc.Note("Deleted Deployment and Service %s/%s", r.Name, DemoSMTPName)
 				return nil
 			}),
-			s.regionStep("redis", "Delete the demo's stream from Redis", s.demoForgetStream),
+			s.RegionStep("redis", "Delete the demo's stream from Redis", s.demoForgetStream),
 		}, nil
 	}})
 }
@@ -218,7 +220,7 @@ func (s *Service) registerDemoKinds() {
 // waits for it.
 func (s *Service) demoSMTP(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 	ns := r.Name
-	if _, err := ensureNamespace(ctx, jc, c, ns, map[string]string{"runr.dev/region": r.Name}); err != nil {
+	if _, err := kit.EnsureNamespace(ctx, jc, c, ns, map[string]string{"runr.dev/region": r.Name}); err != nil {
 		return err
 	}
 	image, err := s.regionImage(ctx, r, s.Cfg.DemoSMTPImage)

@@ -23,7 +23,7 @@ func (s *Service) registerDomainKinds() {
 			return nil, err
 		}
 		return []engine.Step{{Name: "domain", Title: "Function domain in Knative's configuration", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			r, c, err := s.regionAndCluster(ctx, jc)
+			r, c, err := s.RegionAndCluster(ctx, jc)
 			if err != nil {
 				return err
 			}

@@ -15,6 +15,7 @@ import (
 
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
 )
 
@@ -99,18 +100,11 @@ func GPUs(ctx context.Context, c *kube.Cluster) (GPUReport, error) {
 		rep.Total += gn.Allocatable
 		rep.Free += gn.Free()
 		if gn.Allocatable > 0 {
-			rep.Models[orV(gn.Product, "unknown model")] += gn.Allocatable
+			rep.Models[kit.OrV(gn.Product, "unknown model")] += gn.Allocatable
 		}
 	}
 	sort.Slice(rep.Nodes, func(a, b int) bool { return rep.Nodes[a].Name < rep.Nodes[b].Name })
 	return rep, nil
-}
-
-func orV(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // gpuRequests counts the GPUs requested per node by the pods that are not finished.
@@ -160,7 +154,7 @@ func (s *Service) registerGPUKinds() {
 		if err == nil {
 			return
 		}
-		r, rerr := s.jobRegion(ctx, jc)
+		r, rerr := s.JobRegion(ctx, jc)
 		if rerr != nil {
 			return
 		}
@@ -170,7 +164,7 @@ func (s *Service) registerGPUKinds() {
 		} else {
 			g.Status, g.Message = store.ComponentError, err.Error()
 		}
-		s.record(s.Store.SetRegionGPU(ctx, r.ID, g))
+		s.Record(s.Store.SetRegionGPU(ctx, r.ID, g))
 	}
 	s.Engine.Register(&engine.Kind{Name: KindGPUInstall, Finished: failed, Plan: engine.PlanWith(s.gpuInstallSteps)})
 	s.Engine.Register(&engine.Kind{Name: KindGPUUninstall, Finished: failed, Plan: engine.PlanWith(s.gpuUninstallSteps)})
@@ -185,22 +179,22 @@ type GPUParams struct {
 func (s *Service) gpuInstallSteps(p GPUParams) []engine.Step {
 	rel := gpuRelease(p.Mode)
 	return []engine.Step{
-		s.regionStep("start", "Record the install", func(ctx context.Context, jc *engine.JobContext, r *store.Region, _ *kube.Cluster) error {
+		s.RegionStep("start", "Record the install", func(ctx context.Context, jc *engine.JobContext, r *store.Region, _ *kube.Cluster) error {
 			g := r.GPU.V
 			g.Mode, g.Status, g.Message = p.Mode, store.ComponentInstalling, ""
 			return s.Store.SetRegionGPU(ctx, r.ID, g)
 		}),
-		s.regionStep("chart", "Install "+rel.Chart.Name+" "+rel.Chart.Version, func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
-			if _, err := ensureNamespace(ctx, jc, c, GPUNamespace, nil); err != nil {
+		s.RegionStep("chart", "Install "+rel.Chart.Name+" "+rel.Chart.Version, func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+			if _, err := kit.EnsureNamespace(ctx, jc, c, GPUNamespace, nil); err != nil {
 				return err
 			}
 			out, err := s.HelmApply(ctx, jc, c, rel)
 			if err != nil {
 				return err
 			}
-			return waitRelease(ctx, jc, c, out, engine.WaitOpts{})
+			return kit.WaitRelease(ctx, jc, c, out, engine.WaitOpts{})
 		}),
-		s.regionStep("discover", "Find the GPU nodes", s.discoverGPUNodes(p)),
+		s.RegionStep("discover", "Find the GPU nodes", s.discoverGPUNodes(p)),
 	}
 }
 
@@ -260,7 +254,7 @@ func modelsText(models map[string]int) string {
 		out = append(out, fmt.Sprintf("%d× %s", n, m))
 	}
 	sort.Strings(out)
-	return orNoneList(out)
+	return kit.OrNoneList(out)
 }
 
 // nfdScanned holds once every node that runs a node-feature-discovery worker carries its
@@ -326,13 +320,13 @@ func clusterPolicyReady(c *kube.Cluster) kube.Cond {
 			return false, "not created yet", err
 		}
 		state, _, _ := unstructured.NestedString(o.Object, "status", "state")
-		return state == "ready", "state " + orV(state, "none yet"), nil
+		return state == "ready", "state " + kit.OrV(state, "none yet"), nil
 	}
 }
 
 func (s *Service) gpuUninstallSteps(GPUParams) []engine.Step {
 	return []engine.Step{
-		s.regionStep("unused", "Check that no pod requests GPUs", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+		s.RegionStep("unused", "Check that no pod requests GPUs", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 			used, err := PodsWithGPUs(ctx, c)
 			if err != nil {
 				return err
@@ -344,7 +338,7 @@ func (s *Service) gpuUninstallSteps(GPUParams) []engine.Step {
 			g.Status, g.Message = store.ComponentRemoving, ""
 			return s.Store.SetRegionGPU(ctx, r.ID, g)
 		}),
-		s.regionStep("remove", "Remove the NVIDIA chart", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+		s.RegionStep("remove", "Remove the NVIDIA chart", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 			if err := s.HelmUninstall(ctx, jc, c, GPUNamespace, gpuRelease(r.GPU.V.Mode).Name); err != nil {
 				return err
 			}
@@ -364,13 +358,13 @@ type ModelStorageParams struct {
 
 func (s *Service) modelStorageSteps(p ModelStorageParams) []engine.Step {
 	return []engine.Step{
-		s.regionStep("volume", "Create the model storage volume", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+		s.RegionStep("volume", "Create the model storage volume", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 			g := r.GPU.V
 			g.Storage = store.ModelStorage{StorageClass: p.StorageClass, SizeGi: p.SizeGi, Status: store.ComponentInstalling}
 			if err := s.Store.SetRegionGPU(ctx, r.ID, g); err != nil {
 				return err
 			}
-			if _, err := ensureNamespace(ctx, jc, c, r.Name, map[string]string{"runr.dev/region": r.Name}); err != nil {
+			if _, err := kit.EnsureNamespace(ctx, jc, c, r.Name, map[string]string{"runr.dev/region": r.Name}); err != nil {
 				return err
 			}
 			spec := map[string]any{"accessModes": []any{"ReadWriteMany"},
@@ -379,7 +373,7 @@ func (s *Service) modelStorageSteps(p ModelStorageParams) []engine.Step {
 				spec["storageClassName"] = p.StorageClass
 			}
 			if _, err := c.ApplyObject(ctx, map[string]any{"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-				"metadata": map[string]any{"name": ModelStorageClaim, "namespace": r.Name, "labels": toAnyMap(managedLabels(nil))}, "spec": spec}); err != nil {
+				"metadata": map[string]any{"name": ModelStorageClaim, "namespace": r.Name, "labels": kit.ToAnyMap(kit.ManagedLabels(nil))}, "spec": spec}); err != nil {
 				return err
 			}
 			if err := jc.Wait(ctx, "volume "+r.Name+"/"+ModelStorageClaim+" to bind", engine.WaitOpts{Hint: "kubectl describe pvc -n " + r.Name + " " + ModelStorageClaim},

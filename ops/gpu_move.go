@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"runr.dev/console/engine"
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
 )
 
@@ -23,7 +24,7 @@ func gpuHad(g store.RegionGPU, had map[string]any) {
 // and the model storage volume (empty: the weights stay on the old cluster), on the new
 // cluster. A failure is recorded and the move goes on.
 func (s *Service) moveGPU(ctx context.Context, jc *engine.JobContext) error {
-	r, err := s.jobRegion(ctx, jc)
+	r, err := s.JobRegion(ctx, jc)
 	if err != nil {
 		return err
 	}
@@ -38,7 +39,7 @@ func (s *Service) moveGPU(ctx context.Context, jc *engine.JobContext) error {
 		return engine.ErrSkip
 	}
 	s.tolerate(ctx, jc, r, "GPU support", func() error {
-		return runInline(ctx, jc, s.gpuInstallSteps(GPUParams{Mode: mode}))
+		return kit.RunInline(ctx, jc, s.gpuInstallSteps(GPUParams{Mode: mode}))
 	})
 	if ms, ok := r.MigrationDetail.V.Had["model_storage"].(map[string]any); ok {
 		p := ModelStorageParams{}
@@ -47,7 +48,7 @@ func (s *Service) moveGPU(ctx context.Context, jc *engine.JobContext) error {
 			p.SizeGi = int(size)
 		}
 		s.tolerate(ctx, jc, r, "model storage", func() error {
-			return runInline(ctx, jc, s.modelStorageSteps(p))
+			return kit.RunInline(ctx, jc, s.modelStorageSteps(p))
 		})
 		jc.Logf("The model weights stay on the old cluster's volume: copy them to %s/%s", r.Name, ModelStorageClaim)
 	}

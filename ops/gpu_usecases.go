@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"runr.dev/console/engine"
+	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
 
@@ -19,24 +21,24 @@ const MaxProjectGPUs = 16
 
 // gpuBusy refuses a second GPU job while one runs on the region.
 func (s *Service) gpuBusy(ctx context.Context, r *store.Region) error {
-	b, err := s.busy(ctx, r.ID, GPUKinds...)
+	b, err := s.Busy(ctx, r.ID, GPUKinds...)
 	if err != nil {
 		return err
 	}
 	if b {
-		return &Refused{Reason: "A GPU job of this region runs already; wait for it to finish."}
+		return &problem.Refused{Reason: "A GPU job of this region runs already; wait for it to finish."}
 	}
 	return nil
 }
 
 // InstallGPU queues the install of GPU support: the GPU operator, or the device plugin
 // with GPU feature discovery for nodes whose drivers are installed already.
-func (s *Service) InstallGPU(ctx context.Context, actor Actor, r *store.Region, in GPUParams) (*store.Job, error) {
+func (s *Service) InstallGPU(ctx context.Context, actor kit.Actor, r *store.Region, in GPUParams) (*store.Job, error) {
 	if !slices.Contains(GPUModes, in.Mode) {
-		return nil, &Invalid{Fields: map[string]string{"mode": "Choose operator (NVIDIA's GPU operator installs drivers and toolkit) or device-plugin (the nodes' drivers are installed already)."}}
+		return nil, &problem.Invalid{Fields: map[string]string{"mode": "Choose operator (NVIDIA's GPU operator installs drivers and toolkit) or device-plugin (the nodes' drivers are installed already)."}}
 	}
 	if g := r.GPU.V; g.State() != store.ComponentNotInstalled && g.Mode != "" && g.Mode != in.Mode {
-		return nil, &Refused{Field: "mode", Reason: fmt.Sprintf("GPU support is installed with %s: remove it before installing %s.", g.Mode, in.Mode)}
+		return nil, &problem.Refused{Field: "mode", Reason: fmt.Sprintf("GPU support is installed with %s: remove it before installing %s.", g.Mode, in.Mode)}
 	}
 	if err := s.gpuBusy(ctx, r); err != nil {
 		return nil, err
@@ -47,9 +49,9 @@ func (s *Service) InstallGPU(ctx context.Context, actor Actor, r *store.Region, 
 
 // UninstallGPU queues the removal of GPU support; it is refused while pods request GPUs
 // (they are named).
-func (s *Service) UninstallGPU(ctx context.Context, actor Actor, r *store.Region) (*store.Job, error) {
+func (s *Service) UninstallGPU(ctx context.Context, actor kit.Actor, r *store.Region) (*store.Job, error) {
 	if r.GPU.V.State() == store.ComponentNotInstalled {
-		return nil, &Refused{Reason: "GPU support is not installed on this region."}
+		return nil, &problem.Refused{Reason: "GPU support is not installed on this region."}
 	}
 	if err := s.gpuBusy(ctx, r); err != nil {
 		return nil, err
@@ -60,10 +62,10 @@ func (s *Service) UninstallGPU(ctx context.Context, actor Actor, r *store.Region
 	}
 	used, err := PodsWithGPUs(ctx, c)
 	if err != nil {
-		return nil, &Unreachable{Region: r.Name, Err: err}
+		return nil, &problem.Unreachable{Region: r.Name, Err: err}
 	}
 	if len(used) > 0 {
-		return nil, &Refused{Reason: "Pods still request GPUs: " + strings.Join(used, ", ") + ". Stop them first."}
+		return nil, &problem.Refused{Reason: "Pods still request GPUs: " + strings.Join(used, ", ") + ". Stop them first."}
 	}
 	return s.Enqueue(ctx, engine.Request{Kind: KindGPUUninstall, Title: "Remove GPU support from " + r.Name,
 		Subject: r.ID, Params: GPUParams{Mode: r.GPU.V.Mode}, CreatedBy: actor.Email})
@@ -71,7 +73,7 @@ func (s *Service) UninstallGPU(ctx context.Context, actor Actor, r *store.Region
 
 // SetModelStorage queues the model storage volume of a region: a StorageClass of the
 // cluster ("" its default) and a size of 1 to 10240 GiB.
-func (s *Service) SetModelStorage(ctx context.Context, actor Actor, r *store.Region, in ModelStorageParams) (*store.Job, error) {
+func (s *Service) SetModelStorage(ctx context.Context, actor kit.Actor, r *store.Region, in ModelStorageParams) (*store.Job, error) {
 	in.StorageClass = strings.TrimSpace(in.StorageClass)
 	fields := map[string]string{}
 	if in.SizeGi < 1 || in.SizeGi > 10240 {
@@ -87,11 +89,11 @@ func (s *Service) SetModelStorage(ctx context.Context, actor Actor, r *store.Reg
 		case apierrors.IsNotFound(err):
 			fields["storage_class"] = "The cluster has no StorageClass " + in.StorageClass + "."
 		case err != nil:
-			return nil, &Unreachable{Region: r.Name, Err: err}
+			return nil, &problem.Unreachable{Region: r.Name, Err: err}
 		}
 	}
 	if len(fields) > 0 {
-		return nil, &Invalid{Fields: fields}
+		return nil, &problem.Invalid{Fields: fields}
 	}
 	if err := s.gpuBusy(ctx, r); err != nil {
 		return nil, err
@@ -171,7 +173,7 @@ func (s *Service) gpuAdmission(ctx context.Context, r *store.Region, p *store.Pr
 		return nil
 	}
 	if why := GPURefusal(r, p); why != "" {
-		return &Refused{Reason: why}
+		return &problem.Refused{Reason: why}
 	}
 	c, err := s.RegionCluster(r)
 	if err != nil {
@@ -196,7 +198,7 @@ func (s *Service) gpuAdmission(ctx context.Context, r *store.Region, p *store.Pr
 		if want.Model != "" {
 			what = want.Model + " GPU(s)"
 		}
-		return &Refused{Reason: fmt.Sprintf("%s asks for %d %s; region %s has %d free: %d short.", p.Slug, want.Count, what, r.Name, free, want.Count-free)}
+		return &problem.Refused{Reason: fmt.Sprintf("%s asks for %d %s; region %s has %d free: %d short.", p.Slug, want.Count, what, r.Name, free, want.Count-free)}
 	}
 	return nil
 }

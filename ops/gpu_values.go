@@ -2,6 +2,7 @@ package ops
 
 import (
 	"runr.dev/console/helm"
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
 )
 
@@ -40,11 +41,11 @@ const (
 var GPUModes = []string{store.GPUModeOperator, store.GPUModeDevicePlugin}
 
 // gpuRelease is the Helm release of a GPU mode.
-func gpuRelease(mode string) Release {
+func gpuRelease(mode string) kit.Release {
 	if mode == store.GPUModeOperator {
-		return Release{Namespace: GPUNamespace, Name: GPUOperatorRelease, Chart: ChartGPUOperator, Values: GPUOperatorValues()}
+		return kit.Release{Namespace: GPUNamespace, Name: GPUOperatorRelease, Chart: ChartGPUOperator, Values: GPUOperatorValues()}
 	}
-	return Release{Namespace: GPUNamespace, Name: DevicePluginRelease, Chart: ChartDevicePlugin, Values: DevicePluginValues()}
+	return kit.Release{Namespace: GPUNamespace, Name: DevicePluginRelease, Chart: ChartDevicePlugin, Values: DevicePluginValues()}
 }
 
 // GPUOperatorValues are the GPU operator's values: its drivers and container toolkit on

@@ -2,7 +2,6 @@ package ops
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -16,19 +15,10 @@ import (
 	"runr.dev/console/helm"
 	"runr.dev/console/imagemirror"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
-
-// settingImageMirror is the console's image mirror in the settings table.
-const settingImageMirror = "image_mirror"
-
-// ConsoleImageMirror is the console's image mirror ("" when regions pull from the images'
-// own registries).
-func (s *Service) ConsoleImageMirror(ctx context.Context) (string, error) {
-	var m string
-	err := s.Store.GetSetting(ctx, settingImageMirror, &m)
-	return m, err
-}
 
 // PlatformSettingsInput is a change of the platform settings (nil leaves one as it is).
 type PlatformSettingsInput struct {
@@ -39,7 +29,7 @@ type PlatformSettingsInput struct {
 // UpdatePlatformSettings checks every field before it saves any: a refusal changes nothing.
 // A new base domain moves the regions that follow it; the image mirror applies to the
 // regions' next installs, and `runr reconcile --step image-mirror` moves what runs.
-func (s *Service) UpdatePlatformSettings(ctx context.Context, actor Actor, in PlatformSettingsInput) error {
+func (s *Service) UpdatePlatformSettings(ctx context.Context, actor kit.Actor, in PlatformSettingsInput) error {
 	errs := map[string]string{}
 	if in.BaseDomain != nil {
 		if m := ValidateDomain(strings.TrimSuffix(strings.ToLower(strings.TrimSpace(*in.BaseDomain)), ".")); m != "" {
@@ -54,7 +44,7 @@ func (s *Service) UpdatePlatformSettings(ctx context.Context, actor Actor, in Pl
 		}
 	}
 	if len(errs) > 0 {
-		return &Invalid{Fields: errs}
+		return &problem.Invalid{Fields: errs}
 	}
 	if in.ImageMirror != nil {
 		old, err := s.ConsoleImageMirror(ctx)
@@ -62,7 +52,7 @@ func (s *Service) UpdatePlatformSettings(ctx context.Context, actor Actor, in Pl
 			return err
 		}
 		if old != mirror {
-			if err := s.Store.SetSetting(ctx, settingImageMirror, mirror); err != nil {
+			if err := s.Store.SetSetting(ctx, kit.SettingImageMirror, mirror); err != nil {
 				return fmt.Errorf("set the image mirror: %w", err)
 			}
 			s.Log.Info("image mirror changed", "from", old, "to", mirror, "user", actor.Email)
@@ -72,50 +62,6 @@ func (s *Service) UpdatePlatformSettings(ctx context.Context, actor Actor, in Pl
 		return s.SetBaseDomain(ctx, actor, *in.BaseDomain)
 	}
 	return nil
-}
-
-// ImageMirror is the mirror a region's images come from: the region's own, else the
-// console's.
-func (s *Service) ImageMirror(ctx context.Context, r *store.Region) (string, error) {
-	if r != nil && r.Settings.V.ImageMirror != "" {
-		return r.Settings.V.ImageMirror, nil
-	}
-	m, err := s.ConsoleImageMirror(ctx)
-	if err != nil {
-		return "", fmt.Errorf("image mirror: %w", err)
-	}
-	return m, nil
-}
-
-// mirrorKey carries the image mirror of the region a job acts on when the job itself has
-// no region (reconcile's targets).
-type mirrorKey struct{}
-
-// withMirror is ctx for steps that act on a region whose image mirror is m.
-func withMirror(ctx context.Context, m string) context.Context {
-	return context.WithValue(ctx, mirrorKey{}, m)
-}
-
-// jobMirror is the image mirror of the region a job acts on: the target's (withMirror),
-// else the job's region's, else the console's.
-func (s *Service) jobMirror(ctx context.Context, jc *engine.JobContext) (string, error) {
-	if m, ok := ctx.Value(mirrorKey{}).(string); ok {
-		return m, nil
-	}
-	var r *store.Region
-	if id := jc.Job.Region(); id != "" {
-		var err error
-		if r, err = s.Store.RegionByID(ctx, id); err != nil && !errors.Is(err, store.ErrNotFound) {
-			return "", err
-		}
-	}
-	return s.ImageMirror(ctx, r)
-}
-
-// jobImage is ref as a job's region pulls it (through its image mirror, if any).
-func (s *Service) jobImage(ctx context.Context, jc *engine.JobContext, ref string) (string, error) {
-	m, err := s.jobMirror(ctx, jc)
-	return imagemirror.Map(m, ref), err
 }
 
 // knativeImages are Knative's image names its operator maps through spec.registry
@@ -168,7 +114,7 @@ func knativeMirrorPatch(registry map[string]any) map[string]any {
 
 // mirrorPodSpec maps the images of a pod spec's containers through the job's mirror.
 func (s *Service) mirrorPodSpec(ctx context.Context, jc *engine.JobContext, ps *corev1.PodSpec) error {
-	m, err := s.jobMirror(ctx, jc)
+	m, err := s.JobMirror(ctx, jc)
 	if err != nil {
 		return err
 	}
@@ -371,11 +317,11 @@ func (s *Service) applyImageMirror(ctx context.Context, jc *engine.JobContext, c
 				ref.Repo = ch.Repo
 			}
 		}
-		nr, err := s.HelmApply(ctx, jc, c, Release{Namespace: rel.Namespace, Name: rel.Name, Chart: ref, Values: rel.Config, Repair: true})
+		nr, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: rel.Namespace, Name: rel.Name, Chart: ref, Values: rel.Config, Repair: true})
 		if err != nil {
 			return err
 		}
-		if err := waitRelease(ctx, jc, c, nr, engine.WaitOpts{}); err != nil {
+		if err := kit.WaitRelease(ctx, jc, c, nr, engine.WaitOpts{}); err != nil {
 			return err
 		}
 	}
@@ -387,7 +333,7 @@ func (s *Service) applyImageMirror(ctx context.Context, jc *engine.JobContext, c
 		if err := c.MergePatch(ctx, kube.GVKKnativeServing, t.Region.ServingNamespace, KnativeServingName, knativeMirrorPatch(reg)); err != nil {
 			return err
 		}
-		jc.Note("KnativeServing %s/%s pulls Knative's images through %s", t.Region.ServingNamespace, KnativeServingName, orV(d.mirror, "their own registries"))
+		jc.Note("KnativeServing %s/%s pulls Knative's images through %s", t.Region.ServingNamespace, KnativeServingName, kit.OrV(d.mirror, "their own registries"))
 	}
 	if d.agent {
 		if err := s.installAgent(ctx, jc, c, &t.Region); err != nil {

@@ -16,6 +16,8 @@ import (
 
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
 
@@ -54,39 +56,28 @@ var (
 func (s *Service) registerSandboxKinds() {
 	failed := func(ctx context.Context, jc *engine.JobContext, err error) {
 		var p SandboxParams
-		var refused *Refused
+		var refused *problem.Refused
 		if err == nil || jc.Params(&p) != nil || errors.As(err, &refused) {
 			// A refusal (the install would delete classes in use) changed nothing.
 			return
 		}
-		r, rerr := s.jobRegion(ctx, jc)
+		r, rerr := s.JobRegion(ctx, jc)
 		if rerr != nil {
 			return
 		}
 		rt := r.Isolation.V.Runtime(p.Runtime)
 		rt.Status, rt.Message = store.ComponentError, err.Error()
-		s.record(s.Store.SetSandboxRuntime(ctx, r.ID, p.Runtime, rt))
+		s.Record(s.Store.SetSandboxRuntime(ctx, r.ID, p.Runtime, rt))
 	}
 	s.Engine.Register(&engine.Kind{Name: KindSandboxInstall, Finished: failed, Plan: engine.PlanWith(s.sandboxInstallSteps)})
 	s.Engine.Register(&engine.Kind{Name: KindSandboxUninstall, Finished: failed, Plan: engine.PlanWith(s.sandboxUninstallSteps)})
 	s.Engine.Register(&engine.Kind{Name: KindSandboxProbe, Plan: func(*engine.JobContext) ([]engine.Step, error) {
-		return []engine.Step{s.regionStep("probe", "Probe the nodes for /dev/kvm", s.probeKVM)}, nil
+		return []engine.Step{s.RegionStep("probe", "Probe the nodes for /dev/kvm", s.probeKVM)}, nil
 	}})
 }
 
-// regionStep is a step of a job on a region, run with the job's region and its cluster.
-func (s *Service) regionStep(name, title string, run func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error) engine.Step {
-	return engine.Step{Name: name, Title: title, Run: func(ctx context.Context, jc *engine.JobContext) error {
-		r, c, err := s.regionAndCluster(ctx, jc)
-		if err != nil {
-			return err
-		}
-		return run(ctx, jc, r, c)
-	}}
-}
-
 func (s *Service) sandboxInstallSteps(p SandboxParams) []engine.Step {
-	start := s.regionStep("start", "Record the install", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+	start := s.RegionStep("start", "Record the install", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 		if p.Runtime == store.RuntimeKata {
 			// Checked again here: a mapping or a pod may have come since the job was queued.
 			reason, err := kataDropRefusal(ctx, r, c, p.Hypervisors)
@@ -94,7 +85,7 @@ func (s *Service) sandboxInstallSteps(p SandboxParams) []engine.Step {
 				return err
 			}
 			if reason != "" {
-				return &Refused{Reason: reason}
+				return &problem.Refused{Reason: reason}
 			}
 		}
 		rt := r.Isolation.V.Runtime(p.Runtime)
@@ -104,18 +95,18 @@ func (s *Service) sandboxInstallSteps(p SandboxParams) []engine.Step {
 	switch p.Runtime {
 	case store.RuntimeKata:
 		return []engine.Step{start,
-			s.regionStep("probe", "Probe the nodes for /dev/kvm", s.probeKVM),
-			s.regionStep("eligible", "Label the nodes Kata may run on", s.labelKataNodes(p)),
-			s.regionStep("kata", "Install kata-deploy", s.installKata(p)),
+			s.RegionStep("probe", "Probe the nodes for /dev/kvm", s.probeKVM),
+			s.RegionStep("eligible", "Label the nodes Kata may run on", s.labelKataNodes(p)),
+			s.RegionStep("kata", "Install kata-deploy", s.installKata(p)),
 		}
 	case store.RuntimeGVisor:
 		return []engine.Step{start,
-			s.regionStep("installer", "Install runsc on the nodes", s.installGVisor),
+			s.RegionStep("installer", "Install runsc on the nodes", s.installGVisor),
 		}
 	default:
 		return []engine.Step{start,
-			s.regionStep("nodes", "Label the nodes for WebAssembly", s.labelWasmNodes(p)),
-			s.regionStep("wasm", "Install the WebAssembly shims", s.installWasm),
+			s.RegionStep("nodes", "Label the nodes for WebAssembly", s.labelWasmNodes(p)),
+			s.RegionStep("wasm", "Install the WebAssembly shims", s.installWasm),
 		}
 	}
 }
@@ -123,10 +114,10 @@ func (s *Service) sandboxInstallSteps(p SandboxParams) []engine.Step {
 // ensureSandboxAccess creates the sandbox namespace and the node installers' service
 // account, allowed to read and label nodes.
 func (s *Service) ensureSandboxAccess(ctx context.Context, jc *engine.JobContext, c *kube.Cluster) error {
-	if _, err := ensureNamespace(ctx, jc, c, SandboxNamespace, nil); err != nil {
+	if _, err := kit.EnsureNamespace(ctx, jc, c, SandboxNamespace, nil); err != nil {
 		return err
 	}
-	labels := toAnyMap(managedLabels(nil))
+	labels := kit.ToAnyMap(kit.ManagedLabels(nil))
 	for _, o := range []map[string]any{
 		{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": sandboxNodeAccount, "namespace": SandboxNamespace, "labels": labels}},
 		{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": map[string]any{"name": sandboxNodeAccount, "labels": labels},
@@ -239,15 +230,8 @@ func (s *Service) probeKVM(ctx context.Context, jc *engine.JobContext, r *store.
 			with = append(with, n.Name)
 		}
 	}
-	jc.Note("/dev/kvm on %d of %d node(s): %s", len(with), len(nodes), orNoneList(with))
+	jc.Note("/dev/kvm on %d of %d node(s): %s", len(with), len(nodes), kit.OrNoneList(with))
 	return nil
-}
-
-func orNoneList(xs []string) string {
-	if len(xs) == 0 {
-		return "none"
-	}
-	return strings.Join(xs, ", ")
 }
 
 // setNodeLabel sets (value != "") or removes a label of a node.
@@ -324,7 +308,7 @@ func kataPicksRunnable(picks []string, nodes map[string][]string) error {
 		have = append(have, a+" ("+strings.Join(nodes[a], ", ")+")")
 	}
 	return fmt.Errorf("%s, and the nodes that can run Kata are %s: pick hypervisors for them, or add a node of that architecture with /dev/kvm",
-		strings.Join(bad, "; "), orNoneList(have))
+		strings.Join(bad, "; "), kit.OrNoneList(have))
 }
 
 // installKata installs kata-deploy on the eligible nodes with the picked hypervisors and
@@ -348,11 +332,11 @@ func (s *Service) installKata(p SandboxParams) func(ctx context.Context, jc *eng
 		if len(kubelets) > 0 && kubelets[0] != "" {
 			dist = kubelets[0]
 		}
-		rel, err := s.HelmApply(ctx, jc, c, Release{Namespace: SandboxNamespace, Name: KataRelease, Chart: ChartKataDeploy, Values: KataValues(p.Hypervisors, dist)})
+		rel, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: SandboxNamespace, Name: KataRelease, Chart: ChartKataDeploy, Values: KataValues(p.Hypervisors, dist)})
 		if err != nil {
 			return err
 		}
-		if err := waitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {
+		if err := kit.WaitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {
 			return err
 		}
 		if err := jc.Wait(ctx, "kata-deploy to install on "+strings.Join(eligible, ", "), engine.WaitOpts{Hint: "read kata-deploy's logs in " + SandboxNamespace},
@@ -416,7 +400,7 @@ func (s *Service) installGVisor(ctx context.Context, jc *engine.JobContext, r *s
 		return err
 	}
 	if _, err := c.ApplyObject(ctx, map[string]any{"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
-		"metadata":   map[string]any{"name": GVisorClass, "labels": toAnyMap(managedLabels(nil))},
+		"metadata":   map[string]any{"name": GVisorClass, "labels": kit.ToAnyMap(kit.ManagedLabels(nil))},
 		"handler":    "runsc",
 		"scheduling": map[string]any{"nodeSelector": map[string]any{GVisorLabel: "true"}}}); err != nil {
 		return err
@@ -458,11 +442,11 @@ func (s *Service) labelWasmNodes(p SandboxParams) func(ctx context.Context, jc *
 // installWasm installs runtime-class-manager and its shims on the labelled nodes, and
 // waits until each node reports them provisioned and their RuntimeClasses exist.
 func (s *Service) installWasm(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
-	rel, err := s.HelmApply(ctx, jc, c, Release{Namespace: SandboxNamespace, Name: WasmRelease, Chart: ChartRuntimeClassManager, Values: WasmValues()})
+	rel, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: SandboxNamespace, Name: WasmRelease, Chart: ChartRuntimeClassManager, Values: WasmValues()})
 	if err != nil {
 		return err
 	}
-	if err := waitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {
+	if err := kit.WaitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {
 		return err
 	}
 	nodes := r.Isolation.V.Wasm.Nodes

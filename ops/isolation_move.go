@@ -6,6 +6,7 @@ import (
 
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
 )
 
@@ -44,7 +45,7 @@ func stringsOf(v any) []string {
 // that exist on the new cluster (else every node with containerd). A runtime that fails
 // is recorded with its error and the move goes on.
 func (s *Service) moveIsolation(ctx context.Context, jc *engine.JobContext) error {
-	r, c, err := s.regionAndCluster(ctx, jc)
+	r, c, err := s.RegionAndCluster(ctx, jc)
 	if err != nil {
 		return err
 	}
@@ -78,16 +79,16 @@ func (s *Service) moveIsolation(ctx context.Context, jc *engine.JobContext) erro
 	var moved []string
 	for _, p := range runtimes {
 		s.tolerate(ctx, jc, r, "sandbox runtime "+p.Runtime, func() error {
-			err := runInline(ctx, jc, s.sandboxInstallSteps(p))
+			err := kit.RunInline(ctx, jc, s.sandboxInstallSteps(p))
 			if err != nil {
-				s.record(s.Store.SetSandboxRuntime(ctx, r.ID, p.Runtime, store.SandboxRuntime{Status: store.ComponentError, Message: err.Error()}))
+				s.Record(s.Store.SetSandboxRuntime(ctx, r.ID, p.Runtime, store.SandboxRuntime{Status: store.ComponentError, Message: err.Error()}))
 				return err
 			}
 			moved = append(moved, p.Runtime)
 			return nil
 		})
 	}
-	jc.Note("Sandbox runtimes on the new cluster: %s", orNoneList(moved))
+	jc.Note("Sandbox runtimes on the new cluster: %s", kit.OrNoneList(moved))
 	return nil
 }
 

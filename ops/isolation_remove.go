@@ -15,6 +15,7 @@ import (
 
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
 )
 
@@ -43,7 +44,7 @@ func PodsUsing(ctx context.Context, c *kube.Cluster, classes []string) ([]string
 
 func (s *Service) sandboxUninstallSteps(p SandboxParams) []engine.Step {
 	return []engine.Step{
-		s.regionStep("unused", "Check that no pod uses the runtime", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+		s.RegionStep("unused", "Check that no pod uses the runtime", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 			used, err := PodsUsing(ctx, c, r.Isolation.V.Runtime(p.Runtime).Classes)
 			if err != nil {
 				return err
@@ -55,8 +56,8 @@ func (s *Service) sandboxUninstallSteps(p SandboxParams) []engine.Step {
 			rt.Status, rt.Message = store.ComponentRemoving, ""
 			return s.Store.SetSandboxRuntime(ctx, r.ID, p.Runtime, rt)
 		}),
-		s.regionStep("remove", "Remove the runtime from the nodes", s.removeSandbox(p)),
-		s.regionStep("classes", "Map its workloads back to runc", func(ctx context.Context, jc *engine.JobContext, r *store.Region, _ *kube.Cluster) error {
+		s.RegionStep("remove", "Remove the runtime from the nodes", s.removeSandbox(p)),
+		s.RegionStep("classes", "Map its workloads back to runc", func(ctx context.Context, jc *engine.JobContext, r *store.Region, _ *kube.Cluster) error {
 			gone := r.Isolation.V.Runtime(p.Runtime).Classes
 			classes := map[string]string{}
 			var moved []string
@@ -73,7 +74,7 @@ func (s *Service) sandboxUninstallSteps(p SandboxParams) []engine.Step {
 			if err := s.Store.SetSandboxRuntime(ctx, r.ID, p.Runtime, store.SandboxRuntime{Status: store.ComponentNotInstalled}); err != nil {
 				return err
 			}
-			jc.Note("Removed; the workload kinds that used it run with runc again: %s", orNoneList(moved))
+			jc.Note("Removed; the workload kinds that used it run with runc again: %s", kit.OrNoneList(moved))
 			return nil
 		}),
 	}
@@ -104,7 +105,7 @@ func (s *Service) removeSandbox(p SandboxParams) func(ctx context.Context, jc *e
 				if err := c.Delete(ctx, gvkShim, "", sh.Name); err != nil {
 					return err
 				}
-				if err := jc.Wait(ctx, "shim "+sh.Name+" to be removed from "+orNoneList(nodes), engine.WaitOpts{}, nodesUnlabelled(c, nodes, sh.Name)); err != nil {
+				if err := jc.Wait(ctx, "shim "+sh.Name+" to be removed from "+kit.OrNoneList(nodes), engine.WaitOpts{}, nodesUnlabelled(c, nodes, sh.Name)); err != nil {
 					return err
 				}
 				// runtime-class-manager owns the shim's RuntimeClass; it goes with the Shim
@@ -152,7 +153,7 @@ func (s *Service) removeKata(ctx context.Context, jc *engine.JobContext, c *kube
 		return err
 	}
 	var timedOut *engine.WaitTimeoutError
-	err = jc.Wait(ctx, "kata-deploy's cleanup to take "+KataRuntimeLabel+" off "+orNoneList(cleaning), engine.WaitOpts{},
+	err = jc.Wait(ctx, "kata-deploy's cleanup to take "+KataRuntimeLabel+" off "+kit.OrNoneList(cleaning), engine.WaitOpts{},
 		nodesUnlabelled(c, cleaning, KataRuntimeLabel))
 	if err != nil && !errors.As(err, &timedOut) {
 		return err

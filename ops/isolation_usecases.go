@@ -8,6 +8,8 @@ import (
 
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
 
@@ -31,12 +33,12 @@ var SandboxKinds = []string{KindSandboxInstall, KindSandboxUninstall, KindSandbo
 
 // sandboxBusy refuses a second sandbox job while one runs on the region.
 func (s *Service) sandboxBusy(ctx context.Context, r *store.Region) error {
-	b, err := s.busy(ctx, r.ID, SandboxKinds...)
+	b, err := s.Busy(ctx, r.ID, SandboxKinds...)
 	if err != nil {
 		return err
 	}
 	if b {
-		return &Refused{Reason: "A sandbox runtime job of this region runs already; wait for it to finish."}
+		return &problem.Refused{Reason: "A sandbox runtime job of this region runs already; wait for it to finish."}
 	}
 	return nil
 }
@@ -44,7 +46,7 @@ func (s *Service) sandboxBusy(ctx context.Context, r *store.Region) error {
 // InstallSandbox queues the install of a sandbox runtime: Kata Containers with the
 // picked hypervisors, gVisor, or WebAssembly on the selected nodes (none: every node
 // with containerd).
-func (s *Service) InstallSandbox(ctx context.Context, actor Actor, r *store.Region, in SandboxParams) (*store.Job, error) {
+func (s *Service) InstallSandbox(ctx context.Context, actor kit.Actor, r *store.Region, in SandboxParams) (*store.Job, error) {
 	fields := map[string]string{}
 	switch in.Runtime {
 	case store.RuntimeKata:
@@ -61,7 +63,7 @@ func (s *Service) InstallSandbox(ctx context.Context, actor Actor, r *store.Regi
 		fields["runtime"] = "Choose kata, gvisor or wasm."
 	}
 	if len(fields) > 0 {
-		return nil, &Invalid{Fields: fields}
+		return nil, &problem.Invalid{Fields: fields}
 	}
 	if err := s.sandboxBusy(ctx, r); err != nil {
 		return nil, err
@@ -93,7 +95,7 @@ func (s *Service) kataInstallAllowed(ctx context.Context, r *store.Region, hyper
 	}
 	nodes, err := SandboxNodes(ctx, c)
 	if err != nil {
-		return &Unreachable{Region: r.Name, Err: err}
+		return &problem.Unreachable{Region: r.Name, Err: err}
 	}
 	archs := map[string][]string{}
 	for _, n := range nodes {
@@ -102,19 +104,19 @@ func (s *Service) kataInstallAllowed(ctx context.Context, r *store.Region, hyper
 		}
 	}
 	if len(nodes) > 0 && len(archs) == 0 {
-		return &Refused{Reason: NoKataNode}
+		return &problem.Refused{Reason: NoKataNode}
 	}
 	if len(archs) > 0 {
 		if err := kataPicksRunnable(hypervisors, archs); err != nil {
-			return &Invalid{Fields: map[string]string{"hypervisors": upperFirst(err.Error()) + "."}}
+			return &problem.Invalid{Fields: map[string]string{"hypervisors": upperFirst(err.Error()) + "."}}
 		}
 	}
 	reason, err := kataDropRefusal(ctx, r, c, hypervisors)
 	if err != nil {
-		return &Unreachable{Region: r.Name, Err: err}
+		return &problem.Unreachable{Region: r.Name, Err: err}
 	}
 	if reason != "" {
-		return &Refused{Reason: reason}
+		return &problem.Refused{Reason: reason}
 	}
 	return nil
 }
@@ -176,7 +178,7 @@ func upperFirst(s string) string {
 
 // ProbeSandboxNodes queues the KVM probe: every node gets the label runr.dev/kvm saying
 // whether it has /dev/kvm.
-func (s *Service) ProbeSandboxNodes(ctx context.Context, actor Actor, r *store.Region) (*store.Job, error) {
+func (s *Service) ProbeSandboxNodes(ctx context.Context, actor kit.Actor, r *store.Region) (*store.Job, error) {
 	if err := s.sandboxBusy(ctx, r); err != nil {
 		return nil, err
 	}
@@ -186,13 +188,13 @@ func (s *Service) ProbeSandboxNodes(ctx context.Context, actor Actor, r *store.R
 
 // UninstallSandbox queues the removal of a sandbox runtime; it is refused while pods
 // still run with its RuntimeClasses (they are named).
-func (s *Service) UninstallSandbox(ctx context.Context, actor Actor, r *store.Region, runtime string) (*store.Job, error) {
+func (s *Service) UninstallSandbox(ctx context.Context, actor kit.Actor, r *store.Region, runtime string) (*store.Job, error) {
 	if !slices.Contains(SandboxRuntimes, runtime) {
-		return nil, &Invalid{Fields: map[string]string{"runtime": "Choose kata, gvisor or wasm."}}
+		return nil, &problem.Invalid{Fields: map[string]string{"runtime": "Choose kata, gvisor or wasm."}}
 	}
 	rt := r.Isolation.V.Runtime(runtime)
 	if rt.State() == store.ComponentNotInstalled {
-		return nil, &Refused{Reason: runtime + " is not installed on this region."}
+		return nil, &problem.Refused{Reason: runtime + " is not installed on this region."}
 	}
 	if err := s.sandboxBusy(ctx, r); err != nil {
 		return nil, err
@@ -206,7 +208,7 @@ func (s *Service) UninstallSandbox(ctx context.Context, actor Actor, r *store.Re
 		return nil, err
 	}
 	if len(used) > 0 {
-		return nil, &Refused{Reason: "Pods still run with " + strings.Join(rt.Classes, ", ") + ": " + strings.Join(used, ", ") + ". Move or stop them first."}
+		return nil, &problem.Refused{Reason: "Pods still run with " + strings.Join(rt.Classes, ", ") + ": " + strings.Join(used, ", ") + ". Move or stop them first."}
 	}
 	return s.Enqueue(ctx, engine.Request{Kind: KindSandboxUninstall, Title: "Remove " + runtime + " from " + r.Name,
 		Subject: r.ID, Params: SandboxParams{Runtime: runtime}, CreatedBy: actor.Email})
@@ -214,7 +216,7 @@ func (s *Service) UninstallSandbox(ctx context.Context, actor Actor, r *store.Re
 
 // SetWorkloadClasses sets the runtime class of each workload kind it is given (the others
 // keep theirs): runc or a class of an installed runtime.
-func (s *Service) SetWorkloadClasses(ctx context.Context, actor Actor, r *store.Region, in map[string]string) (map[string]string, error) {
+func (s *Service) SetWorkloadClasses(ctx context.Context, actor kit.Actor, r *store.Region, in map[string]string) (map[string]string, error) {
 	installed := InstalledClasses(r.Isolation.V)
 	fields := map[string]string{}
 	classes := map[string]string{}
@@ -226,13 +228,13 @@ func (s *Service) SetWorkloadClasses(ctx context.Context, actor Actor, r *store.
 		case !slices.Contains(store.WorkloadKinds, kind):
 			fields[kind] = "Not a workload kind: " + strings.Join(store.WorkloadKinds, ", ") + "."
 		case class != store.RuncClass && !slices.Contains(installed, class):
-			fields[kind] = fmt.Sprintf("%q is not installed on this region; choose runc or %s.", class, orNoneList(installed))
+			fields[kind] = fmt.Sprintf("%q is not installed on this region; choose runc or %s.", class, kit.OrNoneList(installed))
 		default:
 			classes[kind] = class
 		}
 	}
 	if len(fields) > 0 {
-		return nil, &Invalid{Fields: fields}
+		return nil, &problem.Invalid{Fields: fields}
 	}
 	if err := s.Store.SetWorkloadClasses(ctx, r.ID, classes); err != nil {
 		return nil, err

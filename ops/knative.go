@@ -17,6 +17,8 @@ import (
 	"runr.dev/console/engine"
 	"runr.dev/console/helm"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
 
@@ -246,11 +248,11 @@ func (s *Service) operatorSteps(p OperatorParams) []engine.Step {
 
 // operatorAdopt is the step "adopt" (Adopt a running operator) of operatorSteps.
 func (s *Service) operatorAdopt(ctx context.Context, jc *engine.JobContext) error {
-	r, c, err := s.regionAndCluster(ctx, jc)
+	r, c, err := s.RegionAndCluster(ctx, jc)
 	if err != nil {
 		return err
 	}
-	s.record(s.Store.UpdateOperator(ctx, jc.Job.Region(), store.OperatorUpdate{Status: store.Ptr(store.ComponentInstalling)}))
+	s.Record(s.Store.UpdateOperator(ctx, jc.Job.Region(), store.OperatorUpdate{Status: store.Ptr(store.ComponentInstalling)}))
 	op, err := s.adoptOperator(ctx, jc, c, r)
 	if err != nil {
 		return err
@@ -276,7 +278,7 @@ func (s *Service) operatorAdopt(ctx context.Context, jc *engine.JobContext) erro
 // operatorCrds is the step "crds" (Knative Serving CRDs) of operatorSteps.
 func (s *Service) operatorCrds(p OperatorParams) func(ctx context.Context, jc *engine.JobContext) error {
 	return func(ctx context.Context, jc *engine.JobContext) error {
-		r, c, err := s.regionAndCluster(ctx, jc)
+		r, c, err := s.RegionAndCluster(ctx, jc)
 		if err != nil {
 			return err
 		}
@@ -298,7 +300,7 @@ func (s *Service) operatorCrds(p OperatorParams) func(ctx context.Context, jc *e
 // operatorOperator is the step "operator" (Install the Knative Operator) of operatorSteps.
 func (s *Service) operatorOperator(p OperatorParams) func(ctx context.Context, jc *engine.JobContext) error {
 	return func(ctx context.Context, jc *engine.JobContext) error {
-		r, c, err := s.regionAndCluster(ctx, jc)
+		r, c, err := s.RegionAndCluster(ctx, jc)
 		if err != nil {
 			return err
 		}
@@ -325,12 +327,12 @@ func (s *Service) operatorOperator(p OperatorParams) func(ctx context.Context, j
 			jc.Logf("The previous operator release (%s) is upgraded in place, not uninstalled: its CRDs belong to the release, and removing them would delete every KnativeServing", prev.Info.Status)
 		}
 		// TakeOwnership adopts operator CRDs left on the cluster without Helm's labels.
-		rel, err := s.HelmApply(ctx, jc, c, Release{Namespace: p.Namespace, Name: OperatorRelease, Chart: chart, Values: OperatorValues(),
+		rel, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: p.Namespace, Name: OperatorRelease, Chart: chart, Values: OperatorValues(),
 			TakeOwnership: true, Repair: prev != nil})
 		if err != nil {
 			return err
 		}
-		if err := waitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {
+		if err := kit.WaitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {
 			return err
 		}
 		if err := jc.Wait(ctx, "CRD "+ServingCRD+" to be established", engine.WaitOpts{}, c.CRDEstablished(ServingCRD)); err != nil {
@@ -454,7 +456,7 @@ func knativeServingObject(ns, version string, maxTimeout int, registry map[strin
 	}
 	return map[string]any{
 		"apiVersion": "operator.knative.dev/v1beta1", "kind": "KnativeServing",
-		"metadata": map[string]any{"name": KnativeServingName, "namespace": ns, "labels": toAnyMap(managedLabels(nil))},
+		"metadata": map[string]any{"name": KnativeServingName, "namespace": ns, "labels": kit.ToAnyMap(kit.ManagedLabels(nil))},
 		"spec":     spec,
 	}
 }
@@ -544,7 +546,7 @@ func longestTimeout(regions []store.Region) int {
 func (s *Service) servingSteps(p ServingParams) []engine.Step {
 	withRegion := func(f func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error) func(context.Context, *engine.JobContext) error {
 		return func(ctx context.Context, jc *engine.JobContext) error {
-			r, c, err := s.regionAndCluster(ctx, jc)
+			r, c, err := s.RegionAndCluster(ctx, jc)
 			if err != nil {
 				return err
 			}
@@ -571,7 +573,7 @@ func (s *Service) servingSteps(p ServingParams) []engine.Step {
 // servingQuota is the step "quota" (Project namespace quota) of servingSteps.
 func (s *Service) servingQuota(p ServingParams) func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 	return func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
-		s.record(s.Store.UpdateServing(ctx, jc.Job.Region(), store.ServingUpdate{Status: store.Ptr(store.ComponentInstalling), Namespace: store.Ptr(p.Namespace), Message: store.Ptr("")}))
+		s.Record(s.Store.UpdateServing(ctx, jc.Job.Region(), store.ServingUpdate{Status: store.Ptr(store.ComponentInstalling), Namespace: store.Ptr(p.Namespace), Message: store.Ptr("")}))
 		if sv, err := s.adoptServing(ctx, jc, c, r); err != nil {
 			return err
 		} else if sv {
@@ -737,7 +739,7 @@ func (s *Service) applyQuota(ctx context.Context, jc *engine.JobContext, c *kube
 		jc.Note("No organisation ceiling is configured: no quota")
 		return engine.ErrSkip
 	}
-	if _, err := ensureNamespace(ctx, jc, c, r.Name, map[string]string{"runr.dev/region": r.Name}); err != nil {
+	if _, err := kit.EnsureNamespace(ctx, jc, c, r.Name, map[string]string{"runr.dev/region": r.Name}); err != nil {
 		return err
 	}
 	hard := map[string]any{}
@@ -800,7 +802,7 @@ func traefikServesOthers(ctx context.Context, c *kube.Cluster, ns string) (int, 
 func (s *Service) uninstallServingSteps(p ServingParams) []engine.Step {
 	return []engine.Step{
 		{Name: "serving", Title: "Delete the KnativeServing", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			r, c, err := s.regionAndCluster(ctx, jc)
+			r, c, err := s.RegionAndCluster(ctx, jc)
 			if err != nil {
 				return err
 			}
@@ -808,7 +810,7 @@ func (s *Service) uninstallServingSteps(p ServingParams) []engine.Step {
 			return s.deleteKnativeServing(ctx, jc, c, r.ServingNamespace)
 		}},
 		{Name: "traefik", Title: "Remove Traefik", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			r, c, err := s.regionAndCluster(ctx, jc)
+			r, c, err := s.RegionAndCluster(ctx, jc)
 			if err != nil {
 				return err
 			}
@@ -823,7 +825,7 @@ func (s *Service) uninstallServingSteps(p ServingParams) []engine.Step {
 			return s.HelmUninstall(ctx, jc, c, r.ServingNamespace, TraefikRelease)
 		}},
 		{Name: "namespace", Title: "Remove the Serving namespace", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			r, c, err := s.regionAndCluster(ctx, jc)
+			r, c, err := s.RegionAndCluster(ctx, jc)
 			if err != nil {
 				return err
 			}
@@ -844,14 +846,14 @@ func (s *Service) uninstallServingSteps(p ServingParams) []engine.Step {
 				jc.Note("Namespace %s was not created by RunR: it stays", r.ServingNamespace)
 				return engine.ErrSkip
 			}
-			if err := deleteNamespace(ctx, jc, c, r.ServingNamespace); err != nil {
+			if err := kit.DeleteNamespace(ctx, jc, c, r.ServingNamespace); err != nil {
 				return err
 			}
 			jc.Note("Deleted namespace %s", r.ServingNamespace)
 			return nil
 		}},
 		{Name: "record", Title: "Record", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			r, err := s.jobRegion(ctx, jc)
+			r, err := s.JobRegion(ctx, jc)
 			if err != nil {
 				return err
 			}
@@ -884,7 +886,7 @@ func (s *Service) setServingStatus(ctx context.Context, r *store.Region, status 
 func (s *Service) uninstallOperatorSteps() []engine.Step {
 	return []engine.Step{
 		{Name: "operator", Title: "Remove the Knative Operator", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			r, c, err := s.regionAndCluster(ctx, jc)
+			r, c, err := s.RegionAndCluster(ctx, jc)
 			if err != nil {
 				return err
 			}
@@ -893,11 +895,11 @@ func (s *Service) uninstallOperatorSteps() []engine.Step {
 			} else if len(ks) > 0 {
 				return fmt.Errorf("a KnativeServing still exists (%s/%s): uninstall Serving first", ks[0].GetNamespace(), ks[0].GetName())
 			}
-			s.record(s.Store.UpdateOperator(ctx, jc.Job.Region(), store.OperatorUpdate{Status: store.Ptr(store.ComponentRemoving)}))
+			s.Record(s.Store.UpdateOperator(ctx, jc.Job.Region(), store.OperatorUpdate{Status: store.Ptr(store.ComponentRemoving)}))
 			return s.HelmUninstall(ctx, jc, c, r.OperatorNamespace, OperatorRelease)
 		}},
 		{Name: "crds", Title: "Remove the Knative CRDs", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			_, c, err := s.regionAndCluster(ctx, jc)
+			_, c, err := s.RegionAndCluster(ctx, jc)
 			if err != nil {
 				return err
 			}
@@ -927,7 +929,7 @@ func (s *Service) uninstallOperatorSteps() []engine.Step {
 			return nil
 		}},
 		{Name: "record", Title: "Record", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			r, err := s.jobRegion(ctx, jc)
+			r, err := s.JobRegion(ctx, jc)
 			if err != nil {
 				return err
 			}
@@ -958,7 +960,7 @@ func (s *Service) upgradeSteps(p ServingParams) []engine.Step {
 // upgradeOperator is the step "operator" (Move the operator to the version's chart) of upgradeSteps.
 func (s *Service) upgradeOperator(p ServingParams) func(ctx context.Context, jc *engine.JobContext) error {
 	return func(ctx context.Context, jc *engine.JobContext) error {
-		r, c, err := s.regionAndCluster(ctx, jc)
+		r, c, err := s.RegionAndCluster(ctx, jc)
 		if err != nil {
 			return err
 		}
@@ -981,11 +983,11 @@ func (s *Service) upgradeOperator(p ServingParams) func(ctx context.Context, jc 
 			jc.Note("The operator's chart %s is not older", rel.Chart.Metadata.Version)
 			return engine.ErrSkip
 		}
-		nr, err := s.HelmApply(ctx, jc, c, Release{Namespace: r.OperatorNamespace, Name: OperatorRelease, Chart: chart, Values: OperatorValues()})
+		nr, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: r.OperatorNamespace, Name: OperatorRelease, Chart: chart, Values: OperatorValues()})
 		if err != nil {
 			return err
 		}
-		if err := waitRelease(ctx, jc, c, nr, engine.WaitOpts{}); err != nil {
+		if err := kit.WaitRelease(ctx, jc, c, nr, engine.WaitOpts{}); err != nil {
 			return err
 		}
 		jc.Note("The Knative Operator runs %s", chart.Version)
@@ -996,7 +998,7 @@ func (s *Service) upgradeOperator(p ServingParams) func(ctx context.Context, jc 
 // upgradeCrds is the step "crds" (Knative Serving CRDs of the version) of upgradeSteps.
 func (s *Service) upgradeCrds(p ServingParams) func(ctx context.Context, jc *engine.JobContext) error {
 	return func(ctx context.Context, jc *engine.JobContext) error {
-		_, c, err := s.regionAndCluster(ctx, jc)
+		_, c, err := s.RegionAndCluster(ctx, jc)
 		if err != nil {
 			return err
 		}
@@ -1011,7 +1013,7 @@ func (s *Service) upgradeCrds(p ServingParams) func(ctx context.Context, jc *eng
 // upgradeVersion is the step "version" (Set the KnativeServing's version) of upgradeSteps.
 func (s *Service) upgradeVersion(p ServingParams) func(ctx context.Context, jc *engine.JobContext) error {
 	return func(ctx context.Context, jc *engine.JobContext) error {
-		r, c, err := s.regionAndCluster(ctx, jc)
+		r, c, err := s.RegionAndCluster(ctx, jc)
 		if err != nil {
 			return err
 		}
@@ -1026,7 +1028,7 @@ func (s *Service) upgradeVersion(p ServingParams) func(ctx context.Context, jc *
 // upgradeReady is the step "ready" (Wait for the new version) of upgradeSteps.
 func (s *Service) upgradeReady(p ServingParams) func(ctx context.Context, jc *engine.JobContext) error {
 	return func(ctx context.Context, jc *engine.JobContext) error {
-		r, c, err := s.regionAndCluster(ctx, jc)
+		r, c, err := s.RegionAndCluster(ctx, jc)
 		if err != nil {
 			return err
 		}
@@ -1054,12 +1056,12 @@ func (s *Service) upgradeReady(p ServingParams) func(ctx context.Context, jc *en
 func (s *Service) registerKnativeKinds() {
 	servingFailed := func(ctx context.Context, jc *engine.JobContext, err error) {
 		if err != nil {
-			s.record(s.Store.UpdateServing(ctx, jc.Job.Region(), store.ServingUpdate{Status: store.Ptr(store.ComponentError), Message: store.Ptr(err.Error())}))
+			s.Record(s.Store.UpdateServing(ctx, jc.Job.Region(), store.ServingUpdate{Status: store.Ptr(store.ComponentError), Message: store.Ptr(err.Error())}))
 		}
 	}
 	operatorFailed := func(ctx context.Context, jc *engine.JobContext, err error) {
 		if err != nil {
-			s.record(s.Store.UpdateOperator(ctx, jc.Job.Region(), store.OperatorUpdate{Status: store.Ptr(store.ComponentError), Message: store.Ptr(err.Error())}))
+			s.Record(s.Store.UpdateOperator(ctx, jc.Job.Region(), store.OperatorUpdate{Status: store.Ptr(store.ComponentError), Message: store.Ptr(err.Error())}))
 		}
 	}
 	type knativeParams struct {
@@ -1098,24 +1100,24 @@ var knativeKinds = []string{KindInstallOperator, KindInstallServing, KindInstall
 
 // EnqueueKnative checks and queues one of the Knative jobs of a region (kind is one of
 // knativeKinds): one runs at a time, and each needs its components in the right state.
-func (s *Service) EnqueueKnative(ctx context.Context, actor Actor, r *store.Region, kind string, in KnativeInput) (*store.Job, error) {
-	if b, err := s.busy(ctx, r.ID, knativeKinds...); err != nil {
+func (s *Service) EnqueueKnative(ctx context.Context, actor kit.Actor, r *store.Region, kind string, in KnativeInput) (*store.Job, error) {
+	if b, err := s.Busy(ctx, r.ID, knativeKinds...); err != nil {
 		return nil, err
 	} else if b {
-		return nil, &Refused{Reason: "A Knative job of this region runs already; wait for it to finish."}
+		return nil, &problem.Refused{Reason: "A Knative job of this region runs already; wait for it to finish."}
 	}
 	opNS, m := validNamespace(in.OperatorNamespace, r.OperatorNamespace)
 	if m != "" {
-		return nil, &Invalid{Fields: map[string]string{"operator_namespace": m}}
+		return nil, &problem.Invalid{Fields: map[string]string{"operator_namespace": m}}
 	}
 	svNS, m := validNamespace(in.Namespace, r.ServingNamespace)
 	if m != "" {
-		return nil, &Invalid{Fields: map[string]string{"namespace": m}}
+		return nil, &problem.Invalid{Fields: map[string]string{"namespace": m}}
 	}
 	switch in.IngressMode {
 	case "", IngressLoadBalancer, IngressHostNetwork:
 	default:
-		return nil, &Invalid{Fields: map[string]string{"ingress_mode": "Choose load_balancer (a LoadBalancer Service) or host_network (a DaemonSet on ports 80 and 443 of every node)."}}
+		return nil, &problem.Invalid{Fields: map[string]string{"ingress_mode": "Choose load_balancer (a LoadBalancer Service) or host_network (a DaemonSet on ports 80 and 443 of every node)."}}
 	}
 	ver, err := s.knativeVersion(ctx, r, kind, in.Version)
 	if err != nil {
@@ -1139,24 +1141,24 @@ func (s *Service) knativeVersion(ctx context.Context, r *store.Region, kind, wan
 	}
 	vs, err := s.RegionVersions(ctx, r)
 	if err != nil {
-		return nil, &Refused{Reason: "The Knative Operator chart repository could not be read", Err: err}
+		return nil, &problem.Refused{Reason: "The Knative Operator chart repository could not be read", Err: err}
 	}
 	if kind != KindUpgradeServing {
 		v, msg := resolveVersion(vs, want)
 		if msg != "" {
-			return nil, &Refused{Field: "version", Reason: msg}
+			return nil, &problem.Refused{Field: "version", Reason: msg}
 		}
 		return v, nil
 	}
 	if r.ServingStatus != store.ComponentReady {
-		return nil, &Refused{Reason: "Knative Serving is not ready on this region (" + string(r.ServingStatus) + "): install it first."}
+		return nil, &problem.Refused{Reason: "Knative Serving is not ready on this region (" + string(r.ServingStatus) + "): install it first."}
 	}
 	next, err := s.RegionNextVersion(ctx, r)
 	if err != nil {
-		return nil, &Refused{Reason: "No upgrade: " + err.Error()}
+		return nil, &problem.Refused{Reason: "No upgrade: " + err.Error()}
 	}
 	if w := MinorOf(want); w != "" && w != next.Minor {
-		return nil, &Refused{Field: "version", Reason: "Knative upgrades one minor version at a time: from " + r.KnativeVersion + " the next is " + next.Version + "."}
+		return nil, &problem.Refused{Field: "version", Reason: "Knative upgrades one minor version at a time: from " + r.KnativeVersion + " the next is " + next.Version + "."}
 	}
 	return next, nil
 }
@@ -1174,7 +1176,7 @@ func knativeRequest(r *store.Region, kind string, in KnativeInput, op OperatorPa
 		req.Title, req.Params = "Install the Knative Operator on "+r.Name, op
 	case KindInstallServing:
 		if r.OperatorStatus != store.ComponentReady {
-			return req, &Refused{Reason: "Install the Knative Operator first (its status is " + string(r.OperatorStatus) + ")."}
+			return req, &problem.Refused{Reason: "Install the Knative Operator first (its status is " + string(r.OperatorStatus) + ")."}
 		}
 		req.Title, req.Params = "Install Knative Serving "+ver.Version+" on "+r.Name, sv
 	case KindInstallKnative:
@@ -1183,12 +1185,12 @@ func knativeRequest(r *store.Region, kind string, in KnativeInput, op OperatorPa
 		req.Title, req.Params = "Upgrade Knative Serving of "+r.Name+" to "+ver.Version, ServingParams{Namespace: r.ServingNamespace, Version: ver.Version}
 	case KindUninstallServing:
 		if r.ServingStatus == store.ComponentNotInstalled {
-			return req, &Refused{Reason: "Knative Serving is not installed on this region."}
+			return req, &problem.Refused{Reason: "Knative Serving is not installed on this region."}
 		}
 		req.Title, req.Params = "Uninstall Knative Serving of "+r.Name, ServingParams{Namespace: r.ServingNamespace, RemoveTraefik: in.RemoveTraefik}
 	case KindUninstallOperator:
 		if r.ServingStatus != store.ComponentNotInstalled {
-			return req, &Refused{Reason: "Uninstall Knative Serving first: removing the operator removes the Knative CRDs, and with them every Knative Service."}
+			return req, &problem.Refused{Reason: "Uninstall Knative Serving first: removing the operator removes the Knative CRDs, and with them every Knative Service."}
 		}
 		req.Title = "Uninstall the Knative Operator of " + r.Name
 	case KindUninstallKnative:

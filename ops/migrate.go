@@ -10,6 +10,8 @@ import (
 
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
 
@@ -53,17 +55,6 @@ func (s *Service) tolerate(ctx context.Context, jc *engine.JobContext, r *store.
 	})
 }
 
-// runSteps runs another job's steps inside this one (idempotent, they adopt what exists).
-func runInline(ctx context.Context, jc *engine.JobContext, steps []engine.Step) error {
-	for _, st := range steps {
-		jc.Logf("— %s", st.Title)
-		if err := st.Run(ctx, jc); err != nil && !errors.Is(err, engine.ErrSkip) {
-			return fmt.Errorf("%s: %w", st.Title, err)
-		}
-	}
-	return nil
-}
-
 func (s *Service) migrationSteps() []engine.Step {
 	return []engine.Step{
 		{Name: "pending", Title: "Check the new cluster and switch to it", Run: s.movePending},
@@ -82,7 +73,7 @@ func (s *Service) migrationSteps() []engine.Step {
 
 // movePending is the step "pending" (Check the new cluster and switch to it) of migrationSteps.
 func (s *Service) movePending(ctx context.Context, jc *engine.JobContext) error {
-	r, err := s.jobRegion(ctx, jc)
+	r, err := s.JobRegion(ctx, jc)
 	if err != nil {
 		return err
 	}
@@ -129,7 +120,7 @@ func (s *Service) movePending(ctx context.Context, jc *engine.JobContext) error 
 
 // moveWorkers is the step "workers" (Dedicated workers) of migrationSteps.
 func (s *Service) moveWorkers(ctx context.Context, jc *engine.JobContext) error {
-	r, c, err := s.regionAndCluster(ctx, jc)
+	r, c, err := s.RegionAndCluster(ctx, jc)
 	if err != nil {
 		return err
 	}
@@ -151,7 +142,7 @@ func (s *Service) moveWorkers(ctx context.Context, jc *engine.JobContext) error 
 
 // moveKnative is the step "knative" (Knative Operator and Serving) of migrationSteps.
 func (s *Service) moveKnative(ctx context.Context, jc *engine.JobContext) error {
-	r, err := s.jobRegion(ctx, jc)
+	r, err := s.JobRegion(ctx, jc)
 	if err != nil {
 		return err
 	}
@@ -160,7 +151,7 @@ func (s *Service) moveKnative(ctx context.Context, jc *engine.JobContext) error 
 		return engine.ErrSkip
 	}
 	ver, _ := r.MigrationDetail.V.Had["version"].(string)
-	if _, c, err := s.regionAndCluster(ctx, jc); err == nil {
+	if _, c, err := s.RegionAndCluster(ctx, jc); err == nil {
 		if _, err := s.chartFor(ctx, c, ver); err != nil {
 			dv, derr := s.defaultVersion(ctx, c)
 			if derr != nil {
@@ -172,7 +163,7 @@ func (s *Service) moveKnative(ctx context.Context, jc *engine.JobContext) error 
 	}
 	steps := append(s.operatorSteps(OperatorParams{Namespace: r.OperatorNamespace, Version: ver}),
 		s.servingSteps(ServingParams{Namespace: r.ServingNamespace, Version: ver})...)
-	if err := runInline(ctx, jc, steps); err != nil {
+	if err := kit.RunInline(ctx, jc, steps); err != nil {
 		return err
 	}
 	jc.Note("Knative Serving %s with Traefik, Prometheus, Loki, the runr-agent and tracing runs on the new cluster", ver)
@@ -181,7 +172,7 @@ func (s *Service) moveKnative(ctx context.Context, jc *engine.JobContext) error 
 
 // moveServices is the step "services" (Redis and the registry) of migrationSteps.
 func (s *Service) moveServices(ctx context.Context, jc *engine.JobContext) error {
-	r, c, err := s.regionAndCluster(ctx, jc)
+	r, c, err := s.RegionAndCluster(ctx, jc)
 	if err != nil {
 		return err
 	}
@@ -213,7 +204,7 @@ func (s *Service) moveServices(ctx context.Context, jc *engine.JobContext) error
 
 // moveExtras is the step "extras" (What else the region had) of migrationSteps.
 func (s *Service) moveExtras(ctx context.Context, jc *engine.JobContext) error {
-	r, c, err := s.regionAndCluster(ctx, jc)
+	r, c, err := s.RegionAndCluster(ctx, jc)
 	if err != nil {
 		return err
 	}
@@ -232,7 +223,7 @@ func (s *Service) moveExtras(ctx context.Context, jc *engine.JobContext) error {
 
 // moveDomain is the step "domain" (Function domain on the new cluster) of migrationSteps.
 func (s *Service) moveDomain(ctx context.Context, jc *engine.JobContext) error {
-	r, c, err := s.regionAndCluster(ctx, jc)
+	r, c, err := s.RegionAndCluster(ctx, jc)
 	if err != nil {
 		return err
 	}
@@ -249,7 +240,7 @@ func (s *Service) moveDomain(ctx context.Context, jc *engine.JobContext) error {
 
 // moveRedeploy is the step "redeploy" (Deploy the projects again) of migrationSteps.
 func (s *Service) moveRedeploy(ctx context.Context, jc *engine.JobContext) error {
-	r, c, err := s.regionAndCluster(ctx, jc)
+	r, c, err := s.RegionAndCluster(ctx, jc)
 	if err != nil {
 		return err
 	}
@@ -258,7 +249,7 @@ func (s *Service) moveRedeploy(ctx context.Context, jc *engine.JobContext) error
 
 // moveDNSCheck is the step "dns_check" (Point DNS at the new cluster) of migrationSteps.
 func (s *Service) moveDNSCheck(ctx context.Context, jc *engine.JobContext) error {
-	r, err := s.jobRegion(ctx, jc)
+	r, err := s.JobRegion(ctx, jc)
 	if err != nil {
 		return err
 	}
@@ -348,7 +339,7 @@ func (s *Service) CompleteMigration(ctx context.Context, r *store.Region, why st
 		return err
 	}
 	if !done {
-		return &Refused{Reason: "The move of " + r.Name + " is not in dns_check any more (rolled back or completed meanwhile): nothing to complete."}
+		return &problem.Refused{Reason: "The move of " + r.Name + " is not in dns_check any more (rolled back or completed meanwhile): nothing to complete."}
 	}
 	s.Log.Info("region move completed", "region", r.Name, "why", why)
 	return nil
@@ -357,7 +348,7 @@ func (s *Service) CompleteMigration(ctx context.Context, r *store.Region, why st
 // logCompletion logs a move's completion that failed; one that found the move rolled back
 // meanwhile is only noted.
 func (s *Service) logCompletion(r *store.Region, err error) {
-	var refused *Refused
+	var refused *problem.Refused
 	switch {
 	case errors.As(err, &refused):
 		s.Log.Info("region move not completed", "region", r.Name, "why", refused.Reason)
@@ -403,16 +394,16 @@ func (s *Service) registerMigrationKinds() {
 	s.Engine.Register(&engine.Kind{Name: KindMigrateRegion, Plan: func(jc *engine.JobContext) ([]engine.Step, error) { return s.migrationSteps(), nil },
 		Finished: func(ctx context.Context, jc *engine.JobContext, err error) {
 			if err != nil {
-				if r, rerr := s.jobRegion(ctx, jc); rerr == nil {
+				if r, rerr := s.JobRegion(ctx, jc); rerr == nil {
 					_ = s.saveDetail(ctx, r, func(d *store.MigrationDetail) { d.Error = err.Error() })
 				}
-				s.record(s.Store.UpdateMove(ctx, jc.Job.Region(), store.MoveUpdate{Status: store.Ptr(store.MigrationFailed)}))
+				s.Record(s.Store.UpdateMove(ctx, jc.Job.Region(), store.MoveUpdate{Status: store.Ptr(store.MigrationFailed)}))
 			}
 		}})
 	s.Engine.Register(&engine.Kind{Name: KindRollbackMigration, Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
 		return []engine.Step{
 			{Name: "restore", Title: "Restore the old kubeconfig and address", Run: func(ctx context.Context, jc *engine.JobContext) error {
-				r, err := s.jobRegion(ctx, jc)
+				r, err := s.JobRegion(ctx, jc)
 				if err != nil {
 					return err
 				}
@@ -434,7 +425,7 @@ func (s *Service) registerMigrationKinds() {
 				return nil
 			}},
 			{Name: "redeploy", Title: "Deploy the running projects there again", Run: func(ctx context.Context, jc *engine.JobContext) error {
-				r, c, err := s.regionAndCluster(ctx, jc)
+				r, c, err := s.RegionAndCluster(ctx, jc)
 				if err != nil {
 					return err
 				}
@@ -442,7 +433,7 @@ func (s *Service) registerMigrationKinds() {
 			}},
 			{Name: "record", Title: "Record", Run: func(ctx context.Context, jc *engine.JobContext) error {
 				jc.Note("The move is rolled back")
-				s.record(s.Store.UpdateMove(ctx, jc.Job.Region(), store.MoveUpdate{Status: store.Ptr(store.MigrationRolledBack), ClearDNSCheckAt: true}))
+				s.Record(s.Store.UpdateMove(ctx, jc.Job.Region(), store.MoveUpdate{Status: store.Ptr(store.MigrationRolledBack), ClearDNSCheckAt: true}))
 				return nil
 			}},
 		}, nil
@@ -456,21 +447,21 @@ type MigrateInput struct {
 }
 
 // StartMigration checks and queues a region's move to the cluster of a kubeconfig.
-func (s *Service) StartMigration(ctx context.Context, actor Actor, r *store.Region, in MigrateInput) (*store.Job, error) {
+func (s *Service) StartMigration(ctx context.Context, actor kit.Actor, r *store.Region, in MigrateInput) (*store.Job, error) {
 	if MigrationRunning(r.MigrationStatus) {
-		return nil, &Refused{Reason: "The region is moving already (" + string(r.MigrationStatus) + "): complete or roll back that move first."}
+		return nil, &problem.Refused{Reason: "The region is moving already (" + string(r.MigrationStatus) + "): complete or roll back that move first."}
 	}
 	if !ResidencyAllows(r.DataLocation, in.DataLocation) {
-		return nil, &Refused{Field: "data_location", Reason: "The region's data stays in " + r.DataLocation + ": the new cluster must be there (data_location " + r.DataLocation + ")."}
+		return nil, &problem.Refused{Field: "data_location", Reason: "The region's data stays in " + r.DataLocation + ": the new cluster must be there (data_location " + r.DataLocation + ")."}
 	}
 	kc, err := kube.ParseKubeconfig([]byte(in.Kubeconfig))
 	if err != nil {
-		return nil, &Refused{Field: "kubeconfig", Reason: err.Error()}
+		return nil, &problem.Refused{Field: "kubeconfig", Reason: err.Error()}
 	}
 	if owner, err := s.otherOwnerOn(ctx, kc.Server, r.Tenant(), r.ID); err != nil {
 		return nil, err
 	} else if owner != nil {
-		return nil, &Refused{Field: "kubeconfig", Reason: OtherOwnerRefusal}
+		return nil, &problem.Refused{Field: "kubeconfig", Reason: OtherOwnerRefusal}
 	}
 	j, err := s.Enqueue(ctx, engine.Request{Kind: KindMigrateRegion, Title: "Move region " + r.Name + " to another cluster",
 		Subject: r.ID, Secret: in.Kubeconfig, CreatedBy: actor.Email})
@@ -487,17 +478,17 @@ func (s *Service) StartMigration(ctx context.Context, actor Actor, r *store.Regi
 }
 
 // CompleteMigrationByHand completes a move in dns_check.
-func (s *Service) CompleteMigrationByHand(ctx context.Context, actor Actor, r *store.Region) error {
+func (s *Service) CompleteMigrationByHand(ctx context.Context, actor kit.Actor, r *store.Region) error {
 	if r.MigrationStatus != store.MigrationDNSCheck {
-		return &Refused{Reason: "A move completes by hand only in dns_check; this region's is " + r.MigrationStatus.String() + "."}
+		return &problem.Refused{Reason: "A move completes by hand only in dns_check; this region's is " + r.MigrationStatus.String() + "."}
 	}
 	return s.CompleteMigration(ctx, r, "completed by "+actor.Email)
 }
 
 // RollbackMigration queues the rollback of a move in dns_check or failed.
-func (s *Service) RollbackMigration(ctx context.Context, actor Actor, r *store.Region) (*store.Job, error) {
+func (s *Service) RollbackMigration(ctx context.Context, actor kit.Actor, r *store.Region) (*store.Job, error) {
 	if r.MigrationStatus != store.MigrationDNSCheck && r.MigrationStatus != store.MigrationFailed {
-		return nil, &Refused{Reason: "A move rolls back only in dns_check or failed; this region's is " + r.MigrationStatus.String() + "."}
+		return nil, &problem.Refused{Reason: "A move rolls back only in dns_check or failed; this region's is " + r.MigrationStatus.String() + "."}
 	}
 	return s.Enqueue(ctx, engine.Request{Kind: KindRollbackMigration, Title: "Roll back the move of " + r.Name, Subject: r.ID, CreatedBy: actor.Email})
 }

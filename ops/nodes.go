@@ -20,6 +20,8 @@ import (
 	"runr.dev/console/agent"
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
 
@@ -420,7 +422,7 @@ func (s *Service) registerNodeKinds() {
 	s.Engine.Register(&engine.Kind{Name: KindNodeDelete, Plan: plan(func(p NodeParams) []engine.Step {
 		return []engine.Step{
 			{Name: "check", Title: "Check the cluster's shape", Run: func(ctx context.Context, jc *engine.JobContext) error {
-				_, c, err := s.regionAndCluster(ctx, jc)
+				_, c, err := s.RegionAndCluster(ctx, jc)
 				if err != nil {
 					return err
 				}
@@ -444,7 +446,7 @@ func (s *Service) registerNodeKinds() {
 			s.cordonStep(p, true),
 			s.evictStep(p),
 			{Name: "delete", Title: "Delete the node", Run: func(ctx context.Context, jc *engine.JobContext) error {
-				r, c, err := s.regionAndCluster(ctx, jc)
+				r, c, err := s.RegionAndCluster(ctx, jc)
 				if err != nil {
 					return err
 				}
@@ -461,7 +463,7 @@ func (s *Service) cordonStep(p NodeParams, on bool) engine.Step {
 		name, title = "uncordon", "Uncordon "+p.Node
 	}
 	return engine.Step{Name: name, Title: title, Run: func(ctx context.Context, jc *engine.JobContext) error {
-		_, c, err := s.regionAndCluster(ctx, jc)
+		_, c, err := s.RegionAndCluster(ctx, jc)
 		if err != nil {
 			return err
 		}
@@ -501,7 +503,7 @@ func (s *Service) cordonStep(p NodeParams, on bool) engine.Step {
 // PodDisruptionBudgets, and waits until they are gone.
 func (s *Service) evictStep(p NodeParams) engine.Step {
 	return engine.Step{Name: "evict", Title: "Evict the pods of " + p.Node, Run: func(ctx context.Context, jc *engine.JobContext) error {
-		_, c, err := s.regionAndCluster(ctx, jc)
+		_, c, err := s.RegionAndCluster(ctx, jc)
 		if err != nil {
 			return err
 		}
@@ -800,22 +802,22 @@ var NodeActions = map[string]struct{ Kind, Verb string }{
 
 // NodeAction queues a cordon, uncordon or drain (action) of a node the cluster has;
 // timeoutSeconds bounds a drain's wait for the pods to leave (0: the install timeout).
-func (s *Service) NodeAction(ctx context.Context, actor Actor, r *store.Region, action, node string, timeoutSeconds int) (*store.Job, error) {
+func (s *Service) NodeAction(ctx context.Context, actor kit.Actor, r *store.Region, action, node string, timeoutSeconds int) (*store.Job, error) {
 	a, ok := NodeActions[action]
 	if !ok {
 		return nil, fmt.Errorf("node action %q: %w", action, store.ErrNotFound)
 	}
 	if timeoutSeconds < 0 || timeoutSeconds > 24*3600 {
-		return nil, &Invalid{Fields: map[string]string{"timeout_seconds": "Use 1 to 86400 seconds, or leave it out."}}
+		return nil, &problem.Invalid{Fields: map[string]string{"timeout_seconds": "Use 1 to 86400 seconds, or leave it out."}}
 	}
 	cctx, cancel := context.WithTimeout(ctx, ClusterReadTimeout)
 	defer cancel()
 	n, err := s.NodeExists(cctx, r, node)
 	if err != nil {
-		return nil, &Unreachable{Region: r.Name, Err: err}
+		return nil, &problem.Unreachable{Region: r.Name, Err: err}
 	}
 	if n == nil {
-		return nil, &Missing{Reason: noNode(node)}
+		return nil, &problem.Missing{Reason: noNode(node)}
 	}
 	j, err := s.Enqueue(ctx, engine.Request{Kind: a.Kind, Title: a.Verb + " node " + node + " of " + r.Name,
 		Subject: r.ID, Params: NodeParams{Node: node, TimeoutSeconds: timeoutSeconds}, CreatedBy: actor.Email})
@@ -829,18 +831,18 @@ func (s *Service) NodeAction(ctx context.Context, actor Actor, r *store.Region, 
 // DeleteNode checks and queues the delete of a node from the region's cluster: the last
 // control-plane node is refused, and the check's warning (an even number of
 // control-plane nodes left) comes back with the job.
-func (s *Service) DeleteNode(ctx context.Context, actor Actor, r *store.Region, node string) (*store.Job, NodeDeleteCheck, error) {
+func (s *Service) DeleteNode(ctx context.Context, actor kit.Actor, r *store.Region, node string) (*store.Job, NodeDeleteCheck, error) {
 	cctx, cancel := context.WithTimeout(ctx, ClusterReadTimeout)
 	defer cancel()
 	d, found, err := s.NodeDeletePreflight(cctx, r, node)
 	if err != nil {
-		return nil, d, &Unreachable{Region: r.Name, Err: err}
+		return nil, d, &problem.Unreachable{Region: r.Name, Err: err}
 	}
 	if !found {
-		return nil, d, &Missing{Reason: noNode(node)}
+		return nil, d, &problem.Missing{Reason: noNode(node)}
 	}
 	if d.Refused != "" {
-		return nil, d, &Refused{Reason: d.Refused}
+		return nil, d, &problem.Refused{Reason: d.Refused}
 	}
 	j, err := s.Enqueue(ctx, engine.Request{Kind: KindNodeDelete, Title: "Delete node " + node + " from the cluster of " + r.Name,
 		Subject: r.ID, Params: NodeParams{Node: node}, CreatedBy: actor.Email})

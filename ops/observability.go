@@ -9,6 +9,7 @@ import (
 
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
 )
 
@@ -25,7 +26,7 @@ const (
 func ensurePriorityClass(ctx context.Context, c *kube.Cluster) error {
 	_, err := c.ApplyObject(ctx, map[string]any{
 		"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-		"metadata":    map[string]any{"name": PriorityClassName, "labels": toAnyMap(managedLabels(nil))},
+		"metadata":    map[string]any{"name": PriorityClassName, "labels": kit.ToAnyMap(kit.ManagedLabels(nil))},
 		"value":       1000000,
 		"description": "RunR's Prometheus and Loki: evicted last, so that a region keeps its metrics and logs.",
 	})
@@ -65,7 +66,7 @@ func (s *Service) installPrometheus(ctx context.Context, jc *engine.JobContext, 
 		jc.Note("The region uses the existing Prometheus at %s: RunR installs none", u)
 		return engine.ErrSkip
 	}
-	if _, err := ensureNamespace(ctx, jc, c, ObservabilityNamespace, nil); err != nil {
+	if _, err := kit.EnsureNamespace(ctx, jc, c, ObservabilityNamespace, nil); err != nil {
 		return err
 	}
 	if err := ensurePriorityClass(ctx, c); err != nil {
@@ -75,11 +76,11 @@ func (s *Service) installPrometheus(ctx context.Context, jc *engine.JobContext, 
 		return err
 	}
 	vals := PrometheusValues()
-	rel, err := s.HelmApply(ctx, jc, c, Release{Namespace: ObservabilityNamespace, Name: PrometheusRelease, Chart: ChartPrometheus, Values: vals})
+	rel, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: ObservabilityNamespace, Name: PrometheusRelease, Chart: ChartPrometheus, Values: vals})
 	if err != nil {
 		return err
 	}
-	if err := waitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {
+	if err := kit.WaitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {
 		return err
 	}
 	jc.Note("Prometheus (%s, release %s) runs in %s", ChartPrometheus, PrometheusRelease, ObservabilityNamespace)
@@ -92,7 +93,7 @@ func (s *Service) installLoki(ctx context.Context, jc *engine.JobContext, c *kub
 		jc.Note("The region uses the existing Loki at %s: RunR installs none", u)
 		return engine.ErrSkip
 	}
-	if _, err := ensureNamespace(ctx, jc, c, ObservabilityNamespace, nil); err != nil {
+	if _, err := kit.EnsureNamespace(ctx, jc, c, ObservabilityNamespace, nil); err != nil {
 		return err
 	}
 	if err := ensurePriorityClass(ctx, c); err != nil {
@@ -102,11 +103,11 @@ func (s *Service) installLoki(ctx context.Context, jc *engine.JobContext, c *kub
 		return err
 	}
 	vals := LokiValues()
-	rel, err := s.HelmApply(ctx, jc, c, Release{Namespace: ObservabilityNamespace, Name: LokiRelease, Chart: ChartLoki, Values: vals})
+	rel, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: ObservabilityNamespace, Name: LokiRelease, Chart: ChartLoki, Values: vals})
 	if err != nil {
 		return err
 	}
-	if err := waitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {
+	if err := kit.WaitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {
 		return err
 	}
 	jc.Note("Loki (%s, release %s) runs in %s", ChartLoki, LokiRelease, ObservabilityNamespace)
@@ -116,23 +117,23 @@ func (s *Service) installLoki(ctx context.Context, jc *engine.JobContext, c *kub
 // installTracing installs the tracing backend: the OpenTelemetry Collector and Tempo,
 // with the retention setting.
 func (s *Service) installTracing(ctx context.Context, jc *engine.JobContext, c *kube.Cluster) error {
-	if _, err := ensureNamespace(ctx, jc, c, ObservabilityNamespace, nil); err != nil {
+	if _, err := kit.EnsureNamespace(ctx, jc, c, ObservabilityNamespace, nil); err != nil {
 		return err
 	}
 	tempo := TempoValues(s.Cfg.TracingRetentionHours)
-	rel, err := s.HelmApply(ctx, jc, c, Release{Namespace: ObservabilityNamespace, Name: TempoRelease, Chart: ChartTempo, Values: tempo})
+	rel, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: ObservabilityNamespace, Name: TempoRelease, Chart: ChartTempo, Values: tempo})
 	if err != nil {
 		return err
 	}
-	if err := waitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {
+	if err := kit.WaitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {
 		return err
 	}
 	otel := OtelValues()
-	rel, err = s.HelmApply(ctx, jc, c, Release{Namespace: ObservabilityNamespace, Name: OtelRelease, Chart: ChartOtelCollector, Values: otel})
+	rel, err = s.HelmApply(ctx, jc, c, kit.Release{Namespace: ObservabilityNamespace, Name: OtelRelease, Chart: ChartOtelCollector, Values: otel})
 	if err != nil {
 		return err
 	}
-	if err := waitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {
+	if err := kit.WaitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {
 		return err
 	}
 	jc.Note("Tracing: OpenTelemetry Collector %s and Tempo %s, traces kept %d h", ChartOtelCollector.Version, ChartTempo.Version, s.Cfg.TracingRetentionHours)

@@ -16,6 +16,7 @@ import (
 
 	"runr.dev/console/config"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
 )
 
 func kubeconfigFor(server string, extra string) []byte {
@@ -37,8 +38,8 @@ users:
 }
 
 func testService(allowLoopback bool, localHost string) *Service {
-	return &Service{Cfg: &config.Config{AllowLoopbackClusters: allowLoopback, LocalClusterHost: localHost, MinK8sMinor: 30},
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	return &Service{Kit: &kit.Kit{Cfg: &config.Config{AllowLoopbackClusters: allowLoopback, LocalClusterHost: localHost, MinK8sMinor: 30},
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}}
 }
 
 func counting(t *testing.T, h http.Handler) (*httptest.Server, *atomic.Int64) {

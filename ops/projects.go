@@ -11,6 +11,8 @@ import (
 
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
 
@@ -46,7 +48,7 @@ func (s *Service) DeployCheck(ctx context.Context, r *store.Region, p *store.Pro
 		return errors.New("the project has no image to deploy")
 	}
 	if why := WorkloadClassRefusal(r, ProjectWorkloadKind(p)); why != "" {
-		return &Refused{Reason: why}
+		return &problem.Refused{Reason: why}
 	}
 	if err := s.supplyChainGate(ctx, r, p); err != nil {
 		return err
@@ -103,7 +105,7 @@ func (s *Service) deployProject(ctx context.Context, jc *engine.JobContext, c *k
 		return fmt.Errorf("Knative Serving is not ready on region %s", r.Name)
 	}
 	ns := r.Name
-	if _, err := ensureNamespace(ctx, jc, c, ns, map[string]string{"runr.dev/region": r.Name}); err != nil {
+	if _, err := kit.EnsureNamespace(ctx, jc, c, ns, map[string]string{"runr.dev/region": r.Name}); err != nil {
 		return err
 	}
 	secrets := c.Clientset.CoreV1().Secrets(ns)
@@ -332,7 +334,7 @@ type ProjectInput struct {
 
 // CreateProject records a new project (100 millicores and 128 MiB unless given); it is
 // deployed by ProjectAction.
-func (s *Service) CreateProject(ctx context.Context, actor Actor, in ProjectInput) (*store.Project, error) {
+func (s *Service) CreateProject(ctx context.Context, actor kit.Actor, in ProjectInput) (*store.Project, error) {
 	p := &store.Project{CPUm: 100, MemoryMi: 128}
 	if err := s.applyProjectInput(ctx, actor, p, in, true); err != nil {
 		return nil, err
@@ -352,7 +354,7 @@ func (s *Service) CreateProject(ctx context.Context, actor Actor, in ProjectInpu
 
 // UpdateProject saves the keys sent (p changes only when they are valid); a running
 // project that changes region moves (the job of the move, else nil).
-func (s *Service) UpdateProject(ctx context.Context, actor Actor, p *store.Project, in ProjectInput) (*store.Job, error) {
+func (s *Service) UpdateProject(ctx context.Context, actor kit.Actor, p *store.Project, in ProjectInput) (*store.Job, error) {
 	from := p.Region()
 	next := *p
 	if err := s.applyProjectInput(ctx, actor, &next, in, false); err != nil {
@@ -378,9 +380,9 @@ func (s *Service) UpdateProject(ctx context.Context, actor Actor, p *store.Proje
 
 // ProjectAction queues deploy, stop, resume or delete (action) of a project, after the
 // checks that need no cluster; a project without a region is deleted at once (no job).
-func (s *Service) ProjectAction(ctx context.Context, actor Actor, p *store.Project, action string) (*store.Job, error) {
+func (s *Service) ProjectAction(ctx context.Context, actor kit.Actor, p *store.Project, action string) (*store.Job, error) {
 	if p.Region() == "" && action != "delete" {
-		return nil, &Refused{Reason: "The project has no region: choose one first."}
+		return nil, &problem.Refused{Reason: "The project has no region: choose one first."}
 	}
 	var lacks error // what the region lacks for the project's kind, after the state's refusals
 	switch action {
@@ -388,28 +390,28 @@ func (s *Service) ProjectAction(ctx context.Context, actor Actor, p *store.Proje
 		r, err := s.Store.RegionByID(ctx, p.Region())
 		if errors.Is(err, store.ErrNotFound) {
 			// A platform region no longer assigned to the project's tenant.
-			return nil, &Refused{Field: "region_id", Reason: "The project's region is no longer available to it: choose another region."}
+			return nil, &problem.Refused{Field: "region_id", Reason: "The project's region is no longer available to it: choose another region."}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("region of project %s: %w", p.Slug, err)
 		}
 		if why := WorkloadClassRefusal(r, ProjectWorkloadKind(p)); why != "" {
-			return nil, &Refused{Reason: why}
+			return nil, &problem.Refused{Reason: why}
 		}
 		if why := GPURefusal(r, p); why != "" {
-			return nil, &Refused{Reason: why}
+			return nil, &problem.Refused{Reason: why}
 		}
 		if why := residencyRefusal(r, p); why != "" {
-			return nil, &Refused{Field: "data_location", Reason: "Data residency: " + why + "."}
+			return nil, &problem.Refused{Field: "data_location", Reason: "Data residency: " + why + "."}
 		}
 		if why := kindPrerequisites(r, p); why != "" {
-			lacks = &Refused{Reason: why}
+			lacks = &problem.Refused{Reason: why}
 		}
 	}
 	switch action {
 	case "deploy":
 		if p.State == store.ProjectStopped {
-			return nil, &Refused{Reason: ErrProjectStopped.Error()}
+			return nil, &problem.Refused{Reason: ErrProjectStopped.Error()}
 		}
 		if lacks != nil {
 			return nil, lacks
@@ -417,7 +419,7 @@ func (s *Service) ProjectAction(ctx context.Context, actor Actor, p *store.Proje
 		return s.enqueueProject(ctx, actor, p, KindDeployProject, "Deploy", ProjectParams{})
 	case "resume":
 		if p.State != store.ProjectStopped {
-			return nil, &Refused{Reason: "Only a stopped project resumes; this one is " + string(p.State) + "."}
+			return nil, &problem.Refused{Reason: "Only a stopped project resumes; this one is " + string(p.State) + "."}
 		}
 		if lacks != nil {
 			return nil, lacks
@@ -425,7 +427,7 @@ func (s *Service) ProjectAction(ctx context.Context, actor Actor, p *store.Proje
 		return s.enqueueProject(ctx, actor, p, KindDeployProject, "Resume", ProjectParams{Resume: true})
 	case "stop":
 		if p.State != store.ProjectRunning {
-			return nil, &Refused{Reason: "Only a running project stops; this one is " + string(p.State) + "."}
+			return nil, &problem.Refused{Reason: "Only a running project stops; this one is " + string(p.State) + "."}
 		}
 		return s.enqueueProject(ctx, actor, p, KindStopProject, "Stop", ProjectParams{})
 	case "delete":
@@ -441,14 +443,14 @@ func (s *Service) ProjectAction(ctx context.Context, actor Actor, p *store.Proje
 }
 
 // enqueueProject queues a job of a project on its region.
-func (s *Service) enqueueProject(ctx context.Context, actor Actor, p *store.Project, kind, title string, params ProjectParams) (*store.Job, error) {
+func (s *Service) enqueueProject(ctx context.Context, actor kit.Actor, p *store.Project, kind, title string, params ProjectParams) (*store.Job, error) {
 	params.ProjectID = p.ID
 	return s.Enqueue(ctx, engine.Request{Kind: kind, Title: title + " " + p.Slug, Subject: p.Region(), Params: params, CreatedBy: actor.Email})
 }
 
 // applyProjectInput validates the keys sent and applies them to p; creating asks for
 // the name, the region and the image.
-func (s *Service) applyProjectInput(ctx context.Context, actor Actor, p *store.Project, in ProjectInput, creating bool) error {
+func (s *Service) applyProjectInput(ctx context.Context, actor kit.Actor, p *store.Project, in ProjectInput, creating bool) error {
 	errs := map[string]string{}
 	if in.Name != nil {
 		p.Name = strings.TrimSpace(*in.Name)
@@ -488,13 +490,13 @@ func (s *Service) applyProjectInput(ctx context.Context, actor Actor, p *store.P
 	applyProjectGPU(p, in.GPU, errs)
 	s.applyProjectResidency(ctx, p, in.DataLocation, errs)
 	applyProjectKind(p, in, creating, errs)
-	return invalid(errs)
+	return problem.FromFields(errs)
 }
 
 // applyProjectRegion sets the project's region when one is sent ("" for none); a region
 // that cannot be read is a field error, and so is a tenant's own region for a platform
 // user (it belongs to that tenant only).
-func (s *Service) applyProjectRegion(ctx context.Context, actor Actor, p *store.Project, id *string, errs map[string]string) {
+func (s *Service) applyProjectRegion(ctx context.Context, actor kit.Actor, p *store.Project, id *string, errs map[string]string) {
 	switch {
 	case id == nil:
 	case *id == "":

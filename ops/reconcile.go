@@ -10,6 +10,8 @@ import (
 
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
 
@@ -106,17 +108,17 @@ func (s *Service) reconcileSteps() []reconcileStep {
 
 // validReconcile checks the actor (a platform user) and the input: a known step, a region
 // that exists.
-func (s *Service) validReconcile(ctx context.Context, actor Actor, in ReconcileInput) error {
+func (s *Service) validReconcile(ctx context.Context, actor kit.Actor, in ReconcileInput) error {
 	if !actor.Platform() {
 		return errReconcileIsPlatform
 	}
 	if in.Step != "" && !slices.Contains(ReconcileSteps, in.Step) {
-		return &Invalid{Fields: map[string]string{"step": "Use one of " + strings.Join(ReconcileSteps, ", ") + "."}}
+		return &problem.Invalid{Fields: map[string]string{"step": "Use one of " + strings.Join(ReconcileSteps, ", ") + "."}}
 	}
 	if in.Region != "" {
 		if _, err := s.Store.RegionRef(ctx, in.Region); err != nil {
 			if errors.Is(err, store.ErrNotFound) {
-				return &Invalid{Fields: map[string]string{"region": "No region " + in.Region + "."}}
+				return &problem.Invalid{Fields: map[string]string{"region": "No region " + in.Region + "."}}
 			}
 			return fmt.Errorf("reconcile: %w", err)
 		}
@@ -191,7 +193,7 @@ func leftOut(r store.Region, perRegion bool) string {
 
 // ReconcilePlan is the dry run: per region and step what a reconcile would change, from
 // the clusters as they are now. It changes nothing.
-func (s *Service) ReconcilePlan(ctx context.Context, actor Actor, in ReconcileInput) ([]Change, error) {
+func (s *Service) ReconcilePlan(ctx context.Context, actor kit.Actor, in ReconcileInput) ([]Change, error) {
 	if err := s.validReconcile(ctx, actor, in); err != nil {
 		return nil, err
 	}
@@ -238,7 +240,7 @@ func changeOf(st reconcileStep, t *reconcileTarget, f finding, err error) Change
 }
 
 // StartReconcile queues a reconcile job (one at a time).
-func (s *Service) StartReconcile(ctx context.Context, actor Actor, in ReconcileInput) (*store.Job, error) {
+func (s *Service) StartReconcile(ctx context.Context, actor kit.Actor, in ReconcileInput) (*store.Job, error) {
 	if err := s.validReconcile(ctx, actor, in); err != nil {
 		return nil, err
 	}
@@ -247,7 +249,7 @@ func (s *Service) StartReconcile(ctx context.Context, actor Actor, in ReconcileI
 		// consoles are gone after an upgrade): it fails, and this one runs.
 		if j.Release == "" || j.Release == s.Engine.Release || s.Store.AbandonJob(ctx, j.ID, j.Release,
 			"Left by release "+j.Release+": no console of that release is left to run it; release "+s.Engine.Release+" reconciles instead.") != nil {
-			return nil, &Refused{Reason: "A reconcile runs already; wait for it to finish."}
+			return nil, &problem.Refused{Reason: "A reconcile runs already; wait for it to finish."}
 		}
 	} else if !errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("reconcile: %w", err)
@@ -277,7 +279,7 @@ func (s *Service) registerReconcileKinds() {
 
 // errReconcileIsPlatform refuses a reconcile to a tenant's user: it reads and changes
 // every region of every tenant, so it is the platform's alone (the dry run too).
-var errReconcileIsPlatform = &Forbidden{Reason: "A reconcile acts on every region of every tenant: only platform users run it (or its dry run)."}
+var errReconcileIsPlatform = &problem.Forbidden{Reason: "A reconcile acts on every region of every tenant: only platform users run it (or its dry run)."}
 
 // runReconcileStep brings every target of a step up to date: each is checked, then
 // changed when it needs it. One target's failure does not stop the others; the step
@@ -335,7 +337,7 @@ func (s *Service) reconcileOne(ctx context.Context, jc *engine.JobContext, st re
 	if err != nil {
 		return false, err
 	}
-	ctx = withMirror(ctx, mirror)
+	ctx = kit.WithMirror(ctx, mirror)
 	cctx, cancel := context.WithTimeout(ctx, ClusterReadTimeout)
 	f, err := st.check(cctx, c, t)
 	cancel()

@@ -19,6 +19,7 @@ import (
 	"runr.dev/console/helm"
 	"runr.dev/console/imagemirror"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
 )
 
@@ -151,11 +152,11 @@ func (s *Service) applySettings(ctx context.Context, jc *engine.JobContext, c *k
 		return err
 	}
 	if tf.Change {
-		rel, err := s.HelmApply(ctx, jc, c, Release{Namespace: t.Region.ServingNamespace, Name: TraefikRelease, Chart: ChartTraefik, Values: vals})
+		rel, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: t.Region.ServingNamespace, Name: TraefikRelease, Chart: ChartTraefik, Values: vals})
 		if err != nil {
 			return err
 		}
-		if err := waitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {
+		if err := kit.WaitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {
 			return err
 		}
 	}
@@ -219,8 +220,8 @@ func (s *Service) applyStatusBlock(ctx context.Context, jc *engine.JobContext, c
 }
 
 // tracingReleases are the tracing backend's releases with this release's charts and values.
-func (s *Service) tracingReleases() []Release {
-	return []Release{
+func (s *Service) tracingReleases() []kit.Release {
+	return []kit.Release{
 		{Namespace: ObservabilityNamespace, Name: TempoRelease, Chart: ChartTempo, Values: TempoValues(s.Cfg.TracingRetentionHours)},
 		{Namespace: ObservabilityNamespace, Name: OtelRelease, Chart: ChartOtelCollector, Values: OtelValues()},
 	}
@@ -305,12 +306,12 @@ func (s *Service) applyTraefikImage(ctx context.Context, jc *engine.JobContext, 
 	if err != nil || rel == nil {
 		return err
 	}
-	nr, err := s.HelmApply(ctx, jc, c, Release{Namespace: t.Region.ServingNamespace, Name: TraefikRelease, Chart: ChartTraefik,
+	nr, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: t.Region.ServingNamespace, Name: TraefikRelease, Chart: ChartTraefik,
 		Values: withKey(rel.Config, "image", s.traefikImageValues())})
 	if err != nil {
 		return err
 	}
-	return waitRelease(ctx, jc, c, nr, engine.WaitOpts{})
+	return kit.WaitRelease(ctx, jc, c, nr, engine.WaitOpts{})
 }
 
 // checkAgent: the cluster's runr-agent runs this console's agent image and connects to
@@ -497,13 +498,13 @@ func (s *Service) checkObservability(ctx context.Context, c *kube.Cluster, t *re
 
 // observabilityParts are the releases of Prometheus and Loki RunR installs on the
 // target's cluster (not the ones the region takes from elsewhere).
-func (s *Service) observabilityParts(t *reconcileTarget) []Release {
-	var out []Release
+func (s *Service) observabilityParts(t *reconcileTarget) []kit.Release {
+	var out []kit.Release
 	if t.Region.Monitoring.V.PrometheusURL == "" {
-		out = append(out, Release{Name: PrometheusRelease, Chart: ChartPrometheus, Values: PrometheusValues()})
+		out = append(out, kit.Release{Name: PrometheusRelease, Chart: ChartPrometheus, Values: PrometheusValues()})
 	}
 	if t.Region.Monitoring.V.LokiURL == "" {
-		out = append(out, Release{Name: LokiRelease, Chart: ChartLoki, Values: LokiValues()})
+		out = append(out, kit.Release{Name: LokiRelease, Chart: ChartLoki, Values: LokiValues()})
 	}
 	return out
 }

@@ -12,6 +12,8 @@ import (
 
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
 
@@ -45,29 +47,29 @@ type RedisInput struct {
 }
 
 // SetRedis queues the region's Redis: the managed one, or an external one at host:port.
-func (s *Service) SetRedis(ctx context.Context, actor Actor, r *store.Region, in RedisInput) (*store.Job, error) {
+func (s *Service) SetRedis(ctx context.Context, actor kit.Actor, r *store.Region, in RedisInput) (*store.Job, error) {
 	switch in.Mode {
 	case store.RedisManaged:
 	case store.RedisExternal:
 		if m := validateHostPort(in.Address); m != "" {
-			return nil, &Invalid{Fields: map[string]string{"address": m}}
+			return nil, &problem.Invalid{Fields: map[string]string{"address": m}}
 		}
 	default:
-		return nil, &Invalid{Fields: map[string]string{"mode": "Choose managed or external."}}
+		return nil, &problem.Invalid{Fields: map[string]string{"mode": "Choose managed or external."}}
 	}
 	return s.Enqueue(ctx, engine.Request{Kind: KindRedisInstall, Title: "Set up the Redis of " + r.Name, Subject: r.ID,
 		Params: RedisParams{Mode: in.Mode, Address: in.Address}, Secret: in.Password, CreatedBy: actor.Email})
 }
 
 // RemoveRedis queues the removal of the region's Redis.
-func (s *Service) RemoveRedis(ctx context.Context, actor Actor, r *store.Region) (*store.Job, error) {
+func (s *Service) RemoveRedis(ctx context.Context, actor kit.Actor, r *store.Region) (*store.Job, error) {
 	return s.Enqueue(ctx, engine.Request{Kind: KindRedisRemove, Title: "Remove the Redis of " + r.Name, Subject: r.ID, CreatedBy: actor.Email})
 }
 
 // TestRedis queues a PING of the region's Redis from a pod.
-func (s *Service) TestRedis(ctx context.Context, actor Actor, r *store.Region) (*store.Job, error) {
+func (s *Service) TestRedis(ctx context.Context, actor kit.Actor, r *store.Region) (*store.Job, error) {
 	if r.RedisAddress == "" {
-		return nil, &Refused{Reason: "The region has no Redis to test: install the managed Redis or set an external one."}
+		return nil, &problem.Refused{Reason: "The region has no Redis to test: install the managed Redis or set an external one."}
 	}
 	return s.Enqueue(ctx, engine.Request{Kind: KindRedisTest, Title: "Test the Redis of " + r.Name, Subject: r.ID, CreatedBy: actor.Email})
 }
@@ -82,7 +84,7 @@ func (s *Service) registerRedisKinds() {
 			}
 			return []engine.Step{
 				{Name: "redis", Title: "Redis", Run: func(ctx context.Context, jc *engine.JobContext) error {
-					r, c, err := s.regionAndCluster(ctx, jc)
+					r, c, err := s.RegionAndCluster(ctx, jc)
 					if err != nil {
 						return err
 					}
@@ -99,7 +101,7 @@ func (s *Service) registerRedisKinds() {
 		},
 		Finished: func(ctx context.Context, jc *engine.JobContext, err error) {
 			if err != nil {
-				s.record(s.Store.UpdateRedis(ctx, jc.Job.Region(), store.RedisUpdate{Status: store.Ptr(store.ComponentError), Message: store.Ptr(err.Error())}))
+				s.Record(s.Store.UpdateRedis(ctx, jc.Job.Region(), store.RedisUpdate{Status: store.Ptr(store.ComponentError), Message: store.Ptr(err.Error())}))
 			}
 		},
 	})
@@ -107,7 +109,7 @@ func (s *Service) registerRedisKinds() {
 		Name: KindRedisRemove,
 		Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
 			return []engine.Step{{Name: "remove", Title: "Remove Redis", Run: func(ctx context.Context, jc *engine.JobContext) error {
-				r, c, err := s.regionAndCluster(ctx, jc)
+				r, c, err := s.RegionAndCluster(ctx, jc)
 				if err != nil {
 					return err
 				}
@@ -123,7 +125,7 @@ func (s *Service) registerRedisKinds() {
 		Name: KindRedisTest,
 		Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
 			return []engine.Step{{Name: "ping", Title: "PING from a pod in the cluster", Run: func(ctx context.Context, jc *engine.JobContext) error {
-				r, c, err := s.regionAndCluster(ctx, jc)
+				r, c, err := s.RegionAndCluster(ctx, jc)
 				if err != nil {
 					return err
 				}
@@ -134,9 +136,9 @@ func (s *Service) registerRedisKinds() {
 }
 
 func (s *Service) installManagedRedis(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
-	s.record(s.Store.UpdateRedis(ctx, jc.Job.Region(), store.RedisUpdate{Status: store.Ptr(store.ComponentInstalling), Mode: store.Ptr(store.RedisManaged), Message: store.Ptr("")}))
+	s.Record(s.Store.UpdateRedis(ctx, jc.Job.Region(), store.RedisUpdate{Status: store.Ptr(store.ComponentInstalling), Mode: store.Ptr(store.RedisManaged), Message: store.Ptr("")}))
 	ns := r.Name
-	if _, err := ensureNamespace(ctx, jc, c, ns, map[string]string{"runr.dev/region": r.Name}); err != nil {
+	if _, err := kit.EnsureNamespace(ctx, jc, c, ns, map[string]string{"runr.dev/region": r.Name}); err != nil {
 		return err
 	}
 	password := r.RedisPassword
@@ -210,7 +212,7 @@ func (s *Service) redisJob(ctx context.Context, jc *engine.JobContext, c *kube.C
 		return fmt.Errorf("the region has no Redis address: install the managed Redis or set an external one first")
 	}
 	ns := r.Name
-	if _, err := ensureNamespace(ctx, jc, c, ns, map[string]string{"runr.dev/region": r.Name}); err != nil {
+	if _, err := kit.EnsureNamespace(ctx, jc, c, ns, map[string]string{"runr.dev/region": r.Name}); err != nil {
 		return err
 	}
 	host, port := r.RedisAddress, "6379"
@@ -218,7 +220,7 @@ func (s *Service) redisJob(ctx context.Context, jc *engine.JobContext, c *kube.C
 		host, port = host[:i], host[i+1:]
 	}
 	secret := map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": name, "namespace": ns,
-		"labels": toAnyMap(managedLabels(nil))}, "stringData": map[string]any{"password": r.RedisPassword}}
+		"labels": kit.ToAnyMap(kit.ManagedLabels(nil))}, "stringData": map[string]any{"password": r.RedisPassword}}
 	if _, err := c.ApplyObject(ctx, secret); err != nil {
 		return err
 	}
@@ -241,7 +243,7 @@ func (s *Service) redisJob(ctx context.Context, jc *engine.JobContext, c *kube.C
 		return err
 	}
 	backoff, ttl := int32(0), int32(300)
-	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: managedLabels(nil)},
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: kit.ManagedLabels(nil)},
 		Spec: batchv1.JobSpec{BackoffLimit: &backoff, TTLSecondsAfterFinished: &ttl, Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{Name: "redis-cli", Image: image,

@@ -14,6 +14,8 @@ import (
 
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
 
@@ -79,57 +81,6 @@ func (p RegistryParams) SecretValue(s RegistrySecrets) string {
 	return s.S3SecretKey
 }
 
-// managedLabels mark what the console created.
-func managedLabels(extra map[string]string) map[string]string {
-	l := map[string]string{"app.kubernetes.io/managed-by": "runr"}
-	for k, v := range extra {
-		l[k] = v
-	}
-	return l
-}
-
-// EnsureNamespace creates a namespace the console owns (labels merged into an existing
-// one). A namespace still being deleted (a removal just before) is waited for, then
-// created again.
-func ensureNamespace(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, name string, labels map[string]string) (created bool, err error) {
-	ns, err := c.Clientset.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
-	if err == nil && ns.DeletionTimestamp != nil {
-		jc.Logf("Namespace %s is being deleted: it is created again once it is gone", name)
-		if err := jc.Wait(ctx, "namespace "+name+" to finish terminating", engine.WaitOpts{Hint: "something in the namespace holds a finalizer: look at what is left in it"}, c.NamespaceGone(name)); err != nil {
-			return false, err
-		}
-		err = apierrors.NewNotFound(corev1.Resource("namespaces"), name)
-	}
-	if err == nil {
-		if len(labels) > 0 {
-			_, err = c.ApplyObject(ctx, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name, "labels": toAnyMap(labels)}})
-		}
-		return false, err
-	}
-	if !apierrors.IsNotFound(err) {
-		return false, fmt.Errorf("read namespace %s: %w", name, err)
-	}
-	_, err = c.ApplyObject(ctx, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name, "labels": toAnyMap(managedLabels(labels))}})
-	return err == nil, err
-}
-
-// DeleteNamespace deletes a namespace and waits, a named wait, until it is gone: the
-// next install into it would otherwise meet a terminating namespace.
-func deleteNamespace(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, name string) error {
-	if err := c.Clientset.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete namespace %s: %w", name, err)
-	}
-	return jc.Wait(ctx, "namespace "+name+" to be deleted", engine.WaitOpts{Hint: "something in the namespace holds a finalizer: look at what is left in it, then Retry"}, c.NamespaceGone(name))
-}
-
-func toAnyMap(m map[string]string) map[string]any {
-	out := map[string]any{}
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
 // storageTestStep creates a test volume of the chosen class and waits for it to bind.
 func (s *Service) storageTest(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, p RegistryParams, sec RegistrySecrets) error {
 	switch {
@@ -141,7 +92,7 @@ func (s *Service) storageTest(ctx context.Context, jc *engine.JobContext, c *kub
 	case p.StorageType == "s3":
 		return s.s3Test(ctx, jc, c, p, sec)
 	}
-	if _, err := ensureNamespace(ctx, jc, c, RegistryNamespace, nil); err != nil {
+	if _, err := kit.EnsureNamespace(ctx, jc, c, RegistryNamespace, nil); err != nil {
 		return err
 	}
 	pvcs := c.Clientset.CoreV1().PersistentVolumeClaims(RegistryNamespace)
@@ -154,7 +105,7 @@ func (s *Service) storageTest(ctx context.Context, jc *engine.JobContext, c *kub
 		return err
 	}
 	pvc := &corev1.PersistentVolumeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: StorageTestPVC, Labels: managedLabels(nil)},
+		ObjectMeta: metav1.ObjectMeta{Name: StorageTestPVC, Labels: kit.ManagedLabels(nil)},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}},
@@ -191,7 +142,7 @@ func (s *Service) installMirror(ctx context.Context, jc *engine.JobContext, c *k
 		jc.Note("No internal registry: no node mirror")
 		return engine.ErrSkip
 	}
-	image, err := s.jobImage(ctx, jc, s.Cfg.AgentImage)
+	image, err := s.JobImage(ctx, jc, s.Cfg.AgentImage)
 	if err != nil {
 		return err
 	}
@@ -273,7 +224,7 @@ func (s *Service) prepull(ctx context.Context, jc *engine.JobContext, c *kube.Cl
 		jc.Note("No registry: nothing to pre-pull")
 		return engine.ErrSkip
 	}
-	if _, err := ensureNamespace(ctx, jc, c, RegistryNamespace, nil); err != nil {
+	if _, err := kit.EnsureNamespace(ctx, jc, c, RegistryNamespace, nil); err != nil {
 		return err
 	}
 	labels := map[string]string{"app.kubernetes.io/name": PrepullDaemonSet, "app.kubernetes.io/managed-by": "runr"}
@@ -313,7 +264,7 @@ func (s *Service) removeRegistry(ctx context.Context, jc *engine.JobContext, c *
 	}
 	ns, err := c.Clientset.CoreV1().Namespaces().Get(ctx, RegistryNamespace, metav1.GetOptions{})
 	if err == nil && ns.Labels["app.kubernetes.io/managed-by"] == "runr" {
-		if err := deleteNamespace(ctx, jc, c, RegistryNamespace); err != nil {
+		if err := kit.DeleteNamespace(ctx, jc, c, RegistryNamespace); err != nil {
 			return err
 		}
 		jc.Logf("Deleted namespace %s with the registry's volume", RegistryNamespace)
@@ -375,29 +326,29 @@ func (in RegistryInput) Params() (RegistryParams, RegistrySecrets) {
 
 // SetRegistry checks a registry and queues its setup on a region. An external registry
 // may be replaced; an internal one holds the region's images and is removed first.
-func (s *Service) SetRegistry(ctx context.Context, actor Actor, r *store.Region, in RegistryInput) (*store.Job, error) {
+func (s *Service) SetRegistry(ctx context.Context, actor kit.Actor, r *store.Region, in RegistryInput) (*store.Job, error) {
 	p, sec := in.Params()
 	errs := map[string]string{}
 	ValidateRegistry(p, sec, errs)
 	if p.Mode == store.RegistryNone || p.Mode == "" {
 		errs["registry_mode"] = "Choose internal or external; DELETE removes the registry."
 	}
-	if err := invalid(errs); err != nil {
+	if err := problem.FromFields(errs); err != nil {
 		return nil, err
 	}
 	if r.RegistryMode == store.RegistryInternal && r.RegistryStatus != store.ComponentNotInstalled {
-		return nil, &Refused{Reason: "The region has an internal registry: its volume holds the region's images. Remove it first (DELETE /api/knative-regions/" + r.ID + "/registry)."}
+		return nil, &problem.Refused{Reason: "The region has an internal registry: its volume holds the region's images. Remove it first (DELETE /api/knative-regions/" + r.ID + "/registry)."}
 	}
-	if b, err := s.busy(ctx, r.ID, KindRegistryInstall); err != nil {
+	if b, err := s.Busy(ctx, r.ID, KindRegistryInstall); err != nil {
 		return nil, err
 	} else if b {
-		return nil, &Refused{Reason: "A registry setup of this region is running already."}
+		return nil, &problem.Refused{Reason: "A registry setup of this region is running already."}
 	}
 	return s.enqueueRegistry(ctx, actor, r, p, sec)
 }
 
 // enqueueRegistry marks the region's registry installing and queues its setup.
-func (s *Service) enqueueRegistry(ctx context.Context, actor Actor, r *store.Region, p RegistryParams, sec RegistrySecrets) (*store.Job, error) {
+func (s *Service) enqueueRegistry(ctx context.Context, actor kit.Actor, r *store.Region, p RegistryParams, sec RegistrySecrets) (*store.Job, error) {
 	raw, err := json.Marshal(sec)
 	if err != nil {
 		return nil, fmt.Errorf("registry of %s: %w", r.Name, err)
@@ -410,9 +361,9 @@ func (s *Service) enqueueRegistry(ctx context.Context, actor Actor, r *store.Reg
 }
 
 // RemoveRegistry queues the removal of a region's registry.
-func (s *Service) RemoveRegistry(ctx context.Context, actor Actor, r *store.Region) (*store.Job, error) {
+func (s *Service) RemoveRegistry(ctx context.Context, actor kit.Actor, r *store.Region) (*store.Job, error) {
 	if r.RegistryMode == store.RegistryNone {
-		return nil, &Refused{Reason: "The region has no registry."}
+		return nil, &problem.Refused{Reason: "The region has no registry."}
 	}
 	j, err := s.Enqueue(ctx, engine.Request{Kind: KindRegistryRemove, Title: "Remove the registry of " + r.Name,
 		Subject: r.ID, CreatedBy: actor.Email})
@@ -427,11 +378,11 @@ func (s *Service) RemoveRegistry(ctx context.Context, actor Actor, r *store.Regi
 
 // TestRegistry queues the test of a registry's storage, or of an external registry,
 // from the region's cluster, installing nothing.
-func (s *Service) TestRegistry(ctx context.Context, actor Actor, r *store.Region, in RegistryInput) (*store.Job, error) {
+func (s *Service) TestRegistry(ctx context.Context, actor kit.Actor, r *store.Region, in RegistryInput) (*store.Job, error) {
 	p, sec := in.Params()
 	errs := map[string]string{}
 	ValidateRegistry(p, sec, errs)
-	if err := invalid(errs); err != nil {
+	if err := problem.FromFields(errs); err != nil {
 		return nil, err
 	}
 	raw, err := json.Marshal(sec)

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
 
@@ -101,7 +103,7 @@ type SandboxSettingsInput struct {
 // SetSandboxSettings changes a region's Sandbox API settings. Out-of-range values, a class
 // that is not installed and a default class that is not allowed are field errors; nothing
 // is stored then.
-func (s *Service) SetSandboxSettings(ctx context.Context, actor Actor, r *store.Region, in SandboxSettingsInput) (store.SandboxSettings, error) {
+func (s *Service) SetSandboxSettings(ctx context.Context, actor kit.Actor, r *store.Region, in SandboxSettingsInput) (store.SandboxSettings, error) {
 	v := SandboxSettingsOf(r)
 	installed := SandboxClasses(r.Isolation.V)
 	fields := map[string]string{}
@@ -118,7 +120,7 @@ func (s *Service) SetSandboxSettings(ctx context.Context, actor Actor, r *store.
 			case c == store.RuncClass:
 				fields["allowed_classes"] = "runc is allowed with allow_runc, not among the sandbox classes."
 			case !slices.Contains(installed, c):
-				fields["allowed_classes"] = fmt.Sprintf("%q is not installed on this region; installed: %s.", c, orNoneList(installed))
+				fields["allowed_classes"] = fmt.Sprintf("%q is not installed on this region; installed: %s.", c, kit.OrNoneList(installed))
 			case !slices.Contains(allowed, c):
 				allowed = append(allowed, c)
 			}
@@ -134,7 +136,7 @@ func (s *Service) SetSandboxSettings(ctx context.Context, actor Actor, r *store.
 	case in.DefaultClass != nil && *in.DefaultClass != "":
 		v.DefaultClass = *in.DefaultClass
 		if !classOffered(v, v.DefaultClass) {
-			fields["default_class"] = fmt.Sprintf("%q is not an allowed class; allowed: %s.", v.DefaultClass, orNoneList(offeredClasses(v)))
+			fields["default_class"] = fmt.Sprintf("%q is not an allowed class; allowed: %s.", v.DefaultClass, kit.OrNoneList(offeredClasses(v)))
 		}
 	case in.DefaultClass != nil || !classOffered(v, v.DefaultClass):
 		v.DefaultClass = strongestClass(v)
@@ -166,7 +168,7 @@ func (s *Service) SetSandboxSettings(ctx context.Context, actor Actor, r *store.
 		fields["default_ttl_seconds"] = fmt.Sprintf("Must not exceed max_ttl_seconds (%d).", v.MaxTTLSeconds)
 	}
 	if len(fields) > 0 {
-		return v, &Invalid{Fields: fields}
+		return v, &problem.Invalid{Fields: fields}
 	}
 	if err := s.Store.SetSandboxSettings(ctx, r.ID, v); err != nil {
 		return v, err

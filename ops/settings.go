@@ -15,6 +15,8 @@ import (
 
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
 
@@ -123,7 +125,7 @@ func (s *Service) settingsTraefik(p SettingsParams) func(ctx context.Context, jc
 		if !p.Traefik {
 			return engine.ErrSkip
 		}
-		r, c, err := s.regionAndCluster(ctx, jc)
+		r, c, err := s.RegionAndCluster(ctx, jc)
 		if err != nil {
 			return err
 		}
@@ -137,7 +139,7 @@ func (s *Service) settingsKnative(p SettingsParams) func(ctx context.Context, jc
 		if !p.Knative {
 			return engine.ErrSkip
 		}
-		r, c, err := s.regionAndCluster(ctx, jc)
+		r, c, err := s.RegionAndCluster(ctx, jc)
 		if err != nil {
 			return err
 		}
@@ -172,7 +174,7 @@ func (s *Service) settingsAgent(p SettingsParams) func(ctx context.Context, jc *
 		if !p.Agent {
 			return engine.ErrSkip
 		}
-		r, c, err := s.regionAndCluster(ctx, jc)
+		r, c, err := s.RegionAndCluster(ctx, jc)
 		if err != nil {
 			return err
 		}
@@ -187,7 +189,7 @@ func (s *Service) settingsAgent(p SettingsParams) func(ctx context.Context, jc *
 // settingsTls is the step "tls" (Function-domain certificate) of registerSettingsKinds.
 func (s *Service) settingsTls(p TLSParams) func(ctx context.Context, jc *engine.JobContext) error {
 	return func(ctx context.Context, jc *engine.JobContext) error {
-		r, c, err := s.regionAndCluster(ctx, jc)
+		r, c, err := s.RegionAndCluster(ctx, jc)
 		if err != nil {
 			return err
 		}
@@ -197,7 +199,7 @@ func (s *Service) settingsTls(p TLSParams) func(ctx context.Context, jc *engine.
 
 // settingsTlsX is the step "tls" (Remove the function-domain certificate) of registerSettingsKinds.
 func (s *Service) settingsTlsX(ctx context.Context, jc *engine.JobContext) error {
-	r, c, err := s.regionAndCluster(ctx, jc)
+	r, c, err := s.RegionAndCluster(ctx, jc)
 	if err != nil {
 		return err
 	}
@@ -206,7 +208,7 @@ func (s *Service) settingsTlsX(ctx context.Context, jc *engine.JobContext) error
 
 // settingsPrometheus is the step "prometheus" (Prometheus) of registerSettingsKinds.
 func (s *Service) settingsPrometheus(ctx context.Context, jc *engine.JobContext) error {
-	r, c, err := s.regionAndCluster(ctx, jc)
+	r, c, err := s.RegionAndCluster(ctx, jc)
 	if err != nil {
 		return err
 	}
@@ -215,7 +217,7 @@ func (s *Service) settingsPrometheus(ctx context.Context, jc *engine.JobContext)
 
 // settingsLoki is the step "loki" (Loki) of registerSettingsKinds.
 func (s *Service) settingsLoki(ctx context.Context, jc *engine.JobContext) error {
-	r, c, err := s.regionAndCluster(ctx, jc)
+	r, c, err := s.RegionAndCluster(ctx, jc)
 	if err != nil {
 		return err
 	}
@@ -303,8 +305,8 @@ func (in SettingsInput) any() bool {
 // UpdateSettings saves the region's General settings and queues the job that brings the
 // changes to the cluster (Traefik's timeouts and trusted addresses, Knative's maximum,
 // the agent's address); the job is nil when nothing on the cluster changes.
-func (s *Service) UpdateSettings(ctx context.Context, actor Actor, r *store.Region, in SettingsInput) (*store.Job, error) {
-	if err := invalid(validateSettings(&in)); err != nil {
+func (s *Service) UpdateSettings(ctx context.Context, actor kit.Actor, r *store.Region, in SettingsInput) (*store.Job, error) {
+	if err := problem.FromFields(validateSettings(&in)); err != nil {
 		return nil, err
 	}
 	set := r.Settings.V
@@ -340,12 +342,12 @@ func validStatus(status store.RegionStatus) error {
 	case store.RegionActive, store.RegionInactive, store.RegionMaintenance:
 		return nil
 	}
-	return &Invalid{Fields: map[string]string{"region_status": "Choose active, inactive or maintenance."}}
+	return &problem.Invalid{Fields: map[string]string{"region_status": "Choose active, inactive or maintenance."}}
 }
 
 // SetRegionStatus changes the region's status and queues the change of its block on the
 // cluster (nil when the status stays).
-func (s *Service) SetRegionStatus(ctx context.Context, actor Actor, r *store.Region, status store.RegionStatus) (*store.Job, error) {
+func (s *Service) SetRegionStatus(ctx context.Context, actor kit.Actor, r *store.Region, status store.RegionStatus) (*store.Job, error) {
 	if err := validStatus(status); err != nil {
 		return nil, err
 	}
@@ -371,7 +373,7 @@ type RegionUpdate struct {
 
 // UpdateRegion changes the status and the General settings sent, once both are valid; the
 // job is the one that brings the last change to the cluster (nil when none needs one).
-func (s *Service) UpdateRegion(ctx context.Context, actor Actor, r *store.Region, in RegionUpdate) (*store.Job, error) {
+func (s *Service) UpdateRegion(ctx context.Context, actor kit.Actor, r *store.Region, in RegionUpdate) (*store.Job, error) {
 	if in.RegionStatus != nil {
 		if err := validStatus(*in.RegionStatus); err != nil {
 			return nil, err
@@ -379,7 +381,7 @@ func (s *Service) UpdateRegion(ctx context.Context, actor Actor, r *store.Region
 	}
 	errs := validateSettings(&in.SettingsInput)
 	mode := s.regionModeOf(actor, in.RegionMode, errs)
-	if err := invalid(errs); err != nil {
+	if err := problem.FromFields(errs); err != nil {
 		return nil, err
 	}
 	if mode != nil && *mode != r.Mode {
@@ -420,9 +422,9 @@ type TLSInput struct {
 
 // SetFunctionTLS checks a certificate for the region's function domain and queues its
 // installation (Serving must be ready).
-func (s *Service) SetFunctionTLS(ctx context.Context, actor Actor, r *store.Region, in TLSInput) (*store.Job, error) {
+func (s *Service) SetFunctionTLS(ctx context.Context, actor kit.Actor, r *store.Region, in TLSInput) (*store.Job, error) {
 	if r.ServingStatus != store.ComponentReady {
-		return nil, &Refused{Reason: "Function-domain TLS needs Knative Serving ready on the region."}
+		return nil, &problem.Refused{Reason: "Function-domain TLS needs Knative Serving ready on the region."}
 	}
 	base, err := s.Store.BaseDomain(ctx)
 	if err != nil {
@@ -435,11 +437,11 @@ func (s *Service) SetFunctionTLS(ctx context.Context, actor Actor, r *store.Regi
 	if strings.TrimSpace(in.PrivateKey) == "" {
 		errs["private_key"] = "Paste the private key (PEM)."
 	}
-	if err := invalid(errs); err != nil {
+	if err := problem.FromFields(errs); err != nil {
 		return nil, err
 	}
 	if _, errs := CheckCertificate(in.Certificate, in.PrivateKey, FunctionDomain(r, base), time.Now()); errs != nil {
-		return nil, &Invalid{Fields: errs}
+		return nil, &problem.Invalid{Fields: errs}
 	}
 	return s.Enqueue(ctx, engine.Request{Kind: KindFunctionTLS, Title: "Function-domain certificate of " + r.Name,
 		Subject: r.ID, Params: TLSParams{Certificate: in.Certificate, ReplaceExisting: in.ReplaceExisting},
@@ -447,7 +449,7 @@ func (s *Service) SetFunctionTLS(ctx context.Context, actor Actor, r *store.Regi
 }
 
 // RemoveFunctionTLS queues the removal of the function-domain certificate.
-func (s *Service) RemoveFunctionTLS(ctx context.Context, actor Actor, r *store.Region) (*store.Job, error) {
+func (s *Service) RemoveFunctionTLS(ctx context.Context, actor kit.Actor, r *store.Region) (*store.Job, error) {
 	return s.Enqueue(ctx, engine.Request{Kind: KindRemoveFunctionTLS, Title: "Remove the function-domain certificate of " + r.Name,
 		Subject: r.ID, CreatedBy: actor.Email})
 }
@@ -462,7 +464,7 @@ type MonitoringInput struct {
 
 // UpdateMonitoring saves the addresses of the region's Prometheus and Loki; going back
 // to RunR's own queues its install at once when Serving is ready.
-func (s *Service) UpdateMonitoring(ctx context.Context, actor Actor, r *store.Region, in MonitoringInput) (*store.Job, error) {
+func (s *Service) UpdateMonitoring(ctx context.Context, actor kit.Actor, r *store.Region, in MonitoringInput) (*store.Job, error) {
 	m := r.Monitoring.V
 	errs := map[string]string{}
 	backToOwn := false
@@ -482,9 +484,9 @@ func (s *Service) UpdateMonitoring(ctx context.Context, actor Actor, r *store.Re
 		*f.dst = val
 	}
 	if why := s.SetsExistingMonitoring(actor); why != "" && (m.PrometheusURL != "" || m.LokiURL != "") {
-		return nil, &Forbidden{Reason: why}
+		return nil, &problem.Forbidden{Reason: why}
 	}
-	if err := invalid(errs); err != nil {
+	if err := problem.FromFields(errs); err != nil {
 		return nil, err
 	}
 	if err := s.Store.SetMonitoring(ctx, r.ID, m); err != nil {

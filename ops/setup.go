@@ -11,6 +11,8 @@ import (
 
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
 
@@ -90,7 +92,7 @@ func (s *Service) registerSetupKinds() {
 		Plan: engine.PlanWith(s.registryInstallSteps),
 		Finished: func(ctx context.Context, jc *engine.JobContext, err error) {
 			if err != nil {
-				s.record(s.Store.UpdateRegistry(ctx, jc.Job.Region(), store.RegistryUpdate{Status: store.Ptr(store.ComponentError), Message: store.Ptr(err.Error())}))
+				s.Record(s.Store.UpdateRegistry(ctx, jc.Job.Region(), store.RegistryUpdate{Status: store.Ptr(store.ComponentError), Message: store.Ptr(err.Error())}))
 			}
 		},
 	})
@@ -98,7 +100,7 @@ func (s *Service) registerSetupKinds() {
 		Name: KindRegistryRemove,
 		Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
 			return []engine.Step{{Name: "remove", Title: "Remove the registry", Run: func(ctx context.Context, jc *engine.JobContext) error {
-				r, c, err := s.regionAndCluster(ctx, jc)
+				r, c, err := s.RegionAndCluster(ctx, jc)
 				if err != nil {
 					return err
 				}
@@ -111,7 +113,7 @@ func (s *Service) registerSetupKinds() {
 		},
 		Finished: func(ctx context.Context, jc *engine.JobContext, err error) {
 			if err != nil {
-				s.record(s.Store.UpdateRegistry(ctx, jc.Job.Region(), store.RegistryUpdate{Status: store.Ptr(store.ComponentError), Message: store.Ptr("removal failed: " + err.Error())}))
+				s.Record(s.Store.UpdateRegistry(ctx, jc.Job.Region(), store.RegistryUpdate{Status: store.Ptr(store.ComponentError), Message: store.Ptr("removal failed: " + err.Error())}))
 			}
 		},
 	})
@@ -269,7 +271,7 @@ func (s *Service) setupRegion(p SetupParams, cluster func(jc *engine.JobContext)
 				return err
 			}
 		}
-		if _, err := ensureNamespace(ctx, jc, c, p.Name, map[string]string{"runr.dev/region": p.Name, "runr.dev/setup": jc.Job.ID}); err != nil {
+		if _, err := kit.EnsureNamespace(ctx, jc, c, p.Name, map[string]string{"runr.dev/region": p.Name, "runr.dev/setup": jc.Job.ID}); err != nil {
 			return err
 		}
 		jc.Note("Region %s created; its projects run in namespace %s", p.Name, p.Name)
@@ -304,7 +306,7 @@ func (s *Service) setupRedis(p SetupParams) func(ctx context.Context, jc *engine
 			jc.Note("Redis mode %s: no managed Redis", p.RedisMode)
 			return engine.ErrSkip
 		}
-		r, err := s.jobRegion(ctx, jc)
+		r, err := s.JobRegion(ctx, jc)
 		if err != nil {
 			return err
 		}
@@ -337,7 +339,7 @@ func (s *Service) nameTaken(ctx context.Context, name string, job *store.Job) (b
 func (s *Service) registryInstallSteps(p RegistryParams) []engine.Step {
 	withCluster := func(f func(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, sec RegistrySecrets) error) func(context.Context, *engine.JobContext) error {
 		return func(ctx context.Context, jc *engine.JobContext) error {
-			_, c, err := s.regionAndCluster(ctx, jc)
+			_, c, err := s.RegionAndCluster(ctx, jc)
 			if err != nil {
 				return err
 			}
@@ -350,7 +352,7 @@ func (s *Service) registryInstallSteps(p RegistryParams) []engine.Step {
 	}
 	return []engine.Step{
 		{Name: "storage", Title: "Test the storage", Run: withCluster(func(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, sec RegistrySecrets) error {
-			s.record(s.Store.UpdateRegistry(ctx, jc.Job.Region(), store.RegistryUpdate{Status: store.Ptr(store.ComponentInstalling), Message: store.Ptr("")}))
+			s.Record(s.Store.UpdateRegistry(ctx, jc.Job.Region(), store.RegistryUpdate{Status: store.Ptr(store.ComponentInstalling), Message: store.Ptr("")}))
 			return s.storageTest(ctx, jc, c, p, sec)
 		})},
 		{Name: "zot", Title: "Install Zot", Run: withCluster(func(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, sec RegistrySecrets) error {
@@ -366,27 +368,6 @@ func (s *Service) registryInstallSteps(p RegistryParams) []engine.Step {
 			jc.Note("Registry %s at %s", p.Mode, p.Address())
 			return s.Store.UpdateRegistry(ctx, jc.Job.Region(), store.RegistryUpdate{Mode: store.Ptr(p.Mode), Status: store.Ptr(store.ComponentReady), Message: store.Ptr(""), Config: store.Ptr(p.Config()), Secret: store.Ptr(p.SecretValue(sec)), Address: store.Ptr(p.Address())})
 		})},
-	}
-}
-
-// regionAndCluster loads the job's region and its cluster access.
-func (s *Service) regionAndCluster(ctx context.Context, jc *engine.JobContext) (*store.Region, *kube.Cluster, error) {
-	r, err := s.jobRegion(ctx, jc)
-	if err != nil {
-		return nil, nil, err
-	}
-	c, err := s.RegionCluster(r)
-	if err != nil {
-		return nil, nil, err
-	}
-	return r, c, nil
-}
-
-// record logs (does not return) a failure to record a region's state: used in steps and
-// hooks whose own outcome matters more.
-func (s *Service) record(err error) {
-	if err != nil {
-		s.Log.Warn("record the region's state", "err", err)
 	}
 }
 
@@ -411,7 +392,7 @@ type WorkersParams struct {
 func (s *Service) registerRegionKinds() {
 	workersStep := func(p WorkersParams) engine.Step {
 		return engine.Step{Name: "workers", Title: "Dedicated workers", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			r, c, err := s.regionAndCluster(ctx, jc)
+			r, c, err := s.RegionAndCluster(ctx, jc)
 			if err != nil {
 				return err
 			}
@@ -436,11 +417,11 @@ func (s *Service) registerRegionKinds() {
 			}
 			return []engine.Step{
 				{Name: "namespace", Title: "Create the project namespace", Run: func(ctx context.Context, jc *engine.JobContext) error {
-					r, c, err := s.regionAndCluster(ctx, jc)
+					r, c, err := s.RegionAndCluster(ctx, jc)
 					if err != nil {
 						return err
 					}
-					if _, err := ensureNamespace(ctx, jc, c, r.Name, map[string]string{"runr.dev/region": r.Name}); err != nil {
+					if _, err := kit.EnsureNamespace(ctx, jc, c, r.Name, map[string]string{"runr.dev/region": r.Name}); err != nil {
 						return err
 					}
 					jc.Note("Namespace %s is ready for the region's projects", r.Name)
@@ -468,7 +449,7 @@ func (s *Service) registerRegionKinds() {
 				return nil, err
 			}
 			return []engine.Step{{Name: "test", Title: "Test the registry storage from the cluster", Run: func(ctx context.Context, jc *engine.JobContext) error {
-				_, c, err := s.regionAndCluster(ctx, jc)
+				_, c, err := s.RegionAndCluster(ctx, jc)
 				if err != nil {
 					return err
 				}
@@ -581,7 +562,7 @@ func (s *Service) checkNew(ctx context.Context, in CheckInput, errs map[string]s
 	if err != nil {
 		return nil, err
 	}
-	if err := invalid(mergeErrs(errs, owner)); err != nil {
+	if err := problem.FromFields(mergeErrs(errs, owner)); err != nil {
 		return nil, err
 	}
 	chk, err := s.CheckCluster(ctx, in.Name, []byte(in.Kubeconfig), nil)
@@ -630,7 +611,7 @@ func (s *Service) otherOwnerOn(ctx context.Context, server, tenant, exceptRegion
 // actorFields applies to a new region what depends on who asks: the region mode (set by
 // platform administrators only; ignored from anyone else) and existing monitoring (with
 // the Tenancy module, platform users and tenant owners only). It returns field errors.
-func (s *Service) actorFields(actor Actor, in *SetupInput) map[string]string {
+func (s *Service) actorFields(actor kit.Actor, in *SetupInput) map[string]string {
 	errs := map[string]string{}
 	in.RegionMode = s.regionModeOf(actor, in.RegionMode, errs)
 	s.monitoringFieldErrors(actor, store.Monitoring{PrometheusURL: in.PrometheusURL, LokiURL: in.LokiURL}, errs)
@@ -685,7 +666,7 @@ func (s *Service) validateSetup(ctx context.Context, in *SetupInput, exceptJob s
 
 // StartSetup checks a new region (its fields, its name and its cluster) and queues its
 // setup with its registry (internal unless another mode is given).
-func (s *Service) StartSetup(ctx context.Context, actor Actor, in SetupInput) (*store.RegistrySetup, error) {
+func (s *Service) StartSetup(ctx context.Context, actor kit.Actor, in SetupInput) (*store.RegistrySetup, error) {
 	if in.RegistryMode == "" {
 		in.RegistryMode = store.RegistryInternal
 	}
@@ -694,7 +675,7 @@ func (s *Service) StartSetup(ctx context.Context, actor Actor, in SetupInput) (*
 	if err != nil {
 		return nil, err
 	}
-	if err := invalid(mergeErrs(errs, mine)); err != nil {
+	if err := problem.FromFields(mergeErrs(errs, mine)); err != nil {
 		return nil, err
 	}
 	return s.enqueueSetup(ctx, actor, in)
@@ -702,12 +683,12 @@ func (s *Service) StartSetup(ctx context.Context, actor Actor, in SetupInput) (*
 
 // StartCheckedSetup queues the setup of the wizard's step 2, whose cluster step 1
 // checked: the workers selected must be among the nodes that check found.
-func (s *Service) StartCheckedSetup(ctx context.Context, actor Actor, in SetupInput, nodes []NodeInfo) (*store.RegistrySetup, error) {
+func (s *Service) StartCheckedSetup(ctx context.Context, actor kit.Actor, in SetupInput, nodes []NodeInfo) (*store.RegistrySetup, error) {
 	errs := mergeErrs(in.validate(), s.actorFields(actor, &in))
 	if m := nodesExist(in.Nodes, nodes); m != "" {
 		errs["nodes"] = m
 	}
-	if err := invalid(errs); err != nil {
+	if err := problem.FromFields(errs); err != nil {
 		return nil, err
 	}
 	return s.enqueueSetup(ctx, actor, in)
@@ -715,10 +696,10 @@ func (s *Service) StartCheckedSetup(ctx context.Context, actor Actor, in SetupIn
 
 // enqueueSetup queues a registry-setup job and records its setup. The name is checked
 // again under a lock on it: a replayed or doubled request never starts two setups of one name.
-func (s *Service) enqueueSetup(ctx context.Context, actor Actor, in SetupInput) (*store.RegistrySetup, error) {
+func (s *Service) enqueueSetup(ctx context.Context, actor kit.Actor, in SetupInput) (*store.RegistrySetup, error) {
 	owner, err := s.otherOwnerErrors(ctx, []byte(in.Kubeconfig), actor.TenantID, "")
 	if err == nil {
-		err = invalid(owner)
+		err = problem.FromFields(owner)
 	}
 	if err != nil {
 		return nil, err
@@ -735,7 +716,7 @@ func (s *Service) enqueueSetup(ctx context.Context, actor Actor, in SetupInput) 
 			return err
 		}
 		if region || setup {
-			return &Invalid{Fields: map[string]string{"name": "A region or a setup of this name exists already."}}
+			return &problem.Invalid{Fields: map[string]string{"name": "A region or a setup of this name exists already."}}
 		}
 		j, err := s.Enqueue(ctx, engine.Request{Kind: KindRegistrySetup, Title: "Create region " + in.Name + " with its registry",
 			Params: p, Secret: string(raw), CreatedBy: actor.Email})
@@ -773,13 +754,13 @@ func (s *Service) SetupOf(ctx context.Context, st *store.RegistrySetup) (*store.
 // RetrySetup changes the fields of a failed setup and queues it again under the same
 // name; finished steps are kept, and the steps are idempotent, so it continues where
 // it stopped.
-func (s *Service) RetrySetup(ctx context.Context, actor Actor, st *store.RegistrySetup, in SetupInput) (*store.Job, error) {
+func (s *Service) RetrySetup(ctx context.Context, actor kit.Actor, st *store.RegistrySetup, in SetupInput) (*store.Job, error) {
 	j, err := s.Store.JobByID(ctx, *st.JobID)
 	if err != nil {
 		return nil, fmt.Errorf("retry setup %s: %w", st.ID, err)
 	}
 	if j.Status != store.JobFailed && j.Status != store.JobCancelled {
-		return nil, &Refused{Reason: "Only a setup in error can be retried; this one is " + string(j.Status) + "."}
+		return nil, &problem.Refused{Reason: "Only a setup in error can be retried; this one is " + string(j.Status) + "."}
 	}
 	if in.RegistryMode == "" {
 		in.RegistryMode = store.RegistryInternal
@@ -787,9 +768,9 @@ func (s *Service) RetrySetup(ctx context.Context, actor Actor, st *store.Registr
 	var old SetupParams
 	_ = json.Unmarshal(j.Params, &old)
 	if in.Name != old.Name {
-		return nil, &Invalid{Fields: map[string]string{"name": "A retry keeps the region's name (" + old.Name + ")."}}
+		return nil, &problem.Invalid{Fields: map[string]string{"name": "A retry keeps the region's name (" + old.Name + ")."}}
 	}
-	if err := invalid(mergeErrs(in.validate(), s.actorFields(actor, &in))); err != nil {
+	if err := problem.FromFields(mergeErrs(in.validate(), s.actorFields(actor, &in))); err != nil {
 		return nil, err
 	}
 	p, sec := in.Params()
@@ -864,7 +845,7 @@ func (in RegionInput) registry() RegistryInput {
 // queues the preparation of its cluster, its registry when registry fields are given
 // (with the permission registry.manage) and its managed Redis. It returns the region
 // with those jobs' ids by name (init, registry, redis).
-func (s *Service) CreateRegion(ctx context.Context, actor Actor, in RegionInput) (*store.Region, map[string]string, error) {
+func (s *Service) CreateRegion(ctx context.Context, actor kit.Actor, in RegionInput) (*store.Region, map[string]string, error) {
 	setup, reg := in.setup(), in.registry()
 	chk, err := s.validateNewRegion(ctx, actor, &setup, reg)
 	if err != nil {
@@ -874,7 +855,7 @@ func (s *Service) CreateRegion(ctx context.Context, actor Actor, in RegionInput)
 	r, _ := NewRegionRecord(p, sec, chk)
 	if t := in.RequestTimeout; t != nil {
 		if m := validateRequestTimeout(*t); m != "" {
-			return nil, nil, &Invalid{Fields: map[string]string{"request_timeout": m}}
+			return nil, nil, &problem.Invalid{Fields: map[string]string{"request_timeout": m}}
 		}
 		r.Settings.V.RequestTimeout = *t
 	}
@@ -883,7 +864,7 @@ func (s *Service) CreateRegion(ctx context.Context, actor Actor, in RegionInput)
 	}
 	if err := s.Store.CreateRegion(ctx, r); err != nil {
 		if errors.Is(err, store.ErrConflict) {
-			return nil, nil, &Invalid{Fields: map[string]string{"name": "A region with this name exists already."}}
+			return nil, nil, &problem.Invalid{Fields: map[string]string{"name": "A region with this name exists already."}}
 		}
 		return nil, nil, fmt.Errorf("create region %s: %w", r.Name, err)
 	}
@@ -893,7 +874,7 @@ func (s *Service) CreateRegion(ctx context.Context, actor Actor, in RegionInput)
 
 // validateNewRegion checks the region of CreateRegion with its cluster, and its registry
 // when one is given.
-func (s *Service) validateNewRegion(ctx context.Context, actor Actor, setup *SetupInput, reg RegistryInput) (*CheckResult, error) {
+func (s *Service) validateNewRegion(ctx context.Context, actor kit.Actor, setup *SetupInput, reg RegistryInput) (*CheckResult, error) {
 	mine := s.actorFields(actor, setup)
 	chk, errs, err := s.validateSetup(ctx, setup, "")
 	if err != nil {
@@ -917,12 +898,12 @@ func (s *Service) validateNewRegion(ctx context.Context, actor Actor, setup *Set
 			errs["registry_mode"] = "Setting up a registry needs the permission registry.manage."
 		}
 	}
-	return chk, invalid(errs)
+	return chk, problem.FromFields(errs)
 }
 
 // prepareRegion queues the jobs of a region just created: its cluster's preparation, its
 // registry (when one is given) and its managed Redis.
-func (s *Service) prepareRegion(ctx context.Context, actor Actor, r *store.Region, p SetupParams, reg RegistryInput) (map[string]string, error) {
+func (s *Service) prepareRegion(ctx context.Context, actor kit.Actor, r *store.Region, p SetupParams, reg RegistryInput) (map[string]string, error) {
 	jobs := map[string]string{}
 	j, err := s.Enqueue(ctx, engine.Request{Kind: KindRegionInit, Title: "Prepare the cluster of " + r.Name,
 		Subject: r.ID, Params: WorkersParams{Nodes: p.Nodes}, CreatedBy: actor.Email})
@@ -950,11 +931,11 @@ func (s *Service) prepareRegion(ctx context.Context, actor Actor, r *store.Regio
 
 // DeleteRegion removes RunR's record of a region; nothing is removed from the cluster.
 // A region with projects is refused.
-func (s *Service) DeleteRegion(ctx context.Context, actor Actor, r *store.Region) error {
+func (s *Service) DeleteRegion(ctx context.Context, actor kit.Actor, r *store.Region) error {
 	if err := s.Store.DeleteRegion(ctx, r.ID); err != nil {
 		var hp *store.HasProjectsError
 		if errors.As(err, &hp) {
-			return &Refused{Reason: hp.Error()}
+			return &problem.Refused{Reason: hp.Error()}
 		}
 		return fmt.Errorf("delete region %s: %w", r.Name, err)
 	}

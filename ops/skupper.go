@@ -13,6 +13,8 @@ import (
 
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
 
@@ -117,24 +119,24 @@ func (s *Service) RegionSkupper(ctx context.Context, r *store.Region) (SkupperRe
 	rep, err := SkupperOn(ctx, c)
 	rep.Site = r.Skupper.V
 	if err != nil {
-		return rep, &Unreachable{Region: r.Name, Err: err}
+		return rep, &problem.Unreachable{Region: r.Name, Err: err}
 	}
 	return rep, nil
 }
 
 // CreateSkupperSite queues the Site runr in the project namespace; it is refused while
 // the cluster does not run Skupper v2 (the console never installs it).
-func (s *Service) CreateSkupperSite(ctx context.Context, actor Actor, r *store.Region) (*store.Job, error) {
+func (s *Service) CreateSkupperSite(ctx context.Context, actor kit.Actor, r *store.Region) (*store.Job, error) {
 	rep, err := s.RegionSkupper(ctx, r)
 	if err != nil {
 		return nil, err
 	}
 	if !rep.Installed {
-		return nil, &Refused{Reason: "The cluster does not run Skupper v2: it lacks " + strings.Join(rep.Missing, " and ") + ". Its operators install Skupper; RunR does not."}
+		return nil, &problem.Refused{Reason: "The cluster does not run Skupper v2: it lacks " + strings.Join(rep.Missing, " and ") + ". Its operators install Skupper; RunR does not."}
 	}
-	if b, err := s.busy(ctx, r.ID, KindSkupperSite); err != nil || b {
+	if b, err := s.Busy(ctx, r.ID, KindSkupperSite); err != nil || b {
 		if err == nil {
-			err = &Refused{Reason: "The Skupper site of this region is being created; wait for that job to finish."}
+			err = &problem.Refused{Reason: "The Skupper site of this region is being created; wait for that job to finish."}
 		}
 		return nil, err
 	}
@@ -145,11 +147,11 @@ func (s *Service) CreateSkupperSite(ctx context.Context, actor Actor, r *store.R
 func (s *Service) registerSkupperKinds() {
 	s.Engine.Register(&engine.Kind{Name: KindSkupperSite,
 		Plan: func(*engine.JobContext) ([]engine.Step, error) {
-			return []engine.Step{s.regionStep("site", "Create the Site "+SkupperSiteName, s.skupperSite)}, nil
+			return []engine.Step{s.RegionStep("site", "Create the Site "+SkupperSiteName, s.skupperSite)}, nil
 		},
 		Finished: func(ctx context.Context, jc *engine.JobContext, err error) {
 			if err != nil {
-				s.record(s.Store.SetRegionSkupper(ctx, jc.Job.Region(), store.SkupperSite{Status: store.ComponentError, Message: err.Error()}))
+				s.Record(s.Store.SetRegionSkupper(ctx, jc.Job.Region(), store.SkupperSite{Status: store.ComponentError, Message: err.Error()}))
 			}
 		}})
 }
@@ -168,18 +170,18 @@ func (s *Service) skupperSite(ctx context.Context, jc *engine.JobContext, r *sto
 		return err
 	}
 	ns := r.Name
-	if _, err := ensureNamespace(ctx, jc, c, ns, map[string]string{"runr.dev/region": r.Name}); err != nil {
+	if _, err := kit.EnsureNamespace(ctx, jc, c, ns, map[string]string{"runr.dev/region": r.Name}); err != nil {
 		return err
 	}
 	if _, err := c.ApplyObject(ctx, map[string]any{"apiVersion": gvkSkupperSite.GroupVersion().String(), "kind": "Site",
-		"metadata": map[string]any{"name": SkupperSiteName, "namespace": ns, "labels": toAnyMap(managedLabels(nil))}, "spec": map[string]any{}}); err != nil {
+		"metadata": map[string]any{"name": SkupperSiteName, "namespace": ns, "labels": kit.ToAnyMap(kit.ManagedLabels(nil))}, "spec": map[string]any{}}); err != nil {
 		return err
 	}
 	if err := jc.Wait(ctx, "Site "+ns+"/"+SkupperSiteName+" to be ready", engine.WaitOpts{Hint: "kubectl get site -n " + ns + " " + SkupperSiteName + " -o yaml; the controller runs in " + rep.ControllerNamespace},
 		skupperSiteReady(c, ns)); err != nil {
 		return err
 	}
-	jc.Note("Skupper site %s is ready in %s (controller %s in %s)", SkupperSiteName, ns, orV(rep.Version, "of unknown version"), rep.ControllerNamespace)
+	jc.Note("Skupper site %s is ready in %s (controller %s in %s)", SkupperSiteName, ns, kit.OrV(rep.Version, "of unknown version"), rep.ControllerNamespace)
 	return s.Store.SetRegionSkupper(ctx, r.ID, store.SkupperSite{Status: store.ComponentReady})
 }
 
@@ -194,6 +196,6 @@ func skupperSiteReady(c *kube.Cluster, ns string) kube.Cond {
 		st, _, _ := unstructured.NestedString(o.Object, "status", "status")
 		msg, _, _ := unstructured.NestedString(o.Object, "status", "message")
 		ready, cond := kube.ReadyCondition(o)
-		return st == "Ready" && ready, orV(msg, orV(st, cond)), nil
+		return st == "Ready" && ready, kit.OrV(msg, kit.OrV(st, cond)), nil
 	}
 }

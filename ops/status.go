@@ -644,7 +644,7 @@ func (s *Service) checkCluster(ctx context.Context, k string, rs []*store.Region
 	var next time.Time
 	if st.err != nil {
 		failures, next = s.breaker.fail(k)
-		s.forgetCluster([]byte(rs[0].Kubeconfig))
+		s.ForgetCluster([]byte(rs[0].Kubeconfig))
 	} else {
 		s.breaker.ok(k)
 	}

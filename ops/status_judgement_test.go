@@ -13,6 +13,7 @@ import (
 
 	"runr.dev/console/config"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
 )
 
@@ -67,7 +68,7 @@ func judgedRegion() *store.Region {
 }
 
 func TestStatusJudgement(t *testing.T) {
-	s := &Service{Cfg: &config.Config{}}
+	s := &Service{Kit: &kit.Kit{Cfg: &config.Config{}}}
 	verdicts := func(st *clusterLook) map[string]componentCheck {
 		out := map[string]componentCheck{}
 		for _, c := range s.components(judgedRegion(), st) {
@@ -113,7 +114,7 @@ func TestStatusJudgement(t *testing.T) {
 // refused by the cluster) is judged not ok with its error, so that the region's
 // components do not read ok without it; one never installed adds nothing.
 func TestStatusFailedComponentIsNotOk(t *testing.T) {
-	s := &Service{Cfg: &config.Config{}}
+	s := &Service{Kit: &kit.Kit{Cfg: &config.Config{}}}
 	r := judgedRegion()
 	const why = `helm install observability/loki-stack (loki-stack 2.10.2): no matches for kind "PodDisruptionBudget" in version "policy/v1beta1"`
 	r.Components.V["loki"] = store.ComponentState{Status: store.ComponentError, Message: why}
@@ -140,7 +141,7 @@ func TestStatusFailedComponentIsNotOk(t *testing.T) {
 // TestStatusJudgesDataServices: the object store and CloudNativePG are judged from their
 // releases' workloads once installed; KV (on the region's Redis) adds nothing.
 func TestStatusJudgesDataServices(t *testing.T) {
-	s := &Service{Cfg: &config.Config{}}
+	s := &Service{Kit: &kit.Kit{Cfg: &config.Config{}}}
 	r := judgedRegion()
 	r.DataServices.V = store.DataServices{KV: store.DataService{Status: store.ComponentReady},
 		Object: store.DataService{Status: store.ComponentReady}, Postgres: store.DataService{Status: store.ComponentReady}}

@@ -13,6 +13,7 @@ import (
 	"runr.dev/console/engine"
 	"runr.dev/console/helm"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
 )
 
@@ -30,10 +31,10 @@ func (s *Service) registerSupplyChainKinds() {
 		if err == nil {
 			return
 		}
-		if r, rerr := s.jobRegion(ctx, jc); rerr == nil {
+		if r, rerr := s.JobRegion(ctx, jc); rerr == nil {
 			st := r.SupplyChain.V.State
 			st.Status, st.Message = store.ComponentError, err.Error()
-			s.record(s.Store.SetAdmissionState(ctx, r.ID, st))
+			s.Record(s.Store.SetAdmissionState(ctx, r.ID, st))
 		}
 	}
 	s.Engine.Register(&engine.Kind{Name: KindAdmissionApply, Finished: failed, Plan: func(*engine.JobContext) ([]engine.Step, error) {
@@ -48,13 +49,13 @@ func (s *Service) registerSupplyChainKinds() {
 // and apply the system images policy and the region's policy.
 func (s *Service) admissionApplySteps() []engine.Step {
 	return []engine.Step{
-		s.regionStep("start", "Record the change", func(ctx context.Context, _ *engine.JobContext, r *store.Region, _ *kube.Cluster) error {
+		s.RegionStep("start", "Record the change", func(ctx context.Context, _ *engine.JobContext, r *store.Region, _ *kube.Cluster) error {
 			st := r.SupplyChain.V.State
 			st.Status, st.Message = store.ComponentInstalling, ""
 			return s.Store.SetAdmissionState(ctx, r.ID, st)
 		}),
-		s.regionStep("controller", "Install Sigstore's policy-controller", s.installPolicyController),
-		s.regionStep("policies", "Apply the admission policies", s.applyPolicies),
+		s.RegionStep("controller", "Install Sigstore's policy-controller", s.installPolicyController),
+		s.RegionStep("policies", "Apply the admission policies", s.applyPolicies),
 	}
 }
 
@@ -86,14 +87,14 @@ func (s *Service) installPolicyController(ctx context.Context, jc *engine.JobCon
 		st.Adopted = true
 		return s.Store.SetAdmissionState(ctx, r.ID, st)
 	}
-	if _, err := ensureNamespace(ctx, jc, c, CosignNamespace, managedLabels(nil)); err != nil {
+	if _, err := kit.EnsureNamespace(ctx, jc, c, CosignNamespace, kit.ManagedLabels(nil)); err != nil {
 		return err
 	}
-	rel, err := s.HelmApply(ctx, jc, c, Release{Namespace: CosignNamespace, Name: PolicyControllerRelease, Chart: ChartPolicyController, Values: PolicyControllerValues()})
+	rel, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: CosignNamespace, Name: PolicyControllerRelease, Chart: ChartPolicyController, Values: PolicyControllerValues()})
 	if err != nil {
 		return err
 	}
-	if err := waitRelease(ctx, jc, c, rel, engine.WaitOpts{Hint: "read the webhook's logs in " + CosignNamespace}); err != nil {
+	if err := kit.WaitRelease(ctx, jc, c, rel, engine.WaitOpts{Hint: "read the webhook's logs in " + CosignNamespace}); err != nil {
 		return err
 	}
 	if err := jc.Wait(ctx, "CRD "+CIPCRD+" to be established", engine.WaitOpts{}, c.CRDEstablished(CIPCRD)); err != nil {
@@ -137,7 +138,7 @@ func (s *Service) applyPolicies(ctx context.Context, jc *engine.JobContext, r *s
 		}
 	}
 	labels := map[string]string{"runr.dev/region": r.Name, PolicyIncludeLabel: "true"}
-	if _, err := ensureNamespace(ctx, jc, c, r.Name, labels); err != nil {
+	if _, err := kit.EnsureNamespace(ctx, jc, c, r.Name, labels); err != nil {
 		return err
 	}
 	msg := fmt.Sprintf("%s mode, %d key(s), images %s", sc.Admission.Mode, len(sc.PublicKeys), strings.Join(sc.Admission.Images, ", "))
@@ -151,7 +152,7 @@ func (s *Service) applyPolicies(ctx context.Context, jc *engine.JobContext, r *s
 // no other ClusterImagePolicy is left (its uninstall deletes the CRD with every policy).
 func (s *Service) admissionRemoveSteps() []engine.Step {
 	return []engine.Step{
-		s.regionStep("policy", "Remove the region's policy", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+		s.RegionStep("policy", "Remove the region's policy", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 			st := r.SupplyChain.V.State
 			st.Status, st.Message = store.ComponentRemoving, ""
 			if err := s.Store.SetAdmissionState(ctx, r.ID, st); err != nil {
@@ -167,8 +168,8 @@ func (s *Service) admissionRemoveSteps() []engine.Step {
 			jc.Note("ClusterImagePolicy %s is deleted; namespace %s is no longer checked", RegionPolicyName(r.Name), r.Name)
 			return nil
 		}),
-		s.regionStep("controller", "Remove the policy-controller when nothing else uses it", s.removePolicyController),
-		s.regionStep("record", "Record", func(ctx context.Context, jc *engine.JobContext, r *store.Region, _ *kube.Cluster) error {
+		s.RegionStep("controller", "Remove the policy-controller when nothing else uses it", s.removePolicyController),
+		s.RegionStep("record", "Record", func(ctx context.Context, jc *engine.JobContext, r *store.Region, _ *kube.Cluster) error {
 			return s.Store.SetAdmissionState(ctx, r.ID, store.AdmissionState{Status: store.ComponentNotInstalled})
 		}),
 	}
@@ -243,9 +244,9 @@ func (s *Service) moveAdmission(ctx context.Context, jc *engine.JobContext, r *s
 	if !r.SupplyChain.V.Admission.Enabled {
 		return nil
 	}
-	err := runInline(ctx, jc, s.admissionApplySteps())
+	err := kit.RunInline(ctx, jc, s.admissionApplySteps())
 	if err != nil {
-		s.record(s.Store.SetAdmissionState(ctx, r.ID, store.AdmissionState{Status: store.ComponentError, Message: err.Error()}))
+		s.Record(s.Store.SetAdmissionState(ctx, r.ID, store.AdmissionState{Status: store.ComponentError, Message: err.Error()}))
 	}
 	return err
 }

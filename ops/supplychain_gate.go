@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 	"runr.dev/console/supplychain"
 )
@@ -44,7 +45,7 @@ func residencyRefusal(r *store.Region, p *store.Project) string {
 // Every judgement of the image is recorded as the deploy's verdict.
 func (s *Service) supplyChainGate(ctx context.Context, r *store.Region, p *store.Project) error {
 	if why := residencyRefusal(r, p); why != "" {
-		return &Refused{Field: "data_location", Reason: "Data residency: " + why + "."}
+		return &problem.Refused{Field: "data_location", Reason: "Data residency: " + why + "."}
 	}
 	sc := r.SupplyChain.V
 	if !sc.GateOn() {
@@ -75,7 +76,7 @@ func (s *Service) supplyChainGate(ctx context.Context, r *store.Region, p *store
 	s.Log.Info("supply chain verdict", "region", r.Name, "project", p.Slug, "image", p.Image, "digest", v.Digest,
 		"verdict", rec.Verdict, "reason", rec.Reason)
 	if !v.Accepted {
-		return &Refused{Field: "image", Reason: "The supply chain gate refused " + p.Image + ": " + v.Reason() + "."}
+		return &problem.Refused{Field: "image", Reason: "The supply chain gate refused " + p.Image + ": " + v.Reason() + "."}
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"runr.dev/console/helm"
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
 	"runr.dev/console/supplychain"
 )
@@ -61,7 +62,7 @@ func SystemImagesPolicy() map[string]any {
 	}
 	return map[string]any{
 		"apiVersion": gvkCIP.GroupVersion().String(), "kind": gvkCIP.Kind,
-		"metadata": map[string]any{"name": SystemPolicyName, "labels": toAnyMap(managedLabels(nil))},
+		"metadata": map[string]any{"name": SystemPolicyName, "labels": kit.ToAnyMap(kit.ManagedLabels(nil))},
 		"spec": map[string]any{
 			"images":      images,
 			"authorities": []any{map[string]any{"name": "runr-system", "static": map[string]any{"action": "pass"}}},
@@ -95,7 +96,7 @@ func RegionPolicy(region string, sc store.SupplyChain) map[string]any {
 	}
 	return map[string]any{
 		"apiVersion": gvkCIP.GroupVersion().String(), "kind": gvkCIP.Kind,
-		"metadata": map[string]any{"name": RegionPolicyName(region), "labels": toAnyMap(managedLabels(map[string]string{"runr.dev/region": region}))},
+		"metadata": map[string]any{"name": RegionPolicyName(region), "labels": kit.ToAnyMap(kit.ManagedLabels(map[string]string{"runr.dev/region": region}))},
 		"spec":     map[string]any{"mode": string(mode), "images": images, "authorities": authorities, "match": match},
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"runr.dev/console/engine"
+	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 	"runr.dev/console/supplychain"
 )
@@ -61,7 +63,7 @@ func SupplyChainOf(r *store.Region) store.SupplyChain {
 // SetSupplyChain validates and stores a region's supply chain settings and data
 // location (422 with field errors, nothing stored, when one is wrong) and queues the
 // admission policy's apply or removal when the cluster has to change.
-func (s *Service) SetSupplyChain(ctx context.Context, actor Actor, r *store.Region, in SupplyChainInput) (*SupplyChainChange, error) {
+func (s *Service) SetSupplyChain(ctx context.Context, actor kit.Actor, r *store.Region, in SupplyChainInput) (*SupplyChainChange, error) {
 	old := SupplyChainOf(r)
 	v, loc, fields := applySupplyChainInput(old, r.DataLocation, in)
 	if fields["data_location"] == "" && !strings.EqualFold(loc, r.DataLocation) {
@@ -73,7 +75,7 @@ func (s *Service) SetSupplyChain(ctx context.Context, actor Actor, r *store.Regi
 			fields["data_location"] = fmt.Sprintf("Projects of this region require another data location: %s. Move them first.", strings.Join(held, ", "))
 		}
 	}
-	if err := invalid(fields); err != nil {
+	if err := problem.FromFields(fields); err != nil {
 		return nil, err
 	}
 	apply, remove := admissionChange(old, v)
@@ -195,22 +197,22 @@ func admissionChange(old, v store.SupplyChain) (apply, remove bool) {
 
 // admissionBusy refuses a second admission job while one runs on the region.
 func (s *Service) admissionBusy(ctx context.Context, r *store.Region) error {
-	b, err := s.busy(ctx, r.ID, AdmissionKinds...)
+	b, err := s.Busy(ctx, r.ID, AdmissionKinds...)
 	if err != nil {
 		return err
 	}
 	if b {
-		return &Refused{Reason: "The admission policy of this region is being changed; wait for that job to finish."}
+		return &problem.Refused{Reason: "The admission policy of this region is being changed; wait for that job to finish."}
 	}
 	return nil
 }
 
 // RemoveAdmission queues the removal of the region's admission policy; its settings stay
 // (DELETE /api/knative-regions/{id}/supply-chain/admission).
-func (s *Service) RemoveAdmission(ctx context.Context, actor Actor, r *store.Region) (*store.Job, error) {
+func (s *Service) RemoveAdmission(ctx context.Context, actor kit.Actor, r *store.Region) (*store.Job, error) {
 	sc := r.SupplyChain.V
 	if !sc.Admission.Enabled && sc.State.Current() == store.ComponentNotInstalled {
-		return nil, &Refused{Reason: "Region " + r.Name + " has no admission policy."}
+		return nil, &problem.Refused{Reason: "Region " + r.Name + " has no admission policy."}
 	}
 	if err := s.admissionBusy(ctx, r); err != nil {
 		return nil, err

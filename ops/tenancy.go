@@ -8,22 +8,13 @@ import (
 	"regexp"
 	"strings"
 
+	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
 
 // Tenancy module (RUNR_TENANCY=on): tenants, tenant-owned regions, assignments of
 // platform regions with quotas, region modes, and who may change a region.
-
-// Forbidden refuses a request its actor may not make on that object (a 403), with the
-// sentence that says why.
-type Forbidden struct {
-	Reason string
-}
-
-func (e *Forbidden) Error() string { return e.Reason }
-
-// Platform reports whether the actor is a platform user (outside any tenant), or the CLI.
-func (a Actor) Platform() bool { return a.TenantID == "" }
 
 // RegionAccess is what a route does with a region: shows its summary, shows its details
 // (cluster, components, capacity), or changes it (or hands out its kubeconfig).
@@ -40,22 +31,22 @@ const (
 // Platform users change platform regions; the owning tenant's users change the tenant's
 // regions (the route's permission, such as regions.manage, is checked beside it). Every
 // route that changes a region, HTML and JSON, passes here (web's region gate).
-func RegionMutable(actor Actor, r *store.Region) error {
+func RegionMutable(actor kit.Actor, r *store.Region) error {
 	switch owner := r.Tenant(); {
 	case owner == "" && actor.Platform():
 		return nil
 	case owner == "":
-		return &Forbidden{Reason: "Region " + r.Name + " is a platform region: it is read-only for tenant users."}
+		return &problem.Forbidden{Reason: "Region " + r.Name + " is a platform region: it is read-only for tenant users."}
 	case owner == actor.TenantID:
 		return nil
 	}
-	return &Forbidden{Reason: "Region " + r.Name + " belongs to a tenant: only that tenant's users change it."}
+	return &problem.Forbidden{Reason: "Region " + r.Name + " belongs to a tenant: only that tenant's users change it."}
 }
 
 // CheckRegionAccess decides whether the actor may do what a route does with a region it
 // can see: a platform region assigned to a tenant shows the tenant's users its summary
 // only (its details and capacity budgets are refused), and changes pass RegionMutable.
-func CheckRegionAccess(actor Actor, r *store.Region, access RegionAccess) error {
+func CheckRegionAccess(actor kit.Actor, r *store.Region, access RegionAccess) error {
 	switch access {
 	case RegionSummary:
 		return nil
@@ -63,27 +54,27 @@ func CheckRegionAccess(actor Actor, r *store.Region, access RegionAccess) error 
 		if actor.Platform() || r.Tenant() == actor.TenantID {
 			return nil
 		}
-		return &Forbidden{Reason: "Region " + r.Name + " is a platform region assigned to your tenant: you see its summary only."}
+		return &problem.Forbidden{Reason: "Region " + r.Name + " is a platform region assigned to your tenant: you see its summary only."}
 	}
 	return RegionMutable(actor, r)
 }
 
 // SummaryOnly reports whether the actor sees only the summary of a region (a platform
 // region assigned to the actor's tenant).
-func SummaryOnly(actor Actor, r *store.Region) bool {
+func SummaryOnly(actor kit.Actor, r *store.Region) bool {
 	return !actor.Platform() && r.Tenant() == ""
 }
 
 // MaySetRegionMode reports whether the actor sets region_mode: platform administrators
 // (platform users with regions.manage) when the Tenancy module is on. From anyone else
 // the field is ignored.
-func (s *Service) MaySetRegionMode(actor Actor) bool {
+func (s *Service) MaySetRegionMode(actor kit.Actor) bool {
 	return s.Cfg.Tenancy && actor.Platform() && actor.Can(store.PermRegionsManage)
 }
 
 // regionModeOf is the mode a request sets (nil: none, or ignored for this actor); an
 // unknown mode from a platform administrator is a field error.
-func (s *Service) regionModeOf(actor Actor, mode *store.RegionMode, errs map[string]string) *store.RegionMode {
+func (s *Service) regionModeOf(actor kit.Actor, mode *store.RegionMode, errs map[string]string) *store.RegionMode {
 	if mode == nil || *mode == "" || !s.MaySetRegionMode(actor) {
 		return nil
 	}
@@ -97,7 +88,7 @@ func (s *Service) regionModeOf(actor Actor, mode *store.RegionMode, errs map[str
 // SetsExistingMonitoring says why the actor may not point a region at a Prometheus or
 // Loki of its own ("" when it may): with the Tenancy module, only platform users, and
 // tenant owners for their own regions, set them.
-func (s *Service) SetsExistingMonitoring(actor Actor) string {
+func (s *Service) SetsExistingMonitoring(actor kit.Actor) string {
 	if !s.Cfg.Tenancy || actor.Platform() || actor.Role == "owner" {
 		return ""
 	}
@@ -105,7 +96,7 @@ func (s *Service) SetsExistingMonitoring(actor Actor) string {
 }
 
 // monitoringFieldErrors refuses existing monitoring URLs from an actor who may not set them.
-func (s *Service) monitoringFieldErrors(actor Actor, m store.Monitoring, errs map[string]string) {
+func (s *Service) monitoringFieldErrors(actor kit.Actor, m store.Monitoring, errs map[string]string) {
 	why := s.SetsExistingMonitoring(actor)
 	if why == "" {
 		return
@@ -129,19 +120,19 @@ var tenantNameRe = regexp.MustCompile(`^[\p{L}\p{N}][\p{L}\p{N} ._-]*$`)
 func ValidateTenant(in *TenantInput) error {
 	in.Name = strings.TrimSpace(in.Name)
 	if in.Name == "" || len(in.Name) > 63 || !tenantNameRe.MatchString(in.Name) {
-		return &Invalid{Fields: map[string]string{"name": "Use 1 to 63 letters, digits, spaces, dots, hyphens or underscores, starting with a letter or digit."}}
+		return &problem.Invalid{Fields: map[string]string{"name": "Use 1 to 63 letters, digits, spaces, dots, hyphens or underscores, starting with a letter or digit."}}
 	}
 	return nil
 }
 
 // CreateTenant records a tenant; its first owner is created with CreateTenantUser.
-func (s *Service) CreateTenant(ctx context.Context, actor Actor, in TenantInput) (*store.Tenant, error) {
+func (s *Service) CreateTenant(ctx context.Context, actor kit.Actor, in TenantInput) (*store.Tenant, error) {
 	if err := ValidateTenant(&in); err != nil {
 		return nil, err
 	}
 	t, err := s.Store.CreateTenant(ctx, in.Name)
 	if errors.Is(err, store.ErrConflict) {
-		return nil, &Invalid{Fields: map[string]string{"name": "A tenant with this name exists already."}}
+		return nil, &problem.Invalid{Fields: map[string]string{"name": "A tenant with this name exists already."}}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("create tenant %s: %w", in.Name, err)
@@ -151,13 +142,13 @@ func (s *Service) CreateTenant(ctx context.Context, actor Actor, in TenantInput)
 }
 
 // RenameTenant changes a tenant's name.
-func (s *Service) RenameTenant(ctx context.Context, actor Actor, t *store.Tenant, in TenantInput) (*store.Tenant, error) {
+func (s *Service) RenameTenant(ctx context.Context, actor kit.Actor, t *store.Tenant, in TenantInput) (*store.Tenant, error) {
 	if err := ValidateTenant(&in); err != nil {
 		return nil, err
 	}
 	err := s.Store.RenameTenant(ctx, t.ID, in.Name)
 	if errors.Is(err, store.ErrConflict) {
-		return nil, &Invalid{Fields: map[string]string{"name": "A tenant with this name exists already."}}
+		return nil, &problem.Invalid{Fields: map[string]string{"name": "A tenant with this name exists already."}}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("rename tenant %s: %w", t.Name, err)
@@ -168,11 +159,11 @@ func (s *Service) RenameTenant(ctx context.Context, actor Actor, t *store.Tenant
 
 // DeleteTenant removes a tenant with its users and assignments; it is refused while the
 // tenant has regions or projects.
-func (s *Service) DeleteTenant(ctx context.Context, actor Actor, t *store.Tenant) error {
+func (s *Service) DeleteTenant(ctx context.Context, actor kit.Actor, t *store.Tenant) error {
 	err := s.Store.DeleteTenant(ctx, t.ID)
 	var inUse *store.TenantInUseError
 	if errors.As(err, &inUse) {
-		return &Refused{Reason: fmt.Sprintf("Tenant %s still has %d region(s) and %d project(s): its users remove them first.", t.Name, inUse.Regions, inUse.Projects)}
+		return &problem.Refused{Reason: fmt.Sprintf("Tenant %s still has %d region(s) and %d project(s): its users remove them first.", t.Name, inUse.Regions, inUse.Projects)}
 	}
 	if err != nil {
 		return fmt.Errorf("delete tenant %s: %w", t.Name, err)
@@ -197,11 +188,11 @@ type QuotaInput struct {
 
 // QuotaError refuses quotas that do not fit the region, with what is free.
 type QuotaError struct {
-	Invalid
+	problem.Invalid
 	Free Quota
 }
 
-// Unwrap returns the field errors (an *Invalid, as every validation failure).
+// Unwrap returns the field errors (an *problem.Invalid, as every validation failure).
 func (e *QuotaError) Unwrap() error { return &e.Invalid }
 
 // quotaEpsilon absorbs the rounding of sums of decimal quotas (0.1 + 0.2).
@@ -263,7 +254,7 @@ func FitQuota(limit, ceiling Quota, others []store.Assignment, current *Quota, i
 	q := Quota{CPU: pick("cpu", "CPU", in.CPU, cur.CPU, free.CPU, ceiling.CPU),
 		MemoryGiB: pick("memory_gib", "GiB of memory", in.MemoryGiB, cur.MemoryGiB, free.MemoryGiB, ceiling.MemoryGiB)}
 	if len(fields) > 0 {
-		return q, &QuotaError{Invalid: Invalid{Fields: fields}, Free: free}
+		return q, &QuotaError{Invalid: problem.Invalid{Fields: fields}, Free: free}
 	}
 	return q, nil
 }
@@ -291,7 +282,7 @@ func (s *Service) ceiling() Quota {
 func (s *Service) regionQuotaLimit(ctx context.Context, r *store.Region) (Quota, error) {
 	rep, err := s.RegionCapacity(ctx, r, "")
 	if err != nil {
-		return Quota{}, &Unreachable{Region: r.Name, Err: err}
+		return Quota{}, &problem.Unreachable{Region: r.Name, Err: err}
 	}
 	return QuotaLimit(rep.Total, s.ceiling()), nil
 }
@@ -336,9 +327,9 @@ func (s *Service) fitOn(r *store.Region, limit Quota, others []store.Assignment,
 }
 
 // AssignRegion assigns a platform region to a tenant with its quotas.
-func (s *Service) AssignRegion(ctx context.Context, actor Actor, r *store.Region, in QuotaInput) (*store.Assignment, error) {
+func (s *Service) AssignRegion(ctx context.Context, actor kit.Actor, r *store.Region, in QuotaInput) (*store.Assignment, error) {
 	if r.Tenant() != "" {
-		return nil, &Refused{Reason: "Region " + r.Name + " belongs to a tenant: a tenant-owned region is never assigned."}
+		return nil, &problem.Refused{Reason: "Region " + r.Name + " belongs to a tenant: a tenant-owned region is never assigned."}
 	}
 	if err := RegionMutable(actor, r); err != nil {
 		return nil, err
@@ -348,17 +339,17 @@ func (s *Service) AssignRegion(ctx context.Context, actor Actor, r *store.Region
 	if in.TenantID == "" {
 		fields["tenant_id"] = "Choose the tenant."
 	}
-	if err := invalid(fields); err != nil {
+	if err := problem.FromFields(fields); err != nil {
 		return nil, err
 	}
 	t, err := s.Store.TenantByID(ctx, in.TenantID)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, &Invalid{Fields: map[string]string{"tenant_id": "No such tenant."}}
+		return nil, &problem.Invalid{Fields: map[string]string{"tenant_id": "No such tenant."}}
 	} else if err != nil {
 		return nil, err
 	}
 	if _, err := s.Store.AssignmentOf(ctx, r.ID, t.ID); err == nil {
-		return nil, &Refused{Field: "tenant_id", Reason: "Region " + r.Name + " is assigned to " + t.Name + " already: change its quotas instead."}
+		return nil, &problem.Refused{Field: "tenant_id", Reason: "Region " + r.Name + " is assigned to " + t.Name + " already: change its quotas instead."}
 	}
 	a, err := s.saveQuota(ctx, r, t.ID, nil, in)
 	if err != nil {
@@ -369,13 +360,13 @@ func (s *Service) AssignRegion(ctx context.Context, actor Actor, r *store.Region
 }
 
 // ChangeAssignment changes the quotas of an assignment; a quota left out stays.
-func (s *Service) ChangeAssignment(ctx context.Context, actor Actor, r *store.Region, tenantID string, in QuotaInput) (*store.Assignment, error) {
+func (s *Service) ChangeAssignment(ctx context.Context, actor kit.Actor, r *store.Region, tenantID string, in QuotaInput) (*store.Assignment, error) {
 	if err := RegionMutable(actor, r); err != nil {
 		return nil, err
 	}
 	fields := map[string]string{}
 	validQuota(in, fields)
-	if err := invalid(fields); err != nil {
+	if err := problem.FromFields(fields); err != nil {
 		return nil, err
 	}
 	cur, err := s.Store.AssignmentOf(ctx, r.ID, tenantID)
@@ -391,7 +382,7 @@ func (s *Service) ChangeAssignment(ctx context.Context, actor Actor, r *store.Re
 
 // Unassign takes a platform region away from a tenant; its projects there stay, and
 // their next deploy is refused.
-func (s *Service) Unassign(ctx context.Context, actor Actor, r *store.Region, tenantID string) error {
+func (s *Service) Unassign(ctx context.Context, actor kit.Actor, r *store.Region, tenantID string) error {
 	if err := RegionMutable(actor, r); err != nil {
 		return err
 	}
@@ -453,7 +444,7 @@ func (s *Service) AdmitTenant(ctx context.Context, r *store.Region, p *store.Pro
 	}
 	a, err := s.Store.AssignmentOf(ctx, r.ID, *p.TenantID)
 	if errors.Is(err, store.ErrNotFound) {
-		return &Refused{Reason: "Region " + r.Name + " is no longer assigned to the project's tenant."}
+		return &problem.Refused{Reason: "Region " + r.Name + " is no longer assigned to the project's tenant."}
 	}
 	if err != nil {
 		return fmt.Errorf("admission: %w", err)

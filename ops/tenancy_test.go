@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
 
@@ -58,7 +60,7 @@ func TestFitQuota(t *testing.T) {
 			if !errors.As(err, &qe) {
 				t.Fatalf("got %+v, %v: want a refusal of %v", got, err, tc.refused)
 			}
-			var inv *Invalid
+			var inv *problem.Invalid
 			if !errors.As(err, &inv) || len(inv.Fields) != len(tc.refused) {
 				t.Fatalf("fields %v, want %v", qe.Fields, tc.refused)
 			}
@@ -128,9 +130,9 @@ func TestRegionMutable(t *testing.T) {
 	platformRegion := &store.Region{Name: "p"}
 	own := &store.Region{Name: "a", TenantID: &a}
 	other := &store.Region{Name: "b", TenantID: store.Ptr("tenant-b")}
-	platform, tenant := Actor{Email: "root"}, Actor{Email: "ada", TenantID: a}
+	platform, tenant := kit.Actor{Email: "root"}, kit.Actor{Email: "ada", TenantID: a}
 	for _, tc := range []struct {
-		actor  Actor
+		actor  kit.Actor
 		r      *store.Region
 		access RegionAccess
 		ok     bool
@@ -140,7 +142,7 @@ func TestRegionMutable(t *testing.T) {
 		{tenant, own, RegionChange, true}, {tenant, other, RegionChange, false}, {tenant, other, RegionDetails, false},
 	} {
 		err := CheckRegionAccess(tc.actor, tc.r, tc.access)
-		var fb *Forbidden
+		var fb *problem.Forbidden
 		if tc.ok != (err == nil) || err != nil && !errors.As(err, &fb) {
 			t.Errorf("%s on %s (access %d): %v, want allowed %v", tc.actor.Email, tc.r.Name, tc.access, err, tc.ok)
 		}

@@ -15,6 +15,7 @@ import (
 	"runr.dev/console/engine"
 	"runr.dev/console/helm"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
 )
 
@@ -139,14 +140,14 @@ func (s *Service) installTraefik(ctx context.Context, jc *engine.JobContext, c *
 	}
 	regions = append(regions, *r)
 	timeout := TraefikTimeout(regions)
-	if _, err := ensureNamespace(ctx, jc, c, ns, nil); err != nil {
+	if _, err := kit.EnsureNamespace(ctx, jc, c, ns, nil); err != nil {
 		return "", err
 	}
-	rel, err := s.HelmApply(ctx, jc, c, Release{Namespace: ns, Name: TraefikRelease, Chart: ChartTraefik, Values: s.traefikValues(class, mode, regions)})
+	rel, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: ns, Name: TraefikRelease, Chart: ChartTraefik, Values: s.traefikValues(class, mode, regions)})
 	if err != nil {
 		return "", err
 	}
-	if err := waitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {
+	if err := kit.WaitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {
 		return "", err
 	}
 	if missing, err := TraefikKnativeAccess(ctx, c, ns); err != nil {
@@ -240,12 +241,12 @@ func (s *Service) updateTraefikTimeouts(ctx context.Context, jc *engine.JobConte
 	if err != nil {
 		return err
 	}
-	nr, err := s.HelmApply(ctx, jc, c, Release{Namespace: r.ServingNamespace, Name: TraefikRelease, Chart: ChartTraefik,
+	nr, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: r.ServingNamespace, Name: TraefikRelease, Chart: ChartTraefik,
 		Values: s.traefikValues(class, releaseIngressMode(rel), regions)})
 	if err != nil {
 		return err
 	}
-	if err := waitRelease(ctx, jc, c, nr, engine.WaitOpts{}); err != nil {
+	if err := kit.WaitRelease(ctx, jc, c, nr, engine.WaitOpts{}); err != nil {
 		return err
 	}
 	jc.Note("Traefik's entry points web and websecure time out after %d s", timeout)

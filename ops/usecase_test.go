@@ -11,6 +11,8 @@ import (
 
 	"runr.dev/console/config"
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 	"runr.dev/console/store/storetest"
 )
@@ -34,28 +36,28 @@ func useCases(t *testing.T) (*ops.Service, *store.Region) {
 	return s, r
 }
 
-var actor = ops.Actor{Email: "ada@example.com"}
+var actor = kit.Actor{Email: "ada@example.com"}
 
-// refusedWith checks that err is a *ops.Refused saying want (on field, when given).
+// refusedWith checks that err is a *problem.Refused saying want (on field, when given).
 func refusedWith(t *testing.T, err error, field, want string) {
 	t.Helper()
-	var rf *ops.Refused
+	var rf *problem.Refused
 	if !errors.As(err, &rf) || rf.Field != field || !strings.Contains(rf.Reason, want) {
 		t.Fatalf("want a refusal %q on %q, got %v", want, field, err)
 	}
 }
 
-// invalidOn checks that err is an *ops.Invalid with an error on field.
+// invalidOn checks that err is an *problem.Invalid with an error on field.
 func invalidOn(t *testing.T, err error, field string) {
 	t.Helper()
-	var inv *ops.Invalid
+	var inv *problem.Invalid
 	if !errors.As(err, &inv) || inv.Fields[field] == "" {
 		t.Fatalf("want a field error on %q, got %v", field, err)
 	}
 }
 
 // TestUseCaseRefusals: each use case turns down what the region's state does not allow,
-// with a *Refused (a 422 with its reason) or an *Invalid (field errors), before it
+// with a *problem.Refused (a 422 with its reason) or an *problem.Invalid (field errors), before it
 // changes anything.
 func TestUseCaseRefusals(t *testing.T) {
 	s, r := useCases(t)
@@ -137,7 +139,7 @@ func TestProjectUseCases(t *testing.T) {
 	s, r := useCases(t)
 	ctx := context.Background()
 	_, err := s.CreateProject(ctx, actor, ops.ProjectInput{Name: store.Ptr("shop"), RegionID: store.Ptr("missing"), Image: store.Ptr("a b")})
-	var inv *ops.Invalid
+	var inv *problem.Invalid
 	if !errors.As(err, &inv) || inv.Fields["region_id"] == "" || inv.Fields["image"] == "" {
 		t.Fatalf("create: %v", err)
 	}

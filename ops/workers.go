@@ -13,6 +13,8 @@ import (
 
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
 
@@ -118,9 +120,9 @@ type WorkersInput struct {
 
 // SetWorkers checks a selection of dedicated workers against the cluster's nodes and
 // queues the job that labels and taints them (and clears the deselected ones).
-func (s *Service) SetWorkers(ctx context.Context, actor Actor, r *store.Region, in WorkersInput) (*store.Job, error) {
+func (s *Service) SetWorkers(ctx context.Context, actor kit.Actor, r *store.Region, in WorkersInput) (*store.Job, error) {
 	if in.Nodes == nil {
-		return nil, &Invalid{Fields: map[string]string{"nodes": "Send nodes, the list of node names to dedicate ([] clears the selection)."}}
+		return nil, &problem.Invalid{Fields: map[string]string{"nodes": "Send nodes, the list of node names to dedicate ([] clears the selection)."}}
 	}
 	sel := []string{}
 	seen := map[string]bool{}
@@ -135,14 +137,14 @@ func (s *Service) SetWorkers(ctx context.Context, actor Actor, r *store.Region, 
 	defer cancel()
 	names, err := s.NodeNames(cctx, r)
 	if err != nil {
-		return nil, &Unreachable{Region: r.Name, Err: err}
+		return nil, &problem.Unreachable{Region: r.Name, Err: err}
 	}
 	nodes := make([]NodeInfo, len(names))
 	for i, n := range names {
 		nodes[i] = NodeInfo{Name: n}
 	}
 	if m := nodesExist(sel, nodes); m != "" {
-		return nil, &Invalid{Fields: map[string]string{"nodes": m}}
+		return nil, &problem.Invalid{Fields: map[string]string{"nodes": m}}
 	}
 	title := "Dedicated workers of " + r.Name
 	if len(sel) == 0 {
@@ -158,7 +160,7 @@ func (s *Service) SetWorkers(ctx context.Context, actor Actor, r *store.Region, 
 }
 
 // RemoveWorker takes one node out of the region's dedicated workers.
-func (s *Service) RemoveWorker(ctx context.Context, actor Actor, r *store.Region, node string) (*store.Job, error) {
+func (s *Service) RemoveWorker(ctx context.Context, actor kit.Actor, r *store.Region, node string) (*store.Job, error) {
 	keep := []string{}
 	found := false
 	for _, n := range r.Nodes {
@@ -169,7 +171,7 @@ func (s *Service) RemoveWorker(ctx context.Context, actor Actor, r *store.Region
 		}
 	}
 	if !found {
-		return nil, &Refused{Reason: node + " is not one of the region's dedicated workers."}
+		return nil, &problem.Refused{Reason: node + " is not one of the region's dedicated workers."}
 	}
 	return s.Enqueue(ctx, engine.Request{Kind: KindApplyWorkers, Title: "Remove " + node + " from the dedicated workers of " + r.Name,
 		Subject: r.ID, Params: WorkersParams{Nodes: keep}, CreatedBy: actor.Email})
@@ -182,8 +184,8 @@ type OvercommitInput struct {
 }
 
 // SetOvercommit saves the region's FaaS overcommit factors; the next admission uses them.
-func (s *Service) SetOvercommit(ctx context.Context, actor Actor, r *store.Region, in OvercommitInput) error {
-	if err := invalid(validateOvercommit(in)); err != nil {
+func (s *Service) SetOvercommit(ctx context.Context, actor kit.Actor, r *store.Region, in OvercommitInput) error {
+	if err := problem.FromFields(validateOvercommit(in)); err != nil {
 		return err
 	}
 	if err := s.Store.SetOvercommit(ctx, r.ID, in.CPU, in.Memory); err != nil {

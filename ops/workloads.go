@@ -1,11 +1,8 @@
 package ops
 
 import (
-	"context"
 	"sort"
 
-	"helm.sh/helm/v3/pkg/release"
-	"runr.dev/console/engine"
 	"runr.dev/console/kube"
 )
 
@@ -40,25 +37,6 @@ func (st *clusterLook) verdict(w kube.Workload) (bool, string) {
 	}
 	ready, detail := kube.OperatorResourceAvailable(o)
 	return ready, w.String() + ": " + detail
-}
-
-// WaitRelease waits, one named wait each, for the workloads a Helm release contains and
-// the custom resources its operator turns into workloads.
-func waitRelease(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, rel *release.Release, o engine.WaitOpts) error {
-	ws, err := kube.ReleaseWorkloads(rel.Manifest, rel.Namespace)
-	if err != nil {
-		return err
-	}
-	for _, w := range ws {
-		what := w.String() + " to be ready"
-		if _, ok := kube.OperatorKinds[w.Kind]; ok {
-			what = w.String() + " to be available (its operator creates the workload)"
-		}
-		if err := jc.Wait(ctx, what, o, c.WorkloadReady(w)); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // workloadNames lists workloads for a log line.

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
 )
 
@@ -116,7 +117,7 @@ func s3BucketURL(p RegistryParams) string {
 // s3Test checks the registry's bucket from a pod in the cluster, as Zot will use it:
 // list it, write a small object and delete it (signed with AWS SigV4).
 func (s *Service) s3Test(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, p RegistryParams, sec RegistrySecrets) error {
-	if _, err := ensureNamespace(ctx, jc, c, RegistryNamespace, nil); err != nil {
+	if _, err := kit.EnsureNamespace(ctx, jc, c, RegistryNamespace, nil); err != nil {
 		return err
 	}
 	if err := applyS3Secret(ctx, c, p, sec); err != nil {
@@ -149,7 +150,7 @@ func (s *Service) s3Test(ctx context.Context, jc *engine.JobContext, c *kube.Clu
 
 // externalRegistryTest checks an external registry from a pod in the cluster.
 func (s *Service) externalRegistryTest(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, p RegistryParams, sec RegistrySecrets) error {
-	if _, err := ensureNamespace(ctx, jc, c, RegistryNamespace, nil); err != nil {
+	if _, err := kit.EnsureNamespace(ctx, jc, c, RegistryNamespace, nil); err != nil {
 		return err
 	}
 	addr := p.ExternalAddress
@@ -161,7 +162,7 @@ func (s *Service) externalRegistryTest(ctx context.Context, jc *engine.JobContex
 	secrets := c.Clientset.CoreV1().Secrets(RegistryNamespace)
 	if p.ExternalUsername != "" {
 		if _, err := c.ApplyObject(ctx, map[string]any{"apiVersion": "v1", "kind": "Secret",
-			"metadata":   map[string]any{"name": registryTestSecret, "namespace": RegistryNamespace, "labels": toAnyMap(managedLabels(nil))},
+			"metadata":   map[string]any{"name": registryTestSecret, "namespace": RegistryNamespace, "labels": kit.ToAnyMap(kit.ManagedLabels(nil))},
 			"stringData": map[string]any{"password": sec.ExternalPassword}}); err != nil {
 			return err
 		}
@@ -185,7 +186,7 @@ func (s *Service) externalRegistryTest(ctx context.Context, jc *engine.JobContex
 // applyS3Secret writes the S3 keys Zot and its check read.
 func applyS3Secret(ctx context.Context, c *kube.Cluster, p RegistryParams, sec RegistrySecrets) error {
 	_, err := c.ApplyObject(ctx, map[string]any{"apiVersion": "v1", "kind": "Secret",
-		"metadata":   map[string]any{"name": ZotS3Secret, "namespace": RegistryNamespace, "labels": toAnyMap(managedLabels(nil))},
+		"metadata":   map[string]any{"name": ZotS3Secret, "namespace": RegistryNamespace, "labels": kit.ToAnyMap(kit.ManagedLabels(nil))},
 		"stringData": map[string]any{"accessKey": p.S3AccessKey, "secretKey": sec.S3SecretKey}})
 	return err
 }
@@ -210,7 +211,7 @@ func (s *Service) runCheckJob(ctx context.Context, jc *engine.JobContext, c *kub
 	backoff := int32(0)
 	ttl := int32(600)
 	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: RegistryTestJob, Labels: managedLabels(nil)},
+		ObjectMeta: metav1.ObjectMeta{Name: RegistryTestJob, Labels: kit.ManagedLabels(nil)},
 		Spec: batchv1.JobSpec{BackoffLimit: &backoff, TTLSecondsAfterFinished: &ttl, Template: corev1.PodTemplateSpec{
 			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{container}},
 		}},
@@ -230,7 +231,7 @@ func (s *Service) installZot(ctx context.Context, jc *engine.JobContext, c *kube
 		jc.Note("No internal registry: Zot is not installed")
 		return engine.ErrSkip
 	}
-	if _, err := ensureNamespace(ctx, jc, c, RegistryNamespace, nil); err != nil {
+	if _, err := kit.EnsureNamespace(ctx, jc, c, RegistryNamespace, nil); err != nil {
 		return err
 	}
 	where := "on its volume (StatefulSet " + ZotRelease + ")"
@@ -240,11 +241,11 @@ func (s *Service) installZot(ctx context.Context, jc *engine.JobContext, c *kube
 		}
 		where = "in the bucket " + p.S3Bucket
 	}
-	rel, err := s.HelmApply(ctx, jc, c, Release{Namespace: RegistryNamespace, Name: ZotRelease, Chart: ChartZot, Values: ZotValues(p)})
+	rel, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: RegistryNamespace, Name: ZotRelease, Chart: ChartZot, Values: ZotValues(p)})
 	if err != nil {
 		return err
 	}
-	if err := waitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {
+	if err := kit.WaitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {
 		return err
 	}
 	jc.Note("Zot %s serves at %s, stores images %s, and caches ghcr.io and Docker Hub on demand", ChartZot.Version, p.Address(), where)

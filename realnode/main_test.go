@@ -18,6 +18,7 @@ import (
 	"runr.dev/console/config"
 	"runr.dev/console/images"
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 	"runr.dev/console/web/webtest"
@@ -79,7 +80,7 @@ func consoleOn(t *testing.T, c *testcluster.Cluster, tweak func(*config.Config))
 	// administrator's image mirror would have them (the product's own feature, nothing
 	// of the console knows it is under test).
 	mirror := testcluster.ImageMirror
-	if err := e.Kube.UpdatePlatformSettings(context.Background(), ops.Actor{Email: "realnode@example.com"}, ops.PlatformSettingsInput{ImageMirror: &mirror}); err != nil {
+	if err := e.Kube.UpdatePlatformSettings(context.Background(), kit.Actor{Email: "realnode@example.com"}, ops.PlatformSettingsInput{ImageMirror: &mirror}); err != nil {
 		t.Fatal(err)
 	}
 	addr := strings.TrimPrefix(e.Listen(), "http://")

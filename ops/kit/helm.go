@@ -1,4 +1,4 @@
-package ops
+package kit
 
 import (
 	"context"
@@ -25,8 +25,8 @@ type Release struct {
 	Repair bool
 }
 
-// helmOptions are the Helm options of a job's step: its timeout and its log.
-func (s *Service) helmOptions(jc *engine.JobContext) helm.Options {
+// HelmOptions are the Helm options of a job's step: its timeout and its log.
+func (s *Kit) HelmOptions(jc *engine.JobContext) helm.Options {
 	return helm.Options{Timeout: s.Cfg.InstallTimeout, Logf: jc.Logf,
 		WaitFor: func(ctx context.Context, what string, cond func(context.Context) (bool, string, error)) error {
 			return jc.Wait(ctx, what, engine.WaitOpts{}, cond)
@@ -36,7 +36,7 @@ func (s *Service) helmOptions(jc *engine.JobContext) helm.Options {
 // HelmApply installs or upgrades a release, rendered for the image mirror of the region the
 // job acts on, and returns it, holding the cluster-wide lock of the release so that two
 // jobs never act on it at once, across consoles.
-func (s *Service) HelmApply(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r Release) (*release.Release, error) {
+func (s *Kit) HelmApply(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r Release) (*release.Release, error) {
 	unlock, err := s.lockRelease(ctx, jc, c, r.Namespace, r.Name)
 	if err != nil {
 		return nil, err
@@ -46,28 +46,28 @@ func (s *Service) HelmApply(ctx context.Context, jc *engine.JobContext, c *kube.
 	if err != nil {
 		return nil, err
 	}
-	mirror, err := s.jobMirror(ctx, jc)
+	mirror, err := s.JobMirror(ctx, jc)
 	if err != nil {
 		return nil, err
 	}
 	return helm.Apply(ctx, c, helm.Release{Namespace: r.Namespace, Name: r.Name, Chart: ch, Values: r.Values,
-		TakeOwnership: r.TakeOwnership, Repair: r.Repair, Mirror: mirror}, s.helmOptions(jc))
+		TakeOwnership: r.TakeOwnership, Repair: r.Repair, Mirror: mirror}, s.HelmOptions(jc))
 }
 
 // HelmUninstall removes a release under its lock; a missing one is not an error.
-func (s *Service) HelmUninstall(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, ns, name string) error {
+func (s *Kit) HelmUninstall(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, ns, name string) error {
 	unlock, err := s.lockRelease(ctx, jc, c, ns, name)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	return helm.Uninstall(c, ns, name, s.helmOptions(jc))
+	return helm.Uninstall(c, ns, name, s.HelmOptions(jc))
 }
 
 // lockRelease takes a PostgreSQL advisory lock for one release on one cluster, on its own
 // connection: two jobs never run Helm on the same release at once, whichever console
 // runs them, and the lock goes with the connection if the console dies.
-func (s *Service) lockRelease(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, ns, name string) (func(), error) {
+func (s *Kit) lockRelease(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, ns, name string) (func(), error) {
 	key := "helm|" + kube.ClusterKey(c.KC.Server) + "|" + ns + "|" + name
 	lock, err := s.Store.OpenSessionLock(ctx)
 	if err != nil {

@@ -1,4 +1,4 @@
-package ops
+package kit
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 // backs off to a second left releases idle for up to that long between holders).
 func TestReleaseLockIsHandedOverAtOnce(t *testing.T) {
 	st := storetest.New(t)
-	s := NewService(st, &config.Config{InstallTimeout: time.Minute}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s := New(st, &config.Config{InstallTimeout: time.Minute}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	c := &kube.Cluster{KC: &kube.Kubeconfig{Server: "https://lock.test:6443"}}
 	const hold = 1200 * time.Millisecond
 	type held struct{ from, to time.Time }
@@ -53,7 +53,7 @@ func TestReleaseLockIsHandedOverAtOnce(t *testing.T) {
 		}
 		ids = append(ids, j.ID)
 	}
-	go s.RunWorkers(ctx, 3)
+	go s.Engine.Run(ctx, 3)
 	deadline := time.Now().Add(30 * time.Second)
 	for _, id := range ids {
 		for {

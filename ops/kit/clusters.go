@@ -1,0 +1,54 @@
+package kit
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+
+	"runr.dev/console/kube"
+	"runr.dev/console/ops/problem"
+	"runr.dev/console/store"
+)
+
+// ClusterFor returns the (cached) cluster access of a kubeconfig.
+func (s *Kit) ClusterFor(raw []byte) (*kube.Cluster, error) {
+	key := clusterCacheKey(raw)
+	if c, ok := s.clusters.Load(key); ok {
+		return c.(*kube.Cluster), nil
+	}
+	kc, err := kube.ParseKubeconfig(raw)
+	if err != nil {
+		return nil, err
+	}
+	kc.AllowLoopback = s.Cfg.AllowLoopbackClusters
+	c, err := kube.NewCluster(kc)
+	if err != nil {
+		return nil, err
+	}
+	actual, _ := s.clusters.LoadOrStore(key, c)
+	return actual.(*kube.Cluster), nil
+}
+
+// RegionCluster returns the cluster access of a region.
+func (s *Kit) RegionCluster(r *store.Region) (*kube.Cluster, error) {
+	if r.SecretError != "" {
+		return nil, &problem.Unreachable{Region: r.Name, Err: errors.New(r.SecretError)}
+	}
+	c, err := s.ClusterFor([]byte(r.Kubeconfig))
+	if err != nil {
+		return nil, &problem.Unreachable{Region: r.Name, Err: err}
+	}
+	return c, nil
+}
+
+func clusterCacheKey(raw []byte) string {
+	h := sha256.Sum256(raw)
+	return hex.EncodeToString(h[:])
+}
+
+// ForgetCluster drops the cached access of a kubeconfig whose cluster did not answer: a
+// fleet's dead clusters are not kept (each access holds a dozen API clients and a
+// transport); the next look, after the breaker's backoff, builds it again.
+func (s *Kit) ForgetCluster(raw []byte) {
+	s.clusters.Delete(clusterCacheKey(raw))
+}

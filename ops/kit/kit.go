@@ -1,0 +1,130 @@
+// Package kit is what every feature of the operations shares: the console's store,
+// configuration, log, charts and job engine, the cluster accesses, the one step shape
+// of a job on a region, Helm installs under a lock, and the small helpers of objects the
+// console owns.
+package kit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+
+	"runr.dev/console/config"
+	"runr.dev/console/engine"
+	"runr.dev/console/helm"
+	"runr.dev/console/kube"
+	"runr.dev/console/store"
+)
+
+// Kit is the dependencies every feature of the operations holds.
+type Kit struct {
+	Store  *store.Store
+	Cfg    *config.Config
+	Log    *slog.Logger
+	Charts *helm.ChartSource
+	// Engine runs the jobs whose kinds the features register.
+	Engine *engine.Engine
+
+	clusters sync.Map // kubeconfig hash -> *kube.Cluster
+}
+
+// New builds the shared dependencies and the job engine of a console process.
+func New(st *store.Store, cfg *config.Config, log *slog.Logger) *Kit {
+	host, _ := os.Hostname()
+	k := &Kit{
+		Store:  st,
+		Cfg:    cfg,
+		Log:    log,
+		Charts: helm.NewChartSource(cfg.ChartMirror, cfg.ServingCRDsURL),
+		Engine: engine.New(st, log, host+"/"+store.NewID(), cfg.InstallTimeout),
+	}
+	k.Engine.Release = config.Version
+	return k
+}
+
+// Owner is this console process's identity in job leases.
+func (s *Kit) Owner() string { return s.Engine.Owner() }
+
+// Enqueue records a job of a kind this service registered; a runner picks it up.
+func (s *Kit) Enqueue(ctx context.Context, req engine.Request) (*store.Job, error) {
+	return s.Engine.Enqueue(ctx, req)
+}
+
+// JobRegion loads the job's region, fresh.
+func (s *Kit) JobRegion(ctx context.Context, jc *engine.JobContext) (*store.Region, error) {
+	if jc.Job.Region() == "" {
+		return nil, errors.New("this job has no region")
+	}
+	r, err := s.Store.RegionByID(ctx, jc.Job.Region())
+	if err == nil && r.SecretError != "" {
+		// A job acting on blank secrets could overwrite them: it stops, retryable once
+		// the console has the key again.
+		return nil, fmt.Errorf("region %s: %s", r.Name, r.SecretError)
+	}
+	return r, err
+}
+
+// RegionAndCluster loads the job's region and its cluster access.
+func (s *Kit) RegionAndCluster(ctx context.Context, jc *engine.JobContext) (*store.Region, *kube.Cluster, error) {
+	r, err := s.JobRegion(ctx, jc)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := s.RegionCluster(r)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, c, nil
+}
+
+// Record logs (does not return) a failure to record a region's state: used in steps and
+// hooks whose own outcome matters more.
+func (s *Kit) Record(err error) {
+	if err != nil {
+		s.Log.Warn("record the region's state", "err", err)
+	}
+}
+
+// RegionStep is a step of a job on a region, run with the job's region and its cluster.
+func (s *Kit) RegionStep(name, title string, run func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error) engine.Step {
+	return engine.Step{Name: name, Title: title, Run: func(ctx context.Context, jc *engine.JobContext) error {
+		r, c, err := s.RegionAndCluster(ctx, jc)
+		if err != nil {
+			return err
+		}
+		return run(ctx, jc, r, c)
+	}}
+}
+
+// Actor is who asks for a use case: a user's e-mail, a token's owner, or "cli", with the
+// permissions it holds (none for the CLI: its use cases check none).
+type Actor struct {
+	Email string
+	Perms map[string]bool
+	// TenantID is the actor's tenant ("" for a platform user and the CLI); Role its role.
+	TenantID string
+	Role     string
+}
+
+// Can reports whether the actor holds a permission.
+func (a Actor) Can(perm string) bool { return a.Perms[perm] }
+
+// Busy reports whether a job of one of the kinds is queued or runs on the region.
+func (s *Kit) Busy(ctx context.Context, regionID string, kinds ...string) (bool, error) {
+	for _, k := range kinds {
+		_, err := s.Store.ActiveJob(ctx, regionID, k)
+		if err == nil {
+			return true, nil
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return false, fmt.Errorf("active %s job of region %s: %w", k, regionID, err)
+		}
+	}
+	return false, nil
+}
+
+// Platform reports whether the actor is a platform user (outside any tenant), or the CLI.
+func (a Actor) Platform() bool { return a.TenantID == "" }
