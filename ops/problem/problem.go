@@ -77,7 +77,6 @@ type Missing struct {
 
 func (e *Missing) Error() string { return e.Reason }
 
-
 // Forbidden refuses a request its actor may not make on that object (a 403), with the
 // sentence that says why.
 type Forbidden struct {
