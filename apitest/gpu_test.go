@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/gpu"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 )
@@ -34,7 +34,7 @@ func toJSON(v any) string {
 }
 
 type gpuState struct {
-	Nodes  []ops.GPUNode
+	Nodes  []gpu.GPUNode
 	Total  int
 	Free   int
 	Models map[string]int
@@ -181,7 +181,7 @@ func TestGPUOperatorModelStorageAndMove(t *testing.T) {
 	a, e, tok, r := readyRegionOn(t, "ops", testcluster.Options{Nodes: gpuNodes()})
 	ctx := context.Background()
 	mustSucceed(t, action(t, e, tok, r.ID, "gpu/install", map[string]string{"mode": "operator"}))
-	policy, err := a.DynamicGet(ctx, clusterPolicyGVR, "", ops.ClusterPolicyName)
+	policy, err := a.DynamicGet(ctx, clusterPolicyGVR, "", gpu.ClusterPolicyName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestGPUOperatorModelStorageAndMove(t *testing.T) {
 	if rr.GPU.V.Status != store.ComponentReady || rr.GPU.V.Mode != store.GPUModeOperator || rr.GPU.V.Total != 4 || rr.GPU.V.Storage.Status != store.ComponentReady {
 		t.Fatalf("GPU support after the move: %+v", rr.GPU.V)
 	}
-	if _, err := b.DynamicGet(ctx, clusterPolicyGVR, "", ops.ClusterPolicyName); err != nil {
+	if _, err := b.DynamicGet(ctx, clusterPolicyGVR, "", gpu.ClusterPolicyName); err != nil {
 		t.Fatalf("the operator's ClusterPolicy on the new cluster: %v", err)
 	}
 }

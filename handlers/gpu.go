@@ -8,7 +8,7 @@ import (
 	"github.com/a-h/templ"
 	"github.com/gofiber/fiber/v2"
 
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
@@ -27,16 +27,16 @@ func (h *Handlers) gpuTab(c *fiber.Ctx, r *store.Region) (templ.Component, error
 	d := views.GPUData{RegionID: r.ID, Status: string(g.State()), Mode: g.Mode, Message: g.Message,
 		Installed: g.Status == store.ComponentReady, Installable: g.State() == store.ComponentNotInstalled || g.Status == store.ComponentError,
 		Storage: views.ModelStorageView{Set: g.Storage.Status != "", Status: string(g.Storage.Status), Message: g.Storage.Message, StorageClass: g.Storage.StorageClass,
-			SizeGi: max(g.Storage.SizeGi, 50), Claim: ops.ModelStorageClaim, Path: ops.ModelStoragePath}}
+			SizeGi: max(g.Storage.SizeGi, 50), Claim: gpu.ModelStorageClaim, Path: gpu.ModelStoragePath}}
 	if f, ok := c.Locals(tabFormKey).(views.Form); ok {
 		d.Form = f
 	}
-	for _, m := range ops.GPUModes {
+	for _, m := range gpu.GPUModes {
 		d.Modes = append(d.Modes, views.Option{Value: m, Label: gpuModeTitles[m], Selected: m == g.Mode || g.Mode == "" && m == store.GPUModeOperator})
 	}
 	cctx, cancel := h.clusterCtx(c)
 	defer cancel()
-	rep, err := h.Kube.RegionGPUs(cctx, r)
+	rep, err := h.Kube.GPU.RegionGPUs(cctx, r)
 	if err != nil {
 		d.ClusterError = h.Cause(c, "The cluster did not answer", err)
 	} else {
@@ -49,7 +49,7 @@ func (h *Handlers) gpuTab(c *fiber.Ctx, r *store.Region) (templ.Component, error
 		names, _ := h.Kube.RegionStorageClasses(cctx, r)
 		d.StorageClasses = optionsOf(names, g.Storage.StorageClass)
 	}
-	if j, err := h.Store.LatestJobOf(ctx(c), r.ID, ops.GPUKinds); err == nil {
+	if j, err := h.Store.LatestJobOf(ctx(c), r.ID, gpu.GPUKinds); err == nil {
 		d.Busy = !j.Status.Done()
 	} else if !isNotFoundErr(err) {
 		return nil, err
@@ -67,7 +67,7 @@ func (h *Handlers) GPUInstallForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Kube.InstallGPU(ctx(c), h.actor(c), r, ops.GPUParams{Mode: c.FormValue("mode")})
+	_, err = h.Kube.GPU.InstallGPU(ctx(c), h.actor(c), r, gpu.GPUParams{Mode: c.FormValue("mode")})
 	return h.formOutcome(c, r, "gpu", nil, err, "")
 }
 
@@ -77,7 +77,7 @@ func (h *Handlers) GPUUninstallForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Kube.UninstallGPU(ctx(c), h.actor(c), r)
+	_, err = h.Kube.GPU.UninstallGPU(ctx(c), h.actor(c), r)
 	return h.formOutcome(c, r, "gpu", nil, err, "")
 }
 
@@ -92,7 +92,7 @@ func (h *Handlers) ModelStorageForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.formInvalid(c, r, "gpu", values, FieldErrors{"size_gi": "Use a whole number of GiB."}, "")
 	}
-	_, err = h.Kube.SetModelStorage(ctx(c), h.actor(c), r, ops.ModelStorageParams{StorageClass: values["storage_class"], SizeGi: size})
+	_, err = h.Kube.GPU.SetModelStorage(ctx(c), h.actor(c), r, gpu.ModelStorageParams{StorageClass: values["storage_class"], SizeGi: size})
 	return h.formOutcome(c, r, "gpu", values, err, "")
 }
 
@@ -105,7 +105,7 @@ func (h *Handlers) APIGPU(c *fiber.Ctx) error {
 	}
 	cctx, cancel := h.clusterCtx(c)
 	defer cancel()
-	rep, err := h.Kube.RegionGPUs(cctx, r)
+	rep, err := h.Kube.GPU.RegionGPUs(cctx, r)
 	if err != nil {
 		return h.Fail(c, &problem.Unreachable{Region: r.Name, Err: err})
 	}
@@ -115,17 +115,17 @@ func (h *Handlers) APIGPU(c *fiber.Ctx) error {
 }
 
 // APIInstallGPU is POST /api/knative-regions/{id}/gpu/install {"mode"}.
-func (h *Handlers) APIInstallGPU(c *fiber.Ctx) error { return regionJobAPI(h, c, h.Kube.InstallGPU) }
+func (h *Handlers) APIInstallGPU(c *fiber.Ctx) error { return regionJobAPI(h, c, h.Kube.GPU.InstallGPU) }
 
 // APIUninstallGPU is POST /api/knative-regions/{id}/gpu/uninstall: refused (422, naming
 // them) while pods request GPUs.
 func (h *Handlers) APIUninstallGPU(c *fiber.Ctx) error {
-	return regionActionAPI(h, c, h.Kube.UninstallGPU)
+	return regionActionAPI(h, c, h.Kube.GPU.UninstallGPU)
 }
 
 // APISetModelStorage is PUT /api/knative-regions/{id}/gpu/model-storage {"storage_class", "size_gi"}.
 func (h *Handlers) APISetModelStorage(c *fiber.Ctx) error {
-	return regionJobAPI(h, c, h.Kube.SetModelStorage)
+	return regionJobAPI(h, c, h.Kube.GPU.SetModelStorage)
 }
 
 // regionJobAPI answers a use case that queues a job on the region of the route with the

@@ -11,6 +11,7 @@ import (
 
 	"runr.dev/console/agent"
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/gpu"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -24,7 +25,7 @@ var tabKinds = map[string][]string{
 	"redis":     {ops.KindRedisInstall, ops.KindRedisRemove, ops.KindRedisTest},
 	"workers":   {ops.KindApplyWorkers, ops.KindRegionInit},
 	"isolation": ops.SandboxKinds,
-	"gpu":       ops.GPUKinds,
+	"gpu":       gpu.GPUKinds,
 	"data":      ops.DataKinds,
 	// The Supply chain tab.
 	"supply-chain": ops.AdmissionKinds,

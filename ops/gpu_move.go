@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"runr.dev/console/engine"
+	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
 )
@@ -39,18 +40,18 @@ func (s *Service) moveGPU(ctx context.Context, jc *engine.JobContext) error {
 		return engine.ErrSkip
 	}
 	s.tolerate(ctx, jc, r, "GPU support", func() error {
-		return kit.RunInline(ctx, jc, s.gpuInstallSteps(GPUParams{Mode: mode}))
+		return kit.RunInline(ctx, jc, s.GPU.InstallSteps(gpu.GPUParams{Mode: mode}))
 	})
 	if ms, ok := r.MigrationDetail.V.Had["model_storage"].(map[string]any); ok {
-		p := ModelStorageParams{}
+		p := gpu.ModelStorageParams{}
 		p.StorageClass, _ = ms["storage_class"].(string)
 		if size, ok := ms["size_gi"].(float64); ok {
 			p.SizeGi = int(size)
 		}
 		s.tolerate(ctx, jc, r, "model storage", func() error {
-			return kit.RunInline(ctx, jc, s.modelStorageSteps(p))
+			return kit.RunInline(ctx, jc, s.GPU.ModelStorageSteps(p))
 		})
-		jc.Logf("The model weights stay on the old cluster's volume: copy them to %s/%s", r.Name, ModelStorageClaim)
+		jc.Logf("The model weights stay on the old cluster's volume: copy them to %s/%s", r.Name, gpu.ModelStorageClaim)
 	}
 	jc.Note("GPU support (%s) on the new cluster", mode)
 	return nil

@@ -15,6 +15,7 @@ import (
 	"runr.dev/console/helm"
 	"runr.dev/console/imagemirror"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
@@ -139,13 +140,13 @@ const ReconcileImageMirror = "image-mirror"
 // mirroredCharts are the charts the console installs, by name, for re-rendering a release
 // at its own chart version.
 var mirroredCharts = []helm.ChartRef{ChartZot, ChartTraefik, ChartKnativeOperator, ChartPrometheus, ChartLoki, ChartOtelCollector,
-	ChartTempo, ChartCloudNativePG, ChartSeaweedFS, ChartGPUOperator, ChartDevicePlugin, ChartKataDeploy, ChartRuntimeClassManager,
+	ChartTempo, ChartCloudNativePG, ChartSeaweedFS, gpu.ChartGPUOperator, gpu.ChartDevicePlugin, ChartKataDeploy, ChartRuntimeClassManager,
 	ChartPolicyController}
 
 // mirroredNamespaces are the namespaces of a target's cluster where the console installs
 // Helm releases.
 func mirroredNamespaces(t *reconcileTarget) []string {
-	nss := []string{RegistryNamespace, ObservabilityNamespace, SandboxNamespace, DataNamespace, CNPGNamespace, CosignNamespace, GPUNamespace}
+	nss := []string{RegistryNamespace, ObservabilityNamespace, SandboxNamespace, DataNamespace, CNPGNamespace, CosignNamespace, gpu.GPUNamespace}
 	seen := map[string]bool{}
 	for _, ns := range nss {
 		seen[ns] = true

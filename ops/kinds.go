@@ -1,5 +1,7 @@
 package ops
 
+import "runr.dev/console/ops/gpu"
+
 // registerKinds registers every kind of job the console runs.
 func (s *Service) registerKinds() {
 	s.registerSetupKinds()
@@ -15,7 +17,7 @@ func (s *Service) registerKinds() {
 	s.registerBaseDomainKinds()
 	s.registerContainerdKinds()
 	s.registerSandboxKinds()
-	s.registerGPUKinds()
+	s.GPU = gpu.New(s.Kit)
 	s.registerDataKinds()
 	s.registerSupplyChainKinds()
 	s.registerReconcileKinds()

@@ -17,6 +17,7 @@ import (
 
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/gpu"
 	"runr.dev/console/store"
 )
 
@@ -79,7 +80,7 @@ func projectPod(r *store.Region, p *store.Project, bound []string) (map[string]a
 		podSpec["nodeSelector"] = map[string]any{DedicatedKey: DedicatedValue}
 		podSpec["tolerations"] = []any{map[string]any{"key": DedicatedKey, "operator": "Equal", "value": DedicatedValue, "effect": "NoSchedule"}}
 	}
-	addGPUs(podSpec, container, p.GPU.V)
+	gpu.AddGPUs(podSpec, container, p.GPU.V)
 	labels := map[string]any{"runr.dev/region": r.Name, "runr.dev/project": p.ID, "app.kubernetes.io/managed-by": "runr"}
 	return podSpec, labels
 }

@@ -11,6 +11,7 @@ import (
 
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
@@ -53,7 +54,7 @@ func (s *Service) DeployCheck(ctx context.Context, r *store.Region, p *store.Pro
 	if err := s.supplyChainGate(ctx, r, p); err != nil {
 		return err
 	}
-	if err := s.gpuAdmission(ctx, r, p); err != nil {
+	if err := s.GPU.Admission(ctx, r, p); err != nil {
 		return err
 	}
 	req := AdmitRequest{ProjectID: p.ID, CPUm: int64(p.CPUm), MemoryMi: int64(p.MemoryMi), AlwaysOn: p.AlwaysOn}
@@ -398,7 +399,7 @@ func (s *Service) ProjectAction(ctx context.Context, actor kit.Actor, p *store.P
 		if why := WorkloadClassRefusal(r, ProjectWorkloadKind(p)); why != "" {
 			return nil, &problem.Refused{Reason: why}
 		}
-		if why := GPURefusal(r, p); why != "" {
+		if why := gpu.GPURefusal(r, p); why != "" {
 			return nil, &problem.Refused{Reason: why}
 		}
 		if why := residencyRefusal(r, p); why != "" {
@@ -487,7 +488,7 @@ func (s *Service) applyProjectInput(ctx context.Context, actor kit.Actor, p *sto
 	if in.AlwaysOn != nil {
 		p.AlwaysOn = *in.AlwaysOn
 	}
-	applyProjectGPU(p, in.GPU, errs)
+	gpu.ApplyProjectGPU(p, in.GPU, errs)
 	s.applyProjectResidency(ctx, p, in.DataLocation, errs)
 	applyProjectKind(p, in, creating, errs)
 	return problem.FromFields(errs)

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"runr.dev/console/config"
+	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
 )
@@ -31,6 +32,9 @@ type Service struct {
 	checksDone atomic.Int64
 	// periodics run after every status sweep.
 	periodics []func(context.Context)
+
+	// GPU is GPU support.
+	GPU *gpu.Service
 }
 
 // NewService builds the cluster side of the console.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"runr.dev/console/helm"
+	"runr.dev/console/ops/gpu"
 	"runr.dev/console/store"
 )
 
@@ -52,8 +53,8 @@ func ValuesCases() []ValuesCase {
 		{Name: "kata-deploy", Chart: ChartKataDeploy, Release: KataRelease, Namespace: SandboxNamespace, Values: KataValues([]string{"qemu", "clh"}, "k8s")},
 		{Name: "kata-deploy-k3s-dragonball", Chart: ChartKataDeploy, Release: KataRelease, Namespace: SandboxNamespace, Values: KataValues([]string{"dragonball", "fc"}, "k3s")},
 		{Name: "runtime-class-manager", Chart: ChartRuntimeClassManager, Release: WasmRelease, Namespace: SandboxNamespace, Values: WasmValues()},
-		{Name: "gpu-operator", Chart: ChartGPUOperator, Release: GPUOperatorRelease, Namespace: GPUNamespace, Values: GPUOperatorValues()},
-		{Name: "nvidia-device-plugin", Chart: ChartDevicePlugin, Release: DevicePluginRelease, Namespace: GPUNamespace, Values: DevicePluginValues()},
+		{Name: "gpu-operator", Chart: gpu.ChartGPUOperator, Release: gpu.GPUOperatorRelease, Namespace: gpu.GPUNamespace, Values: gpu.GPUOperatorValues()},
+		{Name: "nvidia-device-plugin", Chart: gpu.ChartDevicePlugin, Release: gpu.DevicePluginRelease, Namespace: gpu.GPUNamespace, Values: gpu.DevicePluginValues()},
 		{Name: "cloudnative-pg", Chart: ChartCloudNativePG, Release: CNPGRelease, Namespace: CNPGNamespace, Values: CNPGValues()},
 		{Name: "seaweedfs", Chart: ChartSeaweedFS, Release: SeaweedFSRelease, Namespace: DataNamespace, Values: SeaweedFSValues("", defaultDataSizeGi)},
 		{Name: "seaweedfs-storage-class", Chart: ChartSeaweedFS, Release: SeaweedFSRelease, Namespace: DataNamespace, Values: SeaweedFSValues("standard", 50)},

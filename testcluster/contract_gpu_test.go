@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/gpu"
 )
 
 const (
@@ -43,8 +43,8 @@ func nfdWorkloads(r *rendering, release string) error {
 		if l := pt.Labels; l["app.kubernetes.io/name"] != "node-feature-discovery" || l["app.kubernetes.io/instance"] != release || l["role"] != w.role {
 			return fmt.Errorf("%s %s pod labels %v", w.kind, w.name, l)
 		}
-		if w.role == "worker" && !tolerates(pt.Spec.Tolerations, ops.GPUResource) {
-			return fmt.Errorf("the NFD worker must tolerate the GPU nodes' taint %s: %v", ops.GPUResource, pt.Spec.Tolerations)
+		if w.role == "worker" && !tolerates(pt.Spec.Tolerations, gpu.GPUResource) {
+			return fmt.Errorf("the NFD worker must tolerate the GPU nodes' taint %s: %v", gpu.GPUResource, pt.Spec.Tolerations)
 		}
 	}
 	return nil
@@ -137,7 +137,7 @@ var gpuFacts = []fact{
 				return err
 			}
 			want := map[string]string{"app.kubernetes.io/name": "nvidia-device-plugin", "app.kubernetes.io/instance": r.vc.Release}
-			for _, name := range []string{ops.DevicePluginRelease, ops.DevicePluginRelease + "-gpu-feature-discovery", ops.DevicePluginRelease + "-mps-control-daemon"} {
+			for _, name := range []string{gpu.DevicePluginRelease, gpu.DevicePluginRelease + "-gpu-feature-discovery", gpu.DevicePluginRelease + "-mps-control-daemon"} {
 				var ds appsv1.DaemonSet
 				if err := m.typed("DaemonSet", name, &ds); err != nil {
 					return fmt.Errorf("DaemonSet %s: %w", name, err)
@@ -148,11 +148,11 @@ var gpuFacts = []fact{
 				}
 				aff := pt.Spec.Affinity
 				if aff == nil || aff.NodeAffinity == nil || aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution == nil ||
-					!strings.Contains(fmt.Sprint(aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution), ops.NFDNvidiaLabel) {
-					return fmt.Errorf("%s must require %s", name, ops.NFDNvidiaLabel)
+					!strings.Contains(fmt.Sprint(aff.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution), gpu.NFDNvidiaLabel) {
+					return fmt.Errorf("%s must require %s", name, gpu.NFDNvidiaLabel)
 				}
-				if !tolerates(pt.Spec.Tolerations, ops.GPUResource) {
-					return fmt.Errorf("%s must tolerate %s", name, ops.GPUResource)
+				if !tolerates(pt.Spec.Tolerations, gpu.GPUResource) {
+					return fmt.Errorf("%s must tolerate %s", name, gpu.GPUResource)
 				}
 				if strings.HasSuffix(name, "-mps-control-daemon") && pt.Spec.NodeSelector["nvidia.com/mps.capable"] != "true" {
 					return fmt.Errorf("%s must select nodes nvidia.com/mps.capable=true: %v", name, pt.Spec.NodeSelector)
@@ -179,8 +179,8 @@ var gpuFacts = []fact{
 			if pt.Labels["app"] != "gpu-operator" {
 				return fmt.Errorf("operator pod labels %v", pt.Labels)
 			}
-			if cp := m.find("ClusterPolicy", ops.ClusterPolicyName); cp == nil || cp.GetAPIVersion() != "nvidia.com/v1" {
-				return fmt.Errorf("ClusterPolicy %s (nvidia.com/v1) missing from %v", ops.ClusterPolicyName, m.names())
+			if cp := m.find("ClusterPolicy", gpu.ClusterPolicyName); cp == nil || cp.GetAPIVersion() != "nvidia.com/v1" {
+				return fmt.Errorf("ClusterPolicy %s (nvidia.com/v1) missing from %v", gpu.ClusterPolicyName, m.names())
 			}
 			found := false
 			for _, crd := range r.chart.CRDObjects() {

@@ -8,7 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/gpu"
 	"runr.dev/console/testcluster"
 )
 
@@ -21,8 +21,8 @@ func TestSimulatedGPUAgentsPrune(t *testing.T) {
 	c := testcluster.New(t, testcluster.Options{Nodes: append(testcluster.DefaultNodes()[:2],
 		testcluster.NodeSpec{Name: "gpu-1", CPU: "8", Memory: "32Gi", Worker: true, GPUs: 2, GPUProduct: "Tesla-T4", GPUMemoryMiB: 15360})})
 	ctx := context.Background()
-	_, ch := s.chart(t, ops.ChartDevicePlugin.Name, ops.ChartDevicePlugin.Version)
-	helmInstall(t, c, ch, ops.DevicePluginRelease, ops.GPUNamespace, ops.DevicePluginValues())
+	_, ch := s.chart(t, gpu.ChartDevicePlugin.Name, gpu.ChartDevicePlugin.Version)
+	helmInstall(t, c, ch, gpu.DevicePluginRelease, gpu.GPUNamespace, gpu.DevicePluginValues())
 
 	nfdLabels := func(ctx context.Context, node string) ([]string, string, int64, error) {
 		n, err := c.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
@@ -35,7 +35,7 @@ func TestSimulatedGPUAgentsPrune(t *testing.T) {
 				out = append(out, k+"="+v)
 			}
 		}
-		q := n.Status.Allocatable[ops.GPUResource]
+		q := n.Status.Allocatable[gpu.GPUResource]
 		return out, n.Annotations[testcluster.NFDFeatureLabelsAnnotation], q.Value(), nil
 	}
 	eventually(t, "nfd-master's labels and the GPUs on gpu-1", func(ctx context.Context) (bool, string) {
@@ -51,7 +51,7 @@ func TestSimulatedGPUAgentsPrune(t *testing.T) {
 		}
 		return gpus == 2 && strings.Contains(ann, "pci-10de.present") && strings.Contains(ann, testcluster.GPUProductLabel), fmt.Sprintf("%d GPUs, annotation %q", gpus, ann)
 	})
-	mps, err := c.Client.AppsV1().DaemonSets(ops.GPUNamespace).Get(ctx, ops.DevicePluginRelease+"-mps-control-daemon", metav1.GetOptions{})
+	mps, err := c.Client.AppsV1().DaemonSets(gpu.GPUNamespace).Get(ctx, gpu.DevicePluginRelease+"-mps-control-daemon", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestSimulatedGPUAgentsPrune(t *testing.T) {
 		t.Fatalf("the MPS control daemon runs only on nodes labelled nvidia.com/mps.capable=true: %+v", mps.Status)
 	}
 
-	helmUninstall(t, c, ops.DevicePluginRelease, ops.GPUNamespace)
+	helmUninstall(t, c, gpu.DevicePluginRelease, gpu.GPUNamespace)
 	eventually(t, "the prune Job to remove nfd-master's labels", func(ctx context.Context) (bool, string) {
 		for _, node := range []string{"worker-1", "gpu-1"} {
 			l, ann, gpus, err := nfdLabels(ctx, node)

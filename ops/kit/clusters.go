@@ -1,9 +1,13 @@
 package kit
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"runr.dev/console/kube"
 	"runr.dev/console/ops/problem"
@@ -51,4 +55,21 @@ func clusterCacheKey(raw []byte) string {
 // transport); the next look, after the breaker's backoff, builds it again.
 func (s *Kit) ForgetCluster(raw []byte) {
 	s.clusters.Delete(clusterCacheKey(raw))
+}
+
+// RegionStorageClasses lists the names of a region's StorageClasses.
+func (s *Kit) RegionStorageClasses(ctx context.Context, r *store.Region) ([]string, error) {
+	c, err := s.RegionCluster(r)
+	if err != nil {
+		return nil, err
+	}
+	scs, err := c.Clientset.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list the StorageClasses: %w", err)
+	}
+	out := make([]string, len(scs.Items))
+	for i, sc := range scs.Items {
+		out[i] = sc.Name
+	}
+	return out, nil
 }

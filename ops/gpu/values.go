@@ -1,4 +1,4 @@
-package ops
+package gpu
 
 import (
 	"runr.dev/console/helm"

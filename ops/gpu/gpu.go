@@ -1,4 +1,4 @@
-package ops
+package gpu
 
 import (
 	"context"
@@ -149,7 +149,7 @@ func (s *Service) recordGPUs(ctx context.Context, r *store.Region, rep GPUReport
 	return s.Store.SetRegionGPU(ctx, r.ID, g)
 }
 
-func (s *Service) registerGPUKinds() {
+func (s *Service) registerKinds() {
 	failed := func(ctx context.Context, jc *engine.JobContext, err error) {
 		if err == nil {
 			return
@@ -166,9 +166,9 @@ func (s *Service) registerGPUKinds() {
 		}
 		s.Record(s.Store.SetRegionGPU(ctx, r.ID, g))
 	}
-	s.Engine.Register(&engine.Kind{Name: KindGPUInstall, Finished: failed, Plan: engine.PlanWith(s.gpuInstallSteps)})
+	s.Engine.Register(&engine.Kind{Name: KindGPUInstall, Finished: failed, Plan: engine.PlanWith(s.InstallSteps)})
 	s.Engine.Register(&engine.Kind{Name: KindGPUUninstall, Finished: failed, Plan: engine.PlanWith(s.gpuUninstallSteps)})
-	s.Engine.Register(&engine.Kind{Name: KindModelStorage, Finished: failed, Plan: engine.PlanWith(s.modelStorageSteps)})
+	s.Engine.Register(&engine.Kind{Name: KindModelStorage, Finished: failed, Plan: engine.PlanWith(s.ModelStorageSteps)})
 }
 
 // GPUParams is a GPU install: its mode.
@@ -176,7 +176,7 @@ type GPUParams struct {
 	Mode string `json:"mode"`
 }
 
-func (s *Service) gpuInstallSteps(p GPUParams) []engine.Step {
+func (s *Service) InstallSteps(p GPUParams) []engine.Step {
 	rel := gpuRelease(p.Mode)
 	return []engine.Step{
 		s.RegionStep("start", "Record the install", func(ctx context.Context, jc *engine.JobContext, r *store.Region, _ *kube.Cluster) error {
@@ -356,7 +356,7 @@ type ModelStorageParams struct {
 	SizeGi       int    `json:"size_gi"`
 }
 
-func (s *Service) modelStorageSteps(p ModelStorageParams) []engine.Step {
+func (s *Service) ModelStorageSteps(p ModelStorageParams) []engine.Step {
 	return []engine.Step{
 		s.RegionStep("volume", "Create the model storage volume", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 			g := r.GPU.V

@@ -1,4 +1,4 @@
-package ops
+package gpu
 
 import (
 	"context"
@@ -132,8 +132,8 @@ func sameCounts(a, b map[string]int) bool {
 	return true
 }
 
-// applyProjectGPU validates what a project asks of GPUs.
-func applyProjectGPU(p *store.Project, in *store.ProjectGPU, errs map[string]string) {
+// ApplyProjectGPU validates what a project asks of GPUs.
+func ApplyProjectGPU(p *store.Project, in *store.ProjectGPU, errs map[string]string) {
 	if in == nil {
 		return
 	}
@@ -165,9 +165,9 @@ func GPURefusal(r *store.Region, p *store.Project) string {
 	return ""
 }
 
-// gpuAdmission refuses a project that asks for more GPUs than the region has free (its
+// Admission refuses a project that asks for more GPUs than the region has free (its
 // own pods' GPUs count as free: a redeploy replaces them), naming the shortfall.
-func (s *Service) gpuAdmission(ctx context.Context, r *store.Region, p *store.Project) error {
+func (s *Service) Admission(ctx context.Context, r *store.Region, p *store.Project) error {
 	want := p.GPU.V
 	if want.Count == 0 {
 		return nil
@@ -212,9 +212,9 @@ func nodeProduct(rep GPUReport, node string) string {
 	return ""
 }
 
-// addGPUs gives a project's pod its GPUs: the resource limit, the toleration of the GPU
+// AddGPUs gives a project's pod its GPUs: the resource limit, the toleration of the GPU
 // nodes' usual taint, a node selector on the model, and the model storage read-only.
-func addGPUs(podSpec, container map[string]any, g store.ProjectGPU) {
+func AddGPUs(podSpec, container map[string]any, g store.ProjectGPU) {
 	if g.Count == 0 {
 		return
 	}
@@ -238,21 +238,4 @@ func addGPUs(podSpec, container map[string]any, g store.ProjectGPU) {
 func anyList(v any) []any {
 	l, _ := v.([]any)
 	return l
-}
-
-// RegionStorageClasses lists the names of a region's StorageClasses.
-func (s *Service) RegionStorageClasses(ctx context.Context, r *store.Region) ([]string, error) {
-	c, err := s.RegionCluster(r)
-	if err != nil {
-		return nil, err
-	}
-	scs, err := c.Clientset.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("list the StorageClasses: %w", err)
-	}
-	out := make([]string, len(scs.Items))
-	for i, sc := range scs.Items {
-		out[i] = sc.Name
-	}
-	return out, nil
 }
