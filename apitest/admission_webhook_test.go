@@ -17,7 +17,7 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/admission"
 	"runr.dev/console/supplychain/sigtest"
 )
 
@@ -73,8 +73,8 @@ func TestPoliciesWaitForTheWebhookCA(t *testing.T) {
 	if s.JobID == "" {
 		t.Fatal("turning the policy on queues its job")
 	}
-	if cip(t, c, ops.RegionPolicyName("cawait")) == nil || calls.Load() == 0 {
-		t.Fatalf("the policies after the CA came: region policy %v, webhook calls %d", cip(t, c, ops.RegionPolicyName("cawait")) != nil, calls.Load())
+	if cip(t, c, admission.RegionPolicyName("cawait")) == nil || calls.Load() == 0 {
+		t.Fatalf("the policies after the CA came: region policy %v, webhook calls %d", cip(t, c, admission.RegionPolicyName("cawait")) != nil, calls.Load())
 	}
 	events, err := e.Store.JobEvents(ctx, s.JobID, 0, 1000)
 	if err != nil {

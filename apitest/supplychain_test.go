@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/admission"
 	"runr.dev/console/store"
 	"runr.dev/console/supplychain"
 	"runr.dev/console/supplychain/sigtest"
@@ -89,7 +89,7 @@ func TestSupplyChainSettingsValidation(t *testing.T) {
 
 	s := getSupplyChain(t, e, tok, r.ID)
 	if s.DataLocation != "eu-central" || s.FailSeverity != "critical" || s.Admission.Mode != store.AdmissionEnforce || s.Admission.Status != store.ComponentNotInstalled ||
-		s.Admission.Enabled || len(s.PublicKeys) != 0 || !slices.Equal(s.Admission.SystemImages, ops.SystemImages) {
+		s.Admission.Enabled || len(s.PublicKeys) != 0 || !slices.Equal(s.Admission.SystemImages, admission.SystemImages) {
 		t.Fatalf("defaults: %+v", s)
 	}
 
@@ -249,7 +249,7 @@ func cip(t *testing.T, c *testcluster.Cluster, name string) *unstructured.Unstru
 // checkPolicies checks the ClusterImagePolicies in a cluster against a region's settings.
 func checkPolicies(t *testing.T, c *testcluster.Cluster, region string, mode store.AdmissionMode, keyPEM string, images []string) {
 	t.Helper()
-	sys := cip(t, c, ops.SystemPolicyName)
+	sys := cip(t, c, admission.SystemPolicyName)
 	if sys == nil {
 		t.Fatal("no system images policy")
 	}
@@ -263,7 +263,7 @@ func checkPolicies(t *testing.T, c *testcluster.Cluster, region string, mode sto
 		auths[0].(map[string]any)["static"].(map[string]any)["action"] != "pass" {
 		t.Fatalf("the system images policy passes RunR's images: %v %v", globs, auths)
 	}
-	rp := cip(t, c, ops.RegionPolicyName(region))
+	rp := cip(t, c, admission.RegionPolicyName(region))
 	if rp == nil {
 		t.Fatal("no region policy")
 	}
@@ -279,10 +279,10 @@ func checkPolicies(t *testing.T, c *testcluster.Cluster, region string, mode sto
 		t.Fatalf("region policy: mode %s, %d authorities, images %v", gotMode, len(auths), globs)
 	}
 	ns, err := c.Client.CoreV1().Namespaces().Get(context.Background(), region, metav1.GetOptions{})
-	if err != nil || ns.Labels[ops.PolicyIncludeLabel] != "true" {
+	if err != nil || ns.Labels[admission.PolicyIncludeLabel] != "true" {
 		t.Fatalf("the project namespace opts in: %v %v", err, ns.Labels)
 	}
-	if _, err := c.Client.AppsV1().Deployments(ops.CosignNamespace).Get(context.Background(), "policy-controller-webhook", metav1.GetOptions{}); err != nil {
+	if _, err := c.Client.AppsV1().Deployments(admission.CosignNamespace).Get(context.Background(), "policy-controller-webhook", metav1.GetOptions{}); err != nil {
 		t.Fatalf("the policy-controller runs in cosign-system: %v", err)
 	}
 }
@@ -321,13 +321,13 @@ func TestSupplyChainAdmissionPolicy(t *testing.T) {
 		t.Fatalf("DELETE admission: %d", st)
 	}
 	mustSucceed(t, e.WaitJob(del.JobID, 3*time.Minute))
-	if cip(t, c, ops.RegionPolicyName("adm")) != nil || cip(t, c, ops.SystemPolicyName) != nil {
+	if cip(t, c, admission.RegionPolicyName("adm")) != nil || cip(t, c, admission.SystemPolicyName) != nil {
 		t.Fatal("the policies are gone")
 	}
-	if _, err := c.APIExtGet(ctx, ops.CIPCRD); err == nil {
+	if _, err := c.APIExtGet(ctx, admission.CIPCRD); err == nil {
 		t.Fatal("the policy-controller's release (and its CRD) is gone")
 	}
-	if ns, _ := c.Client.CoreV1().Namespaces().Get(ctx, "adm", metav1.GetOptions{}); ns.Labels[ops.PolicyIncludeLabel] != "" {
+	if ns, _ := c.Client.CoreV1().Namespaces().Get(ctx, "adm", metav1.GetOptions{}); ns.Labels[admission.PolicyIncludeLabel] != "" {
 		t.Fatalf("the namespace no longer opts in: %v", ns.Labels)
 	}
 	got := getSupplyChain(t, e, tok, r.ID)

@@ -11,6 +11,7 @@ import (
 
 	"runr.dev/console/agent"
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/admission"
 	"runr.dev/console/ops/gpu"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
@@ -28,7 +29,7 @@ var tabKinds = map[string][]string{
 	"gpu":       gpu.GPUKinds,
 	"data":      ops.DataKinds,
 	// The Supply chain tab.
-	"supply-chain": ops.AdmissionKinds,
+	"supply-chain": admission.AdmissionKinds,
 }
 
 // IsRegionTab reports whether t names a tab of the region page.

@@ -7,7 +7,7 @@ import (
 	"github.com/a-h/templ"
 	"github.com/gofiber/fiber/v2"
 
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/admission"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 	"runr.dev/console/supplychain"
@@ -20,7 +20,7 @@ func (h *Handlers) supplyChainTab(c *fiber.Ctx, r *store.Region) (templ.Componen
 	if !Who(c).Perms[store.PermSupplyChainManage] {
 		return nil, &problem.Refused{Reason: "The Supply chain tab needs the permission " + store.PermSupplyChainManage + "."}
 	}
-	vs, err := h.Kube.RegionVerdicts(ctx(c), r)
+	vs, err := h.Kube.Admission.RegionVerdicts(ctx(c), r)
 	if err != nil {
 		return nil, err
 	}
@@ -33,7 +33,7 @@ func (h *Handlers) supplyChainTab(c *fiber.Ctx, r *store.Region) (templ.Componen
 			}
 		}
 	}
-	if j, err := h.Store.LatestJobOf(ctx(c), r.ID, ops.AdmissionKinds); err == nil {
+	if j, err := h.Store.LatestJobOf(ctx(c), r.ID, admission.AdmissionKinds); err == nil {
 		d.Busy = !j.Status.Done()
 	} else if !isNotFoundErr(err) {
 		return nil, err
@@ -47,11 +47,11 @@ func (h *Handlers) supplyChainTab(c *fiber.Ctx, r *store.Region) (templ.Componen
 
 // supplyChainView builds the tab's view model of a region's settings and verdicts.
 func supplyChainView(r *store.Region, vs []store.Verdict) views.SupplyChainData {
-	sc := ops.SupplyChainOf(r)
+	sc := admission.SupplyChainOf(r)
 	d := views.SupplyChainData{RegionID: r.ID, RequireSBOM: sc.RequireSBOM, RequireScan: sc.RequireScan,
 		AdmissionEnabled: sc.Admission.Enabled, ImagesText: strings.Join(sc.Admission.Images, "\n"),
 		AdmissionStatus: string(sc.State.Current()), AdmissionMessage: sc.State.Message, Adopted: sc.State.Adopted,
-		PolicyName: ops.RegionPolicyName(r.Name), SystemPolicyName: ops.SystemPolicyName, SystemImages: ops.SystemImages,
+		PolicyName: admission.RegionPolicyName(r.Name), SystemPolicyName: admission.SystemPolicyName, SystemImages: admission.SystemImages,
 		CanRemove: sc.Admission.Enabled || sc.State.Current() != store.ComponentNotInstalled, DataLocation: r.DataLocation,
 		KeysText: strings.Join(sc.PublicKeys, "\n")}
 	for _, k := range publicKeys(sc) {
@@ -139,11 +139,11 @@ func (h *Handlers) SupplyChainForm(c *fiber.Ctx) error {
 	}
 	values := map[string]string{"public_keys": c.FormValue("public_keys"), "admission_images": c.FormValue("admission_images"),
 		"data_location": c.FormValue("data_location")}
-	in := ops.SupplyChainInput{PublicKeys: ptr(splitPEM(values["public_keys"])), RequireSBOM: ptr(c.FormValue("require_sbom") == "true"),
+	in := admission.SupplyChainInput{PublicKeys: ptr(splitPEM(values["public_keys"])), RequireSBOM: ptr(c.FormValue("require_sbom") == "true"),
 		RequireScan: ptr(c.FormValue("require_scan") == "true"), FailSeverity: ptr(c.FormValue("fail_severity")),
 		Admission: ptr(c.FormValue("admission") == "true"), AdmissionMode: ptr(c.FormValue("admission_mode")),
 		AdmissionImages: ptr(lines(values["admission_images"])), DataLocation: ptr(values["data_location"])}
-	ch, err := h.Kube.SetSupplyChain(ctx(c), h.actor(c), r, in)
+	ch, err := h.Kube.Admission.SetSupplyChain(ctx(c), h.actor(c), r, in)
 	msg := "Supply chain settings saved."
 	if err == nil && ch.Job != nil {
 		msg = "Supply chain settings saved; " + strings.ToLower(ch.Job.Title[:1]) + ch.Job.Title[1:] + " runs below."
@@ -157,7 +157,7 @@ func (h *Handlers) AdmissionRemoveForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Kube.RemoveAdmission(ctx(c), h.actor(c), r)
+	_, err = h.Kube.Admission.RemoveAdmission(ctx(c), h.actor(c), r)
 	return h.formOutcome(c, r, "supply-chain", nil, err, "")
 }
 
@@ -172,7 +172,7 @@ func supplyChainJSON(r *store.Region, sc store.SupplyChain, loc string, vs []sto
 		"require_scan": sc.RequireScan, "fail_severity": sc.FailSeverity, "data_location": loc,
 		"admission": fiber.Map{"enabled": sc.Admission.Enabled, "mode": sc.Admission.Mode, "images": orEmpty(sc.Admission.Images),
 			"status": sc.State.Current(), "message": sc.State.Message, "adopted": sc.State.Adopted, "updated_at": timeOrNil(sc.State.UpdatedAt),
-			"policy": ops.RegionPolicyName(r.Name), "system_policy": ops.SystemPolicyName, "system_images": ops.SystemImages},
+			"policy": admission.RegionPolicyName(r.Name), "system_policy": admission.SystemPolicyName, "system_images": admission.SystemImages},
 		"verdicts": vs}
 }
 
@@ -189,11 +189,11 @@ func (h *Handlers) APISupplyChain(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	vs, err := h.Kube.RegionVerdicts(ctx(c), r)
+	vs, err := h.Kube.Admission.RegionVerdicts(ctx(c), r)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	return c.JSON(supplyChainJSON(r, ops.SupplyChainOf(r), r.DataLocation, vs))
+	return c.JSON(supplyChainJSON(r, admission.SupplyChainOf(r), r.DataLocation, vs))
 }
 
 // APIPutSupplyChain is PUT /api/knative-regions/{id}/supply-chain: 422 with field errors
@@ -204,15 +204,15 @@ func (h *Handlers) APIPutSupplyChain(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	var in ops.SupplyChainInput
+	var in admission.SupplyChainInput
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	ch, err := h.Kube.SetSupplyChain(ctx(c), h.actor(c), r, in)
+	ch, err := h.Kube.Admission.SetSupplyChain(ctx(c), h.actor(c), r, in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	vs, err := h.Kube.RegionVerdicts(ctx(c), r)
+	vs, err := h.Kube.Admission.RegionVerdicts(ctx(c), r)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -230,6 +230,6 @@ func (h *Handlers) APIRemoveAdmission(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.RemoveAdmission(ctx(c), h.actor(c), r)
+	j, err := h.Kube.Admission.RemoveAdmission(ctx(c), h.actor(c), r)
 	return h.Accepted(c, j, err)
 }

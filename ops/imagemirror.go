@@ -15,6 +15,7 @@ import (
 	"runr.dev/console/helm"
 	"runr.dev/console/imagemirror"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/admission"
 	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/problem"
@@ -141,12 +142,12 @@ const ReconcileImageMirror = "image-mirror"
 // at its own chart version.
 var mirroredCharts = []helm.ChartRef{ChartZot, ChartTraefik, ChartKnativeOperator, ChartPrometheus, ChartLoki, ChartOtelCollector,
 	ChartTempo, ChartCloudNativePG, ChartSeaweedFS, gpu.ChartGPUOperator, gpu.ChartDevicePlugin, ChartKataDeploy, ChartRuntimeClassManager,
-	ChartPolicyController}
+	admission.ChartPolicyController}
 
 // mirroredNamespaces are the namespaces of a target's cluster where the console installs
 // Helm releases.
 func mirroredNamespaces(t *reconcileTarget) []string {
-	nss := []string{RegistryNamespace, ObservabilityNamespace, SandboxNamespace, DataNamespace, CNPGNamespace, CosignNamespace, gpu.GPUNamespace}
+	nss := []string{RegistryNamespace, ObservabilityNamespace, SandboxNamespace, DataNamespace, CNPGNamespace, admission.CosignNamespace, gpu.GPUNamespace}
 	seen := map[string]bool{}
 	for _, ns := range nss {
 		seen[ns] = true

@@ -1,6 +1,9 @@
 package ops
 
-import "runr.dev/console/ops/gpu"
+import (
+	"runr.dev/console/ops/admission"
+	"runr.dev/console/ops/gpu"
+)
 
 // registerKinds registers every kind of job the console runs.
 func (s *Service) registerKinds() {
@@ -19,6 +22,6 @@ func (s *Service) registerKinds() {
 	s.registerSandboxKinds()
 	s.GPU = gpu.New(s.Kit)
 	s.registerDataKinds()
-	s.registerSupplyChainKinds()
+	s.Admission = admission.New(s.Kit)
 	s.registerReconcileKinds()
 }

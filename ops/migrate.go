@@ -213,7 +213,7 @@ func (s *Service) moveExtras(ctx context.Context, jc *engine.JobContext) error {
 			return s.setFunctionTLS(ctx, jc, c, r, r.FunctionTLSCert, r.FunctionTLSKey, false)
 		})
 	}
-	s.tolerate(ctx, jc, r, "admission policy", func() error { return s.moveAdmission(ctx, jc, r) })
+	s.tolerate(ctx, jc, r, "admission policy", func() error { return s.Admission.MoveAdmission(ctx, jc, r) })
 	if r.Status != store.RegionActive && r.ServingStatus == store.ComponentReady {
 		s.tolerate(ctx, jc, r, "status block", func() error { return s.applyBlock(ctx, jc, c, r) })
 	}
@@ -451,7 +451,7 @@ func (s *Service) StartMigration(ctx context.Context, actor kit.Actor, r *store.
 	if MigrationRunning(r.MigrationStatus) {
 		return nil, &problem.Refused{Reason: "The region is moving already (" + string(r.MigrationStatus) + "): complete or roll back that move first."}
 	}
-	if !ResidencyAllows(r.DataLocation, in.DataLocation) {
+	if !kit.ResidencyAllows(r.DataLocation, in.DataLocation) {
 		return nil, &problem.Refused{Field: "data_location", Reason: "The region's data stays in " + r.DataLocation + ": the new cluster must be there (data_location " + r.DataLocation + ")."}
 	}
 	kc, err := kube.ParseKubeconfig([]byte(in.Kubeconfig))

@@ -51,7 +51,7 @@ func (s *Service) DeployCheck(ctx context.Context, r *store.Region, p *store.Pro
 	if why := WorkloadClassRefusal(r, ProjectWorkloadKind(p)); why != "" {
 		return &problem.Refused{Reason: why}
 	}
-	if err := s.supplyChainGate(ctx, r, p); err != nil {
+	if err := s.Admission.Gate(ctx, r, p); err != nil {
 		return err
 	}
 	if err := s.GPU.Admission(ctx, r, p); err != nil {
@@ -402,7 +402,7 @@ func (s *Service) ProjectAction(ctx context.Context, actor kit.Actor, p *store.P
 		if why := gpu.GPURefusal(r, p); why != "" {
 			return nil, &problem.Refused{Reason: why}
 		}
-		if why := residencyRefusal(r, p); why != "" {
+		if why := kit.ResidencyRefusal(r, p); why != "" {
 			return nil, &problem.Refused{Field: "data_location", Reason: "Data residency: " + why + "."}
 		}
 		if why := kindPrerequisites(r, p); why != "" {

@@ -3,37 +3,11 @@ package ops
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strings"
 
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
 )
-
-// MaxDataLocation is the longest data location (regions.md).
-const MaxDataLocation = 64
-
-var dataLocationRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9 _.-]*$`)
-
-// ValidateDataLocation checks a data location ("" is none): up to 64 characters,
-// letters, digits, spaces, _, . and -, starting with a letter or digit.
-func ValidateDataLocation(l string) string {
-	if l == "" {
-		return ""
-	}
-	if len(l) > MaxDataLocation || !dataLocationRe.MatchString(l) {
-		return "Use up to 64 characters: letters, digits, spaces, _, . and -, starting with a letter or digit (e.g. eu-central)."
-	}
-	return ""
-}
-
-// ResidencyAllows is the one data residency rule, for a project's region (creation,
-// a change of region, every deploy) and a region's move alike: data that must stay in
-// required may go to a place at only when it is that place (compared without case and
-// surrounding spaces). Nothing required allows every place.
-func ResidencyAllows(required, at string) bool {
-	required = strings.TrimSpace(required)
-	return required == "" || strings.EqualFold(required, strings.TrimSpace(at))
-}
 
 // applyProjectResidency sets the data location a project requires when one is sent, and
 // refuses a region whose data location is another (creation and a change of region
@@ -41,7 +15,7 @@ func ResidencyAllows(required, at string) bool {
 func (s *Service) applyProjectResidency(ctx context.Context, p *store.Project, loc *string, errs map[string]string) {
 	if loc != nil {
 		p.DataLocation = strings.TrimSpace(*loc)
-		if m := ValidateDataLocation(p.DataLocation); m != "" {
+		if m := kit.ValidateDataLocation(p.DataLocation); m != "" {
 			errs["data_location"] = m
 			return
 		}
@@ -54,7 +28,7 @@ func (s *Service) applyProjectResidency(ctx context.Context, p *store.Project, l
 		errs["region_id"] = "No such region."
 		return
 	}
-	if why := residencyRefusal(r, p); why != "" {
+	if why := kit.ResidencyRefusal(r, p); why != "" {
 		errs["region_id"] = "Data residency: " + why + "; choose a region in " + p.DataLocation + "."
 	}
 }

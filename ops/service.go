@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 
 	"runr.dev/console/config"
+	"runr.dev/console/ops/admission"
 	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
@@ -35,6 +36,8 @@ type Service struct {
 
 	// GPU is GPU support.
 	GPU *gpu.Service
+	// Admission is the supply chain's admission policy.
+	Admission *admission.Service
 }
 
 // NewService builds the cluster side of the console.

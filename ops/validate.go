@@ -12,6 +12,7 @@ import (
 
 	"runr.dev/console/imagemirror"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
 )
 
@@ -140,7 +141,7 @@ func (in *SetupInput) validate() map[string]string {
 		}
 	}
 	in.DataLocation = strings.TrimSpace(in.DataLocation)
-	if m := ValidateDataLocation(in.DataLocation); m != "" {
+	if m := kit.ValidateDataLocation(in.DataLocation); m != "" {
 		errs["data_location"] = m
 	}
 	return errs

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"runr.dev/console/helm"
+	"runr.dev/console/ops/admission"
 	"runr.dev/console/ops/gpu"
 	"runr.dev/console/store"
 )
@@ -58,7 +59,7 @@ func ValuesCases() []ValuesCase {
 		{Name: "cloudnative-pg", Chart: ChartCloudNativePG, Release: CNPGRelease, Namespace: CNPGNamespace, Values: CNPGValues()},
 		{Name: "seaweedfs", Chart: ChartSeaweedFS, Release: SeaweedFSRelease, Namespace: DataNamespace, Values: SeaweedFSValues("", defaultDataSizeGi)},
 		{Name: "seaweedfs-storage-class", Chart: ChartSeaweedFS, Release: SeaweedFSRelease, Namespace: DataNamespace, Values: SeaweedFSValues("standard", 50)},
-		{Name: "policy-controller", Chart: ChartPolicyController, Release: PolicyControllerRelease, Namespace: CosignNamespace, Values: PolicyControllerValues()},
+		{Name: "policy-controller", Chart: admission.ChartPolicyController, Release: admission.PolicyControllerRelease, Namespace: admission.CosignNamespace, Values: admission.PolicyControllerValues()},
 	}
 }
 

@@ -18,7 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/admission"
 	"runr.dev/console/store"
 )
 
@@ -111,7 +111,7 @@ var policyControllerFacts = []fact{
 			if err != nil {
 				return err
 			}
-			want := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: ops.PolicyIncludeLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{"true"}}}}
+			want := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: admission.PolicyIncludeLabel, Operator: metav1.LabelSelectorOpIn, Values: []string{"true"}}}}
 			var v admissionv1.ValidatingWebhookConfiguration
 			var mu admissionv1.MutatingWebhookConfiguration
 			if err := m.typed("ValidatingWebhookConfiguration", "policy.sigstore.dev", &v); err != nil {
@@ -145,7 +145,7 @@ var policyControllerFacts = []fact{
 			if err := crdsIn(r, "policy-controller", nil); err != nil {
 				return err
 			}
-			crd, err := renderedCRD(r, ops.CIPCRD)
+			crd, err := renderedCRD(r, admission.CIPCRD)
 			if err != nil {
 				return err
 			}
@@ -160,14 +160,14 @@ var policyControllerFacts = []fact{
 			return nil
 		}},
 	{id: "pc-cip-valid", chart: "policy-controller", upstream: upPolicyController, source: "PC/templates/crds/clusterimagepolicy.yaml (v1beta1 schema); policy-controller v0.13.1 pkg/apis/policy/v1beta1/clusterimagepolicy_validation.go",
-		text: "The console's ClusterImagePolicies (ops.SystemImagesPolicy, ops.RegionPolicy) are valid v1beta1 objects and lose no field to pruning: images[].glob, authorities[] with name and key.data/key.hashAlgorithm or static.action pass, match[] group/version/resource/selector.matchLabels, mode enforce or warn",
+		text: "The console's ClusterImagePolicies (admission.SystemImagesPolicy, admission.RegionPolicy) are valid v1beta1 objects and lose no field to pruning: images[].glob, authorities[] with name and key.data/key.hashAlgorithm or static.action pass, match[] group/version/resource/selector.matchLabels, mode enforce or warn",
 		check: func(r *rendering) error {
-			crd, err := renderedCRD(r, ops.CIPCRD)
+			crd, err := renderedCRD(r, admission.CIPCRD)
 			if err != nil {
 				return err
 			}
 			sc := store.SupplyChain{PublicKeys: []string{testPublicKey}, Admission: store.Admission{Enabled: true, Mode: store.AdmissionWarn, Images: []string{"registry.example.com/acme/**"}}}
-			for _, o := range []map[string]any{ops.SystemImagesPolicy(), ops.RegionPolicy("eu-1", sc)} {
+			for _, o := range []map[string]any{admission.SystemImagesPolicy(), admission.RegionPolicy("eu-1", sc)} {
 				if err := validateCustom(crd, "v1beta1", jsonMap(o)); err != nil {
 					return fmt.Errorf("%v: %w", dig(o, "metadata", "name"), err)
 				}

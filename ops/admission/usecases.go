@@ -1,4 +1,4 @@
-package ops
+package admission
 
 import (
 	"context"
@@ -136,7 +136,7 @@ func applySupplyChainInput(v store.SupplyChain, loc string, in SupplyChainInput)
 	}
 	if in.DataLocation != nil {
 		loc = strings.TrimSpace(*in.DataLocation)
-		if m := ValidateDataLocation(loc); m != "" {
+		if m := kit.ValidateDataLocation(loc); m != "" {
 			fields["data_location"] = m
 		}
 	}

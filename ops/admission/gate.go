@@ -1,4 +1,4 @@
-package ops
+package admission
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 	"runr.dev/console/supplychain"
@@ -23,28 +24,12 @@ const gateTimeout = time.Minute
 // the region sets none.
 const DefaultFailSeverity = "critical"
 
-// residencyRefusal says why a project may not run on a region ("" when it may): it
-// requires a data location the region is not in.
-func residencyRefusal(r *store.Region, p *store.Project) string {
-	if ResidencyAllows(p.DataLocation, r.DataLocation) {
-		return ""
-	}
-	at, who := r.DataLocation, p.Slug
-	if at == "" {
-		at = "no data location"
-	}
-	if who == "" {
-		who = p.Name
-	}
-	return fmt.Sprintf("project %s requires data location %s, and region %s has %s", who, p.DataLocation, r.Name, at)
-}
-
-// supplyChainGate is the deploy check of data residency and of the supply chain: the
+// Gate is the deploy check of data residency and of the supply chain: the
 // project's data location must be the region's, and on a region with cosign keys the
 // image must be signed with one of them and show the attestations the region asks for.
 // Every judgement of the image is recorded as the deploy's verdict.
-func (s *Service) supplyChainGate(ctx context.Context, r *store.Region, p *store.Project) error {
-	if why := residencyRefusal(r, p); why != "" {
+func (s *Service) Gate(ctx context.Context, r *store.Region, p *store.Project) error {
+	if why := kit.ResidencyRefusal(r, p); why != "" {
 		return &problem.Refused{Field: "data_location", Reason: "Data residency: " + why + "."}
 	}
 	sc := r.SupplyChain.V

@@ -1,4 +1,4 @@
-package ops
+package admission
 
 import (
 	"context"
@@ -26,7 +26,7 @@ const (
 // AdmissionKinds are the job kinds of the Supply chain tab.
 var AdmissionKinds = []string{KindAdmissionApply, KindAdmissionRemove}
 
-func (s *Service) registerSupplyChainKinds() {
+func (s *Service) registerKinds() {
 	failed := func(ctx context.Context, jc *engine.JobContext, err error) {
 		if err == nil {
 			return
@@ -238,9 +238,9 @@ func crdGone(c *kube.Cluster, name string) kube.Cond {
 	}
 }
 
-// moveAdmission applies the admission policy on the new cluster of a move when the
+// MoveAdmission applies the admission policy on the new cluster of a move when the
 // region wants it (a part of the step "extras" whose failure the move tolerates).
-func (s *Service) moveAdmission(ctx context.Context, jc *engine.JobContext, r *store.Region) error {
+func (s *Service) MoveAdmission(ctx context.Context, jc *engine.JobContext, r *store.Region) error {
 	if !r.SupplyChain.V.Admission.Enabled {
 		return nil
 	}

@@ -1,22 +1,23 @@
-package ops
+package admission
 
 import (
 	"slices"
 	"strings"
 	"testing"
 
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
 	"runr.dev/console/supplychain/sigtest"
 )
 
 func TestValidateDataLocation(t *testing.T) {
 	for _, ok := range []string{"", "eu", "EU central 1", "eu-central_1.a", "1st", strings.Repeat("a", 64)} {
-		if m := ValidateDataLocation(ok); m != "" {
+		if m := kit.ValidateDataLocation(ok); m != "" {
 			t.Errorf("%q refused: %s", ok, m)
 		}
 	}
 	for _, bad := range []string{" eu", "-eu", "_eu", ".eu", "eu/central", "eü", "eu\n", strings.Repeat("a", 65), "eu,us"} {
-		if ValidateDataLocation(bad) == "" {
+		if kit.ValidateDataLocation(bad) == "" {
 			t.Errorf("%q accepted", bad)
 		}
 	}
@@ -27,8 +28,8 @@ func TestResidencyAllows(t *testing.T) {
 		required, at string
 		want         bool
 	}{{"", "", true}, {"", "eu", true}, {"eu", "eu", true}, {"EU", "eu ", true}, {"eu", "", false}, {"eu", "us", false}} {
-		if got := ResidencyAllows(tc.required, tc.at); got != tc.want {
-			t.Errorf("ResidencyAllows(%q, %q) = %v", tc.required, tc.at, got)
+		if got := kit.ResidencyAllows(tc.required, tc.at); got != tc.want {
+			t.Errorf("kit.ResidencyAllows(%q, %q) = %v", tc.required, tc.at, got)
 		}
 	}
 }
