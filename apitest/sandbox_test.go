@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"runr.dev/console/config"
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/isolation"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 	"runr.dev/console/web/webtest"
@@ -33,10 +33,10 @@ func sandboxNodes() []testcluster.NodeSpec {
 type sandboxState struct {
 	Runtimes       map[string]store.SandboxRuntime `json:"runtimes"`
 	RuntimeClasses map[string]string               `json:"runtime_classes"`
-	Nodes          []ops.SandboxNode               `json:"nodes"`
+	Nodes          []isolation.SandboxNode         `json:"nodes"`
 }
 
-func (s sandboxState) node(t *testing.T, name string) ops.SandboxNode {
+func (s sandboxState) node(t *testing.T, name string) isolation.SandboxNode {
 	t.Helper()
 	for _, n := range s.Nodes {
 		if n.Name == name {
@@ -44,7 +44,7 @@ func (s sandboxState) node(t *testing.T, name string) ops.SandboxNode {
 		}
 	}
 	t.Fatalf("node %s missing from %+v", name, s.Nodes)
-	return ops.SandboxNode{}
+	return isolation.SandboxNode{}
 }
 
 func getSandbox(t *testing.T, e *webtest.Env, tok, id string) sandboxState {
@@ -120,7 +120,7 @@ func TestSandboxRuntimesInstallMapUseRemove(t *testing.T) {
 	if n := s.node(t, "worker-3"); n.KVM != "true" || n.KataEligible {
 		t.Fatalf("worker-3 with Docker: %+v", n)
 	}
-	if got := labelled(t, c, ops.KataRuntimeLabel, "true"); !slices.Equal(got, []string{"worker-1"}) {
+	if got := labelled(t, c, isolation.KataRuntimeLabel, "true"); !slices.Equal(got, []string{"worker-1"}) {
 		t.Fatalf("Kata installed on %v, want worker-1 only", got)
 	}
 	kata := s.Runtimes["kata"]
@@ -135,19 +135,19 @@ func TestSandboxRuntimesInstallMapUseRemove(t *testing.T) {
 
 	// gVisor on every node with containerd (not the Docker one).
 	mustSucceed(t, action(t, e, tok, r.ID, "install-sandbox", map[string]any{"runtime": "gvisor"}))
-	if got := labelled(t, c, ops.GVisorLabel, "true"); !slices.Equal(got, []string{"cp-1", "worker-1", "worker-2"}) {
+	if got := labelled(t, c, isolation.GVisorLabel, "true"); !slices.Equal(got, []string{"cp-1", "worker-1", "worker-2"}) {
 		t.Fatalf("runsc registered on %v", got)
 	}
-	if !runtimeClassExists(t, c, ops.GVisorClass) {
+	if !runtimeClassExists(t, c, isolation.GVisorClass) {
 		t.Fatal("RuntimeClass gvisor must exist")
 	}
 
 	// WebAssembly on the selected node only.
 	mustSucceed(t, action(t, e, tok, r.ID, "wasm", map[string]any{"nodes": []string{"worker-2"}}))
-	if got := labelled(t, c, ops.WasmLabel, "true"); !slices.Equal(got, []string{"worker-2"}) {
+	if got := labelled(t, c, isolation.WasmLabel, "true"); !slices.Equal(got, []string{"worker-2"}) {
 		t.Fatalf("WebAssembly nodes %v", got)
 	}
-	for _, sh := range ops.WasmShims {
+	for _, sh := range isolation.WasmShims {
 		if got := labelled(t, c, sh.Name, "provisioned"); !slices.Equal(got, []string{"worker-2"}) {
 			t.Fatalf("shim %s provisioned on %v", sh.Name, got)
 		}
@@ -206,7 +206,7 @@ func TestSandboxRuntimesInstallMapUseRemove(t *testing.T) {
 	if st := e.JSON("POST", "/api/knative-regions/"+r.ID+"/uninstall-sandbox", tok, map[string]string{"runtime": "kata"}, &refused); st != 422 || !strings.Contains(refused.Error, "iso/fn-00001-deployment-abc") {
 		t.Fatalf("removal while used: %d %q", st, refused.Error)
 	}
-	if got := labelled(t, c, ops.KataRuntimeLabel, "true"); len(got) != 1 {
+	if got := labelled(t, c, isolation.KataRuntimeLabel, "true"); len(got) != 1 {
 		t.Fatal("a refused removal must leave Kata installed")
 	}
 	if rr, _ := e.Store.RegionByID(ctx, r.ID); !rr.Isolation.V.Kata.Ready() || rr.Isolation.V.Class(store.WorkloadFunctions) != "kata-qemu" {
@@ -226,7 +226,7 @@ func TestSandboxRuntimesInstallMapUseRemove(t *testing.T) {
 	// uninstall, whose post-delete Job deletes the pods' RBAC at once (issue 31, defect 3).
 	removal := action(t, e, tok, r.ID, "uninstall-sandbox", map[string]string{"runtime": "kata"})
 	mustSucceed(t, removal)
-	if got := labelled(t, c, ops.KataRuntimeLabel, "true"); len(got) != 0 {
+	if got := labelled(t, c, isolation.KataRuntimeLabel, "true"); len(got) != 0 {
 		t.Fatalf("Kata still on %v", got)
 	}
 	if log := wkLog(t, e, removal.ID); strings.Contains(log, "the console removes it") {
@@ -235,12 +235,12 @@ func TestSandboxRuntimesInstallMapUseRemove(t *testing.T) {
 	if got := c.KataShims("worker-1"); got != nil {
 		t.Fatalf("Kata's shims left on worker-1: %v", got)
 	}
-	if _, err := c.Client.CoreV1().ServiceAccounts(ops.SandboxNamespace).Get(ctx, "kata-deploy-sa", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := c.Client.CoreV1().ServiceAccounts(isolation.SandboxNamespace).Get(ctx, "kata-deploy-sa", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("the RBAC helm uninstall kept must go with its post-delete Job: %v", err)
 	}
 	rr, _ := e.Store.RegionByID(ctx, r.ID)
 	if rr.Isolation.V.Kata.Status != store.ComponentNotInstalled || rr.Isolation.V.Class(store.WorkloadFunctions) != store.RuncClass ||
-		rr.Isolation.V.Class(store.WorkloadServices) != ops.GVisorClass {
+		rr.Isolation.V.Class(store.WorkloadServices) != isolation.GVisorClass {
 		t.Fatalf("after Kata's removal: %+v", rr.Isolation.V)
 	}
 
@@ -265,10 +265,10 @@ func TestSandboxRuntimesInstallMapUseRemove(t *testing.T) {
 		t.Fatalf("DELETE wasm: %d", st)
 	}
 	mustSucceed(t, e.WaitJob(wasmDel.JobID, 3*time.Minute))
-	if runtimeClassExists(t, c, ops.GVisorClass) || len(labelled(t, c, ops.WasmLabel, "true")) != 0 {
+	if runtimeClassExists(t, c, isolation.GVisorClass) || len(labelled(t, c, isolation.WasmLabel, "true")) != 0 {
 		t.Fatal("gVisor's RuntimeClass and the WebAssembly labels must be gone")
 	}
-	for _, sh := range ops.WasmShims {
+	for _, sh := range isolation.WasmShims {
 		if runtimeClassExists(t, c, sh.RuntimeClass) {
 			t.Fatalf("RuntimeClass %s must be gone", sh.RuntimeClass)
 		}
@@ -283,7 +283,7 @@ func ptrTo[T any](v T) *T { return &v }
 // kataEnv returns the env of kata-deploy's DaemonSet container kube-kata.
 func kataEnv(t *testing.T, c *testcluster.Cluster) map[string]string {
 	t.Helper()
-	ds, err := c.Client.AppsV1().DaemonSets(ops.SandboxNamespace).Get(context.Background(), "kata-deploy", metav1.GetOptions{})
+	ds, err := c.Client.AppsV1().DaemonSets(isolation.SandboxNamespace).Get(context.Background(), "kata-deploy", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +311,7 @@ func TestKataArchitecturesAndReinstall(t *testing.T) {
 	// Firecracker and Dragonball run on amd64 only: arm-1 is left out, not given
 	// kata-deploy's nine aarch64 shims.
 	mustSucceed(t, action(t, e, tok, r.ID, "install-sandbox", map[string]any{"runtime": "kata", "hypervisors": []string{"fc", "dragonball"}}))
-	if got := labelled(t, c, ops.KataRuntimeLabel, "true"); !slices.Equal(got, []string{"worker-1"}) {
+	if got := labelled(t, c, isolation.KataRuntimeLabel, "true"); !slices.Equal(got, []string{"worker-1"}) {
 		t.Fatalf("Kata on %v, want worker-1 only", got)
 	}
 	if got := c.KataShims("worker-1"); !slices.Equal(got, []string{"dragonball", "fc"}) {
@@ -335,13 +335,13 @@ func TestKataArchitecturesAndReinstall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fc.Scheduling == nil || fc.Scheduling.NodeSelector[ops.ArchLabel] != "amd64" {
+	if fc.Scheduling == nil || fc.Scheduling.NodeSelector[isolation.ArchLabel] != "amd64" {
 		t.Fatalf("kata-fc must schedule on amd64 nodes only: %+v", fc.Scheduling)
 	}
 
 	// QEMU and Firecracker: arm-1 gets QEMU, worker-1 both (kata-dragonball goes, unused).
 	mustSucceed(t, action(t, e, tok, r.ID, "install-sandbox", map[string]any{"runtime": "kata", "hypervisors": []string{"qemu", "fc"}}))
-	if got := labelled(t, c, ops.KataRuntimeLabel, "true"); !slices.Equal(got, []string{"arm-1", "worker-1"}) {
+	if got := labelled(t, c, isolation.KataRuntimeLabel, "true"); !slices.Equal(got, []string{"arm-1", "worker-1"}) {
 		t.Fatalf("Kata on %v", got)
 	}
 	// worker-1 kept its label through the rolling update (kata-deploy leaves it while its
@@ -368,7 +368,7 @@ func TestKataArchitecturesAndReinstall(t *testing.T) {
 	if _, err := c.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	before, err := e.Store.LatestJobOf(ctx, r.ID, ops.SandboxKinds)
+	before, err := e.Store.LatestJobOf(ctx, r.ID, isolation.SandboxKinds)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -378,7 +378,7 @@ func TestKataArchitecturesAndReinstall(t *testing.T) {
 	if st != 422 || !strings.Contains(refused.Error, "kata-qemu") || !strings.Contains(refused.Error, "functions") || !strings.Contains(refused.Error, "default/sbx-1") {
 		t.Fatalf("a re-install dropping kata-qemu in use: %d %q", st, refused.Error)
 	}
-	after, err := e.Store.LatestJobOf(ctx, r.ID, ops.SandboxKinds)
+	after, err := e.Store.LatestJobOf(ctx, r.ID, isolation.SandboxKinds)
 	if err != nil || after.ID != before.ID {
 		t.Fatalf("a refused install must queue no job: %v %+v", err, after)
 	}
@@ -408,15 +408,15 @@ func TestKataArchitecturesAndReinstall(t *testing.T) {
 
 	// The pods' cleanup cannot finish (their ServiceAccount is gone): once the wait ends,
 	// the console takes the label off itself and says so.
-	if err := c.Client.CoreV1().ServiceAccounts(ops.SandboxNamespace).Delete(ctx, "kata-deploy-sa", metav1.DeleteOptions{}); err != nil {
+	if err := c.Client.CoreV1().ServiceAccounts(isolation.SandboxNamespace).Delete(ctx, "kata-deploy-sa", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	removal := action(t, e, tok, r.ID, "uninstall-sandbox", map[string]string{"runtime": "kata"})
 	mustSucceed(t, removal)
-	if got := labelled(t, c, ops.KataRuntimeLabel, "true"); len(got) != 0 {
+	if got := labelled(t, c, isolation.KataRuntimeLabel, "true"); len(got) != 0 {
 		t.Fatalf("Kata's label still on %v", got)
 	}
-	if log := wkLog(t, e, removal.ID); !strings.Contains(log, "did not take "+ops.KataRuntimeLabel+" off arm-1, worker-1; the console removes it") {
+	if log := wkLog(t, e, removal.ID); !strings.Contains(log, "did not take "+isolation.KataRuntimeLabel+" off arm-1, worker-1; the console removes it") {
 		t.Fatalf("the removal must say it took the label off itself:\n%s", log)
 	}
 }
@@ -515,7 +515,7 @@ func TestMoveCarriesSandboxRuntimes(t *testing.T) {
 		t.Fatalf("mapping: %d", st)
 	}
 	createProject(t, e, tok, r.ID, "web", true)
-	if got := labelled(t, a, ops.WasmLabel, "true"); !slices.Equal(got, []string{"worker-2"}) {
+	if got := labelled(t, a, isolation.WasmLabel, "true"); !slices.Equal(got, []string{"worker-2"}) {
 		t.Fatalf("WebAssembly goes on the selected nodes with containerd: %v", got)
 	}
 
@@ -524,23 +524,23 @@ func TestMoveCarriesSandboxRuntimes(t *testing.T) {
 		{Name: "worker-1", CPU: "8", Memory: "16Gi", Worker: true, KVM: true}, {Name: "worker-5", CPU: "8", Memory: "16Gi", Worker: true}}})
 	mustSucceed(t, migrate(t, e, tok, r.ID, b.Kubeconfig(), nil))
 
-	if got := labelled(t, b, ops.KataRuntimeLabel, "true"); !slices.Equal(got, []string{"worker-1"}) {
+	if got := labelled(t, b, isolation.KataRuntimeLabel, "true"); !slices.Equal(got, []string{"worker-1"}) {
 		t.Fatalf("Kata on the new cluster: %v", got)
 	}
-	if got := labelled(t, b, ops.GVisorLabel, "true"); !slices.Equal(got, []string{"cp-1", "worker-1", "worker-5"}) {
+	if got := labelled(t, b, isolation.GVisorLabel, "true"); !slices.Equal(got, []string{"cp-1", "worker-1", "worker-5"}) {
 		t.Fatalf("gVisor on the new cluster: %v", got)
 	}
 	// None of the WebAssembly nodes exists there: every node with containerd gets it.
-	if got := labelled(t, b, ops.WasmLabel, "true"); !slices.Equal(got, []string{"cp-1", "worker-1", "worker-5"}) {
+	if got := labelled(t, b, isolation.WasmLabel, "true"); !slices.Equal(got, []string{"cp-1", "worker-1", "worker-5"}) {
 		t.Fatalf("WebAssembly on the new cluster: %v", got)
 	}
-	for _, rc := range []string{"kata-qemu", ops.GVisorClass, ops.WasmShims[0].RuntimeClass} {
+	for _, rc := range []string{"kata-qemu", isolation.GVisorClass, isolation.WasmShims[0].RuntimeClass} {
 		if !runtimeClassExists(t, b, rc) {
 			t.Fatalf("RuntimeClass %s must exist on the new cluster", rc)
 		}
 	}
 	rr, _ := e.Store.RegionByID(ctx, r.ID)
-	for _, name := range ops.SandboxRuntimes {
+	for _, name := range isolation.SandboxRuntimes {
 		if !rr.Isolation.V.Runtime(name).Ready() {
 			t.Fatalf("%s after the move: %+v", name, rr.Isolation.V.Runtime(name))
 		}
@@ -549,7 +549,7 @@ func TestMoveCarriesSandboxRuntimes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, _, _ := unstructured.NestedString(ks.Object, "spec", "template", "spec", "runtimeClassName"); got != ops.GVisorClass {
+	if got, _, _ := unstructured.NestedString(ks.Object, "spec", "template", "spec", "runtimeClassName"); got != isolation.GVisorClass {
 		t.Fatalf("the moved function runs with %q", got)
 	}
 }
@@ -565,10 +565,10 @@ func TestKataNeedsANodeThatCanRunIt(t *testing.T) {
 	_, e, tok, r := readyRegionOn(t, "nokata", testcluster.Options{Nodes: nodes})
 	ctx := context.Background()
 	var refused struct{ Error string }
-	if st := e.JSON("POST", "/api/knative-regions/"+r.ID+"/install-sandbox", tok, map[string]any{"runtime": "kata", "hypervisors": []string{"qemu"}}, &refused); st != 422 || refused.Error != ops.NoKataNode {
+	if st := e.JSON("POST", "/api/knative-regions/"+r.ID+"/install-sandbox", tok, map[string]any{"runtime": "kata", "hypervisors": []string{"qemu"}}, &refused); st != 422 || refused.Error != isolation.NoKataNode {
 		t.Fatalf("Kata with no node to run it: %d %q", st, refused.Error)
 	}
-	if _, err := e.Store.LatestJobOf(ctx, r.ID, ops.SandboxKinds); err == nil {
+	if _, err := e.Store.LatestJobOf(ctx, r.ID, isolation.SandboxKinds); err == nil {
 		t.Fatal("a refused install must queue no job")
 	}
 	if rr, _ := e.Store.RegionByID(ctx, r.ID); rr.Isolation.V.Kata.State() != store.ComponentNotInstalled {

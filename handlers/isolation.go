@@ -8,7 +8,7 @@ import (
 	"github.com/a-h/templ"
 	"github.com/gofiber/fiber/v2"
 
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
@@ -37,11 +37,11 @@ func (h *Handlers) isolationTab(c *fiber.Ctx, r *store.Region) (templ.Component,
 	d.InWizard, _ = c.Locals(inWizardKey).(bool)
 	cctx, cancel := h.clusterCtx(c)
 	defer cancel()
-	nodes, err := h.Kube.RegionSandboxNodes(cctx, r)
+	nodes, err := h.Kube.Isolation.RegionSandboxNodes(cctx, r)
 	if err != nil {
 		d.ClusterError = h.Cause(c, "The cluster did not answer", err)
 	}
-	busy, err := h.Store.LatestJobOf(ctx(c), r.ID, ops.SandboxKinds)
+	busy, err := h.Store.LatestJobOf(ctx(c), r.ID, isolation.SandboxKinds)
 	if err == nil {
 		d.Busy = !busy.Status.Done()
 	} else if !isNotFoundErr(err) {
@@ -56,10 +56,10 @@ func (h *Handlers) isolationTab(c *fiber.Ctx, r *store.Region) (templ.Component,
 }
 
 // fillIsolation builds the Isolation tab's view of a region and its nodes.
-func fillIsolation(d *views.IsolationData, r *store.Region, nodes []ops.SandboxNode) {
+func fillIsolation(d *views.IsolationData, r *store.Region, nodes []isolation.SandboxNode) {
 	iso := r.Isolation.V
-	if len(nodes) > 0 && !slices.ContainsFunc(nodes, ops.KataCandidate) {
-		d.NoKataNode = ops.NoKataNode
+	if len(nodes) > 0 && !slices.ContainsFunc(nodes, isolation.KataCandidate) {
+		d.NoKataNode = isolation.NoKataNode
 	}
 	for _, n := range nodes {
 		kvm := map[string]string{"true": "yes", "false": "no", "": "not probed"}[n.KVM]
@@ -68,13 +68,13 @@ func fillIsolation(d *views.IsolationData, r *store.Region, nodes []ops.SandboxN
 			rt += " (" + n.Flavor + ")"
 		}
 		only := ""
-		if n.KataEligible && len(n.KataHypervisors) < len(ops.Hypervisors) {
+		if n.KataEligible && len(n.KataHypervisors) < len(isolation.Hypervisors) {
 			only = "(" + strings.Join(n.KataHypervisors, ", ") + " only on " + n.Arch + ")"
 		}
 		d.Nodes = append(d.Nodes, views.SandboxNodeView{Name: n.Name, Runtime: rt, Arch: n.Arch, KVM: kvm, Installed: n.Installed,
 			KataEligible: n.KataEligible, KataReason: n.KataReason, KataOnly: only, WasmSelected: slices.Contains(iso.Wasm.Nodes, n.Name)})
 	}
-	for _, name := range ops.SandboxRuntimes {
+	for _, name := range isolation.SandboxRuntimes {
 		rt := iso.Runtime(name)
 		status := string(rt.State())
 		v := views.SandboxRuntimeView{Key: name, Title: runtimeTitles[name], Status: status, Message: rt.Message,
@@ -89,15 +89,15 @@ func fillIsolation(d *views.IsolationData, r *store.Region, nodes []ops.SandboxN
 		}
 		d.Runtimes = append(d.Runtimes, v)
 	}
-	for _, hv := range ops.Hypervisors {
+	for _, hv := range isolation.Hypervisors {
 		label := hypervisorTitles[hv]
-		if len(nodes) > 0 && len(ops.KataNodesFor(nodes, hv)) == 0 {
-			label += " — no node here can run it (" + strings.Join(ops.HypervisorArches[hv], ", ") + ")"
+		if len(nodes) > 0 && len(isolation.KataNodesFor(nodes, hv)) == 0 {
+			label += " — no node here can run it (" + strings.Join(isolation.HypervisorArches[hv], ", ") + ")"
 		}
 		d.Hypervisors = append(d.Hypervisors, views.Option{Value: hv, Label: label,
 			Selected: slices.Contains(iso.Kata.Hypervisors, hv) || len(iso.Kata.Hypervisors) == 0 && hv == "qemu"})
 	}
-	installed := ops.InstalledClasses(iso)
+	installed := isolation.InstalledClasses(iso)
 	for _, kind := range store.WorkloadKinds {
 		w := views.WorkloadClassView{Kind: kind}
 		current := iso.Class(kind)
@@ -109,10 +109,10 @@ func fillIsolation(d *views.IsolationData, r *store.Region, nodes []ops.SandboxN
 		}
 		d.Workloads = append(d.Workloads, w)
 	}
-	s := ops.SandboxSettingsOf(r)
+	s := isolation.SandboxSettingsOf(r)
 	d.Settings = views.SandboxSettingsView{Enabled: s.Enabled, AllowRunc: s.AllowRunc, DefaultTTL: s.DefaultTTLSeconds,
 		MaxTTL: s.MaxTTLSeconds, MaxCPUm: s.MaxCPUm, MaxMemoryMB: s.MaxMemoryMB, MaxDiskMB: s.MaxDiskMB}
-	for _, class := range ops.SandboxClasses(iso) {
+	for _, class := range isolation.SandboxClasses(iso) {
 		d.Settings.Allowed = append(d.Settings.Allowed, views.Option{Value: class, Label: class, Selected: slices.Contains(s.AllowedClasses, class)})
 		d.Settings.DefaultClasses = append(d.Settings.DefaultClasses, views.Option{Value: class, Label: class, Selected: class == s.DefaultClass})
 	}
@@ -125,8 +125,8 @@ func (h *Handlers) SandboxInstallForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	in := ops.SandboxParams{Runtime: c.FormValue("runtime"), Hypervisors: formList(c, "hypervisors"), Nodes: formList(c, "nodes")}
-	_, err = h.Kube.InstallSandbox(ctx(c), h.actor(c), r, in)
+	in := isolation.SandboxParams{Runtime: c.FormValue("runtime"), Hypervisors: formList(c, "hypervisors"), Nodes: formList(c, "nodes")}
+	_, err = h.Kube.Isolation.InstallSandbox(ctx(c), h.actor(c), r, in)
 	return h.formOutcome(c, r, "isolation", nil, err, "")
 }
 
@@ -136,7 +136,7 @@ func (h *Handlers) SandboxUninstallForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Kube.UninstallSandbox(ctx(c), h.actor(c), r, c.FormValue("runtime"))
+	_, err = h.Kube.Isolation.UninstallSandbox(ctx(c), h.actor(c), r, c.FormValue("runtime"))
 	return h.formOutcome(c, r, "isolation", nil, err, "")
 }
 
@@ -146,7 +146,7 @@ func (h *Handlers) SandboxProbeForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Kube.ProbeSandboxNodes(ctx(c), h.actor(c), r)
+	_, err = h.Kube.Isolation.ProbeSandboxNodes(ctx(c), h.actor(c), r)
 	return h.formOutcome(c, r, "isolation", nil, err, "")
 }
 
@@ -162,7 +162,7 @@ func (h *Handlers) SandboxClassesForm(c *fiber.Ctx) error {
 			in[kind] = v
 		}
 	}
-	_, err = h.Kube.SetWorkloadClasses(ctx(c), h.actor(c), r, in)
+	_, err = h.Kube.Isolation.SetWorkloadClasses(ctx(c), h.actor(c), r, in)
 	return h.formOutcome(c, r, "isolation", in, err, "Runtime classes saved; projects deploy with them from their next deploy.")
 }
 
@@ -172,7 +172,7 @@ func (h *Handlers) SandboxSettingsForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	in := ops.SandboxSettingsInput{Enabled: ptr(c.FormValue("enabled") == "true"), AllowRunc: ptr(c.FormValue("allow_runc") == "true"),
+	in := isolation.SandboxSettingsInput{Enabled: ptr(c.FormValue("enabled") == "true"), AllowRunc: ptr(c.FormValue("allow_runc") == "true"),
 		DefaultClass: ptr(c.FormValue("default_class"))}
 	if c.FormValue("allowed_classes_sent") != "" {
 		in.AllowedClasses = ptr(formList(c, "allowed_classes"))
@@ -195,7 +195,7 @@ func (h *Handlers) SandboxSettingsForm(c *fiber.Ctx) error {
 	if len(fe) > 0 {
 		return h.formInvalid(c, r, "isolation", values, fe, "")
 	}
-	_, err = h.Kube.SetSandboxSettings(ctx(c), h.actor(c), r, in)
+	_, err = h.Kube.Isolation.SetSandboxSettings(ctx(c), h.actor(c), r, in)
 	return h.formOutcome(c, r, "isolation", values, err, "Sandbox API settings saved.")
 }
 
@@ -214,10 +214,10 @@ func formList(c *fiber.Ctx, name string) []string {
 
 // isolationJSON is a region's sandbox runtimes, workload classes and nodes, as the API
 // answers them.
-func isolationJSON(r *store.Region, nodes []ops.SandboxNode) fiber.Map {
+func isolationJSON(r *store.Region, nodes []isolation.SandboxNode) fiber.Map {
 	iso := r.Isolation.V
 	runtimes := fiber.Map{}
-	for _, name := range ops.SandboxRuntimes {
+	for _, name := range isolation.SandboxRuntimes {
 		rt := iso.Runtime(name)
 		rt.Status = rt.State()
 		runtimes[name] = rt
@@ -227,9 +227,9 @@ func isolationJSON(r *store.Region, nodes []ops.SandboxNode) fiber.Map {
 		classes[kind] = iso.Class(kind)
 	}
 	if nodes == nil {
-		nodes = []ops.SandboxNode{}
+		nodes = []isolation.SandboxNode{}
 	}
-	return fiber.Map{"runtimes": runtimes, "runtime_classes": classes, "installed_classes": orEmpty(ops.InstalledClasses(iso)), "nodes": nodes}
+	return fiber.Map{"runtimes": runtimes, "runtime_classes": classes, "installed_classes": orEmpty(isolation.InstalledClasses(iso)), "nodes": nodes}
 }
 
 func orEmpty(xs []string) []string {
@@ -248,7 +248,7 @@ func (h *Handlers) APISandbox(c *fiber.Ctx) error {
 	}
 	cctx, cancel := h.clusterCtx(c)
 	defer cancel()
-	nodes, err := h.Kube.RegionSandboxNodes(cctx, r)
+	nodes, err := h.Kube.Isolation.RegionSandboxNodes(cctx, r)
 	if err != nil {
 		return h.Fail(c, &problem.Unreachable{Region: r.Name, Err: err})
 	}
@@ -262,14 +262,14 @@ func (h *Handlers) APIInstallSandbox(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	var in ops.SandboxParams
+	var in isolation.SandboxParams
 	if err := optionalBody(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
 	if strings.HasSuffix(c.Path(), "/wasm") {
 		in.Runtime = store.RuntimeWasm
 	}
-	j, err := h.Kube.InstallSandbox(ctx(c), h.actor(c), r, in)
+	j, err := h.Kube.Isolation.InstallSandbox(ctx(c), h.actor(c), r, in)
 	return h.Accepted(c, j, err)
 }
 
@@ -288,13 +288,13 @@ func (h *Handlers) APIUninstallSandbox(c *fiber.Ctx) error {
 	} else if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.UninstallSandbox(ctx(c), h.actor(c), r, in.Runtime)
+	j, err := h.Kube.Isolation.UninstallSandbox(ctx(c), h.actor(c), r, in.Runtime)
 	return h.Accepted(c, j, err)
 }
 
 // APIProbeSandbox is POST /api/knative-regions/{id}/probe-kvm: the KVM probe on every node.
 func (h *Handlers) APIProbeSandbox(c *fiber.Ctx) error {
-	return regionActionAPI(h, c, h.Kube.ProbeSandboxNodes)
+	return regionActionAPI(h, c, h.Kube.Isolation.ProbeSandboxNodes)
 }
 
 // APISetRuntimeClasses is PUT /api/knative-regions/{id}/runtime-classes {kind: class}.
@@ -307,7 +307,7 @@ func (h *Handlers) APISetRuntimeClasses(c *fiber.Ctx) error {
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	classes, err := h.Kube.SetWorkloadClasses(ctx(c), h.actor(c), r, in)
+	classes, err := h.Kube.Isolation.SetWorkloadClasses(ctx(c), h.actor(c), r, in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -320,7 +320,7 @@ func (h *Handlers) APIGetSandboxRegion(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	return c.JSON(sandboxSettingsJSON(r, ops.SandboxSettingsOf(r)))
+	return c.JSON(sandboxSettingsJSON(r, isolation.SandboxSettingsOf(r)))
 }
 
 // APIPutSandboxRegion is PUT /api/sandbox-regions/{id}: changes the Sandbox API's
@@ -330,11 +330,11 @@ func (h *Handlers) APIPutSandboxRegion(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	var in ops.SandboxSettingsInput
+	var in isolation.SandboxSettingsInput
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	v, err := h.Kube.SetSandboxSettings(ctx(c), h.actor(c), r, in)
+	v, err := h.Kube.Isolation.SetSandboxSettings(ctx(c), h.actor(c), r, in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -345,5 +345,5 @@ func sandboxSettingsJSON(r *store.Region, v store.SandboxSettings) fiber.Map {
 	return fiber.Map{"region_id": r.ID, "region": r.Name, "enabled": v.Enabled, "allowed_classes": orEmpty(v.AllowedClasses),
 		"default_class": v.DefaultClass, "allow_runc": v.AllowRunc, "default_ttl_seconds": v.DefaultTTLSeconds,
 		"max_ttl_seconds": v.MaxTTLSeconds, "max_cpu_m": v.MaxCPUm, "max_memory_mb": v.MaxMemoryMB, "max_disk_mb": v.MaxDiskMB,
-		"installed_classes": orEmpty(ops.SandboxClasses(r.Isolation.V))}
+		"installed_classes": orEmpty(isolation.SandboxClasses(r.Isolation.V))}
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/isolation"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -14,7 +14,7 @@ import (
 // TestKataInstallNeedsANode: with no node that can run Kata the Install button is
 // disabled and says why; one candidate node (KVM not probed yet) enables it.
 func TestKataInstallNeedsANode(t *testing.T) {
-	render := func(nodes []ops.SandboxNode) string {
+	render := func(nodes []isolation.SandboxNode) string {
 		d := views.IsolationData{RegionID: "r1"}
 		fillIsolation(&d, &store.Region{ID: "r1"}, nodes)
 		var b bytes.Buffer
@@ -23,14 +23,14 @@ func TestKataInstallNeedsANode(t *testing.T) {
 		}
 		return b.String()
 	}
-	noKVM := ops.SandboxNode{Name: "n1", Runtime: "containerd", Arch: "amd64", KVM: "false", KataReason: "no /dev/kvm", KataHypervisors: []string{"qemu"}}
-	html := render([]ops.SandboxNode{noKVM})
+	noKVM := isolation.SandboxNode{Name: "n1", Runtime: "containerd", Arch: "amd64", KVM: "false", KataReason: "no /dev/kvm", KataHypervisors: []string{"qemu"}}
+	html := render([]isolation.SandboxNode{noKVM})
 	if !strings.Contains(html, `data-testid="kata-no-node"`) || !strings.Contains(html, `data-testid="install-kata" disabled`) {
 		t.Fatalf("no eligible node: the Install button must be disabled with its reason:\n%s", html)
 	}
 	unprobed := noKVM
 	unprobed.Name, unprobed.KVM = "n2", ""
-	html = render([]ops.SandboxNode{noKVM, unprobed})
+	html = render([]isolation.SandboxNode{noKVM, unprobed})
 	if strings.Contains(html, `data-testid="kata-no-node"`) || strings.Contains(html, `data-testid="install-kata" disabled`) {
 		t.Fatal("a node not probed yet may run Kata: the Install button stays enabled")
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/isolation"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -44,7 +45,7 @@ func nextAfter(j *store.Job) (string, string) {
 		return "", ""
 	}
 	switch j.Kind {
-	case ops.KindRegistrySetup, ops.KindInstallOperator, ops.KindInstallServing, ops.KindRedisInstall, ops.KindSandboxInstall:
+	case ops.KindRegistrySetup, ops.KindInstallOperator, ops.KindInstallServing, ops.KindRedisInstall, isolation.KindSandboxInstall:
 		return "/regions/" + j.Region() + "/wizard", "Continue"
 	}
 	return "/regions/" + j.Region(), "Back to the region"

@@ -13,6 +13,7 @@ import (
 	"runr.dev/console/ops"
 	"runr.dev/console/ops/admission"
 	"runr.dev/console/ops/gpu"
+	"runr.dev/console/ops/isolation"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -25,7 +26,7 @@ var tabKinds = map[string][]string{
 	"serving":   {ops.KindInstallServing, ops.KindInstallKnative, ops.KindUpgradeServing, ops.KindUninstallServing, ops.KindUninstallKnative},
 	"redis":     {ops.KindRedisInstall, ops.KindRedisRemove, ops.KindRedisTest},
 	"workers":   {ops.KindApplyWorkers, ops.KindRegionInit},
-	"isolation": ops.SandboxKinds,
+	"isolation": isolation.SandboxKinds,
 	"gpu":       gpu.GPUKinds,
 	"data":      ops.DataKinds,
 	// The Supply chain tab.

@@ -5,7 +5,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/isolation"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -19,7 +19,7 @@ func wizardDone(r *store.Region) []bool {
 	registry := r.RegistryMode == store.RegistryNone || r.RegistryStatus == store.ComponentReady
 	redis := r.RedisMode == store.RedisNone || r.RedisStatus == store.ComponentReady
 	return []bool{true, registry, r.OperatorStatus == store.ComponentReady, r.ServingStatus == store.ComponentReady, redis,
-		len(ops.InstalledClasses(r.Isolation.V)) > 0, r.MigrationStatus == store.MigrationCompleted}
+		len(isolation.InstalledClasses(r.Isolation.V)) > 0, r.MigrationStatus == store.MigrationCompleted}
 }
 
 // wizardFirstOpen is the first step (index) the wizard may still open: the steps before

@@ -8,6 +8,7 @@ import (
 
 	"runr.dev/console/agent"
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/isolation"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -52,7 +53,7 @@ func regionView(r *store.Region) views.RegionView {
 		v.Components = append(v.Components, views.ComponentBadge{Name: name, Status: string(r.Component(name).Status)})
 	}
 	var sandboxes []string
-	for _, name := range ops.SandboxRuntimes {
+	for _, name := range isolation.SandboxRuntimes {
 		if rt := r.Isolation.V.Runtime(name); rt.Ready() {
 			sandboxes = append(sandboxes, runtimeTitles[name]+" ("+strings.Join(rt.Classes, ", ")+")")
 		}

@@ -122,7 +122,7 @@ func (s *Service) installAgent(ctx context.Context, jc *engine.JobContext, c *ku
 	if err != nil {
 		return err
 	}
-	image, err := s.regionImage(ctx, r, s.Cfg.AgentImage)
+	image, err := s.RegionImage(ctx, r, s.Cfg.AgentImage)
 	if err != nil {
 		return err
 	}

@@ -135,7 +135,7 @@ func (s *Service) applyAlias(ctx context.Context, jc *engine.JobContext, c *kube
 	if _, err := kit.EnsureNamespace(ctx, jc, c, ns, map[string]string{"runr.dev/region": r.Name}); err != nil {
 		return err
 	}
-	image, err := s.regionImage(ctx, r, s.Cfg.AgentImage)
+	image, err := s.RegionImage(ctx, r, s.Cfg.AgentImage)
 	if err != nil {
 		return err
 	}

@@ -143,7 +143,7 @@ func (s *Service) InstallDemos(ctx context.Context, actor kit.Actor, r *store.Re
 			return nil, err
 		}
 	}
-	demoImage, err := s.regionImage(ctx, r, s.Cfg.DemoImage)
+	demoImage, err := s.RegionImage(ctx, r, s.Cfg.DemoImage)
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +223,7 @@ func (s *Service) demoSMTP(ctx context.Context, jc *engine.JobContext, r *store.
 	if _, err := kit.EnsureNamespace(ctx, jc, c, ns, map[string]string{"runr.dev/region": r.Name}); err != nil {
 		return err
 	}
-	image, err := s.regionImage(ctx, r, s.Cfg.DemoSMTPImage)
+	image, err := s.RegionImage(ctx, r, s.Cfg.DemoSMTPImage)
 	if err != nil {
 		return err
 	}

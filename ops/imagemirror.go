@@ -17,6 +17,7 @@ import (
 	"runr.dev/console/kube"
 	"runr.dev/console/ops/admission"
 	"runr.dev/console/ops/gpu"
+	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
@@ -128,12 +129,6 @@ func (s *Service) mirrorPodSpec(ctx context.Context, jc *engine.JobContext, ps *
 	return nil
 }
 
-// regionImage is ref as a region pulls it (through its image mirror, if any).
-func (s *Service) regionImage(ctx context.Context, r *store.Region, ref string) (string, error) {
-	m, err := s.ImageMirror(ctx, r)
-	return imagemirror.Map(m, ref), err
-}
-
 // ReconcileImageMirror is the reconcile step that moves what runs on a cluster to its
 // regions' image mirror (or back to the images' own registries).
 const ReconcileImageMirror = "image-mirror"
@@ -141,13 +136,13 @@ const ReconcileImageMirror = "image-mirror"
 // mirroredCharts are the charts the console installs, by name, for re-rendering a release
 // at its own chart version.
 var mirroredCharts = []helm.ChartRef{ChartZot, ChartTraefik, ChartKnativeOperator, ChartPrometheus, ChartLoki, ChartOtelCollector,
-	ChartTempo, ChartCloudNativePG, ChartSeaweedFS, gpu.ChartGPUOperator, gpu.ChartDevicePlugin, ChartKataDeploy, ChartRuntimeClassManager,
+	ChartTempo, ChartCloudNativePG, ChartSeaweedFS, gpu.ChartGPUOperator, gpu.ChartDevicePlugin, isolation.ChartKataDeploy, isolation.ChartRuntimeClassManager,
 	admission.ChartPolicyController}
 
 // mirroredNamespaces are the namespaces of a target's cluster where the console installs
 // Helm releases.
 func mirroredNamespaces(t *reconcileTarget) []string {
-	nss := []string{RegistryNamespace, ObservabilityNamespace, SandboxNamespace, DataNamespace, CNPGNamespace, admission.CosignNamespace, gpu.GPUNamespace}
+	nss := []string{RegistryNamespace, ObservabilityNamespace, isolation.SandboxNamespace, DataNamespace, CNPGNamespace, admission.CosignNamespace, gpu.GPUNamespace}
 	seen := map[string]bool{}
 	for _, ns := range nss {
 		seen[ns] = true

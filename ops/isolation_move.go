@@ -6,6 +6,7 @@ import (
 
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
 )
@@ -50,12 +51,12 @@ func (s *Service) moveIsolation(ctx context.Context, jc *engine.JobContext) erro
 		return err
 	}
 	had := r.MigrationDetail.V.Had
-	var runtimes []SandboxParams
+	var runtimes []isolation.SandboxParams
 	if hv, ok := had["kata"]; ok {
-		runtimes = append(runtimes, SandboxParams{Runtime: store.RuntimeKata, Hypervisors: stringsOf(hv)})
+		runtimes = append(runtimes, isolation.SandboxParams{Runtime: store.RuntimeKata, Hypervisors: stringsOf(hv)})
 	}
 	if g, _ := had["gvisor"].(bool); g {
-		runtimes = append(runtimes, SandboxParams{Runtime: store.RuntimeGVisor})
+		runtimes = append(runtimes, isolation.SandboxParams{Runtime: store.RuntimeGVisor})
 	}
 	if nodes, ok := had["wasm"]; ok {
 		p, err := wasmOnNewCluster(ctx, c, stringsOf(nodes))
@@ -64,8 +65,8 @@ func (s *Service) moveIsolation(ctx context.Context, jc *engine.JobContext) erro
 		}
 		runtimes = append(runtimes, p)
 	}
-	for _, name := range SandboxRuntimes {
-		if !slices.ContainsFunc(runtimes, func(p SandboxParams) bool { return p.Runtime == name }) && r.Isolation.V.Runtime(name).State() != store.ComponentNotInstalled {
+	for _, name := range isolation.SandboxRuntimes {
+		if !slices.ContainsFunc(runtimes, func(p isolation.SandboxParams) bool { return p.Runtime == name }) && r.Isolation.V.Runtime(name).State() != store.ComponentNotInstalled {
 			// The new cluster has none of what the old one had not ready.
 			if err := s.Store.SetSandboxRuntime(ctx, r.ID, name, store.SandboxRuntime{Status: store.ComponentNotInstalled}); err != nil {
 				return err
@@ -79,7 +80,7 @@ func (s *Service) moveIsolation(ctx context.Context, jc *engine.JobContext) erro
 	var moved []string
 	for _, p := range runtimes {
 		s.tolerate(ctx, jc, r, "sandbox runtime "+p.Runtime, func() error {
-			err := kit.RunInline(ctx, jc, s.sandboxInstallSteps(p))
+			err := kit.RunInline(ctx, jc, s.Isolation.InstallSteps(p))
 			if err != nil {
 				s.Record(s.Store.SetSandboxRuntime(ctx, r.ID, p.Runtime, store.SandboxRuntime{Status: store.ComponentError, Message: err.Error()}))
 				return err
@@ -94,10 +95,10 @@ func (s *Service) moveIsolation(ctx context.Context, jc *engine.JobContext) erro
 
 // wasmOnNewCluster keeps the WebAssembly nodes that exist on the new cluster; none left
 // selects every node with containerd.
-func wasmOnNewCluster(ctx context.Context, c *kube.Cluster, nodes []string) (SandboxParams, error) {
-	all, err := SandboxNodes(ctx, c)
+func wasmOnNewCluster(ctx context.Context, c *kube.Cluster, nodes []string) (isolation.SandboxParams, error) {
+	all, err := isolation.SandboxNodes(ctx, c)
 	if err != nil {
-		return SandboxParams{}, err
+		return isolation.SandboxParams{}, err
 	}
 	var keep []string
 	for _, n := range all {
@@ -105,5 +106,5 @@ func wasmOnNewCluster(ctx context.Context, c *kube.Cluster, nodes []string) (San
 			keep = append(keep, n.Name)
 		}
 	}
-	return SandboxParams{Runtime: store.RuntimeWasm, Nodes: keep}, nil
+	return isolation.SandboxParams{Runtime: store.RuntimeWasm, Nodes: keep}, nil
 }

@@ -3,6 +3,7 @@ package ops
 import (
 	"runr.dev/console/ops/admission"
 	"runr.dev/console/ops/gpu"
+	"runr.dev/console/ops/isolation"
 )
 
 // registerKinds registers every kind of job the console runs.
@@ -19,7 +20,7 @@ func (s *Service) registerKinds() {
 	s.registerMigrationKinds()
 	s.registerBaseDomainKinds()
 	s.registerContainerdKinds()
-	s.registerSandboxKinds()
+	s.Isolation = isolation.New(s.Kit)
 	s.GPU = gpu.New(s.Kit)
 	s.registerDataKinds()
 	s.Admission = admission.New(s.Kit)

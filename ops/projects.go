@@ -12,6 +12,7 @@ import (
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
 	"runr.dev/console/ops/gpu"
+	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
@@ -48,7 +49,7 @@ func (s *Service) DeployCheck(ctx context.Context, r *store.Region, p *store.Pro
 	if p.Image == "" {
 		return errors.New("the project has no image to deploy")
 	}
-	if why := WorkloadClassRefusal(r, ProjectWorkloadKind(p)); why != "" {
+	if why := isolation.WorkloadClassRefusal(r, ProjectWorkloadKind(p)); why != "" {
 		return &problem.Refused{Reason: why}
 	}
 	if err := s.Admission.Gate(ctx, r, p); err != nil {
@@ -396,7 +397,7 @@ func (s *Service) ProjectAction(ctx context.Context, actor kit.Actor, p *store.P
 		if err != nil {
 			return nil, fmt.Errorf("region of project %s: %w", p.Slug, err)
 		}
-		if why := WorkloadClassRefusal(r, ProjectWorkloadKind(p)); why != "" {
+		if why := isolation.WorkloadClassRefusal(r, ProjectWorkloadKind(p)); why != "" {
 			return nil, &problem.Refused{Reason: why}
 		}
 		if why := gpu.GPURefusal(r, p); why != "" {

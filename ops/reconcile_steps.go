@@ -19,6 +19,7 @@ import (
 	"runr.dev/console/helm"
 	"runr.dev/console/imagemirror"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
 )
@@ -334,7 +335,7 @@ func (s *Service) checkAgent(ctx context.Context, c *kube.Cluster, t *reconcileT
 	}
 	ct := d.Spec.Template.Spec.Containers[0]
 	var fs []finding
-	if want, err := s.regionImage(ctx, &t.Region, s.Cfg.AgentImage); err != nil {
+	if want, err := s.RegionImage(ctx, &t.Region, s.Cfg.AgentImage); err != nil {
 		return finding{}, err
 	} else if ct.Image != want {
 		fs = append(fs, finding{Change: true, What: "agent image " + ct.Image + " → " + want})
@@ -391,8 +392,8 @@ func (s *Service) ownHelpers(t *reconcileTarget, mirror string) []ownHelper {
 	agent, responder := imagemirror.Map(mirror, s.Cfg.AgentImage), imagemirror.Map(mirror, s.Cfg.ResponderImage)
 	hs := []ownHelper{
 		{kind: "DaemonSet", namespace: RegistryNamespace, name: MirrorDaemonSet, container: "mirror", image: agent},
-		{kind: "DaemonSet", namespace: SandboxNamespace, name: KVMProbe, container: "installer", image: agent},
-		{kind: "DaemonSet", namespace: SandboxNamespace, name: GVisorInstaller, container: "installer", image: agent},
+		{kind: "DaemonSet", namespace: isolation.SandboxNamespace, name: isolation.KVMProbe, container: "installer", image: agent},
+		{kind: "DaemonSet", namespace: isolation.SandboxNamespace, name: isolation.GVisorInstaller, container: "installer", image: agent},
 	}
 	responders := map[string]bool{}
 	for _, r := range t.Regions {

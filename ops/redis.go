@@ -145,7 +145,7 @@ func (s *Service) installManagedRedis(ctx context.Context, jc *engine.JobContext
 	if r.RedisMode != store.RedisManaged || password == "" {
 		password = store.RandomToken("")[:32]
 	}
-	image, err := s.regionImage(ctx, r, s.Cfg.RedisImage)
+	image, err := s.RegionImage(ctx, r, s.Cfg.RedisImage)
 	if err != nil {
 		return err
 	}
@@ -238,7 +238,7 @@ func (s *Service) redisJob(ctx context.Context, jc *engine.JobContext, c *kube.C
 	for _, k := range sortedKeys(env) {
 		vars = append(vars, corev1.EnvVar{Name: k, Value: env[k]})
 	}
-	image, err := s.regionImage(ctx, r, s.Cfg.RedisImage)
+	image, err := s.RegionImage(ctx, r, s.Cfg.RedisImage)
 	if err != nil {
 		return err
 	}

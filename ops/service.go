@@ -16,6 +16,7 @@ import (
 	"runr.dev/console/config"
 	"runr.dev/console/ops/admission"
 	"runr.dev/console/ops/gpu"
+	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
 )
@@ -38,6 +39,8 @@ type Service struct {
 	GPU *gpu.Service
 	// Admission is the supply chain's admission policy.
 	Admission *admission.Service
+	// Isolation is the sandbox runtimes.
+	Isolation *isolation.Service
 }
 
 // NewService builds the cluster side of the console.

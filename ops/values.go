@@ -6,6 +6,7 @@ import (
 	"runr.dev/console/helm"
 	"runr.dev/console/ops/admission"
 	"runr.dev/console/ops/gpu"
+	"runr.dev/console/ops/isolation"
 	"runr.dev/console/store"
 )
 
@@ -51,9 +52,9 @@ func ValuesCases() []ValuesCase {
 		{Name: "loki-stack", Chart: ChartLoki, Release: LokiRelease, Namespace: ObservabilityNamespace, Values: LokiValues()},
 		{Name: "tempo", Chart: ChartTempo, Release: TempoRelease, Namespace: ObservabilityNamespace, Values: TempoValues(72)},
 		{Name: "opentelemetry-collector", Chart: ChartOtelCollector, Release: OtelRelease, Namespace: ObservabilityNamespace, Values: OtelValues()},
-		{Name: "kata-deploy", Chart: ChartKataDeploy, Release: KataRelease, Namespace: SandboxNamespace, Values: KataValues([]string{"qemu", "clh"}, "k8s")},
-		{Name: "kata-deploy-k3s-dragonball", Chart: ChartKataDeploy, Release: KataRelease, Namespace: SandboxNamespace, Values: KataValues([]string{"dragonball", "fc"}, "k3s")},
-		{Name: "runtime-class-manager", Chart: ChartRuntimeClassManager, Release: WasmRelease, Namespace: SandboxNamespace, Values: WasmValues()},
+		{Name: "kata-deploy", Chart: isolation.ChartKataDeploy, Release: isolation.KataRelease, Namespace: isolation.SandboxNamespace, Values: isolation.KataValues([]string{"qemu", "clh"}, "k8s")},
+		{Name: "kata-deploy-k3s-dragonball", Chart: isolation.ChartKataDeploy, Release: isolation.KataRelease, Namespace: isolation.SandboxNamespace, Values: isolation.KataValues([]string{"dragonball", "fc"}, "k3s")},
+		{Name: "runtime-class-manager", Chart: isolation.ChartRuntimeClassManager, Release: isolation.WasmRelease, Namespace: isolation.SandboxNamespace, Values: isolation.WasmValues()},
 		{Name: "gpu-operator", Chart: gpu.ChartGPUOperator, Release: gpu.GPUOperatorRelease, Namespace: gpu.GPUNamespace, Values: gpu.GPUOperatorValues()},
 		{Name: "nvidia-device-plugin", Chart: gpu.ChartDevicePlugin, Release: gpu.DevicePluginRelease, Namespace: gpu.GPUNamespace, Values: gpu.DevicePluginValues()},
 		{Name: "cloudnative-pg", Chart: ChartCloudNativePG, Release: CNPGRelease, Namespace: CNPGNamespace, Values: CNPGValues()},

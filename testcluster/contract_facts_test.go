@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/isolation"
 	"runr.dev/console/testcluster"
 )
 
@@ -877,8 +877,8 @@ var contractFacts = []fact{
 			}
 			var want []string
 			for _, shim := range kataPicked(r) {
-				want = append(want, ops.KataRuntimeClass(shim))
-				if rc, ok := rcs[ops.KataRuntimeClass(shim)]; ok {
+				want = append(want, isolation.KataRuntimeClass(shim))
+				if rc, ok := rcs[isolation.KataRuntimeClass(shim)]; ok {
 					if err := checkKataRuntimeClass(rc, shim, kataShimArchs(r, shim), kataPodArchs(pt)); err != nil {
 						return err
 					}
@@ -1059,14 +1059,14 @@ var contractFacts = []fact{
 			return nil
 		}},
 	{id: "rcm-shim-valid", chart: "runtime-class-manager", upstream: upRCM, source: "deploy/helm/crds/runtime.spinkube.dev_shims.yaml; internal/controller/shim_controller.go (handleInstallShim, resolveArtifactForNode)",
-		text: "The console's Shims (ops.ShimObject) are valid for the CRD and lose no field to pruning: nodeSelector, fetchStrategy.platforms[os linux, arch amd64|arm64|x86_64|aarch64, location, sha256], runtimeClass{name,handler}, rolloutStrategy.type recreate (the controller installs nothing for rolling: not implemented), containerdRuntimeOptions of strings",
+		text: "The console's Shims (isolation.ShimObject) are valid for the CRD and lose no field to pruning: nodeSelector, fetchStrategy.platforms[os linux, arch amd64|arm64|x86_64|aarch64, location, sha256], runtimeClass{name,handler}, rolloutStrategy.type recreate (the controller installs nothing for rolling: not implemented), containerdRuntimeOptions of strings",
 		check: func(r *rendering) error {
 			crd, err := crdOf(r, "shims.runtime.spinkube.dev")
 			if err != nil {
 				return err
 			}
-			for _, sh := range ops.WasmShims {
-				obj := jsonMap(ops.ShimObject(sh))
+			for _, sh := range isolation.WasmShims {
+				obj := jsonMap(isolation.ShimObject(sh))
 				if err := validateCustom(crd, "v1alpha1", obj); err != nil {
 					return fmt.Errorf("Shim %s: %w", sh.Name, err)
 				}

@@ -15,9 +15,8 @@ import (
 	nodev1 "k8s.io/api/node/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"runr.dev/console/ops/isolation"
 	"sigs.k8s.io/yaml"
-
-	"runr.dev/console/ops"
 )
 
 // Helpers of the sandbox runtimes' facts (kata-deploy, runtime-class-manager).
@@ -209,8 +208,8 @@ func kataCleanupHookForbidden(m *manifest) error {
 // its handler, its scheduling (kata-deploy's label, and kubernetes.io/arch among the
 // shim's architectures when the pods may run on others too) and its overhead.
 func checkKataRuntimeClass(rc nodev1.RuntimeClass, shim string, shimArchs, podArchs []string) error {
-	if rc.Handler != ops.KataRuntimeClass(shim) {
-		return fmt.Errorf("RuntimeClass %s: handler %s, want %s", rc.Name, rc.Handler, ops.KataRuntimeClass(shim))
+	if rc.Handler != isolation.KataRuntimeClass(shim) {
+		return fmt.Errorf("RuntimeClass %s: handler %s, want %s", rc.Name, rc.Handler, isolation.KataRuntimeClass(shim))
 	}
 	if rc.Scheduling == nil || rc.Scheduling.NodeSelector["katacontainers.io/kata-runtime"] != "true" {
 		return fmt.Errorf("RuntimeClass %s: scheduling %+v, want nodeSelector katacontainers.io/kata-runtime=true", rc.Name, rc.Scheduling)

@@ -20,7 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/isolation"
 	"runr.dev/console/testcluster"
 )
 
@@ -96,10 +96,10 @@ func agentDaemonSet(t *testing.T, c *testcluster.Cluster, ns, app string, nodeSe
 // plays it: helm uninstall alone leaves the label (the hook deletes the pods' RBAC before
 // their cleanup needs it), the DaemonSet deleted first does not.
 func TestSimulatedSandboxNodes(t *testing.T) {
-	if testcluster.KVMLabel != ops.KVMLabel || testcluster.GVisorLabel != ops.GVisorLabel {
-		t.Fatalf("labels %s, %s; the console reads %s, %s", testcluster.KVMLabel, testcluster.GVisorLabel, ops.KVMLabel, ops.GVisorLabel)
+	if testcluster.KVMLabel != isolation.KVMLabel || testcluster.GVisorLabel != isolation.GVisorLabel {
+		t.Fatalf("labels %s, %s; the console reads %s, %s", testcluster.KVMLabel, testcluster.GVisorLabel, isolation.KVMLabel, isolation.GVisorLabel)
 	}
-	eligible := map[string]string{ops.KataEligibleLabel: "eligible"}
+	eligible := map[string]string{isolation.KataEligibleLabel: "eligible"}
 	nodes := []testcluster.NodeSpec{
 		{Name: "cp-1", CPU: "4", Memory: "8Gi", ControlPlane: true, KVM: true,
 			Taints: []corev1.Taint{{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule}}},
@@ -112,28 +112,28 @@ func TestSimulatedSandboxNodes(t *testing.T) {
 	c := testcluster.New(t, testcluster.Options{Nodes: nodes})
 	ctx := context.Background()
 	s := serve(t)
-	ns := ops.SandboxNamespace
+	ns := isolation.SandboxNamespace
 	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
 	// The KVM probe answers on the nodes it ran on (not on the tainted control plane).
 	agentDaemonSet(t, c, ns, testcluster.KVMProbeApp, nil)
-	waitLabelled(t, c, ops.KVMLabel, "true", "kvm-1", "kvm-2", "kvm-3", "arm-1")
-	waitLabelled(t, c, ops.KVMLabel, "false", "plain-1")
+	waitLabelled(t, c, isolation.KVMLabel, "true", "kvm-1", "kvm-2", "kvm-3", "arm-1")
+	waitLabelled(t, c, isolation.KVMLabel, "false", "plain-1")
 
 	// gVisor: labelled while its installer runs on the node, unlabelled when it left.
 	agentDaemonSet(t, c, ns, testcluster.GVisorInstallerApp, map[string]string{"kubernetes.io/hostname": "plain-1"})
-	waitLabelled(t, c, ops.GVisorLabel, "true", "plain-1")
+	waitLabelled(t, c, isolation.GVisorLabel, "true", "plain-1")
 	if err := c.Client.AppsV1().DaemonSets(ns).Delete(ctx, testcluster.GVisorInstallerApp, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitLabelled(t, c, ops.GVisorLabel, "*")
+	waitLabelled(t, c, isolation.GVisorLabel, "*")
 
 	// kata-deploy on the eligible nodes only; its RuntimeClasses send pods there. arm-1 gets
 	// the picks that run on arm64 only (SHIMS_AARCH64).
-	_, ch := s.chart(t, ops.ChartKataDeploy.Name, ops.ChartKataDeploy.Version)
-	helmInstall(t, c, ch, ops.KataRelease, ns, jsonCopy(t, ops.KataValues([]string{"qemu", "clh"}, "k8s")))
+	_, ch := s.chart(t, isolation.ChartKataDeploy.Name, isolation.ChartKataDeploy.Version)
+	helmInstall(t, c, ch, isolation.KataRelease, ns, jsonCopy(t, isolation.KataValues([]string{"qemu", "clh"}, "k8s")))
 	waitLabelled(t, c, testcluster.KataRuntimeLabel, "true", "kvm-1", "kvm-2", "arm-1")
 	for node, want := range map[string][]string{"kvm-1": {"clh", "qemu"}, "arm-1": {"qemu"}, "kvm-3": nil} {
 		if got := c.KataShims(node); !slices.Equal(got, want) {
@@ -144,16 +144,16 @@ func TestSimulatedSandboxNodes(t *testing.T) {
 		t.Fatalf("kata-deploy-sa: %v", err)
 	}
 	for _, h := range []string{"qemu", "clh"} {
-		rc, err := c.Client.NodeV1().RuntimeClasses().Get(ctx, ops.KataRuntimeClass(h), metav1.GetOptions{})
+		rc, err := c.Client.NodeV1().RuntimeClasses().Get(ctx, isolation.KataRuntimeClass(h), metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rc.Handler != ops.KataRuntimeClass(h) || rc.Scheduling == nil || rc.Scheduling.NodeSelector[testcluster.KataRuntimeLabel] != "true" {
+		if rc.Handler != isolation.KataRuntimeClass(h) || rc.Scheduling == nil || rc.Scheduling.NodeSelector[testcluster.KataRuntimeLabel] != "true" {
 			t.Errorf("RuntimeClass %s: handler %s, scheduling %+v", rc.Name, rc.Handler, rc.Scheduling)
 		}
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "sandboxed", Namespace: "default"},
-		Spec: corev1.PodSpec{RuntimeClassName: ptr(ops.KataRuntimeClass("qemu")), Containers: []corev1.Container{{Name: "app", Image: "ghcr.io/runr/app:1"}}}}
+		Spec: corev1.PodSpec{RuntimeClassName: ptr(isolation.KataRuntimeClass("qemu")), Containers: []corev1.Container{{Name: "app", Image: "ghcr.io/runr/app:1"}}}}
 	if _, err := c.Client.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ func TestSimulatedSandboxNodes(t *testing.T) {
 
 	// A node that stops matching loses its pod but keeps the label (its DaemonSet still
 	// exists: the pod skips its cleanup).
-	setNodeLabel(t, c, "kvm-2", ops.KataEligibleLabel, "")
+	setNodeLabel(t, c, "kvm-2", isolation.KataEligibleLabel, "")
 	eventually(t, "kata-deploy's pod to leave kvm-2", func(ctx context.Context) (bool, string) {
 		pods, err := c.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: testcluster.KataDeployPodLabel})
 		if err != nil {
@@ -189,8 +189,8 @@ func TestSimulatedSandboxNodes(t *testing.T) {
 		_, errCRB := c.Client.RbacV1().ClusterRoleBindings().Get(ctx, "kata-deploy-rb", metav1.GetOptions{})
 		return apierrors.IsNotFound(errSA) && apierrors.IsNotFound(errCR) && apierrors.IsNotFound(errCRB), fmt.Sprintf("%v; %v; %v", errSA, errCR, errCRB)
 	}
-	helmUninstall(t, c, ops.KataRelease, ns)
-	if _, err := c.Client.NodeV1().RuntimeClasses().Get(ctx, ops.KataRuntimeClass("qemu"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	helmUninstall(t, c, isolation.KataRelease, ns)
+	if _, err := c.Client.NodeV1().RuntimeClasses().Get(ctx, isolation.KataRuntimeClass("qemu"), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("RuntimeClass kata-qemu after uninstall: %v", err)
 	}
 	eventually(t, "the kept RBAC to go", keptRBACGone)
@@ -200,7 +200,7 @@ func TestSimulatedSandboxNodes(t *testing.T) {
 	// The DaemonSet deleted first: its pods clean up with their RBAC still there and take
 	// the label off their nodes (kvm-2 has no pod: it keeps its label); then helm
 	// uninstall's hook deletes the kept RBAC.
-	helmInstall(t, c, ch, ops.KataRelease, ns, jsonCopy(t, ops.KataValues([]string{"qemu"}, "k8s")))
+	helmInstall(t, c, ch, isolation.KataRelease, ns, jsonCopy(t, isolation.KataValues([]string{"qemu"}, "k8s")))
 	eventually(t, "kata-deploy's pods on kvm-1 and arm-1", func(ctx context.Context) (bool, string) {
 		return slices.Equal(c.KataShims("kvm-1"), []string{"qemu"}) && slices.Equal(c.KataShims("arm-1"), []string{"qemu"}),
 			fmt.Sprintf("kvm-1 %v, arm-1 %v", c.KataShims("kvm-1"), c.KataShims("arm-1"))
@@ -212,12 +212,12 @@ func TestSimulatedSandboxNodes(t *testing.T) {
 	if got := c.KataShims("kvm-1"); got != nil {
 		t.Errorf("Kata left on kvm-1 after its cleanup: %v", got)
 	}
-	helmUninstall(t, c, ops.KataRelease, ns)
+	helmUninstall(t, c, isolation.KataRelease, ns)
 	eventually(t, "the kept RBAC to go", keptRBACGone)
 
 	// No shim of the pod runs on arm64 (SHIMS_AARCH64 absent): kata-deploy installs its
 	// built-in aarch64 list there.
-	helmInstall(t, c, ch, ops.KataRelease, ns, map[string]any{"shims": map[string]any{"disableAll": true, "fc": map[string]any{"enabled": true}},
+	helmInstall(t, c, ch, isolation.KataRelease, ns, map[string]any{"shims": map[string]any{"disableAll": true, "fc": map[string]any{"enabled": true}},
 		"nodeSelector": map[string]any{"kubernetes.io/hostname": "arm-1"}})
 	nine := []string{"clh", "clh-runtime-rs", "dragonball", "fc", "qemu", "qemu-cca", "qemu-coco-dev-runtime-rs", "qemu-nvidia-gpu", "qemu-runtime-rs"}
 	eventually(t, "kata-deploy's built-in shims on arm-1", func(ctx context.Context) (bool, string) {
@@ -230,7 +230,7 @@ func TestSimulatedSandboxNodes(t *testing.T) {
 // values and applies the console's Spin Shim: the matching nodes get the shim and the
 // RuntimeClass appears; deleting the Shim uninstalls it and takes the RuntimeClass.
 func TestSimulatedRuntimeClassManager(t *testing.T) {
-	wasm := map[string]string{ops.WasmLabel: "true"}
+	wasm := map[string]string{isolation.WasmLabel: "true"}
 	nodes := []testcluster.NodeSpec{
 		{Name: "cp-1", CPU: "4", Memory: "8Gi", ControlPlane: true,
 			Taints: []corev1.Taint{{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule}}},
@@ -242,12 +242,12 @@ func TestSimulatedRuntimeClassManager(t *testing.T) {
 	ctx := context.Background()
 	s := serve(t)
 	dyn := dynamic.NewForConfigOrDie(c.REST)
-	ns := ops.SandboxNamespace
-	_, ch := s.chart(t, ops.ChartRuntimeClassManager.Name, ops.ChartRuntimeClassManager.Version)
-	helmInstall(t, c, ch, ops.WasmRelease, ns, jsonCopy(t, ops.WasmValues()))
+	ns := isolation.SandboxNamespace
+	_, ch := s.chart(t, isolation.ChartRuntimeClassManager.Name, isolation.ChartRuntimeClassManager.Version)
+	helmInstall(t, c, ch, isolation.WasmRelease, ns, jsonCopy(t, isolation.WasmValues()))
 
-	sh := ops.WasmShims[0]
-	obj := &unstructured.Unstructured{Object: jsonCopy(t, ops.ShimObject(sh))}
+	sh := isolation.WasmShims[0]
+	obj := &unstructured.Unstructured{Object: jsonCopy(t, isolation.ShimObject(sh))}
 	// Strict: the API server refuses a field the CRD does not know instead of dropping it.
 	if _, err := dyn.Resource(gvrShim).Create(ctx, obj, metav1.CreateOptions{FieldValidation: "Strict"}); err != nil {
 		t.Fatalf("create Shim %s: %v", sh.Name, err)
@@ -291,7 +291,7 @@ func TestSimulatedRuntimeClassManager(t *testing.T) {
 	eventually(t, "Shim status 2 nodes, 2 ready", shimStatus(2))
 
 	// A node that stops matching keeps the shim and its label: nothing uninstalls it.
-	setNodeLabel(t, c, "wasm-2", ops.WasmLabel, "")
+	setNodeLabel(t, c, "wasm-2", isolation.WasmLabel, "")
 	eventually(t, "Shim status 1 node", shimStatus(1))
 	waitLabelled(t, c, sh.Name, "provisioned", "wasm-1", "wasm-2")
 

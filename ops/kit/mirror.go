@@ -64,3 +64,9 @@ func (s *Kit) JobImage(ctx context.Context, jc *engine.JobContext, ref string) (
 	m, err := s.JobMirror(ctx, jc)
 	return imagemirror.Map(m, ref), err
 }
+
+// RegionImage is ref as a region pulls it (through its image mirror, if any).
+func (s *Kit) RegionImage(ctx context.Context, r *store.Region, ref string) (string, error) {
+	m, err := s.ImageMirror(ctx, r)
+	return imagemirror.Map(m, ref), err
+}

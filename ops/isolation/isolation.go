@@ -1,4 +1,4 @@
-package ops
+package isolation
 
 import (
 	"context"
@@ -53,7 +53,7 @@ var (
 	gvkDaemonSet    = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "DaemonSet"}
 )
 
-func (s *Service) registerSandboxKinds() {
+func (s *Service) registerKinds() {
 	failed := func(ctx context.Context, jc *engine.JobContext, err error) {
 		var p SandboxParams
 		var refused *problem.Refused
@@ -69,14 +69,14 @@ func (s *Service) registerSandboxKinds() {
 		rt.Status, rt.Message = store.ComponentError, err.Error()
 		s.Record(s.Store.SetSandboxRuntime(ctx, r.ID, p.Runtime, rt))
 	}
-	s.Engine.Register(&engine.Kind{Name: KindSandboxInstall, Finished: failed, Plan: engine.PlanWith(s.sandboxInstallSteps)})
+	s.Engine.Register(&engine.Kind{Name: KindSandboxInstall, Finished: failed, Plan: engine.PlanWith(s.InstallSteps)})
 	s.Engine.Register(&engine.Kind{Name: KindSandboxUninstall, Finished: failed, Plan: engine.PlanWith(s.sandboxUninstallSteps)})
 	s.Engine.Register(&engine.Kind{Name: KindSandboxProbe, Plan: func(*engine.JobContext) ([]engine.Step, error) {
 		return []engine.Step{s.RegionStep("probe", "Probe the nodes for /dev/kvm", s.probeKVM)}, nil
 	}})
 }
 
-func (s *Service) sandboxInstallSteps(p SandboxParams) []engine.Step {
+func (s *Service) InstallSteps(p SandboxParams) []engine.Step {
 	start := s.RegionStep("start", "Record the install", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 		if p.Runtime == store.RuntimeKata {
 			// Checked again here: a mapping or a pod may have come since the job was queued.
@@ -205,7 +205,7 @@ func (s *Service) probeKVM(ctx context.Context, jc *engine.JobContext, r *store.
 	for i, n := range nodes {
 		names[i] = n.Name
 	}
-	image, err := s.regionImage(ctx, r, s.Cfg.AgentImage)
+	image, err := s.RegionImage(ctx, r, s.Cfg.AgentImage)
 	if err != nil {
 		return err
 	}
@@ -387,7 +387,7 @@ func (s *Service) installGVisor(ctx context.Context, jc *engine.JobContext, r *s
 	if len(targets) == 0 {
 		return errors.New("no node runs containerd: gVisor's runsc registers with containerd only")
 	}
-	image, err := s.regionImage(ctx, r, s.Cfg.AgentImage)
+	image, err := s.RegionImage(ctx, r, s.Cfg.AgentImage)
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package ops
+package isolation
 
 import (
 	"context"
