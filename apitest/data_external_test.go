@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/data"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 )
@@ -95,7 +95,7 @@ func TestExternalObjectStore(t *testing.T) {
 	if err := e.Store.DB.Get(&sealed, `SELECT object_secret_key FROM regions WHERE id = $1`, r.ID); err != nil || sealed == "" || strings.Contains(sealed, weed.SecretKey) {
 		t.Fatalf("the key at rest must be encrypted: %q %v", sealed, err)
 	}
-	if _, err := c.Client.AppsV1().Deployments(ops.DataNamespace).Get(ctx, "seaweedfs-all-in-one", metav1.GetOptions{}); err == nil {
+	if _, err := c.Client.AppsV1().Deployments(data.DataNamespace).Get(ctx, "seaweedfs-all-in-one", metav1.GetOptions{}); err == nil {
 		t.Fatal("an external object store installs nothing in the cluster")
 	}
 

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/data"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 	"runr.dev/console/web/webtest"
@@ -60,10 +61,10 @@ func dynList(t *testing.T, c *testcluster.Cluster, gvr schema.GroupVersionResour
 }
 
 // dataServices reads GET /api/knative-regions/{id}/data-services, by name.
-func dataServices(t *testing.T, e *webtest.Env, tok, regionID string) (map[string]ops.DataServiceView, string) {
+func dataServices(t *testing.T, e *webtest.Env, tok, regionID string) (map[string]data.DataServiceView, string) {
 	t.Helper()
 	var ans struct {
-		Data  []ops.DataServiceView
+		Data  []data.DataServiceView
 		Moved []string
 	}
 	st, raw := e.Raw("GET", "/api/knative-regions/"+regionID+"/data-services", tok, "")
@@ -71,7 +72,7 @@ func dataServices(t *testing.T, e *webtest.Env, tok, regionID string) (map[strin
 		t.Fatalf("data services: %d %s", st, raw)
 	}
 	e.JSON("GET", "/api/knative-regions/"+regionID+"/data-services", tok, nil, &ans)
-	out := map[string]ops.DataServiceView{}
+	out := map[string]data.DataServiceView{}
 	for _, d := range ans.Data {
 		out[d.Name] = d
 	}
@@ -88,7 +89,7 @@ func installData(t *testing.T, e *webtest.Env, tok, regionID, service string, bo
 func bind(t *testing.T, e *webtest.Env, tok, projectID, service string) string {
 	t.Helper()
 	var ans struct {
-		Data  ops.BindingView
+		Data  data.BindingView
 		JobID string `json:"job_id"`
 		Error string
 	}
@@ -169,21 +170,21 @@ func TestDataServicesBindRemoveAndSkupper(t *testing.T) {
 			t.Fatalf("%s after its install: %+v", name, svcs[name])
 		}
 	}
-	if _, err := c.Client.AppsV1().Deployments(ops.DataNamespace).Get(ctx, "seaweedfs-all-in-one", metav1.GetOptions{}); err != nil {
+	if _, err := c.Client.AppsV1().Deployments(data.DataNamespace).Get(ctx, "seaweedfs-all-in-one", metav1.GetOptions{}); err != nil {
 		t.Fatalf("the object store: %v", err)
 	}
 	// seaweedfs 4.44.0 renders its SFTP passwords for an all-in-one release, SFTP off or on.
-	if _, err := c.Client.CoreV1().Secrets(ops.DataNamespace).Get(ctx, ops.SeaweedFSRelease+"-sftp-secret", metav1.GetOptions{}); err != nil {
+	if _, err := c.Client.CoreV1().Secrets(data.DataNamespace).Get(ctx, data.SeaweedFSRelease+"-sftp-secret", metav1.GetOptions{}); err != nil {
 		t.Fatalf("the chart's SFTP Secret: %v", err)
 	}
-	pg, err := c.DynamicGet(ctx, cnpgClusterGVR, ops.DataNamespace, ops.PostgresCluster)
+	pg, err := c.DynamicGet(ctx, cnpgClusterGVR, data.DataNamespace, data.PostgresCluster)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ph, _, _ := unstructured.NestedString(pg.Object, "status", "phase"); ph != "Cluster in healthy state" {
 		t.Fatalf("the PostgreSQL cluster: %q", ph)
 	}
-	if _, err := c.Client.CoreV1().PersistentVolumeClaims(ops.DataNamespace).Get(ctx, ops.PostgresCluster+"-1", metav1.GetOptions{}); err != nil {
+	if _, err := c.Client.CoreV1().PersistentVolumeClaims(data.DataNamespace).Get(ctx, data.PostgresCluster+"-1", metav1.GetOptions{}); err != nil {
 		t.Fatalf("the PostgreSQL volume: %v", err)
 	}
 
@@ -226,7 +227,7 @@ func TestDataServicesBindRemoveAndSkupper(t *testing.T) {
 
 	// Each KV binding's ACL Job limits its user to its own key prefix, reading the user,
 	// password and prefix from the binding's Secret (nothing inlined in the Job).
-	jl, err := c.Client.BatchV1().Jobs(ops.DataNamespace).List(ctx, metav1.ListOptions{})
+	jl, err := c.Client.BatchV1().Jobs(data.DataNamespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,12 +262,12 @@ func TestDataServicesBindRemoveAndSkupper(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw := toJSON(ks.Object)
-	if !strings.Contains(raw, ops.BindingsSecretName("shop")) || !strings.Contains(raw, "secretKeyRef") {
-		t.Fatalf("the Knative Service must reference %s: %s", ops.BindingsSecretName("shop"), raw)
+	if !strings.Contains(raw, data.BindingsSecretName("shop")) || !strings.Contains(raw, "secretKeyRef") {
+		t.Fatalf("the Knative Service must reference %s: %s", data.BindingsSecretName("shop"), raw)
 	}
 	// CloudNativePG applied each binding's role and database.
 	for _, gvr := range []schema.GroupVersionResource{cnpgRoleGVR, cnpgDatabaseGVR} {
-		items := dynList(t, c, gvr, ops.DataNamespace)
+		items := dynList(t, c, gvr, data.DataNamespace)
 		if len(items) != 2 {
 			t.Fatalf("%s: %d", gvr.Resource, len(items))
 		}
@@ -325,14 +326,14 @@ func TestDataServicesBindRemoveAndSkupper(t *testing.T) {
 	for _, p := range []string{p1, p2} {
 		unbind(t, e, tok, p, "postgres")
 	}
-	if left := dynList(t, c, cnpgDatabaseGVR, ops.DataNamespace); len(left) != 0 {
+	if left := dynList(t, c, cnpgDatabaseGVR, data.DataNamespace); len(left) != 0 {
 		t.Fatalf("unbinding drops the databases: %d left", len(left))
 	}
 	removeData(t, e, tok, r.ID, "postgres")
-	if _, err := c.DynamicGet(ctx, cnpgClusterGVR, ops.DataNamespace, ops.PostgresCluster); err == nil {
+	if _, err := c.DynamicGet(ctx, cnpgClusterGVR, data.DataNamespace, data.PostgresCluster); err == nil {
 		t.Fatal("the PostgreSQL cluster must be gone")
 	}
-	if _, err := c.Client.CoreV1().PersistentVolumeClaims(ops.DataNamespace).Get(ctx, ops.PostgresCluster+"-1", metav1.GetOptions{}); err == nil {
+	if _, err := c.Client.CoreV1().PersistentVolumeClaims(data.DataNamespace).Get(ctx, data.PostgresCluster+"-1", metav1.GetOptions{}); err == nil {
 		t.Fatal("the PostgreSQL volume must be gone")
 	}
 	for _, p := range []string{p1, p2} {
@@ -340,34 +341,34 @@ func TestDataServicesBindRemoveAndSkupper(t *testing.T) {
 		unbind(t, e, tok, p, "kv")
 	}
 	removeData(t, e, tok, r.ID, "object")
-	if pvcs, _ := c.Client.CoreV1().PersistentVolumeClaims(ops.DataNamespace).List(ctx, metav1.ListOptions{}); len(pvcs.Items) != 0 {
+	if pvcs, _ := c.Client.CoreV1().PersistentVolumeClaims(data.DataNamespace).List(ctx, metav1.ListOptions{}); len(pvcs.Items) != 0 {
 		t.Fatalf("the object store's volume must be gone: %d claims", len(pvcs.Items))
 	}
 	// Nothing of seaweedfs stays while KV keeps runr-data: not the Secrets its chart keeps
 	// (S3 credentials, SFTP passwords), nor its ServiceAccount, ConfigMap and cluster RBAC.
-	if ss, err := c.Client.CoreV1().Secrets(ops.DataNamespace).List(ctx, metav1.ListOptions{}); err != nil {
+	if ss, err := c.Client.CoreV1().Secrets(data.DataNamespace).List(ctx, metav1.ListOptions{}); err != nil {
 		t.Fatal(err)
 	} else {
 		for _, sec := range ss.Items {
-			if strings.HasPrefix(sec.Name, ops.SeaweedFSRelease+"-") {
-				t.Errorf("Secret %s/%s stays after the object store's removal", ops.DataNamespace, sec.Name)
+			if strings.HasPrefix(sec.Name, data.SeaweedFSRelease+"-") {
+				t.Errorf("Secret %s/%s stays after the object store's removal", data.DataNamespace, sec.Name)
 			}
 		}
 	}
-	if _, err := c.Client.CoreV1().ServiceAccounts(ops.DataNamespace).Get(ctx, ops.SeaweedFSRelease, metav1.GetOptions{}); err == nil {
+	if _, err := c.Client.CoreV1().ServiceAccounts(data.DataNamespace).Get(ctx, data.SeaweedFSRelease, metav1.GetOptions{}); err == nil {
 		t.Error("ServiceAccount seaweedfs stays")
 	}
-	if _, err := c.Client.CoreV1().ConfigMaps(ops.DataNamespace).Get(ctx, ops.SeaweedFSRelease+"-master-config", metav1.GetOptions{}); err == nil {
+	if _, err := c.Client.CoreV1().ConfigMaps(data.DataNamespace).Get(ctx, data.SeaweedFSRelease+"-master-config", metav1.GetOptions{}); err == nil {
 		t.Error("ConfigMap seaweedfs-master-config stays")
 	}
-	if _, err := c.Client.RbacV1().ClusterRoles().Get(ctx, ops.SeaweedFSRelease+"-rw-cr", metav1.GetOptions{}); err == nil {
+	if _, err := c.Client.RbacV1().ClusterRoles().Get(ctx, data.SeaweedFSRelease+"-rw-cr", metav1.GetOptions{}); err == nil {
 		t.Error("ClusterRole seaweedfs-rw-cr stays")
 	}
-	if _, err := c.Client.RbacV1().ClusterRoleBindings().Get(ctx, ops.SeaweedFSRelease+"-rw-crb", metav1.GetOptions{}); err == nil {
+	if _, err := c.Client.RbacV1().ClusterRoleBindings().Get(ctx, data.SeaweedFSRelease+"-rw-crb", metav1.GetOptions{}); err == nil {
 		t.Error("ClusterRoleBinding seaweedfs-rw-crb stays")
 	}
 	removeData(t, e, tok, r.ID, "kv")
-	if _, err := c.Client.CoreV1().Namespaces().Get(ctx, ops.DataNamespace, metav1.GetOptions{}); err == nil {
+	if _, err := c.Client.CoreV1().Namespaces().Get(ctx, data.DataNamespace, metav1.GetOptions{}); err == nil {
 		t.Fatal("runr-data goes with the last service")
 	}
 	svcs, _ = dataServices(t, e, tok, r.ID)
@@ -378,7 +379,7 @@ func TestDataServicesBindRemoveAndSkupper(t *testing.T) {
 	}
 
 	// Skupper: absent, then installed by the cluster's operators, then the site.
-	var sk ops.SkupperReport
+	var sk data.SkupperReport
 	if st := e.JSON("GET", "/api/knative-regions/"+r.ID+"/skupper", tok, nil, &sk); st != 200 || sk.Installed || len(sk.Missing) != 2 {
 		t.Fatalf("Skupper absent: %d %+v", st, sk)
 	}
@@ -396,7 +397,7 @@ func TestDataServicesBindRemoveAndSkupper(t *testing.T) {
 		t.Fatalf("Skupper present: %+v", sk)
 	}
 	mustSucceed(t, action(t, e, tok, r.ID, "skupper/site", nil))
-	site, err := c.DynamicGet(ctx, skupperSiteGVR, "dat", ops.SkupperSiteName)
+	site, err := c.DynamicGet(ctx, skupperSiteGVR, "dat", data.SkupperSiteName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -426,7 +427,7 @@ func TestDataServicesMoveRecreatesServicesAndSite(t *testing.T) {
 	bind(t, e, tok, p, "postgres")
 	bind(t, e, tok, p, "kv")
 	wkEventually(t, time.Minute, "Skupper to be reported", func() bool {
-		var sk ops.SkupperReport
+		var sk data.SkupperReport
 		e.JSON("GET", "/api/knative-regions/"+r.ID+"/skupper", tok, nil, &sk)
 		return sk.Installed
 	})
@@ -443,21 +444,21 @@ func TestDataServicesMoveRecreatesServicesAndSite(t *testing.T) {
 	if svcs["kv"].Status != store.ComponentReady || svcs["postgres"].Status != store.ComponentReady || svcs["object"].Status != store.ComponentNotInstalled {
 		t.Fatalf("after the move: %+v\n%s", svcs, jobText(t, e, tok, mj.ID))
 	}
-	pg, err := b.DynamicGet(ctx, cnpgClusterGVR, ops.DataNamespace, ops.PostgresCluster)
+	pg, err := b.DynamicGet(ctx, cnpgClusterGVR, data.DataNamespace, data.PostgresCluster)
 	if err != nil {
 		t.Fatalf("the PostgreSQL cluster on the new cluster: %v", err)
 	}
 	if size, _, _ := unstructured.NestedString(pg.Object, "spec", "storage", "size"); size != "4Gi" {
 		t.Fatalf("its volume: %q", size)
 	}
-	if dbs := dynList(t, b, cnpgDatabaseGVR, ops.DataNamespace); len(dbs) != 1 {
+	if dbs := dynList(t, b, cnpgDatabaseGVR, data.DataNamespace); len(dbs) != 1 {
 		t.Fatalf("the binding's database on the new cluster: %d", len(dbs))
 	}
 	after, _ := e.Store.ProjectBinding(ctx, p, "postgres")
 	if after.Status != store.ComponentReady || after.Credentials["PGPASSWORD"] != before.Credentials["PGPASSWORD"] {
 		t.Fatalf("the binding after the move: %+v", after)
 	}
-	site, err := b.DynamicGet(ctx, skupperSiteGVR, "mvd", ops.SkupperSiteName)
+	site, err := b.DynamicGet(ctx, skupperSiteGVR, "mvd", data.SkupperSiteName)
 	if err != nil {
 		t.Fatalf("the site on the new cluster: %v", err)
 	}

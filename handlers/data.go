@@ -8,6 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/data"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -36,7 +37,7 @@ func dataRemoveConfirm(service string) string {
 
 // dataTab is the Data services tab: each service with its bindings, and Skupper.
 func (h *Handlers) dataTab(c *fiber.Ctx, r *store.Region) (templ.Component, error) {
-	svcs, err := h.Kube.RegionDataServices(ctx(c), r)
+	svcs, err := h.Kube.Data.RegionDataServices(ctx(c), r)
 	if err != nil {
 		return nil, err
 	}
@@ -70,15 +71,15 @@ func (h *Handlers) dataTab(c *fiber.Ctx, r *store.Region) (templ.Component, erro
 		}
 		d.Services = append(d.Services, v)
 	}
-	rep, err := h.Kube.RegionSkupper(cctx, r)
+	rep, err := h.Kube.Data.RegionSkupper(cctx, r)
 	if err != nil {
 		d.SkupperError = h.Cause(c, "The cluster did not answer", err)
 	} else {
 		d.Skupper = views.SkupperView{Installed: rep.Installed, Version: rep.Version, ControllerNamespace: rep.ControllerNamespace,
-			Missing: strings.Join(rep.Missing, " and "), SiteStatus: string(rep.Site.State()), SiteMessage: rep.Site.Message, SiteName: ops.SkupperSiteName, Namespace: r.Name,
+			Missing: strings.Join(rep.Missing, " and "), SiteStatus: string(rep.Site.State()), SiteMessage: rep.Site.Message, SiteName: data.SkupperSiteName, Namespace: r.Name,
 			SiteSet: rep.Site.State() != store.ComponentNotInstalled, SiteReady: rep.Site.State() == store.ComponentReady}
 	}
-	if j, err := h.Store.LatestJobOf(ctx(c), r.ID, ops.DataKinds); err == nil {
+	if j, err := h.Store.LatestJobOf(ctx(c), r.ID, data.DataKinds); err == nil {
 		d.Busy = !j.Status.Done()
 	} else if !isNotFoundErr(err) {
 		return nil, err
@@ -91,7 +92,7 @@ func (h *Handlers) dataTab(c *fiber.Ctx, r *store.Region) (templ.Component, erro
 }
 
 // bindingView is a binding for the pages: its settings' names, never their values.
-func bindingView(b ops.BindingView) views.BindingView {
+func bindingView(b data.BindingView) views.BindingView {
 	return views.BindingView{Service: b.Service, ProjectID: b.ProjectID, ProjectSlug: b.ProjectSlug, Resource: b.Resource,
 		Status: string(b.Status), Message: b.Message, Env: strings.Join(b.Env, ", "),
 		Unbindable: b.Status == store.ComponentReady || b.Status == store.ComponentError}
@@ -109,8 +110,8 @@ func (h *Handlers) DataInstallForm(c *fiber.Ctx) error {
 	for _, k := range []string{"mode", "endpoint", "iam_endpoint", "s3_region", "access_key_id", "bucket_prefix"} {
 		values[k] = c.FormValue(k)
 	}
-	in := ops.DataServiceInput{StorageClass: values["storage_class"], Mode: values["mode"], ExternalObjectStore: ops.ExternalObjectStore{
-		ExternalEndpoint: ops.ExternalEndpoint{Endpoint: values["endpoint"], IAMEndpoint: values["iam_endpoint"], S3Region: values["s3_region"],
+	in := data.DataServiceInput{StorageClass: values["storage_class"], Mode: values["mode"], ExternalObjectStore: data.ExternalObjectStore{
+		ExternalEndpoint: data.ExternalEndpoint{Endpoint: values["endpoint"], IAMEndpoint: values["iam_endpoint"], S3Region: values["s3_region"],
 			AccessKeyID: values["access_key_id"], BucketPrefix: values["bucket_prefix"]},
 		SecretAccessKey: c.FormValue("secret_access_key")}}
 	if values["size_gi"] != "" {
@@ -118,7 +119,7 @@ func (h *Handlers) DataInstallForm(c *fiber.Ctx) error {
 			return h.formInvalid(c, r, "data", values, FieldErrors{"size_gi": "Use a whole number of GiB."}, "")
 		}
 	}
-	_, err = h.Kube.InstallDataService(ctx(c), h.actor(c), r, svc, in)
+	_, err = h.Kube.Data.InstallDataService(ctx(c), h.actor(c), r, svc, in)
 	return h.formOutcome(c, r, "data", values, err, "")
 }
 
@@ -128,7 +129,7 @@ func (h *Handlers) DataRemoveForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Kube.RemoveDataService(ctx(c), h.actor(c), r, c.Params("service"))
+	_, err = h.Kube.Data.RemoveDataService(ctx(c), h.actor(c), r, c.Params("service"))
 	return h.formOutcome(c, r, "data", nil, err, "")
 }
 
@@ -138,7 +139,7 @@ func (h *Handlers) SkupperSiteForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Kube.CreateSkupperSite(ctx(c), h.actor(c), r)
+	_, err = h.Kube.Data.CreateSkupperSite(ctx(c), h.actor(c), r)
 	return h.formOutcome(c, r, "data", nil, err, "")
 }
 
@@ -149,7 +150,7 @@ func (h *Handlers) APIDataServices(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	svcs, err := h.Kube.RegionDataServices(ctx(c), r)
+	svcs, err := h.Kube.Data.RegionDataServices(ctx(c), r)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -163,13 +164,13 @@ func (h *Handlers) APIInstallDataService(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	var in ops.DataServiceInput
+	var in data.DataServiceInput
 	if len(c.Body()) > 0 {
 		if err := bodyMap(c, &in); err != nil {
 			return h.Fail(c, err)
 		}
 	}
-	j, err := h.Kube.InstallDataService(ctx(c), h.actor(c), r, c.Params("service"), in)
+	j, err := h.Kube.Data.InstallDataService(ctx(c), h.actor(c), r, c.Params("service"), in)
 	return h.Accepted(c, j, err)
 }
 
@@ -180,7 +181,7 @@ func (h *Handlers) APIRemoveDataService(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.RemoveDataService(ctx(c), h.actor(c), r, c.Params("service"))
+	j, err := h.Kube.Data.RemoveDataService(ctx(c), h.actor(c), r, c.Params("service"))
 	return h.Accepted(c, j, err)
 }
 
@@ -193,7 +194,7 @@ func (h *Handlers) APISkupper(c *fiber.Ctx) error {
 	}
 	cctx, cancel := h.clusterCtx(c)
 	defer cancel()
-	rep, err := h.Kube.RegionSkupper(cctx, r)
+	rep, err := h.Kube.Data.RegionSkupper(cctx, r)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -206,19 +207,19 @@ func (h *Handlers) APISkupperSite(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.CreateSkupperSite(ctx(c), h.actor(c), r)
+	j, err := h.Kube.Data.CreateSkupperSite(ctx(c), h.actor(c), r)
 	return h.Accepted(c, j, err)
 }
 
 // projectBindings are a project's bindings as answers show them.
-func (h *Handlers) projectBindings(c *fiber.Ctx, projectID string) ([]ops.BindingView, error) {
+func (h *Handlers) projectBindings(c *fiber.Ctx, projectID string) ([]data.BindingView, error) {
 	bs, err := h.Store.ProjectBindings(ctx(c), projectID)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]ops.BindingView, len(bs))
+	out := make([]data.BindingView, len(bs))
 	for i := range bs {
-		out[i] = ops.ViewOfBinding(&bs[i])
+		out[i] = data.ViewOfBinding(&bs[i])
 	}
 	return out, nil
 }
@@ -242,15 +243,15 @@ func (h *Handlers) APIBind(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	var in ops.BindInput
+	var in data.BindInput
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	b, j, err := h.Kube.Bind(ctx(c), h.actor(c), p, in)
+	b, j, err := h.Kube.Data.Bind(ctx(c), h.actor(c), p, in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"data": ops.ViewOfBinding(b), "job_id": j.ID})
+	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"data": data.ViewOfBinding(b), "job_id": j.ID})
 }
 
 // APIUnbind is DELETE /api/projects/{id}/bindings/{service}: 202 with the job, or 204
@@ -260,7 +261,7 @@ func (h *Handlers) APIUnbind(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.Unbind(ctx(c), h.actor(c), p, c.Params("service"))
+	j, err := h.Kube.Data.Unbind(ctx(c), h.actor(c), p, c.Params("service"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -276,7 +277,7 @@ func (h *Handlers) BindForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, j, err := h.Kube.Bind(ctx(c), h.actor(c), p, ops.BindInput{Service: c.FormValue("service")})
+	_, j, err := h.Kube.Data.Bind(ctx(c), h.actor(c), p, data.BindInput{Service: c.FormValue("service")})
 	return h.projectFormOutcome(c, p, j, err)
 }
 
@@ -286,7 +287,7 @@ func (h *Handlers) UnbindForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.Unbind(ctx(c), h.actor(c), p, c.Params("service"))
+	j, err := h.Kube.Data.Unbind(ctx(c), h.actor(c), p, c.Params("service"))
 	return h.projectFormOutcome(c, p, j, err)
 }
 

@@ -12,6 +12,7 @@ import (
 	"runr.dev/console/agent"
 	"runr.dev/console/ops"
 	"runr.dev/console/ops/admission"
+	"runr.dev/console/ops/data"
 	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/store"
@@ -28,7 +29,7 @@ var tabKinds = map[string][]string{
 	"workers":   {ops.KindApplyWorkers, ops.KindRegionInit},
 	"isolation": isolation.SandboxKinds,
 	"gpu":       gpu.GPUKinds,
-	"data":      ops.DataKinds,
+	"data":      data.DataKinds,
 	// The Supply chain tab.
 	"supply-chain": admission.AdmissionKinds,
 }

@@ -6,6 +6,7 @@ import (
 
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/data"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
@@ -75,7 +76,7 @@ func (s *Service) moveData(ctx context.Context, jc *engine.JobContext) error {
 		s.moveDataService(ctx, jc, r, c, dataParamsOf(name, v))
 	}
 	if site {
-		s.tolerate(ctx, jc, r, "Skupper site", func() error { return s.skupperSite(ctx, jc, r, c) })
+		s.tolerate(ctx, jc, r, "Skupper site", func() error { return s.Data.SkupperSite(ctx, jc, r, c) })
 	} else if r.Skupper.V.State() != store.ComponentNotInstalled {
 		s.Record(s.Store.SetRegionSkupper(ctx, r.ID, store.SkupperSite{}))
 	}
@@ -91,24 +92,24 @@ func (s *Service) moveData(ctx context.Context, jc *engine.JobContext) error {
 }
 
 // dataParamsOf reads a data service's settings from a move's record.
-func dataParamsOf(name string, v map[string]any) DataParams {
-	p := DataParams{Service: name}
+func dataParamsOf(name string, v map[string]any) data.DataParams {
+	p := data.DataParams{Service: name}
 	p.StorageClass, _ = v["storage_class"].(string)
 	if size, ok := v["size_gi"].(float64); ok {
 		p.SizeGi = int(size)
 	}
 	if name != store.DataKV && p.SizeGi == 0 {
-		p.SizeGi = defaultDataSizeGi
+		p.SizeGi = data.DefaultSizeGi
 	}
 	return p
 }
 
 // moveDataService installs one data service on the new cluster, then each of its
 // bindings' parts.
-func (s *Service) moveDataService(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster, p DataParams) {
+func (s *Service) moveDataService(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster, p data.DataParams) {
 	ok := true
 	s.tolerate(ctx, jc, r, p.Service, func() error {
-		err := kit.RunInline(ctx, jc, s.dataInstallSteps(p))
+		err := kit.RunInline(ctx, jc, s.Data.InstallSteps(p))
 		if err != nil {
 			ok = false
 			s.Record(s.Store.SetRegionDataService(ctx, r.ID, p.Service, store.DataService{Status: store.ComponentError, Message: err.Error(),
@@ -130,7 +131,7 @@ func (s *Service) moveDataService(ctx context.Context, jc *engine.JobContext, r 
 			if b.SecretError != "" {
 				return &problem.Refused{Reason: b.SecretError}
 			}
-			err := s.bindService(ctx, jc, b, r, c)
+			err := s.Data.BindService(ctx, jc, b, r, c)
 			if err != nil {
 				s.Record(s.Store.SetBindingStatus(ctx, b.ID, store.ComponentError, err.Error()))
 			}

@@ -292,7 +292,7 @@ func (s *Service) demoRemoveProjects(ctx context.Context, jc *engine.JobContext,
 		if err := undeployProject(ctx, c, r.Name, p); err != nil {
 			return err
 		}
-		if err := s.unbindAll(ctx, jc, c, r, p); err != nil {
+		if err := s.Data.UnbindAll(ctx, jc, c, r, p); err != nil {
 			return err
 		}
 		if err := s.Store.DeleteProject(ctx, p.ID); err != nil && !errors.Is(err, store.ErrNotFound) {

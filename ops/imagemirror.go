@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"helm.sh/helm/v3/pkg/release"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,6 +15,7 @@ import (
 	"runr.dev/console/imagemirror"
 	"runr.dev/console/kube"
 	"runr.dev/console/ops/admission"
+	"runr.dev/console/ops/data"
 	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/kit"
@@ -115,20 +115,6 @@ func knativeMirrorPatch(registry map[string]any) map[string]any {
 	return map[string]any{"spec": map[string]any{"registry": reg, "config": map[string]any{"deployment": map[string]any{knativeQueueKey: queue}}}}
 }
 
-// mirrorPodSpec maps the images of a pod spec's containers through the job's mirror.
-func (s *Service) mirrorPodSpec(ctx context.Context, jc *engine.JobContext, ps *corev1.PodSpec) error {
-	m, err := s.JobMirror(ctx, jc)
-	if err != nil {
-		return err
-	}
-	for _, list := range [][]corev1.Container{ps.InitContainers, ps.Containers} {
-		for i := range list {
-			list[i].Image = imagemirror.Map(m, list[i].Image)
-		}
-	}
-	return nil
-}
-
 // ReconcileImageMirror is the reconcile step that moves what runs on a cluster to its
 // regions' image mirror (or back to the images' own registries).
 const ReconcileImageMirror = "image-mirror"
@@ -136,13 +122,13 @@ const ReconcileImageMirror = "image-mirror"
 // mirroredCharts are the charts the console installs, by name, for re-rendering a release
 // at its own chart version.
 var mirroredCharts = []helm.ChartRef{ChartZot, ChartTraefik, ChartKnativeOperator, ChartPrometheus, ChartLoki, ChartOtelCollector,
-	ChartTempo, ChartCloudNativePG, ChartSeaweedFS, gpu.ChartGPUOperator, gpu.ChartDevicePlugin, isolation.ChartKataDeploy, isolation.ChartRuntimeClassManager,
+	ChartTempo, data.ChartCloudNativePG, data.ChartSeaweedFS, gpu.ChartGPUOperator, gpu.ChartDevicePlugin, isolation.ChartKataDeploy, isolation.ChartRuntimeClassManager,
 	admission.ChartPolicyController}
 
 // mirroredNamespaces are the namespaces of a target's cluster where the console installs
 // Helm releases.
 func mirroredNamespaces(t *reconcileTarget) []string {
-	nss := []string{RegistryNamespace, ObservabilityNamespace, isolation.SandboxNamespace, DataNamespace, CNPGNamespace, admission.CosignNamespace, gpu.GPUNamespace}
+	nss := []string{RegistryNamespace, ObservabilityNamespace, isolation.SandboxNamespace, data.DataNamespace, data.CNPGNamespace, admission.CosignNamespace, gpu.GPUNamespace}
 	seen := map[string]bool{}
 	for _, ns := range nss {
 		seen[ns] = true
@@ -230,7 +216,7 @@ func releasesNotFor(ctx context.Context, c *kube.Cluster, t *reconcileTarget, m 
 		if err != nil {
 			return nil, err
 		}
-		for _, name := range sortedKeys(names) {
+		for _, name := range kit.SortedKeys(names) {
 			rel, err := helm.Status(c, ns, name)
 			if err != nil {
 				return nil, err

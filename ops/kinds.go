@@ -2,6 +2,7 @@ package ops
 
 import (
 	"runr.dev/console/ops/admission"
+	"runr.dev/console/ops/data"
 	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/isolation"
 )
@@ -22,7 +23,8 @@ func (s *Service) registerKinds() {
 	s.registerContainerdKinds()
 	s.Isolation = isolation.New(s.Kit)
 	s.GPU = gpu.New(s.Kit)
-	s.registerDataKinds()
+	s.Data = data.New(s.Kit, s.deployProject)
+	s.registerDemoKinds()
 	s.Admission = admission.New(s.Kit)
 	s.registerReconcileKinds()
 }

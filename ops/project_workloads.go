@@ -17,7 +17,9 @@ import (
 
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/data"
 	"runr.dev/console/ops/gpu"
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
 )
 
@@ -47,7 +49,7 @@ func projectPod(r *store.Region, p *store.Project, bound []string) (map[string]a
 	for _, k := range skeys {
 		env = append(env, secretEnv(k, SecretEnvName(p.Slug), k))
 	}
-	env = append(env, bindingEnv(p.Slug, bound)...)
+	env = append(env, data.BindingEnv(p.Slug, bound)...)
 	if p.QueueStream != "" {
 		env = append(env, map[string]any{"name": "QUEUE_STREAM", "value": p.QueueStream},
 			secretEnv("REDIS_ADDRESS", QueueSecretName(p.Slug), "address"),
@@ -139,7 +141,7 @@ func scheduledCronJob(r *store.Region, p *store.Project, bound []string) map[str
 func applyQueueSecret(ctx context.Context, c *kube.Cluster, r *store.Region, p *store.Project) error {
 	name := QueueSecretName(p.Slug)
 	if p.QueueStream == "" {
-		return deleteSecret(ctx, c, r.Name, name)
+		return kit.DeleteSecret(ctx, c, r.Name, name)
 	}
 	if r.RedisStatus != store.ComponentReady || r.RedisAddress == "" {
 		return fmt.Errorf("the region's Redis is not ready (%s): %s uses its stream %s", r.RedisStatus, p.Slug, p.QueueStream)
@@ -209,8 +211,8 @@ func undeployProject(ctx context.Context, c *kube.Cluster, ns string, p *store.P
 			return err
 		}
 	}
-	for _, name := range []string{SecretEnvName(p.Slug), BindingsSecretName(p.Slug), QueueSecretName(p.Slug)} {
-		if err := deleteSecret(ctx, c, ns, name); err != nil {
+	for _, name := range []string{SecretEnvName(p.Slug), data.BindingsSecretName(p.Slug), QueueSecretName(p.Slug)} {
+		if err := kit.DeleteSecret(ctx, c, ns, name); err != nil {
 			return err
 		}
 	}

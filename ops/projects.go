@@ -124,7 +124,7 @@ func (s *Service) deployProject(ctx context.Context, jc *engine.JobContext, c *k
 	} else if err := secrets.Delete(ctx, SecretEnvName(p.Slug), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete Secret %s/%s: %w", ns, SecretEnvName(p.Slug), err)
 	}
-	bound, err := s.applyBindingsSecret(ctx, c, r, p)
+	bound, err := s.Data.ApplyBindingsSecret(ctx, c, r, p)
 	if err != nil {
 		return err
 	}
@@ -253,7 +253,7 @@ func (s *Service) projectDelete(load func(ctx context.Context, jc *engine.JobCon
 			if err := undeployProject(ctx, c, r.Name, p); err != nil {
 				return err
 			}
-			if err := s.unbindAll(ctx, jc, c, r, p); err != nil {
+			if err := s.Data.UnbindAll(ctx, jc, c, r, p); err != nil {
 				return err
 			}
 		} else if p == nil {
@@ -363,7 +363,7 @@ func (s *Service) UpdateProject(ctx context.Context, actor kit.Actor, p *store.P
 		return nil, err
 	}
 	if next.Region() != from {
-		if err := s.boundElsewhere(ctx, p); err != nil {
+		if err := s.Data.BoundElsewhere(ctx, p); err != nil {
 			return nil, err
 		}
 	}

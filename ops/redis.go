@@ -235,7 +235,7 @@ func (s *Service) redisJob(ctx context.Context, jc *engine.JobContext, c *kube.C
 	}
 	vars := []corev1.EnvVar{{Name: "HOST", Value: host}, {Name: "PORT", Value: port},
 		{Name: "REDIS_PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: "password"}}}}
-	for _, k := range sortedKeys(env) {
+	for _, k := range kit.SortedKeys(env) {
 		vars = append(vars, corev1.EnvVar{Name: k, Value: env[k]})
 	}
 	image, err := s.RegionImage(ctx, r, s.Cfg.RedisImage)

@@ -229,7 +229,7 @@ func (s *Service) prepull(ctx context.Context, jc *engine.JobContext, c *kube.Cl
 	}
 	labels := map[string]string{"app.kubernetes.io/name": PrepullDaemonSet, "app.kubernetes.io/managed-by": "runr"}
 	ds := prepullDaemonSet(labels, s.Cfg.AgentImage, s.Cfg.PrepullImages)
-	if err := s.mirrorPodSpec(ctx, jc, &ds.Spec.Template.Spec); err != nil {
+	if err := s.MirrorPodSpec(ctx, jc, &ds.Spec.Template.Spec); err != nil {
 		return err
 	}
 	dss := c.Clientset.AppsV1().DaemonSets(RegistryNamespace)

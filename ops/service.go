@@ -15,6 +15,7 @@ import (
 
 	"runr.dev/console/config"
 	"runr.dev/console/ops/admission"
+	"runr.dev/console/ops/data"
 	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/kit"
@@ -41,6 +42,8 @@ type Service struct {
 	Admission *admission.Service
 	// Isolation is the sandbox runtimes.
 	Isolation *isolation.Service
+	// Data is the data services and the projects' bindings to them.
+	Data *data.Service
 }
 
 // NewService builds the cluster side of the console.

@@ -20,6 +20,7 @@ import (
 	"runr.dev/console/engine"
 	"runr.dev/console/helm"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/data"
 	"runr.dev/console/store"
 )
 
@@ -76,10 +77,10 @@ func (s *Service) observe(ctx context.Context, r *store.Region) *clusterLook {
 	st.version = v.GitVersion
 	namespaces := []string{r.OperatorNamespace, r.ServingNamespace, ObservabilityNamespace, RegistryNamespace}
 	if o := r.DataServices.V.Object; o.Ready() && !o.External() {
-		namespaces = append(namespaces, DataNamespace)
+		namespaces = append(namespaces, data.DataNamespace)
 	}
 	if r.DataServices.V.Postgres.Ready() {
-		namespaces = append(namespaces, CNPGNamespace)
+		namespaces = append(namespaces, data.CNPGNamespace)
 	}
 	for _, ns := range namespaces {
 		if err := s.observeNamespace(ctx, c, ns, st); err != nil {
@@ -271,14 +272,14 @@ func (s *Service) components(r *store.Region, st *clusterLook) []componentCheck 
 	}
 	switch o := r.DataServices.V.Object; {
 	case o.Ready():
-		ok, d := st.release(DataNamespace, SeaweedFSRelease)()
+		ok, d := st.release(data.DataNamespace, data.SeaweedFSRelease)()
 		add("object store", ok, d)
 	case o.Status == store.ComponentError:
 		failed("object store", o.Message)
 	}
 	switch p := r.DataServices.V.Postgres; {
 	case p.Ready():
-		ok, d := st.release(CNPGNamespace, CNPGRelease)()
+		ok, d := st.release(data.CNPGNamespace, data.CNPGRelease)()
 		add("postgres", ok, d)
 	case p.Status == store.ComponentError:
 		failed("postgres", p.Message)

@@ -13,6 +13,7 @@ import (
 
 	"runr.dev/console/config"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/data"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
 )
@@ -146,9 +147,9 @@ func TestStatusJudgesDataServices(t *testing.T) {
 	r.DataServices.V = store.DataServices{KV: store.DataService{Status: store.ComponentReady},
 		Object: store.DataService{Status: store.ComponentReady}, Postgres: store.DataService{Status: store.ComponentReady}}
 	st := healthyLook()
-	st.releases[key(DataNamespace, SeaweedFSRelease)] = []kube.Workload{{Kind: "Deployment", Namespace: DataNamespace, Name: seaweedAllInOne}}
-	st.releases[key(CNPGNamespace, CNPGRelease)] = []kube.Workload{{Kind: "Deployment", Namespace: CNPGNamespace, Name: "cnpg-cloudnative-pg"}}
-	st.deployments[key(DataNamespace, seaweedAllInOne)] = readyDeployment(DataNamespace, seaweedAllInOne)
+	st.releases[key(data.DataNamespace, data.SeaweedFSRelease)] = []kube.Workload{{Kind: "Deployment", Namespace: data.DataNamespace, Name: data.SeaweedAllInOne}}
+	st.releases[key(data.CNPGNamespace, data.CNPGRelease)] = []kube.Workload{{Kind: "Deployment", Namespace: data.CNPGNamespace, Name: "cnpg-cloudnative-pg"}}
+	st.deployments[key(data.DataNamespace, data.SeaweedAllInOne)] = readyDeployment(data.DataNamespace, data.SeaweedAllInOne)
 	verdicts := func() map[string]componentCheck {
 		out := map[string]componentCheck{}
 		for _, c := range s.components(r, st) {
@@ -163,7 +164,7 @@ func TestStatusJudgesDataServices(t *testing.T) {
 	if _, ok := got["kv"]; ok {
 		t.Fatal("KV runs on the region's Redis and has no check of its own")
 	}
-	st.deployments[key(CNPGNamespace, "cnpg-cloudnative-pg")] = readyDeployment(CNPGNamespace, "cnpg-cloudnative-pg")
+	st.deployments[key(data.CNPGNamespace, "cnpg-cloudnative-pg")] = readyDeployment(data.CNPGNamespace, "cnpg-cloudnative-pg")
 	if got := verdicts(); !got["postgres"].ok {
 		t.Fatalf("CloudNativePG ready: %+v", got["postgres"])
 	}

@@ -5,6 +5,7 @@ import (
 
 	"runr.dev/console/helm"
 	"runr.dev/console/ops/admission"
+	"runr.dev/console/ops/data"
 	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/store"
@@ -57,9 +58,9 @@ func ValuesCases() []ValuesCase {
 		{Name: "runtime-class-manager", Chart: isolation.ChartRuntimeClassManager, Release: isolation.WasmRelease, Namespace: isolation.SandboxNamespace, Values: isolation.WasmValues()},
 		{Name: "gpu-operator", Chart: gpu.ChartGPUOperator, Release: gpu.GPUOperatorRelease, Namespace: gpu.GPUNamespace, Values: gpu.GPUOperatorValues()},
 		{Name: "nvidia-device-plugin", Chart: gpu.ChartDevicePlugin, Release: gpu.DevicePluginRelease, Namespace: gpu.GPUNamespace, Values: gpu.DevicePluginValues()},
-		{Name: "cloudnative-pg", Chart: ChartCloudNativePG, Release: CNPGRelease, Namespace: CNPGNamespace, Values: CNPGValues()},
-		{Name: "seaweedfs", Chart: ChartSeaweedFS, Release: SeaweedFSRelease, Namespace: DataNamespace, Values: SeaweedFSValues("", defaultDataSizeGi)},
-		{Name: "seaweedfs-storage-class", Chart: ChartSeaweedFS, Release: SeaweedFSRelease, Namespace: DataNamespace, Values: SeaweedFSValues("standard", 50)},
+		{Name: "cloudnative-pg", Chart: data.ChartCloudNativePG, Release: data.CNPGRelease, Namespace: data.CNPGNamespace, Values: data.CNPGValues()},
+		{Name: "seaweedfs", Chart: data.ChartSeaweedFS, Release: data.SeaweedFSRelease, Namespace: data.DataNamespace, Values: data.SeaweedFSValues("", data.DefaultSizeGi)},
+		{Name: "seaweedfs-storage-class", Chart: data.ChartSeaweedFS, Release: data.SeaweedFSRelease, Namespace: data.DataNamespace, Values: data.SeaweedFSValues("standard", 50)},
 		{Name: "policy-controller", Chart: admission.ChartPolicyController, Release: admission.PolicyControllerRelease, Namespace: admission.CosignNamespace, Values: admission.PolicyControllerValues()},
 	}
 }

@@ -216,7 +216,7 @@ func (s *Service) runCheckJob(ctx context.Context, jc *engine.JobContext, c *kub
 			Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{container}},
 		}},
 	}
-	if err := s.mirrorPodSpec(ctx, jc, &job.Spec.Template.Spec); err != nil {
+	if err := s.MirrorPodSpec(ctx, jc, &job.Spec.Template.Spec); err != nil {
 		return err
 	}
 	if _, err := jobs.Create(ctx, job, metav1.CreateOptions{}); err != nil {

@@ -18,6 +18,7 @@ import (
 	"runr.dev/console/config"
 	"runr.dev/console/images"
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/data"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
@@ -118,7 +119,7 @@ func mustSucceed(t *testing.T, e *webtest.Env, j *store.Job) {
 	if j.Status != store.JobSucceeded {
 		var pods strings.Builder
 		if c := clusters[e]; c != nil {
-			for _, ns := range []string{ops.RegistryNamespace, ops.DataNamespace, ops.ObservabilityNamespace} {
+			for _, ns := range []string{ops.RegistryNamespace, data.DataNamespace, ops.ObservabilityNamespace} {
 				pods.WriteString(c.PodReport(ns, ""))
 			}
 		}

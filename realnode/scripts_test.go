@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/data"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 	"runr.dev/console/web/webtest"
@@ -187,8 +188,8 @@ func TestInClusterScriptsOnARealNode(t *testing.T) {
 		if out, _ := redis.cli("EXISTS", prefix+"basket"); out != "0" {
 			t.Fatalf("the binding's keys are still there: %s", out)
 		}
-		if len(jobPodsOnRealNode(t, c, ops.DataNamespace)) < 3 {
-			t.Fatalf("the ACL Jobs did not run on the real node: %+v", jobPodsOnRealNode(t, c, ops.DataNamespace))
+		if len(jobPodsOnRealNode(t, c, data.DataNamespace)) < 3 {
+			t.Fatalf("the ACL Jobs did not run on the real node: %+v", jobPodsOnRealNode(t, c, data.DataNamespace))
 		}
 	})
 

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/data"
 	"runr.dev/console/store"
 )
 
@@ -61,7 +61,7 @@ var dataFacts = []fact{
 			if err != nil {
 				return err
 			}
-			if pt.Labels["app.kubernetes.io/name"] != "cloudnative-pg" || pt.Labels["app.kubernetes.io/instance"] != ops.CNPGRelease {
+			if pt.Labels["app.kubernetes.io/name"] != "cloudnative-pg" || pt.Labels["app.kubernetes.io/instance"] != data.CNPGRelease {
 				return fmt.Errorf("operator pod labels %v", pt.Labels)
 			}
 			if c := pt.Spec.Containers[0]; c.Name != "manager" || c.Image != "ghcr.io/cloudnative-pg/cloudnative-pg:1.30.0" {
@@ -73,8 +73,8 @@ var dataFacts = []fact{
 		source: "CP/templates/crds/crds.yaml (under crds.create, helm.sh/resource-policy: keep)",
 		text:   "the CRDs clusters, databases and databaseroles.postgresql.cnpg.io (v1, namespaced, status subresource) are templates of the release, rendered with crds.create and kept by helm uninstall (helm.sh/resource-policy: keep); the console's Cluster, Database and DatabaseRole fit their schemas (Database requires cluster, name, owner; DatabaseRole cluster and name; both reclaim policies are delete or retain, retain by default)",
 		check: func(r *rendering) error {
-			_, role, db := ops.PostgresBindingObjects(sampleBinding())
-			for name, obj := range map[string]map[string]any{"clusters.postgresql.cnpg.io": ops.PostgresClusterObject("standard", 10),
+			_, role, db := data.PostgresBindingObjects(sampleBinding())
+			for name, obj := range map[string]map[string]any{"clusters.postgresql.cnpg.io": data.PostgresClusterObject("standard", 10),
 				"databases.postgresql.cnpg.io": db, "databaseroles.postgresql.cnpg.io": role} {
 				crd, err := renderedCRD(r, name)
 				if err != nil {
@@ -116,7 +116,7 @@ var dataFacts = []fact{
 			if err != nil {
 				return err
 			}
-			if pt.Labels["app.kubernetes.io/component"] != "seaweedfs-all-in-one" || pt.Spec.Containers[0].Image != ops.SeaweedFSImage {
+			if pt.Labels["app.kubernetes.io/component"] != "seaweedfs-all-in-one" || pt.Spec.Containers[0].Image != data.SeaweedFSImage {
 				return fmt.Errorf("pod labels %v image %s", pt.Labels, pt.Spec.Containers[0].Image)
 			}
 			if !strings.Contains(strings.Join(pt.Spec.Containers[0].Command, " "), "-s3.config=/etc/sw/s3/seaweedfs_s3_config") {
@@ -149,7 +149,7 @@ var dataFacts = []fact{
 			if err != nil {
 				return err
 			}
-			sel, err := labels.Parse(ops.SeaweedFSReleaseSelector)
+			sel, err := labels.Parse(data.SeaweedFSReleaseSelector)
 			if err != nil {
 				return err
 			}
@@ -163,7 +163,7 @@ var dataFacts = []fact{
 					return fmt.Errorf("%s/%s: annotations %v, the console removes kept hook Secrets only", o.GetKind(), o.GetName(), a)
 				}
 				if !sel.Matches(labels.Set(o.GetLabels())) {
-					return fmt.Errorf("Secret %s (labels %v) is not selected by the removal's %s: it would stay in %s", o.GetName(), o.GetLabels(), ops.SeaweedFSReleaseSelector, ops.DataNamespace)
+					return fmt.Errorf("Secret %s (labels %v) is not selected by the removal's %s: it would stay in %s", o.GetName(), o.GetLabels(), data.SeaweedFSReleaseSelector, data.DataNamespace)
 				}
 				kept = append(kept, o.GetName())
 			}

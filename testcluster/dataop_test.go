@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/data"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 )
@@ -31,22 +31,22 @@ func TestSimulatedCloudNativePG(t *testing.T) {
 	c := testcluster.New(t, testcluster.Options{})
 	dyn := dynamic.NewForConfigOrDie(c.REST)
 	ctx := context.Background()
-	_, ch := s.chart(t, "cloudnative-pg", ops.ChartCloudNativePG.Version)
-	helmInstall(t, c, ch, ops.CNPGRelease, ops.CNPGNamespace, ops.CNPGValues())
-	if err := c.ApplyYAML(ctx, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+ops.DataNamespace+"\n"); err != nil {
+	_, ch := s.chart(t, "cloudnative-pg", data.ChartCloudNativePG.Version)
+	helmInstall(t, c, ch, data.CNPGRelease, data.CNPGNamespace, data.CNPGValues())
+	if err := c.ApplyYAML(ctx, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: "+data.DataNamespace+"\n"); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the Cluster CRD", func(ctx context.Context) (bool, string) {
 		_, err := c.APIExtGet(ctx, "clusters.postgresql.cnpg.io")
 		return err == nil, fmt.Sprint(err)
 	})
-	obj := &unstructured.Unstructured{Object: ops.PostgresClusterObject("", 2)}
+	obj := &unstructured.Unstructured{Object: data.PostgresClusterObject("", 2)}
 	eventually(t, "the Cluster to be created", func(ctx context.Context) (bool, string) {
-		_, err := dyn.Resource(gvrCluster).Namespace(ops.DataNamespace).Create(ctx, obj, metav1.CreateOptions{})
+		_, err := dyn.Resource(gvrCluster).Namespace(data.DataNamespace).Create(ctx, obj, metav1.CreateOptions{})
 		return err == nil || apierrors.IsAlreadyExists(err), fmt.Sprint(err)
 	})
 	eventually(t, "the Cluster to be healthy", func(ctx context.Context) (bool, string) {
-		o, err := dyn.Resource(gvrCluster).Namespace(ops.DataNamespace).Get(ctx, ops.PostgresCluster, metav1.GetOptions{})
+		o, err := dyn.Resource(gvrCluster).Namespace(data.DataNamespace).Get(ctx, data.PostgresCluster, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
@@ -54,16 +54,16 @@ func TestSimulatedCloudNativePG(t *testing.T) {
 		st, _, _ := readyCondition(o, "Ready")
 		return ph == "Cluster in healthy state" && st == "True", ph
 	})
-	inst := ops.PostgresCluster + "-1"
-	pod, err := c.Client.CoreV1().Pods(ops.DataNamespace).Get(ctx, inst, metav1.GetOptions{})
+	inst := data.PostgresCluster + "-1"
+	pod, err := c.Client.CoreV1().Pods(data.DataNamespace).Get(ctx, inst, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := hasLabels("instance pod", pod.Labels, map[string]string{ops.CNPGClusterLabel: ops.PostgresCluster, "cnpg.io/instanceName": inst,
+	if err := hasLabels("instance pod", pod.Labels, map[string]string{data.CNPGClusterLabel: data.PostgresCluster, "cnpg.io/instanceName": inst,
 		"cnpg.io/instanceRole": "primary", "role": "primary", "cnpg.io/podRole": "instance"}); err != nil {
 		t.Error(err)
 	}
-	pvc, err := c.Client.CoreV1().PersistentVolumeClaims(ops.DataNamespace).Get(ctx, inst, metav1.GetOptions{})
+	pvc, err := c.Client.CoreV1().PersistentVolumeClaims(data.DataNamespace).Get(ctx, inst, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,24 +71,24 @@ func TestSimulatedCloudNativePG(t *testing.T) {
 		t.Errorf("the instance's claim: %s %v", q.String(), pvc.Labels)
 	}
 	for _, svc := range []string{"-rw", "-ro", "-r"} {
-		if _, err := c.Client.CoreV1().Services(ops.DataNamespace).Get(ctx, ops.PostgresCluster+svc, metav1.GetOptions{}); err != nil {
-			t.Errorf("Service %s%s: %v", ops.PostgresCluster, svc, err)
+		if _, err := c.Client.CoreV1().Services(data.DataNamespace).Get(ctx, data.PostgresCluster+svc, metav1.GetOptions{}); err != nil {
+			t.Errorf("Service %s%s: %v", data.PostgresCluster, svc, err)
 		}
 	}
 
 	// A binding's role and database are applied; a database of a missing role is refused.
 	b := &store.Binding{Service: store.DataPostgres, ProjectSlug: "shop", Resource: "p_shop", Credentials: map[string]string{"PGUSER": "p_shop", "PGPASSWORD": "pw"}}
-	secret, role, db := ops.PostgresBindingObjects(b)
+	secret, role, db := data.PostgresBindingObjects(b)
 	for _, o := range []map[string]any{secret, role, db} {
 		create(t, dyn, &unstructured.Unstructured{Object: o})
 	}
 	orphan := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "postgresql.cnpg.io/v1", "kind": "Database",
-		"metadata": map[string]any{"name": "orphan", "namespace": ops.DataNamespace},
-		"spec":     map[string]any{"name": "orphan", "owner": "nobody", "cluster": map[string]any{"name": ops.PostgresCluster}}}}
+		"metadata": map[string]any{"name": "orphan", "namespace": data.DataNamespace},
+		"spec":     map[string]any{"name": "orphan", "owner": "nobody", "cluster": map[string]any{"name": data.PostgresCluster}}}}
 	create(t, dyn, orphan)
 	eventually(t, "the Databases' status", func(ctx context.Context) (bool, string) {
-		good, err1 := dyn.Resource(gvrDatabase).Namespace(ops.DataNamespace).Get(ctx, db["metadata"].(map[string]any)["name"].(string), metav1.GetOptions{})
-		bad, err2 := dyn.Resource(gvrDatabase).Namespace(ops.DataNamespace).Get(ctx, "orphan", metav1.GetOptions{})
+		good, err1 := dyn.Resource(gvrDatabase).Namespace(data.DataNamespace).Get(ctx, db["metadata"].(map[string]any)["name"].(string), metav1.GetOptions{})
+		bad, err2 := dyn.Resource(gvrDatabase).Namespace(data.DataNamespace).Get(ctx, "orphan", metav1.GetOptions{})
 		if err1 != nil || err2 != nil {
 			return false, fmt.Sprint(err1, err2)
 		}
@@ -99,11 +99,11 @@ func TestSimulatedCloudNativePG(t *testing.T) {
 	})
 
 	// Deleting the Cluster deletes its pods and volumes.
-	if err := dyn.Resource(gvrCluster).Namespace(ops.DataNamespace).Delete(ctx, ops.PostgresCluster, metav1.DeleteOptions{}); err != nil {
+	if err := dyn.Resource(gvrCluster).Namespace(data.DataNamespace).Delete(ctx, data.PostgresCluster, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the instance's claim to go with its Cluster", func(ctx context.Context) (bool, string) {
-		_, err := c.Client.CoreV1().PersistentVolumeClaims(ops.DataNamespace).Get(ctx, inst, metav1.GetOptions{})
+		_, err := c.Client.CoreV1().PersistentVolumeClaims(data.DataNamespace).Get(ctx, inst, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})
 }
@@ -120,22 +120,22 @@ func TestSimulatedSkupper(t *testing.T) {
 	}
 	// As upstream's generator writes it: no labels on the Deployment, the pods'
 	// application=skupper-controller on its template and selector.
-	ctrl, err := c.Client.AppsV1().Deployments(testcluster.SkupperNamespace).Get(ctx, ops.SkupperController, metav1.GetOptions{})
-	if err != nil || len(ctrl.Labels) != 0 || ctrl.Spec.Template.Labels["application"] != ops.SkupperController ||
-		ctrl.Spec.Selector.MatchLabels["application"] != ops.SkupperController {
+	ctrl, err := c.Client.AppsV1().Deployments(testcluster.SkupperNamespace).Get(ctx, data.SkupperController, metav1.GetOptions{})
+	if err != nil || len(ctrl.Labels) != 0 || ctrl.Spec.Template.Labels["application"] != data.SkupperController ||
+		ctrl.Spec.Selector.MatchLabels["application"] != data.SkupperController {
 		t.Fatalf("the Skupper controller Deployment: %v %v", err, ctrl)
 	}
 	if err := c.ApplyYAML(ctx, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: shop\n"); err != nil {
 		t.Fatal(err)
 	}
 	site := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "skupper.io/v2alpha1", "kind": "Site",
-		"metadata": map[string]any{"name": ops.SkupperSiteName, "namespace": "shop"}, "spec": map[string]any{}}}
+		"metadata": map[string]any{"name": data.SkupperSiteName, "namespace": "shop"}, "spec": map[string]any{}}}
 	eventually(t, "the Site to be created", func(ctx context.Context) (bool, string) {
 		_, err := dyn.Resource(gvrSite).Namespace("shop").Create(ctx, site, metav1.CreateOptions{})
 		return err == nil || apierrors.IsAlreadyExists(err), fmt.Sprint(err)
 	})
 	eventually(t, "the Site to be Ready", func(ctx context.Context) (bool, string) {
-		o, err := dyn.Resource(gvrSite).Namespace("shop").Get(ctx, ops.SkupperSiteName, metav1.GetOptions{})
+		o, err := dyn.Resource(gvrSite).Namespace("shop").Get(ctx, data.SkupperSiteName, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"runr.dev/console/engine"
 	"runr.dev/console/imagemirror"
 	"runr.dev/console/store"
@@ -69,4 +71,18 @@ func (s *Kit) JobImage(ctx context.Context, jc *engine.JobContext, ref string) (
 func (s *Kit) RegionImage(ctx context.Context, r *store.Region, ref string) (string, error) {
 	m, err := s.ImageMirror(ctx, r)
 	return imagemirror.Map(m, ref), err
+}
+
+// MirrorPodSpec maps the images of a pod spec's containers through the job's mirror.
+func (s *Kit) MirrorPodSpec(ctx context.Context, jc *engine.JobContext, ps *corev1.PodSpec) error {
+	m, err := s.JobMirror(ctx, jc)
+	if err != nil {
+		return err
+	}
+	for _, list := range [][]corev1.Container{ps.InitContainers, ps.Containers} {
+		for i := range list {
+			list[i].Image = imagemirror.Map(m, list[i].Image)
+		}
+	}
+	return nil
 }

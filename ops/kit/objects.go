@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/release"
@@ -107,4 +108,21 @@ func OrV(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// DeleteSecret deletes a Secret; a missing one is not an error.
+func DeleteSecret(ctx context.Context, c *kube.Cluster, ns, name string) error {
+	if err := c.Clientset.CoreV1().Secrets(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete Secret %s/%s: %w", ns, name, err)
+	}
+	return nil
+}
+
+func SortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

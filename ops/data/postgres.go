@@ -1,4 +1,4 @@
-package ops
+package data
 
 import (
 	"context"
@@ -229,5 +229,5 @@ func (s *Service) postgresUnbind(ctx context.Context, jc *engine.JobContext, c *
 		}
 	}
 	jc.Note("Dropped database %s and role %s", b.Resource, b.Resource)
-	return deleteSecret(ctx, c, DataNamespace, bindingSecretName(b))
+	return kit.DeleteSecret(ctx, c, DataNamespace, bindingSecretName(b))
 }

@@ -1,4 +1,4 @@
-package ops
+package data
 
 import (
 	"context"
@@ -99,7 +99,7 @@ func (s *Service) InstallDataService(ctx context.Context, actor kit.Actor, r *st
 func (s *Service) dataVolume(ctx context.Context, r *store.Region, in DataServiceInput) (string, int, error) {
 	sc, size := strings.TrimSpace(in.StorageClass), in.SizeGi
 	if size == 0 {
-		size = defaultDataSizeGi
+		size = DefaultSizeGi
 	}
 	fields := map[string]string{}
 	if size < 1 || size > 10240 {

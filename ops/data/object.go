@@ -1,4 +1,4 @@
-package ops
+package data
 
 import (
 	"context"
@@ -49,7 +49,7 @@ func (s *Service) objectInstallSteps(p DataParams) []engine.Step {
 			if err := kit.WaitRelease(ctx, jc, c, out, engine.WaitOpts{}); err != nil {
 				return err
 			}
-			claim := seaweedAllInOne + "-data"
+			claim := SeaweedAllInOne + "-data"
 			if err := jc.Wait(ctx, "volume "+DataNamespace+"/"+claim+" to bind", engine.WaitOpts{Hint: "kubectl describe pvc -n " + DataNamespace + " " + claim},
 				c.PVCBound(DataNamespace, claim)); err != nil {
 				return err
@@ -69,7 +69,7 @@ func (s *Service) objectRemoveSteps(p DataParams) []engine.Step {
 			if err := s.HelmUninstall(ctx, jc, c, DataNamespace, SeaweedFSRelease); err != nil {
 				return err
 			}
-			claim := seaweedAllInOne + "-data"
+			claim := SeaweedAllInOne + "-data"
 			pvcs := c.Clientset.CoreV1().PersistentVolumeClaims(DataNamespace)
 			if err := pvcs.Delete(ctx, claim, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 				return fmt.Errorf("delete volume %s/%s: %w", DataNamespace, claim, err)
@@ -110,7 +110,7 @@ func deleteSeaweedFSSecrets(ctx context.Context, c *kube.Cluster) ([]string, err
 	}
 	var names []string
 	for _, sec := range list.Items {
-		if err := deleteSecret(ctx, c, DataNamespace, sec.Name); err != nil {
+		if err := kit.DeleteSecret(ctx, c, DataNamespace, sec.Name); err != nil {
 			return names, err
 		}
 		names = append(names, DataNamespace+"/"+sec.Name)
@@ -176,7 +176,7 @@ func (s *Service) objectUnbind(ctx context.Context, jc *engine.JobContext, c *ku
 		return err
 	}
 	jc.Note("Deleted bucket %s with its objects, and its access key", b.Resource)
-	return deleteSecret(ctx, c, DataNamespace, bindingSecretName(b))
+	return kit.DeleteSecret(ctx, c, DataNamespace, bindingSecretName(b))
 }
 
 // ExternalEndpoint is an external object store without its secret key: the S3 endpoint,

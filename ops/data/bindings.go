@@ -1,4 +1,4 @@
-package ops
+package data
 
 import (
 	"context"
@@ -124,7 +124,7 @@ func (s *Service) bindRegion(ctx context.Context, p *store.Project, service stri
 // envTaken lists the binding's variable names the project defines itself.
 func envTaken(p *store.Project, creds map[string]string) []string {
 	var out []string
-	for _, k := range sortedKeys(creds) {
+	for _, k := range kit.SortedKeys(creds) {
 		if _, plain := p.EnvVars.V[k]; plain {
 			out = append(out, k)
 		} else if _, secret := p.Secrets[k]; secret {
@@ -195,7 +195,7 @@ func (s *Service) registerBindingKinds() {
 
 func (s *Service) bindSteps(pp BindingParams) []engine.Step {
 	return []engine.Step{
-		s.bindingStep("service", "Create the binding's part of the service", pp, s.bindService),
+		s.bindingStep("service", "Create the binding's part of the service", pp, s.BindService),
 		s.bindingStep("project", "Give the project its settings", pp, func(ctx context.Context, jc *engine.JobContext, b *store.Binding, r *store.Region, c *kube.Cluster) error {
 			if err := s.Store.SetBindingStatus(ctx, b.ID, store.ComponentReady, ""); err != nil {
 				return err
@@ -221,8 +221,8 @@ func (s *Service) unbindSteps(pp BindingParams) []engine.Step {
 	}
 }
 
-// bindService creates the binding's part of its service.
-func (s *Service) bindService(ctx context.Context, jc *engine.JobContext, b *store.Binding, r *store.Region, c *kube.Cluster) error {
+// BindService creates the binding's part of its service.
+func (s *Service) BindService(ctx context.Context, jc *engine.JobContext, b *store.Binding, r *store.Region, c *kube.Cluster) error {
 	if _, err := kit.EnsureNamespace(ctx, jc, c, DataNamespace, nil); err != nil {
 		return err
 	}
@@ -268,8 +268,8 @@ func (s *Service) redeployBound(ctx context.Context, jc *engine.JobContext, c *k
 	return nil
 }
 
-// unbindAll deletes every binding of a project being deleted, with its data.
-func (s *Service) unbindAll(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region, p *store.Project) error {
+// UnbindAll deletes every binding of a project being deleted, with its data.
+func (s *Service) UnbindAll(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region, p *store.Project) error {
 	bs, err := s.Store.ProjectBindings(ctx, p.ID)
 	if err != nil {
 		return err
@@ -306,24 +306,24 @@ func (s *Service) readyBindings(ctx context.Context, r *store.Region, p *store.P
 	return env, nil
 }
 
-// applyBindingsSecret writes the settings of the project's ready bindings into its
+// ApplyBindingsSecret writes the settings of the project's ready bindings into its
 // Secret <project>-bindings (deleted when it has none) and returns their names.
-func (s *Service) applyBindingsSecret(ctx context.Context, c *kube.Cluster, r *store.Region, p *store.Project) ([]string, error) {
+func (s *Service) ApplyBindingsSecret(ctx context.Context, c *kube.Cluster, r *store.Region, p *store.Project) ([]string, error) {
 	env, err := s.readyBindings(ctx, r, p)
 	if err != nil {
 		return nil, err
 	}
 	if len(env) == 0 {
-		return nil, deleteSecret(ctx, c, r.Name, BindingsSecretName(p.Slug))
+		return nil, kit.DeleteSecret(ctx, c, r.Name, BindingsSecretName(p.Slug))
 	}
 	if err := applySecret(ctx, c, r.Name, BindingsSecretName(p.Slug), map[string]string{"runr.dev/project": p.ID}, env); err != nil {
 		return nil, err
 	}
-	return sortedKeys(env), nil
+	return kit.SortedKeys(env), nil
 }
 
-// bindingEnv is the env of a project's binding settings, each through secretKeyRef.
-func bindingEnv(slug string, names []string) []any {
+// BindingEnv is the env of a project's binding settings, each through secretKeyRef.
+func BindingEnv(slug string, names []string) []any {
 	out := make([]any, 0, len(names))
 	for _, k := range names {
 		out = append(out, map[string]any{"name": k, "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": BindingsSecretName(slug), "key": k}}})
@@ -331,9 +331,9 @@ func bindingEnv(slug string, names []string) []any {
 	return out
 }
 
-// boundElsewhere refuses a project's move to another region while it is bound to the
+// BoundElsewhere refuses a project's move to another region while it is bound to the
 // data services of its region (they do not follow it), naming them.
-func (s *Service) boundElsewhere(ctx context.Context, p *store.Project) error {
+func (s *Service) BoundElsewhere(ctx context.Context, p *store.Project) error {
 	bs, err := s.Store.ProjectBindings(ctx, p.ID)
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package ops
+package data
 
 import (
 	"context"
@@ -147,7 +147,7 @@ func (s *Service) CreateSkupperSite(ctx context.Context, actor kit.Actor, r *sto
 func (s *Service) registerSkupperKinds() {
 	s.Engine.Register(&engine.Kind{Name: KindSkupperSite,
 		Plan: func(*engine.JobContext) ([]engine.Step, error) {
-			return []engine.Step{s.RegionStep("site", "Create the Site "+SkupperSiteName, s.skupperSite)}, nil
+			return []engine.Step{s.RegionStep("site", "Create the Site "+SkupperSiteName, s.SkupperSite)}, nil
 		},
 		Finished: func(ctx context.Context, jc *engine.JobContext, err error) {
 			if err != nil {
@@ -156,9 +156,9 @@ func (s *Service) registerSkupperKinds() {
 		}})
 }
 
-// skupperSite creates the Site runr in the project namespace and waits for Skupper's
+// SkupperSite creates the Site runr in the project namespace and waits for Skupper's
 // controller to report it ready.
-func (s *Service) skupperSite(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+func (s *Service) SkupperSite(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 	rep, err := SkupperOn(ctx, c)
 	if err != nil {
 		return err

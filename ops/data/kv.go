@@ -1,4 +1,4 @@
-package ops
+package data
 
 import (
 	"context"
@@ -64,7 +64,7 @@ case "$out" in ""|ERR*|*"unknown command"*|*NOAUTH*|*WRONGPASS*) echo "ACL WHOAM
 func (s *Service) kvRemoveSteps() []engine.Step {
 	return []engine.Step{
 		s.RegionStep("remove", "Remove the ACL Jobs' Secret", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
-			if err := deleteSecret(ctx, c, DataNamespace, KVAdminSecret); err != nil {
+			if err := kit.DeleteSecret(ctx, c, DataNamespace, KVAdminSecret); err != nil {
 				return err
 			}
 			jc.Note("KV removed; the region's Redis itself stays (Redis tab)")
@@ -119,5 +119,5 @@ func (s *Service) kvUnbind(ctx context.Context, jc *engine.JobContext, c *kube.C
 		return err
 	}
 	jc.Note("Deleted the keys %s* and Redis user %s", b.Credentials["REDIS_KEY_PREFIX"], b.Resource)
-	return deleteSecret(ctx, c, DataNamespace, bindingSecretName(b))
+	return kit.DeleteSecret(ctx, c, DataNamespace, bindingSecretName(b))
 }

@@ -1,9 +1,8 @@
-package ops
+package data
 
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -66,13 +65,13 @@ const (
 
 // Default volume sizes of the managed object store and PostgreSQL (GiB; chosen: the
 // SeaweedFS chart's own 10Gi default for both).
-const defaultDataSizeGi = 10
+const DefaultSizeGi = 10
 
-// seaweedAllInOne is the object store's Deployment, Service and volume claim prefix.
-const seaweedAllInOne = SeaweedFSRelease + "-all-in-one"
+// SeaweedAllInOne is the object store's Deployment, Service and volume claim prefix.
+const SeaweedAllInOne = SeaweedFSRelease + "-all-in-one"
 
 // seaweedHost is the object store's Service in the cluster.
-func seaweedHost() string { return seaweedAllInOne + "." + DataNamespace + ".svc.cluster.local" }
+func seaweedHost() string { return SeaweedAllInOne + "." + DataNamespace + ".svc.cluster.local" }
 
 // ObjectEndpoint is the managed object store's S3 endpoint inside the cluster.
 func ObjectEndpoint() string { return fmt.Sprintf("http://%s:%d", seaweedHost(), seaweedS3Port) }
@@ -121,7 +120,7 @@ type DataParams struct {
 	SizeGi       int               `json:"size_gi,omitempty"`
 }
 
-func (s *Service) registerDataKinds() {
+func (s *Service) registerKinds() {
 	failed := func(ctx context.Context, jc *engine.JobContext, err error) {
 		var p DataParams
 		if err == nil || jc.Params(&p) != nil {
@@ -133,11 +132,10 @@ func (s *Service) registerDataKinds() {
 			s.Record(s.Store.SetRegionDataService(ctx, r.ID, p.Service, d))
 		}
 	}
-	s.Engine.Register(&engine.Kind{Name: KindDataInstall, Finished: failed, Plan: engine.PlanWith(s.dataInstallSteps)})
+	s.Engine.Register(&engine.Kind{Name: KindDataInstall, Finished: failed, Plan: engine.PlanWith(s.InstallSteps)})
 	s.Engine.Register(&engine.Kind{Name: KindDataRemove, Finished: failed, Plan: engine.PlanWith(s.dataRemoveSteps)})
 	s.registerBindingKinds()
 	s.registerSkupperKinds()
-	s.registerDemoKinds()
 }
 
 // dataStart is the first step of a data service job: it records the service's state.
@@ -164,7 +162,7 @@ func (s *Service) dataDone(p DataParams) engine.Step {
 	})
 }
 
-func (s *Service) dataInstallSteps(p DataParams) []engine.Step {
+func (s *Service) InstallSteps(p DataParams) []engine.Step {
 	var mid []engine.Step
 	switch p.Service {
 	case store.DataKV:
@@ -260,7 +258,7 @@ func (s *Service) runDataJob(ctx context.Context, jc *engine.JobContext, c *kube
 		return err
 	}
 	spec := dataJobSpec(dj)
-	if err := s.mirrorPodSpec(ctx, jc, &spec.Spec.Template.Spec); err != nil {
+	if err := s.MirrorPodSpec(ctx, jc, &spec.Spec.Template.Spec); err != nil {
 		return err
 	}
 	if _, err := jobs.Create(ctx, spec, metav1.CreateOptions{}); err != nil {
@@ -273,11 +271,11 @@ func (s *Service) runDataJob(ctx context.Context, jc *engine.JobContext, c *kube
 // dataJobSpec is the Job of a DataJob: no retries, gone ten minutes after it finished.
 func dataJobSpec(dj DataJob) *batchv1.Job {
 	var env []corev1.EnvVar
-	for _, k := range sortedKeys(dj.Env) {
+	for _, k := range kit.SortedKeys(dj.Env) {
 		env = append(env, corev1.EnvVar{Name: k, Value: dj.Env[k]})
 	}
-	for _, secret := range sortedKeys(dj.Secrets) {
-		for _, name := range sortedKeys(dj.Secrets[secret]) {
+	for _, secret := range kit.SortedKeys(dj.Secrets) {
+		for _, name := range kit.SortedKeys(dj.Secrets[secret]) {
 			env = append(env, corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 				LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: dj.Secrets[secret][name]}}})
 		}
@@ -299,21 +297,4 @@ func applySecret(ctx context.Context, c *kube.Cluster, ns, name string, labels m
 	_, err := c.ApplyObject(ctx, map[string]any{"apiVersion": "v1", "kind": "Secret",
 		"metadata": map[string]any{"name": name, "namespace": ns, "labels": kit.ToAnyMap(kit.ManagedLabels(labels))}, "stringData": sd})
 	return err
-}
-
-// deleteSecret deletes a Secret; a missing one is not an error.
-func deleteSecret(ctx context.Context, c *kube.Cluster, ns, name string) error {
-	if err := c.Clientset.CoreV1().Secrets(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete Secret %s/%s: %w", ns, name, err)
-	}
-	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
