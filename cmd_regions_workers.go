@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"runr.dev/console/apiclient"
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/nodes"
 )
 
 // workersCmd holds `runr regions workers …`: the Workers tab (nodes, dedicated workers,
@@ -70,8 +70,8 @@ func workersListCmd() *cobra.Command {
 				return err
 			}
 			var rep struct {
-				Data     []ops.NodeView     `json:"data"`
-				Warnings []ops.ShapeWarning `json:"warnings"`
+				Data     []nodes.NodeView     `json:"data"`
+				Warnings []nodes.ShapeWarning `json:"warnings"`
 			}
 			if err := json.Unmarshal(raw, &rep); err != nil {
 				return fmt.Errorf("read the nodes: %w", err)
@@ -101,14 +101,14 @@ func workersCapacityCmd() *cobra.Command {
 			if err := c.Do(cmd.Context(), http.MethodGet, apiclient.RegionPath(r.ID, "capacity"), nil, &ans); err != nil {
 				return err
 			}
-			var rep ops.CapacityReport
+			var rep nodes.CapacityReport
 			if err := json.Unmarshal(ans.Data, &rep); err != nil {
 				return fmt.Errorf("read the capacity: %w", err)
 			}
 			return printed(cmd, ans.Data, func(w io.Writer) error {
 				fmt.Fprintf(w, "Capacity:\t%d m CPU, %d Mi memory\n", rep.Total.CPUm, rep.Total.MemoryMi)
 				fmt.Fprintf(w, "Overcommit:\tcpu %g, memory %g\n\nBUDGET\tCPU FREE/BUDGET (m)\tMEMORY FREE/BUDGET (Mi)\tPROJECTS\n", rep.CPUOvercommit, rep.MemoryOvercommit)
-				for _, b := range []ops.Budget{rep.AlwaysOn, rep.FaaS} {
+				for _, b := range []nodes.Budget{rep.AlwaysOn, rep.FaaS} {
 					fmt.Fprintf(w, "%s\t%d/%d\t%d/%d\t%d\n", b.Name, b.CPU.Free, b.CPU.Budget, b.Memory.Free, b.Memory.Budget, b.Projects)
 				}
 				return nil

@@ -12,6 +12,7 @@ import (
 
 	"runr.dev/console/handlers"
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/nodes"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 )
@@ -85,7 +86,7 @@ func TestSetupZotOnPVC(t *testing.T) {
 		t.Fatalf("project namespace: %v", err)
 	}
 	n, _ := c.Client.CoreV1().Nodes().Get(ctx, "worker-1", metav1.GetOptions{})
-	if n.Labels[ops.DedicatedKey] != ops.DedicatedValue || !hasTaint(n, ops.DedicatedKey) {
+	if n.Labels[nodes.DedicatedKey] != nodes.DedicatedValue || !hasTaint(n, nodes.DedicatedKey) {
 		t.Fatalf("worker-1 must be dedicated: %v %v", n.Labels, n.Spec.Taints)
 	}
 	// The managed Redis was queued and runs.

@@ -15,7 +15,8 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"runr.dev/console/kube"
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/nodes"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 	"runr.dev/console/web/webtest"
@@ -25,13 +26,13 @@ var wkCPTaint = corev1.Taint{Key: "node-role.kubernetes.io/control-plane", Effec
 
 // wkNodes is GET /api/knative-regions/{id}/nodes.
 type wkNodes struct {
-	Data          []ops.NodeView     `json:"data"`
-	ControlPlanes int                `json:"control_planes"`
-	Warnings      []ops.ShapeWarning `json:"warnings"`
+	Data          []nodes.NodeView     `json:"data"`
+	ControlPlanes int                  `json:"control_planes"`
+	Warnings      []nodes.ShapeWarning `json:"warnings"`
 	Error         string
 }
 
-func (n wkNodes) node(t *testing.T, name string) ops.NodeView {
+func (n wkNodes) node(t *testing.T, name string) nodes.NodeView {
 	t.Helper()
 	for _, v := range n.Data {
 		if v.Name == name {
@@ -39,7 +40,7 @@ func (n wkNodes) node(t *testing.T, name string) ops.NodeView {
 		}
 	}
 	t.Fatalf("no node %s in %+v", name, n.Data)
-	return ops.NodeView{}
+	return nodes.NodeView{}
 }
 
 func (n wkNodes) warning(key string) string {
@@ -60,13 +61,13 @@ func wkGetNodes(t *testing.T, e *webtest.Env, tok, id string) wkNodes {
 	return ans
 }
 
-func wkPreflight(v ops.NodeView, key string) ops.CheckItem {
+func wkPreflight(v nodes.NodeView, key string) kit.CheckItem {
 	for _, it := range v.Preflight {
 		if it.Key == key {
 			return it
 		}
 	}
-	return ops.CheckItem{}
+	return kit.CheckItem{}
 }
 
 // wkStart posts a node action and returns its job id (202).
@@ -128,15 +129,15 @@ func TestWorkersNodesPreflightDrainAndDelete(t *testing.T) {
 		ok.CPUAllocatableM != 8000 || ok.MemoryAllocatableMi != 16384 || !ok.PreflightOK || ok.Labels["kubernetes.io/hostname"] != "w-ok" {
 		t.Fatalf("w-ok: %+v", ok)
 	}
-	if it := wkPreflight(ns.node(t, "w-small"), "cpu"); it.Status != ops.CheckFail || !strings.Contains(it.Evidence, "1 CPU (at least 2)") {
+	if it := wkPreflight(ns.node(t, "w-small"), "cpu"); it.Status != kit.CheckFail || !strings.Contains(it.Evidence, "1 CPU (at least 2)") {
 		t.Fatalf("1-CPU node: %+v", it)
 	}
-	if it := wkPreflight(ns.node(t, "w-interim"), "os"); it.Status != ops.CheckFail || !strings.Contains(it.Evidence, "Ubuntu 25.04 is an interim release") {
+	if it := wkPreflight(ns.node(t, "w-interim"), "os"); it.Status != kit.CheckFail || !strings.Contains(it.Evidence, "Ubuntu 25.04 is an interim release") {
 		t.Fatalf("Ubuntu 25.04: %+v", it)
 	}
 	for _, n := range []string{"w-small", "w-interim"} {
 		v := ns.node(t, n)
-		if v.PreflightOK || wkPreflight(v, "kubelet").Status != ops.CheckPass || wkPreflight(v, "memory").Status != ops.CheckPass {
+		if v.PreflightOK || wkPreflight(v, "kubelet").Status != kit.CheckPass || wkPreflight(v, "memory").Status != kit.CheckPass {
 			t.Fatalf("%s preflight: %+v", n, v.Preflight)
 		}
 	}
@@ -402,11 +403,11 @@ func wkEventually(t *testing.T, timeout time.Duration, what string, cond func() 
 
 // wkCapacity is GET /api/knative-regions/{id}/capacity.
 type wkCapacity struct {
-	Data  ops.CapacityReport `json:"data"`
+	Data  nodes.CapacityReport `json:"data"`
 	Error string
 }
 
-func wkGetCapacity(t *testing.T, e *webtest.Env, tok, id string) ops.CapacityReport {
+func wkGetCapacity(t *testing.T, e *webtest.Env, tok, id string) nodes.CapacityReport {
 	t.Helper()
 	var ans wkCapacity
 	if st := e.JSON("GET", "/api/knative-regions/"+id+"/capacity", tok, nil, &ans); st != 200 {
@@ -421,8 +422,8 @@ func wkDedicated(t *testing.T, c *testcluster.Cluster, name string) (label, tain
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, role := n.Labels[ops.KnativeWorkerRL]
-	return n.Labels[ops.DedicatedKey] == ops.DedicatedValue && role, hasTaint(n, ops.DedicatedKey)
+	_, role := n.Labels[nodes.KnativeWorkerRL]
+	return n.Labels[nodes.DedicatedKey] == nodes.DedicatedValue && role, hasTaint(n, nodes.DedicatedKey)
 }
 
 func TestWorkersSelectionCapacityAndAdmission(t *testing.T) {
@@ -480,8 +481,8 @@ spec:
 `); err != nil {
 		t.Fatal(err)
 	}
-	type want struct{ alloc, platform, total ops.Resources }
-	check := func(label string, dedicated bool, counted string, w want) ops.CapacityReport {
+	type want struct{ alloc, platform, total nodes.Resources }
+	check := func(label string, dedicated bool, counted string, w want) nodes.CapacityReport {
 		t.Helper()
 		cp := wkGetCapacity(t, e, tok, r.ID)
 		var got []string
@@ -498,7 +499,7 @@ spec:
 	}
 	// Without dedicated workers: worker-1 and worker-2 (cp-1 is tainted).
 	cp := check("every schedulable node", false, "worker-1,worker-2",
-		want{ops.Resources{CPUm: 16000, MemoryMi: 32768}, ops.Resources{CPUm: 1500, MemoryMi: 1536}, ops.Resources{CPUm: 14500, MemoryMi: 31232}})
+		want{nodes.Resources{CPUm: 16000, MemoryMi: 32768}, nodes.Resources{CPUm: 1500, MemoryMi: 1536}, nodes.Resources{CPUm: 14500, MemoryMi: 31232}})
 	if cp.CPUOvercommit != 3 || cp.MemoryOvercommit != 1.5 || cp.FaaS.CPU.Gross != 43500 || cp.FaaS.Memory.Gross != 46848 || cp.AlwaysOn.CPU.Budget != 14500 {
 		t.Fatalf("default budgets: %+v", cp.Budgets)
 	}
@@ -518,7 +519,7 @@ spec:
 		t.Fatalf("worker-1 label %v taint %v", l, tt)
 	}
 	check("worker-2 dedicated", true, "worker-2",
-		want{ops.Resources{CPUm: 8000, MemoryMi: 16384}, ops.Resources{CPUm: 1000, MemoryMi: 1024}, ops.Resources{CPUm: 7000, MemoryMi: 15360}})
+		want{nodes.Resources{CPUm: 8000, MemoryMi: 16384}, nodes.Resources{CPUm: 1000, MemoryMi: 1024}, nodes.Resources{CPUm: 7000, MemoryMi: 15360}})
 	put([]string{"worker-1"})
 	if l, tt := wkDedicated(t, c, "worker-2"); l || tt {
 		t.Fatalf("deselected worker-2 keeps label %v taint %v", l, tt)
@@ -527,7 +528,7 @@ spec:
 		t.Fatalf("worker-1 label %v taint %v", l, tt)
 	}
 	check("worker-1 dedicated", true, "worker-1",
-		want{ops.Resources{CPUm: 8000, MemoryMi: 16384}, ops.Resources{CPUm: 500, MemoryMi: 512}, ops.Resources{CPUm: 7500, MemoryMi: 15872}})
+		want{nodes.Resources{CPUm: 8000, MemoryMi: 16384}, nodes.Resources{CPUm: 500, MemoryMi: 512}, nodes.Resources{CPUm: 7500, MemoryMi: 15872}})
 	if r, _ = e.Store.RegionByID(ctx, r.ID); strings.Join(r.Nodes, ",") != "worker-1" {
 		t.Fatalf("region nodes %v", r.Nodes)
 	}
@@ -572,30 +573,30 @@ spec:
 	}
 	// FaaS CPU: 7500 × 2 − 2000 = 13000m, 10000m used. FaaS memory: 15872 × 1.5 − 2048 = 21760Mi.
 	cp = wkGetCapacity(t, e, tok, r.ID)
-	if w := (ops.BudgetLine{Gross: 15000, Reserved: 2000, Budget: 13000, Used: 10000, Free: 3000}); cp.FaaS.CPU != w {
+	if w := (nodes.BudgetLine{Gross: 15000, Reserved: 2000, Budget: 13000, Used: 10000, Free: 3000}); cp.FaaS.CPU != w {
 		t.Fatalf("FaaS CPU %+v, want %+v", cp.FaaS.CPU, w)
 	}
-	if w := (ops.BudgetLine{Gross: 23808, Reserved: 2048, Budget: 21760, Used: 4096, Free: 17664}); cp.FaaS.Memory != w {
+	if w := (nodes.BudgetLine{Gross: 23808, Reserved: 2048, Budget: 21760, Used: 4096, Free: 17664}); cp.FaaS.Memory != w {
 		t.Fatalf("FaaS memory %+v, want %+v", cp.FaaS.Memory, w)
 	}
-	if w := (ops.BudgetLine{Gross: 8000, Reserved: 500, Budget: 7500, Used: 2000, Free: 5500}); cp.AlwaysOn.CPU != w || cp.AlwaysOn.Projects != 1 || cp.FaaS.Projects != 1 {
+	if w := (nodes.BudgetLine{Gross: 8000, Reserved: 500, Budget: 7500, Used: 2000, Free: 5500}); cp.AlwaysOn.CPU != w || cp.AlwaysOn.Projects != 1 || cp.FaaS.Projects != 1 {
 		t.Fatalf("always-on CPU %+v, want %+v", cp.AlwaysOn.CPU, w)
 	}
 	admit := []struct {
 		name string
-		req  ops.AdmitRequest
+		req  nodes.AdmitRequest
 		want string
 	}{
-		{"oversized FaaS deploy", ops.AdmitRequest{ProjectID: "p-next", CPUm: 4000, MemoryMi: 256},
+		{"oversized FaaS deploy", nodes.AdmitRequest{ProjectID: "p-next", CPUm: 4000, MemoryMi: 256},
 			"CPU: this deploy asks 4000m; the FaaS budget is 13000m, 10000m used: 3000m free"},
-		{"FaaS deploy that fits", ops.AdmitRequest{ProjectID: "p-next", CPUm: 3000, MemoryMi: 256}, ""},
-		{"a redeploy does not count itself", ops.AdmitRequest{ProjectID: "p-faas", CPUm: 13000, MemoryMi: 4096}, ""},
-		{"oversized always-on deploy", ops.AdmitRequest{ProjectID: "p-next", CPUm: 6000, MemoryMi: 20000, AlwaysOn: true},
+		{"FaaS deploy that fits", nodes.AdmitRequest{ProjectID: "p-next", CPUm: 3000, MemoryMi: 256}, ""},
+		{"a redeploy does not count itself", nodes.AdmitRequest{ProjectID: "p-faas", CPUm: 13000, MemoryMi: 4096}, ""},
+		{"oversized always-on deploy", nodes.AdmitRequest{ProjectID: "p-next", CPUm: 6000, MemoryMi: 20000, AlwaysOn: true},
 			"CPU: this deploy asks 6000m; the always-on budget is 7500m, 2000m used: 5500m free; memory: this deploy asks 20000Mi; the always-on budget is 15872Mi, 2048Mi used: 13824Mi free"},
 	}
 	for _, tc := range admit {
-		err := e.Kube.Admit(ctx, r, tc.req)
-		var ae *ops.AdmissionError
+		err := e.Kube.Nodes.Admit(ctx, r, tc.req)
+		var ae *nodes.AdmissionError
 		switch {
 		case tc.want == "" && err != nil:
 			t.Fatalf("%s: refused: %v", tc.name, err)
@@ -639,7 +640,7 @@ spec:
 	if resp, _ := b.PostForm("/regions/"+r.ID+"/nodes/worker-1/undedicate", url.Values{}, true); resp.StatusCode != 303 {
 		t.Fatalf("undedicate form: %d", resp.StatusCode)
 	}
-	j, err := e.Store.LatestJobOf(ctx, r.ID, []string{ops.KindApplyWorkers})
+	j, err := e.Store.LatestJobOf(ctx, r.ID, []string{nodes.KindApplyWorkers})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -652,5 +653,5 @@ spec:
 		t.Fatalf("region nodes %v, factors %v %v", r.Nodes, r.FaaSCPUOvercommit, r.FaaSMemoryOvercommit)
 	}
 	check("no dedicated workers again", false, "worker-1,worker-2",
-		want{ops.Resources{CPUm: 16000, MemoryMi: 32768}, ops.Resources{CPUm: 1500, MemoryMi: 1536}, ops.Resources{CPUm: 14500, MemoryMi: 31232}})
+		want{nodes.Resources{CPUm: 16000, MemoryMi: 32768}, nodes.Resources{CPUm: 1500, MemoryMi: 1536}, nodes.Resources{CPUm: 14500, MemoryMi: 31232}})
 }

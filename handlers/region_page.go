@@ -15,6 +15,7 @@ import (
 	"runr.dev/console/ops/data"
 	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/isolation"
+	"runr.dev/console/ops/nodes"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -26,7 +27,7 @@ var tabKinds = map[string][]string{
 	"operator":  {ops.KindInstallOperator, ops.KindInstallKnative, ops.KindUninstallOperator},
 	"serving":   {ops.KindInstallServing, ops.KindInstallKnative, ops.KindUpgradeServing, ops.KindUninstallServing, ops.KindUninstallKnative},
 	"redis":     {ops.KindRedisInstall, ops.KindRedisRemove, ops.KindRedisTest},
-	"workers":   {ops.KindApplyWorkers, ops.KindRegionInit},
+	"workers":   {nodes.KindApplyWorkers, ops.KindRegionInit},
 	"isolation": isolation.SandboxKinds,
 	"gpu":       gpu.GPUKinds,
 	"data":      data.DataKinds,

@@ -32,7 +32,7 @@ func (h *Handlers) quotaLimits(c *fiber.Ctx, ids []string) map[string]ops.Quota 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rep, err := h.Kube.RegionCapacity(cctx, r, "")
+			rep, err := h.Kube.Nodes.RegionCapacity(cctx, r, "")
 			if err != nil {
 				return
 			}

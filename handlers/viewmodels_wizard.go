@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/views"
 )
 
@@ -11,7 +12,7 @@ func checkReport(r *ops.CheckResult) *views.CheckReport {
 }
 
 // checkItems are the lines of a checklist with their verdicts.
-func checkItems(items []ops.CheckItem) []views.CheckItem {
+func checkItems(items []kit.CheckItem) []views.CheckItem {
 	out := make([]views.CheckItem, len(items))
 	for i, it := range items {
 		out[i] = views.CheckItem{Key: it.Key, Title: it.Title, Status: string(it.Status), Evidence: it.Evidence, Details: it.Details}
@@ -20,7 +21,7 @@ func checkItems(items []ops.CheckItem) []views.CheckItem {
 }
 
 // workerOptions are the nodes the wizard offers as dedicated workers.
-func workerOptions(nodes []ops.NodeInfo) []views.WorkerOption {
+func workerOptions(nodes []kit.NodeInfo) []views.WorkerOption {
 	out := make([]views.WorkerOption, len(nodes))
 	for i, n := range nodes {
 		out[i] = views.WorkerOption{Name: n.Name, Roles: n.Roles, CPU: n.CPU, Memory: n.Memory}

@@ -4,12 +4,12 @@ import (
 	"sort"
 	"time"
 
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/nodes"
 	"runr.dev/console/views"
 )
 
 // nodesReport is the cluster's nodes as the Workers tab shows them.
-func nodesReport(r *ops.NodesReport) *views.NodesReport {
+func nodesReport(r *nodes.NodesReport) *views.NodesReport {
 	out := &views.NodesReport{ControlPlanes: r.ControlPlanes}
 	for _, w := range r.Warnings {
 		out.Warnings = append(out.Warnings, views.ShapeWarning{Key: w.Key, Message: w.Message})
@@ -40,7 +40,7 @@ func sortedLabels(m map[string]string) []string {
 }
 
 // capacityOf is the region capacity and its budgets as the Workers tab shows them.
-func capacityOf(c *ops.CapacityReport) *views.Capacity {
+func capacityOf(c *nodes.CapacityReport) *views.Capacity {
 	out := &views.Capacity{Dedicated: c.Dedicated, Total: resources(c.Total), Allocatable: resources(c.Allocatable), Platform: resources(c.Platform),
 		CPUOvercommit: c.CPUOvercommit, MemoryOvercommit: c.MemoryOvercommit, AlwaysOn: budget(c.AlwaysOn), FaaS: budget(c.FaaS)}
 	for _, n := range c.Nodes {
@@ -50,14 +50,14 @@ func capacityOf(c *ops.CapacityReport) *views.Capacity {
 	return out
 }
 
-func resources(r ops.Resources) views.Resources {
+func resources(r nodes.Resources) views.Resources {
 	return views.Resources{CPUm: r.CPUm, MemoryMi: r.MemoryMi}
 }
 
-func budget(b ops.Budget) views.Budget {
+func budget(b nodes.Budget) views.Budget {
 	return views.Budget{Name: b.Name, CPU: budgetLine(b.CPU), Memory: budgetLine(b.Memory), Projects: b.Projects}
 }
 
-func budgetLine(l ops.BudgetLine) views.BudgetLine {
+func budgetLine(l nodes.BudgetLine) views.BudgetLine {
 	return views.BudgetLine{Gross: l.Gross, Reserved: l.Reserved, Budget: l.Budget, Used: l.Used, Free: l.Free}
 }

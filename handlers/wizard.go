@@ -10,6 +10,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -22,7 +23,7 @@ type SealedStep1 struct {
 	IsActive       bool                   `json:"is_active"`
 	Server         string                 `json:"server"`
 	Version        string                 `json:"version"`
-	Nodes          []ops.NodeInfo         `json:"nodes"`
+	Nodes          []kit.NodeInfo         `json:"nodes"`
 	StorageClasses []ops.StorageClassInfo `json:"storage_classes"`
 	ExpiresAt      time.Time              `json:"expires_at"`
 	// RegionMode is a platform administrator's choice (Tenancy module; "": managed).

@@ -9,14 +9,14 @@ import (
 	"github.com/a-h/templ"
 	"github.com/gofiber/fiber/v2"
 
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/nodes"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
 
 // clusterCtx bounds a cluster read of a request.
 func (h *Handlers) clusterCtx(c *fiber.Ctx) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx(c), ops.ClusterReadTimeout)
+	return context.WithTimeout(ctx(c), nodes.ClusterReadTimeout)
 }
 
 // clusterFailed answers a cluster that did not answer a read: 502 with the reason.
@@ -33,18 +33,18 @@ func (h *Handlers) workersTab(c *fiber.Ctx, r *store.Region) (templ.Component, e
 	}
 	cctx, cancel := h.clusterCtx(c)
 	defer cancel()
-	nodes, err := h.Kube.Nodes(cctx, r)
+	found, err := h.Kube.Nodes.Nodes(cctx, r)
 	if err == nil {
-		d.Nodes = nodesReport(nodes)
-		var capa *ops.CapacityReport
-		if capa, err = h.Kube.RegionCapacity(cctx, r, ""); err == nil {
+		d.Nodes = nodesReport(found)
+		var capa *nodes.CapacityReport
+		if capa, err = h.Kube.Nodes.RegionCapacity(cctx, r, ""); err == nil {
 			d.Capacity = capacityOf(capa)
 		}
 	}
 	if err != nil {
 		d.ClusterError = h.Cause(c, "The cluster did not answer", err)
 	}
-	if j, err := h.Store.LatestJobOf(ctx(c), r.ID, ops.NodeKinds); err == nil {
+	if j, err := h.Store.LatestJobOf(ctx(c), r.ID, nodes.NodeKinds); err == nil {
 		jd, err := h.JobData(ctx(c), Who(c), j.ID)
 		if err != nil {
 			return nil, err
@@ -71,7 +71,7 @@ func (h *Handlers) APINodes(c *fiber.Ctx) error {
 	}
 	cctx, cancel := h.clusterCtx(c)
 	defer cancel()
-	rep, err := h.Kube.Nodes(cctx, r)
+	rep, err := h.Kube.Nodes.Nodes(cctx, r)
 	if err != nil {
 		return h.clusterFailed(c, r, err)
 	}
@@ -88,7 +88,7 @@ func (h *Handlers) APICapacity(c *fiber.Ctx) error {
 	}
 	cctx, cancel := h.clusterCtx(c)
 	defer cancel()
-	rep, err := h.Kube.RegionCapacity(cctx, r, "")
+	rep, err := h.Kube.Nodes.RegionCapacity(cctx, r, "")
 	if err != nil {
 		return h.clusterFailed(c, r, err)
 	}
@@ -102,11 +102,11 @@ func (h *Handlers) APISetWorkers(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	var in ops.WorkersInput
+	var in nodes.WorkersInput
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.SetWorkers(ctx(c), h.actor(c), r, in)
+	j, err := h.Kube.Nodes.SetWorkers(ctx(c), h.actor(c), r, in)
 	return h.Accepted(c, j, err)
 }
 
@@ -117,7 +117,7 @@ func (h *Handlers) APIRemoveWorker(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.RemoveWorker(ctx(c), h.actor(c), r, c.Params("node"))
+	j, err := h.Kube.Nodes.RemoveWorker(ctx(c), h.actor(c), r, c.Params("node"))
 	return h.Accepted(c, j, err)
 }
 
@@ -127,11 +127,11 @@ func (h *Handlers) APISetOvercommit(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	var in ops.OvercommitInput
+	var in nodes.OvercommitInput
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	if err := h.Kube.SetOvercommit(ctx(c), h.actor(c), r, in); err != nil {
+	if err := h.Kube.Nodes.SetOvercommit(ctx(c), h.actor(c), r, in); err != nil {
 		return h.Fail(c, err)
 	}
 	r, err = h.Store.RegionByID(ctx(c), r.ID)
@@ -159,7 +159,7 @@ func (h *Handlers) APINodeAction(action string) fiber.Handler {
 		if err := optionalBody(c, &in); err != nil {
 			return h.Fail(c, err)
 		}
-		j, err := h.Kube.NodeAction(ctx(c), h.actor(c), r, action, c.Params("node"), in.TimeoutSeconds)
+		j, err := h.Kube.Nodes.NodeAction(ctx(c), h.actor(c), r, action, c.Params("node"), in.TimeoutSeconds)
 		return h.Accepted(c, j, err)
 	}
 }
@@ -172,7 +172,7 @@ func (h *Handlers) APIDeleteNode(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, d, err := h.Kube.DeleteNode(ctx(c), h.actor(c), r, c.Params("node"))
+	j, d, err := h.Kube.Nodes.DeleteNode(ctx(c), h.actor(c), r, c.Params("node"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -192,7 +192,7 @@ func (h *Handlers) APINodeDeletePreflight(c *fiber.Ctx) error {
 	}
 	cctx, cancel := h.clusterCtx(c)
 	defer cancel()
-	d, found, err := h.Kube.NodeDeletePreflight(cctx, r, c.Params("node"))
+	d, found, err := h.Kube.Nodes.NodeDeletePreflight(cctx, r, c.Params("node"))
 	if err != nil {
 		return h.clusterFailed(c, r, err)
 	}
@@ -208,19 +208,19 @@ func (h *Handlers) WorkersForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	nodes := []string{}
+	selected := []string{}
 	for _, v := range c.Request().PostArgs().PeekMulti("nodes") {
-		nodes = append(nodes, string(v))
+		selected = append(selected, string(v))
 	}
-	if form, err := c.MultipartForm(); err == nil && len(nodes) == 0 {
-		nodes = form.Value["nodes"]
+	if form, err := c.MultipartForm(); err == nil && len(selected) == 0 {
+		selected = form.Value["nodes"]
 	}
-	_, err = h.Kube.SetWorkers(ctx(c), h.actor(c), r, ops.WorkersInput{Nodes: &nodes})
+	_, err = h.Kube.Nodes.SetWorkers(ctx(c), h.actor(c), r, nodes.WorkersInput{Nodes: &selected})
 	msg := "The dedicated workers are being labelled and tainted."
-	if len(nodes) == 0 {
+	if len(selected) == 0 {
 		msg = "The dedicated workers are being cleared: projects run on every schedulable node."
 	}
-	return h.formOutcome(c, r, "workers", map[string]string{"nodes": strings.Join(nodes, ",")}, err, msg)
+	return h.formOutcome(c, r, "workers", map[string]string{"nodes": strings.Join(selected, ",")}, err, msg)
 }
 
 // OvercommitForm saves the FaaS overcommit factors from the Workers tab.
@@ -231,7 +231,7 @@ func (h *Handlers) OvercommitForm(c *fiber.Ctx) error {
 	}
 	vals := map[string]string{"faas_cpu_overcommit": strings.TrimSpace(c.FormValue("faas_cpu_overcommit")),
 		"faas_memory_overcommit": strings.TrimSpace(c.FormValue("faas_memory_overcommit"))}
-	var in ops.OvercommitInput
+	var in nodes.OvercommitInput
 	errs := FieldErrors{}
 	for key, dst := range map[string]**float64{"faas_cpu_overcommit": &in.CPU, "faas_memory_overcommit": &in.Memory} {
 		if vals[key] == "" {
@@ -239,7 +239,7 @@ func (h *Handlers) OvercommitForm(c *fiber.Ctx) error {
 		}
 		v, err := strconv.ParseFloat(vals[key], 64)
 		if err != nil {
-			errs[key] = fmt.Sprintf("Use a number from %d to %d, e.g. 1.5.", ops.MinOvercommit, ops.MaxOvercommit)
+			errs[key] = fmt.Sprintf("Use a number from %d to %d, e.g. 1.5.", nodes.MinOvercommit, nodes.MaxOvercommit)
 			continue
 		}
 		*dst = &v
@@ -247,7 +247,7 @@ func (h *Handlers) OvercommitForm(c *fiber.Ctx) error {
 	if len(errs) > 0 {
 		return h.formInvalid(c, r, "workers", vals, errs, "")
 	}
-	err = h.Kube.SetOvercommit(ctx(c), h.actor(c), r, in)
+	err = h.Kube.Nodes.SetOvercommit(ctx(c), h.actor(c), r, in)
 	return h.formOutcome(c, r, "workers", vals, err, "Overcommit factors saved; the next deploys are admitted with them.")
 }
 
@@ -261,20 +261,20 @@ func (h *Handlers) NodeActionForm(c *fiber.Ctx) error {
 	node, action := c.Params("node"), c.Params("action")
 	switch action {
 	case "delete":
-		_, d, err := h.Kube.DeleteNode(ctx(c), h.actor(c), r, node)
+		_, d, err := h.Kube.Nodes.DeleteNode(ctx(c), h.actor(c), r, node)
 		msg := "Node " + node + " is being drained and deleted."
 		if d.Warning != "" {
 			msg += " " + d.Warning
 		}
 		return h.formOutcome(c, r, "workers", nil, err, msg)
 	case "undedicate":
-		_, err := h.Kube.RemoveWorker(ctx(c), h.actor(c), r, node)
+		_, err := h.Kube.Nodes.RemoveWorker(ctx(c), h.actor(c), r, node)
 		return h.formOutcome(c, r, "workers", nil, err, node+" is leaving the dedicated workers.")
 	}
-	a, ok := ops.NodeActions[action]
+	a, ok := nodes.NodeActions[action]
 	if !ok {
 		return h.Fail(c, store.ErrNotFound)
 	}
-	_, err = h.Kube.NodeAction(ctx(c), h.actor(c), r, action, node, 0)
+	_, err = h.Kube.Nodes.NodeAction(ctx(c), h.actor(c), r, action, node, 0)
 	return h.formOutcome(c, r, "workers", nil, err, a.Verb+" of "+node+" started.")
 }

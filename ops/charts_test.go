@@ -5,9 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"runr.dev/console/store"
 )
 
@@ -124,17 +121,5 @@ func TestPrepullNeedsNoShell(t *testing.T) {
 		if len(c.Command) != 1 || c.Command[0] != "/runr/runr" || len(c.VolumeMounts) != 1 {
 			t.Errorf("%s runs %v: every image must run the copied static binary, not its own shell", c.Image, c.Command)
 		}
-	}
-}
-
-func TestRefusingBudget(t *testing.T) {
-	err := apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
-	err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{Type: "DisruptionBudget",
-		Message: "The disruption budget knative-kube-prometheus-st-prometheus needs 1 healthy pods and has 1 currently"})
-	if got := refusingBudget(err); got != "knative-kube-prometheus-st-prometheus" {
-		t.Errorf("refusingBudget = %q", got)
-	}
-	if got := refusingBudget(apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "x")); got != "" {
-		t.Errorf("refusingBudget(404) = %q", got)
 	}
 }

@@ -3,50 +3,17 @@ package ops
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
 	authv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/version"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
 )
-
-// CheckStatus is the verdict of one line of the connection checklist.
-type CheckStatus string
-
-// Checklist verdicts: a failure refuses the cluster, a warning does not.
-const (
-	CheckPass CheckStatus = "pass"
-	CheckWarn CheckStatus = "warn"
-	CheckFail CheckStatus = "fail"
-)
-
-// CheckItem is one line of the connection checklist, with its evidence.
-type CheckItem struct {
-	Key      string      `json:"key"`
-	Title    string      `json:"title"`
-	Status   CheckStatus `json:"status"`
-	Evidence string      `json:"evidence"`
-	Details  []string    `json:"details,omitempty"`
-}
-
-// NodeInfo summarises a node for the checklist and the worker selection.
-type NodeInfo struct {
-	Name         string   `json:"name"`
-	Roles        []string `json:"roles"`
-	Ready        bool     `json:"ready"`
-	CPU          string   `json:"cpu"`
-	Memory       string   `json:"memory"`
-	Kubelet      string   `json:"kubelet_version"`
-	OSImage      string   `json:"os_image"`
-	Schedulable  bool     `json:"schedulable"`
-	ControlPlane bool     `json:"control_plane"`
-}
 
 // StorageClassInfo summarises a StorageClass.
 type StorageClassInfo struct {
@@ -58,10 +25,10 @@ type StorageClassInfo struct {
 // CheckResult is what step 1 found out about a cluster. Nothing is created by a check.
 type CheckResult struct {
 	OK             bool               `json:"ok"`
-	Items          []CheckItem        `json:"checks"`
+	Items          []kit.CheckItem    `json:"checks"`
 	Server         string             `json:"server"`
 	Version        string             `json:"kubernetes_version"`
-	Nodes          []NodeInfo         `json:"nodes"`
+	Nodes          []kit.NodeInfo     `json:"nodes"`
 	StorageClasses []StorageClassInfo `json:"storage_classes"`
 	// Kubeconfig is the kubeconfig to store: rewritten when the local-cluster rewrite applied.
 	Kubeconfig []byte `json:"-"`
@@ -69,7 +36,7 @@ type CheckResult struct {
 }
 
 // Item returns the checklist line of a key.
-func (r *CheckResult) Item(key string) *CheckItem {
+func (r *CheckResult) Item(key string) *kit.CheckItem {
 	for i := range r.Items {
 		if r.Items[i].Key == key {
 			return &r.Items[i]
@@ -81,16 +48,16 @@ func (r *CheckResult) Item(key string) *CheckItem {
 // FirstFailure returns the first failing line ("" when all pass).
 func (r *CheckResult) FirstFailure() string {
 	for _, it := range r.Items {
-		if it.Status == CheckFail {
+		if it.Status == kit.CheckFail {
 			return it.Title + ": " + it.Evidence
 		}
 	}
 	return ""
 }
 
-func (r *CheckResult) add(key, title string, status CheckStatus, evidence string, details ...string) {
-	r.Items = append(r.Items, CheckItem{Key: key, Title: title, Status: status, Evidence: evidence, Details: details})
-	if status == CheckFail {
+func (r *CheckResult) add(key, title string, status kit.CheckStatus, evidence string, details ...string) {
+	r.Items = append(r.Items, kit.CheckItem{Key: key, Title: title, Status: status, Evidence: evidence, Details: details})
+	if status == kit.CheckFail {
 		r.OK = false
 	}
 }
@@ -103,14 +70,14 @@ func (s *Service) CheckCluster(ctx context.Context, name string, raw []byte, all
 	res := &CheckResult{OK: true}
 	kc, err := kube.ParseKubeconfig(raw)
 	if err != nil {
-		res.add("kubeconfig", "Kubeconfig", CheckFail, err.Error())
+		res.add("kubeconfig", "Kubeconfig", kit.CheckFail, err.Error())
 		return res, nil
 	}
 	kc.AllowLoopback = s.Cfg.AllowLoopbackClusters
-	res.add("kubeconfig", "Kubeconfig", CheckPass, fmt.Sprintf("context %s, server %s, %s authentication", kc.Context, kc.Server, kc.Auth))
+	res.add("kubeconfig", "Kubeconfig", kit.CheckPass, fmt.Sprintf("context %s, server %s, %s authentication", kc.Context, kc.Server, kc.Auth))
 	res.Server = kc.Server
 	if kc.Insecure {
-		res.add("tls", "TLS verification", CheckWarn, "the kubeconfig sets insecure-skip-tls-verify: the console cannot tell the API server from an impostor; embed certificate-authority-data instead")
+		res.add("tls", "TLS verification", kit.CheckWarn, "the kubeconfig sets insecure-skip-tls-verify: the console cannot tell the API server from an impostor; embed certificate-authority-data instead")
 	}
 
 	c, v, took, err := s.connect(ctx, kc)
@@ -130,7 +97,7 @@ func (s *Service) CheckCluster(ctx context.Context, name string, raw []byte, all
 		}
 	}
 	if err != nil {
-		res.add("api", "The API answers", CheckFail, explainConnectError(kc.Server, err)+tried)
+		res.add("api", "The API answers", kit.CheckFail, explainConnectError(kc.Server, err)+tried)
 		return res, nil
 	}
 	res.Kubeconfig = kc.Raw
@@ -138,12 +105,12 @@ func (s *Service) CheckCluster(ctx context.Context, name string, raw []byte, all
 	if res.Rewritten {
 		ev += fmt.Sprintf(" (rewritten from a local address to %s, RUNR_LOCAL_CLUSTER_HOST)", s.Cfg.LocalClusterHost)
 	}
-	res.add("api", "The API answers", CheckPass, ev)
+	res.add("api", "The API answers", kit.CheckPass, ev)
 	res.Version = v.GitVersion
 	if m := kube.Minor(v); m < s.Cfg.MinK8sMinor {
-		res.add("version", "Kubernetes version", CheckFail, fmt.Sprintf("%s is older than the minimum 1.%d: upgrade the cluster first", v.GitVersion, s.Cfg.MinK8sMinor))
+		res.add("version", "Kubernetes version", kit.CheckFail, fmt.Sprintf("%s is older than the minimum 1.%d: upgrade the cluster first", v.GitVersion, s.Cfg.MinK8sMinor))
 	} else {
-		res.add("version", "Kubernetes version", CheckPass, fmt.Sprintf("%s (minimum 1.%d)", v.GitVersion, s.Cfg.MinK8sMinor))
+		res.add("version", "Kubernetes version", kit.CheckPass, fmt.Sprintf("%s (minimum 1.%d)", v.GitVersion, s.Cfg.MinK8sMinor))
 	}
 
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
@@ -155,13 +122,13 @@ func (s *Service) CheckCluster(ctx context.Context, name string, raw []byte, all
 		ns, err := c.Clientset.CoreV1().Namespaces().Get(cctx, name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
-			res.add("namespace", "Namespace "+name, CheckPass, "does not exist yet; the region's projects will run in it")
+			res.add("namespace", "Namespace "+name, kit.CheckPass, "does not exist yet; the region's projects will run in it")
 		case err != nil:
-			res.add("namespace", "Namespace "+name, CheckFail, "could not be read: "+kube.Evidence(err))
+			res.add("namespace", "Namespace "+name, kit.CheckFail, "could not be read: "+kube.Evidence(err))
 		case allowNamespace != nil && allowNamespace(ns):
-			res.add("namespace", "Namespace "+name, CheckPass, "exists, created by this region's setup")
+			res.add("namespace", "Namespace "+name, kit.CheckPass, "exists, created by this region's setup")
 		default:
-			res.add("namespace", "Namespace "+name, CheckFail, fmt.Sprintf("namespace %s already exists on the cluster: choose another region name, or delete the namespace", name))
+			res.add("namespace", "Namespace "+name, kit.CheckFail, fmt.Sprintf("namespace %s already exists on the cluster: choose another region name, or delete the namespace", name))
 		}
 	}
 	return res, nil
@@ -213,24 +180,24 @@ func (s *Service) checkRights(ctx context.Context, c *kube.Cluster, res *CheckRe
 	out, err := c.Clientset.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
 	switch {
 	case err != nil:
-		res.add("rights", "Cluster-admin rights", CheckWarn, "could not be checked: "+kube.Evidence(err))
+		res.add("rights", "Cluster-admin rights", kit.CheckWarn, "could not be checked: "+kube.Evidence(err))
 	case out.Status.Allowed:
-		res.add("rights", "Cluster-admin rights", CheckPass, "the kubeconfig's user may do everything the installs need")
+		res.add("rights", "Cluster-admin rights", kit.CheckPass, "the kubeconfig's user may do everything the installs need")
 	default:
-		res.add("rights", "Cluster-admin rights", CheckFail, "the kubeconfig's user is not cluster-admin: the installs create namespaces, CRDs, ClusterRoles and DaemonSets; bind the user to cluster-admin")
+		res.add("rights", "Cluster-admin rights", kit.CheckFail, "the kubeconfig's user is not cluster-admin: the installs create namespaces, CRDs, ClusterRoles and DaemonSets; bind the user to cluster-admin")
 	}
 }
 
 func (s *Service) checkNodes(ctx context.Context, c *kube.Cluster, res *CheckResult) {
 	nodes, err := c.Clientset.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		res.add("nodes", "Nodes", CheckFail, "could not be listed: "+kube.Evidence(err))
+		res.add("nodes", "Nodes", kit.CheckFail, "could not be listed: "+kube.Evidence(err))
 		return
 	}
 	ready := 0
 	var details []string
 	for _, n := range nodes.Items {
-		ni := NodeSummary(&n)
+		ni := kit.NodeSummary(&n)
 		res.Nodes = append(res.Nodes, ni)
 		if ni.Ready {
 			ready++
@@ -243,79 +210,20 @@ func (s *Service) checkNodes(ctx context.Context, c *kube.Cluster, res *CheckRes
 	}
 	switch {
 	case len(nodes.Items) == 0:
-		res.add("nodes", "Nodes", CheckFail, "the cluster has no nodes", details...)
+		res.add("nodes", "Nodes", kit.CheckFail, "the cluster has no nodes", details...)
 	case ready == 0:
-		res.add("nodes", "Nodes", CheckFail, fmt.Sprintf("none of the %d nodes is Ready", len(nodes.Items)), details...)
+		res.add("nodes", "Nodes", kit.CheckFail, fmt.Sprintf("none of the %d nodes is Ready", len(nodes.Items)), details...)
 	case ready < len(nodes.Items):
-		res.add("nodes", "Nodes", CheckWarn, fmt.Sprintf("%d of %d nodes are Ready", ready, len(nodes.Items)), details...)
+		res.add("nodes", "Nodes", kit.CheckWarn, fmt.Sprintf("%d of %d nodes are Ready", ready, len(nodes.Items)), details...)
 	default:
-		res.add("nodes", "Nodes", CheckPass, fmt.Sprintf("%d nodes, all Ready", ready), details...)
+		res.add("nodes", "Nodes", kit.CheckPass, fmt.Sprintf("%d nodes, all Ready", ready), details...)
 	}
-}
-
-// NodeSummary reads a node's roles, readiness and allocatable resources.
-func NodeSummary(n *corev1.Node) NodeInfo {
-	ni := NodeInfo{Name: n.Name, Kubelet: n.Status.NodeInfo.KubeletVersion, OSImage: n.Status.NodeInfo.OSImage, Schedulable: !n.Spec.Unschedulable}
-	ni.Roles = NodeRoles(n)
-	for _, r := range ni.Roles {
-		if r == "control-plane" {
-			ni.ControlPlane = true
-		}
-	}
-	for _, cd := range n.Status.Conditions {
-		if cd.Type == corev1.NodeReady {
-			ni.Ready = cd.Status == corev1.ConditionTrue
-		}
-	}
-	ni.CPU = n.Status.Allocatable.Cpu().String()
-	ni.Memory = HumanBytes(n.Status.Allocatable.Memory())
-	return ni
-}
-
-// NodeRoles reads the roles of a node from its labels: control-plane and/or worker.
-func NodeRoles(n *corev1.Node) []string {
-	var roles []string
-	cp := false
-	for k := range n.Labels {
-		if k == "node-role.kubernetes.io/control-plane" || k == "node-role.kubernetes.io/master" {
-			cp = true
-		}
-	}
-	if cp {
-		roles = append(roles, "control-plane")
-	}
-	// A node is a worker when it says so, or when it is not a control plane, or when a
-	// control plane runs workloads (no NoSchedule taint of its role).
-	_, worker := n.Labels["node-role.kubernetes.io/worker"]
-	if worker || !cp || !hasControlPlaneTaint(n) {
-		roles = append(roles, "worker")
-	}
-	sort.Strings(roles)
-	return roles
-}
-
-func hasControlPlaneTaint(n *corev1.Node) bool {
-	for _, t := range n.Spec.Taints {
-		if (t.Key == "node-role.kubernetes.io/control-plane" || t.Key == "node-role.kubernetes.io/master") && t.Effect == corev1.TaintEffectNoSchedule {
-			return true
-		}
-	}
-	return false
-}
-
-// HumanBytes renders a memory quantity in GiB or MiB.
-func HumanBytes(q *resource.Quantity) string {
-	b := q.Value()
-	if b >= 1<<30 {
-		return fmt.Sprintf("%.1f GiB", float64(b)/(1<<30))
-	}
-	return fmt.Sprintf("%d MiB", b>>20)
 }
 
 func (s *Service) checkStorage(ctx context.Context, c *kube.Cluster, res *CheckResult) {
 	scs, err := c.Clientset.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		res.add("storage", "StorageClasses", CheckWarn, "could not be listed: "+kube.Evidence(err))
+		res.add("storage", "StorageClasses", kit.CheckWarn, "could not be listed: "+kube.Evidence(err))
 		return
 	}
 	def := ""
@@ -332,10 +240,10 @@ func (s *Service) checkStorage(ctx context.Context, c *kube.Cluster, res *CheckR
 	}
 	switch {
 	case len(scs.Items) == 0:
-		res.add("storage", "StorageClasses", CheckWarn, "none: an internal registry needs S3 then, or create a StorageClass")
+		res.add("storage", "StorageClasses", kit.CheckWarn, "none: an internal registry needs S3 then, or create a StorageClass")
 	case def == "":
-		res.add("storage", "StorageClasses", CheckWarn, "no default StorageClass: name a class for every volume (registry, Prometheus, Loki)", names...)
+		res.add("storage", "StorageClasses", kit.CheckWarn, "no default StorageClass: name a class for every volume (registry, Prometheus, Loki)", names...)
 	default:
-		res.add("storage", "StorageClasses", CheckPass, fmt.Sprintf("%d, default %s", len(scs.Items), def), names...)
+		res.add("storage", "StorageClasses", kit.CheckPass, fmt.Sprintf("%d, default %s", len(scs.Items), def), names...)
 	}
 }

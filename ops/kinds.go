@@ -5,6 +5,7 @@ import (
 	"runr.dev/console/ops/data"
 	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/isolation"
+	"runr.dev/console/ops/nodes"
 )
 
 // registerKinds registers every kind of job the console runs.
@@ -16,7 +17,7 @@ func (s *Service) registerKinds() {
 	s.registerStatusKinds()
 	s.registerSettingsKinds()
 	s.registerDomainKinds()
-	s.registerNodeKinds()
+	s.Nodes = nodes.New(s.Kit)
 	s.registerProjectKinds()
 	s.registerMigrationKinds()
 	s.registerBaseDomainKinds()

@@ -11,6 +11,7 @@ import (
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
 	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
@@ -128,7 +129,7 @@ func (s *Service) moveWorkers(ctx context.Context, jc *engine.JobContext) error 
 		jc.Note("No dedicated workers")
 		return engine.ErrSkip
 	}
-	exist, err := ApplyWorkers(ctx, c, r.Nodes, nil)
+	exist, err := nodes.ApplyWorkers(ctx, c, r.Nodes, nil)
 	if err != nil {
 		return err
 	}

@@ -72,7 +72,7 @@ func TestPreflightRefusesAddresses(t *testing.T) {
 			t.Fatal(err)
 		}
 		it := res.Item("api")
-		if res.OK || it == nil || it.Status != CheckFail || !strings.Contains(it.Evidence, "refused") {
+		if res.OK || it == nil || it.Status != kit.CheckFail || !strings.Contains(it.Evidence, "refused") {
 			t.Errorf("%s: %+v", server, it)
 		}
 	}
@@ -99,7 +99,7 @@ func TestPreflightEvidenceNeverEchoesBodies(t *testing.T) {
 	s := testService(true, "")
 	res, _ := s.CheckCluster(context.Background(), "", kubeconfigFor(srv.URL, ""), nil)
 	it := res.Item("api")
-	if it == nil || it.Status != CheckFail || strings.Contains(it.Evidence, "SECRET") || !strings.Contains(it.Evidence, "502") {
+	if it == nil || it.Status != kit.CheckFail || strings.Contains(it.Evidence, "SECRET") || !strings.Contains(it.Evidence, "502") {
 		t.Fatalf("evidence: %+v", it)
 	}
 
@@ -107,7 +107,7 @@ func TestPreflightEvidenceNeverEchoesBodies(t *testing.T) {
 		http.Redirect(w, r, "http://169.254.169.254/latest/meta-data/", http.StatusFound)
 	}))
 	res, _ = s.CheckCluster(context.Background(), "", kubeconfigFor(redir.URL, ""), nil)
-	if it := res.Item("api"); it == nil || it.Status != CheckFail || !strings.Contains(it.Evidence, "refused") {
+	if it := res.Item("api"); it == nil || it.Status != kit.CheckFail || !strings.Contains(it.Evidence, "refused") {
 		t.Fatalf("redirect to a link-local address: %+v", it)
 	}
 }
@@ -118,7 +118,7 @@ func TestKubeconfigRefusalsAndWarnings(t *testing.T) {
 	}
 	s := testService(true, "")
 	res, _ := s.CheckCluster(context.Background(), "", kubeconfigFor("https://127.0.0.1:1", "    insecure-skip-tls-verify: true"), nil)
-	if it := res.Item("tls"); it == nil || it.Status != CheckWarn {
+	if it := res.Item("tls"); it == nil || it.Status != kit.CheckWarn {
 		t.Fatalf("insecure-skip-tls-verify must warn: %+v", res.Items)
 	}
 	// The local-cluster retry only when RUNR_LOCAL_CLUSTER_HOST is set.

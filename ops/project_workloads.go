@@ -20,6 +20,7 @@ import (
 	"runr.dev/console/ops/data"
 	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/nodes"
 	"runr.dev/console/store"
 )
 
@@ -79,8 +80,8 @@ func projectPod(r *store.Region, p *store.Project, bound []string) (map[string]a
 	}
 	if len(r.Nodes) > 0 {
 		// Dedicated workers: the projects run there only.
-		podSpec["nodeSelector"] = map[string]any{DedicatedKey: DedicatedValue}
-		podSpec["tolerations"] = []any{map[string]any{"key": DedicatedKey, "operator": "Equal", "value": DedicatedValue, "effect": "NoSchedule"}}
+		podSpec["nodeSelector"] = map[string]any{nodes.DedicatedKey: nodes.DedicatedValue}
+		podSpec["tolerations"] = []any{map[string]any{"key": nodes.DedicatedKey, "operator": "Equal", "value": nodes.DedicatedValue, "effect": "NoSchedule"}}
 	}
 	gpu.AddGPUs(podSpec, container, p.GPU.V)
 	labels := map[string]any{"runr.dev/region": r.Name, "runr.dev/project": p.ID, "app.kubernetes.io/managed-by": "runr"}

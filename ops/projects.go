@@ -14,6 +14,7 @@ import (
 	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
@@ -58,8 +59,8 @@ func (s *Service) DeployCheck(ctx context.Context, r *store.Region, p *store.Pro
 	if err := s.GPU.Admission(ctx, r, p); err != nil {
 		return err
 	}
-	req := AdmitRequest{ProjectID: p.ID, CPUm: int64(p.CPUm), MemoryMi: int64(p.MemoryMi), AlwaysOn: p.AlwaysOn}
-	if err := s.Admit(ctx, r, req); err != nil {
+	req := nodes.AdmitRequest{ProjectID: p.ID, CPUm: int64(p.CPUm), MemoryMi: int64(p.MemoryMi), AlwaysOn: p.AlwaysOn}
+	if err := s.Nodes.Admit(ctx, r, req); err != nil {
 		return err
 	}
 	return s.AdmitTenant(ctx, r, p, req)

@@ -11,6 +11,7 @@ import (
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
 	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
@@ -220,7 +221,7 @@ func (s *Service) reconcileCheck(ctx context.Context, st reconcileStep, t *recon
 	if err != nil {
 		return finding{}, err
 	}
-	cctx, cancel := context.WithTimeout(ctx, ClusterReadTimeout)
+	cctx, cancel := context.WithTimeout(ctx, nodes.ClusterReadTimeout)
 	defer cancel()
 	return st.check(cctx, c, t)
 }
@@ -338,7 +339,7 @@ func (s *Service) reconcileOne(ctx context.Context, jc *engine.JobContext, st re
 		return false, err
 	}
 	ctx = kit.WithMirror(ctx, mirror)
-	cctx, cancel := context.WithTimeout(ctx, ClusterReadTimeout)
+	cctx, cancel := context.WithTimeout(ctx, nodes.ClusterReadTimeout)
 	f, err := st.check(cctx, c, t)
 	cancel()
 	if err != nil {

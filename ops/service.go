@@ -19,6 +19,7 @@ import (
 	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/nodes"
 	"runr.dev/console/store"
 )
 
@@ -44,6 +45,8 @@ type Service struct {
 	Isolation *isolation.Service
 	// Data is the data services and the projects' bindings to them.
 	Data *data.Service
+	// Nodes is the nodes, dedicated workers and capacity.
+	Nodes *nodes.Service
 }
 
 // NewService builds the cluster side of the console.

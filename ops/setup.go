@@ -12,6 +12,7 @@ import (
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
 	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
@@ -60,23 +61,16 @@ func NewRegionRecord(p SetupParams, sec SetupSecret, chk *CheckResult) (*store.R
 		Name: p.Name, Kubeconfig: string(chk.Kubeconfig), ClusterServer: chk.Server, ClusterKey: kube.ClusterKey(chk.Server),
 		K8sVersion: chk.Version, Status: status, Nodes: p.Nodes, DataLocation: p.DataLocation,
 		Monitoring:   store.JSON[store.Monitoring]{V: p.Monitoring},
-		RegistryMode: orDefault(p.Registry.Mode, store.RegistryNone), RegistryConfig: store.JSON[store.RegistryConfig]{V: p.Registry.Config()},
+		RegistryMode: kit.OrDefault(p.Registry.Mode, store.RegistryNone), RegistryConfig: store.JSON[store.RegistryConfig]{V: p.Registry.Config()},
 		RegistrySecret: p.Registry.SecretValue(sec.Registry),
 		RedisMode:      redisMode, RedisAddress: p.RedisAddress, RedisPassword: sec.RedisPassword,
-		AgentToken: agentToken, AgentTokenHash: store.HashToken(agentToken), Mode: orDefault(p.RegionMode, store.RegionManaged),
+		AgentToken: agentToken, AgentTokenHash: store.HashToken(agentToken), Mode: kit.OrDefault(p.RegionMode, store.RegionManaged),
 	}
 	r.Settings.V.RequestTimeout = DefaultRequestTimeout
 	if redisMode == store.RedisExternal {
 		r.RedisStatus = store.ComponentReady
 	}
 	return r, agentToken
-}
-
-func orDefault[T ~string](s, def T) T {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // DefaultRequestTimeout is a new region's request_timeout in seconds (Knative's default maximum).
@@ -290,11 +284,11 @@ func (s *Service) setupWorkers(p SetupParams, cluster func(jc *engine.JobContext
 		if err != nil {
 			return err
 		}
-		exist, err := ApplyWorkers(ctx, c, p.Nodes, nil)
+		exist, err := nodes.ApplyWorkers(ctx, c, p.Nodes, nil)
 		if err != nil {
 			return err
 		}
-		jc.Note("Labelled and tainted %d node(s) %s=%s:NoSchedule: %v", len(exist), DedicatedKey, DedicatedValue, exist)
+		jc.Note("Labelled and tainted %d node(s) %s=%s:NoSchedule: %v", len(exist), nodes.DedicatedKey, nodes.DedicatedValue, exist)
 		return nil
 	}
 }
@@ -381,29 +375,23 @@ const (
 const (
 	KindRegionInit   = "region-init"
 	KindRegistryTest = "registry-test"
-	KindApplyWorkers = "apply-workers"
 )
 
-// WorkersParams select a region's dedicated workers.
-type WorkersParams struct {
-	Nodes []string `json:"nodes"`
-}
-
 func (s *Service) registerRegionKinds() {
-	workersStep := func(p WorkersParams) engine.Step {
+	workersStep := func(p nodes.WorkersParams) engine.Step {
 		return engine.Step{Name: "workers", Title: "Dedicated workers", Run: func(ctx context.Context, jc *engine.JobContext) error {
 			r, c, err := s.RegionAndCluster(ctx, jc)
 			if err != nil {
 				return err
 			}
-			exist, err := ApplyWorkers(ctx, c, p.Nodes, r.Nodes)
+			exist, err := nodes.ApplyWorkers(ctx, c, p.Nodes, r.Nodes)
 			if err != nil {
 				return err
 			}
 			if len(p.Nodes) == 0 {
 				jc.Note("No dedicated workers: projects run on every schedulable node")
 			} else {
-				jc.Note("Dedicated workers: %v (label and taint %s=%s:NoSchedule)", exist, DedicatedKey, DedicatedValue)
+				jc.Note("Dedicated workers: %v (label and taint %s=%s:NoSchedule)", exist, nodes.DedicatedKey, nodes.DedicatedValue)
 			}
 			return s.Store.SetRegionNodes(ctx, r.ID, exist)
 		}}
@@ -411,7 +399,7 @@ func (s *Service) registerRegionKinds() {
 	s.Engine.Register(&engine.Kind{
 		Name: KindRegionInit,
 		Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
-			var p WorkersParams
+			var p nodes.WorkersParams
 			if err := jc.Params(&p); err != nil {
 				return nil, err
 			}
@@ -432,9 +420,9 @@ func (s *Service) registerRegionKinds() {
 		},
 	})
 	s.Engine.Register(&engine.Kind{
-		Name: KindApplyWorkers,
+		Name: nodes.KindApplyWorkers,
 		Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
-			var p WorkersParams
+			var p nodes.WorkersParams
 			if err := jc.Params(&p); err != nil {
 				return nil, err
 			}
@@ -657,7 +645,7 @@ func (s *Service) validateSetup(ctx context.Context, in *SetupInput, exceptJob s
 	if !chk.OK {
 		return chk, checkRefusal(chk), nil
 	}
-	if m := nodesExist(in.Nodes, chk.Nodes); m != "" {
+	if m := nodes.NodesExist(in.Nodes, chk.Nodes); m != "" {
 		return chk, map[string]string{"nodes": m}, nil
 	}
 	in.Kubeconfig = string(chk.Kubeconfig)
@@ -683,9 +671,9 @@ func (s *Service) StartSetup(ctx context.Context, actor kit.Actor, in SetupInput
 
 // StartCheckedSetup queues the setup of the wizard's step 2, whose cluster step 1
 // checked: the workers selected must be among the nodes that check found.
-func (s *Service) StartCheckedSetup(ctx context.Context, actor kit.Actor, in SetupInput, nodes []NodeInfo) (*store.RegistrySetup, error) {
+func (s *Service) StartCheckedSetup(ctx context.Context, actor kit.Actor, in SetupInput, found []kit.NodeInfo) (*store.RegistrySetup, error) {
 	errs := mergeErrs(in.validate(), s.actorFields(actor, &in))
-	if m := nodesExist(in.Nodes, nodes); m != "" {
+	if m := nodes.NodesExist(in.Nodes, found); m != "" {
 		errs["nodes"] = m
 	}
 	if err := problem.FromFields(errs); err != nil {
@@ -906,7 +894,7 @@ func (s *Service) validateNewRegion(ctx context.Context, actor kit.Actor, setup 
 func (s *Service) prepareRegion(ctx context.Context, actor kit.Actor, r *store.Region, p SetupParams, reg RegistryInput) (map[string]string, error) {
 	jobs := map[string]string{}
 	j, err := s.Enqueue(ctx, engine.Request{Kind: KindRegionInit, Title: "Prepare the cluster of " + r.Name,
-		Subject: r.ID, Params: WorkersParams{Nodes: p.Nodes}, CreatedBy: actor.Email})
+		Subject: r.ID, Params: nodes.WorkersParams{Nodes: p.Nodes}, CreatedBy: actor.Email})
 	if err != nil {
 		return jobs, err
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
@@ -200,7 +201,7 @@ const quotaEpsilon = 1e-9
 
 // QuotaLimit is what the quotas of a managed region add up to at most: its capacity, and
 // the organisation ceiling when one is set (0 in a resource: none).
-func QuotaLimit(capacity Resources, ceiling Quota) Quota {
+func QuotaLimit(capacity nodes.Resources, ceiling Quota) Quota {
 	l := Quota{CPU: float64(capacity.CPUm) / 1000, MemoryGiB: float64(capacity.MemoryMi) / 1024}
 	if ceiling.CPU > 0 {
 		l.CPU = math.Min(l.CPU, ceiling.CPU)
@@ -280,7 +281,7 @@ func (s *Service) ceiling() Quota {
 
 // regionQuotaLimit reads the capacity of a managed region's cluster for the quota sums.
 func (s *Service) regionQuotaLimit(ctx context.Context, r *store.Region) (Quota, error) {
-	rep, err := s.RegionCapacity(ctx, r, "")
+	rep, err := s.Nodes.RegionCapacity(ctx, r, "")
 	if err != nil {
 		return Quota{}, &problem.Unreachable{Region: r.Name, Err: err}
 	}
@@ -416,11 +417,11 @@ func (s *Service) TenantQuotaUse(ctx context.Context, r *store.Region, tenantID 
 }
 
 // QuotaBudgets splits a tenant's quota into the always-on and the FaaS budget the way
-// ComputeBudgets splits a region's capacity: the quota is the always-on budget, the FaaS
+// nodes.ComputeBudgets splits a region's capacity: the quota is the always-on budget, the FaaS
 // budget is the quota × the region's overcommit factors minus what the tenant's
 // always-on projects reserve. A resource without a limit (0) gets no budget line that
 // refuses (its Gross is the most an int64 holds).
-func QuotaBudgets(q Quota, cpuFactor, memFactor float64, alwaysOn, faas store.Reservation) Budgets {
+func QuotaBudgets(q Quota, cpuFactor, memFactor float64, alwaysOn, faas store.Reservation) nodes.Budgets {
 	cpu, mem := int64(math.Round(q.CPU*1000)), int64(math.Round(q.MemoryGiB*1024))
 	if q.CPU == 0 {
 		cpu = math.MaxInt64 / 16
@@ -428,8 +429,8 @@ func QuotaBudgets(q Quota, cpuFactor, memFactor float64, alwaysOn, faas store.Re
 	if q.MemoryGiB == 0 {
 		mem = math.MaxInt64 / 16
 	}
-	c := Capacity{Allocatable: Resources{CPUm: cpu, MemoryMi: mem}, Total: Resources{CPUm: cpu, MemoryMi: mem}}
-	b := ComputeBudgets(c, cpuFactor, memFactor, alwaysOn, faas)
+	c := nodes.Capacity{Allocatable: nodes.Resources{CPUm: cpu, MemoryMi: mem}, Total: nodes.Resources{CPUm: cpu, MemoryMi: mem}}
+	b := nodes.ComputeBudgets(c, cpuFactor, memFactor, alwaysOn, faas)
 	b.AlwaysOn.Name, b.FaaS.Name = "tenant always-on", "tenant FaaS"
 	return b
 }
@@ -438,7 +439,7 @@ func QuotaBudgets(q Quota, cpuFactor, memFactor float64, alwaysOn, faas store.Re
 // quota there (its always-on or FaaS budget); platform users' projects, tenant-owned
 // regions and shared regions are not held to quotas. A platform region no longer
 // assigned to the project's tenant refuses the deploy.
-func (s *Service) AdmitTenant(ctx context.Context, r *store.Region, p *store.Project, req AdmitRequest) error {
+func (s *Service) AdmitTenant(ctx context.Context, r *store.Region, p *store.Project, req nodes.AdmitRequest) error {
 	if !s.Cfg.Tenancy || p.TenantID == nil || r.Tenant() != "" {
 		return nil
 	}
@@ -457,7 +458,7 @@ func (s *Service) AdmitTenant(ctx context.Context, r *store.Region, p *store.Pro
 		return fmt.Errorf("admission: %w", err)
 	}
 	b := QuotaBudgets(Quota{CPU: a.CPU, MemoryGiB: a.MemoryGiB}, r.FaaSCPUOvercommit, r.FaaSMemoryOvercommit, on, faas)
-	if e := CheckAdmission(r.Name, b, req); e != nil {
+	if e := nodes.CheckAdmission(r.Name, b, req); e != nil {
 		return e
 	}
 	return nil

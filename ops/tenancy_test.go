@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
@@ -16,7 +17,7 @@ func f(v float64) *float64 { return &v }
 // capacity and the ceiling; 0 sets no limit and does not count; a quota left out gets
 // the ceiling or what is free, whichever is smaller; a refusal says what is free.
 func TestFitQuota(t *testing.T) {
-	capacity := Resources{CPUm: 8000, MemoryMi: 16 * 1024} // 8 CPU, 16 GiB
+	capacity := nodes.Resources{CPUm: 8000, MemoryMi: 16 * 1024} // 8 CPU, 16 GiB
 	others := []store.Assignment{{CPU: 3, MemoryGiB: 6}, {CPU: 0, MemoryGiB: 2}}
 	for _, tc := range []struct {
 		name     string
@@ -81,7 +82,7 @@ func TestFitQuota(t *testing.T) {
 
 // TestQuotaLimit: the capacity in cores and GiB, capped by the ceiling when one is set.
 func TestQuotaLimit(t *testing.T) {
-	c := Resources{CPUm: 3500, MemoryMi: 3072}
+	c := nodes.Resources{CPUm: 3500, MemoryMi: 3072}
 	if got := QuotaLimit(c, Quota{}); got != (Quota{3.5, 3}) {
 		t.Fatalf("no ceiling: %+v", got)
 	}
@@ -103,21 +104,21 @@ func TestQuotaBudgets(t *testing.T) {
 	if b.FaaS.CPU.Gross != 6000 || b.FaaS.CPU.Budget != 5500 || b.FaaS.CPU.Free != 4500 || b.FaaS.Memory.Gross != 3072 || b.FaaS.Memory.Free != 3072-512-1024 {
 		t.Fatalf("FaaS: %+v", b.FaaS)
 	}
-	if e := CheckAdmission("r", b, AdmitRequest{CPUm: 1500, MemoryMi: 100, AlwaysOn: true}); e != nil {
+	if e := nodes.CheckAdmission("r", b, nodes.AdmitRequest{CPUm: 1500, MemoryMi: 100, AlwaysOn: true}); e != nil {
 		t.Fatalf("fits the always-on budget: %v", e)
 	}
-	e := CheckAdmission("r", b, AdmitRequest{CPUm: 1600, MemoryMi: 100, AlwaysOn: true})
+	e := nodes.CheckAdmission("r", b, nodes.AdmitRequest{CPUm: 1600, MemoryMi: 100, AlwaysOn: true})
 	if e == nil || e.Budget != "tenant always-on" || len(e.Shortfalls) != 1 || e.Shortfalls[0].Free != 1500 {
 		t.Fatalf("over the always-on budget: %+v", e)
 	}
-	if e := CheckAdmission("r", b, AdmitRequest{CPUm: 4600, MemoryMi: 10}); e == nil || e.Budget != "tenant FaaS" {
+	if e := nodes.CheckAdmission("r", b, nodes.AdmitRequest{CPUm: 4600, MemoryMi: 10}); e == nil || e.Budget != "tenant FaaS" {
 		t.Fatalf("over the FaaS budget: %+v", e)
 	}
 	unlimited := QuotaBudgets(Quota{CPU: 0, MemoryGiB: 1}, 3, 1.5, on, faas)
-	if e := CheckAdmission("r", unlimited, AdmitRequest{CPUm: 1 << 40, MemoryMi: 100, AlwaysOn: true}); e != nil {
+	if e := nodes.CheckAdmission("r", unlimited, nodes.AdmitRequest{CPUm: 1 << 40, MemoryMi: 100, AlwaysOn: true}); e != nil {
 		t.Fatalf("a CPU quota of 0 refused CPU: %v", e)
 	}
-	if e := CheckAdmission("r", unlimited, AdmitRequest{CPUm: 1, MemoryMi: 1024, AlwaysOn: true}); e == nil || e.Shortfalls[0].Resource != "memory" {
+	if e := nodes.CheckAdmission("r", unlimited, nodes.AdmitRequest{CPUm: 1, MemoryMi: 1024, AlwaysOn: true}); e == nil || e.Shortfalls[0].Resource != "memory" {
 		t.Fatalf("the memory quota still holds: %+v", e)
 	}
 }

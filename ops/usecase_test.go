@@ -12,6 +12,7 @@ import (
 	"runr.dev/console/config"
 	"runr.dev/console/ops"
 	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 	"runr.dev/console/store/storetest"
@@ -76,7 +77,7 @@ func TestUseCaseRefusals(t *testing.T) {
 	invalidOn(t, err, "namespace")
 	_, err = s.SetFunctionTLS(ctx, actor, r, ops.TLSInput{})
 	refusedWith(t, err, "", "needs Knative Serving ready")
-	_, err = s.RemoveWorker(ctx, actor, r, "w1")
+	_, err = s.Nodes.RemoveWorker(ctx, actor, r, "w1")
 	refusedWith(t, err, "", "not one of the region's dedicated workers")
 	_, err = s.CompleteDomainMigration(ctx, actor, r)
 	refusedWith(t, err, "", "no domain migration")
@@ -91,8 +92,8 @@ func TestUseCaseRefusals(t *testing.T) {
 	invalidOn(t, s.SetBaseDomain(ctx, actor, "https://example.com"), "base_domain")
 	_, err = s.SetRedis(ctx, actor, r, ops.RedisInput{Mode: store.RedisExternal, Address: "redis"})
 	invalidOn(t, err, "address")
-	invalidOn(t, s.SetOvercommit(ctx, actor, r, ops.OvercommitInput{}), "faas_cpu_overcommit")
-	_, err = s.SetWorkers(ctx, actor, r, ops.WorkersInput{})
+	invalidOn(t, s.Nodes.SetOvercommit(ctx, actor, r, nodes.OvercommitInput{}), "faas_cpu_overcommit")
+	_, err = s.Nodes.SetWorkers(ctx, actor, r, nodes.WorkersInput{})
 	invalidOn(t, err, "nodes")
 }
 

@@ -1,7 +1,6 @@
 package ops
 
 import (
-	"fmt"
 	"net"
 	"net/url"
 	"regexp"
@@ -174,7 +173,7 @@ func validNamespace(ns, def string) (string, string) {
 func checkRefusal(chk *CheckResult) map[string]string {
 	errs := map[string]string{}
 	for _, it := range chk.Items {
-		if it.Status != CheckFail {
+		if it.Status != kit.CheckFail {
 			continue
 		}
 		field := "kubeconfig"
@@ -187,23 +186,6 @@ func checkRefusal(chk *CheckResult) map[string]string {
 	}
 	return errs
 }
-
-// nodesExist checks a worker selection against the cluster's nodes ("" when each exists).
-func nodesExist(selected []string, nodes []NodeInfo) string {
-	have := map[string]bool{}
-	for _, n := range nodes {
-		have[n.Name] = true
-	}
-	for _, n := range selected {
-		if !have[n] {
-			return noNode(n)
-		}
-	}
-	return ""
-}
-
-// noNode says that the cluster has no node of that name.
-func noNode(name string) string { return fmt.Sprintf("The cluster has no node %q.", name) }
 
 // validateRequestTimeout checks a region's request timeout: 1 to 3600 seconds.
 func validateRequestTimeout(seconds int) string {
@@ -267,22 +249,6 @@ func trustedCIDRs(list []string) ([]string, string) {
 		out = append(out, n.String())
 	}
 	return out, ""
-}
-
-// validateOvercommit checks the FaaS overcommit factors that are sent.
-func validateOvercommit(in OvercommitInput) map[string]string {
-	errs := map[string]string{}
-	check := func(key string, v *float64) {
-		if v != nil && (*v < MinOvercommit || *v > MaxOvercommit) {
-			errs[key] = fmt.Sprintf("Use a factor from %d to %d.", MinOvercommit, MaxOvercommit)
-		}
-	}
-	check("faas_cpu_overcommit", in.CPU)
-	check("faas_memory_overcommit", in.Memory)
-	if in.CPU == nil && in.Memory == nil {
-		errs["faas_cpu_overcommit"] = "Send faas_cpu_overcommit, faas_memory_overcommit or both."
-	}
-	return errs
 }
 
 // envNameOK reports whether k is a valid environment variable name.

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/nodes"
 	"runr.dev/console/store"
 )
 
@@ -207,26 +209,6 @@ func TestValidateSettings(t *testing.T) {
 	}
 }
 
-func TestValidateOvercommit(t *testing.T) {
-	f := func(v float64) *float64 { return &v }
-	for _, tc := range []struct {
-		name string
-		in   OvercommitInput
-		want []string
-	}{
-		{"both", OvercommitInput{CPU: f(1), Memory: f(10)}, nil},
-		{"one", OvercommitInput{Memory: f(1.5)}, nil},
-		{"none", OvercommitInput{}, []string{"faas_cpu_overcommit"}},
-		{"out of range", OvercommitInput{CPU: f(0.5), Memory: f(11)}, []string{"faas_cpu_overcommit", "faas_memory_overcommit"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := keys(validateOvercommit(tc.in)); !reflect.DeepEqual(got, tc.want) {
-				t.Fatalf("fields %v, want %v", got, tc.want)
-			}
-		})
-	}
-}
-
 func TestEnvNameOK(t *testing.T) {
 	for name, ok := range map[string]bool{"PORT": true, "_x": true, "a1": true, "1a": false, "": false, "A-B": false,
 		"A B": false, strings.Repeat("A", 129): false} {
@@ -237,18 +219,18 @@ func TestEnvNameOK(t *testing.T) {
 }
 
 func TestNodesExistAndCheckRefusal(t *testing.T) {
-	nodes := []NodeInfo{{Name: "w1"}, {Name: "w2"}}
-	if m := nodesExist([]string{"w2", "w1"}, nodes); m != "" {
+	found := []kit.NodeInfo{{Name: "w1"}, {Name: "w2"}}
+	if m := nodes.NodesExist([]string{"w2", "w1"}, found); m != "" {
 		t.Fatal(m)
 	}
-	if m := nodesExist([]string{"w3"}, nodes); m != `The cluster has no node "w3".` {
+	if m := nodes.NodesExist([]string{"w3"}, found); m != `The cluster has no node "w3".` {
 		t.Fatal(m)
 	}
-	chk := &CheckResult{Items: []CheckItem{
-		{Key: "connect", Title: "Connection", Status: CheckFail, Evidence: "refused"},
-		{Key: "namespace", Title: "Namespace", Status: CheckFail, Evidence: "exists"},
-		{Key: "version", Title: "Version", Status: CheckFail, Evidence: "too old"},
-		{Key: "rights", Title: "Rights", Status: CheckPass},
+	chk := &CheckResult{Items: []kit.CheckItem{
+		{Key: "connect", Title: "Connection", Status: kit.CheckFail, Evidence: "refused"},
+		{Key: "namespace", Title: "Namespace", Status: kit.CheckFail, Evidence: "exists"},
+		{Key: "version", Title: "Version", Status: kit.CheckFail, Evidence: "too old"},
+		{Key: "rights", Title: "Rights", Status: kit.CheckPass},
 	}}
 	want := map[string]string{"kubeconfig": "Connection: refused", "name": "Namespace: exists"}
 	if got := checkRefusal(chk); !reflect.DeepEqual(got, want) {

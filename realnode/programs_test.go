@@ -23,6 +23,7 @@ import (
 	"runr.dev/console/imagemirror"
 	"runr.dev/console/images"
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/nodes"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 	"runr.dev/console/web/webtest"
@@ -283,7 +284,7 @@ func TestConsoleProgramsOnARealNode(t *testing.T) {
 			return false
 		})
 		var nodes struct {
-			Data []ops.NodeView
+			Data []nodes.NodeView
 		}
 		if st := e.JSON("GET", "/api/knative-regions/"+r.ID+"/nodes", tok, nil, &nodes); st != 200 {
 			t.Fatalf("nodes: %d", st)

@@ -13,6 +13,7 @@ import (
 	"runr.dev/console/config"
 	"runr.dev/console/handlers"
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
 	"runr.dev/console/store/storetest"
 	"runr.dev/console/web"
@@ -172,7 +173,7 @@ func TestSealedStateBoundAndSingleUse(t *testing.T) {
 	other, _ := e.User("owner")
 	c := e.Store.Cipher
 	now := time.Now()
-	st := handlers.SealedStep1{Name: "eu-9", Kubeconfig: testKubeconfig, IsActive: true, Nodes: []ops.NodeInfo{{Name: "n1", Ready: true}}}
+	st := handlers.SealedStep1{Name: "eu-9", Kubeconfig: testKubeconfig, IsActive: true, Nodes: []kit.NodeInfo{{Name: "n1", Ready: true}}}
 	sealed := handlers.SealStep1(c, u.ID, st, now)
 	if _, err := handlers.UnsealStep1(c, other.ID, sealed, now); err == nil {
 		t.Fatal("another user's sealed state opened")

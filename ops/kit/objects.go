@@ -126,3 +126,10 @@ func SortedKeys[V any](m map[string]V) []string {
 	sort.Strings(out)
 	return out
 }
+
+func OrDefault[T ~string](s, def T) T {
+	if s == "" {
+		return def
+	}
+	return s
+}

@@ -1,4 +1,4 @@
-package ops
+package nodes
 
 import (
 	"errors"
@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
 )
 
@@ -224,7 +225,7 @@ func TestCapacityNodeChecks(t *testing.T) {
 		}
 		for _, it := range items {
 			want, fails := tc.fails[it.Key]
-			if fails != (it.Status == CheckFail) || (fails && !strings.Contains(it.Evidence, want)) {
+			if fails != (it.Status == kit.CheckFail) || (fails && !strings.Contains(it.Evidence, want)) {
 				t.Errorf("%s: %s is %s (%s)", tc.name, it.Key, it.Status, it.Evidence)
 			}
 		}

@@ -1,4 +1,4 @@
-package ops
+package nodes
 
 import (
 	"context"
@@ -72,7 +72,7 @@ type NodeView struct {
 	Pods                int               `json:"pods"`
 	Taints              []string          `json:"taints"`
 	Labels              map[string]string `json:"labels"`
-	Preflight           []CheckItem       `json:"preflight"`
+	Preflight           []kit.CheckItem   `json:"preflight"`
 	PreflightOK         bool              `json:"preflight_ok"`
 	// Delete is what deleting the node would do to the cluster's shape.
 	Delete NodeDeleteCheck `json:"delete"`
@@ -181,7 +181,7 @@ func buildNodesReport(st *clusterState, dedicated []string, minMinor int, now ti
 	var cps []string
 	for i := range nodes {
 		n := &nodes[i]
-		ni := NodeSummary(n)
+		ni := kit.NodeSummary(n)
 		v := NodeView{Name: n.Name, Roles: ni.Roles, ControlPlane: ni.ControlPlane, KubeletVersion: ni.Kubelet, OSImage: ni.OSImage,
 			ContainerRuntime: n.Status.NodeInfo.ContainerRuntimeVersion, Schedulable: !n.Spec.Unschedulable, Cordoned: n.Spec.Unschedulable,
 			Dedicated: sel[n.Name], DedicatedApplied: n.Labels[DedicatedKey] == DedicatedValue && hasTaint(n, DedicatedTaint),
@@ -213,7 +213,7 @@ func buildNodesReport(st *clusterState, dedicated []string, minMinor int, now ti
 		v.Preflight = Preflight(n, minMinor)
 		v.PreflightOK = true
 		for _, it := range v.Preflight {
-			if it.Status == CheckFail {
+			if it.Status == kit.CheckFail {
 				v.PreflightOK = false
 			}
 		}
@@ -282,7 +282,7 @@ func CheckNodeDelete(nodes []corev1.Node, name string) (NodeDeleteCheck, bool) {
 	var cps []string
 	found, isCP := false, false
 	for i := range nodes {
-		cp := NodeSummary(&nodes[i]).ControlPlane
+		cp := kit.NodeSummary(&nodes[i]).ControlPlane
 		if cp {
 			cps = append(cps, nodes[i].Name)
 		}
@@ -318,14 +318,14 @@ var (
 
 // Preflight checks a node against the floor of clusters-and-nodes.md: CPU, memory, an
 // Ubuntu LTS image and the kubelet's version. Each line is pass or fail with the value found.
-func Preflight(n *corev1.Node, minMinor int) []CheckItem {
-	var items []CheckItem
+func Preflight(n *corev1.Node, minMinor int) []kit.CheckItem {
+	var items []kit.CheckItem
 	add := func(key, title string, ok bool, evidence string) {
-		st := CheckPass
+		st := kit.CheckPass
 		if !ok {
-			st = CheckFail
+			st = kit.CheckFail
 		}
-		items = append(items, CheckItem{Key: key, Title: title, Status: st, Evidence: evidence})
+		items = append(items, kit.CheckItem{Key: key, Title: title, Status: st, Evidence: evidence})
 	}
 	capOf := func(name corev1.ResourceName) int64 {
 		q, ok := n.Status.Capacity[name]
@@ -345,7 +345,7 @@ func Preflight(n *corev1.Node, minMinor int) []CheckItem {
 	img := n.Status.NodeInfo.OSImage
 	lts := strings.Join(UbuntuLTS[:len(UbuntuLTS)-1], ", ") + " or " + UbuntuLTS[len(UbuntuLTS)-1]
 	if m := ubuntuRe.FindStringSubmatch(img); m == nil {
-		add("os", "OS image", false, fmt.Sprintf("%s: not Ubuntu; use Ubuntu %s LTS", orDefault(img, "unknown"), lts))
+		add("os", "OS image", false, fmt.Sprintf("%s: not Ubuntu; use Ubuntu %s LTS", kit.OrDefault(img, "unknown"), lts))
 	} else {
 		rel := m[1] + "." + m[2]
 		ok := false
@@ -365,7 +365,7 @@ func Preflight(n *corev1.Node, minMinor int) []CheckItem {
 
 	kv := n.Status.NodeInfo.KubeletVersion
 	if m := kubeletRe.FindStringSubmatch(kv); m == nil {
-		add("kubelet", "Kubelet version", false, fmt.Sprintf("%s: not a version (at least 1.%d)", orDefault(kv, "unknown"), minMinor))
+		add("kubelet", "Kubelet version", false, fmt.Sprintf("%s: not a version (at least 1.%d)", kit.OrDefault(kv, "unknown"), minMinor))
 	} else {
 		major, _ := strconv.Atoi(m[1])
 		minor, _ := strconv.Atoi(m[2])
@@ -397,7 +397,7 @@ func (p NodeParams) timeout(def time.Duration) time.Duration {
 }
 
 // registerNodeKinds registers the node actions: cordon, uncordon, drain, delete.
-func (s *Service) registerNodeKinds() {
+func (s *Service) registerKinds() {
 	plan := func(steps func(p NodeParams) []engine.Step) func(jc *engine.JobContext) ([]engine.Step, error) {
 		return func(jc *engine.JobContext) ([]engine.Step, error) {
 			var p NodeParams
@@ -715,7 +715,7 @@ func (s *Service) deleteNode(ctx context.Context, jc *engine.JobContext, r *stor
 	case err != nil:
 		return fmt.Errorf("read node %s: %w", name, err)
 	default:
-		if NodeSummary(n).ControlPlane {
+		if kit.NodeSummary(n).ControlPlane {
 			etcd, _ := c.Clientset.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{
 				LabelSelector: "component=etcd", FieldSelector: "spec.nodeName=" + name})
 			if etcd != nil && len(etcd.Items) > 0 {
@@ -851,4 +851,37 @@ func (s *Service) DeleteNode(ctx context.Context, actor kit.Actor, r *store.Regi
 	}
 	s.Log.Info("node delete", "region", r.Name, "node", node, "warning", d.Warning, "user", actor.Email)
 	return j, d, nil
+}
+
+// NodesExist checks a worker selection against the cluster's nodes ("" when each exists).
+func NodesExist(selected []string, nodes []kit.NodeInfo) string {
+	have := map[string]bool{}
+	for _, n := range nodes {
+		have[n.Name] = true
+	}
+	for _, n := range selected {
+		if !have[n] {
+			return noNode(n)
+		}
+	}
+	return ""
+}
+
+// noNode says that the cluster has no node of that name.
+func noNode(name string) string { return fmt.Sprintf("The cluster has no node %q.", name) }
+
+// validateOvercommit checks the FaaS overcommit factors that are sent.
+func validateOvercommit(in OvercommitInput) map[string]string {
+	errs := map[string]string{}
+	check := func(key string, v *float64) {
+		if v != nil && (*v < MinOvercommit || *v > MaxOvercommit) {
+			errs[key] = fmt.Sprintf("Use a factor from %d to %d.", MinOvercommit, MaxOvercommit)
+		}
+	}
+	check("faas_cpu_overcommit", in.CPU)
+	check("faas_memory_overcommit", in.Memory)
+	if in.CPU == nil && in.Memory == nil {
+		errs["faas_cpu_overcommit"] = "Send faas_cpu_overcommit, faas_memory_overcommit or both."
+	}
+	return errs
 }

@@ -1,4 +1,4 @@
-package ops
+package nodes
 
 import (
 	"context"
@@ -139,11 +139,11 @@ func (s *Service) SetWorkers(ctx context.Context, actor kit.Actor, r *store.Regi
 	if err != nil {
 		return nil, &problem.Unreachable{Region: r.Name, Err: err}
 	}
-	nodes := make([]NodeInfo, len(names))
+	nodes := make([]kit.NodeInfo, len(names))
 	for i, n := range names {
-		nodes[i] = NodeInfo{Name: n}
+		nodes[i] = kit.NodeInfo{Name: n}
 	}
-	if m := nodesExist(sel, nodes); m != "" {
+	if m := NodesExist(sel, nodes); m != "" {
 		return nil, &problem.Invalid{Fields: map[string]string{"nodes": m}}
 	}
 	title := "Dedicated workers of " + r.Name
@@ -194,3 +194,11 @@ func (s *Service) SetOvercommit(ctx context.Context, actor kit.Actor, r *store.R
 	s.Log.Info("overcommit changed", "region", r.Name, "cpu", in.CPU, "memory", in.Memory, "user", actor.Email)
 	return nil
 }
+
+// WorkersParams select a region's dedicated workers.
+type WorkersParams struct {
+	Nodes []string `json:"nodes"`
+}
+
+// KindApplyWorkers labels and taints a region's dedicated workers.
+const KindApplyWorkers = "apply-workers"
