@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"runr.dev/console/accounts"
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/tenancy"
 	"runr.dev/console/store"
 )
 
@@ -80,8 +80,8 @@ func createTenantUser(cmd *cobra.Command, st *store.Store, name string, in accou
 	ctx := cmd.Context()
 	t, err := st.TenantByName(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
-		tin := ops.TenantInput{Name: name}
-		if err := ops.ValidateTenant(&tin); err != nil {
+		tin := tenancy.TenantInput{Name: name}
+		if err := tenancy.ValidateTenant(&tin); err != nil {
 			return nil, "", fmt.Errorf("tenant %q: %w", name, err)
 		}
 		if t, err = st.CreateTenant(ctx, tin.Name); err != nil {

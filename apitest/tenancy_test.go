@@ -9,6 +9,7 @@ import (
 
 	"runr.dev/console/config"
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/tenancy"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 	"runr.dev/console/web/webtest"
@@ -32,7 +33,7 @@ func tenantUser(t *testing.T, e *webtest.Env, tenantID, email, role string) stri
 type assignAnswer struct {
 	Data   store.Assignment
 	Fields map[string]string
-	Free   ops.Quota
+	Free   tenancy.Quota
 	Error  string
 }
 

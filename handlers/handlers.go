@@ -25,6 +25,7 @@ import (
 	"runr.dev/console/ops"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/problem"
+	"runr.dev/console/ops/tenancy"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -221,7 +222,7 @@ func (h *Handlers) failUseCase(c *fiber.Ctx, err error) (error, bool) {
 	var ms *problem.Missing
 	var un *problem.Unreachable
 	var fb *problem.Forbidden
-	var qe *ops.QuotaError
+	var qe *tenancy.QuotaError
 	switch {
 	case errors.As(err, &fb):
 		return JSONError(c, fiber.StatusForbidden, fb.Reason), true

@@ -16,6 +16,7 @@ import (
 	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/nodes"
+	"runr.dev/console/ops/tenancy"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -138,7 +139,7 @@ func (h *Handlers) RegionPage(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	if h.Cfg.Tenancy && ops.SummaryOnly(h.actor(c), r) {
+	if h.Cfg.Tenancy && tenancy.SummaryOnly(h.actor(c), r) {
 		row, err := h.assignedRow(c, r)
 		if err != nil {
 			return h.Fail(c, err)

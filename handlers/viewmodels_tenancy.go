@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/tenancy"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -18,12 +19,12 @@ const capacityWait = 5 * time.Second
 
 // quotaLimits reads the quota limit (capacity and ceiling) of each region, in parallel;
 // a region whose cluster does not answer in time is left out.
-func (h *Handlers) quotaLimits(c *fiber.Ctx, ids []string) map[string]ops.Quota {
+func (h *Handlers) quotaLimits(c *fiber.Ctx, ids []string) map[string]tenancy.Quota {
 	cctx, cancel := context.WithTimeout(ctx(c), capacityWait)
 	defer cancel()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	out := map[string]ops.Quota{}
+	out := map[string]tenancy.Quota{}
 	for _, id := range ids {
 		r, err := h.Store.RegionByID(cctx, id)
 		if err != nil {
@@ -37,7 +38,7 @@ func (h *Handlers) quotaLimits(c *fiber.Ctx, ids []string) map[string]ops.Quota 
 				return
 			}
 			mu.Lock()
-			out[r.ID] = ops.QuotaLimit(rep.Total, ops.Quota{CPU: h.Cfg.QuotaCPU, MemoryGiB: h.Cfg.QuotaMemoryGiB})
+			out[r.ID] = tenancy.QuotaLimit(rep.Total, tenancy.Quota{CPU: h.Cfg.QuotaCPU, MemoryGiB: h.Cfg.QuotaMemoryGiB})
 			mu.Unlock()
 		}()
 	}
@@ -151,7 +152,7 @@ func percentOf(v, of float64) (int, bool) {
 // assignedRow is a platform region assigned to the user's tenant, with its quota and use.
 func (h *Handlers) assignedRow(c *fiber.Ctx, r *store.Region) (views.AssignedRegionRow, error) {
 	row := views.AssignedRegionRow{ID: r.ID, Name: r.Name, Mode: string(r.Mode), ProjectCount: r.ProjectCount}
-	u, err := h.Kube.TenantQuotaUse(ctx(c), r, Who(c).User.Tenant())
+	u, err := h.Kube.Tenancy.TenantQuotaUse(ctx(c), r, Who(c).User.Tenant())
 	if err != nil {
 		return row, err
 	}
@@ -185,7 +186,7 @@ func (h *Handlers) tenancyList(c *fiber.Ctx, rs []store.Region, l *views.Regions
 	}
 	l.TenantView = true
 	for i := range rs {
-		if !ops.SummaryOnly(actor, &rs[i]) {
+		if !tenancy.SummaryOnly(actor, &rs[i]) {
 			l.Regions = append(l.Regions, regionRow(&rs[i]))
 			continue
 		}
@@ -230,7 +231,7 @@ func (h *Handlers) regionTenancy(c *fiber.Ctx, r *store.Region) *views.RegionTen
 			t.Owner = "Tenant " + tt.Name
 		}
 	}
-	if h.Kube.MaySetRegionMode(h.actor(c)) && ops.RegionMutable(h.actor(c), r) == nil {
+	if h.Kube.Tenancy.MaySetRegionMode(h.actor(c)) && tenancy.RegionMutable(h.actor(c), r) == nil {
 		t.ModeOptions = optionsOf(store.RegionModes, r.Mode)
 	}
 	return t
@@ -250,24 +251,24 @@ func (h *Handlers) ModeForm(c *fiber.Ctx) error {
 // RegionSummaryJSON is what a tenant's user reads of a platform region assigned to its
 // tenant: never its cluster, components or capacity.
 type RegionSummaryJSON struct {
-	ID           string       `json:"id"`
-	Name         string       `json:"name"`
-	Owner        string       `json:"owner"` // platform
-	RegionMode   string       `json:"region_mode"`
-	ProjectCount int          `json:"project_count"`
-	Quota        ops.QuotaUse `json:"quota"`
+	ID           string           `json:"id"`
+	Name         string           `json:"name"`
+	Owner        string           `json:"owner"` // platform
+	RegionMode   string           `json:"region_mode"`
+	ProjectCount int              `json:"project_count"`
+	Quota        tenancy.QuotaUse `json:"quota"`
 }
 
 // regionSummaryJSON reads the summary of an assigned platform region for the user's tenant.
 func (h *Handlers) regionSummaryJSON(c *fiber.Ctx, r *store.Region) (RegionSummaryJSON, error) {
-	u, err := h.Kube.TenantQuotaUse(ctx(c), r, Who(c).User.Tenant())
+	u, err := h.Kube.Tenancy.TenantQuotaUse(ctx(c), r, Who(c).User.Tenant())
 	return RegionSummaryJSON{ID: r.ID, Name: r.Name, Owner: "platform", RegionMode: string(r.Mode), ProjectCount: r.ProjectCount, Quota: u}, err
 }
 
 // regionJSON is a region for the API: its summary for a tenant's user when it is a
 // platform region, else the whole region (with its owner and mode under the Tenancy module).
 func (h *Handlers) regionJSON(c *fiber.Ctx, r *store.Region, base string) (any, error) {
-	if h.Cfg.Tenancy && ops.SummaryOnly(h.actor(c), r) {
+	if h.Cfg.Tenancy && tenancy.SummaryOnly(h.actor(c), r) {
 		return h.regionSummaryJSON(c, r)
 	}
 	j := ToRegionJSON(r, base)

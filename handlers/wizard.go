@@ -86,7 +86,7 @@ func (h *Handlers) WizardNewPage(c *fiber.Ctx) error {
 // wizardModes offer the region mode in step 1 to a platform administrator (nil for anyone
 // else: the field would be ignored).
 func (h *Handlers) wizardModes(c *fiber.Ctx, chosen store.RegionMode) []views.Option {
-	if !h.Kube.MaySetRegionMode(h.actor(c)) {
+	if !h.Kube.Tenancy.MaySetRegionMode(h.actor(c)) {
 		return nil
 	}
 	if !chosen.Valid() {

@@ -6,6 +6,7 @@ import (
 	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/nodes"
+	"runr.dev/console/ops/tenancy"
 )
 
 // registerKinds registers every kind of job the console runs.
@@ -18,6 +19,7 @@ func (s *Service) registerKinds() {
 	s.registerSettingsKinds()
 	s.registerDomainKinds()
 	s.Nodes = nodes.New(s.Kit)
+	s.Tenancy = &tenancy.Service{Kit: s.Kit, Nodes: s.Nodes}
 	s.registerProjectKinds()
 	s.registerMigrationKinds()
 	s.registerBaseDomainKinds()

@@ -63,7 +63,7 @@ func (s *Service) DeployCheck(ctx context.Context, r *store.Region, p *store.Pro
 	if err := s.Nodes.Admit(ctx, r, req); err != nil {
 		return err
 	}
-	return s.AdmitTenant(ctx, r, p, req)
+	return s.Tenancy.AdmitTenant(ctx, r, p, req)
 }
 
 // ProjectWorkloadKind is the workload kind a project runs as: a scheduled job's runs are

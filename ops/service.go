@@ -20,6 +20,7 @@ import (
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/nodes"
+	"runr.dev/console/ops/tenancy"
 	"runr.dev/console/store"
 )
 
@@ -47,6 +48,8 @@ type Service struct {
 	Data *data.Service
 	// Nodes is the nodes, dedicated workers and capacity.
 	Nodes *nodes.Service
+	// Tenancy is the tenancy module.
+	Tenancy *tenancy.Service
 }
 
 // NewService builds the cluster side of the console.

@@ -380,7 +380,7 @@ func (s *Service) UpdateRegion(ctx context.Context, actor kit.Actor, r *store.Re
 		}
 	}
 	errs := validateSettings(&in.SettingsInput)
-	mode := s.regionModeOf(actor, in.RegionMode, errs)
+	mode := s.Tenancy.RegionModeOf(actor, in.RegionMode, errs)
 	if err := problem.FromFields(errs); err != nil {
 		return nil, err
 	}
@@ -483,7 +483,7 @@ func (s *Service) UpdateMonitoring(ctx context.Context, actor kit.Actor, r *stor
 		}
 		*f.dst = val
 	}
-	if why := s.SetsExistingMonitoring(actor); why != "" && (m.PrometheusURL != "" || m.LokiURL != "") {
+	if why := s.Tenancy.SetsExistingMonitoring(actor); why != "" && (m.PrometheusURL != "" || m.LokiURL != "") {
 		return nil, &problem.Forbidden{Reason: why}
 	}
 	if err := problem.FromFields(errs); err != nil {

@@ -601,8 +601,8 @@ func (s *Service) otherOwnerOn(ctx context.Context, server, tenant, exceptRegion
 // the Tenancy module, platform users and tenant owners only). It returns field errors.
 func (s *Service) actorFields(actor kit.Actor, in *SetupInput) map[string]string {
 	errs := map[string]string{}
-	in.RegionMode = s.regionModeOf(actor, in.RegionMode, errs)
-	s.monitoringFieldErrors(actor, store.Monitoring{PrometheusURL: in.PrometheusURL, LokiURL: in.LokiURL}, errs)
+	in.RegionMode = s.Tenancy.RegionModeOf(actor, in.RegionMode, errs)
+	s.Tenancy.MonitoringFieldErrors(actor, store.Monitoring{PrometheusURL: in.PrometheusURL, LokiURL: in.LokiURL}, errs)
 	return errs
 }
 

@@ -6,7 +6,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"runr.dev/console/handlers"
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/tenancy"
 	"runr.dev/console/store"
 )
 
@@ -53,18 +53,18 @@ var summaryPaths = map[string]bool{"/regions/:id": true, "/api/knative-regions/:
 // kubeconfig, and the removal page, changes it; the region's own page and GET of the
 // region show its summary; every other GET shows its details. Derived from the path
 // and the method, so that a route added later is walled without being told.
-func RegionAccessOf(r Route) (ops.RegionAccess, bool) {
+func RegionAccessOf(r Route) (tenancy.RegionAccess, bool) {
 	for _, p := range regionPaths {
 		if r.Path != p && !strings.HasPrefix(r.Path, p+"/") {
 			continue
 		}
 		switch {
 		case r.Method != fiber.MethodGet, strings.HasSuffix(r.Path, "/kubeconfig"), strings.HasSuffix(r.Path, "/remove"):
-			return ops.RegionChange, true
+			return tenancy.RegionChange, true
 		case summaryPaths[r.Path]:
-			return ops.RegionSummary, true
+			return tenancy.RegionSummary, true
 		}
-		return ops.RegionDetails, true
+		return tenancy.RegionDetails, true
 	}
 	return 0, false
 }
@@ -81,17 +81,17 @@ func (s *Server) walls(c *fiber.Ctx) error {
 
 // regionGate is region.mutable at the door of every route of a region (Tenancy module):
 // the region must be one the caller sees (404 otherwise: another tenant's regions do not
-// exist for it), and what the route does with it must be allowed (ops.CheckRegionAccess:
+// exist for it), and what the route does with it must be allowed (tenancy.CheckRegionAccess:
 // a platform region is read-only for tenant users and shows them its summary only). A
 // refusal ends the request: the handler never runs.
-func (s *Server) regionGate(access ops.RegionAccess) fiber.Handler {
+func (s *Server) regionGate(access tenancy.RegionAccess) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		p := handlers.Who(c)
 		r, err := s.Store.RegionByID(c.UserContext(), c.Params("id"))
 		if err != nil {
 			return s.H.Fail(c, err)
 		}
-		if err := ops.CheckRegionAccess(handlers.ActorOf(p), r, access); err != nil {
+		if err := tenancy.CheckRegionAccess(handlers.ActorOf(p), r, access); err != nil {
 			return s.H.Fail(c, err)
 		}
 		return c.Next()

@@ -14,6 +14,7 @@ import (
 
 	"runr.dev/console/config"
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/tenancy"
 	"runr.dev/console/store"
 	"runr.dev/console/web"
 	"runr.dev/console/web/webtest"
@@ -232,7 +233,7 @@ func TestTenantMatrix(t *testing.T) {
 		}{{"tenant B's objects", w.regionB.ID, 404}, {"an unassigned platform region", w.unassigned.ID, 404}}
 		if isRegion {
 			want := 403
-			if access == ops.RegionSummary {
+			if access == tenancy.RegionSummary {
 				want = 200
 			}
 			aims = append(aims, struct {
@@ -315,9 +316,9 @@ func TestTenantMatrixChanges(t *testing.T) {
 		before := tenancyDigest(t, e.Store)
 		got, body = w.call(r.Method, w.fillFor(r, own.ID), w.tokPlatform)
 		switch {
-		case access == ops.RegionChange && got != 403:
+		case access == tenancy.RegionChange && got != 403:
 			t.Errorf("%s %s as the platform's owner on B's region: %d, want 403: %.200s", r.Method, r.Path, got, body)
-		case access != ops.RegionChange && (got == 403 || got == 404) && !strings.Contains(r.Path, ":node") && !strings.Contains(r.Path, ":tenant"):
+		case access != tenancy.RegionChange && (got == 403 || got == 404) && !strings.Contains(r.Path, ":node") && !strings.Contains(r.Path, ":tenant"):
 			t.Errorf("%s %s as the platform's owner reads B's region: %d: %.200s", r.Method, r.Path, got, body)
 		}
 		if got >= 400 && tenancyDigest(t, e.Store) != before {

@@ -1,4 +1,4 @@
-package ops
+package tenancy
 
 import (
 	"context"
@@ -73,9 +73,9 @@ func (s *Service) MaySetRegionMode(actor kit.Actor) bool {
 	return s.Cfg.Tenancy && actor.Platform() && actor.Can(store.PermRegionsManage)
 }
 
-// regionModeOf is the mode a request sets (nil: none, or ignored for this actor); an
+// RegionModeOf is the mode a request sets (nil: none, or ignored for this actor); an
 // unknown mode from a platform administrator is a field error.
-func (s *Service) regionModeOf(actor kit.Actor, mode *store.RegionMode, errs map[string]string) *store.RegionMode {
+func (s *Service) RegionModeOf(actor kit.Actor, mode *store.RegionMode, errs map[string]string) *store.RegionMode {
 	if mode == nil || *mode == "" || !s.MaySetRegionMode(actor) {
 		return nil
 	}
@@ -96,8 +96,8 @@ func (s *Service) SetsExistingMonitoring(actor kit.Actor) string {
 	return "Only tenant owners point their regions at a Prometheus or Loki of their own."
 }
 
-// monitoringFieldErrors refuses existing monitoring URLs from an actor who may not set them.
-func (s *Service) monitoringFieldErrors(actor kit.Actor, m store.Monitoring, errs map[string]string) {
+// MonitoringFieldErrors refuses existing monitoring URLs from an actor who may not set them.
+func (s *Service) MonitoringFieldErrors(actor kit.Actor, m store.Monitoring, errs map[string]string) {
 	why := s.SetsExistingMonitoring(actor)
 	if why == "" {
 		return
