@@ -3,6 +3,7 @@ package apitest
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -226,5 +227,60 @@ func TestSetupRefusals(t *testing.T) {
 	// Nothing was created.
 	if n, _ := e.Store.CountRegions(ctx, ""); n != 0 {
 		t.Fatalf("%d regions created", n)
+	}
+}
+
+// apiReviews is how many access reviews the cluster's API server has answered: each check
+// of the cluster asks a fixed number of them.
+func apiReviews(t *testing.T, c *testcluster.Cluster) int {
+	t.Helper()
+	raw, err := c.Client.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatalf("read the API server's metrics: %v", err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="selfsubjectaccessreviews"`) || !strings.Contains(line, `verb="POST"`) {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			t.Fatalf("metric line %q: %v", line, err)
+		}
+		n += int(v)
+	}
+	return n
+}
+
+// One Add Region checks its cluster twice in all, the wizard's check and the job's own,
+// and the job builds one client set (the steps share what the first of them read).
+func TestAddRegionChecksItsClusterOnce(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{})
+	e := console(t, nil)
+	_, tok := e.User("owner")
+	before := apiReviews(t, c)
+	if chk, err := e.Kube.CheckCluster(context.Background(), "", c.Kubeconfig(), nil); err != nil || !chk.OK {
+		t.Fatalf("a check: %v %+v", err, chk)
+	}
+	perCheck := apiReviews(t, c) - before
+	if perCheck == 0 {
+		t.Fatal("a check asked no access review")
+	}
+
+	before, built := apiReviews(t, c), e.Kube.ClientSetsBuilt()
+	var ans setupAnswer
+	if st := e.JSON("POST", "/api/registry-setup/start", tok, setupBody("once", c.Kubeconfig(), nil), &ans); st != 202 {
+		t.Fatalf("start: %d %+v", st, ans)
+	}
+	if j := e.WaitJob(ans.JobID, 3*time.Minute); j.Status != store.JobSucceeded {
+		t.Fatalf("setup %s: %s", j.Status, j.Error)
+	}
+	if checks := float64(apiReviews(t, c)-before) / float64(perCheck); checks != 2 {
+		t.Fatalf("Add Region checked the cluster %.1f times (the wizard's check and the job's, 2, expected)", checks)
+	}
+	// The wizard's check builds one client set, the job one (none when the console has
+	// one of this kubeconfig already).
+	if n := e.Kube.ClientSetsBuilt() - built; n > 2 {
+		t.Fatalf("Add Region built %d client sets of one cluster", n)
 	}
 }

@@ -67,6 +67,12 @@ func (r *CheckResult) add(key, title string, status kit.CheckStatus, evidence st
 // rights, and that no namespace of the region's name exists. allowNamespace lets a
 // namespace that the console's own setup created pass (a retried setup).
 func (s *Service) CheckCluster(ctx context.Context, name string, raw []byte, allowNamespace func(*corev1.Namespace) bool) (*CheckResult, error) {
+	return s.checkClusterWith(ctx, name, raw, allowNamespace, nil)
+}
+
+// checkClusterWith is CheckCluster through the cluster access c of the same kubeconfig when
+// a job has one already (nil builds one for the check).
+func (s *Service) checkClusterWith(ctx context.Context, name string, raw []byte, allowNamespace func(*corev1.Namespace) bool, c *kube.Cluster) (*CheckResult, error) {
 	res := &CheckResult{OK: true}
 	kc, err := kube.ParseKubeconfig(raw)
 	if err != nil {
@@ -80,13 +86,13 @@ func (s *Service) CheckCluster(ctx context.Context, name string, raw []byte, all
 		res.add("tls", "TLS verification", kit.CheckWarn, "the kubeconfig sets insecure-skip-tls-verify: the console cannot tell the API server from an impostor; embed certificate-authority-data instead")
 	}
 
-	c, v, took, err := s.connect(ctx, kc)
+	c, v, took, err := s.connect(ctx, kc, c)
 	tried := ""
 	if err != nil && kc.IsLocal() && s.Cfg.LocalClusterHost != "" {
 		// A console in a container next to a local cluster: try the host's address
 		// (only when RUNR_LOCAL_CLUSTER_HOST is set; TLS is verified as configured).
 		if rk, rerr := kc.WithHost(s.Cfg.LocalClusterHost); rerr == nil {
-			if c2, v2, took2, err2 := s.connect(ctx, rk); err2 == nil {
+			if c2, v2, took2, err2 := s.connect(ctx, rk, nil); err2 == nil {
 				c, v, took, err = c2, v2, took2, nil
 				kc = rk
 				res.Rewritten = true
@@ -135,12 +141,14 @@ func (s *Service) CheckCluster(ctx context.Context, name string, raw []byte, all
 }
 
 // connect asks the cluster for its version within 10 s.
-func (s *Service) connect(ctx context.Context, kc *kube.Kubeconfig) (*kube.Cluster, *version.Info, time.Duration, error) {
-	c, err := kube.NewCluster(kc)
-	if err != nil {
-		return nil, nil, 0, err
+func (s *Service) connect(ctx context.Context, kc *kube.Kubeconfig, c *kube.Cluster) (*kube.Cluster, *version.Info, time.Duration, error) {
+	if c == nil {
+		var err error
+		if c, err = s.NewCluster(kc); err != nil {
+			return nil, nil, 0, err
+		}
+		c.REST.Timeout = 10 * time.Second
 	}
-	c.REST.Timeout = 10 * time.Second
 	vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	start := time.Now()

@@ -113,49 +113,81 @@ func (s *Service) registerSetupKinds() {
 	})
 }
 
-// setupSteps are the steps of a region created with its registry.
-func (s *Service) setupSteps(p SetupParams) []engine.Step {
-	var cl *kube.Cluster
-	cluster := func(jc *engine.JobContext) (*kube.Cluster, SetupSecret, error) {
+// setupRun is what the steps of one run of a setup job share, each read once: the job's
+// secret parameters, its cluster access and what the check of the cluster found (a
+// resumed job reads them again, once).
+type setupRun struct {
+	s       *Service
+	p       SetupParams
+	sec     *SetupSecret
+	cluster *kube.Cluster
+	check   *CheckResult
+}
+
+// access is the job's cluster access and secret parameters.
+func (run *setupRun) access(jc *engine.JobContext) (*kube.Cluster, SetupSecret, error) {
+	if run.sec == nil {
 		sec, err := decodeSecret[SetupSecret](jc)
 		if err != nil {
 			return nil, sec, err
 		}
-		if cl == nil {
-			if cl, err = s.ClusterFor([]byte(sec.Kubeconfig)); err != nil {
-				return nil, sec, err
-			}
-		}
-		return cl, sec, nil
+		run.sec = &sec
 	}
-	var chk *CheckResult
+	if run.cluster == nil {
+		c, err := run.s.ClusterFor([]byte(run.sec.Kubeconfig))
+		if err != nil {
+			return nil, *run.sec, err
+		}
+		run.cluster = c
+	}
+	return run.cluster, *run.sec, nil
+}
+
+// checked is the check of the job's cluster, through its access; a namespace of the
+// region's name that this setup created passes.
+func (run *setupRun) checked(ctx context.Context, jc *engine.JobContext) (*CheckResult, error) {
+	if run.check != nil {
+		return run.check, nil
+	}
+	c, sec, err := run.access(jc)
+	if err != nil {
+		return nil, err
+	}
+	chk, err := run.s.checkClusterWith(ctx, run.p.Name, []byte(sec.Kubeconfig), func(ns *corev1.Namespace) bool {
+		return ns.Labels["runr.dev/setup"] == jc.Job.ID
+	}, c)
+	if err != nil {
+		return nil, err
+	}
+	run.check = chk
+	return chk, nil
+}
+
+// setupSteps are the steps of a region created with its registry.
+func (s *Service) setupSteps(p SetupParams) []engine.Step {
+	run := &setupRun{s: s, p: p}
+	cluster := run.access
 	return []engine.Step{
-		{Name: "connect", Title: "Connect to the cluster", Run: s.setupConnect(p, chk)},
+		{Name: "connect", Title: "Connect to the cluster", Run: s.setupConnect(run)},
 		{Name: "storage", Title: "Test the storage", Run: s.setupStorage(p, cluster)},
 		{Name: "zot", Title: "Install Zot", Run: s.setupZot(p, cluster)},
 		{Name: "mirror", Title: "Node mirror", Run: s.setupMirror(p, cluster)},
 		{Name: "prepull", Title: "Pre-pull common images", Run: s.setupPrepull(p, cluster)},
-		{Name: "region", Title: "Create the region and its project namespace", Run: s.setupRegion(p, cluster, chk)},
+		{Name: "region", Title: "Create the region and its project namespace", Run: s.setupRegion(run)},
 		{Name: "workers", Title: "Dedicated workers", Run: s.setupWorkers(p, cluster)},
 		{Name: "redis", Title: "Queue the managed Redis", Run: s.setupRedis(p)},
 	}
 }
 
 // setupConnect is the step "connect" (Connect to the cluster) of setupSteps.
-func (s *Service) setupConnect(p SetupParams, chk *CheckResult) func(ctx context.Context, jc *engine.JobContext) error {
+func (s *Service) setupConnect(run *setupRun) func(ctx context.Context, jc *engine.JobContext) error {
 	return func(ctx context.Context, jc *engine.JobContext) error {
-		sec, err := decodeSecret[SetupSecret](jc)
-		if err != nil {
-			return err
-		}
-		if taken, err := s.nameTaken(ctx, p.Name, jc.Job); err != nil {
+		if taken, err := s.nameTaken(ctx, run.p.Name, jc.Job); err != nil {
 			return err
 		} else if taken {
-			return fmt.Errorf("a region named %s exists already: choose another name", p.Name)
+			return fmt.Errorf("a region named %s exists already: choose another name", run.p.Name)
 		}
-		chk, err = s.CheckCluster(ctx, p.Name, []byte(sec.Kubeconfig), func(ns *corev1.Namespace) bool {
-			return ns.Labels["runr.dev/setup"] == jc.Job.ID
-		})
+		chk, err := run.checked(ctx, jc)
 		if err != nil {
 			return err
 		}
@@ -217,16 +249,16 @@ func (s *Service) setupPrepull(p SetupParams, cluster func(jc *engine.JobContext
 }
 
 // setupRegion is the step "region" (Create the region and its project namespace) of setupSteps.
-func (s *Service) setupRegion(p SetupParams, cluster func(jc *engine.JobContext) (*kube.Cluster, SetupSecret, error), chk *CheckResult) func(ctx context.Context, jc *engine.JobContext) error {
+func (s *Service) setupRegion(run *setupRun) func(ctx context.Context, jc *engine.JobContext) error {
+	p := run.p
 	return func(ctx context.Context, jc *engine.JobContext) error {
-		c, sec, err := cluster(jc)
+		c, sec, err := run.access(jc)
 		if err != nil {
 			return err
 		}
-		if chk == nil { // resumed after a restart
-			if chk, err = s.CheckCluster(ctx, "", []byte(sec.Kubeconfig), nil); err != nil {
-				return err
-			}
+		chk, err := run.checked(ctx, jc) // a job resumed after a restart checks here
+		if err != nil {
+			return err
 		}
 		r, err := s.Store.RegionByName(ctx, p.Name)
 		switch {

@@ -25,7 +25,7 @@ func (s *Kit) ClusterFor(raw []byte) (*kube.Cluster, error) {
 		return nil, err
 	}
 	kc.AllowLoopback = s.Cfg.AllowLoopbackClusters
-	c, err := kube.NewCluster(kc)
+	c, err := s.NewCluster(kc)
 	if err != nil {
 		return nil, err
 	}
@@ -73,3 +73,13 @@ func (s *Kit) RegionStorageClasses(ctx context.Context, r *store.Region) ([]stri
 	}
 	return out, nil
 }
+
+// NewCluster builds the API clients of a parsed kubeconfig, counting them.
+func (s *Kit) NewCluster(kc *kube.Kubeconfig) (*kube.Cluster, error) {
+	s.clientSets.Add(1)
+	return kube.NewCluster(kc)
+}
+
+// ClientSetsBuilt is how many cluster client sets this console process built: each holds
+// a dozen API clients and a transport, so jobs reuse one.
+func (s *Kit) ClientSetsBuilt() int64 { return s.clientSets.Load() }

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 
 	"runr.dev/console/config"
 	"runr.dev/console/engine"
@@ -28,7 +29,8 @@ type Kit struct {
 	// Engine runs the jobs whose kinds the features register.
 	Engine *engine.Engine
 
-	clusters sync.Map // kubeconfig hash -> *kube.Cluster
+	clusters   sync.Map // kubeconfig hash -> *kube.Cluster
+	clientSets atomic.Int64
 }
 
 // New builds the shared dependencies and the job engine of a console process.
