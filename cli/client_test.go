@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ import (
 func cli(t *testing.T, stdin string, args ...string) (string, string, error) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	root := newRoot()
+	root := NewRoot()
 	root.SetArgs(args)
 	root.SetOut(&out)
 	root.SetErr(&errOut)

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"encoding/json"
@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"runr.dev/console/apiclient"
+	"runr.dev/console/config"
 )
 
 // Output formats of the API client commands (-o).
@@ -55,7 +56,7 @@ func apiClient(cmd *cobra.Command) (*apiclient.Client, error) {
 		return nil, fmt.Errorf("no token for %s: run `runr login --url %s`, or set RUNR_TOKEN", l.URL, l.URL)
 	}
 	c := apiclient.New(l.URL, l.Token)
-	c.UserAgent = "runr-cli/" + version
+	c.UserAgent = "runr-cli/" + config.Version
 	return c, nil
 }
 

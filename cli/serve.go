@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"runr.dev/console/config"
 	"runr.dev/console/ops"
 	"runr.dev/console/store"
 	"runr.dev/console/web"
@@ -58,7 +59,7 @@ func serve(parent context.Context, migrate bool) error {
 		return err
 	}
 	svc := ops.NewService(st, cfg, log)
-	srv := web.New(st, cfg, svc, log, version)
+	srv := web.New(st, cfg, svc, log, config.Version)
 	stopBackground := runInBackground(srv.Hub.Run, func(ctx context.Context) { svc.RunWorkers(ctx, cfg.Workers) }, svc.RunBackground)
 
 	errc := make(chan error, 2)
@@ -69,7 +70,7 @@ func serve(parent context.Context, migrate bool) error {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
 	go func() { errc <- srv.Serve(ln) }()
-	log.Info("runr console listening", "addr", cfg.Addr, "version", version)
+	log.Info("runr console listening", "addr", cfg.Addr, "version", config.Version)
 	select {
 	case err = <-errc:
 	case <-ctx.Done():

@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"fmt"
@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"runr.dev/console/agent"
+	"runr.dev/console/config"
 )
 
 func agentCmd() *cobra.Command {
@@ -54,7 +55,7 @@ func agentCmd() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			a := agent.New(agent.Config{URL: url, Token: token, Region: region, Version: version, Interval: interval, Client: cs, Log: newLogger(os.Getenv("RUNR_LOG_LEVEL"))})
+			a := agent.New(agent.Config{URL: url, Token: token, Region: region, Version: config.Version, Interval: interval, Client: cs, Log: newLogger(os.Getenv("RUNR_LOG_LEVEL"))})
 			return a.Run(ctx)
 		},
 	}
