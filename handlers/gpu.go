@@ -115,7 +115,9 @@ func (h *Handlers) APIGPU(c *fiber.Ctx) error {
 }
 
 // APIInstallGPU is POST /api/knative-regions/{id}/gpu/install {"mode"}.
-func (h *Handlers) APIInstallGPU(c *fiber.Ctx) error { return regionJobAPI(h, c, h.Kube.GPU.InstallGPU) }
+func (h *Handlers) APIInstallGPU(c *fiber.Ctx) error {
+	return regionJobAPI(h, c, h.Kube.GPU.InstallGPU)
+}
 
 // APIUninstallGPU is POST /api/knative-regions/{id}/gpu/uninstall: refused (422, naming
 // them) while pods request GPUs.

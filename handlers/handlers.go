@@ -19,6 +19,7 @@ import (
 	"github.com/alexedwards/scs/v2"
 	"github.com/gofiber/fiber/v2"
 
+	"runr.dev/console/changecache"
 	"runr.dev/console/config"
 	"runr.dev/console/hub"
 	"runr.dev/console/kube"
@@ -48,10 +49,10 @@ type Handlers struct {
 	sockets socketCounts
 
 	bannerCache shortCache[[]views.MigrationBanner]
-	// lists keeps rendered region lists until a change (listcache.go).
-	lists ChangeCache
+	// lists keeps rendered region lists until a change (changecache).
+	lists changecache.Cache
 	// regionPages keeps the data of region pages (General tab) until a change.
-	regionPages ChangeCache
+	regionPages changecache.Cache
 
 	// extraTabs render the region tabs of later features (workers, migration).
 	extraTabs map[string]func(c *fiber.Ctx, r *store.Region) (templ.Component, error)

@@ -125,14 +125,14 @@ type regionPageEntry struct {
 }
 
 // RegionPage is the region page with its tabs. The data of its General tab is kept
-// until the region, its jobs or its snapshots change (listcache.go); the page around it
+// until the region, its jobs or its snapshots change (changecache); the page around it
 // is the request's.
 func (h *Handlers) RegionPage(c *fiber.Ctx) error {
 	key := listCacheKey(Who(c), "region.page", c.Params("id"), c.Query("tab"))
 	// The generation before anything is read: the content rendered from a kept entry is
 	// kept under the entry's generation, never under a later one it may predate.
-	gen := h.regionPages.begin()
-	if v, ok := h.regionPages.getValue(key); ok {
+	gen := h.regionPages.Begin()
+	if v, ok := h.regionPages.GetValue(key); ok {
 		return h.renderRegionPage(c, key, gen, v.(regionPageEntry))
 	}
 	r, err := h.Store.RegionByID(ctx(c), c.Params("id"))
@@ -162,7 +162,7 @@ func (h *Handlers) RegionPage(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	e := regionPageEntry{name: r.Name, d: d}
-	h.regionPages.put(key, gen, e, time.Time{})
+	h.regionPages.Put(key, gen, e, time.Time{})
 	return h.renderRegionPage(c, key, gen, e)
 }
 
@@ -176,7 +176,7 @@ var csrfMarker = []byte(store.RandomToken("csrf-marker-"))
 func (h *Handlers) renderRegionPage(c *fiber.Ctx, key string, gen uint64, e regionPageEntry) error {
 	p := h.page(c, e.name, "regions")
 	htmlKey := key + "\x00html"
-	v, ok := h.regionPages.getValue(htmlKey)
+	v, ok := h.regionPages.GetValue(htmlKey)
 	content, _ := v.([]byte)
 	if !ok || content == nil {
 		cp := p
@@ -186,7 +186,7 @@ func (h *Handlers) renderRegionPage(c *fiber.Ctx, key string, gen uint64, e regi
 			return h.Fail(c, err)
 		}
 		content = buf.Bytes()
-		h.regionPages.put(htmlKey, gen, content, time.Now().Add(time.Second))
+		h.regionPages.Put(htmlKey, gen, content, time.Now().Add(time.Second))
 	}
 	return Render(c, fiber.StatusOK, views.RegionPageShell(p, bytes.ReplaceAll(content, csrfMarker, []byte(p.CSRF))))
 }

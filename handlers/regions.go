@@ -144,7 +144,7 @@ func gpuSummary(r *store.Region) GPUSummaryJSON {
 }
 
 // RegionsPage is the regions list. Its content (everything inside the layout) is kept
-// until a change (listcache.go); the layout is the request's.
+// until a change (changecache); the layout is the request's.
 func (h *Handlers) RegionsPage(c *fiber.Ctx) error {
 	q := c.Query("q")
 	health, byHealth := c.Query("health"), c.Query("sort") == "health"
@@ -154,7 +154,7 @@ func (h *Handlers) RegionsPage(c *fiber.Ctx) error {
 	page, offset := pageParam(c, regionsPageSize)
 	p := h.page(c, "Knative Regions", "regions")
 	key := listCacheKey(Who(c), "regions.html", q, strconv.Itoa(page), health, strconv.FormatBool(byHealth))
-	body, err := h.lists.load(key, func() ([]byte, time.Time, error) {
+	body, err := h.lists.Load(key, func() ([]byte, time.Time, error) {
 		f := store.RegionFilter{Query: q, Health: health, SortByHealth: byHealth, Limit: regionsPageSize, Offset: offset}
 		pg, err := h.Store.ListRegionPage(ctx(c), f, true)
 		if err != nil {
@@ -183,7 +183,7 @@ func (h *Handlers) RegionsPage(c *fiber.Ctx) error {
 }
 
 // APIListRegions is GET /api/knative-regions (paginated with ?page= and ?per_page=).
-// The encoded answer is kept until a change (listcache.go).
+// The encoded answer is kept until a change (changecache).
 func (h *Handlers) APIListRegions(c *fiber.Ctx) error {
 	per := c.QueryInt("per_page", 100)
 	if per < 1 || per > 1000 {
@@ -199,7 +199,7 @@ func (h *Handlers) APIListRegions(c *fiber.Ctx) error {
 	page, offset := pageParam(c, per)
 	q := c.Query("q")
 	key := listCacheKey(Who(c), "regions.json", q, strconv.Itoa(page), strconv.Itoa(per), health, sortBy)
-	body, err := h.lists.load(key, func() ([]byte, time.Time, error) {
+	body, err := h.lists.Load(key, func() ([]byte, time.Time, error) {
 		f := store.RegionFilter{Query: q, Health: health, SortByHealth: sortBy == "health", Limit: per, Offset: offset}
 		pg, err := h.Store.ListRegionPage(ctx(c), f, false)
 		if err != nil {
@@ -235,7 +235,7 @@ func (h *Handlers) baseDomain(c *fiber.Ctx) (string, error) {
 	if Who(c) != nil && Who(c).User != nil && Who(c).User.Tenant() == "" {
 		key = "setting:base_domain"
 	}
-	b, err := h.lists.load(key, func() ([]byte, time.Time, error) {
+	b, err := h.lists.Load(key, func() ([]byte, time.Time, error) {
 		d, err := h.Store.BaseDomain(ctx(c))
 		return []byte(d), time.Time{}, err
 	})

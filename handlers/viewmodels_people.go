@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"fmt"
+
 	"github.com/a-h/templ"
 
 	"runr.dev/console/store"

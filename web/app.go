@@ -24,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"runr.dev/console/changecache"
 	"runr.dev/console/config"
 	"runr.dev/console/handlers"
 	"runr.dev/console/hub"
@@ -46,7 +47,7 @@ type Server struct {
 	Log      *slog.Logger
 	internal *internalHosts
 	// creds keeps sessions, tokens and users until they change (credcache.go).
-	creds *handlers.ChangeCache
+	creds *changecache.Cache
 }
 
 // noStore keeps the console's answers out of every cache (a browser's, a proxy's): its
@@ -83,7 +84,7 @@ func MetricsHandler() http.Handler { return promhttp.Handler() }
 // New builds the Fiber app with every route.
 func New(st *store.Store, cfg *config.Config, svc *ops.Service, log *slog.Logger, version string) *Server {
 	sm := NewSessions(st)
-	creds := &handlers.ChangeCache{Max: credCacheMax}
+	creds := &changecache.Cache{Max: credCacheMax}
 	sm.Codec = &decodedSessions{next: sm.Codec}
 	sm.Store = &cachedSessions{next: sm.Store, cache: creds, codec: sm.Codec}
 	events := hub.New(st, log)

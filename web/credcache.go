@@ -9,7 +9,7 @@ import (
 
 	"github.com/alexedwards/scs/v2"
 
-	"runr.dev/console/handlers"
+	"runr.dev/console/changecache"
 	"runr.dev/console/store"
 )
 
@@ -67,7 +67,7 @@ func (s *Server) userByID(ctx context.Context, id string) (*store.User, error) {
 // the session's deadline or a change; Commit and Delete drop every kept credential.
 type cachedSessions struct {
 	next  scs.Store
-	cache *handlers.ChangeCache
+	cache *changecache.Cache
 	codec scs.Codec
 }
 

@@ -1,16 +1,17 @@
-package handlers
+// Package changecache keeps answers the console built (rendered region lists, JSON pages,
+// credentials it checked) until the database announces a change, so that a fleet's lists
+// are built once per change rather than once per request.
+package changecache
 
 import (
 	"cmp"
-	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// ChangeCache keeps rendered region lists (HTML content and JSON answers) until anything
+// Cache keeps rendered region lists (HTML content and JSON answers) until anything
 // they show changes. The database announces every such change on store.ListsChannel
 // (triggers of migration 00010); the hub hears it and calls Changed, which drops every
 // entry. A console that cannot hear changes (its listener not connected yet, or lost)
@@ -22,9 +23,9 @@ import (
 // built it and its storing (the generation), so a change that lands while a page is
 // being built never leaves the older page behind.
 //
-// Keys name the route, its query parameters and the principal's permission class; the
-// lists of a tenant's users are never cached (see cacheKey).
-type ChangeCache struct {
+// Keys name what was built and for whom (handlers' listCacheKey: the route, its
+// parameters and the principal's permission class; a tenant's user's lists are never cached).
+type Cache struct {
 	// Max bounds the number of entries (0: maxListEntries).
 	Max int
 
@@ -60,7 +61,7 @@ const (
 )
 
 // Changed drops every entry (the hub heard a change).
-func (lc *ChangeCache) Changed() {
+func (lc *Cache) Changed() {
 	lc.gen.Add(1)
 	lc.mu.Lock()
 	clear(lc.entries)
@@ -70,26 +71,26 @@ func (lc *ChangeCache) Changed() {
 
 // ChangedLocally drops every entry after a request of this console that may have changed
 // something (any method but GET and HEAD).
-func (lc *ChangeCache) ChangedLocally() { lc.Changed() }
+func (lc *Cache) ChangedLocally() { lc.Changed() }
 
 // Listening says whether changes can be heard; entries are dropped either way.
-func (lc *ChangeCache) Listening(on bool) {
+func (lc *Cache) Listening(on bool) {
 	lc.listening.Store(on)
 	lc.Changed()
 }
 
-// begin returns the generation to pass to put, taken before the queries.
-func (lc *ChangeCache) begin() uint64 { return lc.gen.Load() }
+// Begin returns the generation to pass to put, taken before the queries.
+func (lc *Cache) Begin() uint64 { return lc.gen.Load() }
 
-// get returns a cached body.
-func (lc *ChangeCache) get(key string) ([]byte, bool) {
-	v, ok := lc.getValue(key)
+// Get returns a cached body.
+func (lc *Cache) Get(key string) ([]byte, bool) {
+	v, ok := lc.GetValue(key)
 	b, _ := v.([]byte)
 	return b, ok && b != nil
 }
 
-// getValue returns a cached value.
-func (lc *ChangeCache) getValue(key string) (any, bool) {
+// GetValue returns a cached value.
+func (lc *Cache) GetValue(key string) (any, bool) {
 	if key == "" || !lc.listening.Load() {
 		return nil, false
 	}
@@ -102,9 +103,9 @@ func (lc *ChangeCache) getValue(key string) (any, bool) {
 	return e.val, true
 }
 
-// put stores a body built from queries that started at generation gen, unless a change
+// Put stores a body built from queries that started at generation gen, unless a change
 // was heard since.
-func (lc *ChangeCache) put(key string, gen uint64, val any, until time.Time) {
+func (lc *Cache) Put(key string, gen uint64, val any, until time.Time) {
 	if key == "" || !lc.listening.Load() {
 		return
 	}
@@ -130,26 +131,26 @@ func (lc *ChangeCache) put(key string, gen uint64, val any, until time.Time) {
 	lc.entries[key] = listEntry{gen: gen, val: val, until: until}
 }
 
-// load returns the cached body of key, or builds it (build returns the body and when it
+// Load returns the cached body of key, or builds it (build returns the body and when it
 // stops being valid, zero for never) and keeps it. Requests that miss on the same key at
 // the same generation share one build.
-func (lc *ChangeCache) load(key string, build func() ([]byte, time.Time, error)) ([]byte, error) {
-	v, err := lc.loadValue(key, func() (any, time.Time, error) { return build() })
+func (lc *Cache) Load(key string, build func() ([]byte, time.Time, error)) ([]byte, error) {
+	v, err := lc.LoadValue(key, func() (any, time.Time, error) { return build() })
 	b, _ := v.([]byte)
 	return b, err
 }
 
-// loadValue is load for any value; a value shared by several requests must not be
+// LoadValue is load for any value; a value shared by several requests must not be
 // changed by any of them.
-func (lc *ChangeCache) loadValue(key string, build func() (any, time.Time, error)) (any, error) {
-	if v, ok := lc.getValue(key); ok {
+func (lc *Cache) LoadValue(key string, build func() (any, time.Time, error)) (any, error) {
+	if v, ok := lc.GetValue(key); ok {
 		return v, nil
 	}
 	if key == "" || !lc.listening.Load() {
 		v, _, err := build()
 		return v, err
 	}
-	gen := lc.begin()
+	gen := lc.Begin()
 	fk := key + "\x00gen=" + strconv.FormatUint(gen, 10)
 	lc.mu.Lock()
 	if f, ok := lc.flights[fk]; ok {
@@ -174,53 +175,7 @@ func (lc *ChangeCache) loadValue(key string, build func() (any, time.Time, error
 	lc.mu.Unlock()
 	close(f.done)
 	if err == nil {
-		lc.put(key, gen, v, until)
+		lc.Put(key, gen, v, until)
 	}
 	return v, err
-}
-
-// LoadValue is loadValue for the console's other caches (web: credentials).
-func (lc *ChangeCache) LoadValue(key string, build func() (any, time.Time, error)) (any, error) {
-	return lc.loadValue(key, build)
-}
-
-// GetValue, Begin and Put are getValue, begin and put for the console's other caches.
-func (lc *ChangeCache) GetValue(key string) (any, bool) { return lc.getValue(key) }
-
-// Begin returns the generation to pass to Put, taken before the queries.
-func (lc *ChangeCache) Begin() uint64 { return lc.begin() }
-
-// Put keeps a value read from queries that started at generation gen, unless a change
-// was heard since.
-func (lc *ChangeCache) Put(key string, gen uint64, v any, until time.Time) {
-	lc.put(key, gen, v, until)
-}
-
-// listCacheKey is the key of a list answer for a principal: the route and its
-// parameters, the tenant, the role and the permissions. It is "" (not cached) for a tenant's user
-// (whose lists show quota use) and for an anonymous request.
-func listCacheKey(p *Principal, route string, params ...string) string {
-	if p == nil || p.User == nil || p.User.Tenant() != "" {
-		return ""
-	}
-	perms := make([]string, 0, len(p.Perms))
-	for k, ok := range p.Perms {
-		if ok {
-			perms = append(perms, k)
-		}
-	}
-	sort.Strings(perms)
-	var b strings.Builder
-	b.WriteString(route)
-	for _, x := range params {
-		b.WriteByte(0)
-		b.WriteString(x)
-	}
-	b.WriteString("\x00tenant=")
-	b.WriteString(p.User.Tenant())
-	b.WriteString("\x00role=")
-	b.WriteString(p.User.Role)
-	b.WriteString("\x00perms=")
-	b.WriteString(strings.Join(perms, ","))
-	return b.String()
 }
