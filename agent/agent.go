@@ -103,13 +103,6 @@ func New(cfg Config) *Agent {
 	return &Agent{cfg: cfg, out: make(chan Message, BufferSize), factory: informers.NewSharedInformerFactory(cfg.Client, 10*time.Minute)}
 }
 
-// Connections counts the connections made so far.
-func (a *Agent) Connections() int {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.conns
-}
-
 func (a *Agent) send(m Message) {
 	m.At = time.Now().UTC()
 	select {

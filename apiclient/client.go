@@ -148,18 +148,6 @@ func apiError(method, path string, status int, raw []byte) error {
 	return e
 }
 
-// Raw sends a GET and returns the answer's body as it is (a kubeconfig, say).
-func (c *Client) Raw(ctx context.Context, path string) ([]byte, error) {
-	raw, status, err := c.send(ctx, http.MethodGet, path, nil)
-	if err != nil {
-		return nil, err
-	}
-	if status >= 400 {
-		return nil, apiError(http.MethodGet, path, status, raw)
-	}
-	return raw, nil
-}
-
 // Me is GET /api/me: who the token belongs to and what it may do.
 type Me struct {
 	Email       string   `json:"email"`
@@ -179,17 +167,6 @@ func (c *Client) Me(ctx context.Context) (*Me, error) {
 		return nil, err
 	}
 	return &out.Data, nil
-}
-
-// Version is GET /api/version.
-func (c *Client) Version(ctx context.Context) (string, error) {
-	var out struct {
-		Version string `json:"version"`
-	}
-	if err := c.Do(ctx, http.MethodGet, "/api/version", nil, &out); err != nil {
-		return "", err
-	}
-	return out.Version, nil
 }
 
 // PathEscape escapes one segment of a path.

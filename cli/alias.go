@@ -19,20 +19,19 @@ import (
 // aliasHandler sends <project>.<from> to <project>.<to> through the upstream (the
 // region's Traefik): the proxy of a base-domain migration.
 func aliasHandler(from, to string, upstream *url.URL) http.Handler {
-	rp := httputil.NewSingleHostReverseProxy(upstream)
-	director := rp.Director
-	rp.Director = func(r *http.Request) {
-		director(r)
-		host := r.Host
+	return &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.SetURL(upstream)
+		pr.SetXForwarded()
+		host := pr.In.Host
 		if h, _, ok := strings.Cut(host, ":"); ok {
 			host = h
 		}
+		pr.Out.Host = pr.In.Host
 		if strings.HasSuffix(host, "."+from) {
-			r.Host = strings.TrimSuffix(host, "."+from) + "." + to
+			pr.Out.Host = strings.TrimSuffix(host, "."+from) + "." + to
 		}
-		r.Header.Set("X-Forwarded-Host", host)
-	}
-	return rp
+		pr.Out.Header.Set("X-Forwarded-Host", host)
+	}}
 }
 
 func domainAliasCmd() *cobra.Command {

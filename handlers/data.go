@@ -37,7 +37,7 @@ func dataRemoveConfirm(service string) string {
 
 // dataTab is the Data services tab: each service with its bindings, and Skupper.
 func (h *Handlers) dataTab(c *fiber.Ctx, r *store.Region) (templ.Component, error) {
-	svcs, err := h.Kube.Data.RegionDataServices(ctx(c), r)
+	svcs, err := h.Ops.Data.RegionDataServices(ctx(c), r)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +51,7 @@ func (h *Handlers) dataTab(c *fiber.Ctx, r *store.Region) (templ.Component, erro
 	}
 	cctx, cancel := h.clusterCtx(c)
 	defer cancel()
-	names, classErr := h.Kube.RegionStorageClasses(cctx, r)
+	names, classErr := h.Ops.RegionStorageClasses(cctx, r)
 	for _, s := range svcs {
 		v := views.DataServiceView{Name: s.Name, Title: dataServiceTitles[s.Name], Status: string(s.Status), Message: s.Message,
 			Endpoint: s.Endpoint, StorageClass: s.StorageClass, SizeGi: s.SizeGi, HasVolume: s.Name != store.DataKV,
@@ -71,7 +71,7 @@ func (h *Handlers) dataTab(c *fiber.Ctx, r *store.Region) (templ.Component, erro
 		}
 		d.Services = append(d.Services, v)
 	}
-	rep, err := h.Kube.Data.RegionSkupper(cctx, r)
+	rep, err := h.Ops.Data.RegionSkupper(cctx, r)
 	if err != nil {
 		d.SkupperError = h.Cause(c, "The cluster did not answer", err)
 	} else {
@@ -119,7 +119,7 @@ func (h *Handlers) DataInstallForm(c *fiber.Ctx) error {
 			return h.formInvalid(c, r, "data", values, FieldErrors{"size_gi": "Use a whole number of GiB."}, "")
 		}
 	}
-	_, err = h.Kube.Data.InstallDataService(ctx(c), h.actor(c), r, svc, in)
+	_, err = h.Ops.Data.InstallDataService(ctx(c), h.actor(c), r, svc, in)
 	return h.formOutcome(c, r, "data", values, err, "")
 }
 
@@ -129,7 +129,7 @@ func (h *Handlers) DataRemoveForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Kube.Data.RemoveDataService(ctx(c), h.actor(c), r, c.Params("service"))
+	_, err = h.Ops.Data.RemoveDataService(ctx(c), h.actor(c), r, c.Params("service"))
 	return h.formOutcome(c, r, "data", nil, err, "")
 }
 
@@ -139,7 +139,7 @@ func (h *Handlers) SkupperSiteForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Kube.Data.CreateSkupperSite(ctx(c), h.actor(c), r)
+	_, err = h.Ops.Data.CreateSkupperSite(ctx(c), h.actor(c), r)
 	return h.formOutcome(c, r, "data", nil, err, "")
 }
 
@@ -150,7 +150,7 @@ func (h *Handlers) APIDataServices(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	svcs, err := h.Kube.Data.RegionDataServices(ctx(c), r)
+	svcs, err := h.Ops.Data.RegionDataServices(ctx(c), r)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -170,7 +170,7 @@ func (h *Handlers) APIInstallDataService(c *fiber.Ctx) error {
 			return h.Fail(c, err)
 		}
 	}
-	j, err := h.Kube.Data.InstallDataService(ctx(c), h.actor(c), r, c.Params("service"), in)
+	j, err := h.Ops.Data.InstallDataService(ctx(c), h.actor(c), r, c.Params("service"), in)
 	return h.Accepted(c, j, err)
 }
 
@@ -181,7 +181,7 @@ func (h *Handlers) APIRemoveDataService(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.Data.RemoveDataService(ctx(c), h.actor(c), r, c.Params("service"))
+	j, err := h.Ops.Data.RemoveDataService(ctx(c), h.actor(c), r, c.Params("service"))
 	return h.Accepted(c, j, err)
 }
 
@@ -194,7 +194,7 @@ func (h *Handlers) APISkupper(c *fiber.Ctx) error {
 	}
 	cctx, cancel := h.clusterCtx(c)
 	defer cancel()
-	rep, err := h.Kube.Data.RegionSkupper(cctx, r)
+	rep, err := h.Ops.Data.RegionSkupper(cctx, r)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -207,7 +207,7 @@ func (h *Handlers) APISkupperSite(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.Data.CreateSkupperSite(ctx(c), h.actor(c), r)
+	j, err := h.Ops.Data.CreateSkupperSite(ctx(c), h.actor(c), r)
 	return h.Accepted(c, j, err)
 }
 
@@ -247,7 +247,7 @@ func (h *Handlers) APIBind(c *fiber.Ctx) error {
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	b, j, err := h.Kube.Data.Bind(ctx(c), h.actor(c), p, in)
+	b, j, err := h.Ops.Data.Bind(ctx(c), h.actor(c), p, in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -261,7 +261,7 @@ func (h *Handlers) APIUnbind(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.Data.Unbind(ctx(c), h.actor(c), p, c.Params("service"))
+	j, err := h.Ops.Data.Unbind(ctx(c), h.actor(c), p, c.Params("service"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -277,7 +277,7 @@ func (h *Handlers) BindForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, j, err := h.Kube.Data.Bind(ctx(c), h.actor(c), p, data.BindInput{Service: c.FormValue("service")})
+	_, j, err := h.Ops.Data.Bind(ctx(c), h.actor(c), p, data.BindInput{Service: c.FormValue("service")})
 	return h.projectFormOutcome(c, p, j, err)
 }
 
@@ -287,7 +287,7 @@ func (h *Handlers) UnbindForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.Data.Unbind(ctx(c), h.actor(c), p, c.Params("service"))
+	j, err := h.Ops.Data.Unbind(ctx(c), h.actor(c), p, c.Params("service"))
 	return h.projectFormOutcome(c, p, j, err)
 }
 

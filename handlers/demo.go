@@ -47,7 +47,7 @@ func (h *Handlers) APIInstallDemos(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.InstallDemos(ctx(c), h.actor(c), r)
+	j, err := h.Ops.InstallDemos(ctx(c), h.actor(c), r)
 	return h.Accepted(c, j, err)
 }
 
@@ -57,7 +57,7 @@ func (h *Handlers) APIRemoveDemos(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.RemoveDemos(ctx(c), h.actor(c), r)
+	j, err := h.Ops.RemoveDemos(ctx(c), h.actor(c), r)
 	return h.Accepted(c, j, err)
 }
 
@@ -67,7 +67,7 @@ func (h *Handlers) DemoInstallForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Kube.InstallDemos(ctx(c), h.actor(c), r)
+	_, err = h.Ops.InstallDemos(ctx(c), h.actor(c), r)
 	return h.formOutcome(c, r, "general", nil, err, "")
 }
 
@@ -77,6 +77,6 @@ func (h *Handlers) DemoRemoveForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Kube.RemoveDemos(ctx(c), h.actor(c), r)
+	_, err = h.Ops.RemoveDemos(ctx(c), h.actor(c), r)
 	return h.formOutcome(c, r, "general", nil, err, "")
 }

@@ -36,7 +36,7 @@ func (h *Handlers) gpuTab(c *fiber.Ctx, r *store.Region) (templ.Component, error
 	}
 	cctx, cancel := h.clusterCtx(c)
 	defer cancel()
-	rep, err := h.Kube.GPU.RegionGPUs(cctx, r)
+	rep, err := h.Ops.GPU.RegionGPUs(cctx, r)
 	if err != nil {
 		d.ClusterError = h.Cause(c, "The cluster did not answer", err)
 	} else {
@@ -46,7 +46,7 @@ func (h *Handlers) gpuTab(c *fiber.Ctx, r *store.Region) (templ.Component, error
 				Requested: n.Requested, Product: n.Product, MemoryMiB: n.MemoryMiB})
 		}
 		// Without the list the form offers the cluster's default only.
-		names, _ := h.Kube.RegionStorageClasses(cctx, r)
+		names, _ := h.Ops.RegionStorageClasses(cctx, r)
 		d.StorageClasses = optionsOf(names, g.Storage.StorageClass)
 	}
 	if j, err := h.Store.LatestJobOf(ctx(c), r.ID, gpu.GPUKinds); err == nil {
@@ -67,7 +67,7 @@ func (h *Handlers) GPUInstallForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Kube.GPU.InstallGPU(ctx(c), h.actor(c), r, gpu.GPUParams{Mode: c.FormValue("mode")})
+	_, err = h.Ops.GPU.InstallGPU(ctx(c), h.actor(c), r, gpu.GPUParams{Mode: c.FormValue("mode")})
 	return h.formOutcome(c, r, "gpu", nil, err, "")
 }
 
@@ -77,7 +77,7 @@ func (h *Handlers) GPUUninstallForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Kube.GPU.UninstallGPU(ctx(c), h.actor(c), r)
+	_, err = h.Ops.GPU.UninstallGPU(ctx(c), h.actor(c), r)
 	return h.formOutcome(c, r, "gpu", nil, err, "")
 }
 
@@ -92,7 +92,7 @@ func (h *Handlers) ModelStorageForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.formInvalid(c, r, "gpu", values, FieldErrors{"size_gi": "Use a whole number of GiB."}, "")
 	}
-	_, err = h.Kube.GPU.SetModelStorage(ctx(c), h.actor(c), r, gpu.ModelStorageParams{StorageClass: values["storage_class"], SizeGi: size})
+	_, err = h.Ops.GPU.SetModelStorage(ctx(c), h.actor(c), r, gpu.ModelStorageParams{StorageClass: values["storage_class"], SizeGi: size})
 	return h.formOutcome(c, r, "gpu", values, err, "")
 }
 
@@ -105,7 +105,7 @@ func (h *Handlers) APIGPU(c *fiber.Ctx) error {
 	}
 	cctx, cancel := h.clusterCtx(c)
 	defer cancel()
-	rep, err := h.Kube.GPU.RegionGPUs(cctx, r)
+	rep, err := h.Ops.GPU.RegionGPUs(cctx, r)
 	if err != nil {
 		return h.Fail(c, &problem.Unreachable{Region: r.Name, Err: err})
 	}
@@ -116,18 +116,18 @@ func (h *Handlers) APIGPU(c *fiber.Ctx) error {
 
 // APIInstallGPU is POST /api/knative-regions/{id}/gpu/install {"mode"}.
 func (h *Handlers) APIInstallGPU(c *fiber.Ctx) error {
-	return regionJobAPI(h, c, h.Kube.GPU.InstallGPU)
+	return regionJobAPI(h, c, h.Ops.GPU.InstallGPU)
 }
 
 // APIUninstallGPU is POST /api/knative-regions/{id}/gpu/uninstall: refused (422, naming
 // them) while pods request GPUs.
 func (h *Handlers) APIUninstallGPU(c *fiber.Ctx) error {
-	return regionActionAPI(h, c, h.Kube.GPU.UninstallGPU)
+	return regionActionAPI(h, c, h.Ops.GPU.UninstallGPU)
 }
 
 // APISetModelStorage is PUT /api/knative-regions/{id}/gpu/model-storage {"storage_class", "size_gi"}.
 func (h *Handlers) APISetModelStorage(c *fiber.Ctx) error {
-	return regionJobAPI(h, c, h.Kube.GPU.SetModelStorage)
+	return regionJobAPI(h, c, h.Ops.GPU.SetModelStorage)
 }
 
 // regionJobAPI answers a use case that queues a job on the region of the route with the

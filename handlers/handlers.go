@@ -36,7 +36,8 @@ type Handlers struct {
 	Store    *store.Store
 	Cfg      *config.Config
 	Sessions *scs.SessionManager
-	Kube     *ops.Service
+	// Ops is the operations: the use cases handlers call and the jobs they queue.
+	Ops *ops.Service
 	// Hub fans job events and region changes out to sockets and JSON feeds.
 	Hub     *hub.Hub
 	Version string

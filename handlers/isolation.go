@@ -37,7 +37,7 @@ func (h *Handlers) isolationTab(c *fiber.Ctx, r *store.Region) (templ.Component,
 	d.InWizard, _ = c.Locals(inWizardKey).(bool)
 	cctx, cancel := h.clusterCtx(c)
 	defer cancel()
-	nodes, err := h.Kube.Isolation.RegionSandboxNodes(cctx, r)
+	nodes, err := h.Ops.Isolation.RegionSandboxNodes(cctx, r)
 	if err != nil {
 		d.ClusterError = h.Cause(c, "The cluster did not answer", err)
 	}
@@ -126,7 +126,7 @@ func (h *Handlers) SandboxInstallForm(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	in := isolation.SandboxParams{Runtime: c.FormValue("runtime"), Hypervisors: formList(c, "hypervisors"), Nodes: formList(c, "nodes")}
-	_, err = h.Kube.Isolation.InstallSandbox(ctx(c), h.actor(c), r, in)
+	_, err = h.Ops.Isolation.InstallSandbox(ctx(c), h.actor(c), r, in)
 	return h.formOutcome(c, r, "isolation", nil, err, "")
 }
 
@@ -136,7 +136,7 @@ func (h *Handlers) SandboxUninstallForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Kube.Isolation.UninstallSandbox(ctx(c), h.actor(c), r, c.FormValue("runtime"))
+	_, err = h.Ops.Isolation.UninstallSandbox(ctx(c), h.actor(c), r, c.FormValue("runtime"))
 	return h.formOutcome(c, r, "isolation", nil, err, "")
 }
 
@@ -146,7 +146,7 @@ func (h *Handlers) SandboxProbeForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Kube.Isolation.ProbeSandboxNodes(ctx(c), h.actor(c), r)
+	_, err = h.Ops.Isolation.ProbeSandboxNodes(ctx(c), h.actor(c), r)
 	return h.formOutcome(c, r, "isolation", nil, err, "")
 }
 
@@ -162,7 +162,7 @@ func (h *Handlers) SandboxClassesForm(c *fiber.Ctx) error {
 			in[kind] = v
 		}
 	}
-	_, err = h.Kube.Isolation.SetWorkloadClasses(ctx(c), h.actor(c), r, in)
+	_, err = h.Ops.Isolation.SetWorkloadClasses(ctx(c), h.actor(c), r, in)
 	return h.formOutcome(c, r, "isolation", in, err, "Runtime classes saved; projects deploy with them from their next deploy.")
 }
 
@@ -195,7 +195,7 @@ func (h *Handlers) SandboxSettingsForm(c *fiber.Ctx) error {
 	if len(fe) > 0 {
 		return h.formInvalid(c, r, "isolation", values, fe, "")
 	}
-	_, err = h.Kube.Isolation.SetSandboxSettings(ctx(c), h.actor(c), r, in)
+	_, err = h.Ops.Isolation.SetSandboxSettings(ctx(c), h.actor(c), r, in)
 	return h.formOutcome(c, r, "isolation", values, err, "Sandbox API settings saved.")
 }
 
@@ -248,7 +248,7 @@ func (h *Handlers) APISandbox(c *fiber.Ctx) error {
 	}
 	cctx, cancel := h.clusterCtx(c)
 	defer cancel()
-	nodes, err := h.Kube.Isolation.RegionSandboxNodes(cctx, r)
+	nodes, err := h.Ops.Isolation.RegionSandboxNodes(cctx, r)
 	if err != nil {
 		return h.Fail(c, &problem.Unreachable{Region: r.Name, Err: err})
 	}
@@ -269,7 +269,7 @@ func (h *Handlers) APIInstallSandbox(c *fiber.Ctx) error {
 	if strings.HasSuffix(c.Path(), "/wasm") {
 		in.Runtime = store.RuntimeWasm
 	}
-	j, err := h.Kube.Isolation.InstallSandbox(ctx(c), h.actor(c), r, in)
+	j, err := h.Ops.Isolation.InstallSandbox(ctx(c), h.actor(c), r, in)
 	return h.Accepted(c, j, err)
 }
 
@@ -288,13 +288,13 @@ func (h *Handlers) APIUninstallSandbox(c *fiber.Ctx) error {
 	} else if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.Isolation.UninstallSandbox(ctx(c), h.actor(c), r, in.Runtime)
+	j, err := h.Ops.Isolation.UninstallSandbox(ctx(c), h.actor(c), r, in.Runtime)
 	return h.Accepted(c, j, err)
 }
 
 // APIProbeSandbox is POST /api/knative-regions/{id}/probe-kvm: the KVM probe on every node.
 func (h *Handlers) APIProbeSandbox(c *fiber.Ctx) error {
-	return regionActionAPI(h, c, h.Kube.Isolation.ProbeSandboxNodes)
+	return regionActionAPI(h, c, h.Ops.Isolation.ProbeSandboxNodes)
 }
 
 // APISetRuntimeClasses is PUT /api/knative-regions/{id}/runtime-classes {kind: class}.
@@ -307,7 +307,7 @@ func (h *Handlers) APISetRuntimeClasses(c *fiber.Ctx) error {
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	classes, err := h.Kube.Isolation.SetWorkloadClasses(ctx(c), h.actor(c), r, in)
+	classes, err := h.Ops.Isolation.SetWorkloadClasses(ctx(c), h.actor(c), r, in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -334,7 +334,7 @@ func (h *Handlers) APIPutSandboxRegion(c *fiber.Ctx) error {
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	v, err := h.Kube.Isolation.SetSandboxSettings(ctx(c), h.actor(c), r, in)
+	v, err := h.Ops.Isolation.SetSandboxSettings(ctx(c), h.actor(c), r, in)
 	if err != nil {
 		return h.Fail(c, err)
 	}

@@ -66,7 +66,7 @@ func (h *Handlers) RetryJobForm(c *fiber.Ctx) error {
 	if err := h.Store.RetryJob(ctx(c), c.Params("id")); err != nil {
 		return h.Fail(c, err)
 	}
-	h.Kube.Engine.Wake()
+	h.Ops.Engine.Wake()
 	return redirect(c, refererPath(c, "/jobs/"+c.Params("id")))
 }
 
@@ -147,7 +147,7 @@ func (h *Handlers) APIRetryJob(c *fiber.Ctx) error {
 		}
 		return h.Fail(c, err)
 	}
-	h.Kube.Engine.Wake()
+	h.Ops.Engine.Wake()
 	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"job_id": c.Params("id")})
 }
 

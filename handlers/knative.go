@@ -12,7 +12,7 @@ func (h *Handlers) APICompatibleVersions(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	vs, err := h.Kube.RegionVersions(ctx(c), r)
+	vs, err := h.Ops.RegionVersions(ctx(c), r)
 	if err != nil {
 		return JSONError(c, fiber.StatusBadGateway, h.Cause(c, "The Knative Operator chart repository could not be read", err))
 	}
@@ -41,7 +41,7 @@ func (h *Handlers) KnativeAction(kind string) fiber.Handler {
 		if err := optionalBody(c, &in); err != nil {
 			return h.Fail(c, err)
 		}
-		j, err := h.Kube.EnqueueKnative(ctx(c), h.actor(c), r, kind, in)
+		j, err := h.Ops.EnqueueKnative(ctx(c), h.actor(c), r, kind, in)
 		return h.Accepted(c, j, err)
 	}
 }
@@ -56,7 +56,7 @@ func (h *Handlers) APISetRedis(c *fiber.Ctx) error {
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.SetRedis(ctx(c), h.actor(c), r, in)
+	j, err := h.Ops.SetRedis(ctx(c), h.actor(c), r, in)
 	return h.Accepted(c, j, err)
 }
 
@@ -66,7 +66,7 @@ func (h *Handlers) APIDeleteRedis(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.RemoveRedis(ctx(c), h.actor(c), r)
+	j, err := h.Ops.RemoveRedis(ctx(c), h.actor(c), r)
 	return h.Accepted(c, j, err)
 }
 
@@ -76,6 +76,6 @@ func (h *Handlers) APITestRedis(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.TestRedis(ctx(c), h.actor(c), r)
+	j, err := h.Ops.TestRedis(ctx(c), h.actor(c), r)
 	return h.Accepted(c, j, err)
 }

@@ -60,7 +60,7 @@ func (h *Handlers) APIMigrate(c *fiber.Ctx) error {
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.StartMigration(ctx(c), h.actor(c), r, in)
+	j, err := h.Ops.StartMigration(ctx(c), h.actor(c), r, in)
 	return h.Accepted(c, j, err)
 }
 
@@ -83,7 +83,7 @@ func (h *Handlers) APICompleteMigration(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	if err := h.Kube.CompleteMigrationByHand(ctx(c), h.actor(c), r); err != nil {
+	if err := h.Ops.CompleteMigrationByHand(ctx(c), h.actor(c), r); err != nil {
 		return h.Fail(c, err)
 	}
 	return h.regionAnswer(c, r.ID, nil)
@@ -95,7 +95,7 @@ func (h *Handlers) APIRollbackMigration(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.RollbackMigration(ctx(c), h.actor(c), r)
+	j, err := h.Ops.RollbackMigration(ctx(c), h.actor(c), r)
 	return h.Accepted(c, j, err)
 }
 
@@ -126,7 +126,7 @@ func (h *Handlers) MigrateForm(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	in := ops.MigrateInput{Kubeconfig: kubeconfigFromForm(c), DataLocation: c.FormValue("data_location")}
-	_, err = h.Kube.StartMigration(ctx(c), h.actor(c), r, in)
+	_, err = h.Ops.StartMigration(ctx(c), h.actor(c), r, in)
 	return h.formOutcome(c, r, "migration", map[string]string{"data_location": in.DataLocation}, err, "The move started.")
 }
 
@@ -138,9 +138,9 @@ func (h *Handlers) MigrationActionForm(c *fiber.Ctx) error {
 	}
 	switch c.Params("action") {
 	case "complete":
-		err = h.Kube.CompleteMigrationByHand(ctx(c), h.actor(c), r)
+		err = h.Ops.CompleteMigrationByHand(ctx(c), h.actor(c), r)
 	case "rollback":
-		_, err = h.Kube.RollbackMigration(ctx(c), h.actor(c), r)
+		_, err = h.Ops.RollbackMigration(ctx(c), h.actor(c), r)
 	default:
 		return h.Fail(c, store.ErrNotFound)
 	}

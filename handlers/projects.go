@@ -43,7 +43,7 @@ func (h *Handlers) APICreateProject(c *fiber.Ctx) error {
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	p, err := h.Kube.CreateProject(ctx(c), h.actor(c), in)
+	p, err := h.Ops.CreateProject(ctx(c), h.actor(c), in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -82,7 +82,7 @@ func (h *Handlers) APIUpdateProject(c *fiber.Ctx) error {
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.UpdateProject(ctx(c), h.actor(c), p, in)
+	j, err := h.Ops.UpdateProject(ctx(c), h.actor(c), p, in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -100,7 +100,7 @@ func (h *Handlers) APIProjectAction(action string) fiber.Handler {
 		if err != nil {
 			return h.Fail(c, err)
 		}
-		j, err := h.Kube.ProjectAction(ctx(c), h.actor(c), p, action)
+		j, err := h.Ops.ProjectAction(ctx(c), h.actor(c), p, action)
 		if err != nil {
 			return h.Fail(c, err)
 		}
@@ -212,7 +212,7 @@ func (h *Handlers) CreateProjectForm(c *fiber.Ctx) error {
 		return h.renderProjects(c, fiber.StatusUnprocessableEntity, views.Form{Values: vals, Errors: errs})
 	}
 	in.DataLocation = ptr(vals["data_location"])
-	p, err := h.Kube.CreateProject(ctx(c), h.actor(c), in)
+	p, err := h.Ops.CreateProject(ctx(c), h.actor(c), in)
 	if fe, _, ok := h.refusal(c, err); ok {
 		// The API's gpu.count and gpu.model are the form's gpu_count and gpu_model.
 		for _, k := range []string{"count", "model"} {
@@ -234,7 +234,7 @@ func (h *Handlers) ProjectActionForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.ProjectAction(ctx(c), h.actor(c), p, c.Params("action"))
+	j, err := h.Ops.ProjectAction(ctx(c), h.actor(c), p, c.Params("action"))
 	if _, msg, ok := h.refusal(c, err); ok {
 		return h.renderProjects(c, fiber.StatusUnprocessableEntity, views.Form{Error: p.Name + ": " + msg})
 	} else if err != nil {

@@ -9,7 +9,7 @@ import (
 // APIReconcilePlan is GET /api/reconcile?region=NAME&step=STEP: the dry run, per region
 // and step what a reconcile would change (nothing is changed).
 func (h *Handlers) APIReconcilePlan(c *fiber.Ctx) error {
-	plan, err := h.Kube.ReconcilePlan(ctx(c), h.actor(c), ops.ReconcileInput{Region: c.Query("region"), Step: c.Query("step")})
+	plan, err := h.Ops.ReconcilePlan(ctx(c), h.actor(c), ops.ReconcileInput{Region: c.Query("region"), Step: c.Query("step")})
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -26,6 +26,6 @@ func (h *Handlers) APIReconcile(c *fiber.Ctx) error {
 	if err := optionalBody(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.StartReconcile(ctx(c), h.actor(c), in)
+	j, err := h.Ops.StartReconcile(ctx(c), h.actor(c), in)
 	return h.Accepted(c, j, err)
 }

@@ -19,7 +19,7 @@ func (h *Handlers) APIUpdateSettings(c *fiber.Ctx) error {
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.UpdateSettings(ctx(c), h.actor(c), r, in)
+	j, err := h.Ops.UpdateSettings(ctx(c), h.actor(c), r, in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -57,7 +57,7 @@ func (h *Handlers) APIUpdateRegion(c *fiber.Ctx) error {
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.UpdateRegion(ctx(c), h.actor(c), r, in)
+	j, err := h.Ops.UpdateRegion(ctx(c), h.actor(c), r, in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -74,7 +74,7 @@ func (h *Handlers) APISetFunctionTLS(c *fiber.Ctx) error {
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.SetFunctionTLS(ctx(c), h.actor(c), r, in)
+	j, err := h.Ops.SetFunctionTLS(ctx(c), h.actor(c), r, in)
 	return h.Accepted(c, j, err)
 }
 
@@ -84,7 +84,7 @@ func (h *Handlers) APIDeleteFunctionTLS(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.RemoveFunctionTLS(ctx(c), h.actor(c), r)
+	j, err := h.Ops.RemoveFunctionTLS(ctx(c), h.actor(c), r)
 	return h.Accepted(c, j, err)
 }
 
@@ -128,7 +128,7 @@ func (h *Handlers) APIUpdateMonitoring(c *fiber.Ctx) error {
 	if fe != nil {
 		return Invalid(c, fe)
 	}
-	j, err := h.Kube.UpdateMonitoring(ctx(c), h.actor(c), r, in)
+	j, err := h.Ops.UpdateMonitoring(ctx(c), h.actor(c), r, in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -142,7 +142,7 @@ func (h *Handlers) APIDeleteRegion(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	if err := h.Kube.DeleteRegion(ctx(c), h.actor(c), r); err != nil {
+	if err := h.Ops.DeleteRegion(ctx(c), h.actor(c), r); err != nil {
 		return h.Fail(c, err)
 	}
 	return c.SendStatus(fiber.StatusNoContent)

@@ -82,10 +82,10 @@ func (h *Handlers) regionPageData(c *fiber.Ctx, r *store.Region, tab string, f v
 	if tab == "operator" || tab == "serving" {
 		// A chart repository that cannot be read leaves the form without versions; the
 		// install then names the problem.
-		vs, _ := h.Kube.RegionVersions(ctx(c), r)
+		vs, _ := h.Ops.RegionVersions(ctx(c), r)
 		d.Versions = versionOptions(vs)
 		if r.ServingStatus == store.ComponentReady {
-			if next, _ := h.Kube.RegionNextVersion(ctx(c), r); next != nil {
+			if next, _ := h.Ops.RegionNextVersion(ctx(c), r); next != nil {
 				d.NextVersion = next.Version
 			}
 		}
@@ -104,7 +104,7 @@ func (h *Handlers) regionPageData(c *fiber.Ctx, r *store.Region, tab string, f v
 		if d.Demos, err = h.demoSection(c, r); err != nil {
 			return d, err
 		}
-		if d.ConsoleImageMirror, err = h.Kube.ConsoleImageMirror(ctx(c)); err != nil {
+		if d.ConsoleImageMirror, err = h.Ops.ConsoleImageMirror(ctx(c)); err != nil {
 			return d, err
 		}
 	}
@@ -276,7 +276,7 @@ func (h *Handlers) SettingsForm(c *fiber.Ctx) error {
 		}
 	}
 	mirror := vals["image_mirror"]
-	j, err := h.Kube.UpdateSettings(ctx(c), h.actor(c), r, ops.SettingsInput{RequestTimeout: &n, AgentWSURL: &ws, IngressTrustedIPs: &ips, ImageMirror: &mirror})
+	j, err := h.Ops.UpdateSettings(ctx(c), h.actor(c), r, ops.SettingsInput{RequestTimeout: &n, AgentWSURL: &ws, IngressTrustedIPs: &ips, ImageMirror: &mirror})
 	msg := "Settings saved."
 	if mirror != r.Settings.V.ImageMirror {
 		msg = "Settings saved. The image mirror applies to the next installs; runr reconcile --step image-mirror moves what runs."
@@ -294,7 +294,7 @@ func (h *Handlers) StatusForm(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	status := c.FormValue("region_status")
-	_, err = h.Kube.SetRegionStatus(ctx(c), h.actor(c), r, store.RegionStatus(status))
+	_, err = h.Ops.SetRegionStatus(ctx(c), h.actor(c), r, store.RegionStatus(status))
 	if fe, _, ok := h.refusal(c, err); ok {
 		return h.formInvalid(c, r, "general", nil, fe, fe["region_status"])
 	}
@@ -308,7 +308,7 @@ func (h *Handlers) FunctionTLSForm(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	in := ops.TLSInput{Certificate: c.FormValue("certificate"), PrivateKey: c.FormValue("private_key"), ReplaceExisting: c.FormValue("replace_existing") == "1"}
-	_, err = h.Kube.SetFunctionTLS(ctx(c), h.actor(c), r, in)
+	_, err = h.Ops.SetFunctionTLS(ctx(c), h.actor(c), r, in)
 	return h.formOutcome(c, r, "general", map[string]string{"certificate": in.Certificate}, err, "Certificate uploaded; it is being installed.")
 }
 
@@ -318,7 +318,7 @@ func (h *Handlers) DeleteFunctionTLSForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Kube.RemoveFunctionTLS(ctx(c), h.actor(c), r)
+	_, err = h.Ops.RemoveFunctionTLS(ctx(c), h.actor(c), r)
 	return h.formOutcome(c, r, "general", nil, err, "The certificate is being removed.")
 }
 
@@ -333,7 +333,7 @@ func (h *Handlers) MonitoringForm(c *fiber.Ctx) error {
 		vals[k] = strings.TrimSpace(c.FormValue(k))
 	}
 	in := ops.MonitoringInput{PrometheusURL: store.Ptr(vals["prometheus_url"]), LokiURL: store.Ptr(vals["loki_url"]), LokiOrgID: store.Ptr(vals["loki_org_id"])}
-	_, err = h.Kube.UpdateMonitoring(ctx(c), h.actor(c), r, in)
+	_, err = h.Ops.UpdateMonitoring(ctx(c), h.actor(c), r, in)
 	return h.formOutcome(c, r, "general", vals, err, "Monitoring saved.")
 }
 
@@ -361,7 +361,7 @@ func (h *Handlers) KnativeForm(c *fiber.Ctx) error {
 	}
 	in := ops.KnativeInput{Version: version, Namespace: c.FormValue("namespace"), OperatorNamespace: c.FormValue("operator_namespace"),
 		RemoveTraefik: c.FormValue("remove_traefik") == "1", IngressMode: c.FormValue("ingress_mode")}
-	_, err = h.Kube.EnqueueKnative(ctx(c), h.actor(c), r, kind, in)
+	_, err = h.Ops.EnqueueKnative(ctx(c), h.actor(c), r, kind, in)
 	return h.formOutcome(c, r, tab, map[string]string{"namespace": in.Namespace, "operator_namespace": in.OperatorNamespace, "ingress_mode": in.IngressMode}, err, "")
 }
 
@@ -375,7 +375,7 @@ func (h *Handlers) RegistryForm(c *fiber.Ctx) error {
 		ExternalUsername: c.FormValue("external_username"), ExternalPassword: c.FormValue("external_password"),
 		PVCConfig: ops.PVCConfig{StorageClass: c.FormValue("storage_class"), Size: c.FormValue("size")}}
 	vals := map[string]string{"storage_class": in.PVCConfig.StorageClass, "size": in.PVCConfig.Size, "external_address": in.ExternalAddress, "external_username": in.ExternalUsername}
-	_, err = h.Kube.SetRegistry(ctx(c), h.actor(c), r, in)
+	_, err = h.Ops.SetRegistry(ctx(c), h.actor(c), r, in)
 	return h.formOutcome(c, r, "registry", vals, err, "")
 }
 
@@ -385,7 +385,7 @@ func (h *Handlers) RegistryDeleteForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Kube.RemoveRegistry(ctx(c), h.actor(c), r)
+	_, err = h.Ops.RemoveRegistry(ctx(c), h.actor(c), r)
 	return h.formOutcome(c, r, "registry", nil, err, "")
 }
 
@@ -396,7 +396,7 @@ func (h *Handlers) RedisForm(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	in := ops.RedisInput{Mode: store.RedisMode(c.FormValue("mode")), Address: strings.TrimSpace(c.FormValue("address")), Password: c.FormValue("password")}
-	_, err = h.Kube.SetRedis(ctx(c), h.actor(c), r, in)
+	_, err = h.Ops.SetRedis(ctx(c), h.actor(c), r, in)
 	return h.formOutcome(c, r, "redis", map[string]string{"address": in.Address}, err, "")
 }
 
@@ -408,9 +408,9 @@ func (h *Handlers) RedisActionForm(c *fiber.Ctx) error {
 	}
 	switch c.Params("action") {
 	case "test":
-		_, err = h.Kube.TestRedis(ctx(c), h.actor(c), r)
+		_, err = h.Ops.TestRedis(ctx(c), h.actor(c), r)
 	case "delete":
-		_, err = h.Kube.RemoveRedis(ctx(c), h.actor(c), r)
+		_, err = h.Ops.RemoveRedis(ctx(c), h.actor(c), r)
 	default:
 		return h.Fail(c, store.ErrNotFound)
 	}
@@ -435,7 +435,7 @@ func (h *Handlers) RemoveRegionForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	if err := h.Kube.DeleteRegion(ctx(c), h.actor(c), r); err != nil {
+	if err := h.Ops.DeleteRegion(ctx(c), h.actor(c), r); err != nil {
 		return h.formOutcome(c, r, "general", nil, err, "")
 	}
 	h.flash(c, "Region "+r.Name+" removed. Everything on its cluster keeps running.")
@@ -448,7 +448,7 @@ func (h *Handlers) CheckNowForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	h.Kube.CheckSoon(r.ID)
+	h.Ops.CheckSoon(r.ID)
 	return h.formDone(c, r, "general", "Status check started; the page shows its result in a few seconds.")
 }
 
@@ -458,6 +458,6 @@ func (h *Handlers) APICheckNow(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	h.Kube.CheckSoon(r.ID)
+	h.Ops.CheckSoon(r.ID)
 	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"region_id": r.ID})
 }

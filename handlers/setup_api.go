@@ -16,7 +16,7 @@ func (h *Handlers) APICheckRegion(c *fiber.Ctx) error {
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	chk, err := h.Kube.CheckRegion(ctx(c), in)
+	chk, err := h.Ops.CheckRegion(ctx(c), in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -30,7 +30,7 @@ func (h *Handlers) APISetupStart(c *fiber.Ctx) error {
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	st, err := h.Kube.StartSetup(ctx(c), h.actor(c), in)
+	st, err := h.Ops.StartSetup(ctx(c), h.actor(c), in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -94,7 +94,7 @@ func (h *Handlers) APISetupRetry(c *fiber.Ctx) error {
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.RetrySetup(ctx(c), h.actor(c), st, in)
+	j, err := h.Ops.RetrySetup(ctx(c), h.actor(c), st, in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -107,7 +107,7 @@ func (h *Handlers) APICreateRegion(c *fiber.Ctx) error {
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	r, jobs, err := h.Kube.CreateRegion(ctx(c), h.actor(c), in)
+	r, jobs, err := h.Ops.CreateRegion(ctx(c), h.actor(c), in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -133,7 +133,7 @@ func (h *Handlers) APISetRegistry(c *fiber.Ctx) error {
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.SetRegistry(ctx(c), h.actor(c), r, in)
+	j, err := h.Ops.SetRegistry(ctx(c), h.actor(c), r, in)
 	return h.Accepted(c, j, err)
 }
 
@@ -143,7 +143,7 @@ func (h *Handlers) APIDeleteRegistry(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.RemoveRegistry(ctx(c), h.actor(c), r)
+	j, err := h.Ops.RemoveRegistry(ctx(c), h.actor(c), r)
 	return h.Accepted(c, j, err)
 }
 
@@ -158,7 +158,7 @@ func (h *Handlers) APITestRegistry(c *fiber.Ctx) error {
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.TestRegistry(ctx(c), h.actor(c), r, in)
+	j, err := h.Ops.TestRegistry(ctx(c), h.actor(c), r, in)
 	return h.Accepted(c, j, err)
 }
 
@@ -192,7 +192,7 @@ func (h *Handlers) APIRollingRestart(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.StartRollingRestart(ctx(c), h.actor(c), r)
+	j, err := h.Ops.StartRollingRestart(ctx(c), h.actor(c), r)
 	if err != nil && !refused(err) {
 		return JSONError(c, fiber.StatusBadGateway, "The cluster's nodes could not be listed: "+err.Error())
 	}
@@ -205,7 +205,7 @@ func (h *Handlers) RollingRestartForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Kube.StartRollingRestart(ctx(c), h.actor(c), r)
+	_, err = h.Ops.StartRollingRestart(ctx(c), h.actor(c), r)
 	if err != nil && !refused(err) {
 		return h.formInvalid(c, r, "registry", nil, nil, "The cluster's nodes could not be listed: "+err.Error())
 	}

@@ -20,7 +20,7 @@ func (h *Handlers) supplyChainTab(c *fiber.Ctx, r *store.Region) (templ.Componen
 	if !Who(c).Perms[store.PermSupplyChainManage] {
 		return nil, &problem.Refused{Reason: "The Supply chain tab needs the permission " + store.PermSupplyChainManage + "."}
 	}
-	vs, err := h.Kube.Admission.RegionVerdicts(ctx(c), r)
+	vs, err := h.Ops.Admission.RegionVerdicts(ctx(c), r)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +143,7 @@ func (h *Handlers) SupplyChainForm(c *fiber.Ctx) error {
 		RequireScan: ptr(c.FormValue("require_scan") == "true"), FailSeverity: ptr(c.FormValue("fail_severity")),
 		Admission: ptr(c.FormValue("admission") == "true"), AdmissionMode: ptr(c.FormValue("admission_mode")),
 		AdmissionImages: ptr(lines(values["admission_images"])), DataLocation: ptr(values["data_location"])}
-	ch, err := h.Kube.Admission.SetSupplyChain(ctx(c), h.actor(c), r, in)
+	ch, err := h.Ops.Admission.SetSupplyChain(ctx(c), h.actor(c), r, in)
 	msg := "Supply chain settings saved."
 	if err == nil && ch.Job != nil {
 		msg = "Supply chain settings saved; " + strings.ToLower(ch.Job.Title[:1]) + ch.Job.Title[1:] + " runs below."
@@ -157,7 +157,7 @@ func (h *Handlers) AdmissionRemoveForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Kube.Admission.RemoveAdmission(ctx(c), h.actor(c), r)
+	_, err = h.Ops.Admission.RemoveAdmission(ctx(c), h.actor(c), r)
 	return h.formOutcome(c, r, "supply-chain", nil, err, "")
 }
 
@@ -189,7 +189,7 @@ func (h *Handlers) APISupplyChain(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	vs, err := h.Kube.Admission.RegionVerdicts(ctx(c), r)
+	vs, err := h.Ops.Admission.RegionVerdicts(ctx(c), r)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -208,11 +208,11 @@ func (h *Handlers) APIPutSupplyChain(c *fiber.Ctx) error {
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	ch, err := h.Kube.Admission.SetSupplyChain(ctx(c), h.actor(c), r, in)
+	ch, err := h.Ops.Admission.SetSupplyChain(ctx(c), h.actor(c), r, in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	vs, err := h.Kube.Admission.RegionVerdicts(ctx(c), r)
+	vs, err := h.Ops.Admission.RegionVerdicts(ctx(c), r)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -230,6 +230,6 @@ func (h *Handlers) APIRemoveAdmission(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.Admission.RemoveAdmission(ctx(c), h.actor(c), r)
+	j, err := h.Ops.Admission.RemoveAdmission(ctx(c), h.actor(c), r)
 	return h.Accepted(c, j, err)
 }

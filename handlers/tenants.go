@@ -40,7 +40,7 @@ func (h *Handlers) APICreateTenant(c *fiber.Ctx) error {
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	t, err := h.Kube.Tenancy.CreateTenant(ctx(c), h.actor(c), in)
+	t, err := h.Ops.Tenancy.CreateTenant(ctx(c), h.actor(c), in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -73,7 +73,7 @@ func (h *Handlers) APIRenameTenant(c *fiber.Ctx) error {
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	t, err = h.Kube.Tenancy.RenameTenant(ctx(c), h.actor(c), t, in)
+	t, err = h.Ops.Tenancy.RenameTenant(ctx(c), h.actor(c), t, in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -87,7 +87,7 @@ func (h *Handlers) APIDeleteTenant(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	if err := h.Kube.Tenancy.DeleteTenant(ctx(c), h.actor(c), t); err != nil {
+	if err := h.Ops.Tenancy.DeleteTenant(ctx(c), h.actor(c), t); err != nil {
 		return h.Fail(c, err)
 	}
 	return c.SendStatus(fiber.StatusNoContent)
@@ -154,7 +154,7 @@ func (h *Handlers) APIAssign(c *fiber.Ctx) error {
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	a, err := h.Kube.Tenancy.AssignRegion(ctx(c), h.actor(c), r, in)
+	a, err := h.Ops.Tenancy.AssignRegion(ctx(c), h.actor(c), r, in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -172,7 +172,7 @@ func (h *Handlers) APIChangeAssignment(c *fiber.Ctx) error {
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	a, err := h.Kube.Tenancy.ChangeAssignment(ctx(c), h.actor(c), r, c.Params("tenant_id"), in)
+	a, err := h.Ops.Tenancy.ChangeAssignment(ctx(c), h.actor(c), r, c.Params("tenant_id"), in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -185,7 +185,7 @@ func (h *Handlers) APIUnassign(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	if err := h.Kube.Tenancy.Unassign(ctx(c), h.actor(c), r, c.Params("tenant_id")); err != nil {
+	if err := h.Ops.Tenancy.Unassign(ctx(c), h.actor(c), r, c.Params("tenant_id")); err != nil {
 		return h.Fail(c, err)
 	}
 	return c.SendStatus(fiber.StatusNoContent)
@@ -234,7 +234,7 @@ func (h *Handlers) CreateTenantForm(c *fiber.Ctx) error {
 		return h.tenantsForm(c, "new", map[string]string{"name": ""}, &problem.Invalid{Fields: fe}, "")
 	}
 	name := c.FormValue("name")
-	_, err := h.Kube.Tenancy.CreateTenant(ctx(c), h.actor(c), tenancy.TenantInput{Name: name})
+	_, err := h.Ops.Tenancy.CreateTenant(ctx(c), h.actor(c), tenancy.TenantInput{Name: name})
 	return h.tenantsForm(c, "new", map[string]string{"name": name}, err, "Tenant "+strings.TrimSpace(name)+" created: add its first owner.")
 }
 
@@ -248,7 +248,7 @@ func (h *Handlers) RenameTenantForm(c *fiber.Ctx) error {
 		return h.tenantsForm(c, t.ID, nil, &problem.Invalid{Fields: fe}, "")
 	}
 	name := c.FormValue("name")
-	_, err = h.Kube.Tenancy.RenameTenant(ctx(c), h.actor(c), t, tenancy.TenantInput{Name: name})
+	_, err = h.Ops.Tenancy.RenameTenant(ctx(c), h.actor(c), t, tenancy.TenantInput{Name: name})
 	return h.tenantsForm(c, t.ID, map[string]string{"name": name}, err, "Tenant renamed.")
 }
 
@@ -258,7 +258,7 @@ func (h *Handlers) DeleteTenantForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	err = h.Kube.Tenancy.DeleteTenant(ctx(c), h.actor(c), t)
+	err = h.Ops.Tenancy.DeleteTenant(ctx(c), h.actor(c), t)
 	return h.tenantsForm(c, t.ID, nil, err, "Tenant "+t.Name+" removed.")
 }
 
@@ -324,7 +324,7 @@ func (h *Handlers) AssignForm(c *fiber.Ctx) error {
 	} else if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Kube.Tenancy.AssignRegion(ctx(c), h.actor(c), r, in)
+	_, err = h.Ops.Tenancy.AssignRegion(ctx(c), h.actor(c), r, in)
 	return h.tenantsForm(c, t.ID, values, err, "Region "+r.Name+" assigned to "+t.Name+".")
 }
 
@@ -339,7 +339,7 @@ func (h *Handlers) ChangeAssignmentForm(c *fiber.Ctx) error {
 	if fe != nil {
 		return h.tenantsForm(c, formFor, values, &problem.Invalid{Fields: fe}, "")
 	}
-	_, err = h.Kube.Tenancy.ChangeAssignment(ctx(c), h.actor(c), r, c.Params("tenant"), in)
+	_, err = h.Ops.Tenancy.ChangeAssignment(ctx(c), h.actor(c), r, c.Params("tenant"), in)
 	return h.tenantsForm(c, formFor, values, err, "Quotas on "+r.Name+" saved.")
 }
 
@@ -349,6 +349,6 @@ func (h *Handlers) UnassignForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	err = h.Kube.Tenancy.Unassign(ctx(c), h.actor(c), r, c.Params("tenant"))
+	err = h.Ops.Tenancy.Unassign(ctx(c), h.actor(c), r, c.Params("tenant"))
 	return h.tenantsForm(c, "", nil, err, "Region "+r.Name+" unassigned.")
 }

@@ -33,7 +33,7 @@ func (h *Handlers) quotaLimits(c *fiber.Ctx, ids []string) map[string]tenancy.Qu
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rep, err := h.Kube.Nodes.RegionCapacity(cctx, r, "")
+			rep, err := h.Ops.Nodes.RegionCapacity(cctx, r, "")
 			if err != nil {
 				return
 			}
@@ -152,7 +152,7 @@ func percentOf(v, of float64) (int, bool) {
 // assignedRow is a platform region assigned to the user's tenant, with its quota and use.
 func (h *Handlers) assignedRow(c *fiber.Ctx, r *store.Region) (views.AssignedRegionRow, error) {
 	row := views.AssignedRegionRow{ID: r.ID, Name: r.Name, Mode: string(r.Mode), ProjectCount: r.ProjectCount}
-	u, err := h.Kube.Tenancy.TenantQuotaUse(ctx(c), r, Who(c).User.Tenant())
+	u, err := h.Ops.Tenancy.TenantQuotaUse(ctx(c), r, Who(c).User.Tenant())
 	if err != nil {
 		return row, err
 	}
@@ -231,7 +231,7 @@ func (h *Handlers) regionTenancy(c *fiber.Ctx, r *store.Region) *views.RegionTen
 			t.Owner = "Tenant " + tt.Name
 		}
 	}
-	if h.Kube.Tenancy.MaySetRegionMode(h.actor(c)) && tenancy.RegionMutable(h.actor(c), r) == nil {
+	if h.Ops.Tenancy.MaySetRegionMode(h.actor(c)) && tenancy.RegionMutable(h.actor(c), r) == nil {
 		t.ModeOptions = optionsOf(store.RegionModes, r.Mode)
 	}
 	return t
@@ -244,7 +244,7 @@ func (h *Handlers) ModeForm(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	mode := store.RegionMode(c.FormValue("region_mode"))
-	_, err = h.Kube.UpdateRegion(ctx(c), h.actor(c), r, ops.RegionUpdate{RegionMode: &mode})
+	_, err = h.Ops.UpdateRegion(ctx(c), h.actor(c), r, ops.RegionUpdate{RegionMode: &mode})
 	return h.formOutcome(c, r, "general", map[string]string{"region_mode": string(mode)}, err, "Region mode saved.")
 }
 
@@ -261,7 +261,7 @@ type RegionSummaryJSON struct {
 
 // regionSummaryJSON reads the summary of an assigned platform region for the user's tenant.
 func (h *Handlers) regionSummaryJSON(c *fiber.Ctx, r *store.Region) (RegionSummaryJSON, error) {
-	u, err := h.Kube.Tenancy.TenantQuotaUse(ctx(c), r, Who(c).User.Tenant())
+	u, err := h.Ops.Tenancy.TenantQuotaUse(ctx(c), r, Who(c).User.Tenant())
 	return RegionSummaryJSON{ID: r.ID, Name: r.Name, Owner: "platform", RegionMode: string(r.Mode), ProjectCount: r.ProjectCount, Quota: u}, err
 }
 

@@ -86,7 +86,7 @@ func (h *Handlers) WizardNewPage(c *fiber.Ctx) error {
 // wizardModes offer the region mode in step 1 to a platform administrator (nil for anyone
 // else: the field would be ignored).
 func (h *Handlers) wizardModes(c *fiber.Ctx, chosen store.RegionMode) []views.Option {
-	if !h.Kube.Tenancy.MaySetRegionMode(h.actor(c)) {
+	if !h.Ops.Tenancy.MaySetRegionMode(h.actor(c)) {
 		return nil
 	}
 	if !chosen.Valid() {
@@ -126,7 +126,7 @@ func (h *Handlers) WizardCheck(c *fiber.Ctx) error {
 		f.Errors["region_mode"] = "Choose managed or shared."
 		return Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(page, views.Step1Data{Form: f, Modes: modes, NoAgentAddress: h.noAgentAddress()}, nil))
 	}
-	chk, err := h.Kube.CheckNewRegion(ctx(c), ops.CheckInput{Name: name, Kubeconfig: kc})
+	chk, err := h.Ops.CheckNewRegion(ctx(c), ops.CheckInput{Name: name, Kubeconfig: kc})
 	if fe, _, ok := h.refusal(c, err); ok {
 		f.Errors = fe
 		return Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(page, views.Step1Data{Form: f, Modes: modes, NoAgentAddress: h.noAgentAddress()}, nil))
@@ -187,7 +187,7 @@ func (h *Handlers) WizardSetup(c *fiber.Ctx) error {
 		return h.Fail(c, FieldErrors{"sealed": err.Error()})
 	}
 	in, f := step2Input(c, s)
-	st, err := h.Kube.StartCheckedSetup(ctx(c), h.actor(c), *in, s.Nodes)
+	st, err := h.Ops.StartCheckedSetup(ctx(c), h.actor(c), *in, s.Nodes)
 	if fe, msg, ok := h.refusal(c, err); ok {
 		f.Errors, f.Error = fe, msg
 		page := h.page(c, "Add Region", "regions")
@@ -228,11 +228,11 @@ func (h *Handlers) WizardSetupPage(c *fiber.Ctx) error {
 
 // retryForm is the step 2 form of a failed setup, to change its fields and retry.
 func (h *Handlers) retryForm(c *fiber.Ctx, st *store.RegistrySetup, f views.Form) (*views.Step2Data, error) {
-	_, _, sec, err := h.Kube.SetupOf(ctx(c), st)
+	_, _, sec, err := h.Ops.SetupOf(ctx(c), st)
 	if err != nil {
 		return nil, err
 	}
-	chk, err := h.Kube.CheckCluster(ctx(c), "", []byte(sec.Kubeconfig), nil)
+	chk, err := h.Ops.CheckCluster(ctx(c), "", []byte(sec.Kubeconfig), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -256,13 +256,13 @@ func (h *Handlers) WizardRetry(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, p, sec, err := h.Kube.SetupOf(ctx(c), st)
+	j, p, sec, err := h.Ops.SetupOf(ctx(c), st)
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	in, f := step2Input(c, SealedStep1{Name: p.Name, Kubeconfig: sec.Kubeconfig, IsActive: p.IsActive})
 	in.KeepSecrets(sec)
-	_, err = h.Kube.RetrySetup(ctx(c), h.actor(c), st, *in)
+	_, err = h.Ops.RetrySetup(ctx(c), h.actor(c), st, *in)
 	if fe, msg, ok := h.refusal(c, err); ok {
 		f.Errors, f.Error = fe, msg
 		retry, err := h.retryForm(c, st, f)

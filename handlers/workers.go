@@ -33,11 +33,11 @@ func (h *Handlers) workersTab(c *fiber.Ctx, r *store.Region) (templ.Component, e
 	}
 	cctx, cancel := h.clusterCtx(c)
 	defer cancel()
-	found, err := h.Kube.Nodes.Nodes(cctx, r)
+	found, err := h.Ops.Nodes.Nodes(cctx, r)
 	if err == nil {
 		d.Nodes = nodesReport(found)
 		var capa *nodes.CapacityReport
-		if capa, err = h.Kube.Nodes.RegionCapacity(cctx, r, ""); err == nil {
+		if capa, err = h.Ops.Nodes.RegionCapacity(cctx, r, ""); err == nil {
 			d.Capacity = capacityOf(capa)
 		}
 	}
@@ -71,7 +71,7 @@ func (h *Handlers) APINodes(c *fiber.Ctx) error {
 	}
 	cctx, cancel := h.clusterCtx(c)
 	defer cancel()
-	rep, err := h.Kube.Nodes.Nodes(cctx, r)
+	rep, err := h.Ops.Nodes.Nodes(cctx, r)
 	if err != nil {
 		return h.clusterFailed(c, r, err)
 	}
@@ -88,7 +88,7 @@ func (h *Handlers) APICapacity(c *fiber.Ctx) error {
 	}
 	cctx, cancel := h.clusterCtx(c)
 	defer cancel()
-	rep, err := h.Kube.Nodes.RegionCapacity(cctx, r, "")
+	rep, err := h.Ops.Nodes.RegionCapacity(cctx, r, "")
 	if err != nil {
 		return h.clusterFailed(c, r, err)
 	}
@@ -106,7 +106,7 @@ func (h *Handlers) APISetWorkers(c *fiber.Ctx) error {
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.Nodes.SetWorkers(ctx(c), h.actor(c), r, in)
+	j, err := h.Ops.Nodes.SetWorkers(ctx(c), h.actor(c), r, in)
 	return h.Accepted(c, j, err)
 }
 
@@ -117,7 +117,7 @@ func (h *Handlers) APIRemoveWorker(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Kube.Nodes.RemoveWorker(ctx(c), h.actor(c), r, c.Params("node"))
+	j, err := h.Ops.Nodes.RemoveWorker(ctx(c), h.actor(c), r, c.Params("node"))
 	return h.Accepted(c, j, err)
 }
 
@@ -131,7 +131,7 @@ func (h *Handlers) APISetOvercommit(c *fiber.Ctx) error {
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	if err := h.Kube.Nodes.SetOvercommit(ctx(c), h.actor(c), r, in); err != nil {
+	if err := h.Ops.Nodes.SetOvercommit(ctx(c), h.actor(c), r, in); err != nil {
 		return h.Fail(c, err)
 	}
 	r, err = h.Store.RegionByID(ctx(c), r.ID)
@@ -159,7 +159,7 @@ func (h *Handlers) APINodeAction(action string) fiber.Handler {
 		if err := optionalBody(c, &in); err != nil {
 			return h.Fail(c, err)
 		}
-		j, err := h.Kube.Nodes.NodeAction(ctx(c), h.actor(c), r, action, c.Params("node"), in.TimeoutSeconds)
+		j, err := h.Ops.Nodes.NodeAction(ctx(c), h.actor(c), r, action, c.Params("node"), in.TimeoutSeconds)
 		return h.Accepted(c, j, err)
 	}
 }
@@ -172,7 +172,7 @@ func (h *Handlers) APIDeleteNode(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, d, err := h.Kube.Nodes.DeleteNode(ctx(c), h.actor(c), r, c.Params("node"))
+	j, d, err := h.Ops.Nodes.DeleteNode(ctx(c), h.actor(c), r, c.Params("node"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -192,7 +192,7 @@ func (h *Handlers) APINodeDeletePreflight(c *fiber.Ctx) error {
 	}
 	cctx, cancel := h.clusterCtx(c)
 	defer cancel()
-	d, found, err := h.Kube.Nodes.NodeDeletePreflight(cctx, r, c.Params("node"))
+	d, found, err := h.Ops.Nodes.NodeDeletePreflight(cctx, r, c.Params("node"))
 	if err != nil {
 		return h.clusterFailed(c, r, err)
 	}
@@ -215,7 +215,7 @@ func (h *Handlers) WorkersForm(c *fiber.Ctx) error {
 	if form, err := c.MultipartForm(); err == nil && len(selected) == 0 {
 		selected = form.Value["nodes"]
 	}
-	_, err = h.Kube.Nodes.SetWorkers(ctx(c), h.actor(c), r, nodes.WorkersInput{Nodes: &selected})
+	_, err = h.Ops.Nodes.SetWorkers(ctx(c), h.actor(c), r, nodes.WorkersInput{Nodes: &selected})
 	msg := "The dedicated workers are being labelled and tainted."
 	if len(selected) == 0 {
 		msg = "The dedicated workers are being cleared: projects run on every schedulable node."
@@ -247,7 +247,7 @@ func (h *Handlers) OvercommitForm(c *fiber.Ctx) error {
 	if len(errs) > 0 {
 		return h.formInvalid(c, r, "workers", vals, errs, "")
 	}
-	err = h.Kube.Nodes.SetOvercommit(ctx(c), h.actor(c), r, in)
+	err = h.Ops.Nodes.SetOvercommit(ctx(c), h.actor(c), r, in)
 	return h.formOutcome(c, r, "workers", vals, err, "Overcommit factors saved; the next deploys are admitted with them.")
 }
 
@@ -261,20 +261,20 @@ func (h *Handlers) NodeActionForm(c *fiber.Ctx) error {
 	node, action := c.Params("node"), c.Params("action")
 	switch action {
 	case "delete":
-		_, d, err := h.Kube.Nodes.DeleteNode(ctx(c), h.actor(c), r, node)
+		_, d, err := h.Ops.Nodes.DeleteNode(ctx(c), h.actor(c), r, node)
 		msg := "Node " + node + " is being drained and deleted."
 		if d.Warning != "" {
 			msg += " " + d.Warning
 		}
 		return h.formOutcome(c, r, "workers", nil, err, msg)
 	case "undedicate":
-		_, err := h.Kube.Nodes.RemoveWorker(ctx(c), h.actor(c), r, node)
+		_, err := h.Ops.Nodes.RemoveWorker(ctx(c), h.actor(c), r, node)
 		return h.formOutcome(c, r, "workers", nil, err, node+" is leaving the dedicated workers.")
 	}
 	a, ok := nodes.NodeActions[action]
 	if !ok {
 		return h.Fail(c, store.ErrNotFound)
 	}
-	_, err = h.Kube.Nodes.NodeAction(ctx(c), h.actor(c), r, action, node, 0)
+	_, err = h.Ops.Nodes.NodeAction(ctx(c), h.actor(c), r, action, node, 0)
 	return h.formOutcome(c, r, "workers", nil, err, a.Verb+" of "+node+" started.")
 }

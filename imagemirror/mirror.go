@@ -103,8 +103,3 @@ func Qualified(ref string) string {
 	}
 	return first + "/" + rest
 }
-
-// Under reports whether ref is pulled from the mirror (always, with no mirror).
-func Under(mirror, ref string) bool {
-	return Map(mirror, ref) == ref
-}

@@ -3,7 +3,6 @@ package kube
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -250,12 +249,4 @@ func ReadyCondition(o *unstructured.Unstructured) (bool, string) {
 		return m["status"] == "True", msg
 	}
 	return false, "no Ready condition reported yet"
-}
-
-// lowerFirst is used to splice a wait description into a sentence.
-func lowerFirst(s string) string {
-	if s == "" {
-		return s
-	}
-	return strings.ToLower(s[:1]) + s[1:]
 }

@@ -1,8 +1,6 @@
 package ops
 
 import (
-	"sort"
-
 	"runr.dev/console/kube"
 )
 
@@ -37,14 +35,4 @@ func (st *clusterLook) verdict(w kube.Workload) (bool, string) {
 	}
 	ready, detail := kube.OperatorResourceAvailable(o)
 	return ready, w.String() + ": " + detail
-}
-
-// workloadNames lists workloads for a log line.
-func workloadNames(ws []kube.Workload) []string {
-	out := make([]string, len(ws))
-	for i, w := range ws {
-		out[i] = w.String()
-	}
-	sort.Strings(out)
-	return out
 }

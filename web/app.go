@@ -88,7 +88,7 @@ func New(st *store.Store, cfg *config.Config, svc *ops.Service, log *slog.Logger
 	sm.Codec = &decodedSessions{next: sm.Codec}
 	sm.Store = &cachedSessions{next: sm.Store, cache: creds, codec: sm.Codec}
 	events := hub.New(st, log)
-	h := &handlers.Handlers{Store: st, Cfg: cfg, Sessions: sm, Kube: svc, Hub: events, Version: version, Log: log}
+	h := &handlers.Handlers{Store: st, Cfg: cfg, Sessions: sm, Ops: svc, Hub: events, Version: version, Log: log}
 	h.Init()
 	events.WatchLists(h.ListWatcher())
 	events.WatchRegionPages(h.RegionPagesWatcher())

@@ -3,7 +3,6 @@ package isolation
 import (
 	"slices"
 	"sort"
-	"strings"
 
 	"runr.dev/console/helm"
 )
@@ -185,18 +184,4 @@ func ShimObject(sh WasmShim) map[string]any {
 			"rolloutStrategy":          map[string]any{"type": "recreate"},
 		},
 	}
-}
-
-// distributionOf names a cluster's Kubernetes distribution from its kubelets' version
-// ("v1.33.4+k3s1"): k3s, rke2, else k8s.
-func distributionOf(kubeletVersions []string) string {
-	for _, v := range kubeletVersions {
-		switch {
-		case strings.Contains(v, "+k3s"):
-			return "k3s"
-		case strings.Contains(v, "+rke2"):
-			return "rke2"
-		}
-	}
-	return "k8s"
 }

@@ -94,16 +94,6 @@ type NodesReport struct {
 	CheckedAt        time.Time `json:"checked_at"`
 }
 
-// Node returns the view of a named node (nil when the cluster has none).
-func (r *NodesReport) Node(name string) *NodeView {
-	for i := range r.Nodes {
-		if r.Nodes[i].Name == name {
-			return &r.Nodes[i]
-		}
-	}
-	return nil
-}
-
 // clusterState is one read of what the Workers tab and the capacity need.
 type clusterState struct {
 	Nodes []corev1.Node
