@@ -13,6 +13,7 @@ import (
 
 	"runr.dev/console/ops"
 	"runr.dev/console/ops/data"
+	"runr.dev/console/ops/redis"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 	"runr.dev/console/web/webtest"
@@ -36,7 +37,7 @@ func dataRegion(t *testing.T, c *testcluster.Cluster, name string) (*webtest.Env
 	}
 	r := newRegion(t, e, tok, c, name, map[string]any{"redis_mode": "managed"})
 	mustSucceed(t, action(t, e, tok, r.ID, "install-knative", nil))
-	if rj, err := e.Store.LatestJob(ctx, r.ID, ops.KindRedisInstall); err == nil {
+	if rj, err := e.Store.LatestJob(ctx, r.ID, redis.KindRedisInstall); err == nil {
 		mustSucceed(t, e.WaitJob(rj.ID, 2*time.Minute))
 	}
 	r, _ = e.Store.RegionByName(ctx, name)

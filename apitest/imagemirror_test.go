@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/redis"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 )
@@ -32,7 +33,7 @@ func TestImageMirror(t *testing.T) {
 	mustSucceed(t, action(t, e, tok, r.ID, "install-knative", nil))
 	r, _ = e.Store.RegionByID(ctx, r.ID)
 	// The workloads this test moves exist: the managed Redis and the registry's.
-	if _, err := a.Client.AppsV1().Deployments(r.Name).Get(ctx, ops.RedisName, metav1.GetOptions{}); err != nil {
+	if _, err := a.Client.AppsV1().Deployments(r.Name).Get(ctx, redis.RedisName, metav1.GetOptions{}); err != nil {
 		t.Fatalf("managed Redis: %v", err)
 	}
 	if dss, _ := a.Client.AppsV1().DaemonSets(ops.RegistryNamespace).List(ctx, metav1.ListOptions{}); dss == nil || len(dss.Items) == 0 {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/redis"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 	"runr.dev/console/web/webtest"
@@ -204,10 +205,10 @@ func TestWizardToReadyServingAndRedis(t *testing.T) {
 	}
 
 	// Step 5: the managed Redis (queued by step 2) runs, and a PING from a pod works.
-	rj, _ := e.Store.LatestJob(ctx, r.ID, ops.KindRedisInstall)
+	rj, _ := e.Store.LatestJob(ctx, r.ID, redis.KindRedisInstall)
 	mustSucceed(t, e.WaitJob(rj.ID, time.Minute))
 	mustSucceed(t, action(t, e, tok, r.ID, "test-redis", nil))
-	if _, err := c.Client.AppsV1().Deployments("eu-2").Get(ctx, ops.RedisName, metav1.GetOptions{}); err != nil {
+	if _, err := c.Client.AppsV1().Deployments("eu-2").Get(ctx, redis.RedisName, metav1.GetOptions{}); err != nil {
 		t.Fatal("runr-redis must run in the project namespace")
 	}
 	// External Redis, then removal.
@@ -216,7 +217,7 @@ func TestWizardToReadyServingAndRedis(t *testing.T) {
 	if r.RedisMode != store.RedisExternal || r.RedisPassword != "REDIS-EXT-PW" {
 		t.Fatalf("external redis %s", r.RedisMode)
 	}
-	if _, err := c.Client.AppsV1().Deployments("eu-2").Get(ctx, ops.RedisName, metav1.GetOptions{}); err == nil {
+	if _, err := c.Client.AppsV1().Deployments("eu-2").Get(ctx, redis.RedisName, metav1.GetOptions{}); err == nil {
 		t.Fatal("the managed Redis goes when an external one is set")
 	}
 	if st, _ := e.Raw("DELETE", "/api/knative-regions/"+r.ID+"/redis", tok, ""); st != 202 {

@@ -14,6 +14,7 @@ import (
 	"runr.dev/console/handlers"
 	"runr.dev/console/ops"
 	"runr.dev/console/ops/nodes"
+	"runr.dev/console/ops/redis"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 )
@@ -92,7 +93,7 @@ func TestSetupZotOnPVC(t *testing.T) {
 	}
 	// The managed Redis was queued and runs.
 	r, _ := e.Store.RegionByName(ctx, "eu-2")
-	rj, err := e.Store.LatestJob(ctx, r.ID, ops.KindRedisInstall)
+	rj, err := e.Store.LatestJob(ctx, r.ID, redis.KindRedisInstall)
 	if err != nil {
 		t.Fatal("the managed Redis must be queued")
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/fasthttp/websocket"
 
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/redis"
 	"runr.dev/console/store"
 )
 
@@ -252,7 +252,7 @@ func seedHeldJob(ctx context.Context, st *store.Store) (*store.Job, error) {
 
 // holdJob writes a job (of no region yet) and holds its lease, before any console runs.
 func holdJob(ctx context.Context, st *store.Store) (*store.Job, error) {
-	j := &store.Job{Kind: ops.KindRedisTest, Title: "Test the Redis of eu-west-1", CreatedBy: "bench@example.com"}
+	j := &store.Job{Kind: redis.KindRedisTest, Title: "Test the Redis of eu-west-1", CreatedBy: "bench@example.com"}
 	if err := st.CreateJob(ctx, j, []store.JobStep{{Name: "ping", Title: "PING Redis from a pod"}}, ""); err != nil {
 		return nil, fmt.Errorf("create the job: %w", err)
 	}

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"runr.dev/console/apiclient"
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/redis"
 	"runr.dev/console/store"
 	"runr.dev/console/web/webtest"
 )
@@ -176,7 +176,7 @@ func TestCLIJobs(t *testing.T) {
 	// No runner yet: the job stays queued, and a cancel ends it at once.
 	out := mustCLI(t, "regions", "redis", "rm", "eu-2")
 	jobID := strings.Fields(out[strings.Index(out, "job ")+4:])[0]
-	if j, _ := e.Store.JobByID(ctx, jobID); j.Status != store.JobQueued || j.Kind != ops.KindRedisRemove {
+	if j, _ := e.Store.JobByID(ctx, jobID); j.Status != store.JobQueued || j.Kind != redis.KindRedisRemove {
 		t.Fatalf("queued job: %+v", j)
 	}
 	if out := mustCLI(t, "jobs", "cancel", jobID, "--wait"); !strings.Contains(out, "cancelled") {

@@ -4,6 +4,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/redis"
 )
 
 // APICompatibleVersions is GET /api/knative-regions/{id}/compatible-versions.
@@ -52,11 +53,11 @@ func (h *Handlers) APISetRedis(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	var in ops.RedisInput
+	var in redis.RedisInput
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.SetRedis(ctx(c), h.actor(c), r, in)
+	j, err := h.Ops.Redis.SetRedis(ctx(c), h.actor(c), r, in)
 	return h.Accepted(c, j, err)
 }
 
@@ -66,7 +67,7 @@ func (h *Handlers) APIDeleteRedis(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.RemoveRedis(ctx(c), h.actor(c), r)
+	j, err := h.Ops.Redis.RemoveRedis(ctx(c), h.actor(c), r)
 	return h.Accepted(c, j, err)
 }
 
@@ -76,6 +77,6 @@ func (h *Handlers) APITestRedis(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.TestRedis(ctx(c), h.actor(c), r)
+	j, err := h.Ops.Redis.TestRedis(ctx(c), h.actor(c), r)
 	return h.Accepted(c, j, err)
 }

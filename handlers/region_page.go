@@ -16,6 +16,7 @@ import (
 	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/nodes"
+	"runr.dev/console/ops/redis"
 	"runr.dev/console/ops/tenancy"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
@@ -27,7 +28,7 @@ var tabKinds = map[string][]string{
 	"registry":  {ops.KindRegistrySetup, ops.KindRegistryInstall, ops.KindRegistryRemove, ops.KindRegistryTest, ops.KindContainerdRestart},
 	"operator":  {ops.KindInstallOperator, ops.KindInstallKnative, ops.KindUninstallOperator},
 	"serving":   {ops.KindInstallServing, ops.KindInstallKnative, ops.KindUpgradeServing, ops.KindUninstallServing, ops.KindUninstallKnative},
-	"redis":     {ops.KindRedisInstall, ops.KindRedisRemove, ops.KindRedisTest},
+	"redis":     {redis.KindRedisInstall, redis.KindRedisRemove, redis.KindRedisTest},
 	"workers":   {nodes.KindApplyWorkers, ops.KindRegionInit},
 	"isolation": isolation.SandboxKinds,
 	"gpu":       gpu.GPUKinds,
@@ -395,8 +396,8 @@ func (h *Handlers) RedisForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	in := ops.RedisInput{Mode: store.RedisMode(c.FormValue("mode")), Address: strings.TrimSpace(c.FormValue("address")), Password: c.FormValue("password")}
-	_, err = h.Ops.SetRedis(ctx(c), h.actor(c), r, in)
+	in := redis.RedisInput{Mode: store.RedisMode(c.FormValue("mode")), Address: strings.TrimSpace(c.FormValue("address")), Password: c.FormValue("password")}
+	_, err = h.Ops.Redis.SetRedis(ctx(c), h.actor(c), r, in)
 	return h.formOutcome(c, r, "redis", map[string]string{"address": in.Address}, err, "")
 }
 
@@ -408,9 +409,9 @@ func (h *Handlers) RedisActionForm(c *fiber.Ctx) error {
 	}
 	switch c.Params("action") {
 	case "test":
-		_, err = h.Ops.TestRedis(ctx(c), h.actor(c), r)
+		_, err = h.Ops.Redis.TestRedis(ctx(c), h.actor(c), r)
 	case "delete":
-		_, err = h.Ops.RemoveRedis(ctx(c), h.actor(c), r)
+		_, err = h.Ops.Redis.RemoveRedis(ctx(c), h.actor(c), r)
 	default:
 		return h.Fail(c, store.ErrNotFound)
 	}

@@ -311,7 +311,7 @@ func (s *Service) demoForgetStream(ctx context.Context, jc *engine.JobContext, r
 		return engine.ErrSkip
 	}
 	stream := DemoStream(r)
-	return s.redisJob(ctx, jc, c, r, "runr-demo-forget", "delete "+stream+" and "+stream+":stats",
+	return s.Redis.Job(ctx, jc, c, r, "runr-demo-forget", "delete "+stream+" and "+stream+":stats",
 		`test "$(redis-cli -h "$HOST" -p "$PORT" --no-auth-warning -a "$REDIS_PASSWORD" DEL "$STREAM" "$STREAM:stats")" -ge 0`,
 		map[string]string{"STREAM": stream})
 }

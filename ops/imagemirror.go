@@ -20,6 +20,7 @@ import (
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/problem"
+	"runr.dev/console/ops/redis"
 	"runr.dev/console/store"
 )
 
@@ -260,15 +261,15 @@ func (s *Service) redisDrift(ctx context.Context, c *kube.Cluster, t *reconcileT
 		if r.RedisMode != store.RedisManaged {
 			continue
 		}
-		dep, err := c.Clientset.AppsV1().Deployments(r.Name).Get(ctx, RedisName, metav1.GetOptions{})
+		dep, err := c.Clientset.AppsV1().Deployments(r.Name).Get(ctx, redis.RedisName, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			continue
 		} else if err != nil {
-			return nil, fmt.Errorf("read Deployment %s/%s: %w", r.Name, RedisName, err)
+			return nil, fmt.Errorf("read Deployment %s/%s: %w", r.Name, redis.RedisName, err)
 		}
 		for _, ct := range dep.Spec.Template.Spec.Containers {
 			if ct.Name == "redis" && ct.Image != want {
-				out = append(out, ownHelper{kind: "Deployment", namespace: r.Name, name: RedisName, container: "redis", image: want, current: ct.Image})
+				out = append(out, ownHelper{kind: "Deployment", namespace: r.Name, name: redis.RedisName, container: "redis", image: want, current: ct.Image})
 			}
 		}
 	}

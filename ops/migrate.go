@@ -178,7 +178,7 @@ func (s *Service) moveServices(ctx context.Context, jc *engine.JobContext) error
 		return err
 	}
 	if redis, _ := r.MigrationDetail.V.Had["redis"].(bool); redis {
-		s.tolerate(ctx, jc, r, "managed Redis", func() error { return s.installManagedRedis(ctx, jc, c, r) })
+		s.tolerate(ctx, jc, r, "managed Redis", func() error { return s.Redis.InstallManaged(ctx, jc, c, r) })
 	} else if r.RedisMode == store.RedisExternal {
 		jc.Logf("The external Redis keeps its address %s", r.RedisAddress)
 	}

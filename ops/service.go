@@ -20,6 +20,7 @@ import (
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/nodes"
+	"runr.dev/console/ops/redis"
 	"runr.dev/console/ops/tenancy"
 	"runr.dev/console/store"
 )
@@ -50,6 +51,8 @@ type Service struct {
 	Nodes *nodes.Service
 	// Tenancy is the tenancy module.
 	Tenancy *tenancy.Service
+	// Redis is the region's Redis.
+	Redis *redis.Service
 }
 
 // NewService builds the cluster side of the console.

@@ -14,6 +14,7 @@ import (
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/problem"
+	"runr.dev/console/ops/redis"
 	"runr.dev/console/store"
 )
 
@@ -336,11 +337,11 @@ func (s *Service) setupRedis(p SetupParams) func(ctx context.Context, jc *engine
 		if err != nil {
 			return err
 		}
-		if j, err := s.Store.ActiveJob(ctx, r.ID, KindRedisInstall); err == nil {
+		if j, err := s.Store.ActiveJob(ctx, r.ID, redis.KindRedisInstall); err == nil {
 			jc.Note("The managed Redis is queued (job %s)", j.ID)
 			return nil
 		}
-		j, err := s.enqueueRedisInstall(ctx, r, jc.Job.CreatedBy)
+		j, err := s.Redis.EnqueueInstall(ctx, r, jc.Job.CreatedBy)
 		if err != nil {
 			return err
 		}
@@ -940,7 +941,7 @@ func (s *Service) prepareRegion(ctx context.Context, actor kit.Actor, r *store.R
 		jobs["registry"] = j.ID
 	}
 	if p.RedisMode == store.RedisManaged {
-		j, err := s.enqueueRedisInstall(ctx, r, actor.Email)
+		j, err := s.Redis.EnqueueInstall(ctx, r, actor.Email)
 		if err != nil {
 			return jobs, err
 		}

@@ -21,6 +21,7 @@ import (
 	"runr.dev/console/helm"
 	"runr.dev/console/kube"
 	"runr.dev/console/ops/data"
+	"runr.dev/console/ops/redis"
 	"runr.dev/console/store"
 )
 
@@ -88,10 +89,10 @@ func (s *Service) observe(ctx context.Context, r *store.Region) *clusterLook {
 			return st
 		}
 	}
-	redis, err := c.Clientset.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + RedisName})
+	managed, err := c.Clientset.AppsV1().Deployments("").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + redis.RedisName})
 	if err == nil {
-		for i := range redis.Items {
-			st.deployments[key(redis.Items[i].Namespace, RedisName)] = &redis.Items[i]
+		for i := range managed.Items {
+			st.deployments[key(managed.Items[i].Namespace, redis.RedisName)] = &managed.Items[i]
 		}
 	}
 	if svc, err := c.Clientset.CoreV1().Services(r.ServingNamespace).Get(ctx, TraefikRelease, metav1.GetOptions{}); err == nil {
@@ -265,7 +266,7 @@ func (s *Service) components(r *store.Region, st *clusterLook) []componentCheck 
 	}
 	switch {
 	case r.RedisMode == store.RedisManaged && r.RedisStatus == store.ComponentReady:
-		ok, d := st.deployment(r.Name, RedisName)
+		ok, d := st.deployment(r.Name, redis.RedisName)
 		add("redis", ok, d)
 	case r.RedisMode == store.RedisManaged && r.RedisStatus == store.ComponentError:
 		failed("redis", r.RedisMessage)

@@ -14,6 +14,7 @@ import (
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/problem"
+	"runr.dev/console/ops/redis"
 	"runr.dev/console/store"
 	"runr.dev/console/store/storetest"
 )
@@ -63,7 +64,7 @@ func invalidOn(t *testing.T, err error, field string) {
 func TestUseCaseRefusals(t *testing.T) {
 	s, r := useCases(t)
 	ctx := context.Background()
-	_, err := s.TestRedis(ctx, actor, r)
+	_, err := s.Redis.TestRedis(ctx, actor, r)
 	refusedWith(t, err, "", "no Redis to test")
 	_, err = s.RemoveRegistry(ctx, actor, r)
 	refusedWith(t, err, "", "no registry")
@@ -90,7 +91,7 @@ func TestUseCaseRefusals(t *testing.T) {
 	_, err = s.StartMigration(ctx, actor, &moved, ops.MigrateInput{DataLocation: "us"})
 	refusedWith(t, err, "data_location", "stays in eu")
 	invalidOn(t, s.SetBaseDomain(ctx, actor, "https://example.com"), "base_domain")
-	_, err = s.SetRedis(ctx, actor, r, ops.RedisInput{Mode: store.RedisExternal, Address: "redis"})
+	_, err = s.Redis.SetRedis(ctx, actor, r, redis.RedisInput{Mode: store.RedisExternal, Address: "redis"})
 	invalidOn(t, err, "address")
 	invalidOn(t, s.Nodes.SetOvercommit(ctx, actor, r, nodes.OvercommitInput{}), "faas_cpu_overcommit")
 	_, err = s.Nodes.SetWorkers(ctx, actor, r, nodes.WorkersInput{})

@@ -4,7 +4,6 @@ import (
 	"net"
 	"net/url"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -128,7 +127,7 @@ func (in *SetupInput) validate() map[string]string {
 	switch in.RedisMode {
 	case "", store.RedisManaged, store.RedisNone:
 	case store.RedisExternal:
-		if m := validateHostPort(in.RedisAddress); m != "" {
+		if m := kit.ValidateHostPort(in.RedisAddress); m != "" {
 			errs["redis_address"] = m
 		}
 	default:
@@ -144,18 +143,6 @@ func (in *SetupInput) validate() map[string]string {
 		errs["data_location"] = m
 	}
 	return errs
-}
-
-// validateHostPort checks an address given as host:port.
-func validateHostPort(a string) string {
-	host, port, err := net.SplitHostPort(a)
-	if err != nil || host == "" {
-		return "Give the address as host:port, e.g. redis.example.com:6379."
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return "The port must be a number from 1 to 65535."
-	}
-	return ""
 }
 
 // validNamespace returns the namespace to use ("" is def), or why ns is not one.

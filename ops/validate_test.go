@@ -88,7 +88,7 @@ func TestValidateHostPort(t *testing.T) {
 		{"redis:x", "1 to 65535"},
 	} {
 		t.Run(tc.addr, func(t *testing.T) {
-			if got := validateHostPort(tc.addr); !contains(got, tc.want) {
+			if got := kit.ValidateHostPort(tc.addr); !contains(got, tc.want) {
 				t.Fatalf("%q: %q, want %q", tc.addr, got, tc.want)
 			}
 		})

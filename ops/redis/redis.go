@@ -1,4 +1,4 @@
-package ops
+package redis
 
 import (
 	"context"
@@ -33,8 +33,8 @@ type RedisParams struct {
 	Address string          `json:"address,omitempty"`
 }
 
-// enqueueRedisInstall queues the managed Redis of a region.
-func (s *Service) enqueueRedisInstall(ctx context.Context, r *store.Region, by string) (*store.Job, error) {
+// EnqueueInstall queues the managed Redis of a region.
+func (s *Service) EnqueueInstall(ctx context.Context, r *store.Region, by string) (*store.Job, error) {
 	return s.Enqueue(ctx, engine.Request{Kind: KindRedisInstall, Title: "Install the managed Redis of " + r.Name, Subject: r.ID,
 		Params: RedisParams{Mode: store.RedisManaged}, CreatedBy: by})
 }
@@ -51,7 +51,7 @@ func (s *Service) SetRedis(ctx context.Context, actor kit.Actor, r *store.Region
 	switch in.Mode {
 	case store.RedisManaged:
 	case store.RedisExternal:
-		if m := validateHostPort(in.Address); m != "" {
+		if m := kit.ValidateHostPort(in.Address); m != "" {
 			return nil, &problem.Invalid{Fields: map[string]string{"address": m}}
 		}
 	default:
@@ -74,7 +74,7 @@ func (s *Service) TestRedis(ctx context.Context, actor kit.Actor, r *store.Regio
 	return s.Enqueue(ctx, engine.Request{Kind: KindRedisTest, Title: "Test the Redis of " + r.Name, Subject: r.ID, CreatedBy: actor.Email})
 }
 
-func (s *Service) registerRedisKinds() {
+func (s *Service) registerKinds() {
 	s.Engine.Register(&engine.Kind{
 		Name: KindRedisInstall,
 		Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
@@ -95,7 +95,7 @@ func (s *Service) registerRedisKinds() {
 						jc.Note("External Redis at %s", p.Address)
 						return s.Store.UpdateRedis(ctx, r.ID, store.RedisUpdate{Mode: store.Ptr(store.RedisExternal), Status: store.Ptr(store.ComponentReady), Address: store.Ptr(p.Address), Password: store.Ptr(jc.Secret), Message: store.Ptr("")})
 					}
-					return s.installManagedRedis(ctx, jc, c, r)
+					return s.InstallManaged(ctx, jc, c, r)
 				}},
 			}, nil
 		},
@@ -135,7 +135,7 @@ func (s *Service) registerRedisKinds() {
 	})
 }
 
-func (s *Service) installManagedRedis(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
+func (s *Service) InstallManaged(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
 	s.Record(s.Store.UpdateRedis(ctx, jc.Job.Region(), store.RedisUpdate{Status: store.Ptr(store.ComponentInstalling), Mode: store.Ptr(store.RedisManaged), Message: store.Ptr("")}))
 	ns := r.Name
 	if _, err := kit.EnsureNamespace(ctx, jc, c, ns, map[string]string{"runr.dev/region": r.Name}); err != nil {
@@ -200,14 +200,14 @@ func deleteManagedRedis(ctx context.Context, c *kube.Cluster, ns string) error {
 
 // redisPing runs redis-cli PING from a pod in the cluster (a Job) and reads its result.
 func (s *Service) redisPing(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
-	return s.redisJob(ctx, jc, c, r, "runr-redis-ping", "PING "+r.RedisAddress,
+	return s.Job(ctx, jc, c, r, "runr-redis-ping", "PING "+r.RedisAddress,
 		`test "$(redis-cli -h "$HOST" -p "$PORT" --no-auth-warning -a "$REDIS_PASSWORD" PING)" = PONG`, nil)
 }
 
-// redisJob runs a redis-cli script against the region's Redis from a pod in the cluster
+// Job runs a redis-cli script against the region's Redis from a pod in the cluster
 // (the Job name, replacing one left before) and waits for it to succeed. The script gets
 // HOST, PORT, REDIS_PASSWORD (from a Secret) and env.
-func (s *Service) redisJob(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region, name, what, script string, env map[string]string) error {
+func (s *Service) Job(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region, name, what, script string, env map[string]string) error {
 	if r.RedisAddress == "" {
 		return fmt.Errorf("the region has no Redis address: install the managed Redis or set an external one first")
 	}
