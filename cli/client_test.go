@@ -276,3 +276,13 @@ func TestCLIProgressOnTerminal(t *testing.T) {
 		}
 	}
 }
+
+// A bad number in --set says what to give, not Go's parser error.
+func TestSetBodiesRefuseBadNumbersInWords(t *testing.T) {
+	for _, kv := range []string{"request_timeout=abc", "faas_cpu_overcommit=lots"} {
+		_, _, err := setBodies([]string{kv})
+		if err == nil || strings.Contains(err.Error(), "strconv") || !strings.Contains(err.Error(), "e.g.") {
+			t.Fatalf("--set %s: %v", kv, err)
+		}
+	}
+}

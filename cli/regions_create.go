@@ -196,7 +196,7 @@ func setBodies(pairs []string) (region, overcommit map[string]any, err error) {
 		case "request_timeout":
 			n, err := strconv.Atoi(v)
 			if err != nil {
-				return nil, nil, fmt.Errorf("--set request_timeout=%s: a number of seconds: %w", v, err)
+				return nil, nil, fmt.Errorf("--set request_timeout=%s: give a whole number of seconds, e.g. request_timeout=300", v)
 			}
 			region[k] = n
 		case "ingress_trusted_ips":
@@ -212,7 +212,7 @@ func setBodies(pairs []string) (region, overcommit map[string]any, err error) {
 		default:
 			f, err := strconv.ParseFloat(v, 64)
 			if err != nil {
-				return nil, nil, fmt.Errorf("--set %s=%s: a number: %w", k, v, err)
+				return nil, nil, fmt.Errorf("--set %s=%s: give a number, e.g. %s=1.5", k, v, k)
 			}
 			overcommit[k] = f
 		}

@@ -364,7 +364,7 @@ func regionPage(t *testing.T, b *browser, c *console, regionID, name string) {
 		if got := b.text("[data-testid=region-status]"); got != st {
 			t.Fatalf("the region's status badge: %q, want %s", got, st)
 		}
-		b.expectJobSucceeds("Region " + name + " is " + st)
+		b.expectJobSucceeds("Set the status of region " + name + " to " + st)
 		if st == "maintenance" {
 			b.shot("maintenance")
 		}

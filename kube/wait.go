@@ -39,7 +39,11 @@ func DeploymentReady(d *appsv1.Deployment) (bool, string) {
 		want = *d.Spec.Replicas
 	}
 	st := d.Status
-	detail := fmt.Sprintf("%d/%d replicas available", st.AvailableReplicas, want)
+	detail := fmt.Sprintf("%d of %d replicas available", min(st.AvailableReplicas, want), want)
+	if old := st.Replicas - st.UpdatedReplicas; st.Replicas > want && old > 0 {
+		// A rollout: old replicas still run beside the new ones.
+		detail += fmt.Sprintf(" (rollout: %d old replica(s) still stopping)", old)
+	}
 	if st.ObservedGeneration < d.Generation {
 		return false, "rollout not observed yet"
 	}
