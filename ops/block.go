@@ -88,7 +88,7 @@ func (s *Service) applyBlock(ctx context.Context, jc *engine.JobContext, c *kube
 			return err
 		}
 	}
-	jc.Note("Region %s is %s: requests to %s get the status responder's answer", r.Name, r.Status, strings.Join(hosts, ", "))
+	jc.Note("Region %s has status %s: requests to %s get the status responder's answer", r.Name, r.Status, strings.Join(hosts, ", "))
 	return nil
 }
 
