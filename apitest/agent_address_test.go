@@ -9,7 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"runr.dev/console/config"
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/observability"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 )
@@ -34,7 +34,7 @@ func TestAgentNeedsAnAddress(t *testing.T) {
 	if j.Status != store.JobFailed || !strings.Contains(j.Error, "agent_ws_url") || !strings.Contains(j.Error, "RUNR_APP_URL") {
 		t.Fatalf("install without an agent address: %s %q, want failed naming the settings", j.Status, j.Error)
 	}
-	if _, err := c.Client.AppsV1().Deployments(ops.ObservabilityNamespace).Get(ctx, ops.AgentName, metav1.GetOptions{}); err == nil {
+	if _, err := c.Client.AppsV1().Deployments(observability.ObservabilityNamespace).Get(ctx, observability.AgentName, metav1.GetOptions{}); err == nil {
 		t.Fatal("an agent without an address was installed")
 	}
 
@@ -48,7 +48,7 @@ func TestAgentNeedsAnAddress(t *testing.T) {
 	if j = e.WaitJob(j.ID, 3*time.Minute); j.Status != store.JobSucceeded {
 		t.Fatalf("retry with an address: %s %s", j.Status, j.Error)
 	}
-	d, err := c.Client.AppsV1().Deployments(ops.ObservabilityNamespace).Get(ctx, ops.AgentName, metav1.GetOptions{})
+	d, err := c.Client.AppsV1().Deployments(observability.ObservabilityNamespace).Get(ctx, observability.AgentName, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/redis"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
@@ -107,7 +108,7 @@ func foreignImages(t *testing.T, c *testcluster.Cluster, r *store.Region, mirror
 			}
 		}
 	}
-	for _, ns := range []string{ops.RegistryNamespace, ops.ObservabilityNamespace, "knative-operator", "knative-serving", r.Name} {
+	for _, ns := range []string{ops.RegistryNamespace, observability.ObservabilityNamespace, "knative-operator", "knative-serving", r.Name} {
 		ds, err := c.Client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/redis"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
@@ -138,7 +139,7 @@ func TestWizardToReadyServingAndRedis(t *testing.T) {
 			t.Errorf("StatefulSet %s: %v", n, err)
 		}
 	}
-	if _, err := c.Client.SchedulingV1().PriorityClasses().Get(ctx, ops.PriorityClassName, metav1.GetOptions{}); err != nil {
+	if _, err := c.Client.SchedulingV1().PriorityClasses().Get(ctx, observability.PriorityClassName, metav1.GetOptions{}); err != nil {
 		t.Error("PriorityClass observability-critical must exist")
 	}
 	// The chart's own budget protects exactly Prometheus, and no DaemonSet pod. Loki (one
@@ -184,7 +185,7 @@ func TestWizardToReadyServingAndRedis(t *testing.T) {
 	if _, err := c.Client.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, []byte(`{"spec":{"unschedulable":false}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	sec, err := c.Client.CoreV1().Secrets("observability").Get(ctx, ops.AgentSecret, metav1.GetOptions{})
+	sec, err := c.Client.CoreV1().Secrets("observability").Get(ctx, observability.AgentSecret, metav1.GetOptions{})
 	if err != nil || string(sec.Data["token"]) != r.AgentToken {
 		t.Fatalf("agent token Secret: %v", err)
 	}
@@ -379,7 +380,7 @@ func TestUninstallOrderAndExistingMonitoring(t *testing.T) {
 		t.Fatalf("after uninstall: serving %s operator %s", r.ServingStatus, r.OperatorStatus)
 	}
 	// Prometheus stays running for others: the agent and tracing stay.
-	if _, err := c.Client.AppsV1().Deployments("observability").Get(ctx, ops.AgentName, metav1.GetOptions{}); err != nil {
+	if _, err := c.Client.AppsV1().Deployments("observability").Get(ctx, observability.AgentName, metav1.GetOptions{}); err != nil {
 		t.Fatal("the runr-agent stays after uninstall-serving")
 	}
 }

@@ -20,7 +20,7 @@ import (
 	"runr.dev/console/agent"
 	"runr.dev/console/config"
 	"runr.dev/console/kube"
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/observability"
 	"runr.dev/console/store"
 	"runr.dev/console/store/storetest"
 	"runr.dev/console/testcluster"
@@ -129,7 +129,7 @@ func TestAgentReportsAndReconnects(t *testing.T) {
 	}
 	kc := filepath.Join(t.TempDir(), "kubeconfig")
 	os.WriteFile(kc, c.Kubeconfig(), 0o600)
-	agentURL := "ws://" + p.addr + ops.AgentPath
+	agentURL := "ws://" + p.addr + observability.AgentPath
 	ag := exec.Command(runrBinary(t), "agent", "--kubeconfig", kc, "--url", agentURL, "--token", r.AgentToken, "--region", "agent", "--interval", "1s")
 	ag.Env = append(os.Environ(), "RUNR_LOG_LEVEL=debug")
 	ag.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -212,7 +212,7 @@ func TestAgentReportsAndReconnects(t *testing.T) {
 	}
 
 	// Another host than the console's gets 400 on the internal API.
-	req, _ := http.NewRequest("GET", "http://"+p.addr+ops.AgentPath, nil)
+	req, _ := http.NewRequest("GET", "http://"+p.addr+observability.AgentPath, nil)
 	req.Host = "evil.example.com"
 	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 400 {
 		t.Fatalf("foreign host: %v %v", resp, err)
@@ -261,7 +261,7 @@ func TestAgentReplacementStaysConnected(t *testing.T) {
 	e := console(t, nil)
 	_, tok := e.User("owner")
 	r := newRegion(t, e, tok, c, "swap", nil)
-	url := "ws" + strings.TrimPrefix(e.Listen(), "http") + ops.AgentPath
+	url := "ws" + strings.TrimPrefix(e.Listen(), "http") + observability.AgentPath
 	h := http.Header{}
 	h.Set("Authorization", "Bearer "+r.AgentToken)
 	state := func() store.ComponentStatus {

@@ -15,12 +15,13 @@ import (
 	"runr.dev/console/helm"
 	"runr.dev/console/kube"
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/observability"
 	"runr.dev/console/testcluster"
 )
 
 // servingReleases are the Helm releases install-serving makes (the KnativeServing, the
 // agent and the console's own objects are not Helm releases).
-var servingReleases = map[string]bool{ops.TraefikRelease: true, ops.PrometheusRelease: true, ops.LokiRelease: true, ops.TempoRelease: true, ops.OtelRelease: true}
+var servingReleases = map[string]bool{ops.TraefikRelease: true, observability.PrometheusRelease: true, observability.LokiRelease: true, observability.TempoRelease: true, observability.OtelRelease: true}
 
 // helmBaseline reads the releases install-serving made on a cluster (their charts' names
 // and versions and their values, as Helm stored them), loads the same charts from the
@@ -73,10 +74,10 @@ func helmBaseline(from *testcluster.Cluster, mirror string) (time.Duration, []st
 	}
 	var names []string
 	start := time.Now()
-	// The charts' pods ask for the console's PriorityClass (ops.LokiValues and the
+	// The charts' pods ask for the console's PriorityClass (observability.LokiValues and the
 	// others), which the console creates before its first release: without it they are
 	// refused and --wait never ends.
-	if err := copyPriorityClass(ctx, src, dst, ops.PriorityClassName); err != nil {
+	if err := copyPriorityClass(ctx, src, dst, observability.PriorityClassName); err != nil {
 		return 0, nil, err
 	}
 	for i, r := range rels {

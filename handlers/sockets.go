@@ -444,7 +444,7 @@ func (h *Handlers) AgentSocket() fiber.Handler {
 		log := h.Log.With("regions", names)
 		ctx := context.Background()
 		seen := func(status store.ComponentStatus, at time.Time) {
-			if err := h.Ops.AgentSeen(ctx, ids, status, at); err != nil {
+			if err := h.Ops.Observability.AgentSeen(ctx, ids, status, at); err != nil {
 				log.Warn("agent: last seen", "err", err)
 			}
 		}
@@ -453,7 +453,7 @@ func (h *Handlers) AgentSocket() fiber.Handler {
 		seen(store.ComponentConnected, connectedAt)
 		log.Info("agent connected")
 		defer func() {
-			if err := h.Ops.AgentGone(ctx, ids, connectedAt); err != nil {
+			if err := h.Ops.Observability.AgentGone(ctx, ids, connectedAt); err != nil {
 				log.Warn("agent: disconnected", "err", err)
 			}
 			log.Info("agent disconnected")
@@ -476,7 +476,7 @@ func (h *Handlers) AgentSocket() fiber.Handler {
 				log.Warn("agent: bad message", "err", err)
 				continue
 			}
-			if err := h.Ops.RecordAgentReport(ctx, ids, m); err != nil {
+			if err := h.Ops.Observability.RecordAgentReport(ctx, ids, m); err != nil {
 				log.Warn("agent: store", "type", m.Type, "err", err)
 			}
 			if time.Since(last) > 10*time.Second {

@@ -157,9 +157,9 @@ func (s *Service) applyAlias(ctx context.Context, jc *engine.JobContext, c *kube
 				"replicas": 2,
 				"selector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": AliasName}},
 				"template": map[string]any{"metadata": map[string]any{"labels": labels}, "spec": map[string]any{
-					"securityContext": unprivilegedPod(),
+					"securityContext": kit.UnprivilegedPod(),
 					"containers": []any{map[string]any{
-						"name": "alias", "image": image, "securityContext": unprivilegedContainer(),
+						"name": "alias", "image": image, "securityContext": kit.UnprivilegedContainer(),
 						"args":      []any{"domain-alias", "--from", target, "--to", r.Settings.V.KnativeDomain, "--upstream", upstream},
 						"ports":     []any{map[string]any{"name": "http", "containerPort": 8080}},
 						"resources": map[string]any{"requests": map[string]any{"cpu": "10m", "memory": "32Mi"}, "limits": map[string]any{"memory": "128Mi"}},

@@ -12,6 +12,7 @@ import (
 
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
 )
 
@@ -104,9 +105,9 @@ func (s *Service) ensureResponder(ctx context.Context, jc *engine.JobContext, c 
 				"replicas": 1,
 				"selector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": ResponderName}},
 				"template": map[string]any{"metadata": map[string]any{"labels": labels}, "spec": map[string]any{
-					"securityContext": unprivilegedPod(),
+					"securityContext": kit.UnprivilegedPod(),
 					"containers": []any{map[string]any{
-						"name": "responder", "image": image, "args": []any{"responder"}, "securityContext": unprivilegedContainer(),
+						"name": "responder", "image": image, "args": []any{"responder"}, "securityContext": kit.UnprivilegedContainer(),
 						"ports":     []any{map[string]any{"name": "http", "containerPort": 8080}},
 						"resources": map[string]any{"requests": map[string]any{"cpu": "10m", "memory": "16Mi"}, "limits": map[string]any{"memory": "64Mi"}},
 					}},

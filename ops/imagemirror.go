@@ -19,6 +19,7 @@ import (
 	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/ops/redis"
 	"runr.dev/console/store"
@@ -122,14 +123,14 @@ const ReconcileImageMirror = "image-mirror"
 
 // mirroredCharts are the charts the console installs, by name, for re-rendering a release
 // at its own chart version.
-var mirroredCharts = []helm.ChartRef{ChartZot, ChartTraefik, ChartKnativeOperator, ChartPrometheus, ChartLoki, ChartOtelCollector,
-	ChartTempo, data.ChartCloudNativePG, data.ChartSeaweedFS, gpu.ChartGPUOperator, gpu.ChartDevicePlugin, isolation.ChartKataDeploy, isolation.ChartRuntimeClassManager,
+var mirroredCharts = []helm.ChartRef{ChartZot, ChartTraefik, ChartKnativeOperator, observability.ChartPrometheus, observability.ChartLoki, observability.ChartOtelCollector,
+	observability.ChartTempo, data.ChartCloudNativePG, data.ChartSeaweedFS, gpu.ChartGPUOperator, gpu.ChartDevicePlugin, isolation.ChartKataDeploy, isolation.ChartRuntimeClassManager,
 	admission.ChartPolicyController}
 
 // mirroredNamespaces are the namespaces of a target's cluster where the console installs
 // Helm releases.
 func mirroredNamespaces(t *reconcileTarget) []string {
-	nss := []string{RegistryNamespace, ObservabilityNamespace, isolation.SandboxNamespace, data.DataNamespace, data.CNPGNamespace, admission.CosignNamespace, gpu.GPUNamespace}
+	nss := []string{RegistryNamespace, observability.ObservabilityNamespace, isolation.SandboxNamespace, data.DataNamespace, data.CNPGNamespace, admission.CosignNamespace, gpu.GPUNamespace}
 	seen := map[string]bool{}
 	for _, ns := range nss {
 		seen[ns] = true
@@ -195,11 +196,11 @@ func (s *Service) readMirrorDrift(ctx context.Context, c *kube.Cluster, t *recon
 		return nil, err
 	}
 	d.helpers = append(d.helpers, redis...)
-	agent, err := c.Clientset.AppsV1().Deployments(ObservabilityNamespace).Get(ctx, AgentName, metav1.GetOptions{})
+	agent, err := c.Clientset.AppsV1().Deployments(observability.ObservabilityNamespace).Get(ctx, observability.AgentName, metav1.GetOptions{})
 	if err == nil && len(agent.Spec.Template.Spec.Containers) > 0 {
 		d.agent = agent.Spec.Template.Spec.Containers[0].Image != imagemirror.Map(m, s.Cfg.AgentImage)
 	} else if err != nil && !apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("read Deployment %s/%s: %w", ObservabilityNamespace, AgentName, err)
+		return nil, fmt.Errorf("read Deployment %s/%s: %w", observability.ObservabilityNamespace, observability.AgentName, err)
 	}
 	return d, nil
 }
@@ -320,7 +321,7 @@ func (s *Service) applyImageMirror(ctx context.Context, jc *engine.JobContext, c
 		jc.Note("KnativeServing %s/%s pulls Knative's images through %s", t.Region.ServingNamespace, KnativeServingName, kit.OrV(d.mirror, "their own registries"))
 	}
 	if d.agent {
-		if err := s.installAgent(ctx, jc, c, &t.Region); err != nil {
+		if err := s.Observability.InstallAgent(ctx, jc, c, &t.Region); err != nil {
 			return err
 		}
 	}

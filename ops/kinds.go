@@ -6,12 +6,14 @@ import (
 	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/nodes"
+	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/redis"
 	"runr.dev/console/ops/tenancy"
 )
 
 // registerKinds registers every kind of job the console runs.
 func (s *Service) registerKinds() {
+	s.Observability = &observability.Service{Kit: s.Kit}
 	s.registerSetupKinds()
 	s.Redis = redis.New(s.Kit)
 	s.registerRegionKinds()

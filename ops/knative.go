@@ -671,17 +671,17 @@ func (s *Service) servingAddress(ctx context.Context, jc *engine.JobContext, r *
 
 // servingPrometheus is the step "prometheus" (Prometheus) of servingSteps.
 func (s *Service) servingPrometheus(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
-	return s.component(ctx, jc, r, "prometheus", func() error { return s.installPrometheus(ctx, jc, c, r) })
+	return s.component(ctx, jc, r, "prometheus", func() error { return s.Observability.InstallPrometheus(ctx, jc, c, r) })
 }
 
 // servingLoki is the step "loki" (Loki) of servingSteps.
 func (s *Service) servingLoki(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
-	return s.component(ctx, jc, r, "loki", func() error { return s.installLoki(ctx, jc, c, r) })
+	return s.component(ctx, jc, r, "loki", func() error { return s.Observability.InstallLoki(ctx, jc, c, r) })
 }
 
 // servingAgent is the step "agent" (runr-agent) of servingSteps.
 func (s *Service) servingAgent(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
-	return s.component(ctx, jc, r, "agent", func() error { return s.installAgent(ctx, jc, c, r) })
+	return s.component(ctx, jc, r, "agent", func() error { return s.Observability.InstallAgent(ctx, jc, c, r) })
 }
 
 // servingTracing is the step "tracing" (Tracing backend) of servingSteps.
@@ -690,7 +690,7 @@ func (s *Service) servingTracing(ctx context.Context, jc *engine.JobContext, r *
 		jc.Logf("Tracing is off (RUNR_TRACING_DEFAULT_MODE=off): the tracing backend is not installed")
 		return nil
 	}
-	return s.component(ctx, jc, r, "tracing", func() error { return s.installTracing(ctx, jc, c) })
+	return s.component(ctx, jc, r, "tracing", func() error { return s.Observability.InstallTracing(ctx, jc, c) })
 }
 
 // servingRecord is the step "record" (Record the region) of servingSteps.

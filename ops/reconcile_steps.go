@@ -21,6 +21,7 @@ import (
 	"runr.dev/console/kube"
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/observability"
 	"runr.dev/console/store"
 )
 
@@ -223,8 +224,8 @@ func (s *Service) applyStatusBlock(ctx context.Context, jc *engine.JobContext, c
 // tracingReleases are the tracing backend's releases with this release's charts and values.
 func (s *Service) tracingReleases() []kit.Release {
 	return []kit.Release{
-		{Namespace: ObservabilityNamespace, Name: TempoRelease, Chart: ChartTempo, Values: TempoValues(s.Cfg.TracingRetentionHours)},
-		{Namespace: ObservabilityNamespace, Name: OtelRelease, Chart: ChartOtelCollector, Values: OtelValues()},
+		{Namespace: observability.ObservabilityNamespace, Name: observability.TempoRelease, Chart: observability.ChartTempo, Values: observability.TempoValues(s.Cfg.TracingRetentionHours)},
+		{Namespace: observability.ObservabilityNamespace, Name: observability.OtelRelease, Chart: observability.ChartOtelCollector, Values: observability.OtelValues()},
 	}
 }
 
@@ -249,10 +250,10 @@ func (s *Service) checkTracing(_ context.Context, c *kube.Cluster, _ *reconcileT
 
 // applyTracing installs or updates the tracing backend and records it on the cluster's regions.
 func (s *Service) applyTracing(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, t *reconcileTarget) error {
-	if err := s.installTracing(ctx, jc, c); err != nil {
+	if err := s.Observability.InstallTracing(ctx, jc, c); err != nil {
 		return err
 	}
-	return s.recordComponent(ctx, t, "tracing", store.ComponentState{Status: store.ComponentReady, Version: ChartTempo.Version})
+	return s.recordComponent(ctx, t, "tracing", store.ComponentState{Status: store.ComponentReady, Version: observability.ChartTempo.Version})
 }
 
 // recordComponent records a component's state on every region of the target's cluster
@@ -323,12 +324,12 @@ func (s *Service) checkAgent(ctx context.Context, c *kube.Cluster, t *reconcileT
 	if err != nil {
 		return finding{}, err
 	}
-	d, err := c.Clientset.AppsV1().Deployments(ObservabilityNamespace).Get(ctx, AgentName, metav1.GetOptions{})
+	d, err := c.Clientset.AppsV1().Deployments(observability.ObservabilityNamespace).Get(ctx, observability.AgentName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return joinFindings(append([]finding{{Change: true, What: "install the runr-agent"}}, helperFindings(helpers)...)...), nil
 	}
 	if err != nil {
-		return finding{}, fmt.Errorf("read Deployment %s/%s: %w", ObservabilityNamespace, AgentName, err)
+		return finding{}, fmt.Errorf("read Deployment %s/%s: %w", observability.ObservabilityNamespace, observability.AgentName, err)
 	}
 	if len(d.Spec.Template.Spec.Containers) == 0 {
 		return finding{Change: true, What: "the runr-agent has no container"}, nil
@@ -346,9 +347,9 @@ func (s *Service) checkAgent(ctx context.Context, c *kube.Cluster, t *reconcileT
 			url = e.Value
 		}
 	}
-	want := s.AgentWSURL(&t.Region, false)
+	want := s.Observability.AgentWSURL(&t.Region, false)
 	if want == "" {
-		return finding{}, ErrNoAgentAddress
+		return finding{}, observability.ErrNoAgentAddress
 	}
 	if url != want {
 		fs = append(fs, finding{Change: true, What: fmt.Sprintf("agent address %q → %q", url, want)})
@@ -359,7 +360,7 @@ func (s *Service) checkAgent(ctx context.Context, c *kube.Cluster, t *reconcileT
 // applyAgent deploys the runr-agent anew, moves every other helper to this console's
 // image, and records the agent.
 func (s *Service) applyAgent(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, t *reconcileTarget) error {
-	if err := s.installAgent(ctx, jc, c, &t.Region); err != nil {
+	if err := s.Observability.InstallAgent(ctx, jc, c, &t.Region); err != nil {
 		return err
 	}
 	helpers, err := s.helperDrift(ctx, c, t)
@@ -479,7 +480,7 @@ func (h ownHelper) moveImage(ctx context.Context, jc *engine.JobContext, c *kube
 func (s *Service) checkObservability(ctx context.Context, c *kube.Cluster, t *reconcileTarget) (finding, error) {
 	var fs []finding
 	for _, o := range s.observabilityParts(t) {
-		rel, err := helm.Status(c, ObservabilityNamespace, o.Name)
+		rel, err := helm.Status(c, observability.ObservabilityNamespace, o.Name)
 		if err != nil {
 			return finding{}, err
 		}
@@ -491,7 +492,7 @@ func (s *Service) checkObservability(ctx context.Context, c *kube.Cluster, t *re
 			return finding{}, err
 		}
 		if legacy {
-			fs = append(fs, finding{Change: true, What: "remove the PodDisruptionBudget " + legacyPDBs[o.Name] + " of an earlier console"})
+			fs = append(fs, finding{Change: true, What: "remove the PodDisruptionBudget " + observability.LegacyPDBs[o.Name] + " of an earlier console"})
 		}
 	}
 	return joinFindings(fs...), nil
@@ -502,23 +503,23 @@ func (s *Service) checkObservability(ctx context.Context, c *kube.Cluster, t *re
 func (s *Service) observabilityParts(t *reconcileTarget) []kit.Release {
 	var out []kit.Release
 	if t.Region.Monitoring.V.PrometheusURL == "" {
-		out = append(out, kit.Release{Name: PrometheusRelease, Chart: ChartPrometheus, Values: PrometheusValues()})
+		out = append(out, kit.Release{Name: observability.PrometheusRelease, Chart: observability.ChartPrometheus, Values: observability.PrometheusValues()})
 	}
 	if t.Region.Monitoring.V.LokiURL == "" {
-		out = append(out, kit.Release{Name: LokiRelease, Chart: ChartLoki, Values: LokiValues()})
+		out = append(out, kit.Release{Name: observability.LokiRelease, Chart: observability.ChartLoki, Values: observability.LokiValues()})
 	}
 	return out
 }
 
 // hasLegacyPDB reports a budget an earlier console made for a release.
 func hasLegacyPDB(ctx context.Context, c *kube.Cluster, rel string) (bool, error) {
-	name := legacyPDBs[rel]
-	pdb, err := c.Clientset.PolicyV1().PodDisruptionBudgets(ObservabilityNamespace).Get(ctx, name, metav1.GetOptions{})
+	name := observability.LegacyPDBs[rel]
+	pdb, err := c.Clientset.PolicyV1().PodDisruptionBudgets(observability.ObservabilityNamespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("read PodDisruptionBudget %s/%s: %w", ObservabilityNamespace, name, err)
+		return false, fmt.Errorf("read PodDisruptionBudget %s/%s: %w", observability.ObservabilityNamespace, name, err)
 	}
 	return pdb.Labels["app.kubernetes.io/managed-by"] == "runr", nil
 }
@@ -527,9 +528,9 @@ func hasLegacyPDB(ctx context.Context, c *kube.Cluster, rel string) (bool, error
 // cluster:patch-observability does) and records them.
 func (s *Service) applyObservability(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, t *reconcileTarget) error {
 	for _, o := range s.observabilityParts(t) {
-		install, component := s.installPrometheus, "prometheus"
-		if o.Name == LokiRelease {
-			install, component = s.installLoki, "loki"
+		install, component := s.Observability.InstallPrometheus, "prometheus"
+		if o.Name == observability.LokiRelease {
+			install, component = s.Observability.InstallLoki, "loki"
 		}
 		if err := install(ctx, jc, c, &t.Region); err != nil {
 			return err

@@ -20,6 +20,7 @@ import (
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/nodes"
+	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/redis"
 	"runr.dev/console/ops/tenancy"
 	"runr.dev/console/store"
@@ -53,6 +54,8 @@ type Service struct {
 	Tenancy *tenancy.Service
 	// Redis is the region's Redis.
 	Redis *redis.Service
+	// Observability is Prometheus, Loki, tracing and the agent.
+	Observability *observability.Service
 }
 
 // NewService builds the cluster side of the console.

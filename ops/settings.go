@@ -16,6 +16,7 @@ import (
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
 	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
@@ -178,11 +179,11 @@ func (s *Service) settingsAgent(p SettingsParams) func(ctx context.Context, jc *
 		if err != nil {
 			return err
 		}
-		if _, err := c.Clientset.AppsV1().Deployments(ObservabilityNamespace).Get(ctx, AgentName, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		if _, err := c.Clientset.AppsV1().Deployments(observability.ObservabilityNamespace).Get(ctx, observability.AgentName, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 			jc.Note("No runr-agent yet: it gets the address when Serving is installed")
 			return engine.ErrSkip
 		}
-		return s.installAgent(ctx, jc, c, r)
+		return s.Observability.InstallAgent(ctx, jc, c, r)
 	}
 }
 
@@ -212,7 +213,7 @@ func (s *Service) settingsPrometheus(ctx context.Context, jc *engine.JobContext)
 	if err != nil {
 		return err
 	}
-	return s.component(ctx, jc, r, "prometheus", func() error { return s.installPrometheus(ctx, jc, c, r) })
+	return s.component(ctx, jc, r, "prometheus", func() error { return s.Observability.InstallPrometheus(ctx, jc, c, r) })
 }
 
 // settingsLoki is the step "loki" (Loki) of registerSettingsKinds.
@@ -221,7 +222,7 @@ func (s *Service) settingsLoki(ctx context.Context, jc *engine.JobContext) error
 	if err != nil {
 		return err
 	}
-	return s.component(ctx, jc, r, "loki", func() error { return s.installLoki(ctx, jc, c, r) })
+	return s.component(ctx, jc, r, "loki", func() error { return s.Observability.InstallLoki(ctx, jc, c, r) })
 }
 
 // setFunctionTLS writes the Secret runr-function-tls and Traefik's default TLSStore in the

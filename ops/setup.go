@@ -270,7 +270,7 @@ func (s *Service) setupRegion(run *setupRun) func(ctx context.Context, jc *engin
 			if p.Registry.Mode != "" && p.Registry.Mode != store.RegistryNone {
 				r.RegistryStatus, r.RegistryAddress = store.ComponentReady, p.Registry.Address()
 			}
-			if err := s.AdoptClusterAgentToken(ctx, r); err != nil {
+			if err := s.Observability.AdoptClusterAgentToken(ctx, r); err != nil {
 				return err
 			}
 			if err := s.Store.CreateRegion(ctx, r); err != nil {
@@ -880,7 +880,7 @@ func (s *Service) CreateRegion(ctx context.Context, actor kit.Actor, in RegionIn
 		}
 		r.Settings.V.RequestTimeout = *t
 	}
-	if err := s.AdoptClusterAgentToken(ctx, r); err != nil {
+	if err := s.Observability.AdoptClusterAgentToken(ctx, r); err != nil {
 		return nil, nil, fmt.Errorf("create region %s: %w", r.Name, err)
 	}
 	if err := s.Store.CreateRegion(ctx, r); err != nil {

@@ -21,6 +21,7 @@ import (
 	"runr.dev/console/helm"
 	"runr.dev/console/kube"
 	"runr.dev/console/ops/data"
+	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/redis"
 	"runr.dev/console/store"
 )
@@ -76,7 +77,7 @@ func (s *Service) observe(ctx context.Context, r *store.Region) *clusterLook {
 	}
 	st.took = time.Since(start)
 	st.version = v.GitVersion
-	namespaces := []string{r.OperatorNamespace, r.ServingNamespace, ObservabilityNamespace, RegistryNamespace}
+	namespaces := []string{r.OperatorNamespace, r.ServingNamespace, observability.ObservabilityNamespace, RegistryNamespace}
 	if o := r.DataServices.V.Object; o.Ready() && !o.External() {
 		namespaces = append(namespaces, data.DataNamespace)
 	}
@@ -288,7 +289,7 @@ func (s *Service) components(r *store.Region, st *clusterLook) []componentCheck 
 	for _, c := range []struct {
 		component string
 		releases  []string
-	}{{"prometheus", []string{PrometheusRelease}}, {"loki", []string{LokiRelease}}, {"tracing", []string{TempoRelease, OtelRelease}}} {
+	}{{"prometheus", []string{observability.PrometheusRelease}}, {"loki", []string{observability.LokiRelease}}, {"tracing", []string{observability.TempoRelease, observability.OtelRelease}}} {
 		switch cs := r.Component(c.component); cs.Status {
 		case store.ComponentReady:
 		case store.ComponentError:
@@ -299,13 +300,13 @@ func (s *Service) components(r *store.Region, st *clusterLook) []componentCheck 
 		}
 		checks := make([]func() (bool, string), len(c.releases))
 		for i, rel := range c.releases {
-			checks[i] = st.release(ObservabilityNamespace, rel)
+			checks[i] = st.release(observability.ObservabilityNamespace, rel)
 		}
 		ok, d := all(checks...)
 		add(c.component, ok, d)
 	}
 	if r.Component("agent").Status == store.ComponentReady || r.Component("agent").Status == store.ComponentConnected || r.Component("agent").Status == store.ComponentDisconnected {
-		ok, d := st.deployment(ObservabilityNamespace, AgentName)
+		ok, d := st.deployment(observability.ObservabilityNamespace, observability.AgentName)
 		// A new agent has three minutes to report before its silence counts.
 		if ok && (r.AgentLastSeenAt == nil || time.Since(*r.AgentLastSeenAt) > 3*time.Minute) && time.Since(r.Component("agent").UpdatedAt) > 3*time.Minute {
 			ok, d = false, "the runr-agent runs but has not reported to the console for "+ago(r.AgentLastSeenAt)

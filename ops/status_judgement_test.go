@@ -15,6 +15,7 @@ import (
 	"runr.dev/console/kube"
 	"runr.dev/console/ops/data"
 	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/observability"
 	"runr.dev/console/store"
 )
 
@@ -38,21 +39,21 @@ func prometheusCR(available string) *unstructured.Unstructured {
 
 // A full look at a healthy cluster: every component judged from its release's workloads.
 func healthyLook() *clusterLook {
-	prom := kube.Workload{Kind: "Prometheus", Namespace: ObservabilityNamespace, Name: "knative-kube-prometheus-st-prometheus"}
+	prom := kube.Workload{Kind: "Prometheus", Namespace: observability.ObservabilityNamespace, Name: "knative-kube-prometheus-st-prometheus"}
 	st := &clusterLook{
 		deployments: map[string]*appsv1.Deployment{}, statefuls: map[string]*appsv1.StatefulSet{}, daemons: map[string]*appsv1.DaemonSet{},
 		releases: map[string][]kube.Workload{
 			key("knative-operator", OperatorRelease): {{Kind: "Deployment", Namespace: "knative-operator", Name: "knative-operator"}},
 			key("knative-serving", TraefikRelease):   {{Kind: "Deployment", Namespace: "knative-serving", Name: "traefik"}},
 			key(RegistryNamespace, ZotRelease):       {{Kind: "StatefulSet", Namespace: RegistryNamespace, Name: "runr-zot"}},
-			key(ObservabilityNamespace, PrometheusRelease): {
-				{Kind: "Deployment", Namespace: ObservabilityNamespace, Name: "knative-kube-prometheus-st-operator"}, prom},
+			key(observability.ObservabilityNamespace, observability.PrometheusRelease): {
+				{Kind: "Deployment", Namespace: observability.ObservabilityNamespace, Name: "knative-kube-prometheus-st-operator"}, prom},
 		},
 		resources: map[string]*unstructured.Unstructured{prom.String(): prometheusCR("True")},
 		servingOK: true,
 	}
 	for _, d := range []*appsv1.Deployment{readyDeployment("knative-operator", "knative-operator"), readyDeployment("knative-serving", "traefik"),
-		readyDeployment(ObservabilityNamespace, "knative-kube-prometheus-st-operator")} {
+		readyDeployment(observability.ObservabilityNamespace, "knative-kube-prometheus-st-operator")} {
 		st.deployments[key(d.Namespace, d.Name)] = d
 	}
 	st.statefuls[key(RegistryNamespace, "runr-zot")] = statefulSet(RegistryNamespace, "runr-zot", 1)
@@ -93,7 +94,7 @@ func TestStatusJudgement(t *testing.T) {
 		{"the release is not deployed", func(st *clusterLook) { delete(st.releases, key("knative-serving", TraefikRelease)) },
 			"traefik", "Helm release knative-serving/traefik is not deployed"},
 		{"the operator's resource is not available", func(st *clusterLook) {
-			st.resources[kube.Workload{Kind: "Prometheus", Namespace: ObservabilityNamespace, Name: "knative-kube-prometheus-st-prometheus"}.String()] = prometheusCR("False")
+			st.resources[kube.Workload{Kind: "Prometheus", Namespace: observability.ObservabilityNamespace, Name: "knative-kube-prometheus-st-prometheus"}.String()] = prometheusCR("False")
 		}, "prometheus", "not available: NoPodReady"},
 		{"Traefik may not read Knative's ingresses", func(st *clusterLook) { st.traefikRBAC = "Traefik's service account may not list ingresses" },
 			"serving", "may not list ingresses"},
@@ -132,8 +133,8 @@ func TestStatusFailedComponentIsNotOk(t *testing.T) {
 	r.Components.V["loki"] = store.ComponentState{Status: store.ComponentReady}
 	r.DataServices.V.Object = store.DataService{}
 	st := healthyLook()
-	st.releases[key(ObservabilityNamespace, LokiRelease)] = []kube.Workload{{Kind: "StatefulSet", Namespace: ObservabilityNamespace, Name: LokiRelease}}
-	st.statefuls[key(ObservabilityNamespace, LokiRelease)] = statefulSet(ObservabilityNamespace, LokiRelease, 1)
+	st.releases[key(observability.ObservabilityNamespace, observability.LokiRelease)] = []kube.Workload{{Kind: "StatefulSet", Namespace: observability.ObservabilityNamespace, Name: observability.LokiRelease}}
+	st.statefuls[key(observability.ObservabilityNamespace, observability.LokiRelease)] = statefulSet(observability.ObservabilityNamespace, observability.LokiRelease, 1)
 	if h := s.checkRegion(context.Background(), r, st, "").Health.Components; h.State != store.HealthOK || !strings.Contains(h.Reason, "loki") {
 		t.Fatalf("Loki installed on a retry: %s: %s", h.State, h.Reason)
 	}

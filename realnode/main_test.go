@@ -20,6 +20,7 @@ import (
 	"runr.dev/console/ops"
 	"runr.dev/console/ops/data"
 	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/observability"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 	"runr.dev/console/web/webtest"
@@ -119,7 +120,7 @@ func mustSucceed(t *testing.T, e *webtest.Env, j *store.Job) {
 	if j.Status != store.JobSucceeded {
 		var pods strings.Builder
 		if c := clusters[e]; c != nil {
-			for _, ns := range []string{ops.RegistryNamespace, data.DataNamespace, ops.ObservabilityNamespace} {
+			for _, ns := range []string{ops.RegistryNamespace, data.DataNamespace, observability.ObservabilityNamespace} {
 				pods.WriteString(c.PodReport(ns, ""))
 			}
 		}

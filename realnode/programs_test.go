@@ -24,6 +24,7 @@ import (
 	"runr.dev/console/images"
 	"runr.dev/console/ops"
 	"runr.dev/console/ops/nodes"
+	"runr.dev/console/ops/observability"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 	"runr.dev/console/web/webtest"
@@ -199,11 +200,11 @@ func TestConsoleProgramsOnARealNode(t *testing.T) {
 	}
 
 	t.Run("Agent", func(t *testing.T) {
-		sel := "app.kubernetes.io/name=" + ops.AgentName
-		if err := c.Client.CoreV1().Pods(ops.ObservabilityNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: sel}); err != nil {
+		sel := "app.kubernetes.io/name=" + observability.AgentName
+		if err := c.Client.CoreV1().Pods(observability.ObservabilityNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: sel}); err != nil {
 			t.Fatal(err)
 		}
-		pod := c.WaitRealPod(t, ops.ObservabilityNamespace, sel, 2*time.Minute)
+		pod := c.WaitRealPod(t, observability.ObservabilityNamespace, sel, 2*time.Minute)
 		if pod.Spec.NodeName != testcluster.RealNodeName || pod.Spec.Containers[0].Image != imagemirror.Map(testcluster.ImageMirror, e.Cfg.AgentImage) {
 			t.Fatalf("agent pod on %s with %s", pod.Spec.NodeName, pod.Spec.Containers[0].Image)
 		}
@@ -216,7 +217,7 @@ func TestConsoleProgramsOnARealNode(t *testing.T) {
 		}
 		started := pod.CreationTimestamp.Time.Add(-time.Second)
 		why := func() string {
-			return fmt.Sprintf("agent state %+v (pod created %s)\n%s\nconsole: %s", agentState(e, r.ID), started, podLog(t, c, ops.ObservabilityNamespace, sel), agentLines(e))
+			return fmt.Sprintf("agent state %+v (pod created %s)\n%s\nconsole: %s", agentState(e, r.ID), started, podLog(t, c, observability.ObservabilityNamespace, sel), agentLines(e))
 		}
 		eventually(t, time.Minute, why, connectedAfter(started))
 		var snap agent.Snapshot
@@ -245,18 +246,18 @@ func TestConsoleProgramsOnARealNode(t *testing.T) {
 		killed := time.Now()
 		eventually(t, time.Minute, why, func() bool { return agentState(e, r.ID).Status == store.ComponentDisconnected })
 		eventually(t, 2*time.Minute, why, connectedAfter(killed))
-		restarted, err := c.Client.CoreV1().Pods(ops.ObservabilityNamespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		restarted, err := c.Client.CoreV1().Pods(observability.ObservabilityNamespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		if err != nil || restarted.Status.ContainerStatuses[0].RestartCount < 1 {
 			t.Fatalf("the killed agent's container was not started again: %v", err)
 		}
 		// Its pod deleted, a replacement pod reconnects (perhaps before the old one's end is
 		// seen: the region's agent stays connected then).
 		zero := int64(0)
-		if err := c.Client.CoreV1().Pods(ops.ObservabilityNamespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		if err := c.Client.CoreV1().Pods(observability.ObservabilityNamespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 			t.Fatal(err)
 		}
 		deleted := time.Now()
-		next := c.WaitRealPod(t, ops.ObservabilityNamespace, sel, 2*time.Minute)
+		next := c.WaitRealPod(t, observability.ObservabilityNamespace, sel, 2*time.Minute)
 		if next.Name == pod.Name {
 			t.Fatalf("no replacement for %s", pod.Name)
 		}
@@ -498,7 +499,7 @@ func TestConsoleProgramsOnARealNode(t *testing.T) {
 		mustSucceed(t, e, e.WaitJob(ans.JobID, 5*time.Minute))
 		for _, h := range []struct{ ns, sel string }{
 			{ops.RegistryNamespace, "app.kubernetes.io/name=" + ops.MirrorDaemonSet},
-			{ops.ObservabilityNamespace, "app.kubernetes.io/name=" + ops.AgentName},
+			{observability.ObservabilityNamespace, "app.kubernetes.io/name=" + observability.AgentName},
 			{r.Name, "app.kubernetes.io/name=" + ops.AliasName},
 		} {
 			eventually(t, 2*time.Minute, func() string { return c.PodReport(h.ns, h.sel) }, func() bool {

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/observability"
 	"runr.dev/console/testcluster"
 )
 
@@ -192,11 +192,11 @@ func TestSimulatedPrometheusOperator(t *testing.T) {
 	c := testcluster.New(t, testcluster.Options{})
 	dyn := dynamic.NewForConfigOrDie(c.REST)
 	ctx := context.Background()
-	if _, err := c.Client.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: ops.PriorityClassName}, Value: 1000}, metav1.CreateOptions{}); err != nil {
+	if _, err := c.Client.SchedulingV1().PriorityClasses().Create(ctx, &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: observability.PriorityClassName}, Value: 1000}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	_, ch := s.chart(t, "kube-prometheus-stack", "79.5.0")
-	vals := jsonCopy(t, ops.PrometheusValues())
+	vals := jsonCopy(t, observability.PrometheusValues())
 	vals["prometheus"].(map[string]any)["podDisruptionBudget"] = map[string]any{"enabled": true}
 	helmInstall(t, c, ch, "knative", "observability", vals)
 
@@ -230,7 +230,7 @@ func TestSimulatedPrometheusOperator(t *testing.T) {
 		if pods.Items[0].Labels["app.kubernetes.io/instance"] == "knative" {
 			t.Errorf("%s pods carry app.kubernetes.io/instance=knative", k.sts)
 		}
-		if k.kind == "Prometheus" && pods.Items[0].Spec.PriorityClassName != ops.PriorityClassName {
+		if k.kind == "Prometheus" && pods.Items[0].Spec.PriorityClassName != observability.PriorityClassName {
 			t.Errorf("Prometheus pods' priorityClassName %q", pods.Items[0].Spec.PriorityClassName)
 		}
 	}

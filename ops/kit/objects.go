@@ -133,3 +133,14 @@ func OrDefault[T ~string](s, def T) T {
 	}
 	return s
 }
+
+// UnprivilegedPod and UnprivilegedContainer are the security contexts of the console's
+// Deployments in a region (the agent, the status responder, the domain alias proxy): the
+// agent image runs as root for the node helpers, these need nothing of the kind.
+func UnprivilegedPod() map[string]any {
+	return map[string]any{"runAsNonRoot": true, "runAsUser": 65532, "runAsGroup": 65532, "seccompProfile": map[string]any{"type": "RuntimeDefault"}}
+}
+
+func UnprivilegedContainer() map[string]any {
+	return map[string]any{"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true, "capabilities": map[string]any{"drop": []any{"ALL"}}}
+}

@@ -21,6 +21,7 @@ import (
 
 	"runr.dev/console/config"
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/observability"
 	"runr.dev/console/store"
 	"runr.dev/console/store/storetest"
 	"runr.dev/console/web"
@@ -88,7 +89,7 @@ func New(t testing.TB, tweak func(*config.Config)) *Env {
 	cfg.AllowLoopbackClusters = true
 	// The agents of test regions get an address (on simulated nodes they never run; a
 	// test that runs one sets its own): without one the console refuses to install them.
-	cfg.AgentWSURL = "ws://127.0.0.1:8080" + ops.AgentPath
+	cfg.AgentWSURL = "ws://127.0.0.1:8080" + observability.AgentPath
 	if tweak != nil {
 		tweak(cfg)
 	}

@@ -1,4 +1,4 @@
-package ops
+package observability
 
 import (
 	"context"
@@ -33,15 +33,15 @@ func ensurePriorityClass(ctx context.Context, c *kube.Cluster) error {
 	return err
 }
 
-// legacyPDBs are the PodDisruptionBudgets earlier consoles made in the observability
+// LegacyPDBs are the PodDisruptionBudgets earlier consoles made in the observability
 // namespace. Their selector (app.kubernetes.io/instance=<release>) matched DaemonSet pods
 // and never Prometheus or Loki, so they refused evictions forever; Prometheus's chart
 // brings its own budget, and Loki (one replica) has none.
-var legacyPDBs = map[string]string{PrometheusRelease: "prometheus-" + PrometheusRelease, LokiRelease: LokiRelease}
+var LegacyPDBs = map[string]string{PrometheusRelease: "prometheus-" + PrometheusRelease, LokiRelease: LokiRelease}
 
 // removeLegacyPDB deletes a release's budget of an earlier console (only one RunR made).
 func removeLegacyPDB(ctx context.Context, c *kube.Cluster, jc *engine.JobContext, release string) error {
-	name := legacyPDBs[release]
+	name := LegacyPDBs[release]
 	pdb, err := c.Clientset.PolicyV1().PodDisruptionBudgets(ObservabilityNamespace).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -59,9 +59,9 @@ func removeLegacyPDB(ctx context.Context, c *kube.Cluster, jc *engine.JobContext
 	return nil
 }
 
-// installPrometheus installs kube-prometheus-stack (release knative) unless the region
+// InstallPrometheus installs kube-prometheus-stack (release knative) unless the region
 // uses an existing Prometheus.
-func (s *Service) installPrometheus(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
+func (s *Service) InstallPrometheus(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
 	if u := r.Monitoring.V.PrometheusURL; u != "" {
 		jc.Note("The region uses the existing Prometheus at %s: RunR installs none", u)
 		return engine.ErrSkip
@@ -87,8 +87,8 @@ func (s *Service) installPrometheus(ctx context.Context, jc *engine.JobContext, 
 	return nil
 }
 
-// installLoki installs loki-stack unless the region uses an existing Loki.
-func (s *Service) installLoki(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
+// InstallLoki installs loki-stack unless the region uses an existing Loki.
+func (s *Service) InstallLoki(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
 	if u := r.Monitoring.V.LokiURL; u != "" {
 		jc.Note("The region uses the existing Loki at %s: RunR installs none", u)
 		return engine.ErrSkip
@@ -114,9 +114,9 @@ func (s *Service) installLoki(ctx context.Context, jc *engine.JobContext, c *kub
 	return nil
 }
 
-// installTracing installs the tracing backend: the OpenTelemetry Collector and Tempo,
+// InstallTracing installs the tracing backend: the OpenTelemetry Collector and Tempo,
 // with the retention setting.
-func (s *Service) installTracing(ctx context.Context, jc *engine.JobContext, c *kube.Cluster) error {
+func (s *Service) InstallTracing(ctx context.Context, jc *engine.JobContext, c *kube.Cluster) error {
 	if _, err := kit.EnsureNamespace(ctx, jc, c, ObservabilityNamespace, nil); err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package ops
+package observability
 
 import (
 	"context"
@@ -90,17 +90,6 @@ func (s *Service) AdoptClusterAgentToken(ctx context.Context, r *store.Region) e
 	return nil
 }
 
-// unprivilegedPod and unprivilegedContainer are the security contexts of the console's
-// Deployments in a region (the agent, the status responder, the domain alias proxy): the
-// agent image runs as root for the node helpers, these need nothing of the kind.
-func unprivilegedPod() map[string]any {
-	return map[string]any{"runAsNonRoot": true, "runAsUser": 65532, "runAsGroup": 65532, "seccompProfile": map[string]any{"type": "RuntimeDefault"}}
-}
-
-func unprivilegedContainer() map[string]any {
-	return map[string]any{"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true, "capabilities": map[string]any{"drop": []any{"ALL"}}}
-}
-
 // ErrNoAgentAddress refuses to install an agent that could never reach the console (it
 // would exit at once and the region read degraded for ever).
 var ErrNoAgentAddress = errors.New("the runr-agent has no address to reach the console: set the region's agent address (agent_ws_url, in its settings), RUNR_AGENT_WS_URL or RUNR_APP_URL (the console's public URL), then retry")
@@ -108,9 +97,9 @@ var ErrNoAgentAddress = errors.New("the runr-agent has no address to reach the c
 // AgentPath is the agent's WebSocket endpoint on the console.
 const AgentPath = "/api/internal/agent/ws"
 
-// installAgent deploys the runr-agent: its token Secret, RBAC and Deployment. The
+// InstallAgent deploys the runr-agent: its token Secret, RBAC and Deployment. The
 // Deployment runs this project's binary (`runr agent`).
-func (s *Service) installAgent(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
+func (s *Service) InstallAgent(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
 	if _, err := kit.EnsureNamespace(ctx, jc, c, ObservabilityNamespace, nil); err != nil {
 		return err
 	}
@@ -146,9 +135,9 @@ func (s *Service) installAgent(ctx context.Context, jc *engine.JobContext, c *ku
 				"selector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": AgentName}},
 				"template": map[string]any{"metadata": map[string]any{"labels": labels}, "spec": map[string]any{
 					"serviceAccountName": AgentName,
-					"securityContext":    unprivilegedPod(),
+					"securityContext":    kit.UnprivilegedPod(),
 					"containers": []any{map[string]any{
-						"name": "agent", "image": image, "args": []any{"agent"}, "securityContext": unprivilegedContainer(),
+						"name": "agent", "image": image, "args": []any{"agent"}, "securityContext": kit.UnprivilegedContainer(),
 						"env": []any{
 							map[string]any{"name": "RUNR_AGENT_URL", "value": url},
 							map[string]any{"name": "RUNR_AGENT_TOKEN", "valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": AgentSecret, "key": "token"}}},
