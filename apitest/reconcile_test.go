@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/statusblock"
 	"runr.dev/console/store/storetest"
 	"runr.dev/console/testcluster"
 )
@@ -114,7 +115,7 @@ func TestReconcile(t *testing.T) {
 		t.Errorf("eu-2 status-block: %+v", ch)
 	}
 	// The new version's helpers: the status responder (lab's block) moves to its image too.
-	if w := plan["eu-2"][ops.ReconcileAgent].What; !strings.Contains(w, "agent image") || !strings.Contains(w, "Deployment knative-serving/"+ops.ResponderName+" image ") || !strings.Contains(w, "→ "+agentImage) {
+	if w := plan["eu-2"][ops.ReconcileAgent].What; !strings.Contains(w, "agent image") || !strings.Contains(w, "Deployment knative-serving/"+statusblock.ResponderName+" image ") || !strings.Contains(w, "→ "+agentImage) {
 		t.Errorf("the agent step's dry run does not list the helpers it moves: %q", w)
 	}
 	if !strings.Contains(plan["eu-2"][ops.ReconcileSettings].What, "900") || !strings.Contains(plan["eu-2"][ops.ReconcileTraefikImage].What, "registry.internal.test/mirror/traefik:v3.7.4") {
@@ -197,7 +198,7 @@ func checkReconciled(t *testing.T, c *testcluster.Cluster, traefikImage, agentIm
 		t.Errorf("agent: %v", err)
 	}
 	// The console's other helpers moved with the agent: lab's status responder.
-	if d, err := c.Client.AppsV1().Deployments("knative-serving").Get(ctx, ops.ResponderName, metav1.GetOptions{}); err != nil || d.Spec.Template.Spec.Containers[0].Image != agentImage {
+	if d, err := c.Client.AppsV1().Deployments("knative-serving").Get(ctx, statusblock.ResponderName, metav1.GetOptions{}); err != nil || d.Spec.Template.Spec.Containers[0].Image != agentImage {
 		t.Errorf("status responder: %v", err)
 	}
 	if _, err := c.Client.PolicyV1().PodDisruptionBudgets("observability").Get(ctx, "prometheus-knative", metav1.GetOptions{}); err == nil {

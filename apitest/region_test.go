@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/statusblock"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 	"runr.dev/console/web/webtest"
@@ -229,10 +230,10 @@ func TestMaintenanceBlockAndRemoval(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Middleware: %v", err)
 	}
-	if h, _, _ := unstructured.NestedString(m.Object, "spec", "headers", "customRequestHeaders", ops.StatusHeader); h != "maintenance" {
+	if h, _, _ := unstructured.NestedString(m.Object, "spec", "headers", "customRequestHeaders", statusblock.StatusHeader); h != "maintenance" {
 		t.Fatalf("middleware header %q", h)
 	}
-	d, err := c.Client.AppsV1().Deployments("knative-serving").Get(ctx, ops.ResponderName, metav1.GetOptions{})
+	d, err := c.Client.AppsV1().Deployments("knative-serving").Get(ctx, statusblock.ResponderName, metav1.GetOptions{})
 	if err != nil || d.Spec.Template.Spec.Containers[0].Resources.Requests.Cpu().String() != "10m" || d.Spec.Template.Spec.Containers[0].Resources.Requests.Memory().String() != "16Mi" {
 		t.Fatalf("responder: %v", err)
 	}

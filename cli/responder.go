@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/statusblock"
 )
 
 // responderHandler answers for a region that is not active: 404 when it is inactive,
@@ -23,7 +23,7 @@ func responderHandler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
-		switch r.Header.Get(ops.StatusHeader) {
+		switch r.Header.Get(statusblock.StatusHeader) {
 		case "maintenance":
 			w.Header().Set("Retry-After", "300")
 			w.WriteHeader(http.StatusServiceUnavailable)

@@ -5,14 +5,14 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/statusblock"
 )
 
 func TestResponder(t *testing.T) {
 	h := responderHandler()
 	for status, want := range map[string]int{"inactive": 404, "maintenance": 503} {
 		req := httptest.NewRequest("GET", "https://shop.eu-2.example.com/", nil)
-		req.Header.Set(ops.StatusHeader, status)
+		req.Header.Set(statusblock.StatusHeader, status)
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		if rec.Code != want {

@@ -17,6 +17,7 @@ import (
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/redis"
+	"runr.dev/console/ops/statusblock"
 	"runr.dev/console/ops/tenancy"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
@@ -24,7 +25,7 @@ import (
 
 // tabKinds are the job kinds whose latest job a tab shows live.
 var tabKinds = map[string][]string{
-	"general":   {ops.KindApplySettings, ops.KindRegionStatus, ops.KindFunctionTLS, ops.KindRemoveFunctionTLS, ops.KindInstallMonitoring, ops.KindDemoInstall, ops.KindDemoRemove},
+	"general":   {ops.KindApplySettings, statusblock.KindRegionStatus, ops.KindFunctionTLS, ops.KindRemoveFunctionTLS, ops.KindInstallMonitoring, ops.KindDemoInstall, ops.KindDemoRemove},
 	"registry":  {ops.KindRegistrySetup, ops.KindRegistryInstall, ops.KindRegistryRemove, ops.KindRegistryTest, ops.KindContainerdRestart},
 	"operator":  {ops.KindInstallOperator, ops.KindInstallKnative, ops.KindUninstallOperator},
 	"serving":   {ops.KindInstallServing, ops.KindInstallKnative, ops.KindUpgradeServing, ops.KindUninstallServing, ops.KindUninstallKnative},

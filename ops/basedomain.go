@@ -290,7 +290,7 @@ func (s *Service) domainMoveRecord(p DomainMigrationParams) func(ctx context.Con
 				return err
 			}
 			// The block covers the hosts the region answers on now.
-			return s.applyBlock(ctx, jc, c, r)
+			return s.StatusBlock.ApplyBlock(ctx, jc, c, r)
 		}
 		jc.Note("Domain migration: %s", map[string]string{"start": "started", "move": "moved on", "end": "ended", "complete": "completed"}[p.Op])
 		return nil

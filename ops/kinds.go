@@ -8,6 +8,7 @@ import (
 	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/redis"
+	"runr.dev/console/ops/statusblock"
 	"runr.dev/console/ops/tenancy"
 )
 
@@ -18,7 +19,7 @@ func (s *Service) registerKinds() {
 	s.Redis = redis.New(s.Kit)
 	s.registerRegionKinds()
 	s.registerKnativeKinds()
-	s.registerStatusKinds()
+	s.StatusBlock = statusblock.New(s.Kit)
 	s.registerSettingsKinds()
 	s.registerDomainKinds()
 	s.Nodes = nodes.New(s.Kit)

@@ -707,7 +707,7 @@ func (s *Service) servingRecord(p ServingParams) func(ctx context.Context, jc *e
 			return err
 		}
 		if r.Status != store.RegionActive {
-			if err := s.applyBlock(ctx, jc, c, r); err != nil {
+			if err := s.StatusBlock.ApplyBlock(ctx, jc, c, r); err != nil {
 				return err
 			}
 		}

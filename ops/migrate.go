@@ -216,7 +216,7 @@ func (s *Service) moveExtras(ctx context.Context, jc *engine.JobContext) error {
 	}
 	s.tolerate(ctx, jc, r, "admission policy", func() error { return s.Admission.MoveAdmission(ctx, jc, r) })
 	if r.Status != store.RegionActive && r.ServingStatus == store.ComponentReady {
-		s.tolerate(ctx, jc, r, "status block", func() error { return s.applyBlock(ctx, jc, c, r) })
+		s.tolerate(ctx, jc, r, "status block", func() error { return s.StatusBlock.ApplyBlock(ctx, jc, c, r) })
 	}
 	jc.Note("Function TLS, the admission policy and the status block follow the region")
 	return nil

@@ -22,6 +22,7 @@ import (
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/observability"
+	"runr.dev/console/ops/statusblock"
 	"runr.dev/console/store"
 )
 
@@ -173,7 +174,7 @@ func (s *Service) applySettings(ctx context.Context, jc *engine.JobContext, c *k
 // hosts); an active one has none.
 func (s *Service) checkBlock(ctx context.Context, c *kube.Cluster, t *reconcileTarget) (finding, error) {
 	r := &t.Region
-	ns, name := r.ServingNamespace, BlockName(r.Name)
+	ns, name := r.ServingNamespace, statusblock.BlockName(r.Name)
 	route, found, err := c.Get(ctx, kube.GVKIngressRoute, ns, name)
 	if err != nil {
 		return finding{}, err
@@ -184,7 +185,7 @@ func (s *Service) checkBlock(ctx context.Context, c *kube.Cluster, t *reconcileT
 		}
 		return finding{}, nil
 	}
-	hosts := BlockHosts(r)
+	hosts := statusblock.BlockHosts(r)
 	if len(hosts) == 0 {
 		return finding{What: "no function domain yet: nothing to block"}, nil
 	}
@@ -192,23 +193,23 @@ func (s *Service) checkBlock(ctx context.Context, c *kube.Cluster, t *reconcileT
 		return finding{Change: true, What: fmt.Sprintf("the region is %s: apply its status block", r.Status)}, nil
 	}
 	routes, _, _ := unstructured.NestedSlice(route.Object, "spec", "routes")
-	if len(routes) == 0 || routes[0].(map[string]any)["match"] != blockRule(hosts) {
+	if len(routes) == 0 || routes[0].(map[string]any)["match"] != statusblock.BlockRule(hosts) {
 		return finding{Change: true, What: "the status block's hosts: " + strings.Join(hosts, ", ")}, nil
 	}
 	mw, found, err := c.Get(ctx, kube.GVKMiddleware, ns, name)
 	if err != nil {
 		return finding{}, err
 	}
-	if h, _, _ := unstructured.NestedString(mw.Object, "spec", "headers", "customRequestHeaders", StatusHeader); !found || h != string(r.Status) {
+	if h, _, _ := unstructured.NestedString(mw.Object, "spec", "headers", "customRequestHeaders", statusblock.StatusHeader); !found || h != string(r.Status) {
 		return finding{Change: true, What: fmt.Sprintf("the status block answers %q, the region is %s", h, r.Status)}, nil
 	}
 	if _, found, err := c.Get(ctx, kube.GVKIngressRoute, ns, name+"-http"); err != nil || !found {
 		return finding{Change: !found, What: "the status block's HTTP route is missing"}, err
 	}
-	if _, err := c.Clientset.AppsV1().Deployments(ns).Get(ctx, ResponderName, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+	if _, err := c.Clientset.AppsV1().Deployments(ns).Get(ctx, statusblock.ResponderName, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 		return finding{Change: true, What: "the status responder is missing"}, nil
 	} else if err != nil {
-		return finding{}, fmt.Errorf("read Deployment %s/%s: %w", ns, ResponderName, err)
+		return finding{}, fmt.Errorf("read Deployment %s/%s: %w", ns, statusblock.ResponderName, err)
 	}
 	return finding{}, nil
 }
@@ -216,9 +217,9 @@ func (s *Service) checkBlock(ctx context.Context, c *kube.Cluster, t *reconcileT
 // applyStatusBlock applies the block of a region that is not active, or removes it.
 func (s *Service) applyStatusBlock(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, t *reconcileTarget) error {
 	if t.Region.Status == store.RegionActive {
-		return s.removeBlock(ctx, jc, c, &t.Region)
+		return s.StatusBlock.RemoveBlock(ctx, jc, c, &t.Region)
 	}
-	return s.applyBlock(ctx, jc, c, &t.Region)
+	return s.StatusBlock.ApplyBlock(ctx, jc, c, &t.Region)
 }
 
 // tracingReleases are the tracing backend's releases with this release's charts and values.
@@ -400,7 +401,7 @@ func (s *Service) ownHelpers(t *reconcileTarget, mirror string) []ownHelper {
 	for _, r := range t.Regions {
 		if r.ServingNamespace != "" && !responders[r.ServingNamespace] {
 			responders[r.ServingNamespace] = true
-			hs = append(hs, ownHelper{kind: "Deployment", namespace: r.ServingNamespace, name: ResponderName, container: "responder", image: responder})
+			hs = append(hs, ownHelper{kind: "Deployment", namespace: r.ServingNamespace, name: statusblock.ResponderName, container: "responder", image: responder})
 		}
 		hs = append(hs, ownHelper{kind: "Deployment", namespace: r.Name, name: AliasName, container: "alias", image: agent})
 	}

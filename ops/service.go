@@ -22,6 +22,7 @@ import (
 	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/redis"
+	"runr.dev/console/ops/statusblock"
 	"runr.dev/console/ops/tenancy"
 	"runr.dev/console/store"
 )
@@ -56,6 +57,8 @@ type Service struct {
 	Redis *redis.Service
 	// Observability is Prometheus, Loki, tracing and the agent.
 	Observability *observability.Service
+	// StatusBlock is what a region that is not active answers.
+	StatusBlock *statusblock.Service
 }
 
 // NewService builds the cluster side of the console.

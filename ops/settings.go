@@ -18,6 +18,7 @@ import (
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/problem"
+	"runr.dev/console/ops/statusblock"
 	"runr.dev/console/store"
 )
 
@@ -359,7 +360,7 @@ func (s *Service) SetRegionStatus(ctx context.Context, actor kit.Actor, r *store
 		return nil, fmt.Errorf("status of %s: %w", r.Name, err)
 	}
 	s.Log.Info("region status changed", "region", r.Name, "from", r.Status, "to", status, "user", actor.Email)
-	return s.Enqueue(ctx, engine.Request{Kind: KindRegionStatus, Title: "Set the status of region " + r.Name + " to " + string(status),
+	return s.Enqueue(ctx, engine.Request{Kind: statusblock.KindRegionStatus, Title: "Set the status of region " + r.Name + " to " + string(status),
 		Subject: r.ID, CreatedBy: actor.Email})
 }
 

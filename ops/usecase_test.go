@@ -15,6 +15,7 @@ import (
 	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/ops/redis"
+	"runr.dev/console/ops/statusblock"
 	"runr.dev/console/store"
 	"runr.dev/console/store/storetest"
 )
@@ -126,7 +127,7 @@ func TestUpdateRegionRefusalChangesNothing(t *testing.T) {
 		t.Fatalf("a refused update changed the status to %s", now.Status)
 	}
 	j, err := s.UpdateRegion(ctx, actor, r, ops.RegionUpdate{RegionStatus: &status})
-	if err != nil || j == nil || j.Kind != ops.KindRegionStatus {
+	if err != nil || j == nil || j.Kind != statusblock.KindRegionStatus {
 		t.Fatalf("status change: %v %+v", err, j)
 	}
 	if j, err := s.UpdateSettings(ctx, actor, r, ops.SettingsInput{}); err != nil || j != nil {

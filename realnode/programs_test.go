@@ -25,6 +25,7 @@ import (
 	"runr.dev/console/ops"
 	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/observability"
+	"runr.dev/console/ops/statusblock"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 	"runr.dev/console/web/webtest"
@@ -323,18 +324,18 @@ func TestConsoleProgramsOnARealNode(t *testing.T) {
 				t.Fatalf("status %s: %d", tc.status, st)
 			}
 			mustSucceed(t, e, e.WaitJob(ans.JobID, 2*time.Minute))
-			pod := c.WaitRealPod(t, r.ServingNamespace, "app.kubernetes.io/name="+ops.ResponderName, 2*time.Minute)
+			pod := c.WaitRealPod(t, r.ServingNamespace, "app.kubernetes.io/name="+statusblock.ResponderName, 2*time.Minute)
 			if pod.Spec.NodeName != testcluster.RealNodeName {
 				t.Fatalf("responder on %s", pod.Spec.NodeName)
 			}
 			// Called in the cluster as the region's Traefik calls it: through its Service,
 			// with the header the block's Middleware adds.
-			mw, err := c.DynamicGet(ctx, schema.GroupVersionResource{Group: "traefik.io", Version: "v1alpha1", Resource: "middlewares"}, r.ServingNamespace, ops.BlockName(r.Name))
+			mw, err := c.DynamicGet(ctx, schema.GroupVersionResource{Group: "traefik.io", Version: "v1alpha1", Resource: "middlewares"}, r.ServingNamespace, statusblock.BlockName(r.Name))
 			if err != nil {
 				t.Fatal(err)
 			}
 			headers, _, _ := unstructured.NestedStringMap(mw.Object, "spec", "headers", "customRequestHeaders")
-			svc, err := c.Client.CoreV1().Services(r.ServingNamespace).Get(ctx, ops.ResponderName, metav1.GetOptions{})
+			svc, err := c.Client.CoreV1().Services(r.ServingNamespace).Get(ctx, statusblock.ResponderName, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package ops
+package statusblock
 
 import (
 	"context"
@@ -41,8 +41,8 @@ func BlockHosts(r *store.Region) []string {
 	return hosts
 }
 
-// blockRule is the Traefik rule that matches every host under the given domains.
-func blockRule(domains []string) string {
+// BlockRule is the Traefik rule that matches every host under the given domains.
+func BlockRule(domains []string) string {
 	var parts []string
 	for _, d := range domains {
 		parts = append(parts, fmt.Sprintf("HostRegexp(`^(.+\\.)?%s$`)", regexp.QuoteMeta(d)))
@@ -50,10 +50,10 @@ func blockRule(domains []string) string {
 	return strings.Join(parts, " || ")
 }
 
-// applyBlock puts the status responder in front of a region that is not active: the
+// ApplyBlock puts the status responder in front of a region that is not active: the
 // responder (shared by the cluster's regions) and, per region, a Middleware that names
 // the status and the IngressRoutes at the highest priority for HTTP and HTTPS.
-func (s *Service) applyBlock(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
+func (s *Service) ApplyBlock(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
 	ns := r.ServingNamespace
 	hosts := BlockHosts(r)
 	if len(hosts) == 0 {
@@ -72,7 +72,7 @@ func (s *Service) applyBlock(ctx context.Context, jc *engine.JobContext, c *kube
 		spec := map[string]any{
 			"entryPoints": []any{entry},
 			"routes": []any{map[string]any{
-				"kind": "Rule", "match": blockRule(hosts), "priority": blockPriority,
+				"kind": "Rule", "match": BlockRule(hosts), "priority": blockPriority,
 				"middlewares": []any{map[string]any{"name": name}},
 				"services":    []any{map[string]any{"name": ResponderName, "port": 80}},
 			}},
@@ -127,9 +127,9 @@ func (s *Service) ensureResponder(ctx context.Context, jc *engine.JobContext, c 
 
 var ingressRouteGVR = schema.GroupVersionResource{Group: "traefik.io", Version: "v1alpha1", Resource: "ingressroutes"}
 
-// removeBlock removes a region's status block, and the responder once no region of the
+// RemoveBlock removes a region's status block, and the responder once no region of the
 // cluster is blocked.
-func (s *Service) removeBlock(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
+func (s *Service) RemoveBlock(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
 	ns := r.ServingNamespace
 	name := BlockName(r.Name)
 	if err := c.Delete(ctx, kube.GVKIngressRoute, ns, name); err != nil {
@@ -157,7 +157,7 @@ func (s *Service) removeBlock(ctx context.Context, jc *engine.JobContext, c *kub
 // KindRegionStatus applies a region's status to its cluster (the block, or its removal).
 const KindRegionStatus = "region-status"
 
-func (s *Service) registerStatusKinds() {
+func (s *Service) registerKinds() {
 	s.Engine.Register(&engine.Kind{Name: KindRegionStatus, Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
 		return []engine.Step{{Name: "block", Title: "Status block", Run: func(ctx context.Context, jc *engine.JobContext) error {
 			r, c, err := s.RegionAndCluster(ctx, jc)
@@ -169,9 +169,9 @@ func (s *Service) registerStatusKinds() {
 				return engine.ErrSkip
 			}
 			if r.Status == store.RegionActive {
-				return s.removeBlock(ctx, jc, c, r)
+				return s.RemoveBlock(ctx, jc, c, r)
 			}
-			return s.applyBlock(ctx, jc, c, r)
+			return s.ApplyBlock(ctx, jc, c, r)
 		}}}, nil
 	}})
 }
