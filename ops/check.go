@@ -91,7 +91,9 @@ func (s *Service) checkClusterWith(ctx context.Context, name string, raw []byte,
 	if err != nil && kc.IsLocal() && s.Cfg.LocalClusterHost != "" {
 		// A console in a container next to a local cluster: try the host's address
 		// (only when RUNR_LOCAL_CLUSTER_HOST is set; TLS is verified as configured).
-		if rk, rerr := kc.WithHost(s.Cfg.LocalClusterHost); rerr == nil {
+		// A rewrite to the same address would ask the same server again (and a hanging one
+		// would take twice the 10 s the check promises).
+		if rk, rerr := kc.WithHost(s.Cfg.LocalClusterHost); rerr == nil && rk.Server != kc.Server {
 			if c2, v2, took2, err2 := s.connect(ctx, rk, nil); err2 == nil {
 				c, v, took, err = c2, v2, took2, nil
 				kc = rk

@@ -146,3 +146,18 @@ func TestKubeconfigRefusalsAndWarnings(t *testing.T) {
 		t.Fatalf("rewrite dropped TLS verification: insecure=%v ca=%d name=%q", cl.InsecureSkipTLSVerify, len(cl.CertificateAuthorityData), cl.TLSServerName)
 	}
 }
+
+// A check whose local-host rewrite names the same address asks the server once: the
+// sandbox sets RUNR_LOCAL_CLUSTER_HOST=127.0.0.1, and a hanging API took 20 s for a
+// check that says 10 s.
+func TestPreflightRewriteToTheSameHostIsNotTriedTwice(t *testing.T) {
+	srv, conns := counting(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }))
+	s := testService(true, "127.0.0.1")
+	res, err := s.CheckCluster(context.Background(), "", kubeconfigFor(srv.URL, ""), nil)
+	if err != nil || res.OK {
+		t.Fatalf("a server answering 500: %v %+v", err, res)
+	}
+	if n := conns.Load(); n != 1 {
+		t.Fatalf("the API was asked over %d connections, want 1", n)
+	}
+}
