@@ -5,6 +5,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestBadgesSayStatesInWords: a badge shows a state as a person reads it and keeps the
@@ -19,6 +20,24 @@ func TestBadgesSayStatesInWords(t *testing.T) {
 		html := b.String()
 		if !strings.Contains(html, `data-state="`+value+`"`) || !strings.Contains(html, ">"+want+"</span>") {
 			t.Errorf("badge of %s: %s", value, html)
+		}
+	}
+}
+
+// An agent that never reported says so, rather than "ready · last seen never".
+func TestAgentThatNeverReported(t *testing.T) {
+	now := time.Now().Add(-2 * time.Minute)
+	for _, tc := range []struct {
+		seen *time.Time
+		want string
+	}{{nil, "no report yet"}, {&now, "last seen 2 min ago"}} {
+		var b bytes.Buffer
+		d := RegionPageData{Region: RegionView{AgentStatus: "ready", AgentLastSeenAt: tc.seen}}
+		if err := usage(d).Render(context.Background(), &b); err != nil {
+			t.Fatal(err)
+		}
+		if html := b.String(); !strings.Contains(html, tc.want) || strings.Contains(html, "never") {
+			t.Errorf("agent seen %v: %s", tc.seen, html)
 		}
 	}
 }
