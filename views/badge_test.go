@@ -3,6 +3,7 @@ package views
 import (
 	"bytes"
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -39,5 +40,24 @@ func TestAgentThatNeverReported(t *testing.T) {
 		if html := b.String(); !strings.Contains(html, tc.want) || strings.Contains(html, "never") {
 			t.Errorf("agent seen %v: %s", tc.seen, html)
 		}
+	}
+}
+
+// The remove link of a region draws its bin inline and is labelled; no emoji that a
+// browser without the font shows as an empty box.
+func TestRemoveRegionIconIsDrawnInline(t *testing.T) {
+	var b bytes.Buffer
+	if err := TrashIcon().Render(context.Background(), &b); err != nil {
+		t.Fatal(err)
+	}
+	if html := b.String(); !strings.Contains(html, "<svg") || !strings.Contains(html, `aria-hidden="true"`) {
+		t.Fatalf("the icon: %s", html)
+	}
+	src, err := os.ReadFile("regions.templ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(src), "🗑") {
+		t.Fatal("the regions list still draws its remove link with an emoji")
 	}
 }
