@@ -17,6 +17,13 @@ func (b *browser) expectDescribedBy(field, errID string) {
 	if got := b.attr(field, "aria-invalid"); got != "true" {
 		b.fatalf("%s must be marked aria-invalid, got %q", field, got)
 	}
+	// Its border shows the error too: not the grey of a field without one (slate-300,
+	// slate-600 in the dark), which the invalid colour used to lose to.
+	var border string
+	b.eval(fmt.Sprintf(`getComputedStyle(document.querySelector(%q)).borderTopColor`, field), &border)
+	if border == "rgb(203, 213, 225)" || border == "rgb(71, 85, 105)" {
+		b.fatalf("%s has an error but a grey border (%s)", field, border)
+	}
 }
 
 // watchBusy records, across the navigation a plain form causes, whether the button

@@ -313,7 +313,7 @@ func FieldWith(f Form, name, label, typ, hint string, attrs templ.Attributes) te
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			var templ_7745c5c3_Var17 = []any{inputClass, "mt-1", templ.KV("border-rose-500", f.E(name) != "")}
+			var templ_7745c5c3_Var17 = []any{inputClass, "mt-1"}
 			templ_7745c5c3_Err = templ.RenderCSSItems(ctx, templ_7745c5c3_ElementWriter, templ_7745c5c3_Var17...)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err

@@ -1615,7 +1615,7 @@ func quotaInput(f Form, idPrefix, name, label, value string) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			var templ_7745c5c3_Var73 = []any{inputSized, "mt-1", templ.KV("w-28", name != "email"), templ.KV("w-full", name == "email"), templ.KV("border-rose-500", f.E(name) != "")}
+			var templ_7745c5c3_Var73 = []any{inputSized, "mt-1", templ.KV("w-28", name != "email"), templ.KV("w-full", name == "email")}
 			templ_7745c5c3_Err = templ.RenderCSSItems(ctx, templ_7745c5c3_ElementWriter, templ_7745c5c3_Var73...)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err

@@ -1801,7 +1801,7 @@ func overcommitField(f Form, name, label string, current float64) templ.Componen
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			var templ_7745c5c3_Var85 = []any{inputClass, "mt-1 w-32", templ.KV("border-rose-500", f.E(name) != "")}
+			var templ_7745c5c3_Var85 = []any{inputClass, "mt-1 w-32"}
 			templ_7745c5c3_Err = templ.RenderCSSItems(ctx, templ_7745c5c3_ElementWriter, templ_7745c5c3_Var85...)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
