@@ -75,6 +75,11 @@ func addRegion(t *testing.T, b *browser, cl *testcluster.Cluster, name string) s
 		t.Fatalf("step 1 must keep its input on a validation error: name %q, kubeconfig kept %v", b.value("#f-name"), b.value("#f-kubeconfig") == kubeconfig)
 	}
 	b.expectDescribedBy("#f-name", "err-name")
+	var focused string
+	b.eval(`document.activeElement ? document.activeElement.id : ""`, &focused)
+	if focused != "f-name" {
+		t.Fatalf("the focus must move to the first field with an error (f-name), it is on %q", focused)
+	}
 	if !b.marked() {
 		t.Fatal("step 1 is checked in place (htmx), without a page load")
 	}

@@ -195,5 +195,17 @@
     if (e.target.closest && e.target.closest("form")) applyShowIf(e.target.closest("form"));
   });
   document.addEventListener("DOMContentLoaded", function () { applyShowIf(); });
+
+  // A form that comes back with errors puts the focus on its first invalid field, so
+  // that a keyboard or screen reader user lands on what to fix.
+  function focusFirstError(root) {
+    var el = (root || document).querySelector("[aria-invalid='true']");
+    var active = document.activeElement;
+    // Someone typing in a field (a live update swapped another part) keeps the focus.
+    if (active && /^(INPUT|TEXTAREA|SELECT)$/.test(active.tagName)) return;
+    if (el && el.offsetParent !== null && typeof el.focus === "function") el.focus();
+  }
+  document.addEventListener("DOMContentLoaded", function () { focusFirstError(); });
+  document.addEventListener("htmx:afterSettle", function (e) { focusFirstError(e.target); });
   document.addEventListener("htmx:afterSettle", function (e) { applyShowIf(e.target); });
 })();
