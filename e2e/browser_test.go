@@ -186,7 +186,46 @@ func (b *browser) visible(sel string, d time.Duration) {
 // setValue sets the value of a field (and fires its input event).
 func (b *browser) setValue(sel, v string) {
 	b.t.Helper()
-	b.do(shortWait, "fill "+sel, chromedp.SetValue(chromedp.CSS(sel), v))
+	b.fillChecked(false, sel, v)
+}
+
+// fill sets fields (selector, value, …) and reads them back, again when a live refresh
+// replaced the form while it was being filled (the node went away, or a value was lost).
+func (b *browser) fill(pairs ...string) {
+	b.t.Helper()
+	b.fillChecked(true, pairs...)
+}
+
+func (b *browser) fillChecked(readBack bool, pairs ...string) {
+	b.t.Helper()
+	for attempt := 1; ; attempt++ {
+		err := b.fillOnce(pairs, readBack)
+		if err == nil {
+			return
+		}
+		if attempt == 3 || !strings.Contains(err.Error(), "No node") && !strings.Contains(err.Error(), "detached") &&
+			!strings.Contains(err.Error(), "Could not find node") && !strings.Contains(err.Error(), "value lost") {
+			b.fatalf("fill: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (b *browser) fillOnce(pairs []string, readBack bool) error {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		ctx, cancel := context.WithTimeout(b.ctx, shortWait)
+		err := chromedp.Do(ctx, chromedp.SetValue(chromedp.CSS(pairs[i]), pairs[i+1]))
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%s: %w", pairs[i], err)
+		}
+	}
+	for i := 0; readBack && i+1 < len(pairs); i += 2 {
+		if b.value(pairs[i]) != pairs[i+1] {
+			return fmt.Errorf("%s: value lost (a refresh replaced the form)", pairs[i])
+		}
+	}
+	return nil
 }
 
 // typeInto clears a field and types into it.

@@ -378,8 +378,7 @@ func regionPage(t *testing.T, b *browser, c *console, regionID, name string) {
 	// A certificate for another domain is refused beside the field; the certificate
 	// stays in its field (the key, a secret, does not come back).
 	wrongCert, wrongKey := selfSigned(t, "*.elsewhere.example.test")
-	b.setValue("#f-certificate", wrongCert)
-	b.setValue("#f-private_key", wrongKey)
+	b.fill("#f-certificate", wrongCert, "#f-private_key", wrongKey)
 	b.submit("[data-testid=upload-tls]")
 	b.visible("[data-testid=error-certificate]", shortWait)
 	if got := b.text("[data-testid=error-certificate]"); !strings.Contains(got, "do not cover *.e2e-1.example.test") {
@@ -391,8 +390,7 @@ func regionPage(t *testing.T, b *browser, c *console, regionID, name string) {
 
 	// The right certificate: uploaded, installed by a job, then shown with its expiry.
 	cert, key := selfSigned(t, "*."+name+".example.test")
-	b.setValue("#f-certificate", cert)
-	b.setValue("#f-private_key", key)
+	b.fill("#f-certificate", cert, "#f-private_key", key)
 	b.submit("[data-testid=upload-tls]")
 	b.expectFlash("Certificate uploaded")
 	b.expectJobSucceeds("Function-domain certificate of " + name)
