@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/redis"
 	"runr.dev/console/store"
@@ -72,7 +73,7 @@ func TestImageMirror(t *testing.T) {
 	}
 	mustSucceed(t, e.WaitJob(ans.JobID, 4*time.Minute))
 	eventually(t, time.Minute, func() []string { return foreignImages(t, a, r, mirror) })
-	ks, _ := a.DynamicGet(ctx, ksGVR, r.ServingNamespace, ops.KnativeServingName)
+	ks, _ := a.DynamicGet(ctx, ksGVR, r.ServingNamespace, kit.KnativeServingName)
 	if def, _, _ := unstructured.NestedString(ks.Object, "spec", "registry", "default"); !strings.HasPrefix(def, mirror+"/gcr.io/knative-releases/knative.dev/serving/cmd/${NAME}:v") {
 		t.Fatalf("KnativeServing registry default %q", def)
 	}

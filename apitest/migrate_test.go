@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"runr.dev/console/config"
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/domains"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 	"runr.dev/console/web/webtest"
@@ -247,7 +247,7 @@ func TestBaseDomainChanges(t *testing.T) {
 	if r.DomainMigrationStatus != store.MigrationDNSCheck || r.DomainMigrationTarget != "bd.new.test" || r.Settings.V.KnativeDomain != "bd.old.test" {
 		t.Fatalf("domain migration: %s %s %s", r.DomainMigrationStatus, r.DomainMigrationTarget, r.Settings.V.KnativeDomain)
 	}
-	alias, err := c.Client.AppsV1().Deployments("bd").Get(ctx, ops.AliasName, metav1.GetOptions{})
+	alias, err := c.Client.AppsV1().Deployments("bd").Get(ctx, domains.AliasName, metav1.GetOptions{})
 	if err != nil || *alias.Spec.Replicas != 2 || !strings.Contains(strings.Join(alias.Spec.Template.Spec.Containers[0].Args, " "), "--from bd.new.test --to bd.old.test") {
 		t.Fatalf("alias: %v", err)
 	}
@@ -262,7 +262,7 @@ func TestBaseDomainChanges(t *testing.T) {
 	// A third base domain moves the alias on.
 	patch("third.test")
 	r, _ = e.Store.RegionByID(ctx, r.ID)
-	alias, _ = c.Client.AppsV1().Deployments("bd").Get(ctx, ops.AliasName, metav1.GetOptions{})
+	alias, _ = c.Client.AppsV1().Deployments("bd").Get(ctx, domains.AliasName, metav1.GetOptions{})
 	if r.DomainMigrationTarget != "bd.third.test" || !strings.Contains(strings.Join(alias.Spec.Template.Spec.Containers[0].Args, " "), "--from bd.third.test") {
 		t.Fatalf("third base domain: %s", r.DomainMigrationTarget)
 	}
@@ -272,7 +272,7 @@ func TestBaseDomainChanges(t *testing.T) {
 	if r.DomainMigrationStatus != "" || r.Settings.V.KnativeDomain != "bd.old.test" {
 		t.Fatalf("rollback: %q %q", r.DomainMigrationStatus, r.Settings.V.KnativeDomain)
 	}
-	if _, err := c.Client.AppsV1().Deployments("bd").Get(ctx, ops.AliasName, metav1.GetOptions{}); err == nil {
+	if _, err := c.Client.AppsV1().Deployments("bd").Get(ctx, domains.AliasName, metav1.GetOptions{}); err == nil {
 		t.Fatal("the alias must go when the migration ends")
 	}
 	// Through to completion: DNS of the new domain reaches the region.

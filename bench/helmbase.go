@@ -14,14 +14,14 @@ import (
 
 	"runr.dev/console/helm"
 	"runr.dev/console/kube"
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/observability"
 	"runr.dev/console/testcluster"
 )
 
 // servingReleases are the Helm releases install-serving makes (the KnativeServing, the
 // agent and the console's own objects are not Helm releases).
-var servingReleases = map[string]bool{ops.TraefikRelease: true, observability.PrometheusRelease: true, observability.LokiRelease: true, observability.TempoRelease: true, observability.OtelRelease: true}
+var servingReleases = map[string]bool{kit.TraefikRelease: true, observability.PrometheusRelease: true, observability.LokiRelease: true, observability.TempoRelease: true, observability.OtelRelease: true}
 
 // helmBaseline reads the releases install-serving made on a cluster (their charts' names
 // and versions and their values, as Helm stored them), loads the same charts from the

@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"runr.dev/console/kube"
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 )
@@ -46,7 +46,7 @@ spec:
 func lbAddress(ctx context.Context, cl *testcluster.Cluster) (string, error) {
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		svc, err := cl.Client.CoreV1().Services("knative-serving").Get(ctx, ops.TraefikRelease, metav1.GetOptions{})
+		svc, err := cl.Client.CoreV1().Services("knative-serving").Get(ctx, kit.TraefikRelease, metav1.GetOptions{})
 		if err == nil {
 			if a := serviceAddress(svc); a != "" {
 				return a, nil

@@ -90,6 +90,6 @@ func (h *Handlers) APICompleteDomainMigration(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.CompleteDomainMigration(ctx(c), h.actor(c), r)
+	j, err := h.Ops.Domains.CompleteDomainMigration(ctx(c), h.actor(c), r)
 	return h.Accepted(c, j, err)
 }

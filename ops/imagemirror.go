@@ -37,7 +37,7 @@ type PlatformSettingsInput struct {
 func (s *Service) UpdatePlatformSettings(ctx context.Context, actor kit.Actor, in PlatformSettingsInput) error {
 	errs := map[string]string{}
 	if in.BaseDomain != nil {
-		if m := ValidateDomain(strings.TrimSuffix(strings.ToLower(strings.TrimSpace(*in.BaseDomain)), ".")); m != "" {
+		if m := kit.ValidateDomain(strings.TrimSuffix(strings.ToLower(strings.TrimSpace(*in.BaseDomain)), ".")); m != "" {
 			errs["base_domain"] = m
 		}
 	}
@@ -64,7 +64,7 @@ func (s *Service) UpdatePlatformSettings(ctx context.Context, actor kit.Actor, i
 		}
 	}
 	if in.BaseDomain != nil {
-		return s.SetBaseDomain(ctx, actor, *in.BaseDomain)
+		return s.Domains.SetBaseDomain(ctx, actor, *in.BaseDomain)
 	}
 	return nil
 }
@@ -237,7 +237,7 @@ func servingRegistryDrift(ctx context.Context, c *kube.Cluster, t *reconcileTarg
 	if t.Region.ServingNamespace == "" || servingAdopted(&t.Region) {
 		return nil, nil
 	}
-	ks, found, err := c.Get(ctx, kube.GVKKnativeServing, t.Region.ServingNamespace, KnativeServingName)
+	ks, found, err := c.Get(ctx, kube.GVKKnativeServing, t.Region.ServingNamespace, kit.KnativeServingName)
 	if err != nil || !found {
 		return nil, err
 	}
@@ -315,10 +315,10 @@ func (s *Service) applyImageMirror(ctx context.Context, jc *engine.JobContext, c
 		if len(d.serving) == 0 {
 			reg = nil
 		}
-		if err := c.MergePatch(ctx, kube.GVKKnativeServing, t.Region.ServingNamespace, KnativeServingName, knativeMirrorPatch(reg)); err != nil {
+		if err := c.MergePatch(ctx, kube.GVKKnativeServing, t.Region.ServingNamespace, kit.KnativeServingName, knativeMirrorPatch(reg)); err != nil {
 			return err
 		}
-		jc.Note("KnativeServing %s/%s pulls Knative's images through %s", t.Region.ServingNamespace, KnativeServingName, kit.OrV(d.mirror, "their own registries"))
+		jc.Note("KnativeServing %s/%s pulls Knative's images through %s", t.Region.ServingNamespace, kit.KnativeServingName, kit.OrV(d.mirror, "their own registries"))
 	}
 	if d.agent {
 		if err := s.Observability.InstallAgent(ctx, jc, c, &t.Region); err != nil {

@@ -3,6 +3,7 @@ package ops
 import (
 	"runr.dev/console/ops/admission"
 	"runr.dev/console/ops/data"
+	"runr.dev/console/ops/domains"
 	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/nodes"
@@ -21,12 +22,12 @@ func (s *Service) registerKinds() {
 	s.registerKnativeKinds()
 	s.StatusBlock = statusblock.New(s.Kit)
 	s.registerSettingsKinds()
-	s.registerDomainKinds()
 	s.Nodes = nodes.New(s.Kit)
 	s.Tenancy = &tenancy.Service{Kit: s.Kit, Nodes: s.Nodes}
 	s.registerProjectKinds()
 	s.registerMigrationKinds()
-	s.registerBaseDomainKinds()
+	s.Domains = domains.New(s.Kit, s.StatusBlock)
+	s.periodics = append(s.periodics, s.Domains.CompleteDomainMigrations)
 	s.registerContainerdKinds()
 	s.Isolation = isolation.New(s.Kit)
 	s.GPU = gpu.New(s.Kit)

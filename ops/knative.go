@@ -17,6 +17,7 @@ import (
 	"runr.dev/console/engine"
 	"runr.dev/console/helm"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/domains"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
@@ -24,9 +25,8 @@ import (
 
 // Knative names on the cluster.
 const (
-	OperatorRelease    = "knative-operator"
-	KnativeServingName = "knative-serving"
-	ServingCRD         = "knativeservings.operator.knative.dev"
+	OperatorRelease = "knative-operator"
+	ServingCRD      = "knativeservings.operator.knative.dev"
 	// TraefikIngressClass is Knative's ingress class for Traefik's Knative provider.
 	TraefikIngressClass = "traefik.ingress.networking.knative.dev"
 	// MaxRevisionTimeoutDefault is Knative's own max-revision-timeout-seconds.
@@ -137,12 +137,12 @@ func readyServing(ctx context.Context, c *kube.Cluster) (*unstructured.Unstructu
 
 // servingReported reads the Serving version the operator reports on the KnativeServing.
 func servingReported(ctx context.Context, c *kube.Cluster, ns string) (string, error) {
-	o, found, err := c.Get(ctx, kube.GVKKnativeServing, ns, KnativeServingName)
+	o, found, err := c.Get(ctx, kube.GVKKnativeServing, ns, kit.KnativeServingName)
 	if err != nil {
 		return "", err
 	}
 	if !found {
-		return "", fmt.Errorf("KnativeServing %s/%s is gone", ns, KnativeServingName)
+		return "", fmt.Errorf("KnativeServing %s/%s is gone", ns, kit.KnativeServingName)
 	}
 	return servingVersion(o), nil
 }
@@ -155,7 +155,7 @@ func servingVersion(o *unstructured.Unstructured) string {
 // ServingReadyAt waits for the KnativeServing to report Ready at a version.
 func ServingReadyAt(c *kube.Cluster, ns, version string) kube.Cond {
 	return func(ctx context.Context) (bool, string, error) {
-		o, found, err := c.Get(ctx, kube.GVKKnativeServing, ns, KnativeServingName)
+		o, found, err := c.Get(ctx, kube.GVKKnativeServing, ns, kit.KnativeServingName)
 		if err != nil || !found {
 			return false, "not created yet", err
 		}
@@ -402,7 +402,7 @@ const knativeSkipKey = "registries-skipping-tag-resolving"
 // the registries whose tags are not resolved (keeping those already listed).
 func enableKnativeFeatures(ctx context.Context, c *kube.Cluster, ns string) error {
 	cfg := map[string]any{"features": knativeFeatures}
-	o, found, err := c.Get(ctx, kube.GVKKnativeServing, ns, KnativeServingName)
+	o, found, err := c.Get(ctx, kube.GVKKnativeServing, ns, kit.KnativeServingName)
 	if err != nil {
 		return err
 	}
@@ -412,7 +412,7 @@ func enableKnativeFeatures(ctx context.Context, c *kube.Cluster, ns string) erro
 			cfg["deployment"] = map[string]any{knativeSkipKey: merged}
 		}
 	}
-	return c.MergePatch(ctx, kube.GVKKnativeServing, ns, KnativeServingName, map[string]any{"spec": map[string]any{"config": cfg}})
+	return c.MergePatch(ctx, kube.GVKKnativeServing, ns, kit.KnativeServingName, map[string]any{"spec": map[string]any{"config": cfg}})
 }
 
 // mergeList adds to a comma-separated list the items it lacks (Knative's defaults when the
@@ -456,7 +456,7 @@ func knativeServingObject(ns, version string, maxTimeout int, registry map[strin
 	}
 	return map[string]any{
 		"apiVersion": "operator.knative.dev/v1beta1", "kind": "KnativeServing",
-		"metadata": map[string]any{"name": KnativeServingName, "namespace": ns, "labels": kit.ToAnyMap(kit.ManagedLabels(nil))},
+		"metadata": map[string]any{"name": kit.KnativeServingName, "namespace": ns, "labels": kit.ToAnyMap(kit.ManagedLabels(nil))},
 		"spec":     spec,
 	}
 }
@@ -472,33 +472,13 @@ func FunctionDomain(r *store.Region, base string) string {
 	return r.Name + "." + base
 }
 
-// domainSelector maps a function domain to the region's Knative Services in Knative's
-// domain configuration.
-func domainSelector(region string) string { return "selector:\n  runr.dev/region: " + region + "\n" }
-
-// setDomain adds (or removes, when domain is "") the region's function domain in the
-// KnativeServing's domain configuration.
-func setDomain(ctx context.Context, c *kube.Cluster, ns, region, domain, old string) error {
-	patch := map[string]any{}
-	if old != "" && old != domain {
-		patch[old] = nil
-	}
-	if domain != "" {
-		patch[domain] = domainSelector(region)
-	}
-	if len(patch) == 0 {
-		return nil
-	}
-	return c.MergePatch(ctx, kube.GVKKnativeServing, ns, KnativeServingName, map[string]any{"spec": map[string]any{"config": map[string]any{"domain": patch}}})
-}
-
 // raiseMaxRevisionTimeout raises Knative's max-revision-timeout-seconds to the longest
 // request_timeout above 600 s; it is never lowered.
 func raiseMaxRevisionTimeout(ctx context.Context, c *kube.Cluster, ns string, want int) (bool, error) {
 	if want <= MaxRevisionTimeoutDefault {
 		return false, nil
 	}
-	o, found, err := c.Get(ctx, kube.GVKKnativeServing, ns, KnativeServingName)
+	o, found, err := c.Get(ctx, kube.GVKKnativeServing, ns, kit.KnativeServingName)
 	if err != nil || !found {
 		return false, err
 	}
@@ -506,7 +486,7 @@ func raiseMaxRevisionTimeout(ctx context.Context, c *kube.Cluster, ns string, wa
 	if n, err := strconv.Atoi(cur); err == nil && n >= want {
 		return false, nil
 	}
-	return true, c.MergePatch(ctx, kube.GVKKnativeServing, ns, KnativeServingName, map[string]any{"spec": map[string]any{"config": map[string]any{
+	return true, c.MergePatch(ctx, kube.GVKKnativeServing, ns, kit.KnativeServingName, map[string]any{"spec": map[string]any{"config": map[string]any{
 		"defaults": map[string]any{"max-revision-timeout-seconds": strconv.Itoa(want)}}}})
 }
 
@@ -515,14 +495,14 @@ func raiseMaxRevisionTimeout(ctx context.Context, c *kube.Cluster, ns string, wa
 // a change of spec.config is in Knative's ConfigMaps only then, and Serving's webhook
 // judges a function's deploy by them.
 func waitServingApplied(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, ns, what string) error {
-	o, found, err := c.Get(ctx, kube.GVKKnativeServing, ns, KnativeServingName)
+	o, found, err := c.Get(ctx, kube.GVKKnativeServing, ns, kit.KnativeServingName)
 	if err != nil || !found {
 		return err
 	}
 	gen := o.GetGeneration()
-	return jc.Wait(ctx, fmt.Sprintf("the Knative Operator to apply %s (KnativeServing %s/%s generation %d)", what, ns, KnativeServingName, gen),
+	return jc.Wait(ctx, fmt.Sprintf("the Knative Operator to apply %s (KnativeServing %s/%s generation %d)", what, ns, kit.KnativeServingName, gen),
 		engine.WaitOpts{Hint: "read the operator's log in the knative-operator namespace"}, func(ctx context.Context) (bool, string, error) {
-			o, found, err := c.Get(ctx, kube.GVKKnativeServing, ns, KnativeServingName)
+			o, found, err := c.Get(ctx, kube.GVKKnativeServing, ns, kit.KnativeServingName)
 			if err != nil || !found {
 				return false, "KnativeServing not found", err
 			}
@@ -607,7 +587,7 @@ func (s *Service) servingServing(p ServingParams) func(ctx context.Context, jc *
 			return err
 		}
 		if servingAdopted(r) {
-			jc.Note("The Ready KnativeServing %s/%s (Knative %s) is adopted", r.ServingNamespace, KnativeServingName, r.KnativeVersion)
+			jc.Note("The Ready KnativeServing %s/%s (Knative %s) is adopted", r.ServingNamespace, kit.KnativeServingName, r.KnativeVersion)
 			return nil
 		}
 		regions, err := s.Store.RegionsOnCluster(ctx, r.ClusterKey)
@@ -623,7 +603,7 @@ func (s *Service) servingServing(p ServingParams) func(ctx context.Context, jc *
 		if _, err := c.ApplyObject(ctx, knativeServingObject(p.Namespace, minor, longestTimeout(regions), registry)); err != nil {
 			return err
 		}
-		if err := jc.Wait(ctx, fmt.Sprintf("KnativeServing %s/%s to be Ready at %s", p.Namespace, KnativeServingName, minor), engine.WaitOpts{Hint: "check the Knative Operator's logs (namespace " + r.OperatorNamespace + ")"}, ServingReadyAt(c, p.Namespace, minor)); err != nil {
+		if err := jc.Wait(ctx, fmt.Sprintf("KnativeServing %s/%s to be Ready at %s", p.Namespace, kit.KnativeServingName, minor), engine.WaitOpts{Hint: "check the Knative Operator's logs (namespace " + r.OperatorNamespace + ")"}, ServingReadyAt(c, p.Namespace, minor)); err != nil {
 			return err
 		}
 		reported, err := servingReported(ctx, c, p.Namespace)
@@ -646,7 +626,7 @@ func (s *Service) servingDomain(ctx context.Context, jc *engine.JobContext, r *s
 		jc.Note("No base domain yet: the region gets its function domain when one is set (Administration → Platform)")
 		return engine.ErrSkip
 	}
-	if err := setDomain(ctx, c, r.ServingNamespace, r.Name, domain, ""); err != nil {
+	if err := domains.SetDomain(ctx, c, r.ServingNamespace, r.Name, domain, ""); err != nil {
 		return err
 	}
 	settings := r.Settings.V
@@ -657,7 +637,7 @@ func (s *Service) servingDomain(ctx context.Context, jc *engine.JobContext, r *s
 
 // servingAddress is the step "address" (External address) of servingSteps.
 func (s *Service) servingAddress(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
-	rel, err := helm.Status(c, r.ServingNamespace, TraefikRelease)
+	rel, err := helm.Status(c, r.ServingNamespace, kit.TraefikRelease)
 	if err != nil {
 		return err
 	}
@@ -771,11 +751,11 @@ func (s *Service) deleteKnativeServing(ctx context.Context, jc *engine.JobContex
 		jc.Note("No KnativeServing CRD: nothing to delete")
 		return nil
 	}
-	if err := c.Delete(ctx, kube.GVKKnativeServing, ns, KnativeServingName); err != nil {
+	if err := c.Delete(ctx, kube.GVKKnativeServing, ns, kit.KnativeServingName); err != nil {
 		return err
 	}
-	return jc.Wait(ctx, "KnativeServing "+ns+"/"+KnativeServingName+" to be deleted", engine.WaitOpts{}, func(ctx context.Context) (bool, string, error) {
-		_, found, err := c.Get(ctx, kube.GVKKnativeServing, ns, KnativeServingName)
+	return jc.Wait(ctx, "KnativeServing "+ns+"/"+kit.KnativeServingName+" to be deleted", engine.WaitOpts{}, func(ctx context.Context) (bool, string, error) {
+		_, found, err := c.Get(ctx, kube.GVKKnativeServing, ns, kit.KnativeServingName)
 		return !found, "", err
 	})
 }
@@ -822,14 +802,14 @@ func (s *Service) uninstallServingSteps(p ServingParams) []engine.Step {
 				jc.Note("Traefik stays: it serves %d other Ingress(es); remove_traefik removes it anyway", n)
 				return engine.ErrSkip
 			}
-			return s.HelmUninstall(ctx, jc, c, r.ServingNamespace, TraefikRelease)
+			return s.HelmUninstall(ctx, jc, c, r.ServingNamespace, kit.TraefikRelease)
 		}},
 		{Name: "namespace", Title: "Remove the Serving namespace", Run: func(ctx context.Context, jc *engine.JobContext) error {
 			r, c, err := s.RegionAndCluster(ctx, jc)
 			if err != nil {
 				return err
 			}
-			if rel, err := helm.Status(c, r.ServingNamespace, TraefikRelease); err != nil {
+			if rel, err := helm.Status(c, r.ServingNamespace, kit.TraefikRelease); err != nil {
 				return err
 			} else if rel != nil && rel.Info.Status != release.StatusUninstalled {
 				jc.Note("Traefik stays, and so does namespace %s", r.ServingNamespace)
@@ -1017,7 +997,7 @@ func (s *Service) upgradeVersion(p ServingParams) func(ctx context.Context, jc *
 		if err != nil {
 			return err
 		}
-		if err := c.MergePatch(ctx, kube.GVKKnativeServing, r.ServingNamespace, KnativeServingName, map[string]any{"spec": map[string]any{"version": MinorOf(p.Version)}}); err != nil {
+		if err := c.MergePatch(ctx, kube.GVKKnativeServing, r.ServingNamespace, kit.KnativeServingName, map[string]any{"spec": map[string]any{"version": MinorOf(p.Version)}}); err != nil {
 			return err
 		}
 		jc.Note("spec.version is %s: the operator rolls Knative Serving to its newest %s release while the Knative Services keep running", MinorOf(p.Version), MinorOf(p.Version))
@@ -1032,7 +1012,7 @@ func (s *Service) upgradeReady(p ServingParams) func(ctx context.Context, jc *en
 		if err != nil {
 			return err
 		}
-		if err := jc.Wait(ctx, fmt.Sprintf("KnativeServing %s/%s to be Ready at %s", r.ServingNamespace, KnativeServingName, p.Version), engine.WaitOpts{}, ServingReadyAt(c, r.ServingNamespace, p.Version)); err != nil {
+		if err := jc.Wait(ctx, fmt.Sprintf("KnativeServing %s/%s to be Ready at %s", r.ServingNamespace, kit.KnativeServingName, p.Version), engine.WaitOpts{}, ServingReadyAt(c, r.ServingNamespace, p.Version)); err != nil {
 			return err
 		}
 		reported, err := servingReported(ctx, c, r.ServingNamespace)

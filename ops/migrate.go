@@ -10,6 +10,7 @@ import (
 
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/domains"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/problem"
@@ -232,7 +233,7 @@ func (s *Service) moveDomain(ctx context.Context, jc *engine.JobContext) error {
 		jc.Note("No function domain to configure")
 		return engine.ErrSkip
 	}
-	if err := setDomain(ctx, c, r.ServingNamespace, r.Name, r.Settings.V.KnativeDomain, ""); err != nil {
+	if err := domains.SetDomain(ctx, c, r.ServingNamespace, r.Name, r.Settings.V.KnativeDomain, ""); err != nil {
 		return err
 	}
 	jc.Note("Knative on the new cluster serves %s", r.Settings.V.KnativeDomain)
@@ -382,7 +383,7 @@ func (s *Service) completeMoves(ctx context.Context) {
 			continue // completed by hand, or by the deadline (moveDNSCheck said so)
 		}
 		cctx, cancel := context.WithTimeout(ctx, s.Cfg.StatusTimeout)
-		ok, reason, err := (&Resolver{Server: s.Cfg.DNSResolver}).DNSCheck(cctx, r.Settings.V.KnativeDomain, r.ExternalIP)
+		ok, reason, err := (&domains.Resolver{Server: s.Cfg.DNSResolver}).DNSCheck(cctx, r.Settings.V.KnativeDomain, r.ExternalIP)
 		cancel()
 		if err == nil && ok {
 			s.logCompletion(r, s.CompleteMigration(ctx, r, "DNS reaches the new cluster: "+reason))

@@ -19,6 +19,7 @@ import (
 	"runr.dev/console/helm"
 	"runr.dev/console/imagemirror"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/domains"
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/observability"
@@ -83,7 +84,7 @@ func releaseDrift(rel *release.Release, name, version string, vals map[string]an
 
 // traefikRelease reads the region Traefik's release of a target (nil when none).
 func traefikRelease(c *kube.Cluster, t *reconcileTarget) (*release.Release, error) {
-	return helm.Status(c, t.Region.ServingNamespace, TraefikRelease)
+	return helm.Status(c, t.Region.ServingNamespace, kit.TraefikRelease)
 }
 
 // checkSettings: Traefik's entry points carry the cluster's longest request_timeout (and
@@ -129,7 +130,7 @@ func knativeTimeoutDrift(ctx context.Context, c *kube.Cluster, t *reconcileTarge
 	if want <= MaxRevisionTimeoutDefault {
 		return finding{}, nil
 	}
-	o, found, err := c.Get(ctx, kube.GVKKnativeServing, t.Region.ServingNamespace, KnativeServingName)
+	o, found, err := c.Get(ctx, kube.GVKKnativeServing, t.Region.ServingNamespace, kit.KnativeServingName)
 	if err != nil || !found {
 		return finding{}, err
 	}
@@ -155,7 +156,7 @@ func (s *Service) applySettings(ctx context.Context, jc *engine.JobContext, c *k
 		return err
 	}
 	if tf.Change {
-		rel, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: t.Region.ServingNamespace, Name: TraefikRelease, Chart: ChartTraefik, Values: vals})
+		rel, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: t.Region.ServingNamespace, Name: kit.TraefikRelease, Chart: ChartTraefik, Values: vals})
 		if err != nil {
 			return err
 		}
@@ -309,7 +310,7 @@ func (s *Service) applyTraefikImage(ctx context.Context, jc *engine.JobContext, 
 	if err != nil || rel == nil {
 		return err
 	}
-	nr, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: t.Region.ServingNamespace, Name: TraefikRelease, Chart: ChartTraefik,
+	nr, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: t.Region.ServingNamespace, Name: kit.TraefikRelease, Chart: ChartTraefik,
 		Values: withKey(rel.Config, "image", s.traefikImageValues())})
 	if err != nil {
 		return err
@@ -403,7 +404,7 @@ func (s *Service) ownHelpers(t *reconcileTarget, mirror string) []ownHelper {
 			responders[r.ServingNamespace] = true
 			hs = append(hs, ownHelper{kind: "Deployment", namespace: r.ServingNamespace, name: statusblock.ResponderName, container: "responder", image: responder})
 		}
-		hs = append(hs, ownHelper{kind: "Deployment", namespace: r.Name, name: AliasName, container: "alias", image: agent})
+		hs = append(hs, ownHelper{kind: "Deployment", namespace: r.Name, name: domains.AliasName, container: "alias", image: agent})
 	}
 	return hs
 }

@@ -16,6 +16,7 @@ import (
 	"runr.dev/console/config"
 	"runr.dev/console/ops/admission"
 	"runr.dev/console/ops/data"
+	"runr.dev/console/ops/domains"
 	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/kit"
@@ -59,6 +60,8 @@ type Service struct {
 	Observability *observability.Service
 	// StatusBlock is what a region that is not active answers.
 	StatusBlock *statusblock.Service
+	// Domains is the function domains and the moves between base domains.
+	Domains *domains.Service
 }
 
 // NewService builds the cluster side of the console.

@@ -2,9 +2,6 @@ package ops
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"strings"
@@ -47,48 +44,6 @@ type SettingsParams struct {
 type TLSParams struct {
 	Certificate     string `json:"certificate"`
 	ReplaceExisting bool   `json:"replace_existing"`
-}
-
-// CheckCertificate checks a PEM certificate and key for a function domain: they must
-// pair, be valid now, and cover the domain. It returns the expiry.
-func CheckCertificate(certPEM, keyPEM, domain string, now time.Time) (time.Time, map[string]string) {
-	errs := map[string]string{}
-	pair, err := tls.X509KeyPair([]byte(certPEM), []byte(keyPEM))
-	if err != nil {
-		if _, cerr := parseLeaf(certPEM); cerr != nil {
-			errs["certificate"] = "Not a PEM certificate: " + cerr.Error()
-		} else {
-			errs["private_key"] = "The key does not match the certificate (or is not a PEM private key)."
-		}
-		return time.Time{}, errs
-	}
-	leaf, err := x509.ParseCertificate(pair.Certificate[0])
-	if err != nil {
-		errs["certificate"] = "The certificate cannot be read: " + err.Error()
-		return time.Time{}, errs
-	}
-	if now.After(leaf.NotAfter) {
-		errs["certificate"] = fmt.Sprintf("The certificate expired on %s.", leaf.NotAfter.Format("2006-01-02"))
-	} else if now.Before(leaf.NotBefore) {
-		errs["certificate"] = fmt.Sprintf("The certificate is valid only from %s.", leaf.NotBefore.Format("2006-01-02"))
-	}
-	if domain == "" {
-		errs["certificate"] = "The region has no function domain yet: set the platform's base domain first."
-	} else if leaf.VerifyHostname("runr-tls-check."+domain) != nil {
-		errs["certificate"] = fmt.Sprintf("The certificate's names (%s) do not cover *.%s.", strings.Join(leaf.DNSNames, ", "), domain)
-	}
-	if len(errs) > 0 {
-		return leaf.NotAfter, errs
-	}
-	return leaf.NotAfter, nil
-}
-
-func parseLeaf(certPEM string) (*x509.Certificate, error) {
-	b, _ := pem.Decode([]byte(certPEM))
-	if b == nil || b.Type != "CERTIFICATE" {
-		return nil, errors.New("no CERTIFICATE block")
-	}
-	return x509.ParseCertificate(b.Bytes)
 }
 
 func (s *Service) registerSettingsKinds() {
@@ -242,7 +197,7 @@ func (s *Service) setFunctionTLS(ctx context.Context, jc *engine.JobContext, c *
 		return err
 	}
 	domain := FunctionDomain(r, base)
-	expires, errs := CheckCertificate(certPEM, keyPEM, domain, time.Now())
+	expires, errs := kit.CheckCertificate(certPEM, keyPEM, domain, time.Now())
 	if errs != nil {
 		for _, m := range errs {
 			return errors.New(m)
@@ -442,7 +397,7 @@ func (s *Service) SetFunctionTLS(ctx context.Context, actor kit.Actor, r *store.
 	if err := problem.FromFields(errs); err != nil {
 		return nil, err
 	}
-	if _, errs := CheckCertificate(in.Certificate, in.PrivateKey, FunctionDomain(r, base), time.Now()); errs != nil {
+	if _, errs := kit.CheckCertificate(in.Certificate, in.PrivateKey, FunctionDomain(r, base), time.Now()); errs != nil {
 		return nil, &problem.Invalid{Fields: errs}
 	}
 	return s.Enqueue(ctx, engine.Request{Kind: KindFunctionTLS, Title: "Function-domain certificate of " + r.Name,

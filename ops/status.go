@@ -21,6 +21,8 @@ import (
 	"runr.dev/console/helm"
 	"runr.dev/console/kube"
 	"runr.dev/console/ops/data"
+	"runr.dev/console/ops/domains"
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/redis"
 	"runr.dev/console/store"
@@ -96,7 +98,7 @@ func (s *Service) observe(ctx context.Context, r *store.Region) *clusterLook {
 			st.deployments[key(managed.Items[i].Namespace, redis.RedisName)] = &managed.Items[i]
 		}
 	}
-	if svc, err := c.Clientset.CoreV1().Services(r.ServingNamespace).Get(ctx, TraefikRelease, metav1.GetOptions{}); err == nil {
+	if svc, err := c.Clientset.CoreV1().Services(r.ServingNamespace).Get(ctx, kit.TraefikRelease, metav1.GetOptions{}); err == nil {
 		st.traefik = svc
 		st.address = kube.ServiceAddress(svc)
 		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
@@ -104,7 +106,7 @@ func (s *Service) observe(ctx context.Context, r *store.Region) *clusterLook {
 			st.address, _ = hostNetworkAddress(ctx, c, r.ServingNamespace)
 		}
 	}
-	if o, found, err := c.Get(ctx, kube.GVKKnativeServing, r.ServingNamespace, KnativeServingName); err == nil && found {
+	if o, found, err := c.Get(ctx, kube.GVKKnativeServing, r.ServingNamespace, kit.KnativeServingName); err == nil && found {
 		st.servingOK, st.servingMsg = kube.ReadyCondition(o)
 		st.servingVer = servingVersion(o)
 		if st.traefikRBAC, err = TraefikKnativeAccess(ctx, c, r.ServingNamespace); err != nil {
@@ -254,7 +256,7 @@ func (s *Service) components(r *store.Region, st *clusterLook) []componentCheck 
 				return true, ""
 			})
 		add("serving", ok, d)
-		ok, d = st.release(r.ServingNamespace, TraefikRelease)()
+		ok, d = st.release(r.ServingNamespace, kit.TraefikRelease)()
 		add("traefik", ok, d)
 	}
 	switch {
@@ -382,11 +384,11 @@ func (s *Service) checkRegion(ctx context.Context, r *store.Region, st *clusterL
 	case r.ServingStatus != store.ComponentReady:
 		h.External = store.HealthLayer{State: store.HealthUnknown, Reason: "Knative Serving is not installed: no external path yet", CheckedAt: now}
 	case ext == "":
-		h.External = store.HealthLayer{State: store.HealthDown, Reason: "Traefik's Service " + r.ServingNamespace + "/" + TraefikRelease + " has no external address: does the cluster have a load-balancer implementation (else install Serving with host-network Traefik)?", CheckedAt: now}
+		h.External = store.HealthLayer{State: store.HealthDown, Reason: "Traefik's Service " + r.ServingNamespace + "/" + kit.TraefikRelease + " has no external address: does the cluster have a load-balancer implementation (else install Serving with host-network Traefik)?", CheckedAt: now}
 	case domain == "":
 		h.External = store.HealthLayer{State: store.HealthUnknown, Reason: "external address " + ext + "; no function domain yet: set the platform's base domain", CheckedAt: now}
 	default:
-		ok, reason, err := (&Resolver{Server: s.Cfg.DNSResolver}).DNSCheck(ctx, domain, ext)
+		ok, reason, err := (&domains.Resolver{Server: s.Cfg.DNSResolver}).DNSCheck(ctx, domain, ext)
 		switch {
 		case err != nil:
 			// The resolver's address and the library's message go to the log only.
@@ -721,11 +723,11 @@ func (s *Service) followBaseDomain(ctx context.Context, r *store.Region, base st
 	if base == "" || r.ServingStatus != store.ComponentReady || r.Settings.V.KnativeDomain != "" {
 		return
 	}
-	if _, err := s.Store.ActiveJob(ctx, r.ID, KindSetDomain); err == nil {
+	if _, err := s.Store.ActiveJob(ctx, r.ID, domains.KindSetDomain); err == nil {
 		return
 	}
-	if _, err := s.Enqueue(ctx, engine.Request{Kind: KindSetDomain, Title: "Function domain of " + r.Name, Subject: r.ID,
-		Params: DomainParams{Domain: r.Name + "." + base}, CreatedBy: "status check"}); err != nil {
+	if _, err := s.Enqueue(ctx, engine.Request{Kind: domains.KindSetDomain, Title: "Function domain of " + r.Name, Subject: r.ID,
+		Params: domains.DomainParams{Domain: r.Name + "." + base}, CreatedBy: "status check"}); err != nil {
 		s.Log.Warn("status: queue the function domain", "region", r.Name, "err", err)
 	}
 }

@@ -43,9 +43,9 @@ func healthyLook() *clusterLook {
 	st := &clusterLook{
 		deployments: map[string]*appsv1.Deployment{}, statefuls: map[string]*appsv1.StatefulSet{}, daemons: map[string]*appsv1.DaemonSet{},
 		releases: map[string][]kube.Workload{
-			key("knative-operator", OperatorRelease): {{Kind: "Deployment", Namespace: "knative-operator", Name: "knative-operator"}},
-			key("knative-serving", TraefikRelease):   {{Kind: "Deployment", Namespace: "knative-serving", Name: "traefik"}},
-			key(RegistryNamespace, ZotRelease):       {{Kind: "StatefulSet", Namespace: RegistryNamespace, Name: "runr-zot"}},
+			key("knative-operator", OperatorRelease):   {{Kind: "Deployment", Namespace: "knative-operator", Name: "knative-operator"}},
+			key("knative-serving", kit.TraefikRelease): {{Kind: "Deployment", Namespace: "knative-serving", Name: "traefik"}},
+			key(RegistryNamespace, ZotRelease):         {{Kind: "StatefulSet", Namespace: RegistryNamespace, Name: "runr-zot"}},
 			key(observability.ObservabilityNamespace, observability.PrometheusRelease): {
 				{Kind: "Deployment", Namespace: observability.ObservabilityNamespace, Name: "knative-kube-prometheus-st-operator"}, prom},
 		},
@@ -91,7 +91,7 @@ func TestStatusJudgement(t *testing.T) {
 			"registry", "StatefulSet runr-registry/runr-zot is missing"},
 		{"a StatefulSet not ready", func(st *clusterLook) { st.statefuls[key(RegistryNamespace, "runr-zot")].Status.ReadyReplicas = 0 },
 			"registry", "0/1 replicas ready"},
-		{"the release is not deployed", func(st *clusterLook) { delete(st.releases, key("knative-serving", TraefikRelease)) },
+		{"the release is not deployed", func(st *clusterLook) { delete(st.releases, key("knative-serving", kit.TraefikRelease)) },
 			"traefik", "Helm release knative-serving/traefik is not deployed"},
 		{"the operator's resource is not available", func(st *clusterLook) {
 			st.resources[kube.Workload{Kind: "Prometheus", Namespace: observability.ObservabilityNamespace, Name: "knative-kube-prometheus-st-prometheus"}.String()] = prometheusCR("False")

@@ -19,9 +19,6 @@ import (
 	"runr.dev/console/store"
 )
 
-// TraefikRelease is the region Traefik's Helm release, in the Knative Serving namespace.
-const TraefikRelease = "traefik"
-
 // Traefik's IngressClass: traefik, or traefik-knative when another controller owns traefik.
 const (
 	TraefikClass         = "traefik"
@@ -48,7 +45,7 @@ func traefikClass(ctx context.Context, c *kube.Cluster, servingNS string) (strin
 	if err != nil {
 		return "", fmt.Errorf("read IngressClass %s: %w", TraefikClass, err)
 	}
-	if ic.Annotations["meta.helm.sh/release-name"] == TraefikRelease && ic.Annotations["meta.helm.sh/release-namespace"] == servingNS {
+	if ic.Annotations["meta.helm.sh/release-name"] == kit.TraefikRelease && ic.Annotations["meta.helm.sh/release-namespace"] == servingNS {
 		return TraefikClass, nil
 	}
 	return TraefikFallbackClass, nil
@@ -70,7 +67,7 @@ func splitImage(img string) (registry, repo, tag string) {
 // puts on them: app.kubernetes.io/instance is <release>-<namespace> (traefik 40.3.0,
 // templates/_helpers.tpl, "traefik.instance-name").
 func TraefikPodSelector(ns string) string {
-	return "app.kubernetes.io/name=traefik,app.kubernetes.io/instance=" + TraefikRelease + "-" + ns
+	return "app.kubernetes.io/name=traefik,app.kubernetes.io/instance=" + kit.TraefikRelease + "-" + ns
 }
 
 // TrustedIPs is the union of the ingress_trusted_ips of the cluster's regions.
@@ -127,7 +124,7 @@ func (s *Service) installTraefik(ctx context.Context, jc *engine.JobContext, c *
 	if class != TraefikClass {
 		jc.Warnf("IngressClass %s belongs to another controller: the region's Traefik serves %s and leaves it alone", TraefikClass, class)
 	}
-	prev, err := helm.Status(c, ns, TraefikRelease)
+	prev, err := helm.Status(c, ns, kit.TraefikRelease)
 	if err != nil {
 		return "", err
 	}
@@ -143,7 +140,7 @@ func (s *Service) installTraefik(ctx context.Context, jc *engine.JobContext, c *
 	if _, err := kit.EnsureNamespace(ctx, jc, c, ns, nil); err != nil {
 		return "", err
 	}
-	rel, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: ns, Name: TraefikRelease, Chart: ChartTraefik, Values: s.traefikValues(class, mode, regions)})
+	rel, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: ns, Name: kit.TraefikRelease, Chart: ChartTraefik, Values: s.traefikValues(class, mode, regions)})
 	if err != nil {
 		return "", err
 	}
@@ -173,11 +170,11 @@ func (s *Service) installTraefik(ctx context.Context, jc *engine.JobContext, c *
 func (s *Service) traefikAddress(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, ns, mode string) (string, error) {
 	var addr string
 	if mode == IngressHostNetwork {
-		err := jc.Wait(ctx, "a node address of Traefik's DaemonSet "+ns+"/"+TraefikRelease, engine.WaitOpts{}, HostNetworkAddress(c, ns, &addr))
+		err := jc.Wait(ctx, "a node address of Traefik's DaemonSet "+ns+"/"+kit.TraefikRelease, engine.WaitOpts{}, HostNetworkAddress(c, ns, &addr))
 		return addr, err
 	}
-	err := jc.Wait(ctx, "LoadBalancer address of "+ns+"/"+TraefikRelease, engine.WaitOpts{Timeout: s.Cfg.LoadBalancerWait,
-		Hint: "install Serving with host-network Traefik (ingress_mode host_network) when the cluster has no load-balancer implementation"}, c.LoadBalancerAddress(ns, TraefikRelease, &addr))
+	err := jc.Wait(ctx, "LoadBalancer address of "+ns+"/"+kit.TraefikRelease, engine.WaitOpts{Timeout: s.Cfg.LoadBalancerWait,
+		Hint: "install Serving with host-network Traefik (ingress_mode host_network) when the cluster has no load-balancer implementation"}, c.LoadBalancerAddress(ns, kit.TraefikRelease, &addr))
 	if err != nil && ctx.Err() == nil {
 		return "", fmt.Errorf("%w within %s: the cluster has no load-balancer implementation (or, like RunOS clusters, none is meant to exist). "+
 			"Install Serving again with host-network Traefik (ingress_mode host_network): it then runs on ports 80 and 443 of every node, "+
@@ -191,7 +188,7 @@ func (s *Service) traefikAddress(ctx context.Context, jc *engine.JobContext, c *
 // returns what is missing, in a sentence ("" when nothing is).
 func TraefikKnativeAccess(ctx context.Context, c *kube.Cluster, ns string) (string, error) {
 	const group = "networking.internal.knative.dev"
-	user := "system:serviceaccount:" + ns + ":" + TraefikRelease
+	user := "system:serviceaccount:" + ns + ":" + kit.TraefikRelease
 	var missing []string
 	for _, a := range []authzv1.ResourceAttributes{
 		{Group: group, Resource: "ingresses", Verb: "get"},
@@ -224,7 +221,7 @@ func TraefikKnativeAccess(ctx context.Context, c *kube.Cluster, ns string) (stri
 // UpdateTraefikTimeouts moves the region Traefik's entry point timeouts to the longest
 // request_timeout of the cluster's regions (a Helm upgrade; its pods roll once).
 func (s *Service) updateTraefikTimeouts(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
-	rel, err := helm.Status(c, r.ServingNamespace, TraefikRelease)
+	rel, err := helm.Status(c, r.ServingNamespace, kit.TraefikRelease)
 	if err != nil {
 		return err
 	}
@@ -241,7 +238,7 @@ func (s *Service) updateTraefikTimeouts(ctx context.Context, jc *engine.JobConte
 	if err != nil {
 		return err
 	}
-	nr, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: r.ServingNamespace, Name: TraefikRelease, Chart: ChartTraefik,
+	nr, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: r.ServingNamespace, Name: kit.TraefikRelease, Chart: ChartTraefik,
 		Values: s.traefikValues(class, releaseIngressMode(rel), regions)})
 	if err != nil {
 		return err

@@ -81,7 +81,7 @@ func TestUseCaseRefusals(t *testing.T) {
 	refusedWith(t, err, "", "needs Knative Serving ready")
 	_, err = s.Nodes.RemoveWorker(ctx, actor, r, "w1")
 	refusedWith(t, err, "", "not one of the region's dedicated workers")
-	_, err = s.CompleteDomainMigration(ctx, actor, r)
+	_, err = s.Domains.CompleteDomainMigration(ctx, actor, r)
 	refusedWith(t, err, "", "no domain migration")
 	_, err = s.RollbackMigration(ctx, actor, r)
 	refusedWith(t, err, "", "rolls back only in dns_check or failed")
@@ -91,7 +91,7 @@ func TestUseCaseRefusals(t *testing.T) {
 	moved.DataLocation = "eu"
 	_, err = s.StartMigration(ctx, actor, &moved, ops.MigrateInput{DataLocation: "us"})
 	refusedWith(t, err, "data_location", "stays in eu")
-	invalidOn(t, s.SetBaseDomain(ctx, actor, "https://example.com"), "base_domain")
+	invalidOn(t, s.Domains.SetBaseDomain(ctx, actor, "https://example.com"), "base_domain")
 	_, err = s.Redis.SetRedis(ctx, actor, r, redis.RedisInput{Mode: store.RedisExternal, Address: "redis"})
 	invalidOn(t, err, "address")
 	invalidOn(t, s.Nodes.SetOvercommit(ctx, actor, r, nodes.OvercommitInput{}), "faas_cpu_overcommit")

@@ -45,19 +45,6 @@ func ValidateMonitoringURL(u string) string {
 	return ""
 }
 
-var domainRe = regexp.MustCompile(`^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$`)
-
-// ValidateDomain checks a base domain ("" clears it).
-func ValidateDomain(d string) string {
-	if d == "" {
-		return ""
-	}
-	if len(d) > 200 || !domainRe.MatchString(d) {
-		return "Use a domain name such as functions.example.com (lowercase, without a scheme or a trailing dot)."
-	}
-	return ""
-}
-
 // ValidateRegistry checks the registry fields, adding a message per wrong field to errs.
 func ValidateRegistry(p RegistryParams, sec RegistrySecrets, errs map[string]string) {
 	switch p.Mode {

@@ -67,7 +67,7 @@ func TestValidateDomain(t *testing.T) {
 		{strings.Repeat("a.", 100) + "com", false},
 	} {
 		t.Run(tc.domain, func(t *testing.T) {
-			if got := ValidateDomain(tc.domain); (got == "") != tc.ok {
+			if got := kit.ValidateDomain(tc.domain); (got == "") != tc.ok {
 				t.Fatalf("%q: %q", tc.domain, got)
 			}
 		})

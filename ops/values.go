@@ -8,6 +8,7 @@ import (
 	"runr.dev/console/ops/data"
 	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/isolation"
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/observability"
 	"runr.dev/console/store"
 )
@@ -39,11 +40,11 @@ type TraefikOptions struct {
 func ValuesCases() []ValuesCase {
 	traefikImage := "ghcr.io/brf-tech/runr/reqs/traefik:v3.7.4"
 	return []ValuesCase{
-		{Name: "traefik", Chart: ChartTraefik, Release: TraefikRelease, Namespace: "knative-serving",
+		{Name: "traefik", Chart: ChartTraefik, Release: kit.TraefikRelease, Namespace: "knative-serving",
 			Values: TraefikValues(TraefikOptions{Image: traefikImage, Class: TraefikClass, Timeout: 120})},
-		{Name: "traefik-trusted-ips", Chart: ChartTraefik, Release: TraefikRelease, Namespace: "knative-serving",
+		{Name: "traefik-trusted-ips", Chart: ChartTraefik, Release: kit.TraefikRelease, Namespace: "knative-serving",
 			Values: TraefikValues(TraefikOptions{Image: traefikImage, Class: TraefikFallbackClass, Timeout: 610, TrustedIPs: []string{"10.0.0.0/24"}})},
-		{Name: "traefik-host-network", Chart: ChartTraefik, Release: TraefikRelease, Namespace: "knative-serving",
+		{Name: "traefik-host-network", Chart: ChartTraefik, Release: kit.TraefikRelease, Namespace: "knative-serving",
 			Values: TraefikValues(TraefikOptions{Image: traefikImage, Class: TraefikClass, Timeout: 120, HostNetwork: true})},
 		{Name: "zot-pvc", Chart: ChartZot, Release: ZotRelease, Namespace: RegistryNamespace,
 			Values: ZotValues(RegistryParams{Mode: store.RegistryInternal, StorageType: "pvc", StorageClass: "standard", Size: "10Gi"})},

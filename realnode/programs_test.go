@@ -23,6 +23,8 @@ import (
 	"runr.dev/console/imagemirror"
 	"runr.dev/console/images"
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/domains"
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/statusblock"
@@ -371,7 +373,7 @@ func TestConsoleProgramsOnARealNode(t *testing.T) {
 			t.Fatal(err)
 		}
 		pod := c.WaitRealPod(t, r.ServingNamespace, sel, 3*time.Minute)
-		svc, err := c.Client.CoreV1().Services(r.ServingNamespace).Get(ctx, ops.TraefikRelease, metav1.GetOptions{})
+		svc, err := c.Client.CoreV1().Services(r.ServingNamespace).Get(ctx, kit.TraefikRelease, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -420,7 +422,7 @@ func TestConsoleProgramsOnARealNode(t *testing.T) {
 		// The region's Traefik is played by the echo program on the real node, behind
 		// Traefik's own Service (the stand-in's pods run nowhere).
 		runEcho(t, c, r.ServingNamespace, "traefik-echo", testcluster.EchoImage, nil)
-		tr, err := c.Client.CoreV1().Services(r.ServingNamespace).Get(ctx, ops.TraefikRelease, metav1.GetOptions{})
+		tr, err := c.Client.CoreV1().Services(r.ServingNamespace).Get(ctx, kit.TraefikRelease, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -431,11 +433,11 @@ func TestConsoleProgramsOnARealNode(t *testing.T) {
 		if st := e.JSON("PATCH", "/api/settings", tok, map[string]any{"base_domain": "new.test"}, nil); st != 200 {
 			t.Fatalf("base domain: %d", st)
 		}
-		eventually(t, 2*time.Minute, func() string { return c.PodReport(r.Name, "app.kubernetes.io/name="+ops.AliasName) }, func() bool {
-			pods, _ := c.Client.CoreV1().Pods(r.Name).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + ops.AliasName})
+		eventually(t, 2*time.Minute, func() string { return c.PodReport(r.Name, "app.kubernetes.io/name="+domains.AliasName) }, func() bool {
+			pods, _ := c.Client.CoreV1().Pods(r.Name).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=" + domains.AliasName})
 			return pods != nil && len(pods.Items) == 2 && podsReady(pods.Items)
 		})
-		svc, err := c.Client.CoreV1().Services(r.Name).Get(ctx, ops.AliasName, metav1.GetOptions{})
+		svc, err := c.Client.CoreV1().Services(r.Name).Get(ctx, domains.AliasName, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -485,7 +487,7 @@ func TestConsoleProgramsOnARealNode(t *testing.T) {
 		for _, want := range []string{
 			"agent image " + old + " → " + next,
 			"DaemonSet " + ops.RegistryNamespace + "/" + ops.MirrorDaemonSet + " image " + old + " → " + next,
-			"Deployment " + r.Name + "/" + ops.AliasName + " image " + old + " → " + next,
+			"Deployment " + r.Name + "/" + domains.AliasName + " image " + old + " → " + next,
 		} {
 			if !strings.Contains(all, want) {
 				t.Fatalf("the dry run does not list %q:\n%s", want, all)
@@ -501,7 +503,7 @@ func TestConsoleProgramsOnARealNode(t *testing.T) {
 		for _, h := range []struct{ ns, sel string }{
 			{ops.RegistryNamespace, "app.kubernetes.io/name=" + ops.MirrorDaemonSet},
 			{observability.ObservabilityNamespace, "app.kubernetes.io/name=" + observability.AgentName},
-			{r.Name, "app.kubernetes.io/name=" + ops.AliasName},
+			{r.Name, "app.kubernetes.io/name=" + domains.AliasName},
 		} {
 			eventually(t, 2*time.Minute, func() string { return c.PodReport(h.ns, h.sel) }, func() bool {
 				pods, _ := c.Client.CoreV1().Pods(h.ns).List(ctx, metav1.ListOptions{LabelSelector: h.sel, FieldSelector: "spec.nodeName=" + testcluster.RealNodeName})

@@ -1,9 +1,11 @@
-package ops
+package domains
 
 import (
 	"context"
 
 	"runr.dev/console/engine"
+	"runr.dev/console/kube"
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
 )
 
@@ -28,7 +30,7 @@ func (s *Service) registerDomainKinds() {
 				return err
 			}
 			if r.ServingStatus == store.ComponentReady {
-				if err := setDomain(ctx, c, r.ServingNamespace, r.Name, p.Domain, p.Old); err != nil {
+				if err := SetDomain(ctx, c, r.ServingNamespace, r.Name, p.Domain, p.Old); err != nil {
 					return err
 				}
 			}
@@ -42,4 +44,24 @@ func (s *Service) registerDomainKinds() {
 			return s.Store.SetRegionSettings(ctx, r.ID, settings)
 		}}}, nil
 	}})
+}
+
+// domainSelector maps a function domain to the region's Knative Services in Knative's
+// domain configuration.
+func domainSelector(region string) string { return "selector:\n  runr.dev/region: " + region + "\n" }
+
+// SetDomain adds (or removes, when domain is "") the region's function domain in the
+// KnativeServing's domain configuration.
+func SetDomain(ctx context.Context, c *kube.Cluster, ns, region, domain, old string) error {
+	patch := map[string]any{}
+	if old != "" && old != domain {
+		patch[old] = nil
+	}
+	if domain != "" {
+		patch[domain] = domainSelector(region)
+	}
+	if len(patch) == 0 {
+		return nil
+	}
+	return c.MergePatch(ctx, kube.GVKKnativeServing, ns, kit.KnativeServingName, map[string]any{"spec": map[string]any{"config": map[string]any{"domain": patch}}})
 }

@@ -1,4 +1,4 @@
-package ops
+package domains
 
 import (
 	"context"
@@ -95,7 +95,7 @@ func (s *Service) enqueueDomain(ctx context.Context, r *store.Region, req engine
 // that follow it along.
 func (s *Service) SetBaseDomain(ctx context.Context, actor kit.Actor, domain string) error {
 	next := strings.TrimSuffix(strings.ToLower(strings.TrimSpace(domain)), ".")
-	if m := ValidateDomain(next); m != "" {
+	if m := kit.ValidateDomain(next); m != "" {
 		return &problem.Invalid{Fields: map[string]string{"base_domain": m}}
 	}
 	old, err := s.Store.BaseDomain(ctx)
@@ -140,7 +140,7 @@ func (s *Service) applyAlias(ctx context.Context, jc *engine.JobContext, c *kube
 		return err
 	}
 	labels := map[string]any{"app.kubernetes.io/name": AliasName, "app.kubernetes.io/managed-by": "runr"}
-	upstream := "http://" + TraefikRelease + "." + r.ServingNamespace + ".svc"
+	upstream := "http://" + kit.TraefikRelease + "." + r.ServingNamespace + ".svc"
 	route := func(suffix, entry string, tls bool) map[string]any {
 		spec := map[string]any{"entryPoints": []any{entry}, "routes": []any{map[string]any{
 			"kind": "Rule", "match": aliasRule(target),
@@ -200,7 +200,7 @@ func (s *Service) removeAlias(ctx context.Context, c *kube.Cluster, ns string) e
 }
 
 func (s *Service) registerBaseDomainKinds() {
-	s.periodics = append(s.periodics, s.completeDomainMigrations)
+
 	s.Engine.Register(&engine.Kind{Name: KindDomainMigration, Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
 		var p DomainMigrationParams
 		if err := jc.Params(&p); err != nil {
@@ -249,12 +249,12 @@ func (s *Service) domainMoveDomain(p DomainMigrationParams) func(ctx context.Con
 			return err
 		}
 		if r.ServingStatus == store.ComponentReady {
-			if err := setDomain(ctx, c, r.ServingNamespace, r.Name, p.Target, r.Settings.V.KnativeDomain); err != nil {
+			if err := SetDomain(ctx, c, r.ServingNamespace, r.Name, p.Target, r.Settings.V.KnativeDomain); err != nil {
 				return err
 			}
 		}
 		if r.FunctionTLSCert != "" {
-			if _, errs := CheckCertificate(r.FunctionTLSCert, r.FunctionTLSKey, p.Target, time.Now()); errs != nil {
+			if _, errs := kit.CheckCertificate(r.FunctionTLSCert, r.FunctionTLSKey, p.Target, time.Now()); errs != nil {
 				jc.Warnf("The region's certificate does not cover *.%s: upload one that does (General → Function-domain TLS)", p.Target)
 			}
 		}
@@ -297,9 +297,9 @@ func (s *Service) domainMoveRecord(p DomainMigrationParams) func(ctx context.Con
 	}
 }
 
-// completeDomainMigrations completes the domain migrations whose new domain's DNS
+// CompleteDomainMigrations completes the domain migrations whose new domain's DNS
 // reaches the region's external address.
-func (s *Service) completeDomainMigrations(ctx context.Context) {
+func (s *Service) CompleteDomainMigrations(ctx context.Context) {
 	rs, err := s.Store.ListRegions(ctx, store.RegionFilter{}, false)
 	if err != nil {
 		return
