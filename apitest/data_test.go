@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
-	"runr.dev/console/ops"
 	"runr.dev/console/ops/data"
+	"runr.dev/console/ops/projects"
 	"runr.dev/console/ops/redis"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
@@ -468,7 +468,7 @@ func TestDataServicesMoveRecreatesServicesAndSite(t *testing.T) {
 	}
 	for what, get := range map[string]func() error{
 		"the SMTP catcher": func() error {
-			_, err := b.Client.AppsV1().Deployments("mvd").Get(ctx, ops.DemoSMTPName, metav1.GetOptions{})
+			_, err := b.Client.AppsV1().Deployments("mvd").Get(ctx, projects.DemoSMTPName, metav1.GetOptions{})
 			return err
 		},
 		"the demo mailer": func() error {

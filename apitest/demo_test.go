@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/projects"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 	"runr.dev/console/web/webtest"
@@ -90,10 +90,10 @@ func TestProjectKindsAndDemoProjects(t *testing.T) {
 		t.Fatalf("the queue worker's Deployment: %v", err)
 	}
 	env := envOf(d.Spec.Template.Spec.Containers[0])
-	if env["QUEUE_STREAM"].Value != "orders" || env["REDIS_PASSWORD"].ValueFrom == nil || env["REDIS_PASSWORD"].ValueFrom.SecretKeyRef.Name != ops.QueueSecretName(workerSlug) {
+	if env["QUEUE_STREAM"].Value != "orders" || env["REDIS_PASSWORD"].ValueFrom == nil || env["REDIS_PASSWORD"].ValueFrom.SecretKeyRef.Name != projects.QueueSecretName(workerSlug) {
 		t.Fatalf("the worker's env: %+v", env)
 	}
-	sec, err := c.Client.CoreV1().Secrets(ns).Get(ctx, ops.QueueSecretName(workerSlug), metav1.GetOptions{})
+	sec, err := c.Client.CoreV1().Secrets(ns).Get(ctx, projects.QueueSecretName(workerSlug), metav1.GetOptions{})
 	if err != nil || string(sec.Data["password"]) != r.RedisPassword || string(sec.Data["address"]) != r.RedisAddress {
 		t.Fatalf("the worker's Redis Secret: %v", err)
 	}
@@ -143,7 +143,7 @@ func TestProjectKindsAndDemoProjects(t *testing.T) {
 	if ps, _ := e.Store.DemoProjects(ctx, r.ID); len(ps) != 0 {
 		t.Fatalf("a refused demo install recorded %d projects", len(ps))
 	}
-	if _, err := c.Client.AppsV1().Deployments(ns).Get(ctx, ops.DemoSMTPName, metav1.GetOptions{}); !gone(err) {
+	if _, err := c.Client.AppsV1().Deployments(ns).Get(ctx, projects.DemoSMTPName, metav1.GetOptions{}); !gone(err) {
 		t.Fatalf("a refused demo install made the SMTP catcher: %v", err)
 	}
 	br := e.NewBrowser()
@@ -189,7 +189,7 @@ func TestProjectKindsAndDemoProjects(t *testing.T) {
 	var kinds []string
 	for _, p := range ds {
 		kinds = append(kinds, p.Kind)
-		if p.State != string(store.ProjectRunning) || p.QueueStream != ops.DemoStream(r) {
+		if p.State != string(store.ProjectRunning) || p.QueueStream != projects.DemoStream(r) {
 			t.Errorf("demo project %s: %+v", p.Slug, p)
 		}
 	}
@@ -222,7 +222,7 @@ func TestProjectKindsAndDemoProjects(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the demo mailer: %v", err)
 	}
-	if !strings.HasSuffix(envOf(md.Spec.Template.Spec.Containers[0])["SMTP_HOST"].Value, ops.DemoSMTPName+"."+ns+".svc.cluster.local") {
+	if !strings.HasSuffix(envOf(md.Spec.Template.Spec.Containers[0])["SMTP_HOST"].Value, projects.DemoSMTPName+"."+ns+".svc.cluster.local") {
 		t.Errorf("the mailer sends elsewhere: %+v", md.Spec.Template.Spec.Containers[0].Env)
 	}
 	if cj, err := c.Client.BatchV1().CronJobs(ns).Get(ctx, stats, metav1.GetOptions{}); err != nil || cj.Spec.Schedule != "*/5 * * * *" {
@@ -230,11 +230,11 @@ func TestProjectKindsAndDemoProjects(t *testing.T) {
 	}
 	for _, get := range []func() error{
 		func() error {
-			_, err := c.Client.AppsV1().Deployments(ns).Get(ctx, ops.DemoSMTPName, metav1.GetOptions{})
+			_, err := c.Client.AppsV1().Deployments(ns).Get(ctx, projects.DemoSMTPName, metav1.GetOptions{})
 			return err
 		},
 		func() error {
-			_, err := c.Client.CoreV1().Services(ns).Get(ctx, ops.DemoSMTPName, metav1.GetOptions{})
+			_, err := c.Client.CoreV1().Services(ns).Get(ctx, projects.DemoSMTPName, metav1.GetOptions{})
 			return err
 		},
 	} {
@@ -276,10 +276,10 @@ func TestProjectKindsAndDemoProjects(t *testing.T) {
 	if _, err := c.Client.BatchV1().CronJobs(ns).Get(ctx, stats, metav1.GetOptions{}); !gone(err) {
 		t.Errorf("the demo statistics after removal: %v", err)
 	}
-	if _, err := c.Client.AppsV1().Deployments(ns).Get(ctx, ops.DemoSMTPName, metav1.GetOptions{}); !gone(err) {
+	if _, err := c.Client.AppsV1().Deployments(ns).Get(ctx, projects.DemoSMTPName, metav1.GetOptions{}); !gone(err) {
 		t.Errorf("the SMTP catcher after removal: %v", err)
 	}
-	if _, err := c.Client.CoreV1().Secrets(ns).Get(ctx, ops.QueueSecretName(mailer), metav1.GetOptions{}); !gone(err) {
+	if _, err := c.Client.CoreV1().Secrets(ns).Get(ctx, projects.QueueSecretName(mailer), metav1.GetOptions{}); !gone(err) {
 		t.Errorf("the mailer's Redis Secret after removal: %v", err)
 	}
 	if j, err := c.Client.BatchV1().Jobs(ns).Get(ctx, "runr-demo-forget", metav1.GetOptions{}); err != nil || j.Status.Succeeded != 1 {

@@ -214,7 +214,7 @@ func TestTenancyQuotasAndAdmission(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Kube.DeployCheck(ctx, r, fp, false); err == nil || !strings.Contains(err.Error(), "no longer assigned") {
+	if err := e.Kube.Projects.DeployCheck(ctx, r, fp, false); err == nil || !strings.Contains(err.Error(), "no longer assigned") {
 		t.Fatalf("the deploy check without the assignment: %v", err)
 	}
 

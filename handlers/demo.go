@@ -3,7 +3,7 @@ package handlers
 import (
 	"github.com/gofiber/fiber/v2"
 
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/projects"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -14,7 +14,7 @@ func (h *Handlers) demoSection(c *fiber.Ctx, r *store.Region) (*views.DemoSectio
 	if err != nil {
 		return nil, err
 	}
-	d := &views.DemoSection{Missing: ops.DemoPrerequisites(r)}
+	d := &views.DemoSection{Missing: projects.DemoPrerequisites(r)}
 	for i := range ps {
 		d.Projects = append(d.Projects, views.DemoRow{Name: ps[i].Name, Slug: ps[i].Slug, Kind: ps[i].Kind.Label(),
 			State: string(ps[i].State), Message: ps[i].Message})
@@ -37,7 +37,7 @@ func (h *Handlers) APIDemoProjects(c *fiber.Ctx) error {
 	for i := range ps {
 		out[i] = h.projectJSON(c, &ps[i])
 	}
-	return c.JSON(fiber.Map{"data": out, "missing": ops.DemoPrerequisites(r)})
+	return c.JSON(fiber.Map{"data": out, "missing": projects.DemoPrerequisites(r)})
 }
 
 // APIInstallDemos is POST /api/knative-regions/{id}/demo-projects: 422 naming the
@@ -47,7 +47,7 @@ func (h *Handlers) APIInstallDemos(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.InstallDemos(ctx(c), h.actor(c), r)
+	j, err := h.Ops.Projects.InstallDemos(ctx(c), h.actor(c), r)
 	return h.Accepted(c, j, err)
 }
 
@@ -57,7 +57,7 @@ func (h *Handlers) APIRemoveDemos(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.RemoveDemos(ctx(c), h.actor(c), r)
+	j, err := h.Ops.Projects.RemoveDemos(ctx(c), h.actor(c), r)
 	return h.Accepted(c, j, err)
 }
 
@@ -67,7 +67,7 @@ func (h *Handlers) DemoInstallForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Ops.InstallDemos(ctx(c), h.actor(c), r)
+	_, err = h.Ops.Projects.InstallDemos(ctx(c), h.actor(c), r)
 	return h.formOutcome(c, r, "general", nil, err, "")
 }
 
@@ -77,6 +77,6 @@ func (h *Handlers) DemoRemoveForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Ops.RemoveDemos(ctx(c), h.actor(c), r)
+	_, err = h.Ops.Projects.RemoveDemos(ctx(c), h.actor(c), r)
 	return h.formOutcome(c, r, "general", nil, err, "")
 }

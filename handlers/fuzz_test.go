@@ -10,6 +10,7 @@ import (
 
 	"runr.dev/console/accounts"
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/projects"
 	"runr.dev/console/store"
 )
 
@@ -29,7 +30,7 @@ func FuzzBodyDecoders(f *testing.F) {
 		"user": func() any { return &accounts.UserInput{} }, "token": func() any { return &accounts.TokenInput{} },
 		"setup": func() any { return &ops.SetupInput{} }, "region": func() any { return &ops.RegionInput{} },
 		"registry": func() any { return &ops.RegistryInput{} }, "check": func() any { return &ops.CheckInput{} },
-		"project": func() any { return &ops.ProjectInput{} },
+		"project": func() any { return &projects.ProjectInput{} },
 	}
 	for name, v := range inputs {
 		app.Post("/"+name, decode(v))

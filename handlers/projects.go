@@ -7,6 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/projects"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -39,11 +40,11 @@ func (h *Handlers) projectJSON(c *fiber.Ctx, p *store.Project) ProjectJSON {
 
 // APICreateProject is POST /api/projects.
 func (h *Handlers) APICreateProject(c *fiber.Ctx) error {
-	var in ops.ProjectInput
+	var in projects.ProjectInput
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	p, err := h.Ops.CreateProject(ctx(c), h.actor(c), in)
+	p, err := h.Ops.Projects.CreateProject(ctx(c), h.actor(c), in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -78,11 +79,11 @@ func (h *Handlers) APIUpdateProject(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	var in ops.ProjectInput
+	var in projects.ProjectInput
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.UpdateProject(ctx(c), h.actor(c), p, in)
+	j, err := h.Ops.Projects.UpdateProject(ctx(c), h.actor(c), p, in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -100,7 +101,7 @@ func (h *Handlers) APIProjectAction(action string) fiber.Handler {
 		if err != nil {
 			return h.Fail(c, err)
 		}
-		j, err := h.Ops.ProjectAction(ctx(c), h.actor(c), p, action)
+		j, err := h.Ops.Projects.ProjectAction(ctx(c), h.actor(c), p, action)
 		if err != nil {
 			return h.Fail(c, err)
 		}
@@ -189,7 +190,7 @@ func (h *Handlers) CreateProjectForm(c *fiber.Ctx) error {
 	}
 	name, region, image := vals["name"], vals["region_id"], vals["image"]
 	kind, schedule, stream := store.ProjectKind(vals["kind"]), vals["schedule"], vals["queue_stream"]
-	in := ops.ProjectInput{Name: &name, RegionID: &region, Image: &image, EnvVars: &env, SecretEnvVars: &sec,
+	in := projects.ProjectInput{Name: &name, RegionID: &region, Image: &image, EnvVars: &env, SecretEnvVars: &sec,
 		Kind: &kind, Schedule: &schedule, QueueStream: &stream}
 	var gpus *int
 	for k, dst := range map[string]**int{"cpu_m": &in.CPUm, "memory_mi": &in.MemoryMi, "gpu_count": &gpus} {
@@ -212,7 +213,7 @@ func (h *Handlers) CreateProjectForm(c *fiber.Ctx) error {
 		return h.renderProjects(c, fiber.StatusUnprocessableEntity, views.Form{Values: vals, Errors: errs})
 	}
 	in.DataLocation = ptr(vals["data_location"])
-	p, err := h.Ops.CreateProject(ctx(c), h.actor(c), in)
+	p, err := h.Ops.Projects.CreateProject(ctx(c), h.actor(c), in)
 	if fe, _, ok := h.refusal(c, err); ok {
 		// The API's gpu.count and gpu.model are the form's gpu_count and gpu_model.
 		for _, k := range []string{"count", "model"} {
@@ -234,7 +235,7 @@ func (h *Handlers) ProjectActionForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.ProjectAction(ctx(c), h.actor(c), p, c.Params("action"))
+	j, err := h.Ops.Projects.ProjectAction(ctx(c), h.actor(c), p, c.Params("action"))
 	if _, msg, ok := h.refusal(c, err); ok {
 		return h.renderProjects(c, fiber.StatusUnprocessableEntity, views.Form{Error: p.Name + ": " + msg})
 	} else if err != nil {

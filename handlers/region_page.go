@@ -16,6 +16,7 @@ import (
 	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/nodes"
+	"runr.dev/console/ops/projects"
 	"runr.dev/console/ops/redis"
 	"runr.dev/console/ops/statusblock"
 	"runr.dev/console/ops/tenancy"
@@ -25,7 +26,7 @@ import (
 
 // tabKinds are the job kinds whose latest job a tab shows live.
 var tabKinds = map[string][]string{
-	"general":   {ops.KindApplySettings, statusblock.KindRegionStatus, ops.KindFunctionTLS, ops.KindRemoveFunctionTLS, ops.KindInstallMonitoring, ops.KindDemoInstall, ops.KindDemoRemove},
+	"general":   {ops.KindApplySettings, statusblock.KindRegionStatus, ops.KindFunctionTLS, ops.KindRemoveFunctionTLS, ops.KindInstallMonitoring, projects.KindDemoInstall, projects.KindDemoRemove},
 	"registry":  {ops.KindRegistrySetup, ops.KindRegistryInstall, ops.KindRegistryRemove, ops.KindRegistryTest, ops.KindContainerdRestart},
 	"operator":  {ops.KindInstallOperator, ops.KindInstallKnative, ops.KindUninstallOperator},
 	"serving":   {ops.KindInstallServing, ops.KindInstallKnative, ops.KindUpgradeServing, ops.KindUninstallServing, ops.KindUninstallKnative},

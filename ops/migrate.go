@@ -296,7 +296,7 @@ func (s *Service) redeploy(ctx context.Context, jc *engine.JobContext, c *kube.C
 	}
 	if slices.ContainsFunc(ps, func(p store.Project) bool { return p.Demo && p.State == store.ProjectRunning }) {
 		// The demo mailer sends to the SMTP catcher, which is no project: it moves too.
-		if err := s.demoSMTP(ctx, jc, r, c); err != nil {
+		if err := s.Projects.DemoSMTP(ctx, jc, r, c); err != nil {
 			return err
 		}
 	}
@@ -311,7 +311,7 @@ func (s *Service) redeploy(ctx context.Context, jc *engine.JobContext, c *kube.C
 		case store.ProjectNone:
 			continue
 		}
-		if err := s.DeployCheck(ctx, r, p, false); err != nil {
+		if err := s.Projects.DeployCheck(ctx, r, p, false); err != nil {
 			refused++
 			jc.Warnf("%s is refused: %v", p.Slug, err)
 			if err := s.Store.SetProjectState(ctx, p.ID, store.ProjectNone, "not deployed on the new cluster: "+err.Error(), ""); err != nil {
@@ -319,7 +319,7 @@ func (s *Service) redeploy(ctx context.Context, jc *engine.JobContext, c *kube.C
 			}
 			continue
 		}
-		if err := s.deployProject(ctx, jc, c, r, p); err != nil {
+		if err := s.Projects.Deploy(ctx, jc, c, r, p); err != nil {
 			return fmt.Errorf("deploy %s: %w", p.Slug, err)
 		}
 		if err := s.Store.SetProjectState(ctx, p.ID, store.ProjectRunning, "", p.Image); err != nil {

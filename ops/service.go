@@ -22,6 +22,7 @@ import (
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/observability"
+	"runr.dev/console/ops/projects"
 	"runr.dev/console/ops/redis"
 	"runr.dev/console/ops/statusblock"
 	"runr.dev/console/ops/tenancy"
@@ -62,6 +63,8 @@ type Service struct {
 	StatusBlock *statusblock.Service
 	// Domains is the function domains and the moves between base domains.
 	Domains *domains.Service
+	// Projects is the projects and the demo projects.
+	Projects *projects.Service
 }
 
 // NewService builds the cluster side of the console.

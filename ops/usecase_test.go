@@ -14,6 +14,7 @@ import (
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/problem"
+	"runr.dev/console/ops/projects"
 	"runr.dev/console/ops/redis"
 	"runr.dev/console/ops/statusblock"
 	"runr.dev/console/store"
@@ -141,30 +142,30 @@ func TestUpdateRegionRefusalChangesNothing(t *testing.T) {
 func TestProjectUseCases(t *testing.T) {
 	s, r := useCases(t)
 	ctx := context.Background()
-	_, err := s.CreateProject(ctx, actor, ops.ProjectInput{Name: store.Ptr("shop"), RegionID: store.Ptr("missing"), Image: store.Ptr("a b")})
+	_, err := s.Projects.CreateProject(ctx, actor, projects.ProjectInput{Name: store.Ptr("shop"), RegionID: store.Ptr("missing"), Image: store.Ptr("a b")})
 	var inv *problem.Invalid
 	if !errors.As(err, &inv) || inv.Fields["region_id"] == "" || inv.Fields["image"] == "" {
 		t.Fatalf("create: %v", err)
 	}
-	p, err := s.CreateProject(ctx, actor, ops.ProjectInput{Name: store.Ptr("shop"), RegionID: &r.ID, Image: store.Ptr("ghcr.io/acme/shop:1"),
+	p, err := s.Projects.CreateProject(ctx, actor, projects.ProjectInput{Name: store.Ptr("shop"), RegionID: &r.ID, Image: store.Ptr("ghcr.io/acme/shop:1"),
 		EnvVars: &map[string]string{"PORT": "8080"}})
 	if err != nil || p.CPUm != 100 || p.MemoryMi != 128 {
 		t.Fatalf("create: %v %+v", err, p)
 	}
-	_, err = s.ProjectAction(ctx, actor, p, "resume")
+	_, err = s.Projects.ProjectAction(ctx, actor, p, "resume")
 	refusedWith(t, err, "", "Only a stopped project resumes")
-	if _, err := s.ProjectAction(ctx, actor, p, "explode"); !errors.Is(err, store.ErrNotFound) {
+	if _, err := s.Projects.ProjectAction(ctx, actor, p, "explode"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("an unknown action is not found: %v", err)
 	}
 	refusedWith(t, s.DeleteRegion(ctx, actor, r), "", "")
-	_, err = s.UpdateProject(ctx, actor, p, ops.ProjectInput{SecretEnvVars: &map[string]string{"PORT": "x"}})
+	_, err = s.Projects.UpdateProject(ctx, actor, p, projects.ProjectInput{SecretEnvVars: &map[string]string{"PORT": "x"}})
 	invalidOn(t, err, "secret_env_vars")
-	if j, err := s.UpdateProject(ctx, actor, p, ops.ProjectInput{RegionID: store.Ptr("")}); err != nil || j != nil {
+	if j, err := s.Projects.UpdateProject(ctx, actor, p, projects.ProjectInput{RegionID: store.Ptr("")}); err != nil || j != nil {
 		t.Fatalf("leaving the region: %v %+v", err, j)
 	}
-	_, err = s.ProjectAction(ctx, actor, p, "deploy")
+	_, err = s.Projects.ProjectAction(ctx, actor, p, "deploy")
 	refusedWith(t, err, "", "no region")
-	if j, err := s.ProjectAction(ctx, actor, p, "delete"); err != nil || j != nil {
+	if j, err := s.Projects.ProjectAction(ctx, actor, p, "delete"); err != nil || j != nil {
 		t.Fatalf("delete without a region: %v %+v", err, j)
 	}
 	if _, err := s.Store.ProjectByID(ctx, p.ID); !errors.Is(err, store.ErrNotFound) {

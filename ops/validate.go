@@ -224,16 +224,3 @@ func trustedCIDRs(list []string) ([]string, string) {
 	}
 	return out, ""
 }
-
-// envNameOK reports whether k is a valid environment variable name.
-func envNameOK(k string) bool {
-	if k == "" || len(k) > 128 {
-		return false
-	}
-	for i, ch := range k {
-		if !(ch == '_' || ch >= 'A' && ch <= 'Z' || ch >= 'a' && ch <= 'z' || i > 0 && ch >= '0' && ch <= '9') {
-			return false
-		}
-	}
-	return true
-}

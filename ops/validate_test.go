@@ -209,15 +209,6 @@ func TestValidateSettings(t *testing.T) {
 	}
 }
 
-func TestEnvNameOK(t *testing.T) {
-	for name, ok := range map[string]bool{"PORT": true, "_x": true, "a1": true, "1a": false, "": false, "A-B": false,
-		"A B": false, strings.Repeat("A", 129): false} {
-		if envNameOK(name) != ok {
-			t.Errorf("%q: want %v", name, ok)
-		}
-	}
-}
-
 func TestNodesExistAndCheckRefusal(t *testing.T) {
 	found := []kit.NodeInfo{{Name: "w1"}, {Name: "w2"}}
 	if m := nodes.NodesExist([]string{"w2", "w1"}, found); m != "" {

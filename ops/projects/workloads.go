@@ -1,4 +1,4 @@
-package ops
+package projects
 
 import (
 	"context"
@@ -160,7 +160,7 @@ func applyQueueSecret(ctx context.Context, c *kube.Cluster, r *store.Region, p *
 // applyProjectWorkload creates or updates the workload of a project's kind and waits
 // until it runs: a Knative Service Ready, a queue worker's Deployment available, a
 // scheduled job's CronJob created (its runs come on schedule).
-func applyProjectWorkload(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region, p *store.Project, bound []string) error {
+func (s *Service) applyProjectWorkload(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region, p *store.Project, bound []string) error {
 	ns := r.Name
 	switch p.Kind {
 	case store.ProjectQueueWorker:
@@ -176,7 +176,7 @@ func applyProjectWorkload(ctx context.Context, jc *engine.JobContext, c *kube.Cl
 		jc.Note("CronJob %s/%s runs on the schedule %q", ns, p.Slug, p.Schedule)
 		return nil
 	}
-	if err := enableKnativeFeatures(ctx, c, r.ServingNamespace); err != nil {
+	if err := s.enableKnativeFeatures(ctx, c, r.ServingNamespace); err != nil {
 		return err
 	}
 	if _, err := c.ApplyObject(ctx, knativeService(r, p, bound)); err != nil {

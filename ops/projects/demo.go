@@ -1,4 +1,4 @@
-package ops
+package projects
 
 import (
 	"context"
@@ -192,7 +192,7 @@ func (s *Service) registerDemoKinds() {
 		if err := jc.Params(&dp); err != nil {
 			return nil, err
 		}
-		steps := []engine.Step{s.RegionStep("smtp", "The SMTP catcher "+DemoSMTPName, s.demoSMTP)}
+		steps := []engine.Step{s.RegionStep("smtp", "The SMTP catcher "+DemoSMTPName, s.DemoSMTP)}
 		for _, p := range dp.Projects {
 			steps = append(steps, s.RegionStep("deploy-"+p.Slug, "Deploy "+p.Slug, s.demoDeploy(p.ID)))
 		}
@@ -216,9 +216,9 @@ func (s *Service) registerDemoKinds() {
 	}})
 }
 
-// demoSMTP deploys the SMTP catcher (Mailpit: SMTP on 1025, its web page on 8025) and
+// DemoSMTP deploys the SMTP catcher (Mailpit: SMTP on 1025, its web page on 8025) and
 // waits for it.
-func (s *Service) demoSMTP(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+func (s *Service) DemoSMTP(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 	ns := r.Name
 	if _, err := kit.EnsureNamespace(ctx, jc, c, ns, map[string]string{"runr.dev/region": r.Name}); err != nil {
 		return err
@@ -267,7 +267,7 @@ func (s *Service) demoDeploy(id string) func(ctx context.Context, jc *engine.Job
 			_ = s.Store.SetProjectState(ctx, p.ID, p.State, "deploy refused: "+err.Error(), "")
 			return err
 		}
-		if err := s.deployProject(ctx, jc, c, r, p); err != nil {
+		if err := s.Deploy(ctx, jc, c, r, p); err != nil {
 			_ = s.Store.SetProjectState(ctx, p.ID, p.State, "deploy failed: "+err.Error(), "")
 			return err
 		}
@@ -292,7 +292,7 @@ func (s *Service) demoRemoveProjects(ctx context.Context, jc *engine.JobContext,
 		if err := undeployProject(ctx, c, r.Name, p); err != nil {
 			return err
 		}
-		if err := s.Data.UnbindAll(ctx, jc, c, r, p); err != nil {
+		if err := s.data.UnbindAll(ctx, jc, c, r, p); err != nil {
 			return err
 		}
 		if err := s.Store.DeleteProject(ctx, p.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -311,7 +311,7 @@ func (s *Service) demoForgetStream(ctx context.Context, jc *engine.JobContext, r
 		return engine.ErrSkip
 	}
 	stream := DemoStream(r)
-	return s.Redis.Job(ctx, jc, c, r, "runr-demo-forget", "delete "+stream+" and "+stream+":stats",
+	return s.redis.Job(ctx, jc, c, r, "runr-demo-forget", "delete "+stream+" and "+stream+":stats",
 		`test "$(redis-cli -h "$HOST" -p "$PORT" --no-auth-warning -a "$REDIS_PASSWORD" DEL "$STREAM" "$STREAM:stats")" -ge 0`,
 		map[string]string{"STREAM": stream})
 }

@@ -1,4 +1,4 @@
-package ops
+package projects
 
 import (
 	"context"

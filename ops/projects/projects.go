@@ -1,4 +1,4 @@
-package ops
+package projects
 
 import (
 	"context"
@@ -53,17 +53,17 @@ func (s *Service) DeployCheck(ctx context.Context, r *store.Region, p *store.Pro
 	if why := isolation.WorkloadClassRefusal(r, ProjectWorkloadKind(p)); why != "" {
 		return &problem.Refused{Reason: why}
 	}
-	if err := s.Admission.Gate(ctx, r, p); err != nil {
+	if err := s.admission.Gate(ctx, r, p); err != nil {
 		return err
 	}
-	if err := s.GPU.Admission(ctx, r, p); err != nil {
+	if err := s.gpu.Admission(ctx, r, p); err != nil {
 		return err
 	}
 	req := nodes.AdmitRequest{ProjectID: p.ID, CPUm: int64(p.CPUm), MemoryMi: int64(p.MemoryMi), AlwaysOn: p.AlwaysOn}
-	if err := s.Nodes.Admit(ctx, r, req); err != nil {
+	if err := s.nodes.Admit(ctx, r, req); err != nil {
 		return err
 	}
-	return s.Tenancy.AdmitTenant(ctx, r, p, req)
+	return s.tenancy.AdmitTenant(ctx, r, p, req)
 }
 
 // ProjectWorkloadKind is the workload kind a project runs as: a scheduled job's runs are
@@ -101,9 +101,9 @@ func knativeService(r *store.Region, p *store.Project, bound []string) map[strin
 	}
 }
 
-// deployProject creates or updates the project's workload (applyProjectWorkload) and its
+// Deploy creates or updates the project's workload (applyProjectWorkload) and its
 // Secrets in the region's project namespace and waits until it runs.
-func (s *Service) deployProject(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region, p *store.Project) error {
+func (s *Service) Deploy(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region, p *store.Project) error {
 	if p.Kind == store.ProjectHTTP && r.ServingStatus != store.ComponentReady {
 		return fmt.Errorf("Knative Serving is not ready on region %s", r.Name)
 	}
@@ -125,14 +125,14 @@ func (s *Service) deployProject(ctx context.Context, jc *engine.JobContext, c *k
 	} else if err := secrets.Delete(ctx, SecretEnvName(p.Slug), metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete Secret %s/%s: %w", ns, SecretEnvName(p.Slug), err)
 	}
-	bound, err := s.Data.ApplyBindingsSecret(ctx, c, r, p)
+	bound, err := s.data.ApplyBindingsSecret(ctx, c, r, p)
 	if err != nil {
 		return err
 	}
 	if err := applyQueueSecret(ctx, c, r, p); err != nil {
 		return err
 	}
-	if err := applyProjectWorkload(ctx, jc, c, r, p, bound); err != nil {
+	if err := s.applyProjectWorkload(ctx, jc, c, r, p, bound); err != nil {
 		return err
 	}
 	jc.Logf("Project %s runs %s on region %s", p.Slug, p.Image, r.Name)
@@ -216,7 +216,7 @@ func (s *Service) projectDeploy(load func(ctx context.Context, jc *engine.JobCon
 		if err != nil {
 			return err
 		}
-		if err := s.deployProject(ctx, jc, c, r, p); err != nil {
+		if err := s.Deploy(ctx, jc, c, r, p); err != nil {
 			return err
 		}
 		return s.Store.SetProjectState(ctx, p.ID, store.ProjectRunning, "", p.Image)
@@ -254,7 +254,7 @@ func (s *Service) projectDelete(load func(ctx context.Context, jc *engine.JobCon
 			if err := undeployProject(ctx, c, r.Name, p); err != nil {
 				return err
 			}
-			if err := s.Data.UnbindAll(ctx, jc, c, r, p); err != nil {
+			if err := s.data.UnbindAll(ctx, jc, c, r, p); err != nil {
 				return err
 			}
 		} else if p == nil {
@@ -275,7 +275,7 @@ func (s *Service) projectDeployX(load func(ctx context.Context, jc *engine.JobCo
 		if err := s.DeployCheck(ctx, r, p, false); err != nil {
 			return err
 		}
-		if err := s.deployProject(ctx, jc, c, r, p); err != nil {
+		if err := s.Deploy(ctx, jc, c, r, p); err != nil {
 			return err
 		}
 		return s.Store.SetProjectState(ctx, p.ID, store.ProjectRunning, "", p.Image)
@@ -364,7 +364,7 @@ func (s *Service) UpdateProject(ctx context.Context, actor kit.Actor, p *store.P
 		return nil, err
 	}
 	if next.Region() != from {
-		if err := s.Data.BoundElsewhere(ctx, p); err != nil {
+		if err := s.data.BoundElsewhere(ctx, p); err != nil {
 			return nil, err
 		}
 	}
@@ -544,4 +544,17 @@ func applyProjectEnv(p *store.Project, in ProjectInput, errs map[string]string) 
 			errs["secret_env_vars"] = k + " is both a plain and a secret variable: keep one."
 		}
 	}
+}
+
+// envNameOK reports whether k is a valid environment variable name.
+func envNameOK(k string) bool {
+	if k == "" || len(k) > 128 {
+		return false
+	}
+	for i, ch := range k {
+		if !(ch == '_' || ch >= 'A' && ch <= 'Z' || ch >= 'a' && ch <= 'z' || i > 0 && ch >= '0' && ch <= '9') {
+			return false
+		}
+	}
+	return true
 }
