@@ -47,17 +47,13 @@ type TLSParams struct {
 }
 
 func (s *Service) registerSettingsKinds() {
-	s.Engine.Register(&engine.Kind{Name: KindApplySettings, Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
-		var p SettingsParams
-		if err := jc.Params(&p); err != nil {
-			return nil, err
-		}
+	s.Engine.Register(&engine.Kind{Name: KindApplySettings, Plan: engine.PlanWith(func(p SettingsParams) []engine.Step {
 		return []engine.Step{
 			{Name: "traefik", Title: "Traefik's entry point timeouts", Run: s.settingsTraefik(p)},
 			{Name: "knative", Title: "Knative's max-revision-timeout-seconds", Run: s.settingsKnative(p)},
 			{Name: "agent", Title: "The agent's address", Run: s.settingsAgent(p)},
-		}, nil
-	}})
+		}
+	})})
 	s.Engine.Register(&engine.Kind{Name: KindFunctionTLS, Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
 		var p TLSParams
 		if err := jc.Params(&p); err != nil {

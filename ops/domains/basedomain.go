@@ -200,18 +200,13 @@ func (s *Service) removeAlias(ctx context.Context, c *kube.Cluster, ns string) e
 }
 
 func (s *Service) registerBaseDomainKinds() {
-
-	s.Engine.Register(&engine.Kind{Name: KindDomainMigration, Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
-		var p DomainMigrationParams
-		if err := jc.Params(&p); err != nil {
-			return nil, err
-		}
+	s.Engine.Register(&engine.Kind{Name: KindDomainMigration, Plan: engine.PlanWith(func(p DomainMigrationParams) []engine.Step {
 		return []engine.Step{
 			{Name: "alias", Title: "Alias of the new domain", Run: s.domainMoveAlias(p)},
 			{Name: "domain", Title: "Knative's domain configuration", Run: s.domainMoveDomain(p)},
 			{Name: "record", Title: "Record", Run: s.domainMoveRecord(p)},
-		}, nil
-	}})
+		}
+	})})
 }
 
 // domainMoveAlias is the step "alias" (Alias of the new domain) of registerBaseDomainKinds.
