@@ -61,8 +61,8 @@ func TestFleetHealthColumn(t *testing.T) {
 
 	// The Jobs page is in the menu, marked when open.
 	b.click(`nav[aria-label=Main] a[href="/jobs"]`)
-	b.waitFor("the Jobs page", func() bool { return b.path() == "/jobs" }, shortWait)
-	if b.attr(`nav[aria-label=Main] a[href="/jobs"]`, "aria-current") != "page" {
-		b.fatalf("the Jobs menu entry is not marked on its page")
-	}
+	// The address changes as the navigation starts: wait for the new page's menu.
+	b.waitFor("the Jobs page with its menu entry marked", func() bool {
+		return b.path() == "/jobs" && b.attr(`nav[aria-label=Main] a[href="/jobs"]`, "aria-current") == "page"
+	}, shortWait)
 }
