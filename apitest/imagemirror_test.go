@@ -14,6 +14,7 @@ import (
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/redis"
+	"runr.dev/console/ops/registry"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 )
@@ -38,8 +39,8 @@ func TestImageMirror(t *testing.T) {
 	if _, err := a.Client.AppsV1().Deployments(r.Name).Get(ctx, redis.RedisName, metav1.GetOptions{}); err != nil {
 		t.Fatalf("managed Redis: %v", err)
 	}
-	if dss, _ := a.Client.AppsV1().DaemonSets(ops.RegistryNamespace).List(ctx, metav1.ListOptions{}); dss == nil || len(dss.Items) == 0 {
-		t.Fatal("no node mirror in " + ops.RegistryNamespace)
+	if dss, _ := a.Client.AppsV1().DaemonSets(registry.Namespace).List(ctx, metav1.ListOptions{}); dss == nil || len(dss.Items) == 0 {
+		t.Fatal("no node mirror in " + registry.Namespace)
 	}
 	plan := func() ops.Change {
 		t.Helper()
@@ -109,7 +110,7 @@ func foreignImages(t *testing.T, c *testcluster.Cluster, r *store.Region, mirror
 			}
 		}
 	}
-	for _, ns := range []string{ops.RegistryNamespace, observability.ObservabilityNamespace, "knative-operator", "knative-serving", r.Name} {
+	for _, ns := range []string{registry.Namespace, observability.ObservabilityNamespace, "knative-operator", "knative-serving", r.Name} {
 		ds, err := c.Client.AppsV1().Deployments(ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			t.Fatal(err)

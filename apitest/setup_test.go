@@ -12,9 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"runr.dev/console/handlers"
-	"runr.dev/console/ops"
 	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/redis"
+	"runr.dev/console/ops/registry"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 )
@@ -63,25 +63,25 @@ func TestSetupZotOnPVC(t *testing.T) {
 	// What the setup created on the cluster.
 	// On a PVC the zot chart makes a StatefulSet whose volume claim template gives the
 	// claim runr-zot-pvc-runr-zot-0 (zot 0.1.122, templates/statefulset.yaml).
-	if _, err := c.Client.AppsV1().StatefulSets(ops.RegistryNamespace).Get(ctx, ops.ZotRelease, metav1.GetOptions{}); err != nil {
+	if _, err := c.Client.AppsV1().StatefulSets(registry.Namespace).Get(ctx, registry.ZotRelease, metav1.GetOptions{}); err != nil {
 		t.Fatalf("Zot StatefulSet: %v", err)
 	}
-	pvc, err := c.Client.CoreV1().PersistentVolumeClaims(ops.RegistryNamespace).Get(ctx, "runr-zot-pvc-runr-zot-0", metav1.GetOptions{})
+	pvc, err := c.Client.CoreV1().PersistentVolumeClaims(registry.Namespace).Get(ctx, "runr-zot-pvc-runr-zot-0", metav1.GetOptions{})
 	if err != nil || pvc.Status.Phase != corev1.ClaimBound || *pvc.Spec.StorageClassName != "standard" {
 		t.Fatalf("Zot PVC: %v %+v", err, pvc)
 	}
 	// Zot's own config file carries the storage and the pull-through cache.
-	cm, err := c.Client.CoreV1().ConfigMaps(ops.RegistryNamespace).Get(ctx, ops.ZotRelease+"-config", metav1.GetOptions{})
+	cm, err := c.Client.CoreV1().ConfigMaps(registry.Namespace).Get(ctx, registry.ZotRelease+"-config", metav1.GetOptions{})
 	if err != nil || !strings.Contains(cm.Data["config.json"], `"/var/lib/registry"`) || !strings.Contains(cm.Data["config.json"], `"https://ghcr.io"`) {
 		t.Fatalf("Zot config: %v %v", err, cm.Data)
 	}
-	if _, err := c.Client.AppsV1().DaemonSets(ops.RegistryNamespace).Get(ctx, ops.MirrorDaemonSet, metav1.GetOptions{}); err != nil {
+	if _, err := c.Client.AppsV1().DaemonSets(registry.Namespace).Get(ctx, registry.MirrorDaemonSet, metav1.GetOptions{}); err != nil {
 		t.Fatalf("node mirror: %v", err)
 	}
-	if _, err := c.Client.AppsV1().DaemonSets(ops.RegistryNamespace).Get(ctx, ops.PrepullDaemonSet, metav1.GetOptions{}); err == nil {
+	if _, err := c.Client.AppsV1().DaemonSets(registry.Namespace).Get(ctx, registry.PrepullDaemonSet, metav1.GetOptions{}); err == nil {
 		t.Fatal("the pre-pull DaemonSet is short-lived")
 	}
-	if _, err := c.Client.CoreV1().PersistentVolumeClaims(ops.RegistryNamespace).Get(ctx, ops.StorageTestPVC, metav1.GetOptions{}); err == nil {
+	if _, err := c.Client.CoreV1().PersistentVolumeClaims(registry.Namespace).Get(ctx, registry.StorageTestPVC, metav1.GetOptions{}); err == nil {
 		t.Fatal("the test volume must be removed")
 	}
 	if _, err := c.Client.CoreV1().Namespaces().Get(ctx, "eu-2", metav1.GetOptions{}); err != nil {
@@ -140,11 +140,11 @@ func TestSetupExternalRegistry(t *testing.T) {
 		t.Fatalf("setup: %s", j.Error)
 	}
 	ctx := context.Background()
-	j, _ := c.Client.BatchV1().Jobs(ops.RegistryNamespace).Get(ctx, ops.RegistryTestJob, metav1.GetOptions{})
+	j, _ := c.Client.BatchV1().Jobs(registry.Namespace).Get(ctx, registry.RegistryTestJob, metav1.GetOptions{})
 	if j == nil || j.Status.Succeeded != 1 || !strings.Contains(strings.Join(j.Spec.Template.Spec.Containers[0].Args, " "), "https://registry.example.com/v2/") {
 		t.Fatalf("the registry must be tested from a pod: %+v", j)
 	}
-	if _, err := c.Client.AppsV1().Deployments(ops.RegistryNamespace).Get(ctx, ops.ZotRelease, metav1.GetOptions{}); err == nil {
+	if _, err := c.Client.AppsV1().Deployments(registry.Namespace).Get(ctx, registry.ZotRelease, metav1.GetOptions{}); err == nil {
 		t.Fatal("no Zot for an external registry")
 	}
 	r, _ := e.Store.RegionByName(ctx, "ext")

@@ -13,6 +13,7 @@ import (
 	"runr.dev/console/config"
 	"runr.dev/console/kube"
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/registry"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 )
@@ -119,7 +120,7 @@ func TestContainerdRollingRestart(t *testing.T) {
 	}
 	mustSucceed(t, e.WaitJob(ans.JobID, 3*time.Minute))
 	r, _ := e.Store.RegionByName(ctx, "eu-3")
-	ds, err := c.Client.AppsV1().DaemonSets(ops.RegistryNamespace).Get(ctx, ops.MirrorDaemonSet, metav1.GetOptions{})
+	ds, err := c.Client.AppsV1().DaemonSets(registry.Namespace).Get(ctx, registry.MirrorDaemonSet, metav1.GetOptions{})
 	if err != nil || strings.Join(ds.Spec.Template.Spec.Containers[0].Args, " ") != "registry mirror --root /host" {
 		t.Fatalf("the node mirror must run a command the binary has: %v %v", err, ds.Spec.Template.Spec.Containers)
 	}
@@ -141,7 +142,7 @@ func TestContainerdRollingRestart(t *testing.T) {
 		}
 	}
 	// Each Job ran on its node and is gone.
-	jobs, _ := c.Client.BatchV1().Jobs(ops.RegistryNamespace).List(ctx, metav1.ListOptions{LabelSelector: "runr.dev/node"})
+	jobs, _ := c.Client.BatchV1().Jobs(registry.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "runr.dev/node"})
 	if len(jobs.Items) != 0 {
 		t.Fatalf("restart Jobs left: %d", len(jobs.Items))
 	}
@@ -174,15 +175,15 @@ func TestRegistryRemovedThenSetUpAgain(t *testing.T) {
 	}
 	rm := e.WaitJob(del.JobID, 3*time.Minute)
 	mustSucceed(t, rm)
-	if _, err := c.Client.CoreV1().Namespaces().Get(ctx, ops.RegistryNamespace, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("the removal ended before namespace %s was gone: %v", ops.RegistryNamespace, err)
+	if _, err := c.Client.CoreV1().Namespaces().Get(ctx, registry.Namespace, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the removal ended before namespace %s was gone: %v", registry.Namespace, err)
 	}
 	if log := wkLog(t, e, rm.ID); !strings.Contains(log, "namespace runr-registry to be deleted") {
 		t.Fatalf("the removal's wait must be named:\n%s", log)
 	}
 	body := map[string]any{"registry_mode": "internal", "storage_type": "pvc", "pvc_config": map[string]any{"storageClass": "standard", "size": "1Gi"}}
 	mustSucceed(t, action(t, e, tok, r.ID, "registry", body))
-	if _, err := c.Client.AppsV1().StatefulSets(ops.RegistryNamespace).Get(ctx, ops.ZotRelease, metav1.GetOptions{}); err != nil {
+	if _, err := c.Client.AppsV1().StatefulSets(registry.Namespace).Get(ctx, registry.ZotRelease, metav1.GetOptions{}); err != nil {
 		t.Fatalf("Zot after the second setup: %v", err)
 	}
 }
@@ -208,7 +209,7 @@ func TestSetupZotOnS3(t *testing.T) {
 		!strings.Contains(log, "listed, wrote and deleted in the bucket") {
 		t.Fatalf("the bucket must be checked from a pod:\n%s", log)
 	}
-	d, err := c.Client.AppsV1().Deployments(ops.RegistryNamespace).Get(ctx, ops.ZotRelease, metav1.GetOptions{})
+	d, err := c.Client.AppsV1().Deployments(registry.Namespace).Get(ctx, registry.ZotRelease, metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("Zot on S3 runs as the chart's Deployment: %v", err)
 	}
@@ -218,15 +219,15 @@ func TestSetupZotOnS3(t *testing.T) {
 			env[v.Name] = v.ValueFrom.SecretKeyRef.Name + "/" + v.ValueFrom.SecretKeyRef.Key
 		}
 	}
-	if env["AWS_ACCESS_KEY_ID"] != ops.ZotS3Secret+"/accessKey" || env["AWS_SECRET_ACCESS_KEY"] != ops.ZotS3Secret+"/secretKey" {
+	if env["AWS_ACCESS_KEY_ID"] != registry.ZotS3Secret+"/accessKey" || env["AWS_SECRET_ACCESS_KEY"] != registry.ZotS3Secret+"/secretKey" {
 		t.Fatalf("Zot's S3 keys: %v", env)
 	}
-	cm, err := c.Client.CoreV1().ConfigMaps(ops.RegistryNamespace).Get(ctx, ops.ZotRelease+"-config", metav1.GetOptions{})
+	cm, err := c.Client.CoreV1().ConfigMaps(registry.Namespace).Get(ctx, registry.ZotRelease+"-config", metav1.GetOptions{})
 	if err != nil || !strings.Contains(cm.Data["config.json"], `"name": "s3"`) || !strings.Contains(cm.Data["config.json"], `"bucket": "runr-images"`) ||
 		strings.Contains(cm.Data["config.json"], "S3-SECRET-KEY-VALUE") {
 		t.Fatalf("Zot's config file: %v %s", err, cm.Data["config.json"])
 	}
-	if sec, err := c.Client.CoreV1().Secrets(ops.RegistryNamespace).Get(ctx, ops.ZotS3Secret, metav1.GetOptions{}); err != nil || string(sec.Data["secretKey"]) != "S3-SECRET-KEY-VALUE" {
+	if sec, err := c.Client.CoreV1().Secrets(registry.Namespace).Get(ctx, registry.ZotS3Secret, metav1.GetOptions{}); err != nil || string(sec.Data["secretKey"]) != "S3-SECRET-KEY-VALUE" {
 		t.Fatalf("the S3 keys Secret: %v", err)
 	}
 }

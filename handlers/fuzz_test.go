@@ -11,6 +11,7 @@ import (
 	"runr.dev/console/accounts"
 	"runr.dev/console/ops"
 	"runr.dev/console/ops/projects"
+	"runr.dev/console/ops/registry"
 	"runr.dev/console/store"
 )
 
@@ -29,7 +30,7 @@ func FuzzBodyDecoders(f *testing.F) {
 	inputs := map[string]func() any{
 		"user": func() any { return &accounts.UserInput{} }, "token": func() any { return &accounts.TokenInput{} },
 		"setup": func() any { return &ops.SetupInput{} }, "region": func() any { return &ops.RegionInput{} },
-		"registry": func() any { return &ops.RegistryInput{} }, "check": func() any { return &ops.CheckInput{} },
+		"registry": func() any { return &registry.Input{} }, "check": func() any { return &ops.CheckInput{} },
 		"project": func() any { return &projects.ProjectInput{} },
 	}
 	for name, v := range inputs {

@@ -18,6 +18,7 @@ import (
 	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/projects"
 	"runr.dev/console/ops/redis"
+	"runr.dev/console/ops/registry"
 	"runr.dev/console/ops/statusblock"
 	"runr.dev/console/ops/tenancy"
 	"runr.dev/console/store"
@@ -27,7 +28,7 @@ import (
 // tabKinds are the job kinds whose latest job a tab shows live.
 var tabKinds = map[string][]string{
 	"general":   {ops.KindApplySettings, statusblock.KindRegionStatus, ops.KindFunctionTLS, ops.KindRemoveFunctionTLS, ops.KindInstallMonitoring, projects.KindDemoInstall, projects.KindDemoRemove},
-	"registry":  {ops.KindRegistrySetup, ops.KindRegistryInstall, ops.KindRegistryRemove, ops.KindRegistryTest, ops.KindContainerdRestart},
+	"registry":  {ops.KindRegistrySetup, registry.KindInstall, registry.KindRemove, registry.KindTest, registry.KindContainerdRestart},
 	"operator":  {ops.KindInstallOperator, ops.KindInstallKnative, ops.KindUninstallOperator},
 	"serving":   {ops.KindInstallServing, ops.KindInstallKnative, ops.KindUpgradeServing, ops.KindUninstallServing, ops.KindUninstallKnative},
 	"redis":     {redis.KindRedisInstall, redis.KindRedisRemove, redis.KindRedisTest},
@@ -374,11 +375,11 @@ func (h *Handlers) RegistryForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	in := ops.RegistryInput{RegistryMode: store.RegistryMode(c.FormValue("registry_mode")), StorageType: "pvc", ExternalAddress: c.FormValue("external_address"),
+	in := registry.Input{RegistryMode: store.RegistryMode(c.FormValue("registry_mode")), StorageType: "pvc", ExternalAddress: c.FormValue("external_address"),
 		ExternalUsername: c.FormValue("external_username"), ExternalPassword: c.FormValue("external_password"),
-		PVCConfig: ops.PVCConfig{StorageClass: c.FormValue("storage_class"), Size: c.FormValue("size")}}
+		PVCConfig: registry.PVCConfig{StorageClass: c.FormValue("storage_class"), Size: c.FormValue("size")}}
 	vals := map[string]string{"storage_class": in.PVCConfig.StorageClass, "size": in.PVCConfig.Size, "external_address": in.ExternalAddress, "external_username": in.ExternalUsername}
-	_, err = h.Ops.SetRegistry(ctx(c), h.actor(c), r, in)
+	_, err = h.Ops.Registry.Set(ctx(c), h.actor(c), r, in)
 	return h.formOutcome(c, r, "registry", vals, err, "")
 }
 
@@ -388,7 +389,7 @@ func (h *Handlers) RegistryDeleteForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Ops.RemoveRegistry(ctx(c), h.actor(c), r)
+	_, err = h.Ops.Registry.Remove(ctx(c), h.actor(c), r)
 	return h.formOutcome(c, r, "registry", nil, err, "")
 }
 

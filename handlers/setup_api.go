@@ -7,6 +7,7 @@ import (
 
 	"runr.dev/console/ops"
 	"runr.dev/console/ops/problem"
+	"runr.dev/console/ops/registry"
 	"runr.dev/console/store"
 )
 
@@ -129,11 +130,11 @@ func (h *Handlers) APISetRegistry(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	var in ops.RegistryInput
+	var in registry.Input
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.SetRegistry(ctx(c), h.actor(c), r, in)
+	j, err := h.Ops.Registry.Set(ctx(c), h.actor(c), r, in)
 	return h.Accepted(c, j, err)
 }
 
@@ -143,7 +144,7 @@ func (h *Handlers) APIDeleteRegistry(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.RemoveRegistry(ctx(c), h.actor(c), r)
+	j, err := h.Ops.Registry.Remove(ctx(c), h.actor(c), r)
 	return h.Accepted(c, j, err)
 }
 
@@ -154,11 +155,11 @@ func (h *Handlers) APITestRegistry(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	var in ops.RegistryInput
+	var in registry.Input
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.TestRegistry(ctx(c), h.actor(c), r, in)
+	j, err := h.Ops.Registry.Test(ctx(c), h.actor(c), r, in)
 	return h.Accepted(c, j, err)
 }
 
@@ -192,7 +193,7 @@ func (h *Handlers) APIRollingRestart(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.StartRollingRestart(ctx(c), h.actor(c), r)
+	j, err := h.Ops.Registry.StartRollingRestart(ctx(c), h.actor(c), r)
 	if err != nil && !refused(err) {
 		return JSONError(c, fiber.StatusBadGateway, "The cluster's nodes could not be listed: "+err.Error())
 	}
@@ -205,7 +206,7 @@ func (h *Handlers) RollingRestartForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Ops.StartRollingRestart(ctx(c), h.actor(c), r)
+	_, err = h.Ops.Registry.StartRollingRestart(ctx(c), h.actor(c), r)
 	if err != nil && !refused(err) {
 		return h.formInvalid(c, r, "registry", nil, nil, "The cluster's nodes could not be listed: "+err.Error())
 	}

@@ -11,6 +11,7 @@ import (
 
 	"runr.dev/console/ops"
 	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/registry"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -162,11 +163,11 @@ func step2Input(c *fiber.Ctx, s SealedStep1) (*ops.SetupInput, views.Form) {
 			PrometheusURL: strings.TrimSpace(c.FormValue("prometheus_url")), LokiURL: strings.TrimSpace(c.FormValue("loki_url")),
 			LokiOrgID: c.FormValue("loki_org_id"), RedisMode: store.RedisMode(c.FormValue("redis_mode")), RedisAddress: strings.TrimSpace(c.FormValue("redis_address")),
 			RedisPassword: c.FormValue("redis_password"), IsActive: &s.IsActive, RegionMode: &s.RegionMode},
-		RegistryInput: ops.RegistryInput{RegistryMode: store.RegistryMode(c.FormValue("registry_mode")),
+		Input: registry.Input{RegistryMode: store.RegistryMode(c.FormValue("registry_mode")),
 			StorageType: c.FormValue("storage_type"), ExternalAddress: c.FormValue("external_address"),
 			ExternalUsername: c.FormValue("external_username"), ExternalPassword: c.FormValue("external_password"),
-			PVCConfig: ops.PVCConfig{StorageClass: c.FormValue("storage_class"), Size: c.FormValue("size")},
-			S3Config: ops.S3Config{Endpoint: c.FormValue("s3_endpoint"), Bucket: c.FormValue("s3_bucket"), Region: c.FormValue("s3_region"),
+			PVCConfig: registry.PVCConfig{StorageClass: c.FormValue("storage_class"), Size: c.FormValue("size")},
+			S3Config: registry.S3Config{Endpoint: c.FormValue("s3_endpoint"), Bucket: c.FormValue("s3_bucket"), Region: c.FormValue("s3_region"),
 				AccessKey: c.FormValue("s3_access_key"), SecretKey: c.FormValue("s3_secret_key")}},
 	}
 	f := views.Form{Values: map[string]string{

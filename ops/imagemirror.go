@@ -22,6 +22,7 @@ import (
 	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/ops/redis"
+	"runr.dev/console/ops/registry"
 	"runr.dev/console/store"
 )
 
@@ -123,14 +124,14 @@ const ReconcileImageMirror = "image-mirror"
 
 // mirroredCharts are the charts the console installs, by name, for re-rendering a release
 // at its own chart version.
-var mirroredCharts = []helm.ChartRef{ChartZot, ChartTraefik, ChartKnativeOperator, observability.ChartPrometheus, observability.ChartLoki, observability.ChartOtelCollector,
+var mirroredCharts = []helm.ChartRef{registry.ChartZot, ChartTraefik, ChartKnativeOperator, observability.ChartPrometheus, observability.ChartLoki, observability.ChartOtelCollector,
 	observability.ChartTempo, data.ChartCloudNativePG, data.ChartSeaweedFS, gpu.ChartGPUOperator, gpu.ChartDevicePlugin, isolation.ChartKataDeploy, isolation.ChartRuntimeClassManager,
 	admission.ChartPolicyController}
 
 // mirroredNamespaces are the namespaces of a target's cluster where the console installs
 // Helm releases.
 func mirroredNamespaces(t *reconcileTarget) []string {
-	nss := []string{RegistryNamespace, observability.ObservabilityNamespace, isolation.SandboxNamespace, data.DataNamespace, data.CNPGNamespace, admission.CosignNamespace, gpu.GPUNamespace}
+	nss := []string{registry.Namespace, observability.ObservabilityNamespace, isolation.SandboxNamespace, data.DataNamespace, data.CNPGNamespace, admission.CosignNamespace, gpu.GPUNamespace}
 	seen := map[string]bool{}
 	for _, ns := range nss {
 		seen[ns] = true

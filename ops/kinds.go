@@ -10,6 +10,7 @@ import (
 	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/projects"
 	"runr.dev/console/ops/redis"
+	"runr.dev/console/ops/registry"
 	"runr.dev/console/ops/statusblock"
 	"runr.dev/console/ops/tenancy"
 )
@@ -17,6 +18,7 @@ import (
 // registerKinds builds the features, each registering its own kinds of job (the ones
 // others depend on first), then registers the kinds of the use cases that stay in ops.
 func (s *Service) registerKinds() {
+	s.Registry = registry.New(s.Kit)
 	s.Observability = &observability.Service{Kit: s.Kit}
 	s.Redis = redis.New(s.Kit)
 	s.StatusBlock = statusblock.New(s.Kit)
@@ -37,6 +39,6 @@ func (s *Service) registerKinds() {
 	s.registerSettingsKinds()
 	s.registerMigrationKinds()
 	s.periodics = append(s.periodics, s.Domains.CompleteDomainMigrations)
-	s.registerContainerdKinds()
+
 	s.registerReconcileKinds()
 }

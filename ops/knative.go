@@ -20,6 +20,7 @@ import (
 	"runr.dev/console/ops/domains"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/problem"
+	"runr.dev/console/ops/registry"
 	"runr.dev/console/store"
 )
 
@@ -392,7 +393,7 @@ var knativeFeatures = map[string]any{
 // HTTP inside the cluster (the controller asks registries over HTTPS only, so every
 // revision of a function image in Zot would fail "server gave HTTP response to HTTPS
 // client"). The node's containerd pulls it through the node mirror's hosts.toml.
-var knativeTagResolutionSkipped = []string{"kind.local", "ko.local", "dev.local", InternalRegistryAddress}
+var knativeTagResolutionSkipped = []string{"kind.local", "ko.local", "dev.local", registry.InternalAddress}
 
 // knativeSkipKey is the KnativeServing's config-deployment key of those registries.
 const knativeSkipKey = "registries-skipping-tag-resolving"

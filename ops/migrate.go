@@ -14,6 +14,7 @@ import (
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/problem"
+	"runr.dev/console/ops/registry"
 	"runr.dev/console/store"
 )
 
@@ -184,17 +185,17 @@ func (s *Service) moveServices(ctx context.Context, jc *engine.JobContext) error
 		jc.Logf("The external Redis keeps its address %s", r.RedisAddress)
 	}
 	if reg, _ := r.MigrationDetail.V.Had["registry"].(bool); reg {
-		p := RegistryParams{Mode: store.RegistryInternal, StorageType: r.RegistryConfig.V.StorageType, StorageClass: r.RegistryConfig.V.StorageClass,
+		p := registry.Params{Mode: store.RegistryInternal, StorageType: r.RegistryConfig.V.StorageType, StorageClass: r.RegistryConfig.V.StorageClass,
 			Size: r.RegistryConfig.V.Size, S3Endpoint: r.RegistryConfig.V.S3Endpoint, S3Bucket: r.RegistryConfig.V.S3Bucket,
 			S3Region: r.RegistryConfig.V.S3Region, S3AccessKey: r.RegistryConfig.V.S3AccessKey}
 		if p.StorageType == "" {
 			p.StorageType = "pvc"
 		}
 		s.tolerate(ctx, jc, r, "internal registry", func() error {
-			if err := s.installZot(ctx, jc, c, p, RegistrySecrets{S3SecretKey: r.RegistrySecret}); err != nil && !errors.Is(err, engine.ErrSkip) {
+			if err := s.Registry.InstallZot(ctx, jc, c, p, registry.Secrets{S3SecretKey: r.RegistrySecret}); err != nil && !errors.Is(err, engine.ErrSkip) {
 				return err
 			}
-			if err := s.installMirror(ctx, jc, c, p); err != nil && !errors.Is(err, engine.ErrSkip) {
+			if err := s.Registry.InstallMirror(ctx, jc, c, p); err != nil && !errors.Is(err, engine.ErrSkip) {
 				return err
 			}
 			return s.Store.UpdateRegistry(ctx, r.ID, store.RegistryUpdate{Address: store.Ptr(p.Address()), Status: store.Ptr(store.ComponentReady)})

@@ -23,6 +23,7 @@ import (
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/observability"
+	"runr.dev/console/ops/registry"
 	"runr.dev/console/ops/statusblock"
 	"runr.dev/console/store"
 )
@@ -394,7 +395,7 @@ type ownHelper struct {
 func (s *Service) ownHelpers(t *reconcileTarget, mirror string) []ownHelper {
 	agent, responder := imagemirror.Map(mirror, s.Cfg.AgentImage), imagemirror.Map(mirror, s.Cfg.ResponderImage)
 	hs := []ownHelper{
-		{kind: "DaemonSet", namespace: RegistryNamespace, name: MirrorDaemonSet, container: "mirror", image: agent},
+		{kind: "DaemonSet", namespace: registry.Namespace, name: registry.MirrorDaemonSet, container: "mirror", image: agent},
 		{kind: "DaemonSet", namespace: isolation.SandboxNamespace, name: isolation.KVMProbe, container: "installer", image: agent},
 		{kind: "DaemonSet", namespace: isolation.SandboxNamespace, name: isolation.GVisorInstaller, container: "installer", image: agent},
 	}

@@ -7,8 +7,6 @@ package ops
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -24,6 +22,7 @@ import (
 	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/projects"
 	"runr.dev/console/ops/redis"
+	"runr.dev/console/ops/registry"
 	"runr.dev/console/ops/statusblock"
 	"runr.dev/console/ops/tenancy"
 	"runr.dev/console/store"
@@ -43,6 +42,8 @@ type Service struct {
 	// periodics run after every status sweep.
 	periodics []func(context.Context)
 
+	// Registry is the region's image registry.
+	Registry *registry.Service
 	// GPU is GPU support.
 	GPU *gpu.Service
 	// Admission is the supply chain's admission policy.
@@ -79,11 +80,6 @@ func (s *Service) ChecksDone() int64 { return s.checksDone.Load() }
 
 // RunWorkers runs n job runners until ctx ends.
 func (s *Service) RunWorkers(ctx context.Context, n int) { s.Engine.Run(ctx, n) }
-
-func hashOf(s string) string {
-	h := sha256.Sum256([]byte(s))
-	return hex.EncodeToString(h[:6])
-}
 
 // Periodic runs the checks that complete moves and domain migrations (after each sweep).
 func (s *Service) Periodic(ctx context.Context) {

@@ -15,22 +15,19 @@ import (
 	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/ops/redis"
+	"runr.dev/console/ops/registry"
 	"runr.dev/console/store"
 )
 
-// Job kinds of the registry and the region setup.
-const (
-	KindRegistrySetup   = "registry-setup"
-	KindRegistryInstall = "registry-install"
-	KindRegistryRemove  = "registry-remove"
-)
+// KindRegistrySetup is the kind of job that creates a region with its registry.
+const KindRegistrySetup = "registry-setup"
 
 // SetupParams are the non-secret fields of a region created with its registry
 // (wizard step 2, POST /api/registry-setup/start).
 type SetupParams struct {
 	Name         string           `json:"name"`
 	Nodes        []string         `json:"nodes"`
-	Registry     RegistryParams   `json:"registry"`
+	Registry     registry.Params  `json:"registry"`
 	Monitoring   store.Monitoring `json:"monitoring"`
 	RedisMode    store.RedisMode  `json:"redis_mode"`
 	RedisAddress string           `json:"redis_address,omitempty"`
@@ -42,9 +39,9 @@ type SetupParams struct {
 
 // SetupSecret holds the secret fields of a setup; it is stored encrypted with the job.
 type SetupSecret struct {
-	Kubeconfig    string          `json:"kubeconfig"`
-	Registry      RegistrySecrets `json:"registry"`
-	RedisPassword string          `json:"redis_password,omitempty"`
+	Kubeconfig    string           `json:"kubeconfig"`
+	Registry      registry.Secrets `json:"registry"`
+	RedisPassword string           `json:"redis_password,omitempty"`
 }
 
 // NewRegionRecord builds the record of a new region from its fields and the check.
@@ -82,36 +79,6 @@ func (s *Service) registerSetupKinds() {
 		Name: KindRegistrySetup,
 		Plan: engine.PlanWith(s.setupSteps),
 	})
-	s.Engine.Register(&engine.Kind{
-		Name: KindRegistryInstall,
-		Plan: engine.PlanWith(s.registryInstallSteps),
-		Finished: func(ctx context.Context, jc *engine.JobContext, err error) {
-			if err != nil {
-				s.Record(s.Store.UpdateRegistry(ctx, jc.Job.Region(), store.RegistryUpdate{Status: store.Ptr(store.ComponentError), Message: store.Ptr(err.Error())}))
-			}
-		},
-	})
-	s.Engine.Register(&engine.Kind{
-		Name: KindRegistryRemove,
-		Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
-			return []engine.Step{{Name: "remove", Title: "Remove the registry", Run: func(ctx context.Context, jc *engine.JobContext) error {
-				r, c, err := s.RegionAndCluster(ctx, jc)
-				if err != nil {
-					return err
-				}
-				if err := s.removeRegistry(ctx, jc, c, r); err != nil {
-					return err
-				}
-				return s.Store.UpdateRegistry(ctx, r.ID, store.RegistryUpdate{Mode: store.Ptr(store.RegistryNone), Status: store.Ptr(store.ComponentNotInstalled),
-					Message: store.Ptr(""), Config: &store.RegistryConfig{}, Secret: store.Ptr(""), Address: store.Ptr("")})
-			}}}, nil
-		},
-		Finished: func(ctx context.Context, jc *engine.JobContext, err error) {
-			if err != nil {
-				s.Record(s.Store.UpdateRegistry(ctx, jc.Job.Region(), store.RegistryUpdate{Status: store.Ptr(store.ComponentError), Message: store.Ptr("removal failed: " + err.Error())}))
-			}
-		},
-	})
 }
 
 // setupRun is what the steps of one run of a setup job share, each read once: the job's
@@ -128,7 +95,7 @@ type setupRun struct {
 // access is the job's cluster access and secret parameters.
 func (run *setupRun) access(jc *engine.JobContext) (*kube.Cluster, SetupSecret, error) {
 	if run.sec == nil {
-		sec, err := decodeSecret[SetupSecret](jc)
+		sec, err := kit.DecodeSecret[SetupSecret](jc)
 		if err != nil {
 			return nil, sec, err
 		}
@@ -164,16 +131,35 @@ func (run *setupRun) checked(ctx context.Context, jc *engine.JobContext) (*Check
 	return chk, nil
 }
 
+// withAccess runs f with the job's cluster access and secret parameters.
+func (run *setupRun) withAccess(f func(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, sec SetupSecret) error) func(context.Context, *engine.JobContext) error {
+	return func(ctx context.Context, jc *engine.JobContext) error {
+		c, sec, err := run.access(jc)
+		if err != nil {
+			return err
+		}
+		return f(ctx, jc, c, sec)
+	}
+}
+
 // setupSteps are the steps of a region created with its registry.
 func (s *Service) setupSteps(p SetupParams) []engine.Step {
 	run := &setupRun{s: s, p: p}
 	cluster := run.access
 	return []engine.Step{
 		{Name: "connect", Title: "Connect to the cluster", Run: s.setupConnect(run)},
-		{Name: "storage", Title: "Test the storage", Run: s.setupStorage(p, cluster)},
-		{Name: "zot", Title: "Install Zot", Run: s.setupZot(p, cluster)},
-		{Name: "mirror", Title: "Node mirror", Run: s.setupMirror(p, cluster)},
-		{Name: "prepull", Title: "Pre-pull common images", Run: s.setupPrepull(p, cluster)},
+		{Name: "storage", Title: "Test the storage", Run: run.withAccess(func(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, sec SetupSecret) error {
+			return s.Registry.StorageTest(ctx, jc, c, p.Registry, sec.Registry)
+		})},
+		{Name: "zot", Title: "Install Zot", Run: run.withAccess(func(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, sec SetupSecret) error {
+			return s.Registry.InstallZot(ctx, jc, c, p.Registry, sec.Registry)
+		})},
+		{Name: "mirror", Title: "Node mirror", Run: run.withAccess(func(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, _ SetupSecret) error {
+			return s.Registry.InstallMirror(ctx, jc, c, p.Registry)
+		})},
+		{Name: "prepull", Title: "Pre-pull common images", Run: run.withAccess(func(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, _ SetupSecret) error {
+			return s.Registry.Prepull(ctx, jc, c, p.Registry)
+		})},
 		{Name: "region", Title: "Create the region and its project namespace", Run: s.setupRegion(run)},
 		{Name: "workers", Title: "Dedicated workers", Run: s.setupWorkers(p, cluster)},
 		{Name: "redis", Title: "Queue the managed Redis", Run: s.setupRedis(p)},
@@ -202,50 +188,6 @@ func (s *Service) setupConnect(run *setupRun) func(ctx context.Context, jc *engi
 		}
 		jc.Note("Connected to %s (%s, %d nodes)", chk.Server, chk.Version, len(chk.Nodes))
 		return nil
-	}
-}
-
-// setupStorage is the step "storage" (Test the storage) of setupSteps.
-func (s *Service) setupStorage(p SetupParams, cluster func(jc *engine.JobContext) (*kube.Cluster, SetupSecret, error)) func(ctx context.Context, jc *engine.JobContext) error {
-	return func(ctx context.Context, jc *engine.JobContext) error {
-		c, sec, err := cluster(jc)
-		if err != nil {
-			return err
-		}
-		return s.storageTest(ctx, jc, c, p.Registry, sec.Registry)
-	}
-}
-
-// setupZot is the step "zot" (Install Zot) of setupSteps.
-func (s *Service) setupZot(p SetupParams, cluster func(jc *engine.JobContext) (*kube.Cluster, SetupSecret, error)) func(ctx context.Context, jc *engine.JobContext) error {
-	return func(ctx context.Context, jc *engine.JobContext) error {
-		c, sec, err := cluster(jc)
-		if err != nil {
-			return err
-		}
-		return s.installZot(ctx, jc, c, p.Registry, sec.Registry)
-	}
-}
-
-// setupMirror is the step "mirror" (Node mirror) of setupSteps.
-func (s *Service) setupMirror(p SetupParams, cluster func(jc *engine.JobContext) (*kube.Cluster, SetupSecret, error)) func(ctx context.Context, jc *engine.JobContext) error {
-	return func(ctx context.Context, jc *engine.JobContext) error {
-		c, _, err := cluster(jc)
-		if err != nil {
-			return err
-		}
-		return s.installMirror(ctx, jc, c, p.Registry)
-	}
-}
-
-// setupPrepull is the step "prepull" (Pre-pull common images) of setupSteps.
-func (s *Service) setupPrepull(p SetupParams, cluster func(jc *engine.JobContext) (*kube.Cluster, SetupSecret, error)) func(ctx context.Context, jc *engine.JobContext) error {
-	return func(ctx context.Context, jc *engine.JobContext) error {
-		c, _, err := cluster(jc)
-		if err != nil {
-			return err
-		}
-		return s.prepull(ctx, jc, c, p.Registry)
 	}
 }
 
@@ -362,53 +304,14 @@ func (s *Service) nameTaken(ctx context.Context, name string, job *store.Job) (b
 	return s.Store.NameTakenBySetup(ctx, name, job.ID)
 }
 
-// registryInstallSteps set up (or replace) the registry of an existing region.
-func (s *Service) registryInstallSteps(p RegistryParams) []engine.Step {
-	withCluster := func(f func(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, sec RegistrySecrets) error) func(context.Context, *engine.JobContext) error {
-		return func(ctx context.Context, jc *engine.JobContext) error {
-			_, c, err := s.RegionAndCluster(ctx, jc)
-			if err != nil {
-				return err
-			}
-			sec, err := decodeSecret[RegistrySecrets](jc)
-			if err != nil {
-				return err
-			}
-			return f(ctx, jc, c, sec)
-		}
-	}
-	return []engine.Step{
-		{Name: "storage", Title: "Test the storage", Run: withCluster(func(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, sec RegistrySecrets) error {
-			s.Record(s.Store.UpdateRegistry(ctx, jc.Job.Region(), store.RegistryUpdate{Status: store.Ptr(store.ComponentInstalling), Message: store.Ptr("")}))
-			return s.storageTest(ctx, jc, c, p, sec)
-		})},
-		{Name: "zot", Title: "Install Zot", Run: withCluster(func(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, sec RegistrySecrets) error {
-			return s.installZot(ctx, jc, c, p, sec)
-		})},
-		{Name: "mirror", Title: "Node mirror", Run: withCluster(func(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, _ RegistrySecrets) error {
-			return s.installMirror(ctx, jc, c, p)
-		})},
-		{Name: "prepull", Title: "Pre-pull common images", Run: withCluster(func(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, _ RegistrySecrets) error {
-			return s.prepull(ctx, jc, c, p)
-		})},
-		{Name: "record", Title: "Record the registry", Run: withCluster(func(ctx context.Context, jc *engine.JobContext, _ *kube.Cluster, sec RegistrySecrets) error {
-			jc.Note("Registry %s at %s", p.Mode, p.Address())
-			return s.Store.UpdateRegistry(ctx, jc.Job.Region(), store.RegistryUpdate{Mode: store.Ptr(p.Mode), Status: store.Ptr(store.ComponentReady), Message: store.Ptr(""), Config: store.Ptr(p.Config()), Secret: store.Ptr(p.SecretValue(sec)), Address: store.Ptr(p.Address())})
-		})},
-	}
-}
-
 // Job kinds of Knative (defined with their steps in knative.go).
 const (
 	KindInstallOperator = "install-operator"
 	KindInstallServing  = "install-serving"
 )
 
-// Kinds of region preparation and registry tests.
-const (
-	KindRegionInit   = "region-init"
-	KindRegistryTest = "registry-test"
-)
+// KindRegionInit is the kind of job that prepares a region created directly.
+const KindRegionInit = "region-init"
 
 func (s *Service) registerRegionKinds() {
 	workersStep := func(p nodes.WorkersParams) engine.Step {
@@ -462,26 +365,6 @@ func (s *Service) registerRegionKinds() {
 			return []engine.Step{workersStep(p)}, nil
 		},
 	})
-	s.Engine.Register(&engine.Kind{
-		Name: KindRegistryTest,
-		Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
-			var p RegistryParams
-			if err := jc.Params(&p); err != nil {
-				return nil, err
-			}
-			return []engine.Step{{Name: "test", Title: "Test the registry storage from the cluster", Run: func(ctx context.Context, jc *engine.JobContext) error {
-				_, c, err := s.RegionAndCluster(ctx, jc)
-				if err != nil {
-					return err
-				}
-				sec, err := decodeSecret[RegistrySecrets](jc)
-				if err != nil {
-					return err
-				}
-				return s.storageTest(ctx, jc, c, p, sec)
-			}}}, nil
-		},
-	})
 }
 
 // RegionFields are the fields of a new region that a setup and a direct creation share.
@@ -505,12 +388,12 @@ type RegionFields struct {
 // /api/registry-setup/start (and of its retry), and the wizard's step 2.
 type SetupInput struct {
 	RegionFields
-	RegistryInput
+	registry.Input
 }
 
 // Params returns the job parameters and secrets of a setup.
 func (in *SetupInput) Params() (SetupParams, SetupSecret) {
-	reg, regSec := in.RegistryInput.Params()
+	reg, regSec := in.Input.Params()
 	active := in.IsActive == nil || *in.IsActive
 	redis := in.RedisMode
 	if redis == "" {
@@ -841,8 +724,8 @@ type RegionInput struct {
 
 // RegistryStorage is the storage of a registry created with its region: a PVC's or S3's fields.
 type RegistryStorage struct {
-	PVCConfig
-	S3Config
+	registry.PVCConfig
+	registry.S3Config
 }
 
 // setup is the region's part of the input, as a setup without a registry.
@@ -852,13 +735,13 @@ func (in RegionInput) setup() SetupInput {
 	if m := in.Monitoring; m != nil {
 		f.PrometheusURL, f.LokiURL, f.LokiOrgID = m.PrometheusURL, m.LokiURL, m.LokiOrgID
 	}
-	return SetupInput{RegionFields: f, RegistryInput: RegistryInput{RegistryMode: store.RegistryNone}}
+	return SetupInput{RegionFields: f, Input: registry.Input{RegistryMode: store.RegistryNone}}
 }
 
 // registry is the registry's part of the input.
-func (in RegionInput) registry() RegistryInput {
+func (in RegionInput) registry() registry.Input {
 	st := in.RegistryStorageConfig
-	return RegistryInput{RegistryMode: in.RegistryMode, StorageType: in.RegistryStorageType, PVCConfig: st.PVCConfig, S3Config: st.S3Config,
+	return registry.Input{RegistryMode: in.RegistryMode, StorageType: in.RegistryStorageType, PVCConfig: st.PVCConfig, S3Config: st.S3Config,
 		ExternalAddress: in.RegistryAddress, ExternalUsername: in.RegistryUsername, ExternalPassword: in.RegistryPassword}
 }
 
@@ -895,7 +778,7 @@ func (s *Service) CreateRegion(ctx context.Context, actor kit.Actor, in RegionIn
 
 // validateNewRegion checks the region of CreateRegion with its cluster, and its registry
 // when one is given.
-func (s *Service) validateNewRegion(ctx context.Context, actor kit.Actor, setup *SetupInput, reg RegistryInput) (*CheckResult, error) {
+func (s *Service) validateNewRegion(ctx context.Context, actor kit.Actor, setup *SetupInput, reg registry.Input) (*CheckResult, error) {
 	mine := s.actorFields(actor, setup)
 	chk, errs, err := s.validateSetup(ctx, setup, "")
 	if err != nil {
@@ -914,7 +797,7 @@ func (s *Service) validateNewRegion(ctx context.Context, actor kit.Actor, setup 
 			errs = map[string]string{}
 		}
 		p, sec := reg.Params()
-		ValidateRegistry(p, sec, errs)
+		registry.Validate(p, sec, errs)
 		if !actor.Can(store.PermRegistryManage) {
 			errs["registry_mode"] = "Setting up a registry needs the permission registry.manage."
 		}
@@ -924,7 +807,7 @@ func (s *Service) validateNewRegion(ctx context.Context, actor kit.Actor, setup 
 
 // prepareRegion queues the jobs of a region just created: its cluster's preparation, its
 // registry (when one is given) and its managed Redis.
-func (s *Service) prepareRegion(ctx context.Context, actor kit.Actor, r *store.Region, p SetupParams, reg RegistryInput) (map[string]string, error) {
+func (s *Service) prepareRegion(ctx context.Context, actor kit.Actor, r *store.Region, p SetupParams, reg registry.Input) (map[string]string, error) {
 	jobs := map[string]string{}
 	j, err := s.Enqueue(ctx, engine.Request{Kind: KindRegionInit, Title: "Prepare the cluster of " + r.Name,
 		Subject: r.ID, Params: nodes.WorkersParams{Nodes: p.Nodes}, CreatedBy: actor.Email})
@@ -934,7 +817,7 @@ func (s *Service) prepareRegion(ctx context.Context, actor kit.Actor, r *store.R
 	jobs["init"] = j.ID
 	if reg.RegistryMode != "" && reg.RegistryMode != store.RegistryNone {
 		rp, sec := reg.Params()
-		j, err := s.enqueueRegistry(ctx, actor, r, rp, sec)
+		j, err := s.Registry.Install(ctx, actor, r, rp, sec)
 		if err != nil {
 			return jobs, err
 		}

@@ -25,6 +25,7 @@ import (
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/redis"
+	"runr.dev/console/ops/registry"
 	"runr.dev/console/store"
 )
 
@@ -79,7 +80,7 @@ func (s *Service) observe(ctx context.Context, r *store.Region) *clusterLook {
 	}
 	st.took = time.Since(start)
 	st.version = v.GitVersion
-	namespaces := []string{r.OperatorNamespace, r.ServingNamespace, observability.ObservabilityNamespace, RegistryNamespace}
+	namespaces := []string{r.OperatorNamespace, r.ServingNamespace, observability.ObservabilityNamespace, registry.Namespace}
 	if o := r.DataServices.V.Object; o.Ready() && !o.External() {
 		namespaces = append(namespaces, data.DataNamespace)
 	}
@@ -261,8 +262,8 @@ func (s *Service) components(r *store.Region, st *clusterLook) []componentCheck 
 	}
 	switch {
 	case r.RegistryMode == store.RegistryInternal && r.RegistryStatus == store.ComponentReady:
-		ok, d := all(st.release(RegistryNamespace, ZotRelease),
-			func() (bool, string) { return st.daemonSet(RegistryNamespace, MirrorDaemonSet) })
+		ok, d := all(st.release(registry.Namespace, registry.ZotRelease),
+			func() (bool, string) { return st.daemonSet(registry.Namespace, registry.MirrorDaemonSet) })
 		add("registry", ok, d)
 	case r.RegistryMode == store.RegistryInternal && r.RegistryStatus == store.ComponentError:
 		failed("registry", r.RegistryMessage)
@@ -614,7 +615,7 @@ func regionsByCluster(regions []store.Region) []clusterCheck {
 	var out []clusterCheck
 	index, parts := map[string]int{}, map[string]int{}
 	for i := range regions {
-		k := regions[i].ClusterKey + "|" + hashOf(regions[i].Kubeconfig)
+		k := regions[i].ClusterKey + "|" + kit.ShortHash(regions[i].Kubeconfig)
 		j, ok := index[k]
 		if ok && len(out[j].regions) >= sweepLook {
 			ok = false
@@ -711,7 +712,7 @@ func (s *Service) CheckNow(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	k := r.ClusterKey + "|" + hashOf(r.Kubeconfig)
+	k := r.ClusterKey + "|" + kit.ShortHash(r.Kubeconfig)
 	s.breaker.ok(k)
 	s.checkCluster(ctx, k, []*store.Region{r}, base)
 	return nil

@@ -16,6 +16,7 @@ import (
 	"runr.dev/console/ops/data"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/observability"
+	"runr.dev/console/ops/registry"
 	"runr.dev/console/store"
 )
 
@@ -43,9 +44,9 @@ func healthyLook() *clusterLook {
 	st := &clusterLook{
 		deployments: map[string]*appsv1.Deployment{}, statefuls: map[string]*appsv1.StatefulSet{}, daemons: map[string]*appsv1.DaemonSet{},
 		releases: map[string][]kube.Workload{
-			key("knative-operator", OperatorRelease):   {{Kind: "Deployment", Namespace: "knative-operator", Name: "knative-operator"}},
-			key("knative-serving", kit.TraefikRelease): {{Kind: "Deployment", Namespace: "knative-serving", Name: "traefik"}},
-			key(RegistryNamespace, ZotRelease):         {{Kind: "StatefulSet", Namespace: RegistryNamespace, Name: "runr-zot"}},
+			key("knative-operator", OperatorRelease):     {{Kind: "Deployment", Namespace: "knative-operator", Name: "knative-operator"}},
+			key("knative-serving", kit.TraefikRelease):   {{Kind: "Deployment", Namespace: "knative-serving", Name: "traefik"}},
+			key(registry.Namespace, registry.ZotRelease): {{Kind: "StatefulSet", Namespace: registry.Namespace, Name: "runr-zot"}},
 			key(observability.ObservabilityNamespace, observability.PrometheusRelease): {
 				{Kind: "Deployment", Namespace: observability.ObservabilityNamespace, Name: "knative-kube-prometheus-st-operator"}, prom},
 		},
@@ -56,9 +57,9 @@ func healthyLook() *clusterLook {
 		readyDeployment(observability.ObservabilityNamespace, "knative-kube-prometheus-st-operator")} {
 		st.deployments[key(d.Namespace, d.Name)] = d
 	}
-	st.statefuls[key(RegistryNamespace, "runr-zot")] = statefulSet(RegistryNamespace, "runr-zot", 1)
+	st.statefuls[key(registry.Namespace, "runr-zot")] = statefulSet(registry.Namespace, "runr-zot", 1)
 	one := int32(1)
-	st.daemons[key(RegistryNamespace, MirrorDaemonSet)] = &appsv1.DaemonSet{Status: appsv1.DaemonSetStatus{DesiredNumberScheduled: one, NumberReady: one, UpdatedNumberScheduled: one}}
+	st.daemons[key(registry.Namespace, registry.MirrorDaemonSet)] = &appsv1.DaemonSet{Status: appsv1.DaemonSetStatus{DesiredNumberScheduled: one, NumberReady: one, UpdatedNumberScheduled: one}}
 	return st
 }
 
@@ -87,9 +88,9 @@ func TestStatusJudgement(t *testing.T) {
 		component string
 		reason    string
 	}{
-		{"a workload of the release is missing", func(st *clusterLook) { delete(st.statefuls, key(RegistryNamespace, "runr-zot")) },
+		{"a workload of the release is missing", func(st *clusterLook) { delete(st.statefuls, key(registry.Namespace, "runr-zot")) },
 			"registry", "StatefulSet runr-registry/runr-zot is missing"},
-		{"a StatefulSet not ready", func(st *clusterLook) { st.statefuls[key(RegistryNamespace, "runr-zot")].Status.ReadyReplicas = 0 },
+		{"a StatefulSet not ready", func(st *clusterLook) { st.statefuls[key(registry.Namespace, "runr-zot")].Status.ReadyReplicas = 0 },
 			"registry", "0/1 replicas ready"},
 		{"the release is not deployed", func(st *clusterLook) { delete(st.releases, key("knative-serving", kit.TraefikRelease)) },
 			"traefik", "Helm release knative-serving/traefik is not deployed"},
@@ -195,8 +196,8 @@ func TestRegionsByClusterParts(t *testing.T) {
 		}
 		sizes[l.key] = len(l.regions)
 	}
-	big := "https://big|" + hashOf("kc-big")
-	small := "https://small|" + hashOf("kc-small")
+	big := "https://big|" + kit.ShortHash("kc-big")
+	small := "https://small|" + kit.ShortHash("kc-small")
 	if len(looks) != 4 || sizes[big] != sweepLook || sizes[big+"#2"] != sweepLook || sizes[big+"#3"] != 10 || sizes[small] != smalls {
 		t.Fatalf("looks: %v", sizes)
 	}

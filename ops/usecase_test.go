@@ -16,6 +16,7 @@ import (
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/ops/projects"
 	"runr.dev/console/ops/redis"
+	"runr.dev/console/ops/registry"
 	"runr.dev/console/ops/statusblock"
 	"runr.dev/console/store"
 	"runr.dev/console/store/storetest"
@@ -68,11 +69,11 @@ func TestUseCaseRefusals(t *testing.T) {
 	ctx := context.Background()
 	_, err := s.Redis.TestRedis(ctx, actor, r)
 	refusedWith(t, err, "", "no Redis to test")
-	_, err = s.RemoveRegistry(ctx, actor, r)
+	_, err = s.Registry.Remove(ctx, actor, r)
 	refusedWith(t, err, "", "no registry")
-	_, err = s.StartRollingRestart(ctx, actor, r)
+	_, err = s.Registry.StartRollingRestart(ctx, actor, r)
 	refusedWith(t, err, "", "ready internal registry")
-	_, err = s.SetRegistry(ctx, actor, r, ops.RegistryInput{RegistryMode: store.RegistryNone})
+	_, err = s.Registry.Set(ctx, actor, r, registry.Input{RegistryMode: store.RegistryNone})
 	invalidOn(t, err, "registry_mode")
 	_, err = s.EnqueueKnative(ctx, actor, r, ops.KindUninstallServing, ops.KnativeInput{})
 	refusedWith(t, err, "", "not installed")

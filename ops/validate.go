@@ -6,11 +6,10 @@ import (
 	"regexp"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/resource"
-
 	"runr.dev/console/imagemirror"
 	"runr.dev/console/kube"
 	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/registry"
 	"runr.dev/console/store"
 )
 
@@ -45,54 +44,6 @@ func ValidateMonitoringURL(u string) string {
 	return ""
 }
 
-// ValidateRegistry checks the registry fields, adding a message per wrong field to errs.
-func ValidateRegistry(p RegistryParams, sec RegistrySecrets, errs map[string]string) {
-	switch p.Mode {
-	case store.RegistryInternal:
-		validateRegistryStorage(p, sec, errs)
-	case store.RegistryExternal:
-		if p.ExternalAddress == "" || strings.ContainsAny(p.ExternalAddress, " \t") {
-			errs["external_address"] = "Give the registry's address, e.g. registry.example.com or registry.example.com:5000."
-		}
-		if (p.ExternalUsername == "") != (sec.ExternalPassword == "") {
-			errs["external_password"] = "Give both a username and a password, or neither."
-		}
-	case store.RegistryNone:
-	default:
-		errs["registry_mode"] = "Choose internal or external."
-	}
-}
-
-// validateRegistryStorage checks the storage of an internal registry: a PVC or S3.
-func validateRegistryStorage(p RegistryParams, sec RegistrySecrets, errs map[string]string) {
-	switch p.StorageType {
-	case "pvc":
-		if p.Size != "" {
-			if q, err := resource.ParseQuantity(p.Size); err != nil || q.Sign() <= 0 {
-				errs["pvc_config.size"] = "Use a size such as 10Gi."
-			}
-		}
-		if p.StorageClass != "" && !regionNameRe.MatchString(strings.ReplaceAll(p.StorageClass, ".", "-")) {
-			errs["pvc_config.storageClass"] = "Not a valid StorageClass name."
-		}
-	case "s3":
-		if u, err := url.Parse(p.S3Endpoint); p.S3Endpoint == "" || err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			errs["s3_config.endpoint"] = "Give the S3 endpoint as a URL, e.g. https://s3.eu-central-1.amazonaws.com."
-		}
-		if p.S3Bucket == "" {
-			errs["s3_config.bucket"] = "Give the bucket."
-		}
-		if p.S3AccessKey == "" {
-			errs["s3_config.access_key"] = "Give the access key."
-		}
-		if sec.S3SecretKey == "" {
-			errs["s3_config.secret_key"] = "Give the secret key."
-		}
-	default:
-		errs["storage_type"] = "Choose pvc or s3."
-	}
-}
-
 // validate checks a setup's fields (the cluster is not contacted); kubeconfig problems
 // are reported on its field. It trims the name.
 func (in *SetupInput) validate() map[string]string {
@@ -104,8 +55,8 @@ func (in *SetupInput) validate() map[string]string {
 	if _, err := kube.ParseKubeconfig([]byte(in.Kubeconfig)); err != nil {
 		errs["kubeconfig"] = err.Error()
 	}
-	reg, sec := in.RegistryInput.Params()
-	ValidateRegistry(reg, sec, errs)
+	reg, sec := in.Input.Params()
+	registry.Validate(reg, sec, errs)
 	for k, v := range map[string]string{"prometheus_url": in.PrometheusURL, "loki_url": in.LokiURL} {
 		if m := ValidateMonitoringURL(v); m != "" {
 			errs[k] = m

@@ -8,6 +8,7 @@ import (
 
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/nodes"
+	"runr.dev/console/ops/registry"
 	"runr.dev/console/store"
 )
 
@@ -112,43 +113,10 @@ func TestValidNamespace(t *testing.T) {
 	}
 }
 
-func TestValidateRegistry(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		in   RegistryInput
-		want []string // the fields with errors
-	}{
-		{"internal on a PVC by default", RegistryInput{RegistryMode: store.RegistryInternal}, nil},
-		{"internal PVC size and class", RegistryInput{RegistryMode: store.RegistryInternal, PVCConfig: PVCConfig{StorageClass: "fast.ssd", Size: "10Gi"}}, nil},
-		{"bad PVC", RegistryInput{RegistryMode: store.RegistryInternal, PVCConfig: PVCConfig{StorageClass: "Fast SSD", Size: "-1Gi"}},
-			[]string{"pvc_config.size", "pvc_config.storageClass"}},
-		{"s3 complete", RegistryInput{RegistryMode: store.RegistryInternal, StorageType: "s3",
-			S3Config: S3Config{Endpoint: "https://s3.example.com", Bucket: "b", AccessKey: "a", SecretKey: "s"}}, nil},
-		{"s3 empty", RegistryInput{RegistryMode: store.RegistryInternal, StorageType: "s3"},
-			[]string{"s3_config.access_key", "s3_config.bucket", "s3_config.endpoint", "s3_config.secret_key"}},
-		{"unknown storage", RegistryInput{RegistryMode: store.RegistryInternal, StorageType: "nfs"}, []string{"storage_type"}},
-		{"external", RegistryInput{RegistryMode: store.RegistryExternal, ExternalAddress: "registry.example.com:5000"}, nil},
-		{"external half credentials", RegistryInput{RegistryMode: store.RegistryExternal, ExternalAddress: "r.example.com", ExternalUsername: "u"},
-			[]string{"external_password"}},
-		{"external without address", RegistryInput{RegistryMode: store.RegistryExternal, ExternalAddress: "a b"}, []string{"external_address"}},
-		{"none", RegistryInput{RegistryMode: store.RegistryNone}, nil},
-		{"unknown mode", RegistryInput{RegistryMode: "cloud"}, []string{"registry_mode"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			errs := map[string]string{}
-			p, sec := tc.in.Params()
-			ValidateRegistry(p, sec, errs)
-			if got := keys(errs); !reflect.DeepEqual(got, tc.want) {
-				t.Fatalf("fields %v, want %v (%v)", got, tc.want, errs)
-			}
-		})
-	}
-}
-
 func TestSetupInputValidate(t *testing.T) {
 	kc := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"https://203.0.113.10:6443\"}\nusers:\n- name: u\n  user: {token: t}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n"
 	good := func() SetupInput {
-		return SetupInput{RegionFields: RegionFields{Name: " eu-2 ", Kubeconfig: kc}, RegistryInput: RegistryInput{RegistryMode: store.RegistryNone}}
+		return SetupInput{RegionFields: RegionFields{Name: " eu-2 ", Kubeconfig: kc}, Input: registry.Input{RegistryMode: store.RegistryNone}}
 	}
 	for _, tc := range []struct {
 		name string

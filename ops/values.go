@@ -10,6 +10,7 @@ import (
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/observability"
+	"runr.dev/console/ops/registry"
 	"runr.dev/console/store"
 )
 
@@ -46,10 +47,10 @@ func ValuesCases() []ValuesCase {
 			Values: TraefikValues(TraefikOptions{Image: traefikImage, Class: TraefikFallbackClass, Timeout: 610, TrustedIPs: []string{"10.0.0.0/24"}})},
 		{Name: "traefik-host-network", Chart: ChartTraefik, Release: kit.TraefikRelease, Namespace: "knative-serving",
 			Values: TraefikValues(TraefikOptions{Image: traefikImage, Class: TraefikClass, Timeout: 120, HostNetwork: true})},
-		{Name: "zot-pvc", Chart: ChartZot, Release: ZotRelease, Namespace: RegistryNamespace,
-			Values: ZotValues(RegistryParams{Mode: store.RegistryInternal, StorageType: "pvc", StorageClass: "standard", Size: "10Gi"})},
-		{Name: "zot-s3", Chart: ChartZot, Release: ZotRelease, Namespace: RegistryNamespace,
-			Values: ZotValues(RegistryParams{Mode: store.RegistryInternal, StorageType: "s3", S3Endpoint: "https://s3.example.test", S3Bucket: "images", S3Region: "eu-1", S3AccessKey: "AKIA"})},
+		{Name: "zot-pvc", Chart: registry.ChartZot, Release: registry.ZotRelease, Namespace: registry.Namespace,
+			Values: registry.ZotValues(registry.Params{Mode: store.RegistryInternal, StorageType: "pvc", StorageClass: "standard", Size: "10Gi"})},
+		{Name: "zot-s3", Chart: registry.ChartZot, Release: registry.ZotRelease, Namespace: registry.Namespace,
+			Values: registry.ZotValues(registry.Params{Mode: store.RegistryInternal, StorageType: "s3", S3Endpoint: "https://s3.example.test", S3Bucket: "images", S3Region: "eu-1", S3AccessKey: "AKIA"})},
 		{Name: "knative-operator", Chart: ChartKnativeOperator, Release: OperatorRelease, Namespace: "knative-operator", Values: OperatorValues()},
 		{Name: "kube-prometheus-stack", Chart: observability.ChartPrometheus, Release: observability.PrometheusRelease, Namespace: observability.ObservabilityNamespace, Values: observability.PrometheusValues()},
 		{Name: "loki-stack", Chart: observability.ChartLoki, Release: observability.LokiRelease, Namespace: observability.ObservabilityNamespace, Values: observability.LokiValues()},

@@ -20,7 +20,7 @@ import (
 
 	"runr.dev/console/config"
 	"runr.dev/console/images"
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/registry"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 	"runr.dev/console/web/webtest"
@@ -28,7 +28,7 @@ import (
 
 // functionImage is the test's function in the region's registry (Zot's own namespace, as
 // a build would push it): the harness's echo program, which answers with what it received.
-const functionImage = ops.InternalRegistryAddress + "/functions/hello:1"
+const functionImage = registry.InternalAddress + "/functions/hello:1"
 
 // dataPath is a region whose function requests run for real: the real Knative Operator
 // and Serving, a real Traefik with its Knative provider, and the function's pods, all on
@@ -116,7 +116,7 @@ func newDataPath(t *testing.T) *dataPath {
 	}
 	// Zot runs no container here: the cluster's registry answers behind its Service, and
 	// holds the function's image in Zot's own namespace.
-	if err := c.ServeRegistryAs(ctx, ops.RegistryNamespace, ops.ZotRelease); err != nil {
+	if err := c.ServeRegistryAs(ctx, registry.Namespace, registry.ZotRelease); err != nil {
 		t.Fatal(err)
 	}
 	if err := pushAs(ctx, c, "functions/hello:1", testcluster.EchoImage); err != nil {

@@ -21,6 +21,7 @@ import (
 	"runr.dev/console/ops/data"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/observability"
+	"runr.dev/console/ops/registry"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 	"runr.dev/console/web/webtest"
@@ -120,7 +121,7 @@ func mustSucceed(t *testing.T, e *webtest.Env, j *store.Job) {
 	if j.Status != store.JobSucceeded {
 		var pods strings.Builder
 		if c := clusters[e]; c != nil {
-			for _, ns := range []string{ops.RegistryNamespace, data.DataNamespace, observability.ObservabilityNamespace} {
+			for _, ns := range []string{registry.Namespace, data.DataNamespace, observability.ObservabilityNamespace} {
 				pods.WriteString(c.PodReport(ns, ""))
 			}
 		}

@@ -27,6 +27,7 @@ import (
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/observability"
+	"runr.dev/console/ops/registry"
 	"runr.dev/console/ops/statusblock"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
@@ -113,13 +114,13 @@ func TestConsoleProgramsOnARealNode(t *testing.T) {
 	setupJob := e.WaitJob(setup.JobID, 5*time.Minute)
 	if setupJob.Status != store.JobSucceeded {
 		t.Fatalf("registry setup: %s %s\n%s\n%s", setupJob.Status, setupJob.Error, jobLog(t, e, setupJob.ID),
-			c.PodReport(ops.RegistryNamespace, ""))
+			c.PodReport(registry.Namespace, ""))
 	}
 	r, err := e.Store.RegionByName(ctx, "rn")
 	if err != nil {
 		t.Fatal(err)
 	}
-	zot, err := c.Client.CoreV1().Services(ops.RegistryNamespace).Get(ctx, ops.ZotRelease, metav1.GetOptions{})
+	zot, err := c.Client.CoreV1().Services(registry.Namespace).Get(ctx, registry.ZotRelease, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,8 +129,8 @@ func TestConsoleProgramsOnARealNode(t *testing.T) {
 	t.Run("NodeMirror", func(t *testing.T) {
 		// The DaemonSet's pod on the real node resolved the registry's Service through the
 		// cluster's DNS and wrote containerd's hosts.toml into its config_path.
-		c.WaitRealPod(t, ops.RegistryNamespace, "app.kubernetes.io/name="+ops.MirrorDaemonSet, time.Minute)
-		regFile := filepath.Join(c.CertsDir(), ops.ZotRelease+"."+ops.RegistryNamespace+".svc.cluster.local:5000", "hosts.toml")
+		c.WaitRealPod(t, registry.Namespace, "app.kubernetes.io/name="+registry.MirrorDaemonSet, time.Minute)
+		regFile := filepath.Join(c.CertsDir(), registry.ZotRelease+"."+registry.Namespace+".svc.cluster.local:5000", "hosts.toml")
 		raw, err := os.ReadFile(regFile)
 		if err != nil || !strings.Contains(string(raw), "Written by RunR's node mirror") || !strings.Contains(string(raw), `[host."http://`+zotAddr+`"]`) {
 			t.Fatalf("%s: %v\n%s", regFile, err, raw)
@@ -138,7 +139,7 @@ func TestConsoleProgramsOnARealNode(t *testing.T) {
 		if !strings.Contains(string(raw), `[host."http://`+zotAddr+`/v2/ghcr.io"]`) || !strings.Contains(string(raw), "override_path = true") {
 			t.Fatalf("ghcr.io's hosts.toml does not send pulls to the region's Zot at %s:\n%s", zotAddr, raw)
 		}
-		logs := podLog(t, c, ops.RegistryNamespace, "app.kubernetes.io/name="+ops.MirrorDaemonSet)
+		logs := podLog(t, c, registry.Namespace, "app.kubernetes.io/name="+registry.MirrorDaemonSet)
 		if !strings.Contains(logs, "hosts.toml written") || !strings.Contains(logs, "address="+zot.Spec.ClusterIP) {
 			t.Fatalf("the node mirror's log:\n%s", logs)
 		}
@@ -150,7 +151,7 @@ func TestConsoleProgramsOnARealNode(t *testing.T) {
 
 		// A pod of a ghcr.io image the node never pulled is pulled through the region's
 		// registry: the registry behind Zot's Service saw the pull addressed to Zot.
-		if err := c.ServeRegistryAs(ctx, ops.RegistryNamespace, ops.ZotRelease); err != nil {
+		if err := c.ServeRegistryAs(ctx, registry.Namespace, registry.ZotRelease); err != nil {
 			t.Fatal(err)
 		}
 		through := "ghcr.io/brf-tech/runr-testing/echo:through-the-mirror"
@@ -180,17 +181,17 @@ func TestConsoleProgramsOnARealNode(t *testing.T) {
 		if !fromNode {
 			t.Fatalf("the real node never pulled %s: %+v", prepulled, c.Registry.Requests())
 		}
-		evs, _ := c.Client.CoreV1().Events(ops.RegistryNamespace).List(ctx, metav1.ListOptions{FieldSelector: "reason=Started"})
+		evs, _ := c.Client.CoreV1().Events(registry.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "reason=Started"})
 		var ran []string
 		for _, ev := range evs.Items {
-			if strings.HasPrefix(ev.InvolvedObject.Name, ops.PrepullDaemonSet) && ev.Source.Host == testcluster.RealNodeName {
+			if strings.HasPrefix(ev.InvolvedObject.Name, registry.PrepullDaemonSet) && ev.Source.Host == testcluster.RealNodeName {
 				ran = append(ran, ev.InvolvedObject.FieldPath)
 			}
 		}
 		if strings.Join(ran, " ") != "spec.initContainers{runr} spec.initContainers{pull-0} spec.containers{pause}" {
 			t.Fatalf("the pre-pull's containers that started on the real node: %v", ran)
 		}
-		if _, err := c.Client.AppsV1().DaemonSets(ops.RegistryNamespace).Get(ctx, ops.PrepullDaemonSet, metav1.GetOptions{}); err == nil {
+		if _, err := c.Client.AppsV1().DaemonSets(registry.Namespace).Get(ctx, registry.PrepullDaemonSet, metav1.GetOptions{}); err == nil {
 			t.Fatal("the pre-pull DaemonSet must be gone")
 		}
 	})
@@ -486,7 +487,7 @@ func TestConsoleProgramsOnARealNode(t *testing.T) {
 		old, next = imagemirror.Map(testcluster.ImageMirror, old), imagemirror.Map(testcluster.ImageMirror, next)
 		for _, want := range []string{
 			"agent image " + old + " → " + next,
-			"DaemonSet " + ops.RegistryNamespace + "/" + ops.MirrorDaemonSet + " image " + old + " → " + next,
+			"DaemonSet " + registry.Namespace + "/" + registry.MirrorDaemonSet + " image " + old + " → " + next,
 			"Deployment " + r.Name + "/" + domains.AliasName + " image " + old + " → " + next,
 		} {
 			if !strings.Contains(all, want) {
@@ -501,7 +502,7 @@ func TestConsoleProgramsOnARealNode(t *testing.T) {
 		}
 		mustSucceed(t, e, e.WaitJob(ans.JobID, 5*time.Minute))
 		for _, h := range []struct{ ns, sel string }{
-			{ops.RegistryNamespace, "app.kubernetes.io/name=" + ops.MirrorDaemonSet},
+			{registry.Namespace, "app.kubernetes.io/name=" + registry.MirrorDaemonSet},
 			{observability.ObservabilityNamespace, "app.kubernetes.io/name=" + observability.AgentName},
 			{r.Name, "app.kubernetes.io/name=" + domains.AliasName},
 		} {

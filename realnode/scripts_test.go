@@ -18,8 +18,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"runr.dev/console/ops"
 	"runr.dev/console/ops/data"
+	"runr.dev/console/ops/registry"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 	"runr.dev/console/web/webtest"
@@ -251,7 +251,7 @@ done`
 		}
 		// The cluster's own registry answers /v2/ inside the namespace; a closed port does not.
 		mustSucceed(t, e, test("http://"+testcluster.NodeIP+":"+testcluster.RegistryPort))
-		if !jobSucceededOn(t, c, ops.RegistryNamespace, ops.RegistryTestJob) {
+		if !jobSucceededOn(t, c, registry.Namespace, registry.RegistryTestJob) {
 			t.Fatalf("the registry test pod did not run on the real node")
 		}
 		if j := test("http://" + testcluster.NodeIP + ":5999"); j.Status != store.JobFailed {
@@ -295,7 +295,7 @@ done`
 		}
 		j := check(weed.SecretKey)
 		mustSucceed(t, e, j)
-		if !strings.Contains(jobLog(t, e, j.ID), "A pod listed, wrote and deleted in the bucket") || !jobSucceededOn(t, c, ops.RegistryNamespace, ops.RegistryTestJob) {
+		if !strings.Contains(jobLog(t, e, j.ID), "A pod listed, wrote and deleted in the bucket") || !jobSucceededOn(t, c, registry.Namespace, registry.RegistryTestJob) {
 			t.Fatalf("bucket check:\n%s", jobLog(t, e, j.ID))
 		}
 		// It cleaned up after itself.

@@ -20,7 +20,7 @@ import (
 	"runr.dev/console/config"
 	"runr.dev/console/engine"
 	"runr.dev/console/handlers"
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/registry"
 	"runr.dev/console/store"
 	"runr.dev/console/web"
 	"runr.dev/console/web/webtest"
@@ -427,7 +427,7 @@ func TestSecurityHeaders(t *testing.T) {
 // other than relative paths, are never followed.
 func TestRedirectsStayOnTheConsole(t *testing.T) {
 	e := webtest.New(t, nil)
-	j, err := e.Kube.Enqueue(context.Background(), engine.Request{Kind: ops.KindRegistryTest, Title: "t", Params: map[string]string{}})
+	j, err := e.Kube.Enqueue(context.Background(), engine.Request{Kind: registry.KindTest, Title: "t", Params: map[string]string{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"runr.dev/console/config"
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/registry"
 	"runr.dev/console/ops/tenancy"
 	"runr.dev/console/store"
 	"runr.dev/console/web"
@@ -113,7 +114,7 @@ func newTenantWorld(t *testing.T) *tenantWorld {
 	w.projectOnAssigned = project(w.inA, "acme-on-shared", w.assigned)
 	w.projectB = project(w.inB, "globex-secret-app", w.regionB)
 	job := func(c context.Context, r *store.Region) *store.Job {
-		j := &store.Job{Kind: ops.KindRegistryTest, Title: "Test on " + r.Name, RegionID: &r.ID, Status: store.JobFailed}
+		j := &store.Job{Kind: registry.KindTest, Title: "Test on " + r.Name, RegionID: &r.ID, Status: store.JobFailed}
 		must(e.Store.CreateJob(c, j, []store.JobStep{{Name: "test", Title: "Test"}}, ""))
 		must(e.Store.FinishJob(ctx, j.ID, store.JobFailed, "failed on purpose"))
 		return j

@@ -6,6 +6,9 @@ package kit
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -130,3 +133,21 @@ func (s *Kit) Busy(ctx context.Context, regionID string, kinds ...string) (bool,
 
 // Platform reports whether the actor is a platform user (outside any tenant), or the CLI.
 func (a Actor) Platform() bool { return a.TenantID == "" }
+
+// DecodeSecret reads a job's secret parameters (the zero value when it has none).
+func DecodeSecret[T any](jc *engine.JobContext) (T, error) {
+	var v T
+	if jc.Secret == "" {
+		return v, nil
+	}
+	if err := json.Unmarshal([]byte(jc.Secret), &v); err != nil {
+		return v, fmt.Errorf("decode the job's secret parameters: %w", err)
+	}
+	return v, nil
+}
+
+// ShortHash is a short stable hash of s, for names derived from it.
+func ShortHash(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(h[:6])
+}

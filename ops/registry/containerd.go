@@ -1,4 +1,4 @@
-package ops
+package registry
 
 import (
 	"context"
@@ -51,11 +51,11 @@ func (s *Service) StartRollingRestart(ctx context.Context, actor kit.Actor, r *s
 		Subject: r.ID, Params: RestartParams{Nodes: names}, CreatedBy: actor.Email})
 }
 
-func (s *Service) registerContainerdKinds() {
+func (s *Service) registerContainerdKind() {
 	s.Engine.Register(&engine.Kind{Name: KindContainerdRestart, Plan: engine.PlanWith(func(p RestartParams) []engine.Step {
 		steps := make([]engine.Step, len(p.Nodes))
 		for i, node := range p.Nodes {
-			steps[i] = engine.Step{Name: "node-" + hashOf(node), Title: "Restart containerd on " + node, Run: func(ctx context.Context, jc *engine.JobContext) error {
+			steps[i] = engine.Step{Name: "node-" + kit.ShortHash(node), Title: "Restart containerd on " + node, Run: func(ctx context.Context, jc *engine.JobContext) error {
 				_, c, err := s.RegionAndCluster(ctx, jc)
 				if err != nil {
 					return err
@@ -77,8 +77,8 @@ func (s *Service) restartContainerd(ctx context.Context, jc *engine.JobContext, 
 	} else if err != nil {
 		return fmt.Errorf("read node %s: %w", node, err)
 	}
-	name := "runr-containerd-restart-" + hashOf(node)
-	jobs := c.Clientset.BatchV1().Jobs(RegistryNamespace)
+	name := "runr-containerd-restart-" + kit.ShortHash(node)
+	jobs := c.Clientset.BatchV1().Jobs(Namespace)
 	bg := metav1.DeletePropagationBackground
 	_ = jobs.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &bg})
 	if err := jc.Wait(ctx, "the previous restart Job "+name+" to be deleted", engine.WaitOpts{}, func(ctx context.Context) (bool, string, error) {
@@ -108,16 +108,16 @@ func (s *Service) restartContainerd(ctx context.Context, jc *engine.JobContext, 
 		}},
 	}
 	if _, err := jobs.Create(ctx, job, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create Job %s/%s: %w", RegistryNamespace, name, err)
+		return fmt.Errorf("create Job %s/%s: %w", Namespace, name, err)
 	}
-	if err := jc.Wait(ctx, "containerd on "+node+" to restart (Job "+RegistryNamespace+"/"+name+")", engine.WaitOpts{Hint: "read the Job's log: the node may run another container runtime"}, c.JobComplete(RegistryNamespace, name)); err != nil {
+	if err := jc.Wait(ctx, "containerd on "+node+" to restart (Job "+Namespace+"/"+name+")", engine.WaitOpts{Hint: "read the Job's log: the node may run another container runtime"}, c.JobComplete(Namespace, name)); err != nil {
 		return err
 	}
 	if err := jc.Wait(ctx, "node "+node+" to be Ready again", engine.WaitOpts{}, c.NodeReady(node)); err != nil {
 		return err
 	}
 	if err := jobs.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &bg}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete Job %s/%s: %w", RegistryNamespace, name, err)
+		return fmt.Errorf("delete Job %s/%s: %w", Namespace, name, err)
 	}
 	jc.Note("containerd on %s reads the node mirror's hosts.toml", node)
 	return nil

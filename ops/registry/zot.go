@@ -1,4 +1,4 @@
-package ops
+package registry
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"runr.dev/console/engine"
+	"runr.dev/console/helm"
 	"runr.dev/console/kube"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
@@ -39,7 +40,7 @@ var pullThrough = []struct{ Host, URL string }{
 // mounts at /etc/zot with mountConfig and configFiles. On a PVC, persistence makes the
 // chart's StatefulSet with a volume claim template; on S3, Zot reads the credentials from
 // its environment.
-func ZotValues(p RegistryParams) map[string]any {
+func ZotValues(p Params) map[string]any {
 	vals := map[string]any{
 		"service":     map[string]any{"type": "ClusterIP", "port": 5000},
 		"mountConfig": true,
@@ -69,7 +70,7 @@ func ZotValues(p RegistryParams) map[string]any {
 // ZotConfig is Zot's config.json: storage on the volume or in the S3 bucket, and an
 // on-demand pull-through cache of ghcr.io and Docker Hub (the sync extension) under
 // /ghcr.io/... and /docker.io/....
-func ZotConfig(p RegistryParams) string {
+func ZotConfig(p Params) string {
 	storage := map[string]any{"rootDirectory": "/var/lib/registry", "dedupe": true, "gc": true}
 	if p.StorageType == "s3" {
 		drv := map[string]any{"name": "s3", "rootdirectory": "/zot", "region": p.S3Region, "bucket": p.S3Bucket,
@@ -106,7 +107,7 @@ func ZotConfig(p RegistryParams) string {
 }
 
 // s3Endpoint is the address of the registry's bucket, path-style.
-func s3BucketURL(p RegistryParams) string {
+func s3BucketURL(p Params) string {
 	base := strings.TrimRight(p.S3Endpoint, "/")
 	if base == "" {
 		base = "https://s3." + p.S3Region + ".amazonaws.com"
@@ -116,8 +117,8 @@ func s3BucketURL(p RegistryParams) string {
 
 // s3Test checks the registry's bucket from a pod in the cluster, as Zot will use it:
 // list it, write a small object and delete it (signed with AWS SigV4).
-func (s *Service) s3Test(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, p RegistryParams, sec RegistrySecrets) error {
-	if _, err := kit.EnsureNamespace(ctx, jc, c, RegistryNamespace, nil); err != nil {
+func (s *Service) s3Test(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, p Params, sec Secrets) error {
+	if _, err := kit.EnsureNamespace(ctx, jc, c, Namespace, nil); err != nil {
 		return err
 	}
 	if err := applyS3Secret(ctx, c, p, sec); err != nil {
@@ -149,8 +150,8 @@ func (s *Service) s3Test(ctx context.Context, jc *engine.JobContext, c *kube.Clu
 }
 
 // externalRegistryTest checks an external registry from a pod in the cluster.
-func (s *Service) externalRegistryTest(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, p RegistryParams, sec RegistrySecrets) error {
-	if _, err := kit.EnsureNamespace(ctx, jc, c, RegistryNamespace, nil); err != nil {
+func (s *Service) externalRegistryTest(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, p Params, sec Secrets) error {
+	if _, err := kit.EnsureNamespace(ctx, jc, c, Namespace, nil); err != nil {
 		return err
 	}
 	addr := p.ExternalAddress
@@ -159,10 +160,10 @@ func (s *Service) externalRegistryTest(ctx context.Context, jc *engine.JobContex
 	}
 	args := []string{"-sSf", "-o", "/dev/null", "--max-time", "20", strings.TrimRight(addr, "/") + "/v2/"}
 	var env []corev1.EnvVar
-	secrets := c.Clientset.CoreV1().Secrets(RegistryNamespace)
+	secrets := c.Clientset.CoreV1().Secrets(Namespace)
 	if p.ExternalUsername != "" {
 		if _, err := c.ApplyObject(ctx, map[string]any{"apiVersion": "v1", "kind": "Secret",
-			"metadata":   map[string]any{"name": registryTestSecret, "namespace": RegistryNamespace, "labels": kit.ToAnyMap(kit.ManagedLabels(nil))},
+			"metadata":   map[string]any{"name": registryTestSecret, "namespace": Namespace, "labels": kit.ToAnyMap(kit.ManagedLabels(nil))},
 			"stringData": map[string]any{"password": sec.ExternalPassword}}); err != nil {
 			return err
 		}
@@ -179,14 +180,14 @@ func (s *Service) externalRegistryTest(ctx context.Context, jc *engine.JobContex
 		"check the registry address and credentials, and that the cluster can reach it, then Retry"); err != nil {
 		return err
 	}
-	jc.Note("The cluster reached %s from a pod (Job %s/%s)", p.ExternalAddress, RegistryNamespace, RegistryTestJob)
+	jc.Note("The cluster reached %s from a pod (Job %s/%s)", p.ExternalAddress, Namespace, RegistryTestJob)
 	return nil
 }
 
 // applyS3Secret writes the S3 keys Zot and its check read.
-func applyS3Secret(ctx context.Context, c *kube.Cluster, p RegistryParams, sec RegistrySecrets) error {
+func applyS3Secret(ctx context.Context, c *kube.Cluster, p Params, sec Secrets) error {
 	_, err := c.ApplyObject(ctx, map[string]any{"apiVersion": "v1", "kind": "Secret",
-		"metadata":   map[string]any{"name": ZotS3Secret, "namespace": RegistryNamespace, "labels": kit.ToAnyMap(kit.ManagedLabels(nil))},
+		"metadata":   map[string]any{"name": ZotS3Secret, "namespace": Namespace, "labels": kit.ToAnyMap(kit.ManagedLabels(nil))},
 		"stringData": map[string]any{"accessKey": p.S3AccessKey, "secretKey": sec.S3SecretKey}})
 	return err
 }
@@ -199,7 +200,7 @@ func secretEnvVar(name, secret, key string) corev1.EnvVar {
 // runCheckJob runs a check from a pod (Job registry-test in the registry namespace) and
 // waits for it to succeed; a failed check is an error with the hint.
 func (s *Service) runCheckJob(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, container corev1.Container, target, hint string) error {
-	jobs := c.Clientset.BatchV1().Jobs(RegistryNamespace)
+	jobs := c.Clientset.BatchV1().Jobs(Namespace)
 	bg := metav1.DeletePropagationBackground
 	_ = jobs.Delete(ctx, RegistryTestJob, metav1.DeleteOptions{PropagationPolicy: &bg})
 	if err := jc.Wait(ctx, "the previous registry test to be deleted", engine.WaitOpts{}, func(ctx context.Context) (bool, string, error) {
@@ -220,18 +221,18 @@ func (s *Service) runCheckJob(ctx context.Context, jc *engine.JobContext, c *kub
 		return err
 	}
 	if _, err := jobs.Create(ctx, job, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create the registry test Job %s/%s: %w", RegistryNamespace, RegistryTestJob, err)
+		return fmt.Errorf("create the registry test Job %s/%s: %w", Namespace, RegistryTestJob, err)
 	}
-	return jc.Wait(ctx, fmt.Sprintf("Job %s/%s to reach %s", RegistryNamespace, RegistryTestJob, target), engine.WaitOpts{Timeout: 2 * s.Cfg.StorageTestTimeout, Hint: hint}, c.JobComplete(RegistryNamespace, RegistryTestJob))
+	return jc.Wait(ctx, fmt.Sprintf("Job %s/%s to reach %s", Namespace, RegistryTestJob, target), engine.WaitOpts{Timeout: 2 * s.Cfg.StorageTestTimeout, Hint: hint}, c.JobComplete(Namespace, RegistryTestJob))
 }
 
-// installZot installs the internal registry (chart zot/zot, release runr-zot).
-func (s *Service) installZot(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, p RegistryParams, sec RegistrySecrets) error {
+// InstallZot installs the internal registry (chart zot/zot, release runr-zot).
+func (s *Service) InstallZot(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, p Params, sec Secrets) error {
 	if p.Mode != store.RegistryInternal {
 		jc.Note("No internal registry: Zot is not installed")
 		return engine.ErrSkip
 	}
-	if _, err := kit.EnsureNamespace(ctx, jc, c, RegistryNamespace, nil); err != nil {
+	if _, err := kit.EnsureNamespace(ctx, jc, c, Namespace, nil); err != nil {
 		return err
 	}
 	where := "on its volume (StatefulSet " + ZotRelease + ")"
@@ -241,7 +242,7 @@ func (s *Service) installZot(ctx context.Context, jc *engine.JobContext, c *kube
 		}
 		where = "in the bucket " + p.S3Bucket
 	}
-	rel, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: RegistryNamespace, Name: ZotRelease, Chart: ChartZot, Values: ZotValues(p)})
+	rel, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: Namespace, Name: ZotRelease, Chart: ChartZot, Values: ZotValues(p)})
 	if err != nil {
 		return err
 	}
@@ -251,3 +252,6 @@ func (s *Service) installZot(ctx context.Context, jc *engine.JobContext, c *kube
 	jc.Note("Zot %s serves at %s, stores images %s, and caches ghcr.io and Docker Hub on demand", ChartZot.Version, p.Address(), where)
 	return nil
 }
+
+// ChartZot is the upstream Zot chart (design.md, "Which upstream charts").
+var ChartZot = helm.ChartRef{Repo: "https://zotregistry.dev/helm-charts", Name: "zot", Version: "0.1.125"}

@@ -1,4 +1,4 @@
-package ops
+package registry
 
 import (
 	"context"
@@ -19,8 +19,8 @@ import (
 	"runr.dev/console/store"
 )
 
-// RegistryNamespace is where the internal registry runs.
-const RegistryNamespace = "runr-registry"
+// Namespace is where the internal registry runs.
+const Namespace = "runr-registry"
 
 // Registry names on the cluster.
 const (
@@ -31,8 +31,8 @@ const (
 	RegistryTestJob  = "registry-test"
 )
 
-// RegistryParams are the registry fields of a setup (no secrets).
-type RegistryParams struct {
+// Params are the registry fields of a setup (no secrets).
+type Params struct {
 	Mode             store.RegistryMode `json:"registry_mode"`
 	StorageType      string             `json:"storage_type"` // pvc | s3
 	StorageClass     string             `json:"storage_class,omitempty"`
@@ -45,21 +45,21 @@ type RegistryParams struct {
 	ExternalUsername string             `json:"external_username,omitempty"`
 }
 
-// RegistrySecrets are the registry's secret fields.
-type RegistrySecrets struct {
+// Secrets are the registry's secret fields.
+type Secrets struct {
 	S3SecretKey      string `json:"s3_secret_key,omitempty"`
 	ExternalPassword string `json:"external_password,omitempty"`
 }
 
 // Address is where the region's nodes and builds reach the registry.
-// InternalRegistryAddress is the internal registry (Zot) as the cluster's pods and its node
+// InternalAddress is the internal registry (Zot) as the cluster's pods and its node
 // mirror reach it, over plain HTTP.
-const InternalRegistryAddress = ZotRelease + "." + RegistryNamespace + ".svc.cluster.local:5000"
+const InternalAddress = ZotRelease + "." + Namespace + ".svc.cluster.local:5000"
 
-func (p RegistryParams) Address() string {
+func (p Params) Address() string {
 	switch p.Mode {
 	case store.RegistryInternal:
-		return InternalRegistryAddress
+		return InternalAddress
 	case store.RegistryExternal:
 		return p.ExternalAddress
 	}
@@ -67,22 +67,22 @@ func (p RegistryParams) Address() string {
 }
 
 // Config is the stored, non-secret form.
-func (p RegistryParams) Config() store.RegistryConfig {
+func (p Params) Config() store.RegistryConfig {
 	return store.RegistryConfig{StorageType: p.StorageType, StorageClass: p.StorageClass, Size: p.Size,
 		S3Endpoint: p.S3Endpoint, S3Bucket: p.S3Bucket, S3Region: p.S3Region, S3AccessKey: p.S3AccessKey,
 		ExternalAddress: p.ExternalAddress, ExternalUsername: p.ExternalUsername}
 }
 
 // SecretValue is the stored secret of the registry (S3 secret key or external password).
-func (p RegistryParams) SecretValue(s RegistrySecrets) string {
+func (p Params) SecretValue(s Secrets) string {
 	if p.Mode == store.RegistryExternal {
 		return s.ExternalPassword
 	}
 	return s.S3SecretKey
 }
 
-// storageTestStep creates a test volume of the chosen class and waits for it to bind.
-func (s *Service) storageTest(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, p RegistryParams, sec RegistrySecrets) error {
+// StorageTest creates a test volume of the chosen class and waits for it to bind.
+func (s *Service) StorageTest(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, p Params, sec Secrets) error {
 	switch {
 	case p.Mode == store.RegistryExternal:
 		return s.externalRegistryTest(ctx, jc, c, p, sec)
@@ -92,10 +92,10 @@ func (s *Service) storageTest(ctx context.Context, jc *engine.JobContext, c *kub
 	case p.StorageType == "s3":
 		return s.s3Test(ctx, jc, c, p, sec)
 	}
-	if _, err := kit.EnsureNamespace(ctx, jc, c, RegistryNamespace, nil); err != nil {
+	if _, err := kit.EnsureNamespace(ctx, jc, c, Namespace, nil); err != nil {
 		return err
 	}
-	pvcs := c.Clientset.CoreV1().PersistentVolumeClaims(RegistryNamespace)
+	pvcs := c.Clientset.CoreV1().PersistentVolumeClaims(Namespace)
 	// A test volume left by an interrupted run is replaced.
 	_ = pvcs.Delete(ctx, StorageTestPVC, metav1.DeleteOptions{})
 	if err := jc.Wait(ctx, "the previous test volume to be deleted", engine.WaitOpts{}, func(ctx context.Context) (bool, string, error) {
@@ -118,17 +118,17 @@ func (s *Service) storageTest(ctx context.Context, jc *engine.JobContext, c *kub
 		class = "the default class"
 	}
 	if _, err := pvcs.Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create the test volume %s/%s: %w", RegistryNamespace, StorageTestPVC, err)
+		return fmt.Errorf("create the test volume %s/%s: %w", Namespace, StorageTestPVC, err)
 	}
 	defer func() {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10e9)
 		defer cancel()
 		_ = pvcs.Delete(dctx, StorageTestPVC, metav1.DeleteOptions{})
 	}()
-	err := jc.Wait(ctx, fmt.Sprintf("PVC %s/%s to bind", RegistryNamespace, StorageTestPVC), engine.WaitOpts{
+	err := jc.Wait(ctx, fmt.Sprintf("PVC %s/%s to bind", Namespace, StorageTestPVC), engine.WaitOpts{
 		Timeout: s.Cfg.StorageTestTimeout,
 		Hint:    fmt.Sprintf("StorageClass %s does not provision volumes: choose another StorageClass (or fix its provisioner), then Retry", class),
-	}, c.PVCBound(RegistryNamespace, StorageTestPVC))
+	}, c.PVCBound(Namespace, StorageTestPVC))
 	if err != nil {
 		return err
 	}
@@ -136,8 +136,8 @@ func (s *Service) storageTest(ctx context.Context, jc *engine.JobContext, c *kub
 	return nil
 }
 
-// installMirror runs the node mirror DaemonSet that points containerd at the registry.
-func (s *Service) installMirror(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, p RegistryParams) error {
+// InstallMirror runs the node mirror DaemonSet that points containerd at the registry.
+func (s *Service) InstallMirror(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, p Params) error {
 	if p.Mode != store.RegistryInternal {
 		jc.Note("No internal registry: no node mirror")
 		return engine.ErrSkip
@@ -150,7 +150,7 @@ func (s *Service) installMirror(ctx context.Context, jc *engine.JobContext, c *k
 	if _, err := c.ApplyObject(ctx, ds); err != nil {
 		return err
 	}
-	if err := jc.Wait(ctx, "DaemonSet "+RegistryNamespace+"/"+MirrorDaemonSet+" to be ready on its nodes", engine.WaitOpts{}, c.DaemonSetReady(RegistryNamespace, MirrorDaemonSet)); err != nil {
+	if err := jc.Wait(ctx, "DaemonSet "+Namespace+"/"+MirrorDaemonSet+" to be ready on its nodes", engine.WaitOpts{}, c.DaemonSetReady(Namespace, MirrorDaemonSet)); err != nil {
 		return err
 	}
 	jc.Note("The node mirror writes containerd's hosts.toml for %s, ghcr.io and Docker Hub on every node. "+
@@ -163,7 +163,7 @@ func mirrorDaemonSet(registry, image string) map[string]any {
 	labels := map[string]any{"app.kubernetes.io/name": MirrorDaemonSet, "app.kubernetes.io/managed-by": "runr"}
 	return map[string]any{
 		"apiVersion": "apps/v1", "kind": "DaemonSet",
-		"metadata": map[string]any{"name": MirrorDaemonSet, "namespace": RegistryNamespace, "labels": labels},
+		"metadata": map[string]any{"name": MirrorDaemonSet, "namespace": Namespace, "labels": labels},
 		"spec": map[string]any{
 			"selector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": MirrorDaemonSet}},
 			"template": map[string]any{
@@ -201,7 +201,7 @@ func prepullDaemonSet(labels map[string]string, agentImage string, images []stri
 			Command: []string{"/runr/runr"}, Args: []string{"prepull", "done", img}, VolumeMounts: []corev1.VolumeMount{shared}})
 	}
 	return &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Name: PrepullDaemonSet, Namespace: RegistryNamespace, Labels: labels},
+		ObjectMeta: metav1.ObjectMeta{Name: PrepullDaemonSet, Namespace: Namespace, Labels: labels},
 		Spec: appsv1.DaemonSetSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{
@@ -218,13 +218,13 @@ func prepullDaemonSet(labels map[string]string, agentImage string, images []stri
 	}
 }
 
-// prepull runs a short-lived DaemonSet whose init containers pull the common images.
-func (s *Service) prepull(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, p RegistryParams) error {
+// Prepull runs a short-lived DaemonSet whose init containers pull the common images.
+func (s *Service) Prepull(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, p Params) error {
 	if p.Mode == store.RegistryNone || p.Mode == "" {
 		jc.Note("No registry: nothing to pre-pull")
 		return engine.ErrSkip
 	}
-	if _, err := kit.EnsureNamespace(ctx, jc, c, RegistryNamespace, nil); err != nil {
+	if _, err := kit.EnsureNamespace(ctx, jc, c, Namespace, nil); err != nil {
 		return err
 	}
 	labels := map[string]string{"app.kubernetes.io/name": PrepullDaemonSet, "app.kubernetes.io/managed-by": "runr"}
@@ -232,61 +232,50 @@ func (s *Service) prepull(ctx context.Context, jc *engine.JobContext, c *kube.Cl
 	if err := s.MirrorPodSpec(ctx, jc, &ds.Spec.Template.Spec); err != nil {
 		return err
 	}
-	dss := c.Clientset.AppsV1().DaemonSets(RegistryNamespace)
+	dss := c.Clientset.AppsV1().DaemonSets(Namespace)
 	if _, err := dss.Get(ctx, PrepullDaemonSet, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 		if _, err := dss.Create(ctx, ds, metav1.CreateOptions{}); err != nil {
-			return fmt.Errorf("create DaemonSet %s/%s: %w", RegistryNamespace, PrepullDaemonSet, err)
+			return fmt.Errorf("create DaemonSet %s/%s: %w", Namespace, PrepullDaemonSet, err)
 		}
 	}
-	if err := jc.Wait(ctx, "DaemonSet "+RegistryNamespace+"/"+PrepullDaemonSet+" to pull the images on every node", engine.WaitOpts{}, c.DaemonSetReady(RegistryNamespace, PrepullDaemonSet)); err != nil {
+	if err := jc.Wait(ctx, "DaemonSet "+Namespace+"/"+PrepullDaemonSet+" to pull the images on every node", engine.WaitOpts{}, c.DaemonSetReady(Namespace, PrepullDaemonSet)); err != nil {
 		return err
 	}
 	if err := dss.Delete(ctx, PrepullDaemonSet, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete DaemonSet %s/%s: %w", RegistryNamespace, PrepullDaemonSet, err)
+		return fmt.Errorf("delete DaemonSet %s/%s: %w", Namespace, PrepullDaemonSet, err)
 	}
 	jc.Note("Pre-pulled %d images on every node: %s", len(s.Cfg.PrepullImages), strings.Join(s.Cfg.PrepullImages, ", "))
 	return nil
 }
 
-// RemoveRegistry removes the internal registry: node mirror, Helm release, and the
+// remove removes the internal registry: node mirror, Helm release, and the
 // namespace (with its volume) when the console created it.
-func (s *Service) removeRegistry(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
+func (s *Service) remove(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
 	if r.RegistryMode != store.RegistryInternal {
 		jc.Note("External registry: the console forgets it; nothing runs on the cluster")
 		return nil
 	}
-	if err := c.Clientset.AppsV1().DaemonSets(RegistryNamespace).Delete(ctx, MirrorDaemonSet, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete DaemonSet %s/%s: %w", RegistryNamespace, MirrorDaemonSet, err)
+	if err := c.Clientset.AppsV1().DaemonSets(Namespace).Delete(ctx, MirrorDaemonSet, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete DaemonSet %s/%s: %w", Namespace, MirrorDaemonSet, err)
 	}
-	jc.Logf("Deleted the node mirror %s/%s", RegistryNamespace, MirrorDaemonSet)
-	if err := s.HelmUninstall(ctx, jc, c, RegistryNamespace, ZotRelease); err != nil {
+	jc.Logf("Deleted the node mirror %s/%s", Namespace, MirrorDaemonSet)
+	if err := s.HelmUninstall(ctx, jc, c, Namespace, ZotRelease); err != nil {
 		return err
 	}
-	ns, err := c.Clientset.CoreV1().Namespaces().Get(ctx, RegistryNamespace, metav1.GetOptions{})
+	ns, err := c.Clientset.CoreV1().Namespaces().Get(ctx, Namespace, metav1.GetOptions{})
 	if err == nil && ns.Labels["app.kubernetes.io/managed-by"] == "runr" {
-		if err := kit.DeleteNamespace(ctx, jc, c, RegistryNamespace); err != nil {
+		if err := kit.DeleteNamespace(ctx, jc, c, Namespace); err != nil {
 			return err
 		}
-		jc.Logf("Deleted namespace %s with the registry's volume", RegistryNamespace)
+		jc.Logf("Deleted namespace %s with the registry's volume", Namespace)
 	}
 	jc.Note("Removed the internal registry")
 	return nil
 }
 
-func decodeSecret[T any](jc *engine.JobContext) (T, error) {
-	var v T
-	if jc.Secret == "" {
-		return v, nil
-	}
-	if err := json.Unmarshal([]byte(jc.Secret), &v); err != nil {
-		return v, fmt.Errorf("decode the job's secret parameters: %w", err)
-	}
-	return v, nil
-}
-
-// RegistryInput is the registry of a region: the body of POST
+// Input is the registry of a region: the body of POST
 // /api/knative-regions/{id}/registry (and of its test), and the registry part of a setup.
-type RegistryInput struct {
+type Input struct {
 	RegistryMode     store.RegistryMode `json:"registry_mode"`
 	StorageType      string             `json:"storage_type"`
 	PVCConfig        PVCConfig          `json:"pvc_config"`
@@ -313,23 +302,23 @@ type S3Config struct {
 
 // Params splits the input into the job's parameters and its secrets (an internal
 // registry without a storage type is on a PVC).
-func (in RegistryInput) Params() (RegistryParams, RegistrySecrets) {
-	p := RegistryParams{Mode: in.RegistryMode, StorageType: in.StorageType,
+func (in Input) Params() (Params, Secrets) {
+	p := Params{Mode: in.RegistryMode, StorageType: in.StorageType,
 		StorageClass: strings.TrimSpace(in.PVCConfig.StorageClass), Size: strings.TrimSpace(in.PVCConfig.Size),
 		S3Endpoint: in.S3Config.Endpoint, S3Bucket: in.S3Config.Bucket, S3Region: in.S3Config.Region, S3AccessKey: in.S3Config.AccessKey,
 		ExternalAddress: strings.TrimSpace(in.ExternalAddress), ExternalUsername: in.ExternalUsername}
 	if p.Mode == store.RegistryInternal && p.StorageType == "" {
 		p.StorageType = "pvc"
 	}
-	return p, RegistrySecrets{S3SecretKey: in.S3Config.SecretKey, ExternalPassword: in.ExternalPassword}
+	return p, Secrets{S3SecretKey: in.S3Config.SecretKey, ExternalPassword: in.ExternalPassword}
 }
 
-// SetRegistry checks a registry and queues its setup on a region. An external registry
+// Set checks a registry and queues its setup on a region. An external registry
 // may be replaced; an internal one holds the region's images and is removed first.
-func (s *Service) SetRegistry(ctx context.Context, actor kit.Actor, r *store.Region, in RegistryInput) (*store.Job, error) {
+func (s *Service) Set(ctx context.Context, actor kit.Actor, r *store.Region, in Input) (*store.Job, error) {
 	p, sec := in.Params()
 	errs := map[string]string{}
-	ValidateRegistry(p, sec, errs)
+	Validate(p, sec, errs)
 	if p.Mode == store.RegistryNone || p.Mode == "" {
 		errs["registry_mode"] = "Choose internal or external; DELETE removes the registry."
 	}
@@ -339,16 +328,16 @@ func (s *Service) SetRegistry(ctx context.Context, actor kit.Actor, r *store.Reg
 	if r.RegistryMode == store.RegistryInternal && r.RegistryStatus != store.ComponentNotInstalled {
 		return nil, &problem.Refused{Reason: "The region has an internal registry: its volume holds the region's images. Remove it first (DELETE /api/knative-regions/" + r.ID + "/registry)."}
 	}
-	if b, err := s.Busy(ctx, r.ID, KindRegistryInstall); err != nil {
+	if b, err := s.Busy(ctx, r.ID, KindInstall); err != nil {
 		return nil, err
 	} else if b {
 		return nil, &problem.Refused{Reason: "A registry setup of this region is running already."}
 	}
-	return s.enqueueRegistry(ctx, actor, r, p, sec)
+	return s.Install(ctx, actor, r, p, sec)
 }
 
-// enqueueRegistry marks the region's registry installing and queues its setup.
-func (s *Service) enqueueRegistry(ctx context.Context, actor kit.Actor, r *store.Region, p RegistryParams, sec RegistrySecrets) (*store.Job, error) {
+// Install marks the region's registry installing and queues its setup.
+func (s *Service) Install(ctx context.Context, actor kit.Actor, r *store.Region, p Params, sec Secrets) (*store.Job, error) {
 	raw, err := json.Marshal(sec)
 	if err != nil {
 		return nil, fmt.Errorf("registry of %s: %w", r.Name, err)
@@ -356,16 +345,16 @@ func (s *Service) enqueueRegistry(ctx context.Context, actor kit.Actor, r *store
 	if err := s.Store.UpdateRegistry(ctx, r.ID, store.RegistryUpdate{Status: store.Ptr(store.ComponentInstalling), Message: store.Ptr("")}); err != nil {
 		return nil, fmt.Errorf("registry of %s: %w", r.Name, err)
 	}
-	return s.Enqueue(ctx, engine.Request{Kind: KindRegistryInstall, Title: "Set up the registry of " + r.Name,
+	return s.Enqueue(ctx, engine.Request{Kind: KindInstall, Title: "Set up the registry of " + r.Name,
 		Subject: r.ID, Params: p, Secret: string(raw), CreatedBy: actor.Email})
 }
 
-// RemoveRegistry queues the removal of a region's registry.
-func (s *Service) RemoveRegistry(ctx context.Context, actor kit.Actor, r *store.Region) (*store.Job, error) {
+// Remove queues the removal of a region's registry.
+func (s *Service) Remove(ctx context.Context, actor kit.Actor, r *store.Region) (*store.Job, error) {
 	if r.RegistryMode == store.RegistryNone {
 		return nil, &problem.Refused{Reason: "The region has no registry."}
 	}
-	j, err := s.Enqueue(ctx, engine.Request{Kind: KindRegistryRemove, Title: "Remove the registry of " + r.Name,
+	j, err := s.Enqueue(ctx, engine.Request{Kind: KindRemove, Title: "Remove the registry of " + r.Name,
 		Subject: r.ID, CreatedBy: actor.Email})
 	if err != nil {
 		return nil, err
@@ -376,12 +365,12 @@ func (s *Service) RemoveRegistry(ctx context.Context, actor kit.Actor, r *store.
 	return j, nil
 }
 
-// TestRegistry queues the test of a registry's storage, or of an external registry,
+// Test queues the test of a registry's storage, or of an external registry,
 // from the region's cluster, installing nothing.
-func (s *Service) TestRegistry(ctx context.Context, actor kit.Actor, r *store.Region, in RegistryInput) (*store.Job, error) {
+func (s *Service) Test(ctx context.Context, actor kit.Actor, r *store.Region, in Input) (*store.Job, error) {
 	p, sec := in.Params()
 	errs := map[string]string{}
-	ValidateRegistry(p, sec, errs)
+	Validate(p, sec, errs)
 	if err := problem.FromFields(errs); err != nil {
 		return nil, err
 	}
@@ -389,6 +378,18 @@ func (s *Service) TestRegistry(ctx context.Context, actor kit.Actor, r *store.Re
 	if err != nil {
 		return nil, fmt.Errorf("test the registry of %s: %w", r.Name, err)
 	}
-	return s.Enqueue(ctx, engine.Request{Kind: KindRegistryTest, Title: "Test the registry storage of " + r.Name,
+	return s.Enqueue(ctx, engine.Request{Kind: KindTest, Title: "Test the registry storage of " + r.Name,
 		Subject: r.ID, Params: p, Secret: string(raw), CreatedBy: actor.Email})
+}
+
+// Service is the registry of a region: its setup, replacement, test and removal, and the
+// rolling restart of containerd that applies a node mirror.
+type Service struct{ *kit.Kit }
+
+// New builds the registry feature and registers its kinds of job.
+func New(k *kit.Kit) *Service {
+	s := &Service{Kit: k}
+	s.registerKinds()
+	s.registerContainerdKind()
+	return s
 }
