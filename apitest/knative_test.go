@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/knative"
 	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/redis"
 	"runr.dev/console/store"
@@ -92,7 +92,7 @@ func TestWizardToReadyServingAndRedis(t *testing.T) {
 
 	// A Kubernetes 1.36 cluster is offered the five newest minors, each with the newest
 	// operator chart of the minor and the Serving release that operator really ships.
-	var vs struct{ Data []ops.KnativeVersion }
+	var vs struct{ Data []knative.Version }
 	e.JSON("GET", "/api/knative-regions/"+r.ID+"/compatible-versions", tok, nil, &vs)
 	if len(vs.Data) != 5 || vs.Data[0].Version != "1.23" || !vs.Data[0].Preselected || vs.Data[4].Minor != "1.19" {
 		t.Fatalf("compatible versions %+v", vs.Data)
@@ -113,7 +113,7 @@ func TestWizardToReadyServingAndRedis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if missing, err := ops.TraefikKnativeAccess(ctx, cl, "knative-serving"); err != nil || missing != "" {
+	if missing, err := knative.TraefikKnativeAccess(ctx, cl, "knative-serving"); err != nil || missing != "" {
 		t.Fatalf("Traefik's Knative RBAC: %v %s", err, missing)
 	}
 	if r.Settings.V.KnativeDomain != "eu-2.fn.example.test" {
@@ -193,7 +193,7 @@ func TestWizardToReadyServingAndRedis(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cls, _, _ := unstructured.NestedString(ks.Object, "spec", "config", "network", "ingress-class"); cls != ops.TraefikIngressClass {
+	if cls, _, _ := unstructured.NestedString(ks.Object, "spec", "config", "network", "ingress-class"); cls != knative.TraefikIngressClass {
 		t.Fatalf("ingress class %q", cls)
 	}
 	if d, _, _ := unstructured.NestedString(ks.Object, "spec", "config", "domain", "eu-2.fn.example.test"); !strings.Contains(d, "runr.dev/region: eu-2") {
@@ -338,7 +338,7 @@ spec:
 	_, tok := e.User("owner")
 	r := newRegion(t, e, tok, c, "k3s", nil)
 	mustSucceed(t, action(t, e, tok, r.ID, "install-knative", nil))
-	if _, err := c.Client.NetworkingV1().IngressClasses().Get(ctx, ops.TraefikFallbackClass, metav1.GetOptions{}); err != nil {
+	if _, err := c.Client.NetworkingV1().IngressClasses().Get(ctx, knative.TraefikFallbackClass, metav1.GetOptions{}); err != nil {
 		t.Fatalf("the region's Traefik must serve traefik-knative: %v", err)
 	}
 	ic, _ := c.Client.NetworkingV1().IngressClasses().Get(ctx, "traefik", metav1.GetOptions{})
@@ -372,7 +372,7 @@ func TestUninstallOrderAndExistingMonitoring(t *testing.T) {
 		t.Fatal("Traefik must be gone")
 	}
 	mustSucceed(t, action(t, e, tok, r.ID, "uninstall-operator", nil))
-	if _, err := c.APIExtGet(ctx, ops.ServingCRD); err == nil {
+	if _, err := c.APIExtGet(ctx, knative.ServingCRD); err == nil {
 		t.Fatal("the operator's CRDs must be gone")
 	}
 	r, _ = e.Store.RegionByName(ctx, "mon")

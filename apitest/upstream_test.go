@@ -12,7 +12,7 @@ import (
 
 	"runr.dev/console/config"
 	"runr.dev/console/kube"
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/knative"
 	"runr.dev/console/ops/registry"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
@@ -55,7 +55,7 @@ func TestNoLoadBalancerThenHostNetwork(t *testing.T) {
 		t.Fatalf("Traefik's Service: %v %v", err, svc.Spec.Type)
 	}
 	// The address is that of a node Traefik runs on.
-	pods, _ := c.Client.CoreV1().Pods("knative-serving").List(ctx, metav1.ListOptions{LabelSelector: ops.TraefikPodSelector("knative-serving")})
+	pods, _ := c.Client.CoreV1().Pods("knative-serving").List(ctx, metav1.ListOptions{LabelSelector: knative.TraefikPodSelector("knative-serving")})
 	nodeAddrs := map[string]bool{}
 	for _, p := range pods.Items {
 		if n, err := c.Client.CoreV1().Nodes().Get(ctx, p.Spec.NodeName, metav1.GetOptions{}); err == nil {

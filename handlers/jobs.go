@@ -8,6 +8,7 @@ import (
 
 	"runr.dev/console/ops"
 	"runr.dev/console/ops/isolation"
+	"runr.dev/console/ops/knative"
 	"runr.dev/console/ops/redis"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
@@ -46,7 +47,7 @@ func nextAfter(j *store.Job) (string, string) {
 		return "", ""
 	}
 	switch j.Kind {
-	case ops.KindRegistrySetup, ops.KindInstallOperator, ops.KindInstallServing, redis.KindRedisInstall, isolation.KindSandboxInstall:
+	case ops.KindRegistrySetup, knative.KindInstallOperator, knative.KindInstallServing, redis.KindRedisInstall, isolation.KindSandboxInstall:
 		return "/regions/" + j.Region() + "/wizard", "Continue"
 	}
 	return "/regions/" + j.Region(), "Back to the region"

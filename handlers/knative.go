@@ -3,7 +3,7 @@ package handlers
 import (
 	"github.com/gofiber/fiber/v2"
 
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/knative"
 	"runr.dev/console/ops/redis"
 )
 
@@ -13,12 +13,12 @@ func (h *Handlers) APICompatibleVersions(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	vs, err := h.Ops.RegionVersions(ctx(c), r)
+	vs, err := h.Ops.Knative.RegionVersions(ctx(c), r)
 	if err != nil {
 		return JSONError(c, fiber.StatusBadGateway, h.Cause(c, "The Knative Operator chart repository could not be read", err))
 	}
 	if vs == nil {
-		vs = []ops.KnativeVersion{}
+		vs = []knative.Version{}
 	}
 	return c.JSON(fiber.Map{"data": vs, "kubernetes_version": r.K8sVersion})
 }
@@ -38,11 +38,11 @@ func (h *Handlers) KnativeAction(kind string) fiber.Handler {
 		if err != nil {
 			return h.Fail(c, err)
 		}
-		var in ops.KnativeInput
+		var in knative.Input
 		if err := optionalBody(c, &in); err != nil {
 			return h.Fail(c, err)
 		}
-		j, err := h.Ops.EnqueueKnative(ctx(c), h.actor(c), r, kind, in)
+		j, err := h.Ops.Knative.Start(ctx(c), h.actor(c), r, kind, in)
 		return h.Accepted(c, j, err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"runr.dev/console/ops/data"
 	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/isolation"
+	"runr.dev/console/ops/knative"
 	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/projects"
 	"runr.dev/console/ops/redis"
@@ -29,8 +30,8 @@ import (
 var tabKinds = map[string][]string{
 	"general":   {ops.KindApplySettings, statusblock.KindRegionStatus, ops.KindFunctionTLS, ops.KindRemoveFunctionTLS, ops.KindInstallMonitoring, projects.KindDemoInstall, projects.KindDemoRemove},
 	"registry":  {ops.KindRegistrySetup, registry.KindInstall, registry.KindRemove, registry.KindTest, registry.KindContainerdRestart},
-	"operator":  {ops.KindInstallOperator, ops.KindInstallKnative, ops.KindUninstallOperator},
-	"serving":   {ops.KindInstallServing, ops.KindInstallKnative, ops.KindUpgradeServing, ops.KindUninstallServing, ops.KindUninstallKnative},
+	"operator":  {knative.KindInstallOperator, knative.KindInstallKnative, knative.KindUninstallOperator},
+	"serving":   {knative.KindInstallServing, knative.KindInstallKnative, knative.KindUpgradeServing, knative.KindUninstallServing, knative.KindUninstallKnative},
 	"redis":     {redis.KindRedisInstall, redis.KindRedisRemove, redis.KindRedisTest},
 	"workers":   {nodes.KindApplyWorkers, ops.KindRegionInit},
 	"isolation": isolation.SandboxKinds,
@@ -71,7 +72,7 @@ func (h *Handlers) regionPageData(c *fiber.Ctx, r *store.Region, tab string, f v
 	if err != nil {
 		return views.RegionPageData{}, err
 	}
-	domain := ops.FunctionDomain(r, base)
+	domain := knative.FunctionDomain(r, base)
 	d := views.RegionPageData{Region: regionView(r), Domain: domain, DNSInstruction: DNSInstruction(domain, r.ExternalIP), Tab: tab, Form: f,
 		Tenancy: h.regionTenancy(c, r)}
 	if kinds, ok := tabKinds[tab]; ok {
@@ -86,10 +87,10 @@ func (h *Handlers) regionPageData(c *fiber.Ctx, r *store.Region, tab string, f v
 	if tab == "operator" || tab == "serving" {
 		// A chart repository that cannot be read leaves the form without versions; the
 		// install then names the problem.
-		vs, _ := h.Ops.RegionVersions(ctx(c), r)
+		vs, _ := h.Ops.Knative.RegionVersions(ctx(c), r)
 		d.Versions = versionOptions(vs)
 		if r.ServingStatus == store.ComponentReady {
-			if next, _ := h.Ops.RegionNextVersion(ctx(c), r); next != nil {
+			if next, _ := h.Ops.Knative.RegionNextVersion(ctx(c), r); next != nil {
 				d.NextVersion = next.Version
 			}
 		}
@@ -342,8 +343,8 @@ func (h *Handlers) MonitoringForm(c *fiber.Ctx) error {
 }
 
 // knativeFormKinds are the Knative jobs of the Operator and Serving tabs, by the action in their path.
-var knativeFormKinds = map[string]string{"install-operator": ops.KindInstallOperator, "install-serving": ops.KindInstallServing,
-	"upgrade": ops.KindUpgradeServing, "uninstall-serving": ops.KindUninstallServing, "uninstall-operator": ops.KindUninstallOperator}
+var knativeFormKinds = map[string]string{"install-operator": knative.KindInstallOperator, "install-serving": knative.KindInstallServing,
+	"upgrade": knative.KindUpgradeServing, "uninstall-serving": knative.KindUninstallServing, "uninstall-operator": knative.KindUninstallOperator}
 
 // KnativeForm runs one of the Knative actions from the Operator and Serving tabs.
 func (h *Handlers) KnativeForm(c *fiber.Ctx) error {
@@ -363,9 +364,9 @@ func (h *Handlers) KnativeForm(c *fiber.Ctx) error {
 	if version == "" {
 		version = c.Query("version")
 	}
-	in := ops.KnativeInput{Version: version, Namespace: c.FormValue("namespace"), OperatorNamespace: c.FormValue("operator_namespace"),
+	in := knative.Input{Version: version, Namespace: c.FormValue("namespace"), OperatorNamespace: c.FormValue("operator_namespace"),
 		RemoveTraefik: c.FormValue("remove_traefik") == "1", IngressMode: c.FormValue("ingress_mode")}
-	_, err = h.Ops.EnqueueKnative(ctx(c), h.actor(c), r, kind, in)
+	_, err = h.Ops.Knative.Start(ctx(c), h.actor(c), r, kind, in)
 	return h.formOutcome(c, r, tab, map[string]string{"namespace": in.Namespace, "operator_namespace": in.OperatorNamespace, "ingress_mode": in.IngressMode}, err, "")
 }
 

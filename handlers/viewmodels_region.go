@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"runr.dev/console/agent"
-	"runr.dev/console/ops"
 	"runr.dev/console/ops/isolation"
+	"runr.dev/console/ops/knative"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -104,7 +104,7 @@ func regionRows(rs []store.Region) []views.RegionRow {
 }
 
 // versionOptions offers the Knative versions a cluster may install, the preselected one selected.
-func versionOptions(vs []ops.KnativeVersion) []views.Option {
+func versionOptions(vs []knative.Version) []views.Option {
 	out := make([]views.Option, len(vs))
 	for i, v := range vs {
 		out[i] = views.Option{Value: v.Version, Label: v.Version, Selected: v.Preselected}

@@ -19,6 +19,7 @@ import (
 	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/knative"
 	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/ops/redis"
@@ -70,61 +71,13 @@ func (s *Service) UpdatePlatformSettings(ctx context.Context, actor kit.Actor, i
 	return nil
 }
 
-// knativeImages are Knative's image names its operator maps through spec.registry
-// (container, caching Image and environment names) to their paths in a mirror.
-var knativeImages = map[string]string{
-	"migrate":             "knative.dev/pkg/apiextensions/storageversion/cmd/migrate",
-	"cleanup":             "knative.dev/serving/pkg/cleanup/cmd/cleanup",
-	"queue-proxy":         "knative.dev/serving/cmd/queue",
-	"QUEUE_SIDECAR_IMAGE": "knative.dev/serving/cmd/queue",
-}
-
-// knativeRegistry is a KnativeServing's spec.registry for a mirror: Knative's release
-// manifests name images by digest, which a template cannot keep, so the mirror holds
-// Serving's images of the release under its version's tag
-// (<mirror>/gcr.io/knative-releases/knative.dev/serving/cmd/<name>:v<release>).
-func knativeRegistry(mirror, release string) map[string]any {
-	if mirror == "" {
-		return nil
-	}
-	base := mirror + "/gcr.io/knative-releases/"
-	tag := ":v" + release
-	override := map[string]any{}
-	for name, path := range knativeImages {
-		override[name] = base + path + tag
-	}
-	return map[string]any{"default": base + "knative.dev/serving/cmd/${NAME}" + tag, "override": override}
-}
-
-// knativeQueueKey is the config-deployment key of the queue-proxy sidecar's image: Serving's
-// controller reads it from there (the operator's spec.registry maps containers, their
-// environment and caching Images, never this key), so a mirror sets it in spec.config.
-const knativeQueueKey = "queue-sidecar-image"
-
-// queueSidecarImage is the queue-proxy image of a spec.registry ("" without one).
-func queueSidecarImage(registry map[string]any) string {
-	o, _ := registry["override"].(map[string]any)
-	q, _ := o["queue-proxy"].(string)
-	return q
-}
-
-// knativeMirrorPatch is the KnativeServing patch that pulls Knative's images through a
-// spec.registry (nil: their own registries).
-func knativeMirrorPatch(registry map[string]any) map[string]any {
-	var reg, queue any
-	if registry != nil {
-		reg, queue = registry, queueSidecarImage(registry)
-	}
-	return map[string]any{"spec": map[string]any{"registry": reg, "config": map[string]any{"deployment": map[string]any{knativeQueueKey: queue}}}}
-}
-
 // ReconcileImageMirror is the reconcile step that moves what runs on a cluster to its
 // regions' image mirror (or back to the images' own registries).
 const ReconcileImageMirror = "image-mirror"
 
 // mirroredCharts are the charts the console installs, by name, for re-rendering a release
 // at its own chart version.
-var mirroredCharts = []helm.ChartRef{registry.ChartZot, ChartTraefik, ChartKnativeOperator, observability.ChartPrometheus, observability.ChartLoki, observability.ChartOtelCollector,
+var mirroredCharts = []helm.ChartRef{registry.ChartZot, knative.ChartTraefik, knative.ChartKnativeOperator, observability.ChartPrometheus, observability.ChartLoki, observability.ChartOtelCollector,
 	observability.ChartTempo, data.ChartCloudNativePG, data.ChartSeaweedFS, gpu.ChartGPUOperator, gpu.ChartDevicePlugin, isolation.ChartKataDeploy, isolation.ChartRuntimeClassManager,
 	admission.ChartPolicyController}
 
@@ -235,17 +188,17 @@ func releasesNotFor(ctx context.Context, c *kube.Cluster, t *reconcileTarget, m 
 // servingRegistryDrift is the spec.registry the target's KnativeServing should have for
 // mirror m (an empty map: none), or nil when it has it (or is adopted, or absent).
 func servingRegistryDrift(ctx context.Context, c *kube.Cluster, t *reconcileTarget, m string) (map[string]any, error) {
-	if t.Region.ServingNamespace == "" || servingAdopted(&t.Region) {
+	if t.Region.ServingNamespace == "" || knative.ServingAdopted(&t.Region) {
 		return nil, nil
 	}
 	ks, found, err := c.Get(ctx, kube.GVKKnativeServing, t.Region.ServingNamespace, kit.KnativeServingName)
 	if err != nil || !found {
 		return nil, err
 	}
-	want := knativeRegistry(m, ServingRelease(t.Region.OperatorVersion))
+	want := knative.MirrorRegistry(m, knative.ServingRelease(t.Region.OperatorVersion))
 	have, _, _ := unstructured.NestedMap(ks.Object, "spec", "registry")
-	haveQueue, _, _ := unstructured.NestedString(ks.Object, "spec", "config", "deployment", knativeQueueKey)
-	if (sameJSON(have, want) || (want == nil && len(have) == 0)) && haveQueue == queueSidecarImage(want) {
+	haveQueue, _, _ := unstructured.NestedString(ks.Object, "spec", "config", "deployment", knative.QueueKey)
+	if (sameJSON(have, want) || (want == nil && len(have) == 0)) && haveQueue == knative.QueueSidecarImage(want) {
 		return nil, nil
 	}
 	if want == nil {
@@ -316,7 +269,7 @@ func (s *Service) applyImageMirror(ctx context.Context, jc *engine.JobContext, c
 		if len(d.serving) == 0 {
 			reg = nil
 		}
-		if err := c.MergePatch(ctx, kube.GVKKnativeServing, t.Region.ServingNamespace, kit.KnativeServingName, knativeMirrorPatch(reg)); err != nil {
+		if err := c.MergePatch(ctx, kube.GVKKnativeServing, t.Region.ServingNamespace, kit.KnativeServingName, knative.MirrorPatch(reg)); err != nil {
 			return err
 		}
 		jc.Note("KnativeServing %s/%s pulls Knative's images through %s", t.Region.ServingNamespace, kit.KnativeServingName, kit.OrV(d.mirror, "their own registries"))

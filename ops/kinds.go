@@ -6,6 +6,7 @@ import (
 	"runr.dev/console/ops/domains"
 	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/isolation"
+	"runr.dev/console/ops/knative"
 	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/projects"
@@ -28,14 +29,14 @@ func (s *Service) registerKinds() {
 	s.GPU = gpu.New(s.Kit)
 	s.Admission = admission.New(s.Kit)
 	s.Projects = projects.New(s.Kit, projects.Deps{Nodes: s.Nodes, Tenancy: s.Tenancy, Redis: s.Redis, GPU: s.GPU,
-		Admission: s.Admission, EnableKnativeFeatures: enableKnativeFeatures})
+		Admission: s.Admission, EnableKnativeFeatures: knative.EnableFeatures})
 	s.Data = data.New(s.Kit, s.Projects.Deploy)
 	s.Projects.UseData(s.Data)
 	s.Domains = domains.New(s.Kit, s.StatusBlock)
+	s.Knative = knative.New(s.Kit, s.Observability, s.StatusBlock)
 
 	s.registerSetupKinds()
 	s.registerRegionKinds()
-	s.registerKnativeKinds()
 	s.registerSettingsKinds()
 	s.registerMigrationKinds()
 	s.periodics = append(s.periodics, s.Domains.CompleteDomainMigrations)

@@ -12,6 +12,7 @@ import (
 	"runr.dev/console/kube"
 	"runr.dev/console/ops/domains"
 	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/knative"
 	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/ops/registry"
@@ -155,8 +156,8 @@ func (s *Service) moveKnative(ctx context.Context, jc *engine.JobContext) error 
 	}
 	ver, _ := r.MigrationDetail.V.Had["version"].(string)
 	if _, c, err := s.RegionAndCluster(ctx, jc); err == nil {
-		if _, err := s.chartFor(ctx, c, ver); err != nil {
-			dv, derr := s.defaultVersion(ctx, c)
+		if _, err := s.Knative.ChartFor(ctx, c, ver); err != nil {
+			dv, derr := s.Knative.DefaultVersion(ctx, c)
 			if derr != nil {
 				return derr
 			}
@@ -164,8 +165,8 @@ func (s *Service) moveKnative(ctx context.Context, jc *engine.JobContext) error 
 			ver = dv.Version
 		}
 	}
-	steps := append(s.operatorSteps(OperatorParams{Namespace: r.OperatorNamespace, Version: ver}),
-		s.servingSteps(ServingParams{Namespace: r.ServingNamespace, Version: ver})...)
+	steps := append(s.Knative.OperatorSteps(knative.OperatorParams{Namespace: r.OperatorNamespace, Version: ver}),
+		s.Knative.ServingSteps(knative.ServingParams{Namespace: r.ServingNamespace, Version: ver})...)
 	if err := kit.RunInline(ctx, jc, steps); err != nil {
 		return err
 	}

@@ -22,6 +22,7 @@ import (
 	"runr.dev/console/ops/domains"
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/knative"
 	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/registry"
 	"runr.dev/console/ops/statusblock"
@@ -109,26 +110,26 @@ func (s *Service) traefikSettingsDrift(ctx context.Context, c *kube.Cluster, t *
 	if err != nil || rel == nil {
 		return finding{}, nil, err
 	}
-	if v := rel.Chart.Metadata.Version; v != ChartTraefik.Version {
-		return finding{What: "Traefik chart " + v + " is not this release's " + ChartTraefik.Version + ": its timeouts are left alone"}, nil, nil
+	if v := rel.Chart.Metadata.Version; v != knative.ChartTraefik.Version {
+		return finding{What: "Traefik chart " + v + " is not this release's " + knative.ChartTraefik.Version + ": its timeouts are left alone"}, nil, nil
 	}
-	class, err := traefikClass(ctx, c, t.Region.ServingNamespace)
+	class, err := knative.IngressClassOf(ctx, c, t.Region.ServingNamespace)
 	if err != nil {
 		return finding{}, nil, err
 	}
-	want := s.traefikValues(class, releaseIngressMode(rel), t.Regions)["ports"]
+	want := s.Knative.RegionTraefikValues(class, knative.ReleaseIngressMode(rel), t.Regions)["ports"]
 	if sameJSON(rel.Config["ports"], want) {
 		return finding{}, nil, nil
 	}
-	return finding{Change: true, What: fmt.Sprintf("Traefik's entry points: timeouts %d s and the trusted addresses of the cluster's regions", TraefikTimeout(t.Regions))},
+	return finding{Change: true, What: fmt.Sprintf("Traefik's entry points: timeouts %d s and the trusted addresses of the cluster's regions", knative.TraefikTimeout(t.Regions))},
 		withKey(rel.Config, "ports", want), nil
 }
 
 // knativeTimeoutDrift: the KnativeServing's max-revision-timeout-seconds is raised to the
 // longest request_timeout above Knative's default (never lowered).
 func knativeTimeoutDrift(ctx context.Context, c *kube.Cluster, t *reconcileTarget) (finding, error) {
-	want := longestTimeout(t.Regions)
-	if want <= MaxRevisionTimeoutDefault {
+	want := knative.LongestTimeout(t.Regions)
+	if want <= knative.MaxRevisionTimeoutDefault {
 		return finding{}, nil
 	}
 	o, found, err := c.Get(ctx, kube.GVKKnativeServing, t.Region.ServingNamespace, kit.KnativeServingName)
@@ -144,7 +145,7 @@ func knativeTimeoutDrift(ctx context.Context, c *kube.Cluster, t *reconcileTarge
 
 func timeoutOrDefault(v string) string {
 	if v == "" {
-		return strconv.Itoa(MaxRevisionTimeoutDefault) + " (default)"
+		return strconv.Itoa(knative.MaxRevisionTimeoutDefault) + " (default)"
 	}
 	return v
 }
@@ -157,7 +158,7 @@ func (s *Service) applySettings(ctx context.Context, jc *engine.JobContext, c *k
 		return err
 	}
 	if tf.Change {
-		rel, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: t.Region.ServingNamespace, Name: kit.TraefikRelease, Chart: ChartTraefik, Values: vals})
+		rel, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: t.Region.ServingNamespace, Name: kit.TraefikRelease, Chart: knative.ChartTraefik, Values: vals})
 		if err != nil {
 			return err
 		}
@@ -165,11 +166,11 @@ func (s *Service) applySettings(ctx context.Context, jc *engine.JobContext, c *k
 			return err
 		}
 	}
-	want := longestTimeout(t.Regions)
-	if raised, err := raiseMaxRevisionTimeout(ctx, c, t.Region.ServingNamespace, want); err != nil || !raised {
+	want := knative.LongestTimeout(t.Regions)
+	if raised, err := knative.RaiseMaxRevisionTimeout(ctx, c, t.Region.ServingNamespace, want); err != nil || !raised {
 		return err
 	}
-	return waitServingApplied(ctx, jc, c, t.Region.ServingNamespace, fmt.Sprintf("max-revision-timeout-seconds %d", want))
+	return knative.WaitServingApplied(ctx, jc, c, t.Region.ServingNamespace, fmt.Sprintf("max-revision-timeout-seconds %d", want))
 }
 
 // checkBlock: a region that is not active has its status block (with its status and its
@@ -275,7 +276,7 @@ func (s *Service) recordComponent(ctx context.Context, t *reconcileTarget, name 
 
 // traefikImageValues is the image of the configured Traefik, as the chart's values name it.
 func (s *Service) traefikImageValues() any {
-	return TraefikValues(TraefikOptions{Image: s.Cfg.TraefikImage})["image"]
+	return knative.TraefikValues(knative.TraefikOptions{Image: s.Cfg.TraefikImage})["image"]
 }
 
 // imageName prints an image of the traefik chart's values.
@@ -294,8 +295,8 @@ func (s *Service) checkTraefikImage(_ context.Context, c *kube.Cluster, t *recon
 	if err != nil || rel == nil {
 		return finding{}, err
 	}
-	if v := rel.Chart.Metadata.Version; v != ChartTraefik.Version {
-		return finding{What: "kept: Traefik chart " + v + " is another Traefik version than this release's (" + ChartTraefik.Version + ")"}, nil
+	if v := rel.Chart.Metadata.Version; v != knative.ChartTraefik.Version {
+		return finding{What: "kept: Traefik chart " + v + " is another Traefik version than this release's (" + knative.ChartTraefik.Version + ")"}, nil
 	}
 	want := s.traefikImageValues()
 	if sameJSON(rel.Config["image"], want) {
@@ -311,7 +312,7 @@ func (s *Service) applyTraefikImage(ctx context.Context, jc *engine.JobContext, 
 	if err != nil || rel == nil {
 		return err
 	}
-	nr, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: t.Region.ServingNamespace, Name: kit.TraefikRelease, Chart: ChartTraefik,
+	nr, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: t.Region.ServingNamespace, Name: kit.TraefikRelease, Chart: knative.ChartTraefik,
 		Values: withKey(rel.Config, "image", s.traefikImageValues())})
 	if err != nil {
 		return err

@@ -18,6 +18,7 @@ import (
 	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/knative"
 	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/projects"
@@ -42,6 +43,8 @@ type Service struct {
 	// periodics run after every status sweep.
 	periodics []func(context.Context)
 
+	// Knative is the Knative Operator, Serving and the region Traefik.
+	Knative *knative.Service
 	// Registry is the region's image registry.
 	Registry *registry.Service
 	// GPU is GPU support.

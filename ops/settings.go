@@ -13,6 +13,7 @@ import (
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
 	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/knative"
 	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/ops/statusblock"
@@ -82,7 +83,7 @@ func (s *Service) settingsTraefik(p SettingsParams) func(ctx context.Context, jc
 		if err != nil {
 			return err
 		}
-		return s.updateTraefikTimeouts(ctx, jc, c, r)
+		return s.Knative.UpdateTraefikTimeouts(ctx, jc, c, r)
 	}
 }
 
@@ -104,8 +105,8 @@ func (s *Service) settingsKnative(p SettingsParams) func(ctx context.Context, jc
 		if err != nil {
 			return err
 		}
-		want := longestTimeout(regions)
-		raised, err := raiseMaxRevisionTimeout(ctx, c, r.ServingNamespace, want)
+		want := knative.LongestTimeout(regions)
+		raised, err := knative.RaiseMaxRevisionTimeout(ctx, c, r.ServingNamespace, want)
 		if err != nil {
 			return err
 		}
@@ -113,7 +114,7 @@ func (s *Service) settingsKnative(p SettingsParams) func(ctx context.Context, jc
 			jc.Note("max-revision-timeout-seconds is high enough already (it is never lowered)")
 			return engine.ErrSkip
 		}
-		if err := waitServingApplied(ctx, jc, c, r.ServingNamespace, fmt.Sprintf("max-revision-timeout-seconds %d", want)); err != nil {
+		if err := knative.WaitServingApplied(ctx, jc, c, r.ServingNamespace, fmt.Sprintf("max-revision-timeout-seconds %d", want)); err != nil {
 			return err
 		}
 		jc.Note("Raised Knative's max-revision-timeout-seconds to %d", want)
@@ -165,7 +166,7 @@ func (s *Service) settingsPrometheus(ctx context.Context, jc *engine.JobContext)
 	if err != nil {
 		return err
 	}
-	return s.component(ctx, jc, r, "prometheus", func() error { return s.Observability.InstallPrometheus(ctx, jc, c, r) })
+	return s.Knative.Component(ctx, jc, r, "prometheus", func() error { return s.Observability.InstallPrometheus(ctx, jc, c, r) })
 }
 
 // settingsLoki is the step "loki" (Loki) of registerSettingsKinds.
@@ -174,7 +175,7 @@ func (s *Service) settingsLoki(ctx context.Context, jc *engine.JobContext) error
 	if err != nil {
 		return err
 	}
-	return s.component(ctx, jc, r, "loki", func() error { return s.Observability.InstallLoki(ctx, jc, c, r) })
+	return s.Knative.Component(ctx, jc, r, "loki", func() error { return s.Observability.InstallLoki(ctx, jc, c, r) })
 }
 
 // setFunctionTLS writes the Secret runr-function-tls and Traefik's default TLSStore in the
@@ -192,7 +193,7 @@ func (s *Service) setFunctionTLS(ctx context.Context, jc *engine.JobContext, c *
 	if err != nil {
 		return err
 	}
-	domain := FunctionDomain(r, base)
+	domain := knative.FunctionDomain(r, base)
 	expires, errs := kit.CheckCertificate(certPEM, keyPEM, domain, time.Now())
 	if errs != nil {
 		for _, m := range errs {
@@ -269,7 +270,7 @@ func (s *Service) UpdateSettings(ctx context.Context, actor kit.Actor, r *store.
 	if in.RequestTimeout != nil && *in.RequestTimeout != set.RequestTimeout {
 		u.RequestTimeout = in.RequestTimeout
 		p.Traefik = true
-		p.Knative = *in.RequestTimeout > MaxRevisionTimeoutDefault
+		p.Knative = *in.RequestTimeout > knative.MaxRevisionTimeoutDefault
 	}
 	if in.AgentWSURL != nil && *in.AgentWSURL != set.AgentWSURL {
 		u.AgentWSURL = in.AgentWSURL
@@ -393,7 +394,7 @@ func (s *Service) SetFunctionTLS(ctx context.Context, actor kit.Actor, r *store.
 	if err := problem.FromFields(errs); err != nil {
 		return nil, err
 	}
-	if _, errs := kit.CheckCertificate(in.Certificate, in.PrivateKey, FunctionDomain(r, base), time.Now()); errs != nil {
+	if _, errs := kit.CheckCertificate(in.Certificate, in.PrivateKey, knative.FunctionDomain(r, base), time.Now()); errs != nil {
 		return nil, &problem.Invalid{Fields: errs}
 	}
 	return s.Enqueue(ctx, engine.Request{Kind: KindFunctionTLS, Title: "Function-domain certificate of " + r.Name,

@@ -304,12 +304,6 @@ func (s *Service) nameTaken(ctx context.Context, name string, job *store.Job) (b
 	return s.Store.NameTakenBySetup(ctx, name, job.ID)
 }
 
-// Job kinds of Knative (defined with their steps in knative.go).
-const (
-	KindInstallOperator = "install-operator"
-	KindInstallServing  = "install-serving"
-)
-
 // KindRegionInit is the kind of job that prepares a region created directly.
 const KindRegionInit = "region-init"
 
@@ -439,7 +433,7 @@ type CheckInput struct {
 func (s *Service) CheckRegion(ctx context.Context, in CheckInput) (*CheckResult, error) {
 	errs := map[string]string{}
 	if in.Name != "" {
-		if m := ValidateRegionName(in.Name); m != "" {
+		if m := kit.ValidateRegionName(in.Name); m != "" {
 			errs["name"] = m
 		}
 	}
@@ -450,7 +444,7 @@ func (s *Service) CheckRegion(ctx context.Context, in CheckInput) (*CheckResult,
 // cluster is checked, creating nothing.
 func (s *Service) CheckNewRegion(ctx context.Context, in CheckInput) (*CheckResult, error) {
 	errs := map[string]string{}
-	if m := ValidateRegionName(in.Name); m != "" {
+	if m := kit.ValidateRegionName(in.Name); m != "" {
 		errs["name"] = m
 	} else if region, setup, err := s.nameUse(ctx, in.Name, ""); err != nil {
 		return nil, err

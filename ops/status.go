@@ -23,6 +23,7 @@ import (
 	"runr.dev/console/ops/data"
 	"runr.dev/console/ops/domains"
 	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/knative"
 	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/redis"
 	"runr.dev/console/ops/registry"
@@ -104,13 +105,13 @@ func (s *Service) observe(ctx context.Context, r *store.Region) *clusterLook {
 		st.address = kube.ServiceAddress(svc)
 		if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
 			// Host-network Traefik: the region is reached on a node's address.
-			st.address, _ = hostNetworkAddress(ctx, c, r.ServingNamespace)
+			st.address, _ = knative.ReadHostNetworkAddress(ctx, c, r.ServingNamespace)
 		}
 	}
 	if o, found, err := c.Get(ctx, kube.GVKKnativeServing, r.ServingNamespace, kit.KnativeServingName); err == nil && found {
 		st.servingOK, st.servingMsg = kube.ReadyCondition(o)
-		st.servingVer = servingVersion(o)
-		if st.traefikRBAC, err = TraefikKnativeAccess(ctx, c, r.ServingNamespace); err != nil {
+		st.servingVer = knative.ServingVersion(o)
+		if st.traefikRBAC, err = knative.TraefikKnativeAccess(ctx, c, r.ServingNamespace); err != nil {
 			st.traefikRBAC = "not checked: " + kube.Short(err)
 		}
 	}
@@ -203,8 +204,8 @@ func (st *clusterLook) release(ns, name string) func() (bool, string) {
 // operator judges the Knative Operator: its Helm release, or the Deployments of an
 // operator adopted without one.
 func (st *clusterLook) operator(ns string) func() (bool, string) {
-	if _, ok := st.releases[key(ns, OperatorRelease)]; ok {
-		return st.release(ns, OperatorRelease)
+	if _, ok := st.releases[key(ns, knative.OperatorRelease)]; ok {
+		return st.release(ns, knative.OperatorRelease)
 	}
 	return func() (bool, string) {
 		var checks []func() (bool, string)
@@ -380,7 +381,7 @@ func (s *Service) checkRegion(ctx context.Context, r *store.Region, st *clusterL
 	if ext != r.ExternalIP && (ext != "" || r.ServingStatus == store.ComponentReady) {
 		u.ExternalIP = store.Ptr(ext)
 	}
-	domain := FunctionDomain(r, base)
+	domain := knative.FunctionDomain(r, base)
 	switch {
 	case r.ServingStatus != store.ComponentReady:
 		h.External = store.HealthLayer{State: store.HealthUnknown, Reason: "Knative Serving is not installed: no external path yet", CheckedAt: now}

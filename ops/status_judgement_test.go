@@ -15,6 +15,7 @@ import (
 	"runr.dev/console/kube"
 	"runr.dev/console/ops/data"
 	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/knative"
 	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/registry"
 	"runr.dev/console/store"
@@ -44,9 +45,9 @@ func healthyLook() *clusterLook {
 	st := &clusterLook{
 		deployments: map[string]*appsv1.Deployment{}, statefuls: map[string]*appsv1.StatefulSet{}, daemons: map[string]*appsv1.DaemonSet{},
 		releases: map[string][]kube.Workload{
-			key("knative-operator", OperatorRelease):     {{Kind: "Deployment", Namespace: "knative-operator", Name: "knative-operator"}},
-			key("knative-serving", kit.TraefikRelease):   {{Kind: "Deployment", Namespace: "knative-serving", Name: "traefik"}},
-			key(registry.Namespace, registry.ZotRelease): {{Kind: "StatefulSet", Namespace: registry.Namespace, Name: "runr-zot"}},
+			key("knative-operator", knative.OperatorRelease): {{Kind: "Deployment", Namespace: "knative-operator", Name: "knative-operator"}},
+			key("knative-serving", kit.TraefikRelease):       {{Kind: "Deployment", Namespace: "knative-serving", Name: "traefik"}},
+			key(registry.Namespace, registry.ZotRelease):     {{Kind: "StatefulSet", Namespace: registry.Namespace, Name: "runr-zot"}},
 			key(observability.ObservabilityNamespace, observability.PrometheusRelease): {
 				{Kind: "Deployment", Namespace: observability.ObservabilityNamespace, Name: "knative-kube-prometheus-st-operator"}, prom},
 		},

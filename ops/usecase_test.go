@@ -12,6 +12,7 @@ import (
 	"runr.dev/console/config"
 	"runr.dev/console/ops"
 	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/knative"
 	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/ops/projects"
@@ -75,9 +76,9 @@ func TestUseCaseRefusals(t *testing.T) {
 	refusedWith(t, err, "", "ready internal registry")
 	_, err = s.Registry.Set(ctx, actor, r, registry.Input{RegistryMode: store.RegistryNone})
 	invalidOn(t, err, "registry_mode")
-	_, err = s.EnqueueKnative(ctx, actor, r, ops.KindUninstallServing, ops.KnativeInput{})
+	_, err = s.Knative.Start(ctx, actor, r, knative.KindUninstallServing, knative.Input{})
 	refusedWith(t, err, "", "not installed")
-	_, err = s.EnqueueKnative(ctx, actor, r, ops.KindInstallServing, ops.KnativeInput{Namespace: "Bad"})
+	_, err = s.Knative.Start(ctx, actor, r, knative.KindInstallServing, knative.Input{Namespace: "Bad"})
 	invalidOn(t, err, "namespace")
 	_, err = s.SetFunctionTLS(ctx, actor, r, ops.TLSInput{})
 	refusedWith(t, err, "", "needs Knative Serving ready")
@@ -106,11 +107,11 @@ func TestUseCaseRefusals(t *testing.T) {
 func TestKnativeOneJobAtATime(t *testing.T) {
 	s, r := useCases(t)
 	ctx := context.Background()
-	j, err := s.EnqueueKnative(ctx, actor, r, ops.KindUninstallOperator, ops.KnativeInput{})
+	j, err := s.Knative.Start(ctx, actor, r, knative.KindUninstallOperator, knative.Input{})
 	if err != nil || j.CreatedBy != actor.Email || !strings.Contains(j.Title, "eu-2") {
 		t.Fatalf("the first job: %v %+v", err, j)
 	}
-	_, err = s.EnqueueKnative(ctx, actor, r, ops.KindUninstallOperator, ops.KnativeInput{})
+	_, err = s.Knative.Start(ctx, actor, r, knative.KindUninstallOperator, knative.Input{})
 	refusedWith(t, err, "", "runs already")
 }
 

@@ -13,22 +13,6 @@ import (
 	"runr.dev/console/store"
 )
 
-var regionNameRe = regexp.MustCompile(`^[a-z]([a-z0-9-]*[a-z0-9])?$`)
-
-// ValidateRegionName checks the spec's rule: lowercase letters, digits and hyphens,
-// starting with a letter and ending with a letter or digit, at most 63 characters.
-func ValidateRegionName(name string) string {
-	switch {
-	case name == "":
-		return "Give the region a name, such as eu-2."
-	case len(name) > 63:
-		return "Use at most 63 characters."
-	case !regionNameRe.MatchString(name):
-		return "Use lowercase letters, digits and hyphens; start with a letter and end with a letter or digit."
-	}
-	return ""
-}
-
 // monitoringURLRe is the spec's in-cluster Service URL:
 // http(s)://<service>.<namespace>.svc[.cluster.local]:<port>[/path]
 var monitoringURLRe = regexp.MustCompile(`^https?://[a-z0-9]([-a-z0-9]*[a-z0-9])?\.[a-z0-9]([-a-z0-9]*[a-z0-9])?\.svc(\.cluster\.local)?:[0-9]{1,5}(/[^\s]*)?$`)
@@ -49,7 +33,7 @@ func ValidateMonitoringURL(u string) string {
 func (in *SetupInput) validate() map[string]string {
 	errs := map[string]string{}
 	in.Name = strings.TrimSpace(in.Name)
-	if m := ValidateRegionName(in.Name); m != "" {
+	if m := kit.ValidateRegionName(in.Name); m != "" {
 		errs["name"] = m
 	}
 	if _, err := kube.ParseKubeconfig([]byte(in.Kubeconfig)); err != nil {
@@ -81,17 +65,6 @@ func (in *SetupInput) validate() map[string]string {
 		errs["data_location"] = m
 	}
 	return errs
-}
-
-// validNamespace returns the namespace to use ("" is def), or why ns is not one.
-func validNamespace(ns, def string) (string, string) {
-	if ns == "" {
-		return def, ""
-	}
-	if m := ValidateRegionName(ns); m != "" {
-		return "", "Not a valid namespace name: " + m
-	}
-	return ns, ""
 }
 
 // checkRefusal turns a failed cluster check into field errors.

@@ -3,7 +3,6 @@ package ops
 import (
 	"reflect"
 	"sort"
-	"strings"
 	"testing"
 
 	"runr.dev/console/ops/kit"
@@ -11,27 +10,6 @@ import (
 	"runr.dev/console/ops/registry"
 	"runr.dev/console/store"
 )
-
-func TestValidateRegionName(t *testing.T) {
-	for _, tc := range []struct {
-		name, want string
-	}{
-		{"eu-2", ""},
-		{"a", ""},
-		{"", "Give the region a name"},
-		{strings.Repeat("a", 64), "at most 63"},
-		{"2eu", "start with a letter"},
-		{"eu-", "end with a letter or digit"},
-		{"EU", "lowercase"},
-		{"eu_2", "lowercase"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := ValidateRegionName(tc.name); !contains(got, tc.want) {
-				t.Fatalf("%q: %q, want %q", tc.name, got, tc.want)
-			}
-		})
-	}
-}
 
 func TestValidateMonitoringURL(t *testing.T) {
 	for _, tc := range []struct {
@@ -48,66 +26,6 @@ func TestValidateMonitoringURL(t *testing.T) {
 		t.Run(tc.url, func(t *testing.T) {
 			if got := ValidateMonitoringURL(tc.url); (got == "") != tc.ok {
 				t.Fatalf("%q: %q", tc.url, got)
-			}
-		})
-	}
-}
-
-func TestValidateDomain(t *testing.T) {
-	for _, tc := range []struct {
-		domain string
-		ok     bool
-	}{
-		{"", true},
-		{"functions.example.com", true},
-		{"example.com", true},
-		{"Example.com", false},
-		{"https://example.com", false},
-		{"example.com.", false},
-		{"localhost", false},
-		{strings.Repeat("a.", 100) + "com", false},
-	} {
-		t.Run(tc.domain, func(t *testing.T) {
-			if got := kit.ValidateDomain(tc.domain); (got == "") != tc.ok {
-				t.Fatalf("%q: %q", tc.domain, got)
-			}
-		})
-	}
-}
-
-func TestValidateHostPort(t *testing.T) {
-	for _, tc := range []struct {
-		addr, want string
-	}{
-		{"redis.example.com:6379", ""},
-		{"10.0.0.1:1", ""},
-		{"[::1]:65535", ""},
-		{"redis.example.com", "host:port"},
-		{":6379", "host:port"},
-		{"redis:0", "1 to 65535"},
-		{"redis:65536", "1 to 65535"},
-		{"redis:x", "1 to 65535"},
-	} {
-		t.Run(tc.addr, func(t *testing.T) {
-			if got := kit.ValidateHostPort(tc.addr); !contains(got, tc.want) {
-				t.Fatalf("%q: %q, want %q", tc.addr, got, tc.want)
-			}
-		})
-	}
-}
-
-func TestValidNamespace(t *testing.T) {
-	for _, tc := range []struct {
-		ns, def, want, msg string
-	}{
-		{"", "knative-serving", "knative-serving", ""},
-		{"serving", "knative-serving", "serving", ""},
-		{"Serving", "knative-serving", "", "Not a valid namespace name"},
-	} {
-		t.Run(tc.ns, func(t *testing.T) {
-			got, msg := validNamespace(tc.ns, tc.def)
-			if got != tc.want || !contains(msg, tc.msg) {
-				t.Fatalf("%q: %q %q", tc.ns, got, msg)
 			}
 		})
 	}
@@ -195,41 +113,6 @@ func TestNodesExistAndCheckRefusal(t *testing.T) {
 	if got := checkRefusal(chk); !reflect.DeepEqual(got, want) {
 		t.Fatalf("%v, want %v", got, want)
 	}
-}
-
-func TestResolveVersion(t *testing.T) {
-	vs := []KnativeVersion{{Version: "1.20", Minor: "1.20"}, {Version: "1.19", Minor: "1.19"}}
-	for _, tc := range []struct {
-		want, got, msg string
-	}{
-		{"", "1.20", ""},
-		{"1.19", "1.19", ""},
-		{"1.19.4", "1.19", ""},
-		{"1.15", "", "choose one of 1.20, 1.19"},
-	} {
-		t.Run(tc.want, func(t *testing.T) {
-			v, msg := resolveVersion(vs, tc.want)
-			if v != nil && v.Version != tc.got || v == nil && tc.got != "" || !contains(msg, tc.msg) {
-				t.Fatalf("%q: %v %q", tc.want, v, msg)
-			}
-		})
-	}
-	if _, msg := resolveVersion(nil, ""); !strings.Contains(msg, "No Knative version is offered") {
-		t.Fatal(msg)
-	}
-	for v, want := range map[string]int{"v1.32.4": 32, "1.30": 30, "": 0, "v1": 0} {
-		if got := K8sMinor(&store.Region{K8sVersion: v}); got != want {
-			t.Errorf("%q: %d, want %d", v, got, want)
-		}
-	}
-}
-
-// contains reports whether got says want ("" wants nothing said).
-func contains(got, want string) bool {
-	if want == "" {
-		return got == ""
-	}
-	return strings.Contains(got, want)
 }
 
 // keys are the sorted fields of errors (nil when none).

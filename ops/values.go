@@ -1,14 +1,13 @@
 package ops
 
 import (
-	"fmt"
-
 	"runr.dev/console/helm"
 	"runr.dev/console/ops/admission"
 	"runr.dev/console/ops/data"
 	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/knative"
 	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/registry"
 	"runr.dev/console/store"
@@ -25,33 +24,22 @@ type ValuesCase struct {
 	Values    map[string]any
 }
 
-// TraefikOptions are what the region Traefik's values depend on.
-type TraefikOptions struct {
-	Image      string
-	Class      string
-	Timeout    int
-	TrustedIPs []string
-	// HostNetwork runs Traefik as a DaemonSet on the nodes' ports 80 and 443 behind a
-	// ClusterIP Service, for clusters without a load-balancer implementation.
-	HostNetwork bool
-}
-
 // ValuesCases lists the values the console sends to every chart it installs, one case per
 // shape (a registry on a PVC and on S3, Traefik with and without trusted addresses, ...).
 func ValuesCases() []ValuesCase {
 	traefikImage := "ghcr.io/brf-tech/runr/reqs/traefik:v3.7.4"
 	return []ValuesCase{
-		{Name: "traefik", Chart: ChartTraefik, Release: kit.TraefikRelease, Namespace: "knative-serving",
-			Values: TraefikValues(TraefikOptions{Image: traefikImage, Class: TraefikClass, Timeout: 120})},
-		{Name: "traefik-trusted-ips", Chart: ChartTraefik, Release: kit.TraefikRelease, Namespace: "knative-serving",
-			Values: TraefikValues(TraefikOptions{Image: traefikImage, Class: TraefikFallbackClass, Timeout: 610, TrustedIPs: []string{"10.0.0.0/24"}})},
-		{Name: "traefik-host-network", Chart: ChartTraefik, Release: kit.TraefikRelease, Namespace: "knative-serving",
-			Values: TraefikValues(TraefikOptions{Image: traefikImage, Class: TraefikClass, Timeout: 120, HostNetwork: true})},
+		{Name: "traefik", Chart: knative.ChartTraefik, Release: kit.TraefikRelease, Namespace: "knative-serving",
+			Values: knative.TraefikValues(knative.TraefikOptions{Image: traefikImage, Class: knative.TraefikClass, Timeout: 120})},
+		{Name: "traefik-trusted-ips", Chart: knative.ChartTraefik, Release: kit.TraefikRelease, Namespace: "knative-serving",
+			Values: knative.TraefikValues(knative.TraefikOptions{Image: traefikImage, Class: knative.TraefikFallbackClass, Timeout: 610, TrustedIPs: []string{"10.0.0.0/24"}})},
+		{Name: "traefik-host-network", Chart: knative.ChartTraefik, Release: kit.TraefikRelease, Namespace: "knative-serving",
+			Values: knative.TraefikValues(knative.TraefikOptions{Image: traefikImage, Class: knative.TraefikClass, Timeout: 120, HostNetwork: true})},
 		{Name: "zot-pvc", Chart: registry.ChartZot, Release: registry.ZotRelease, Namespace: registry.Namespace,
 			Values: registry.ZotValues(registry.Params{Mode: store.RegistryInternal, StorageType: "pvc", StorageClass: "standard", Size: "10Gi"})},
 		{Name: "zot-s3", Chart: registry.ChartZot, Release: registry.ZotRelease, Namespace: registry.Namespace,
 			Values: registry.ZotValues(registry.Params{Mode: store.RegistryInternal, StorageType: "s3", S3Endpoint: "https://s3.example.test", S3Bucket: "images", S3Region: "eu-1", S3AccessKey: "AKIA"})},
-		{Name: "knative-operator", Chart: ChartKnativeOperator, Release: OperatorRelease, Namespace: "knative-operator", Values: OperatorValues()},
+		{Name: "knative-operator", Chart: knative.ChartKnativeOperator, Release: knative.OperatorRelease, Namespace: "knative-operator", Values: knative.OperatorValues()},
 		{Name: "kube-prometheus-stack", Chart: observability.ChartPrometheus, Release: observability.PrometheusRelease, Namespace: observability.ObservabilityNamespace, Values: observability.PrometheusValues()},
 		{Name: "loki-stack", Chart: observability.ChartLoki, Release: observability.LokiRelease, Namespace: observability.ObservabilityNamespace, Values: observability.LokiValues()},
 		{Name: "tempo", Chart: observability.ChartTempo, Release: observability.TempoRelease, Namespace: observability.ObservabilityNamespace, Values: observability.TempoValues(72)},
@@ -67,74 +55,3 @@ func ValuesCases() []ValuesCase {
 		{Name: "policy-controller", Chart: admission.ChartPolicyController, Release: admission.PolicyControllerRelease, Namespace: admission.CosignNamespace, Values: admission.PolicyControllerValues()},
 	}
 }
-
-// traefikAcceptGrace is how long a stopping Traefik keeps accepting requests (seconds).
-const traefikAcceptGrace = 10
-
-// TraefikValues are the region Traefik's Helm values (chart traefik/traefik 40.3.0,
-// whose values schema refuses unknown keys).
-func TraefikValues(o TraefikOptions) map[string]any {
-	reg, repo, tag := splitImage(o.Image)
-	// A Traefik that stops (a roll: a changed timeout, image or trusted address) keeps
-	// accepting requests while the Service stops sending it new ones, then lets the requests
-	// under way run to their timeout: without it a roll closes new connections at once and
-	// cuts a long request after Traefik's default grace of 10 s (seen on the real node).
-	rt := map[string]any{
-		"respondingTimeouts": map[string]any{"readTimeout": fmt.Sprintf("%ds", o.Timeout), "writeTimeout": fmt.Sprintf("%ds", o.Timeout)},
-		"lifeCycle":          map[string]any{"requestAcceptGraceTimeout": fmt.Sprintf("%ds", traefikAcceptGrace), "graceTimeOut": fmt.Sprintf("%ds", o.Timeout)},
-	}
-	web := map[string]any{"transport": rt}
-	websecure := map[string]any{"transport": rt}
-	if len(o.TrustedIPs) > 0 {
-		// A load balancer in front of Traefik that sends PROXY protocol or X-Forwarded-For.
-		ips := make([]any, len(o.TrustedIPs))
-		for i, ip := range o.TrustedIPs {
-			ips[i] = ip
-		}
-		for _, p := range []map[string]any{web, websecure} {
-			p["forwardedHeaders"] = map[string]any{"trustedIPs": ips}
-			p["proxyProtocol"] = map[string]any{"trustedIPs": ips}
-		}
-	}
-	ports := map[string]any{"web": web, "websecure": websecure}
-	deployment := map[string]any{"terminationGracePeriodSeconds": traefikAcceptGrace + o.Timeout + 5}
-	vals := map[string]any{
-		"deployment":   deployment,
-		"image":        map[string]any{"registry": reg, "repository": repo, "tag": tag},
-		"ports":        ports,
-		"ingressClass": map[string]any{"enabled": true, "name": o.Class, "isDefaultClass": false},
-		"providers": map[string]any{
-			"kubernetesIngress": map[string]any{"ingressClass": o.Class},
-			"kubernetesCRD":     map[string]any{"enabled": true, "allowCrossNamespace": true},
-			// The chart's own switch: only with it does its ClusterRole let Traefik read
-			// Knative's ingresses and update their status.
-			"knative": map[string]any{"enabled": true},
-		},
-		"experimental": map[string]any{"knative": true},
-	}
-	if !o.HostNetwork {
-		// The chart's Service type lives under service.spec (a service.type is ignored).
-		vals["service"] = map[string]any{"spec": map[string]any{"type": "LoadBalancer"}}
-		return vals
-	}
-	// Traefik listens on the nodes' ports 80 and 443 itself; its other ports move off the
-	// ones node-exporter (9100) and common node agents (8080) take on the host.
-	web["port"], websecure["port"] = 80, 443
-	ports["traefik"] = map[string]any{"port": 9080}
-	ports["metrics"] = map[string]any{"port": 9101}
-	deployment["kind"] = "DaemonSet"
-	vals["hostNetwork"] = true
-	vals["service"] = map[string]any{"spec": map[string]any{"type": "ClusterIP"}}
-	// Binding ports below 1024 needs NET_BIND_SERVICE in effect: as root, with every other
-	// capability dropped.
-	vals["securityContext"] = map[string]any{"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
-		"capabilities": map[string]any{"drop": []any{"ALL"}, "add": []any{"NET_BIND_SERVICE"}}}
-	vals["podSecurityContext"] = map[string]any{"runAsUser": 0, "runAsGroup": 0, "runAsNonRoot": false,
-		"seccompProfile": map[string]any{"type": "RuntimeDefault"}}
-	// Two pods of one node cannot both bind its ports: replace them one node at a time.
-	vals["updateStrategy"] = map[string]any{"type": "RollingUpdate", "rollingUpdate": map[string]any{"maxUnavailable": 1, "maxSurge": 0}}
-	return vals
-}
-
-// OperatorValues are the Knative Operator chart's values (its defaults).
-func OperatorValues() map[string]any { return map[string]any{} }

@@ -3,7 +3,7 @@ package web
 import (
 	"github.com/gofiber/fiber/v2"
 
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/knative"
 	"runr.dev/console/store"
 )
 
@@ -196,13 +196,13 @@ func (s *Server) regionAPIRoutes() []Route {
 		{Method: post, Path: "/api/knative-regions/:id/test-registry", Perm: store.PermRegistryManage, Handler: h.APITestRegistry},
 		{Method: post, Path: "/api/knative-regions/:id/registry/rolling-restart", Perm: store.PermRegistryManage, Handler: h.APIRollingRestart},
 		{Method: get, Path: "/api/knative-regions/:id/compatible-versions", Perm: store.PermRegionsView, Handler: h.APICompatibleVersions},
-		{Method: post, Path: "/api/knative-regions/:id/install-operator", Perm: store.PermRegionsManage, Handler: h.KnativeAction(ops.KindInstallOperator)},
-		{Method: post, Path: "/api/knative-regions/:id/install-serving", Perm: store.PermRegionsManage, Handler: h.KnativeAction(ops.KindInstallServing)},
-		{Method: post, Path: "/api/knative-regions/:id/install-knative", Perm: store.PermRegionsManage, Handler: h.KnativeAction(ops.KindInstallKnative)},
-		{Method: post, Path: "/api/knative-regions/:id/upgrade", Perm: store.PermRegionsManage, Handler: h.KnativeAction(ops.KindUpgradeServing)},
-		{Method: post, Path: "/api/knative-regions/:id/uninstall-serving", Perm: store.PermRegionsManage, Handler: h.KnativeAction(ops.KindUninstallServing)},
-		{Method: post, Path: "/api/knative-regions/:id/uninstall-operator", Perm: store.PermRegionsManage, Handler: h.KnativeAction(ops.KindUninstallOperator)},
-		{Method: post, Path: "/api/knative-regions/:id/uninstall-knative", Perm: store.PermRegionsManage, Handler: h.KnativeAction(ops.KindUninstallKnative)},
+		{Method: post, Path: "/api/knative-regions/:id/install-operator", Perm: store.PermRegionsManage, Handler: h.KnativeAction(knative.KindInstallOperator)},
+		{Method: post, Path: "/api/knative-regions/:id/install-serving", Perm: store.PermRegionsManage, Handler: h.KnativeAction(knative.KindInstallServing)},
+		{Method: post, Path: "/api/knative-regions/:id/install-knative", Perm: store.PermRegionsManage, Handler: h.KnativeAction(knative.KindInstallKnative)},
+		{Method: post, Path: "/api/knative-regions/:id/upgrade", Perm: store.PermRegionsManage, Handler: h.KnativeAction(knative.KindUpgradeServing)},
+		{Method: post, Path: "/api/knative-regions/:id/uninstall-serving", Perm: store.PermRegionsManage, Handler: h.KnativeAction(knative.KindUninstallServing)},
+		{Method: post, Path: "/api/knative-regions/:id/uninstall-operator", Perm: store.PermRegionsManage, Handler: h.KnativeAction(knative.KindUninstallOperator)},
+		{Method: post, Path: "/api/knative-regions/:id/uninstall-knative", Perm: store.PermRegionsManage, Handler: h.KnativeAction(knative.KindUninstallKnative)},
 		{Method: post, Path: "/api/knative-regions/:id/redis", Perm: store.PermRegionsManage, Handler: h.APISetRedis},
 		{Method: del, Path: "/api/knative-regions/:id/redis", Perm: store.PermRegionsManage, Handler: h.APIDeleteRedis},
 		{Method: post, Path: "/api/knative-regions/:id/test-redis", Perm: store.PermRegionsManage, Handler: h.APITestRedis},

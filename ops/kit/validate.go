@@ -79,3 +79,19 @@ func parseLeaf(certPEM string) (*x509.Certificate, error) {
 	}
 	return x509.ParseCertificate(b.Bytes)
 }
+
+var regionNameRe = regexp.MustCompile(`^[a-z]([a-z0-9-]*[a-z0-9])?$`)
+
+// ValidateRegionName checks the spec's rule: lowercase letters, digits and hyphens,
+// starting with a letter and ending with a letter or digit, at most 63 characters.
+func ValidateRegionName(name string) string {
+	switch {
+	case name == "":
+		return "Give the region a name, such as eu-2."
+	case len(name) > 63:
+		return "Use at most 63 characters."
+	case !regionNameRe.MatchString(name):
+		return "Use lowercase letters, digits and hyphens; start with a letter and end with a letter or digit."
+	}
+	return ""
+}

@@ -1,4 +1,4 @@
-package ops
+package knative
 
 import (
 	"context"
@@ -9,13 +9,13 @@ import (
 	"runr.dev/console/store"
 )
 
-// KnativeCompat is the one table of Knative minor versions and the oldest Kubernetes
+// Compat is the one table of Knative minor versions and the oldest Kubernetes
 // minor each needs. The spec's table was lost; 1.16–1.20 are what its text implies (a
 // 1.32 cluster is offered 1.20 down to 1.16; design.md). 1.21–1.23 take their minimum
 // from knative.dev/pkg's DefaultKubernetesMinVersion as vendored by the operator
 // release of that minor (knative/operator knative-v1.21.4: v1.33.0, knative-v1.22.3 and
 // knative-v1.23.0: v1.34.0).
-var KnativeCompat = []struct {
+var Compat = []struct {
 	Knative string
 	MinK8s  int
 }{
@@ -59,9 +59,9 @@ func ServingRelease(operatorChart string) string {
 // maxOffered is how many Knative versions a cluster is offered.
 const maxOffered = 5
 
-// KnativeVersion is a Knative minor a cluster may install: the operator chart that
+// Version is a Knative minor a cluster may install: the operator chart that
 // installs it and the Serving release that operator really ships.
-type KnativeVersion struct {
+type Version struct {
 	// Version is the minor offered and the KnativeServing's spec.version (e.g. "1.20"):
 	// the operator then installs its newest patch of that minor.
 	Version string `json:"version"`
@@ -94,7 +94,7 @@ func minorNumber(v string) int {
 // CompatibleVersions returns up to five of the newest Knative minors that a cluster of
 // Kubernetes minor k8sMinor supports and that the operator chart repository has, newest
 // first; the first is preselected.
-func (s *Service) CompatibleVersions(ctx context.Context, k8sMinor int) ([]KnativeVersion, error) {
+func (s *Service) CompatibleVersions(ctx context.Context, k8sMinor int) ([]Version, error) {
 	charts, err := s.Charts.Versions(ctx, ChartKnativeOperator)
 	if err != nil {
 		return nil, err
@@ -106,8 +106,8 @@ func (s *Service) CompatibleVersions(ctx context.Context, k8sMinor int) ([]Knati
 			newestChart[m] = strings.TrimPrefix(v, "v")
 		}
 	}
-	var out []KnativeVersion
-	for _, row := range KnativeCompat {
+	var out []Version
+	for _, row := range Compat {
 		if row.MinK8s > k8sMinor {
 			continue
 		}
@@ -115,7 +115,7 @@ func (s *Service) CompatibleVersions(ctx context.Context, k8sMinor int) ([]Knati
 		if !ok {
 			continue
 		}
-		out = append(out, KnativeVersion{Version: row.Knative, Minor: row.Knative, ChartVersion: cv, ServingVersion: ServingRelease(cv)})
+		out = append(out, Version{Version: row.Knative, Minor: row.Knative, ChartVersion: cv, ServingVersion: ServingRelease(cv)})
 		if len(out) == maxOffered {
 			break
 		}
@@ -128,7 +128,7 @@ func (s *Service) CompatibleVersions(ctx context.Context, k8sMinor int) ([]Knati
 
 // NextMinor returns the version one minor above current that the cluster supports, or an
 // error that says why there is none.
-func (s *Service) NextMinor(ctx context.Context, current string, k8sMinor int) (*KnativeVersion, error) {
+func (s *Service) NextMinor(ctx context.Context, current string, k8sMinor int) (*Version, error) {
 	vs, err := s.CompatibleVersions(ctx, k8sMinor)
 	if err != nil {
 		return nil, err
@@ -154,18 +154,18 @@ func K8sMinor(r *store.Region) int {
 }
 
 // RegionVersions returns the Knative versions offered to a region's cluster.
-func (s *Service) RegionVersions(ctx context.Context, r *store.Region) ([]KnativeVersion, error) {
+func (s *Service) RegionVersions(ctx context.Context, r *store.Region) ([]Version, error) {
 	return s.CompatibleVersions(ctx, K8sMinor(r))
 }
 
 // RegionNextVersion returns the Knative version a region's Serving upgrades to.
-func (s *Service) RegionNextVersion(ctx context.Context, r *store.Region) (*KnativeVersion, error) {
+func (s *Service) RegionNextVersion(ctx context.Context, r *store.Region) (*Version, error) {
 	return s.NextMinor(ctx, r.KnativeVersion, K8sMinor(r))
 }
 
 // resolveVersion maps "1.20" (or a release of it, "1.20.3") to an offered minor; ""
 // picks the newest. The string says why none fits.
-func resolveVersion(vs []KnativeVersion, want string) (*KnativeVersion, string) {
+func resolveVersion(vs []Version, want string) (*Version, string) {
 	if len(vs) == 0 {
 		return nil, "No Knative version is offered for this cluster (its Kubernetes, or the operator chart repository)."
 	}

@@ -1,4 +1,4 @@
-package ops
+package knative
 
 import (
 	"context"
@@ -35,9 +35,9 @@ func TraefikTimeout(regions []store.Region) int {
 	return max(longest+10, 120)
 }
 
-// traefikClass picks the IngressClass: traefik, unless an IngressClass traefik belongs
+// IngressClassOf picks the IngressClass: traefik, unless an IngressClass traefik belongs
 // to another Traefik (k3s's own, say), which is then left alone.
-func traefikClass(ctx context.Context, c *kube.Cluster, servingNS string) (string, error) {
+func IngressClassOf(ctx context.Context, c *kube.Cluster, servingNS string) (string, error) {
 	ic, err := c.Clientset.NetworkingV1().IngressClasses().Get(ctx, TraefikClass, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return TraefikClass, nil
@@ -51,7 +51,8 @@ func traefikClass(ctx context.Context, c *kube.Cluster, servingNS string) (strin
 	return TraefikFallbackClass, nil
 }
 
-func splitImage(img string) (registry, repo, tag string) {
+// SplitImage splits an image reference into its registry, repository and tag.
+func SplitImage(img string) (registry, repo, tag string) {
 	tag = ""
 	if i := strings.LastIndex(img, ":"); i > strings.LastIndex(img, "/") {
 		img, tag = img[:i], img[i+1:]
@@ -95,14 +96,14 @@ const (
 	IngressHostNetwork = "host_network"
 )
 
-// traefikValues are the region Traefik's Helm values for the cluster's regions.
-func (s *Service) traefikValues(class, mode string, regions []store.Region) map[string]any {
+// RegionTraefikValues are the region Traefik's Helm values for the cluster's regions.
+func (s *Service) RegionTraefikValues(class, mode string, regions []store.Region) map[string]any {
 	return TraefikValues(TraefikOptions{Image: s.Cfg.TraefikImage, Class: class, Timeout: TraefikTimeout(regions),
 		TrustedIPs: TrustedIPs(regions), HostNetwork: mode == IngressHostNetwork})
 }
 
-// releaseIngressMode reads how a deployed Traefik release is reached, from its own values.
-func releaseIngressMode(rel *release.Release) string {
+// ReleaseIngressMode reads how a deployed Traefik release is reached, from its own values.
+func ReleaseIngressMode(rel *release.Release) string {
 	if rel != nil && rel.Config["hostNetwork"] == true {
 		return IngressHostNetwork
 	}
@@ -117,7 +118,7 @@ var ErrNoLoadBalancer = errors.New("the cluster gave Traefik's LoadBalancer Serv
 // Knative's ingresses, and returns its external address.
 func (s *Service) installTraefik(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region, mode string) (string, error) {
 	ns := r.ServingNamespace
-	class, err := traefikClass(ctx, c, ns)
+	class, err := IngressClassOf(ctx, c, ns)
 	if err != nil {
 		return "", err
 	}
@@ -129,7 +130,7 @@ func (s *Service) installTraefik(ctx context.Context, jc *engine.JobContext, c *
 		return "", err
 	}
 	if mode == "" {
-		mode = releaseIngressMode(prev)
+		mode = ReleaseIngressMode(prev)
 	}
 	regions, err := s.Store.RegionsOnCluster(ctx, r.ClusterKey)
 	if err != nil {
@@ -140,7 +141,7 @@ func (s *Service) installTraefik(ctx context.Context, jc *engine.JobContext, c *
 	if _, err := kit.EnsureNamespace(ctx, jc, c, ns, nil); err != nil {
 		return "", err
 	}
-	rel, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: ns, Name: kit.TraefikRelease, Chart: ChartTraefik, Values: s.traefikValues(class, mode, regions)})
+	rel, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: ns, Name: kit.TraefikRelease, Chart: ChartTraefik, Values: s.RegionTraefikValues(class, mode, regions)})
 	if err != nil {
 		return "", err
 	}
@@ -220,7 +221,7 @@ func TraefikKnativeAccess(ctx context.Context, c *kube.Cluster, ns string) (stri
 
 // UpdateTraefikTimeouts moves the region Traefik's entry point timeouts to the longest
 // request_timeout of the cluster's regions (a Helm upgrade; its pods roll once).
-func (s *Service) updateTraefikTimeouts(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
+func (s *Service) UpdateTraefikTimeouts(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
 	rel, err := helm.Status(c, r.ServingNamespace, kit.TraefikRelease)
 	if err != nil {
 		return err
@@ -234,12 +235,12 @@ func (s *Service) updateTraefikTimeouts(ctx context.Context, jc *engine.JobConte
 		return err
 	}
 	timeout := TraefikTimeout(regions)
-	class, err := traefikClass(ctx, c, r.ServingNamespace)
+	class, err := IngressClassOf(ctx, c, r.ServingNamespace)
 	if err != nil {
 		return err
 	}
 	nr, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: r.ServingNamespace, Name: kit.TraefikRelease, Chart: ChartTraefik,
-		Values: s.traefikValues(class, releaseIngressMode(rel), regions)})
+		Values: s.RegionTraefikValues(class, ReleaseIngressMode(rel), regions)})
 	if err != nil {
 		return err
 	}
@@ -255,7 +256,7 @@ func (s *Service) updateTraefikTimeouts(ctx context.Context, jc *engine.JobConte
 // its internal one (the first node by name, so the answer is stable).
 func HostNetworkAddress(c *kube.Cluster, ns string, addr *string) kube.Cond {
 	return func(ctx context.Context) (bool, string, error) {
-		a, err := hostNetworkAddress(ctx, c, ns)
+		a, err := ReadHostNetworkAddress(ctx, c, ns)
 		if err != nil || a == "" {
 			return false, "no ready Traefik pod on a node with an address yet", err
 		}
@@ -264,7 +265,8 @@ func HostNetworkAddress(c *kube.Cluster, ns string, addr *string) kube.Cond {
 	}
 }
 
-func hostNetworkAddress(ctx context.Context, c *kube.Cluster, ns string) (string, error) {
+// ReadHostNetworkAddress is the address of a node running the host-network Traefik.
+func ReadHostNetworkAddress(ctx context.Context, c *kube.Cluster, ns string) (string, error) {
 	pods, err := c.Clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: TraefikPodSelector(ns)})
 	if err != nil {
 		return "", fmt.Errorf("list Traefik's pods in %s: %w", ns, err)

@@ -1,4 +1,4 @@
-package ops
+package knative
 
 import (
 	"context"
@@ -19,8 +19,10 @@ import (
 	"runr.dev/console/kube"
 	"runr.dev/console/ops/domains"
 	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/ops/registry"
+	"runr.dev/console/ops/statusblock"
 	"runr.dev/console/store"
 )
 
@@ -34,14 +36,15 @@ const (
 	MaxRevisionTimeoutDefault = 600
 )
 
-// Job kinds of Knative's lifecycle (install-operator and install-serving are in setup.go).
+// Job kinds of Knative's lifecycle.
 const (
-	KindInstallKnative     = "install-knative"
-	KindUpgradeServing     = "upgrade-serving"
-	KindUninstallServing   = "uninstall-serving"
-	KindUninstallOperator  = "uninstall-operator"
-	KindUninstallKnative   = "uninstall-knative"
-	KindApplyRegionSetting = "apply-settings"
+	KindInstallOperator   = "install-operator"
+	KindInstallServing    = "install-serving"
+	KindInstallKnative    = "install-knative"
+	KindUpgradeServing    = "upgrade-serving"
+	KindUninstallServing  = "uninstall-serving"
+	KindUninstallOperator = "uninstall-operator"
+	KindUninstallKnative  = "uninstall-knative"
 )
 
 // OperatorParams are the fields of an operator install.
@@ -145,10 +148,11 @@ func servingReported(ctx context.Context, c *kube.Cluster, ns string) (string, e
 	if !found {
 		return "", fmt.Errorf("KnativeServing %s/%s is gone", ns, kit.KnativeServingName)
 	}
-	return servingVersion(o), nil
+	return ServingVersion(o), nil
 }
 
-func servingVersion(o *unstructured.Unstructured) string {
+// ServingVersion is the version a KnativeServing reports.
+func ServingVersion(o *unstructured.Unstructured) string {
 	v, _, _ := unstructured.NestedString(o.Object, "status", "version")
 	return v
 }
@@ -161,7 +165,7 @@ func ServingReadyAt(c *kube.Cluster, ns, version string) kube.Cond {
 			return false, "not created yet", err
 		}
 		ready, msg := kube.ReadyCondition(o)
-		got := servingVersion(o)
+		got := ServingVersion(o)
 		if ready && MinorOf(got) == MinorOf(version) {
 			return true, "Ready at " + got, nil
 		}
@@ -197,15 +201,15 @@ func (s *Service) adoptServing(ctx context.Context, jc *engine.JobContext, c *ku
 	if err != nil || ks == nil {
 		return false, err
 	}
-	if err := s.Store.UpdateServing(ctx, r.ID, store.ServingUpdate{Status: store.Ptr(store.ComponentReady), Namespace: store.Ptr(ks.GetNamespace()), Version: store.Ptr(servingVersion(ks)), Adopted: store.Ptr(true), Message: store.Ptr("")}); err != nil {
+	if err := s.Store.UpdateServing(ctx, r.ID, store.ServingUpdate{Status: store.Ptr(store.ComponentReady), Namespace: store.Ptr(ks.GetNamespace()), Version: store.Ptr(ServingVersion(ks)), Adopted: store.Ptr(true), Message: store.Ptr("")}); err != nil {
 		return false, err
 	}
-	jc.Logf("Adopted the Ready KnativeServing %s/%s (Knative %s)", ks.GetNamespace(), ks.GetName(), servingVersion(ks))
+	jc.Logf("Adopted the Ready KnativeServing %s/%s (Knative %s)", ks.GetNamespace(), ks.GetName(), ServingVersion(ks))
 	return true, nil
 }
 
-// defaultVersion picks the newest compatible Knative version of the region's cluster.
-func (s *Service) defaultVersion(ctx context.Context, c *kube.Cluster) (*KnativeVersion, error) {
+// DefaultVersion picks the newest compatible Knative version of the region's cluster.
+func (s *Service) DefaultVersion(ctx context.Context, c *kube.Cluster) (*Version, error) {
 	v, err := c.ServerVersion(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read the cluster's version: %w", err)
@@ -220,9 +224,9 @@ func (s *Service) defaultVersion(ctx context.Context, c *kube.Cluster) (*Knative
 	return &vs[0], nil
 }
 
-// chartFor returns the offered Knative minor of a version: its operator chart and the
+// ChartFor returns the offered Knative minor of a version: its operator chart and the
 // Serving release that chart installs.
-func (s *Service) chartFor(ctx context.Context, c *kube.Cluster, version string) (*KnativeVersion, error) {
+func (s *Service) ChartFor(ctx context.Context, c *kube.Cluster, version string) (*Version, error) {
 	v, err := c.ServerVersion(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read the cluster's version: %w", err)
@@ -239,7 +243,8 @@ func (s *Service) chartFor(ctx context.Context, c *kube.Cluster, version string)
 	return nil, fmt.Errorf("Knative %s is not offered for Kubernetes %s (see compatible-versions)", MinorOf(version), v.GitVersion)
 }
 
-func (s *Service) operatorSteps(p OperatorParams) []engine.Step {
+// OperatorSteps are the steps of a Knative Operator install.
+func (s *Service) OperatorSteps(p OperatorParams) []engine.Step {
 	return []engine.Step{
 		{Name: "adopt", Title: "Adopt a running operator", Run: s.operatorAdopt},
 		{Name: "crds", Title: "Knative Serving CRDs", Run: s.operatorCrds(p)},
@@ -290,7 +295,7 @@ func (s *Service) operatorCrds(p OperatorParams) func(ctx context.Context, jc *e
 		if err != nil {
 			return err
 		}
-		kv, err := s.chartFor(ctx, c, ver)
+		kv, err := s.ChartFor(ctx, c, ver)
 		if err != nil {
 			return err
 		}
@@ -312,7 +317,7 @@ func (s *Service) operatorOperator(p OperatorParams) func(ctx context.Context, j
 		if err != nil {
 			return err
 		}
-		kv, err := s.chartFor(ctx, c, ver)
+		kv, err := s.ChartFor(ctx, c, ver)
 		if err != nil {
 			return err
 		}
@@ -353,7 +358,7 @@ func (s *Service) operatorVersion(ctx context.Context, c *kube.Cluster, p Operat
 	if p.Version != "" {
 		return MinorOf(p.Version), nil
 	}
-	v, err := s.defaultVersion(ctx, c)
+	v, err := s.DefaultVersion(ctx, c)
 	if err != nil {
 		return "", err
 	}
@@ -398,10 +403,10 @@ var knativeTagResolutionSkipped = []string{"kind.local", "ko.local", "dev.local"
 // knativeSkipKey is the KnativeServing's config-deployment key of those registries.
 const knativeSkipKey = "registries-skipping-tag-resolving"
 
-// enableKnativeFeatures turns the features projects use on in a KnativeServing that lacks
+// EnableFeatures turns the features projects use on in a KnativeServing that lacks
 // them (one adopted, or installed by an older console), and adds the internal registry to
 // the registries whose tags are not resolved (keeping those already listed).
-func enableKnativeFeatures(ctx context.Context, c *kube.Cluster, ns string) error {
+func EnableFeatures(ctx context.Context, c *kube.Cluster, ns string) error {
 	cfg := map[string]any{"features": knativeFeatures}
 	o, found, err := c.Get(ctx, kube.GVKKnativeServing, ns, kit.KnativeServingName)
 	if err != nil {
@@ -453,7 +458,7 @@ func knativeServingObject(ns, version string, maxTimeout int, registry map[strin
 	}
 	if registry != nil {
 		spec["registry"] = registry
-		cfg["deployment"].(map[string]any)[knativeQueueKey] = queueSidecarImage(registry)
+		cfg["deployment"].(map[string]any)[QueueKey] = QueueSidecarImage(registry)
 	}
 	return map[string]any{
 		"apiVersion": "operator.knative.dev/v1beta1", "kind": "KnativeServing",
@@ -473,9 +478,9 @@ func FunctionDomain(r *store.Region, base string) string {
 	return r.Name + "." + base
 }
 
-// raiseMaxRevisionTimeout raises Knative's max-revision-timeout-seconds to the longest
+// RaiseMaxRevisionTimeout raises Knative's max-revision-timeout-seconds to the longest
 // request_timeout above 600 s; it is never lowered.
-func raiseMaxRevisionTimeout(ctx context.Context, c *kube.Cluster, ns string, want int) (bool, error) {
+func RaiseMaxRevisionTimeout(ctx context.Context, c *kube.Cluster, ns string, want int) (bool, error) {
 	if want <= MaxRevisionTimeoutDefault {
 		return false, nil
 	}
@@ -491,11 +496,11 @@ func raiseMaxRevisionTimeout(ctx context.Context, c *kube.Cluster, ns string, wa
 		"defaults": map[string]any{"max-revision-timeout-seconds": strconv.Itoa(want)}}}})
 }
 
-// waitServingApplied waits until the Knative Operator has applied the KnativeServing's
+// WaitServingApplied waits until the Knative Operator has applied the KnativeServing's
 // spec as it is now (status.observedGeneration reaches its generation, and it is Ready):
 // a change of spec.config is in Knative's ConfigMaps only then, and Serving's webhook
 // judges a function's deploy by them.
-func waitServingApplied(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, ns, what string) error {
+func WaitServingApplied(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, ns, what string) error {
 	o, found, err := c.Get(ctx, kube.GVKKnativeServing, ns, kit.KnativeServingName)
 	if err != nil || !found {
 		return err
@@ -516,7 +521,8 @@ func waitServingApplied(ctx context.Context, jc *engine.JobContext, c *kube.Clus
 		})
 }
 
-func longestTimeout(regions []store.Region) int {
+// LongestTimeout is the longest request_timeout of the regions, in seconds.
+func LongestTimeout(regions []store.Region) int {
 	n := 0
 	for _, r := range regions {
 		n = max(n, r.Settings.V.RequestTimeout)
@@ -524,7 +530,8 @@ func longestTimeout(regions []store.Region) int {
 	return n
 }
 
-func (s *Service) servingSteps(p ServingParams) []engine.Step {
+// ServingSteps are the steps of a Knative Serving install.
+func (s *Service) ServingSteps(p ServingParams) []engine.Step {
 	withRegion := func(f func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error) func(context.Context, *engine.JobContext) error {
 		return func(ctx context.Context, jc *engine.JobContext) error {
 			r, c, err := s.RegionAndCluster(ctx, jc)
@@ -575,8 +582,8 @@ func (s *Service) servingTraefik(p ServingParams) func(ctx context.Context, jc *
 	}
 }
 
-// servingAdopted reports a region whose Ready KnativeServing was adopted, not applied.
-func servingAdopted(r *store.Region) bool {
+// ServingAdopted reports a region whose Ready KnativeServing was adopted, not applied.
+func ServingAdopted(r *store.Region) bool {
 	return r.ServingAdopted && r.ServingStatus == store.ComponentReady
 }
 
@@ -587,7 +594,7 @@ func (s *Service) servingServing(p ServingParams) func(ctx context.Context, jc *
 		if err != nil {
 			return err
 		}
-		if servingAdopted(r) {
+		if ServingAdopted(r) {
 			jc.Note("The Ready KnativeServing %s/%s (Knative %s) is adopted", r.ServingNamespace, kit.KnativeServingName, r.KnativeVersion)
 			return nil
 		}
@@ -600,8 +607,8 @@ func (s *Service) servingServing(p ServingParams) func(ctx context.Context, jc *
 		if err != nil {
 			return err
 		}
-		registry := knativeRegistry(mirror, ServingRelease(r.OperatorVersion))
-		if _, err := c.ApplyObject(ctx, knativeServingObject(p.Namespace, minor, longestTimeout(regions), registry)); err != nil {
+		registry := MirrorRegistry(mirror, ServingRelease(r.OperatorVersion))
+		if _, err := c.ApplyObject(ctx, knativeServingObject(p.Namespace, minor, LongestTimeout(regions), registry)); err != nil {
 			return err
 		}
 		if err := jc.Wait(ctx, fmt.Sprintf("KnativeServing %s/%s to be Ready at %s", p.Namespace, kit.KnativeServingName, minor), engine.WaitOpts{Hint: "check the Knative Operator's logs (namespace " + r.OperatorNamespace + ")"}, ServingReadyAt(c, p.Namespace, minor)); err != nil {
@@ -642,7 +649,7 @@ func (s *Service) servingAddress(ctx context.Context, jc *engine.JobContext, r *
 	if err != nil {
 		return err
 	}
-	addr, err := s.traefikAddress(ctx, jc, c, r.ServingNamespace, releaseIngressMode(rel))
+	addr, err := s.traefikAddress(ctx, jc, c, r.ServingNamespace, ReleaseIngressMode(rel))
 	if err != nil {
 		return err
 	}
@@ -652,17 +659,17 @@ func (s *Service) servingAddress(ctx context.Context, jc *engine.JobContext, r *
 
 // servingPrometheus is the step "prometheus" (Prometheus) of servingSteps.
 func (s *Service) servingPrometheus(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
-	return s.component(ctx, jc, r, "prometheus", func() error { return s.Observability.InstallPrometheus(ctx, jc, c, r) })
+	return s.Component(ctx, jc, r, "prometheus", func() error { return s.Observability.InstallPrometheus(ctx, jc, c, r) })
 }
 
 // servingLoki is the step "loki" (Loki) of servingSteps.
 func (s *Service) servingLoki(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
-	return s.component(ctx, jc, r, "loki", func() error { return s.Observability.InstallLoki(ctx, jc, c, r) })
+	return s.Component(ctx, jc, r, "loki", func() error { return s.Observability.InstallLoki(ctx, jc, c, r) })
 }
 
 // servingAgent is the step "agent" (runr-agent) of servingSteps.
 func (s *Service) servingAgent(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
-	return s.component(ctx, jc, r, "agent", func() error { return s.Observability.InstallAgent(ctx, jc, c, r) })
+	return s.Component(ctx, jc, r, "agent", func() error { return s.Observability.InstallAgent(ctx, jc, c, r) })
 }
 
 // servingTracing is the step "tracing" (Tracing backend) of servingSteps.
@@ -671,7 +678,7 @@ func (s *Service) servingTracing(ctx context.Context, jc *engine.JobContext, r *
 		jc.Logf("Tracing is off (RUNR_TRACING_DEFAULT_MODE=off): the tracing backend is not installed")
 		return nil
 	}
-	return s.component(ctx, jc, r, "tracing", func() error { return s.Observability.InstallTracing(ctx, jc, c) })
+	return s.Component(ctx, jc, r, "tracing", func() error { return s.Observability.InstallTracing(ctx, jc, c) })
 }
 
 // servingRecord is the step "record" (Record the region) of servingSteps.
@@ -697,8 +704,8 @@ func (s *Service) servingRecord(p ServingParams) func(ctx context.Context, jc *e
 	}
 }
 
-// component runs a component's install and records its state.
-func (s *Service) component(ctx context.Context, jc *engine.JobContext, r *store.Region, name string, install func() error) error {
+// Component runs a component's install and records its state.
+func (s *Service) Component(ctx context.Context, jc *engine.JobContext, r *store.Region, name string, install func() error) error {
 	err := install()
 	state := store.ComponentState{Status: store.ComponentReady}
 	switch {
@@ -763,7 +770,7 @@ func (s *Service) deleteKnativeServing(ctx context.Context, jc *engine.JobContex
 
 // traefikServesOthers reports whether Ingresses other than Knative's use the region Traefik.
 func traefikServesOthers(ctx context.Context, c *kube.Cluster, ns string) (int, error) {
-	class, err := traefikClass(ctx, c, ns)
+	class, err := IngressClassOf(ctx, c, ns)
 	if err != nil {
 		return 0, err
 	}
@@ -954,7 +961,7 @@ func (s *Service) upgradeOperator(p ServingParams) func(ctx context.Context, jc 
 			jc.Note("The operator was adopted without a Helm release: it is not moved")
 			return engine.ErrSkip
 		}
-		kv, err := s.chartFor(ctx, c, p.Version)
+		kv, err := s.ChartFor(ctx, c, p.Version)
 		if err != nil {
 			return err
 		}
@@ -983,7 +990,7 @@ func (s *Service) upgradeCrds(p ServingParams) func(ctx context.Context, jc *eng
 		if err != nil {
 			return err
 		}
-		kv, err := s.chartFor(ctx, c, p.Version)
+		kv, err := s.ChartFor(ctx, c, p.Version)
 		if err != nil {
 			return err
 		}
@@ -1034,7 +1041,7 @@ func (s *Service) upgradeReady(p ServingParams) func(ctx context.Context, jc *en
 	}
 }
 
-func (s *Service) registerKnativeKinds() {
+func (s *Service) registerKinds() {
 	servingFailed := func(ctx context.Context, jc *engine.JobContext, err error) {
 		if err != nil {
 			s.Record(s.Store.UpdateServing(ctx, jc.Job.Region(), store.ServingUpdate{Status: store.Ptr(store.ComponentError), Message: store.Ptr(err.Error())}))
@@ -1049,10 +1056,10 @@ func (s *Service) registerKnativeKinds() {
 		Operator OperatorParams `json:"operator"`
 		Serving  ServingParams  `json:"serving"`
 	}
-	s.Engine.Register(&engine.Kind{Name: KindInstallOperator, Finished: operatorFailed, Plan: engine.PlanWith(s.operatorSteps)})
-	s.Engine.Register(&engine.Kind{Name: KindInstallServing, Finished: servingFailed, Plan: engine.PlanWith(s.servingSteps)})
+	s.Engine.Register(&engine.Kind{Name: KindInstallOperator, Finished: operatorFailed, Plan: engine.PlanWith(s.OperatorSteps)})
+	s.Engine.Register(&engine.Kind{Name: KindInstallServing, Finished: servingFailed, Plan: engine.PlanWith(s.ServingSteps)})
 	s.Engine.Register(&engine.Kind{Name: KindInstallKnative, Finished: servingFailed, Plan: engine.PlanWith(func(p knativeParams) []engine.Step {
-		return append(s.operatorSteps(p.Operator), s.servingSteps(p.Serving)...)
+		return append(s.OperatorSteps(p.Operator), s.ServingSteps(p.Serving)...)
 	})})
 	s.Engine.Register(&engine.Kind{Name: KindUpgradeServing, Finished: servingFailed, Plan: engine.PlanWith(s.upgradeSteps)})
 	s.Engine.Register(&engine.Kind{Name: KindUninstallServing, Finished: servingFailed, Plan: engine.PlanWith(s.uninstallServingSteps)})
@@ -1064,9 +1071,9 @@ func (s *Service) registerKnativeKinds() {
 	})})
 }
 
-// KnativeInput is what a Knative install, upgrade or uninstall is given: the body of the
+// Input is what a Knative install, upgrade or uninstall is given: the body of the
 // Knative routes, and the Operator and Serving tabs' forms.
-type KnativeInput struct {
+type Input struct {
 	Version           string `json:"version"`
 	Namespace         string `json:"namespace"`
 	OperatorNamespace string `json:"operator_namespace"`
@@ -1075,14 +1082,14 @@ type KnativeInput struct {
 	IngressMode string `json:"ingress_mode"`
 }
 
-// knativeKinds are the Knative jobs, of which one runs on a region at a time.
-var knativeKinds = []string{KindInstallOperator, KindInstallServing, KindInstallKnative, KindUpgradeServing,
+// kinds are the Knative jobs, of which one runs on a region at a time.
+var kinds = []string{KindInstallOperator, KindInstallServing, KindInstallKnative, KindUpgradeServing,
 	KindUninstallServing, KindUninstallOperator, KindUninstallKnative}
 
-// EnqueueKnative checks and queues one of the Knative jobs of a region (kind is one of
-// knativeKinds): one runs at a time, and each needs its components in the right state.
-func (s *Service) EnqueueKnative(ctx context.Context, actor kit.Actor, r *store.Region, kind string, in KnativeInput) (*store.Job, error) {
-	if b, err := s.Busy(ctx, r.ID, knativeKinds...); err != nil {
+// Start checks and queues one of the Knative jobs of a region (kind is one of
+// kinds): one runs at a time, and each needs its components in the right state.
+func (s *Service) Start(ctx context.Context, actor kit.Actor, r *store.Region, kind string, in Input) (*store.Job, error) {
+	if b, err := s.Busy(ctx, r.ID, kinds...); err != nil {
 		return nil, err
 	} else if b {
 		return nil, &problem.Refused{Reason: "A Knative job of this region runs already; wait for it to finish."}
@@ -1114,7 +1121,7 @@ func (s *Service) EnqueueKnative(ctx context.Context, actor kit.Actor, r *store.
 
 // knativeVersion is the version a Knative job installs or upgrades to (nil for the
 // uninstalls): an offered one for an install, the next minor for an upgrade.
-func (s *Service) knativeVersion(ctx context.Context, r *store.Region, kind, want string) (*KnativeVersion, error) {
+func (s *Service) knativeVersion(ctx context.Context, r *store.Region, kind, want string) (*Version, error) {
 	switch kind {
 	case KindInstallOperator, KindInstallServing, KindInstallKnative, KindUpgradeServing:
 	default:
@@ -1147,7 +1154,7 @@ func (s *Service) knativeVersion(ctx context.Context, r *store.Region, kind, wan
 // knativeRequest is the job of a Knative kind with its title and parameters, or the
 // refusal of a component that is not in the state the kind needs. op and sv carry the
 // namespaces (and Serving's ingress mode) chosen.
-func knativeRequest(r *store.Region, kind string, in KnativeInput, op OperatorParams, sv ServingParams, ver *KnativeVersion) (engine.Request, error) {
+func knativeRequest(r *store.Region, kind string, in Input, op OperatorParams, sv ServingParams, ver *Version) (engine.Request, error) {
 	if ver != nil {
 		op.Version, sv.Version = ver.Version, ver.Version
 	}
@@ -1178,4 +1185,21 @@ func knativeRequest(r *store.Region, kind string, in KnativeInput, op OperatorPa
 		req.Title, req.Params = "Uninstall Knative of "+r.Name, ServingParams{Namespace: r.ServingNamespace, RemoveTraefik: in.RemoveTraefik}
 	}
 	return req, nil
+}
+
+// Service is Knative on a region's cluster: the operator, Serving and the region Traefik,
+// their installs, upgrades and removals.
+type Service struct {
+	*kit.Kit
+	// Observability is consulted for the parts a Serving install wires in.
+	Observability *observability.Service
+	// StatusBlock is applied once Serving answers.
+	StatusBlock *statusblock.Service
+}
+
+// New builds the Knative feature and registers its kinds of job.
+func New(k *kit.Kit, obs *observability.Service, block *statusblock.Service) *Service {
+	s := &Service{Kit: k, Observability: obs, StatusBlock: block}
+	s.registerKinds()
+	return s
 }
