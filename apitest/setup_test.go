@@ -260,7 +260,7 @@ func TestAddRegionChecksItsClusterOnce(t *testing.T) {
 	e := console(t, nil)
 	_, tok := e.User("owner")
 	before := apiReviews(t, c)
-	if chk, err := e.Kube.CheckCluster(context.Background(), "", c.Kubeconfig(), nil); err != nil || !chk.OK {
+	if chk, err := e.Kube.Preflight.Check(context.Background(), "", c.Kubeconfig(), nil); err != nil || !chk.OK {
 		t.Fatalf("a check: %v %+v", err, chk)
 	}
 	perCheck := apiReviews(t, c) - before

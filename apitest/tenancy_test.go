@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"runr.dev/console/config"
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/preflight"
 	"runr.dev/console/ops/tenancy"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
@@ -264,7 +264,7 @@ func TestTenancyQuotasAndAdmission(t *testing.T) {
 		before := tenancyState(t, e)
 		var ans struct{ Fields map[string]string }
 		st := e.JSON("POST", "/api/knative-regions/"+mv.region+"/migrate", mv.tok, map[string]any{"kubeconfig": string(mv.to.Kubeconfig())}, &ans)
-		if st != 422 || ans.Fields["kubeconfig"] != ops.OtherOwnerRefusal {
+		if st != 422 || ans.Fields["kubeconfig"] != preflight.OtherOwnerRefusal {
 			t.Fatalf("a move to another owner's cluster: %d %+v", st, ans)
 		}
 		if tenancyState(t, e) != before {
@@ -318,7 +318,7 @@ func refuseOtherOwner(t *testing.T, e *webtest.Env, tok string, c *testcluster.C
 		{"/api/knative-regions/check", map[string]any{"name": name, "kubeconfig": string(c.Kubeconfig())}},
 	} {
 		var ans struct{ Fields map[string]string }
-		if st := e.JSON("POST", call.path, tok, call.body, &ans); st != 422 || ans.Fields["kubeconfig"] != ops.OtherOwnerRefusal {
+		if st := e.JSON("POST", call.path, tok, call.body, &ans); st != 422 || ans.Fields["kubeconfig"] != preflight.OtherOwnerRefusal {
 			t.Fatalf("POST %s for %s on another owner's cluster: %d %+v", call.path, name, st, ans)
 		}
 	}

@@ -1,13 +1,13 @@
 package handlers
 
 import (
-	"runr.dev/console/ops"
 	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/preflight"
 	"runr.dev/console/views"
 )
 
 // checkReport is a cluster's connection checklist.
-func checkReport(r *ops.CheckResult) *views.CheckReport {
+func checkReport(r *preflight.Result) *views.CheckReport {
 	return &views.CheckReport{Items: checkItems(r.Items)}
 }
 
@@ -30,7 +30,7 @@ func workerOptions(nodes []kit.NodeInfo) []views.WorkerOption {
 }
 
 // storageClassOptions are the StorageClasses the wizard offers for the registry's volume.
-func storageClassOptions(classes []ops.StorageClassInfo) []views.StorageClassOption {
+func storageClassOptions(classes []preflight.StorageClassInfo) []views.StorageClassOption {
 	out := make([]views.StorageClassOption, len(classes))
 	for i, sc := range classes {
 		out[i] = views.StorageClassOption{Name: sc.Name, Default: sc.Default}

@@ -11,6 +11,7 @@ import (
 
 	"runr.dev/console/ops"
 	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/preflight"
 	"runr.dev/console/ops/registry"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
@@ -19,14 +20,14 @@ import (
 // SealedStep1 carries what step 1 found to step 2 without storing anything: it is
 // encrypted with the APP_KEY and posted back with the form.
 type SealedStep1 struct {
-	Name           string                 `json:"name"`
-	Kubeconfig     string                 `json:"kubeconfig"`
-	IsActive       bool                   `json:"is_active"`
-	Server         string                 `json:"server"`
-	Version        string                 `json:"version"`
-	Nodes          []kit.NodeInfo         `json:"nodes"`
-	StorageClasses []ops.StorageClassInfo `json:"storage_classes"`
-	ExpiresAt      time.Time              `json:"expires_at"`
+	Name           string                       `json:"name"`
+	Kubeconfig     string                       `json:"kubeconfig"`
+	IsActive       bool                         `json:"is_active"`
+	Server         string                       `json:"server"`
+	Version        string                       `json:"version"`
+	Nodes          []kit.NodeInfo               `json:"nodes"`
+	StorageClasses []preflight.StorageClassInfo `json:"storage_classes"`
+	ExpiresAt      time.Time                    `json:"expires_at"`
 	// RegionMode is a platform administrator's choice (Tenancy module; "": managed).
 	RegionMode store.RegionMode `json:"region_mode,omitempty"`
 }
@@ -233,7 +234,7 @@ func (h *Handlers) retryForm(c *fiber.Ctx, st *store.RegistrySetup, f views.Form
 	if err != nil {
 		return nil, err
 	}
-	chk, err := h.Ops.CheckCluster(ctx(c), "", []byte(sec.Kubeconfig), nil)
+	chk, err := h.Ops.Preflight.Check(ctx(c), "", []byte(sec.Kubeconfig), nil)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"runr.dev/console/ops/knative"
 	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/observability"
+	"runr.dev/console/ops/preflight"
 	"runr.dev/console/ops/projects"
 	"runr.dev/console/ops/redis"
 	"runr.dev/console/ops/registry"
@@ -19,6 +20,7 @@ import (
 // registerKinds builds the features, each registering its own kinds of job (the ones
 // others depend on first), then registers the kinds of the use cases that stay in ops.
 func (s *Service) registerKinds() {
+	s.Preflight = &preflight.Service{Kit: s.Kit}
 	s.Registry = registry.New(s.Kit)
 	s.Observability = &observability.Service{Kit: s.Kit}
 	s.Redis = redis.New(s.Kit)

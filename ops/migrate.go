@@ -14,6 +14,7 @@ import (
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/knative"
 	"runr.dev/console/ops/nodes"
+	"runr.dev/console/ops/preflight"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/ops/registry"
 	"runr.dev/console/store"
@@ -85,17 +86,17 @@ func (s *Service) movePending(ctx context.Context, jc *engine.JobContext) error 
 		jc.Note("Already switched to the new cluster")
 		return nil
 	}
-	chk, err := s.CheckCluster(ctx, "", []byte(jc.Secret), nil)
+	chk, err := s.Preflight.Check(ctx, "", []byte(jc.Secret), nil)
 	if err != nil {
 		return err
 	}
 	if !chk.OK {
 		return fmt.Errorf("the new cluster cannot take the region: %s", chk.FirstFailure())
 	}
-	if owner, err := s.otherOwnerOn(ctx, chk.Server, r.Tenant(), r.ID); err != nil {
+	if owner, err := s.Preflight.OtherOwnerOn(ctx, chk.Server, r.Tenant(), r.ID); err != nil {
 		return err
 	} else if owner != nil {
-		return errors.New(OtherOwnerRefusal)
+		return errors.New(preflight.OtherOwnerRefusal)
 	}
 	had := migrationHad{Serving: r.ServingStatus == store.ComponentReady, Version: r.KnativeVersion, Registry: r.RegistryMode == store.RegistryInternal && r.RegistryStatus == store.ComponentReady,
 		Redis: r.RedisMode == store.RedisManaged, TLS: r.FunctionTLSCert != ""}
@@ -462,10 +463,10 @@ func (s *Service) StartMigration(ctx context.Context, actor kit.Actor, r *store.
 	if err != nil {
 		return nil, &problem.Refused{Field: "kubeconfig", Reason: err.Error()}
 	}
-	if owner, err := s.otherOwnerOn(ctx, kc.Server, r.Tenant(), r.ID); err != nil {
+	if owner, err := s.Preflight.OtherOwnerOn(ctx, kc.Server, r.Tenant(), r.ID); err != nil {
 		return nil, err
 	} else if owner != nil {
-		return nil, &problem.Refused{Field: "kubeconfig", Reason: OtherOwnerRefusal}
+		return nil, &problem.Refused{Field: "kubeconfig", Reason: preflight.OtherOwnerRefusal}
 	}
 	j, err := s.Enqueue(ctx, engine.Request{Kind: KindMigrateRegion, Title: "Move region " + r.Name + " to another cluster",
 		Subject: r.ID, Secret: in.Kubeconfig, CreatedBy: actor.Email})

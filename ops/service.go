@@ -21,6 +21,7 @@ import (
 	"runr.dev/console/ops/knative"
 	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/observability"
+	"runr.dev/console/ops/preflight"
 	"runr.dev/console/ops/projects"
 	"runr.dev/console/ops/redis"
 	"runr.dev/console/ops/registry"
@@ -43,6 +44,8 @@ type Service struct {
 	// periodics run after every status sweep.
 	periodics []func(context.Context)
 
+	// Preflight checks clusters before regions go on them.
+	Preflight *preflight.Service
 	// Knative is the Knative Operator, Serving and the region Traefik.
 	Knative *knative.Service
 	// Registry is the region's image registry.

@@ -13,6 +13,7 @@ import (
 	"runr.dev/console/kube"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/nodes"
+	"runr.dev/console/ops/preflight"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/ops/redis"
 	"runr.dev/console/ops/registry"
@@ -45,7 +46,7 @@ type SetupSecret struct {
 }
 
 // NewRegionRecord builds the record of a new region from its fields and the check.
-func NewRegionRecord(p SetupParams, sec SetupSecret, chk *CheckResult) (*store.Region, string) {
+func NewRegionRecord(p SetupParams, sec SetupSecret, chk *preflight.Result) (*store.Region, string) {
 	agentToken := store.RandomToken("runr_agent_")
 	status := store.RegionActive
 	if !p.IsActive {
@@ -89,7 +90,7 @@ type setupRun struct {
 	p       SetupParams
 	sec     *SetupSecret
 	cluster *kube.Cluster
-	check   *CheckResult
+	check   *preflight.Result
 }
 
 // access is the job's cluster access and secret parameters.
@@ -113,7 +114,7 @@ func (run *setupRun) access(jc *engine.JobContext) (*kube.Cluster, SetupSecret, 
 
 // checked is the check of the job's cluster, through its access; a namespace of the
 // region's name that this setup created passes.
-func (run *setupRun) checked(ctx context.Context, jc *engine.JobContext) (*CheckResult, error) {
+func (run *setupRun) checked(ctx context.Context, jc *engine.JobContext) (*preflight.Result, error) {
 	if run.check != nil {
 		return run.check, nil
 	}
@@ -121,7 +122,7 @@ func (run *setupRun) checked(ctx context.Context, jc *engine.JobContext) (*Check
 	if err != nil {
 		return nil, err
 	}
-	chk, err := run.s.checkClusterWith(ctx, run.p.Name, []byte(sec.Kubeconfig), func(ns *corev1.Namespace) bool {
+	chk, err := run.s.Preflight.CheckWith(ctx, run.p.Name, []byte(sec.Kubeconfig), func(ns *corev1.Namespace) bool {
 		return ns.Labels["runr.dev/setup"] == jc.Job.ID
 	}, c)
 	if err != nil {
@@ -181,10 +182,10 @@ func (s *Service) setupConnect(run *setupRun) func(ctx context.Context, jc *engi
 		if !chk.OK {
 			return errors.New(chk.FirstFailure())
 		}
-		if owner, err := s.otherOwnerOn(ctx, chk.Server, jc.Job.Tenant(), jc.Job.Region()); err != nil {
+		if owner, err := s.Preflight.OtherOwnerOn(ctx, chk.Server, jc.Job.Tenant(), jc.Job.Region()); err != nil {
 			return err
 		} else if owner != nil {
-			return errors.New(OtherOwnerRefusal)
+			return errors.New(preflight.OtherOwnerRefusal)
 		}
 		jc.Note("Connected to %s (%s, %d nodes)", chk.Server, chk.Version, len(chk.Nodes))
 		return nil
@@ -430,7 +431,7 @@ type CheckInput struct {
 
 // CheckRegion checks a cluster for a region, creating nothing; the name is optional,
 // and checked when given.
-func (s *Service) CheckRegion(ctx context.Context, in CheckInput) (*CheckResult, error) {
+func (s *Service) CheckRegion(ctx context.Context, in CheckInput) (*preflight.Result, error) {
 	errs := map[string]string{}
 	if in.Name != "" {
 		if m := kit.ValidateRegionName(in.Name); m != "" {
@@ -442,7 +443,7 @@ func (s *Service) CheckRegion(ctx context.Context, in CheckInput) (*CheckResult,
 
 // CheckNewRegion is step 1 of the wizard: the name must be valid and free, and the
 // cluster is checked, creating nothing.
-func (s *Service) CheckNewRegion(ctx context.Context, in CheckInput) (*CheckResult, error) {
+func (s *Service) CheckNewRegion(ctx context.Context, in CheckInput) (*preflight.Result, error) {
 	errs := map[string]string{}
 	if m := kit.ValidateRegionName(in.Name); m != "" {
 		errs["name"] = m
@@ -455,15 +456,15 @@ func (s *Service) CheckNewRegion(ctx context.Context, in CheckInput) (*CheckResu
 }
 
 // checkNew checks the cluster of a kubeconfig once the fields have no errors.
-func (s *Service) checkNew(ctx context.Context, in CheckInput, errs map[string]string) (*CheckResult, error) {
-	owner, err := s.otherOwnerErrors(ctx, []byte(in.Kubeconfig), store.TenantOf(ctx), "")
+func (s *Service) checkNew(ctx context.Context, in CheckInput, errs map[string]string) (*preflight.Result, error) {
+	owner, err := s.Preflight.OtherOwnerErrors(ctx, []byte(in.Kubeconfig), store.TenantOf(ctx), "")
 	if err != nil {
 		return nil, err
 	}
 	if err := problem.FromFields(mergeErrs(errs, owner)); err != nil {
 		return nil, err
 	}
-	chk, err := s.CheckCluster(ctx, in.Name, []byte(in.Kubeconfig), nil)
+	chk, err := s.Preflight.Check(ctx, in.Name, []byte(in.Kubeconfig), nil)
 	if err != nil {
 		return nil, fmt.Errorf("check the cluster of %s: %w", in.Name, err)
 	}
@@ -478,32 +479,6 @@ func (s *Service) nameUse(ctx context.Context, name, exceptJob string) (region, 
 		return false, false, fmt.Errorf("region name %s: %w", name, err)
 	}
 	return region, setup && !region, nil
-}
-
-// OtherOwnerRefusal says why a region cannot go on a cluster that hosts another owner's
-// regions: the regions of one cluster share its agent, Knative Serving and tracing.
-const OtherOwnerRefusal = "This cluster already hosts regions of another owner (the platform or another tenant): the regions of one cluster share its agent, Knative Serving and tracing, so a cluster serves one owner. Use a cluster of your own."
-
-// otherOwnerErrors returns a field error on the kubeconfig when its cluster hosts a region
-// (other than exceptRegion) of an owner other than tenant ("" is the platform).
-func (s *Service) otherOwnerErrors(ctx context.Context, kubeconfig []byte, tenant, exceptRegion string) (map[string]string, error) {
-	kc, err := kube.ParseKubeconfig(kubeconfig)
-	if err != nil {
-		return map[string]string{"kubeconfig": err.Error()}, nil
-	}
-	return s.otherOwnerOn(ctx, kc.Server, tenant, exceptRegion)
-}
-
-// otherOwnerOn is otherOwnerErrors for a cluster known by its API server's address.
-func (s *Service) otherOwnerOn(ctx context.Context, server, tenant, exceptRegion string) (map[string]string, error) {
-	other, err := s.Store.ClusterHostsOtherOwner(ctx, kube.ClusterKey(server), tenant, exceptRegion)
-	if err != nil {
-		return nil, fmt.Errorf("owners of cluster %s: %w", server, err)
-	}
-	if other {
-		return map[string]string{"kubeconfig": OtherOwnerRefusal}, nil
-	}
-	return nil, nil
 }
 
 // actorFields applies to a new region what depends on who asks: the region mode (set by
@@ -535,7 +510,7 @@ func mergeErrs(errs, more map[string]string) map[string]string {
 // validateSetup checks a setup's fields, its name and its cluster: it returns the field
 // errors (nil when there are none) and the check (nil when the fields were wrong). The
 // kubeconfig becomes the one the check read.
-func (s *Service) validateSetup(ctx context.Context, in *SetupInput, exceptJob string) (*CheckResult, map[string]string, error) {
+func (s *Service) validateSetup(ctx context.Context, in *SetupInput, exceptJob string) (*preflight.Result, map[string]string, error) {
 	if errs := in.validate(); len(errs) > 0 {
 		return nil, errs, nil
 	}
@@ -548,7 +523,7 @@ func (s *Service) validateSetup(ctx context.Context, in *SetupInput, exceptJob s
 	case setup:
 		return nil, map[string]string{"name": "A setup of a region with this name is under way."}, nil
 	}
-	chk, err := s.CheckCluster(ctx, in.Name, []byte(in.Kubeconfig), nil)
+	chk, err := s.Preflight.Check(ctx, in.Name, []byte(in.Kubeconfig), nil)
 	if err != nil {
 		return nil, nil, fmt.Errorf("check the cluster of %s: %w", in.Name, err)
 	}
@@ -595,7 +570,7 @@ func (s *Service) StartCheckedSetup(ctx context.Context, actor kit.Actor, in Set
 // enqueueSetup queues a registry-setup job and records its setup. The name is checked
 // again under a lock on it: a replayed or doubled request never starts two setups of one name.
 func (s *Service) enqueueSetup(ctx context.Context, actor kit.Actor, in SetupInput) (*store.RegistrySetup, error) {
-	owner, err := s.otherOwnerErrors(ctx, []byte(in.Kubeconfig), actor.TenantID, "")
+	owner, err := s.Preflight.OtherOwnerErrors(ctx, []byte(in.Kubeconfig), actor.TenantID, "")
 	if err == nil {
 		err = problem.FromFields(owner)
 	}
@@ -772,7 +747,7 @@ func (s *Service) CreateRegion(ctx context.Context, actor kit.Actor, in RegionIn
 
 // validateNewRegion checks the region of CreateRegion with its cluster, and its registry
 // when one is given.
-func (s *Service) validateNewRegion(ctx context.Context, actor kit.Actor, setup *SetupInput, reg registry.Input) (*CheckResult, error) {
+func (s *Service) validateNewRegion(ctx context.Context, actor kit.Actor, setup *SetupInput, reg registry.Input) (*preflight.Result, error) {
 	mine := s.actorFields(actor, setup)
 	chk, errs, err := s.validateSetup(ctx, setup, "")
 	if err != nil {
@@ -780,7 +755,7 @@ func (s *Service) validateNewRegion(ctx context.Context, actor kit.Actor, setup 
 	}
 	errs = mergeErrs(errs, mine)
 	if chk != nil && chk.OK {
-		owner, err := s.otherOwnerOn(ctx, chk.Server, actor.TenantID, "")
+		owner, err := s.Preflight.OtherOwnerOn(ctx, chk.Server, actor.TenantID, "")
 		if err != nil {
 			return nil, err
 		}

@@ -9,6 +9,7 @@ import (
 	"runr.dev/console/imagemirror"
 	"runr.dev/console/kube"
 	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/preflight"
 	"runr.dev/console/ops/registry"
 	"runr.dev/console/store"
 )
@@ -68,7 +69,7 @@ func (in *SetupInput) validate() map[string]string {
 }
 
 // checkRefusal turns a failed cluster check into field errors.
-func checkRefusal(chk *CheckResult) map[string]string {
+func checkRefusal(chk *preflight.Result) map[string]string {
 	errs := map[string]string{}
 	for _, it := range chk.Items {
 		if it.Status != kit.CheckFail {

@@ -7,6 +7,7 @@ import (
 
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/nodes"
+	"runr.dev/console/ops/preflight"
 	"runr.dev/console/ops/registry"
 	"runr.dev/console/store"
 )
@@ -103,7 +104,7 @@ func TestNodesExistAndCheckRefusal(t *testing.T) {
 	if m := nodes.NodesExist([]string{"w3"}, found); m != `The cluster has no node "w3".` {
 		t.Fatal(m)
 	}
-	chk := &CheckResult{Items: []kit.CheckItem{
+	chk := &preflight.Result{Items: []kit.CheckItem{
 		{Key: "connect", Title: "Connection", Status: kit.CheckFail, Evidence: "refused"},
 		{Key: "namespace", Title: "Namespace", Status: kit.CheckFail, Evidence: "exists"},
 		{Key: "version", Title: "Version", Status: kit.CheckFail, Evidence: "too old"},

@@ -1,4 +1,4 @@
-package ops
+package preflight
 
 import (
 	"context"
@@ -22,8 +22,8 @@ type StorageClassInfo struct {
 	Default     bool   `json:"default"`
 }
 
-// CheckResult is what step 1 found out about a cluster. Nothing is created by a check.
-type CheckResult struct {
+// Result is what step 1 found out about a cluster. Nothing is created by a check.
+type Result struct {
 	OK             bool               `json:"ok"`
 	Items          []kit.CheckItem    `json:"checks"`
 	Server         string             `json:"server"`
@@ -36,7 +36,7 @@ type CheckResult struct {
 }
 
 // Item returns the checklist line of a key.
-func (r *CheckResult) Item(key string) *kit.CheckItem {
+func (r *Result) Item(key string) *kit.CheckItem {
 	for i := range r.Items {
 		if r.Items[i].Key == key {
 			return &r.Items[i]
@@ -46,7 +46,7 @@ func (r *CheckResult) Item(key string) *kit.CheckItem {
 }
 
 // FirstFailure returns the first failing line ("" when all pass).
-func (r *CheckResult) FirstFailure() string {
+func (r *Result) FirstFailure() string {
 	for _, it := range r.Items {
 		if it.Status == kit.CheckFail {
 			return it.Title + ": " + it.Evidence
@@ -55,25 +55,25 @@ func (r *CheckResult) FirstFailure() string {
 	return ""
 }
 
-func (r *CheckResult) add(key, title string, status kit.CheckStatus, evidence string, details ...string) {
+func (r *Result) add(key, title string, status kit.CheckStatus, evidence string, details ...string) {
 	r.Items = append(r.Items, kit.CheckItem{Key: key, Title: title, Status: status, Evidence: evidence, Details: details})
 	if status == kit.CheckFail {
 		r.OK = false
 	}
 }
 
-// CheckCluster connects with a kubeconfig and checks what step 1 of the wizard needs:
+// Check connects with a kubeconfig and checks what step 1 of the wizard needs:
 // the API answers, the version is new enough, the nodes, the StorageClasses, the
 // rights, and that no namespace of the region's name exists. allowNamespace lets a
 // namespace that the console's own setup created pass (a retried setup).
-func (s *Service) CheckCluster(ctx context.Context, name string, raw []byte, allowNamespace func(*corev1.Namespace) bool) (*CheckResult, error) {
-	return s.checkClusterWith(ctx, name, raw, allowNamespace, nil)
+func (s *Service) Check(ctx context.Context, name string, raw []byte, allowNamespace func(*corev1.Namespace) bool) (*Result, error) {
+	return s.CheckWith(ctx, name, raw, allowNamespace, nil)
 }
 
-// checkClusterWith is CheckCluster through the cluster access c of the same kubeconfig when
+// CheckWith is Check through the cluster access c of the same kubeconfig when
 // a job has one already (nil builds one for the check).
-func (s *Service) checkClusterWith(ctx context.Context, name string, raw []byte, allowNamespace func(*corev1.Namespace) bool, c *kube.Cluster) (*CheckResult, error) {
-	res := &CheckResult{OK: true}
+func (s *Service) CheckWith(ctx context.Context, name string, raw []byte, allowNamespace func(*corev1.Namespace) bool, c *kube.Cluster) (*Result, error) {
+	res := &Result{OK: true}
 	kc, err := kube.ParseKubeconfig(raw)
 	if err != nil {
 		res.add("kubeconfig", "Kubeconfig", kit.CheckFail, err.Error())
@@ -184,7 +184,7 @@ func explainConnectError(server string, err error) string {
 	return fmt.Sprintf("%s could not be reached: %s", server, msg)
 }
 
-func (s *Service) checkRights(ctx context.Context, c *kube.Cluster, res *CheckResult) {
+func (s *Service) checkRights(ctx context.Context, c *kube.Cluster, res *Result) {
 	sar := &authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{
 		ResourceAttributes: &authv1.ResourceAttributes{Verb: "*", Group: "*", Resource: "*"}}}
 	out, err := c.Clientset.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
@@ -198,7 +198,7 @@ func (s *Service) checkRights(ctx context.Context, c *kube.Cluster, res *CheckRe
 	}
 }
 
-func (s *Service) checkNodes(ctx context.Context, c *kube.Cluster, res *CheckResult) {
+func (s *Service) checkNodes(ctx context.Context, c *kube.Cluster, res *Result) {
 	nodes, err := c.Clientset.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		res.add("nodes", "Nodes", kit.CheckFail, "could not be listed: "+kube.Evidence(err))
@@ -230,7 +230,7 @@ func (s *Service) checkNodes(ctx context.Context, c *kube.Cluster, res *CheckRes
 	}
 }
 
-func (s *Service) checkStorage(ctx context.Context, c *kube.Cluster, res *CheckResult) {
+func (s *Service) checkStorage(ctx context.Context, c *kube.Cluster, res *Result) {
 	scs, err := c.Clientset.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		res.add("storage", "StorageClasses", kit.CheckWarn, "could not be listed: "+kube.Evidence(err))
@@ -257,3 +257,7 @@ func (s *Service) checkStorage(ctx context.Context, c *kube.Cluster, res *CheckR
 		res.add("storage", "StorageClasses", kit.CheckPass, fmt.Sprintf("%d, default %s", len(scs.Items), def), names...)
 	}
 }
+
+// Service checks clusters before a region goes on them: step 1 of the wizard, the
+// connect step of a setup and the target of a move.
+type Service struct{ *kit.Kit }

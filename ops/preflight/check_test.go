@@ -1,4 +1,4 @@
-package ops
+package preflight
 
 import (
 	"context"
@@ -67,7 +67,7 @@ func TestPreflightRefusesAddresses(t *testing.T) {
 		fmt.Sprintf("http://127.0.0.1:%d", port), fmt.Sprintf("http://localhost:%d", port),
 		fmt.Sprintf("http://[::ffff:127.0.0.1]:%d", port), fmt.Sprintf("http://127.1.2.3:%d", port),
 	} {
-		res, err := s.CheckCluster(context.Background(), "", kubeconfigFor(server, ""), nil)
+		res, err := s.Check(context.Background(), "", kubeconfigFor(server, ""), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -97,7 +97,7 @@ func TestPreflightEvidenceNeverEchoesBodies(t *testing.T) {
 		w.WriteHeader(404)
 	}))
 	s := testService(true, "")
-	res, _ := s.CheckCluster(context.Background(), "", kubeconfigFor(srv.URL, ""), nil)
+	res, _ := s.Check(context.Background(), "", kubeconfigFor(srv.URL, ""), nil)
 	it := res.Item("api")
 	if it == nil || it.Status != kit.CheckFail || strings.Contains(it.Evidence, "SECRET") || !strings.Contains(it.Evidence, "502") {
 		t.Fatalf("evidence: %+v", it)
@@ -106,7 +106,7 @@ func TestPreflightEvidenceNeverEchoesBodies(t *testing.T) {
 	redir, _ := counting(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "http://169.254.169.254/latest/meta-data/", http.StatusFound)
 	}))
-	res, _ = s.CheckCluster(context.Background(), "", kubeconfigFor(redir.URL, ""), nil)
+	res, _ = s.Check(context.Background(), "", kubeconfigFor(redir.URL, ""), nil)
 	if it := res.Item("api"); it == nil || it.Status != kit.CheckFail || !strings.Contains(it.Evidence, "refused") {
 		t.Fatalf("redirect to a link-local address: %+v", it)
 	}
@@ -117,16 +117,16 @@ func TestKubeconfigRefusalsAndWarnings(t *testing.T) {
 		t.Fatalf("proxy-url: %v", err)
 	}
 	s := testService(true, "")
-	res, _ := s.CheckCluster(context.Background(), "", kubeconfigFor("https://127.0.0.1:1", "    insecure-skip-tls-verify: true"), nil)
+	res, _ := s.Check(context.Background(), "", kubeconfigFor("https://127.0.0.1:1", "    insecure-skip-tls-verify: true"), nil)
 	if it := res.Item("tls"); it == nil || it.Status != kit.CheckWarn {
 		t.Fatalf("insecure-skip-tls-verify must warn: %+v", res.Items)
 	}
 	// The local-cluster retry only when RUNR_LOCAL_CLUSTER_HOST is set.
-	res, _ = s.CheckCluster(context.Background(), "", kubeconfigFor("https://127.0.0.1:1", ""), nil)
+	res, _ = s.Check(context.Background(), "", kubeconfigFor("https://127.0.0.1:1", ""), nil)
 	if strings.Contains(res.Item("api").Evidence, "also tried") {
 		t.Fatal("retried without RUNR_LOCAL_CLUSTER_HOST")
 	}
-	res, _ = testService(true, "127.0.0.3").CheckCluster(context.Background(), "", kubeconfigFor("https://127.0.0.1:1", ""), nil)
+	res, _ = testService(true, "127.0.0.3").Check(context.Background(), "", kubeconfigFor("https://127.0.0.1:1", ""), nil)
 	if !strings.Contains(res.Item("api").Evidence, "also tried") {
 		t.Fatalf("no retry with RUNR_LOCAL_CLUSTER_HOST: %s", res.Item("api").Evidence)
 	}
@@ -153,7 +153,7 @@ func TestKubeconfigRefusalsAndWarnings(t *testing.T) {
 func TestPreflightRewriteToTheSameHostIsNotTriedTwice(t *testing.T) {
 	srv, conns := counting(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(500) }))
 	s := testService(true, "127.0.0.1")
-	res, err := s.CheckCluster(context.Background(), "", kubeconfigFor(srv.URL, ""), nil)
+	res, err := s.Check(context.Background(), "", kubeconfigFor(srv.URL, ""), nil)
 	if err != nil || res.OK {
 		t.Fatalf("a server answering 500: %v %+v", err, res)
 	}
