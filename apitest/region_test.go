@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/domains"
 	"runr.dev/console/ops/statusblock"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
@@ -171,13 +172,13 @@ func TestFunctionTLS(t *testing.T) {
 		t.Fatalf("a foreign TLSStore must stay without replace_existing: %s %s", j.Status, j.Error)
 	}
 	mustSucceed(t, put(true))
-	sec, err := c.Client.CoreV1().Secrets("knative-serving").Get(ctx, ops.FunctionTLSSecret, metav1.GetOptions{})
+	sec, err := c.Client.CoreV1().Secrets("knative-serving").Get(ctx, domains.FunctionTLSSecret, metav1.GetOptions{})
 	if err != nil || string(sec.Data["tls.crt"]) != good {
 		t.Fatalf("Secret runr-function-tls: %v", err)
 	}
 	tlsStore := schema.GroupVersionResource{Group: "traefik.io", Version: "v1alpha1", Resource: "tlsstores"}
 	st, err := c.DynamicGet(ctx, tlsStore, "knative-serving", "default")
-	if name, _, _ := unstructured.NestedString(st.Object, "spec", "defaultCertificate", "secretName"); err != nil || name != ops.FunctionTLSSecret {
+	if name, _, _ := unstructured.NestedString(st.Object, "spec", "defaultCertificate", "secretName"); err != nil || name != domains.FunctionTLSSecret {
 		t.Fatalf("TLSStore: %v %q", err, name)
 	}
 	r, _ = e.Store.RegionByID(ctx, r.ID)
@@ -194,7 +195,7 @@ func TestFunctionTLS(t *testing.T) {
 		t.Fatalf("remove: %d", st)
 	}
 	mustSucceed(t, e.WaitJob(ans.JobID, time.Minute))
-	if _, err := c.Client.CoreV1().Secrets("knative-serving").Get(ctx, ops.FunctionTLSSecret, metav1.GetOptions{}); err == nil {
+	if _, err := c.Client.CoreV1().Secrets("knative-serving").Get(ctx, domains.FunctionTLSSecret, metav1.GetOptions{}); err == nil {
 		t.Fatal("the Secret must be gone")
 	}
 	if _, err := c.DynamicGet(ctx, tlsStore, "knative-serving", "default"); err == nil {

@@ -8,7 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"runr.dev/console/ops"
-	"runr.dev/console/ops/knative"
+	"runr.dev/console/ops/domains"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -34,7 +34,7 @@ func (h *Handlers) migrationStatus(c *fiber.Ctx, r *store.Region) (MigrationStat
 		return MigrationStatus{}, err
 	}
 	ms := MigrationStatus{MigrationStatus: r.MigrationStatus, Detail: r.MigrationDetail.V, DNSCheckAt: r.MigrationDNSCheckAt,
-		OldExternalIP: r.OldExternalIP, ExternalIP: r.ExternalIP, DNSInstruction: DNSInstruction(knative.FunctionDomain(r, base), r.ExternalIP), Steps: []store.JobStep{}}
+		OldExternalIP: r.OldExternalIP, ExternalIP: r.ExternalIP, DNSInstruction: DNSInstruction(domains.FunctionDomain(r, base), r.ExternalIP), Steps: []store.JobStep{}}
 	if r.MigrationStatus == store.MigrationDNSCheck {
 		ms.NoDNS = ops.NoDNSToWaitFor(r)
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"runr.dev/console/ops/knative"
+	"runr.dev/console/ops/domains"
 	"runr.dev/console/ops/projects"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
@@ -30,7 +30,7 @@ func (h *Handlers) projectJSON(c *fiber.Ctx, p *store.Project) ProjectJSON {
 		if r, err := h.Store.RegionByID(ctx(c), p.Region()); err == nil {
 			base, _ := h.Store.BaseDomain(ctx(c))
 			out.RegionName = r.Name
-			if d := knative.FunctionDomain(r, base); d != "" {
+			if d := domains.FunctionDomain(r, base); d != "" {
 				out.URL = "https://" + p.Slug + "." + d
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	"runr.dev/console/ops"
 	"runr.dev/console/ops/admission"
 	"runr.dev/console/ops/data"
+	"runr.dev/console/ops/domains"
 	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/knative"
@@ -72,7 +73,7 @@ func (h *Handlers) regionPageData(c *fiber.Ctx, r *store.Region, tab string, f v
 	if err != nil {
 		return views.RegionPageData{}, err
 	}
-	domain := knative.FunctionDomain(r, base)
+	domain := domains.FunctionDomain(r, base)
 	d := views.RegionPageData{Region: regionView(r), Domain: domain, DNSInstruction: DNSInstruction(domain, r.ExternalIP), Tab: tab, Form: f,
 		Tenancy: h.regionTenancy(c, r)}
 	if kinds, ok := tabKinds[tab]; ok {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"runr.dev/console/ops/knative"
+	"runr.dev/console/ops/domains"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -92,7 +92,7 @@ func DNSInstruction(domain, addr string) string {
 
 // ToRegionJSON converts a region for the API.
 func ToRegionJSON(r *store.Region, baseDomain string) RegionJSON {
-	domain := knative.FunctionDomain(r, baseDomain)
+	domain := domains.FunctionDomain(r, baseDomain)
 	nodes := []string(r.Nodes)
 	if nodes == nil {
 		nodes = []string{}

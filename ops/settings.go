@@ -2,7 +2,6 @@ package ops
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -11,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"runr.dev/console/engine"
-	"runr.dev/console/kube"
+	"runr.dev/console/ops/domains"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/knative"
 	"runr.dev/console/ops/observability"
@@ -26,12 +25,6 @@ const (
 	KindFunctionTLS       = "function-tls"
 	KindRemoveFunctionTLS = "remove-function-tls"
 	KindInstallMonitoring = "install-monitoring"
-)
-
-// FunctionTLSSecret and the default TLSStore serve the function domain.
-const (
-	FunctionTLSSecret = "runr-function-tls"
-	DefaultTLSStore   = "default"
 )
 
 // SettingsParams say which changes to bring to the cluster.
@@ -147,7 +140,7 @@ func (s *Service) settingsTls(p TLSParams) func(ctx context.Context, jc *engine.
 		if err != nil {
 			return err
 		}
-		return s.setFunctionTLS(ctx, jc, c, r, p.Certificate, jc.Secret, p.ReplaceExisting)
+		return s.Domains.SetFunctionTLS(ctx, jc, c, r, p.Certificate, jc.Secret, p.ReplaceExisting)
 	}
 }
 
@@ -157,7 +150,7 @@ func (s *Service) settingsTlsX(ctx context.Context, jc *engine.JobContext) error
 	if err != nil {
 		return err
 	}
-	return s.removeFunctionTLS(ctx, jc, c, r)
+	return s.Domains.RemoveFunctionTLS(ctx, jc, c, r)
 }
 
 // settingsPrometheus is the step "prometheus" (Prometheus) of registerSettingsKinds.
@@ -176,68 +169,6 @@ func (s *Service) settingsLoki(ctx context.Context, jc *engine.JobContext) error
 		return err
 	}
 	return s.Knative.Component(ctx, jc, r, "loki", func() error { return s.Observability.InstallLoki(ctx, jc, c, r) })
-}
-
-// setFunctionTLS writes the Secret runr-function-tls and Traefik's default TLSStore in the
-// Serving namespace. A default TLSStore RunR did not create is replaced only on request.
-func (s *Service) setFunctionTLS(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region, certPEM, keyPEM string, replace bool) error {
-	ns := r.ServingNamespace
-	existing, found, err := c.Get(ctx, kube.GVKTLSStore, ns, DefaultTLSStore)
-	if err != nil {
-		return err
-	}
-	if found && existing.GetLabels()["app.kubernetes.io/managed-by"] != "runr" && !replace {
-		return fmt.Errorf("a default TLSStore %s/%s that RunR did not create exists: upload again with replace_existing to replace it", ns, DefaultTLSStore)
-	}
-	base, err := s.Store.BaseDomain(ctx)
-	if err != nil {
-		return err
-	}
-	domain := knative.FunctionDomain(r, base)
-	expires, errs := kit.CheckCertificate(certPEM, keyPEM, domain, time.Now())
-	if errs != nil {
-		for _, m := range errs {
-			return errors.New(m)
-		}
-	}
-	labels := map[string]any{"app.kubernetes.io/managed-by": "runr"}
-	if _, err := c.ApplyObject(ctx, map[string]any{"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
-		"metadata":   map[string]any{"name": FunctionTLSSecret, "namespace": ns, "labels": labels},
-		"stringData": map[string]any{"tls.crt": certPEM, "tls.key": keyPEM}}); err != nil {
-		return err
-	}
-	if found && replace {
-		if err := c.Delete(ctx, kube.GVKTLSStore, ns, DefaultTLSStore); err != nil {
-			return err
-		}
-	}
-	if _, err := c.ApplyObject(ctx, map[string]any{"apiVersion": "traefik.io/v1alpha1", "kind": "TLSStore",
-		"metadata": map[string]any{"name": DefaultTLSStore, "namespace": ns, "labels": labels},
-		"spec":     map[string]any{"defaultCertificate": map[string]any{"secretName": FunctionTLSSecret}}}); err != nil {
-		return err
-	}
-	jc.Note("Traefik serves *.%s with the uploaded certificate (expires %s)", domain, expires.Format("2006-01-02"))
-	return s.Store.SetFunctionTLS(ctx, r.ID, certPEM, keyPEM, &expires)
-}
-
-func (s *Service) removeFunctionTLS(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
-	ns := r.ServingNamespace
-	if err := c.Clientset.CoreV1().Secrets(ns).Delete(ctx, FunctionTLSSecret, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("delete Secret %s/%s: %w", ns, FunctionTLSSecret, err)
-	}
-	st, found, err := c.Get(ctx, kube.GVKTLSStore, ns, DefaultTLSStore)
-	if err != nil {
-		return err
-	}
-	if found && st.GetLabels()["app.kubernetes.io/managed-by"] == "runr" {
-		if err := c.Delete(ctx, kube.GVKTLSStore, ns, DefaultTLSStore); err != nil {
-			return err
-		}
-	} else if found {
-		jc.Logf("The default TLSStore was not created by RunR: it stays")
-	}
-	jc.Note("Function TLS is off: Traefik answers HTTPS with its own default certificate")
-	return s.Store.SetFunctionTLS(ctx, r.ID, "", "", nil)
 }
 
 // SettingsInput is the body of PUT /api/knative-regions/{id}/settings: the General
@@ -394,7 +325,7 @@ func (s *Service) SetFunctionTLS(ctx context.Context, actor kit.Actor, r *store.
 	if err := problem.FromFields(errs); err != nil {
 		return nil, err
 	}
-	if _, errs := kit.CheckCertificate(in.Certificate, in.PrivateKey, knative.FunctionDomain(r, base), time.Now()); errs != nil {
+	if _, errs := kit.CheckCertificate(in.Certificate, in.PrivateKey, domains.FunctionDomain(r, base), time.Now()); errs != nil {
 		return nil, &problem.Invalid{Fields: errs}
 	}
 	return s.Enqueue(ctx, engine.Request{Kind: KindFunctionTLS, Title: "Function-domain certificate of " + r.Name,

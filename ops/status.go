@@ -381,7 +381,7 @@ func (s *Service) checkRegion(ctx context.Context, r *store.Region, st *clusterL
 	if ext != r.ExternalIP && (ext != "" || r.ServingStatus == store.ComponentReady) {
 		u.ExternalIP = store.Ptr(ext)
 	}
-	domain := knative.FunctionDomain(r, base)
+	domain := domains.FunctionDomain(r, base)
 	switch {
 	case r.ServingStatus != store.ComponentReady:
 		h.External = store.HealthLayer{State: store.HealthUnknown, Reason: "Knative Serving is not installed: no external path yet", CheckedAt: now}

@@ -467,17 +467,6 @@ func knativeServingObject(ns, version string, maxTimeout int, registry map[strin
 	}
 }
 
-// FunctionDomain is the region's function domain: its own, or <region>.<base domain>.
-func FunctionDomain(r *store.Region, base string) string {
-	if r.Settings.V.KnativeDomain != "" {
-		return r.Settings.V.KnativeDomain
-	}
-	if base == "" {
-		return ""
-	}
-	return r.Name + "." + base
-}
-
 // RaiseMaxRevisionTimeout raises Knative's max-revision-timeout-seconds to the longest
 // request_timeout above 600 s; it is never lowered.
 func RaiseMaxRevisionTimeout(ctx context.Context, c *kube.Cluster, ns string, want int) (bool, error) {
@@ -629,7 +618,7 @@ func (s *Service) servingDomain(ctx context.Context, jc *engine.JobContext, r *s
 	if err != nil {
 		return err
 	}
-	domain := FunctionDomain(r, base)
+	domain := domains.FunctionDomain(r, base)
 	if domain == "" {
 		jc.Note("No base domain yet: the region gets its function domain when one is set (Administration → Platform)")
 		return engine.ErrSkip
