@@ -215,7 +215,7 @@ func (s *Service) moveExtras(ctx context.Context, jc *engine.JobContext) error {
 	}
 	if tls, _ := r.MigrationDetail.V.Had["tls"].(bool); tls && r.FunctionTLSCert != "" {
 		s.tolerate(ctx, jc, r, "function TLS", func() error {
-			return s.Domains.SetFunctionTLS(ctx, jc, c, r, r.FunctionTLSCert, r.FunctionTLSKey, false)
+			return s.Domains.ApplyFunctionTLS(ctx, jc, c, r, r.FunctionTLSCert, r.FunctionTLSKey, false)
 		})
 	}
 	s.tolerate(ctx, jc, r, "admission policy", func() error { return s.Admission.MoveAdmission(ctx, jc, r) })

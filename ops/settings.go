@@ -140,7 +140,7 @@ func (s *Service) settingsTls(p TLSParams) func(ctx context.Context, jc *engine.
 		if err != nil {
 			return err
 		}
-		return s.Domains.SetFunctionTLS(ctx, jc, c, r, p.Certificate, jc.Secret, p.ReplaceExisting)
+		return s.Domains.ApplyFunctionTLS(ctx, jc, c, r, p.Certificate, jc.Secret, p.ReplaceExisting)
 	}
 }
 

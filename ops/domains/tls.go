@@ -20,9 +20,9 @@ const (
 	DefaultTLSStore   = "default"
 )
 
-// SetFunctionTLS writes the Secret runr-function-tls and Traefik's default TLSStore in the
+// ApplyFunctionTLS writes the Secret runr-function-tls and Traefik's default TLSStore in the
 // Serving namespace. A default TLSStore RunR did not create is replaced only on request.
-func (s *Service) SetFunctionTLS(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region, certPEM, keyPEM string, replace bool) error {
+func (s *Service) ApplyFunctionTLS(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region, certPEM, keyPEM string, replace bool) error {
 	ns := r.ServingNamespace
 	existing, found, err := c.Get(ctx, kube.GVKTLSStore, ns, DefaultTLSStore)
 	if err != nil {
