@@ -3,7 +3,7 @@ package handlers
 import (
 	"context"
 
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/moves"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -18,7 +18,7 @@ func MigrationBanners(ctx context.Context, st *store.Store) ([]views.MigrationBa
 	for _, r := range rs {
 		b := views.MigrationBanner{RegionID: r.ID, RegionName: r.Name, Status: string(r.Status)}
 		if r.DNSCheckAt != nil {
-			b.Deadline = r.DNSCheckAt.Add(ops.MigrationDeadline)
+			b.Deadline = r.DNSCheckAt.Add(moves.Deadline)
 		}
 		out = append(out, b)
 	}

@@ -7,8 +7,8 @@ import (
 	"github.com/a-h/templ"
 	"github.com/gofiber/fiber/v2"
 
-	"runr.dev/console/ops"
 	"runr.dev/console/ops/data"
+	"runr.dev/console/ops/moves"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -46,8 +46,8 @@ func (h *Handlers) dataTab(c *fiber.Ctx, r *store.Region) (templ.Component, erro
 	if f, ok := c.Locals(tabFormKey).(views.Form); ok {
 		d.Form = f
 	}
-	if moved := ops.DataServicesMoved(r); len(moved) > 0 {
-		d.Moved, d.MovedNote = strings.Join(moved, ", "), ops.DataStayedNote
+	if moved := moves.DataServicesMoved(r); len(moved) > 0 {
+		d.Moved, d.MovedNote = strings.Join(moved, ", "), moves.DataStayedNote
 	}
 	cctx, cancel := h.clusterCtx(c)
 	defer cancel()
@@ -154,7 +154,7 @@ func (h *Handlers) APIDataServices(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	return c.JSON(fiber.Map{"data": svcs, "moved": ops.DataServicesMoved(r)})
+	return c.JSON(fiber.Map{"data": svcs, "moved": moves.DataServicesMoved(r)})
 }
 
 // APIInstallDataService is POST /api/knative-regions/{id}/data-services/{service}

@@ -7,8 +7,8 @@ import (
 	"github.com/a-h/templ"
 	"github.com/gofiber/fiber/v2"
 
-	"runr.dev/console/ops"
 	"runr.dev/console/ops/domains"
+	"runr.dev/console/ops/moves"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -36,10 +36,10 @@ func (h *Handlers) migrationStatus(c *fiber.Ctx, r *store.Region) (MigrationStat
 	ms := MigrationStatus{MigrationStatus: r.MigrationStatus, Detail: r.MigrationDetail.V, DNSCheckAt: r.MigrationDNSCheckAt,
 		OldExternalIP: r.OldExternalIP, ExternalIP: r.ExternalIP, DNSInstruction: DNSInstruction(domains.FunctionDomain(r, base), r.ExternalIP), Steps: []store.JobStep{}}
 	if r.MigrationStatus == store.MigrationDNSCheck {
-		ms.NoDNS = ops.NoDNSToWaitFor(r)
+		ms.NoDNS = moves.NoDNSToWaitFor(r)
 	}
 	if r.MigrationDNSCheckAt != nil {
-		d := r.MigrationDNSCheckAt.Add(ops.MigrationDeadline)
+		d := r.MigrationDNSCheckAt.Add(moves.Deadline)
 		ms.Deadline = &d
 	}
 	if id := r.MigrationDetail.V.JobID; id != "" {
@@ -57,11 +57,11 @@ func (h *Handlers) APIMigrate(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	var in ops.MigrateInput
+	var in moves.Input
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.StartMigration(ctx(c), h.actor(c), r, in)
+	j, err := h.Ops.Moves.Start(ctx(c), h.actor(c), r, in)
 	return h.Accepted(c, j, err)
 }
 
@@ -84,7 +84,7 @@ func (h *Handlers) APICompleteMigration(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	if err := h.Ops.CompleteMigrationByHand(ctx(c), h.actor(c), r); err != nil {
+	if err := h.Ops.Moves.CompleteByHand(ctx(c), h.actor(c), r); err != nil {
 		return h.Fail(c, err)
 	}
 	return h.regionAnswer(c, r.ID, nil)
@@ -96,7 +96,7 @@ func (h *Handlers) APIRollbackMigration(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.RollbackMigration(ctx(c), h.actor(c), r)
+	j, err := h.Ops.Moves.Rollback(ctx(c), h.actor(c), r)
 	return h.Accepted(c, j, err)
 }
 
@@ -107,10 +107,10 @@ func (h *Handlers) migrationTab(c *fiber.Ctx, r *store.Region) (templ.Component,
 		return nil, err
 	}
 	d := migrationData(ms)
-	if moved := ops.DataServicesMoved(r); len(moved) > 0 {
-		d.DataMoved, d.DataNote = strings.Join(moved, ", "), ops.DataStayedNote
+	if moved := moves.DataServicesMoved(r); len(moved) > 0 {
+		d.DataMoved, d.DataNote = strings.Join(moved, ", "), moves.DataStayedNote
 	}
-	if j, err := h.Store.LatestJobOf(ctx(c), r.ID, []string{ops.KindMigrateRegion, ops.KindRollbackMigration}); err == nil {
+	if j, err := h.Store.LatestJobOf(ctx(c), r.ID, []string{moves.KindMove, moves.KindRollback}); err == nil {
 		jd, err := h.JobData(ctx(c), Who(c), j.ID)
 		if err != nil {
 			return nil, err
@@ -126,8 +126,8 @@ func (h *Handlers) MigrateForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	in := ops.MigrateInput{Kubeconfig: kubeconfigFromForm(c), DataLocation: c.FormValue("data_location")}
-	_, err = h.Ops.StartMigration(ctx(c), h.actor(c), r, in)
+	in := moves.Input{Kubeconfig: kubeconfigFromForm(c), DataLocation: c.FormValue("data_location")}
+	_, err = h.Ops.Moves.Start(ctx(c), h.actor(c), r, in)
 	return h.formOutcome(c, r, "migration", map[string]string{"data_location": in.DataLocation}, err, "The move started.")
 }
 
@@ -139,9 +139,9 @@ func (h *Handlers) MigrationActionForm(c *fiber.Ctx) error {
 	}
 	switch c.Params("action") {
 	case "complete":
-		err = h.Ops.CompleteMigrationByHand(ctx(c), h.actor(c), r)
+		err = h.Ops.Moves.CompleteByHand(ctx(c), h.actor(c), r)
 	case "rollback":
-		_, err = h.Ops.RollbackMigration(ctx(c), h.actor(c), r)
+		_, err = h.Ops.Moves.Rollback(ctx(c), h.actor(c), r)
 	default:
 		return h.Fail(c, store.ErrNotFound)
 	}

@@ -7,6 +7,7 @@ import (
 	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/knative"
+	"runr.dev/console/ops/moves"
 	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/preflight"
@@ -40,8 +41,9 @@ func (s *Service) registerKinds() {
 	s.registerSetupKinds()
 	s.registerRegionKinds()
 	s.registerSettingsKinds()
-	s.registerMigrationKinds()
-	s.periodics = append(s.periodics, s.Domains.CompleteDomainMigrations)
+	s.Moves = moves.New(s.Kit, moves.Deps{Preflight: s.Preflight, Knative: s.Knative, Registry: s.Registry, Redis: s.Redis, Isolation: s.Isolation,
+		GPU: s.GPU, Data: s.Data, Admission: s.Admission, Projects: s.Projects, Domains: s.Domains, StatusBlock: s.StatusBlock})
+	s.periodics = append(s.periodics, s.Moves.CompleteMoves, s.Domains.CompleteDomainMigrations)
 
 	s.registerReconcileKinds()
 }

@@ -19,6 +19,7 @@ import (
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/knative"
+	"runr.dev/console/ops/moves"
 	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/preflight"
@@ -44,6 +45,8 @@ type Service struct {
 	// periodics run after every status sweep.
 	periodics []func(context.Context)
 
+	// Moves moves regions between clusters.
+	Moves *moves.Service
 	// Preflight checks clusters before regions go on them.
 	Preflight *preflight.Service
 	// Knative is the Knative Operator, Serving and the region Traefik.

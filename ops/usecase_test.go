@@ -13,6 +13,7 @@ import (
 	"runr.dev/console/ops"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/knative"
+	"runr.dev/console/ops/moves"
 	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/ops/projects"
@@ -86,13 +87,13 @@ func TestUseCaseRefusals(t *testing.T) {
 	refusedWith(t, err, "", "not one of the region's dedicated workers")
 	_, err = s.Domains.CompleteDomainMigration(ctx, actor, r)
 	refusedWith(t, err, "", "no domain migration")
-	_, err = s.RollbackMigration(ctx, actor, r)
+	_, err = s.Moves.Rollback(ctx, actor, r)
 	refusedWith(t, err, "", "rolls back only in dns_check or failed")
-	_, err = s.StartMigration(ctx, actor, r, ops.MigrateInput{Kubeconfig: "nope"})
+	_, err = s.Moves.Start(ctx, actor, r, moves.Input{Kubeconfig: "nope"})
 	refusedWith(t, err, "kubeconfig", "")
 	moved := *r
 	moved.DataLocation = "eu"
-	_, err = s.StartMigration(ctx, actor, &moved, ops.MigrateInput{DataLocation: "us"})
+	_, err = s.Moves.Start(ctx, actor, &moved, moves.Input{DataLocation: "us"})
 	refusedWith(t, err, "data_location", "stays in eu")
 	invalidOn(t, s.Domains.SetBaseDomain(ctx, actor, "https://example.com"), "base_domain")
 	_, err = s.Redis.SetRedis(ctx, actor, r, redis.RedisInput{Mode: store.RedisExternal, Address: "redis"})

@@ -1,4 +1,4 @@
-package ops
+package moves
 
 import (
 	"context"
@@ -10,27 +10,34 @@ import (
 
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/admission"
+	"runr.dev/console/ops/data"
 	"runr.dev/console/ops/domains"
+	"runr.dev/console/ops/gpu"
+	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/knative"
 	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/preflight"
 	"runr.dev/console/ops/problem"
+	"runr.dev/console/ops/projects"
+	"runr.dev/console/ops/redis"
 	"runr.dev/console/ops/registry"
+	"runr.dev/console/ops/statusblock"
 	"runr.dev/console/store"
 )
 
 // Job kinds of region moves.
 const (
-	KindMigrateRegion     = "region-migrate"
-	KindRollbackMigration = "region-migrate-rollback"
+	KindMove     = "region-migrate"
+	KindRollback = "region-migrate-rollback"
 )
 
-// MigrationDeadline is how long a move waits in dns_check before it completes by itself.
-const MigrationDeadline = 48 * time.Hour
+// Deadline is how long a move waits in dns_check before it completes by itself.
+const Deadline = 48 * time.Hour
 
-// MigrationRunning reports whether a move is under way (a second one is refused).
-func MigrationRunning(status store.MigrationStatus) bool { return status.Running() }
+// Running reports whether a move is under way (a second one is refused).
+func Running(status store.MigrationStatus) bool { return status.Running() }
 
 // migrationHad records what the region had before a move, to bring it to the new cluster.
 type migrationHad struct {
@@ -262,8 +269,8 @@ func (s *Service) moveDNSCheck(ctx context.Context, jc *engine.JobContext) error
 	if err := s.Store.UpdateMove(ctx, r.ID, store.MoveUpdate{Status: store.Ptr(store.MigrationDNSCheck), DNSCheckAt: store.Ptr(now)}); err != nil {
 		return err
 	}
-	deadline := now.Add(MigrationDeadline).Format(time.RFC1123)
-	if !MoveWaitsForDNS(r) {
+	deadline := now.Add(Deadline).Format(time.RFC1123)
+	if !WaitsForDNS(r) {
 		jc.Note("%s: there is no DNS record to wait for. Check the new cluster, then Complete Migration; otherwise the move completes by itself by %s", NoDNSToWaitFor(r), deadline)
 		return nil
 	}
@@ -271,9 +278,9 @@ func (s *Service) moveDNSCheck(ctx context.Context, jc *engine.JobContext) error
 	return nil
 }
 
-// MoveWaitsForDNS reports whether a move in dns_check can complete by itself when DNS
+// WaitsForDNS reports whether a move in dns_check can complete by itself when DNS
 // reaches the new cluster: the region has a function domain and an external address.
-func MoveWaitsForDNS(r *store.Region) bool {
+func WaitsForDNS(r *store.Region) bool {
 	return r.Settings.V.KnativeDomain != "" && r.ExternalIP != ""
 }
 
@@ -334,9 +341,9 @@ func (s *Service) redeploy(ctx context.Context, jc *engine.JobContext, c *kube.C
 	return nil
 }
 
-// CompleteMigration ends a move: the old kubeconfig and address are forgotten; nothing
+// Complete ends a move: the old kubeconfig and address are forgotten; nothing
 // is removed from the old cluster.
-func (s *Service) CompleteMigration(ctx context.Context, r *store.Region, why string) error {
+func (s *Service) Complete(ctx context.Context, r *store.Region, why string) error {
 	d := r.MigrationDetail.V
 	d.Steps = append(d.Steps, store.MigrationStep{Name: "completed", Status: "done", Message: why})
 	done, err := s.Store.CompleteMove(ctx, r.ID, d)
@@ -362,8 +369,8 @@ func (s *Service) logCompletion(r *store.Region, err error) {
 	}
 }
 
-// completeMoves completes the moves whose DNS reaches the new address, or whose 48 hours passed.
-func (s *Service) completeMoves(ctx context.Context) {
+// CompleteMoves completes the moves whose DNS reaches the new address, or whose 48 hours passed.
+func (s *Service) CompleteMoves(ctx context.Context) {
 	rs, err := s.Store.MovingRegions(ctx)
 	if err != nil {
 		s.Log.Warn("complete region moves: list", "err", err)
@@ -378,25 +385,24 @@ func (s *Service) completeMoves(ctx context.Context) {
 			s.Log.Warn("complete region move: read", "region", m.Name, "err", err)
 			continue
 		}
-		if m.DNSCheckAt != nil && time.Since(*m.DNSCheckAt) > MigrationDeadline {
-			s.logCompletion(r, s.CompleteMigration(ctx, r, "48 hours in dns_check passed"))
+		if m.DNSCheckAt != nil && time.Since(*m.DNSCheckAt) > Deadline {
+			s.logCompletion(r, s.Complete(ctx, r, "48 hours in dns_check passed"))
 			continue
 		}
-		if !MoveWaitsForDNS(r) {
+		if !WaitsForDNS(r) {
 			continue // completed by hand, or by the deadline (moveDNSCheck said so)
 		}
 		cctx, cancel := context.WithTimeout(ctx, s.Cfg.StatusTimeout)
 		ok, reason, err := (&domains.Resolver{Server: s.Cfg.DNSResolver}).DNSCheck(cctx, r.Settings.V.KnativeDomain, r.ExternalIP)
 		cancel()
 		if err == nil && ok {
-			s.logCompletion(r, s.CompleteMigration(ctx, r, "DNS reaches the new cluster: "+reason))
+			s.logCompletion(r, s.Complete(ctx, r, "DNS reaches the new cluster: "+reason))
 		}
 	}
 }
 
-func (s *Service) registerMigrationKinds() {
-	s.periodics = append(s.periodics, s.completeMoves)
-	s.Engine.Register(&engine.Kind{Name: KindMigrateRegion, Plan: func(jc *engine.JobContext) ([]engine.Step, error) { return s.migrationSteps(), nil },
+func (s *Service) registerKinds() {
+	s.Engine.Register(&engine.Kind{Name: KindMove, Plan: func(jc *engine.JobContext) ([]engine.Step, error) { return s.migrationSteps(), nil },
 		Finished: func(ctx context.Context, jc *engine.JobContext, err error) {
 			if err != nil {
 				if r, rerr := s.JobRegion(ctx, jc); rerr == nil {
@@ -405,7 +411,7 @@ func (s *Service) registerMigrationKinds() {
 				s.Record(s.Store.UpdateMove(ctx, jc.Job.Region(), store.MoveUpdate{Status: store.Ptr(store.MigrationFailed)}))
 			}
 		}})
-	s.Engine.Register(&engine.Kind{Name: KindRollbackMigration, Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
+	s.Engine.Register(&engine.Kind{Name: KindRollback, Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
 		return []engine.Step{
 			{Name: "restore", Title: "Restore the old kubeconfig and address", Run: func(ctx context.Context, jc *engine.JobContext) error {
 				r, err := s.JobRegion(ctx, jc)
@@ -445,15 +451,15 @@ func (s *Service) registerMigrationKinds() {
 	}})
 }
 
-// MigrateInput is a region's move: the body of POST /api/knative-regions/{id}/migrate.
-type MigrateInput struct {
+// Input is a region's move: the body of POST /api/knative-regions/{id}/migrate.
+type Input struct {
 	Kubeconfig   string `json:"kubeconfig"`
 	DataLocation string `json:"data_location"`
 }
 
-// StartMigration checks and queues a region's move to the cluster of a kubeconfig.
-func (s *Service) StartMigration(ctx context.Context, actor kit.Actor, r *store.Region, in MigrateInput) (*store.Job, error) {
-	if MigrationRunning(r.MigrationStatus) {
+// Start checks and queues a region's move to the cluster of a kubeconfig.
+func (s *Service) Start(ctx context.Context, actor kit.Actor, r *store.Region, in Input) (*store.Job, error) {
+	if Running(r.MigrationStatus) {
 		return nil, &problem.Refused{Reason: "The region is moving already (" + string(r.MigrationStatus) + "): complete or roll back that move first."}
 	}
 	if !kit.ResidencyAllows(r.DataLocation, in.DataLocation) {
@@ -468,7 +474,7 @@ func (s *Service) StartMigration(ctx context.Context, actor kit.Actor, r *store.
 	} else if owner != nil {
 		return nil, &problem.Refused{Field: "kubeconfig", Reason: preflight.OtherOwnerRefusal}
 	}
-	j, err := s.Enqueue(ctx, engine.Request{Kind: KindMigrateRegion, Title: "Move region " + r.Name + " to another cluster",
+	j, err := s.Enqueue(ctx, engine.Request{Kind: KindMove, Title: "Move region " + r.Name + " to another cluster",
 		Subject: r.ID, Secret: in.Kubeconfig, CreatedBy: actor.Email})
 	if err != nil {
 		return nil, err
@@ -482,18 +488,47 @@ func (s *Service) StartMigration(ctx context.Context, actor kit.Actor, r *store.
 	return j, nil
 }
 
-// CompleteMigrationByHand completes a move in dns_check.
-func (s *Service) CompleteMigrationByHand(ctx context.Context, actor kit.Actor, r *store.Region) error {
+// CompleteByHand completes a move in dns_check.
+func (s *Service) CompleteByHand(ctx context.Context, actor kit.Actor, r *store.Region) error {
 	if r.MigrationStatus != store.MigrationDNSCheck {
 		return &problem.Refused{Reason: "A move completes by hand only in dns_check; this region's is " + r.MigrationStatus.String() + "."}
 	}
-	return s.CompleteMigration(ctx, r, "completed by "+actor.Email)
+	return s.Complete(ctx, r, "completed by "+actor.Email)
 }
 
-// RollbackMigration queues the rollback of a move in dns_check or failed.
-func (s *Service) RollbackMigration(ctx context.Context, actor kit.Actor, r *store.Region) (*store.Job, error) {
+// Rollback queues the rollback of a move in dns_check or failed.
+func (s *Service) Rollback(ctx context.Context, actor kit.Actor, r *store.Region) (*store.Job, error) {
 	if r.MigrationStatus != store.MigrationDNSCheck && r.MigrationStatus != store.MigrationFailed {
 		return nil, &problem.Refused{Reason: "A move rolls back only in dns_check or failed; this region's is " + r.MigrationStatus.String() + "."}
 	}
-	return s.Enqueue(ctx, engine.Request{Kind: KindRollbackMigration, Title: "Roll back the move of " + r.Name, Subject: r.ID, CreatedBy: actor.Email})
+	return s.Enqueue(ctx, engine.Request{Kind: KindRollback, Title: "Roll back the move of " + r.Name, Subject: r.ID, CreatedBy: actor.Email})
+}
+
+// Service moves regions from one cluster to another: everything the region had is
+// installed on the new cluster, the DNS is awaited, and a move can be rolled back.
+type Service struct {
+	*kit.Kit
+	Deps
+}
+
+// Deps are the features a move installs again on the new cluster.
+type Deps struct {
+	Preflight   *preflight.Service
+	Knative     *knative.Service
+	Registry    *registry.Service
+	Redis       *redis.Service
+	Isolation   *isolation.Service
+	GPU         *gpu.Service
+	Data        *data.Service
+	Admission   *admission.Service
+	Projects    *projects.Service
+	Domains     *domains.Service
+	StatusBlock *statusblock.Service
+}
+
+// New builds the moves and registers their kinds of job (call CompleteMoves after each sweep).
+func New(k *kit.Kit, d Deps) *Service {
+	s := &Service{Kit: k, Deps: d}
+	s.registerKinds()
+	return s
 }
