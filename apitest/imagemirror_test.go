@@ -10,9 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"runr.dev/console/ops"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/observability"
+	"runr.dev/console/ops/reconcile"
 	"runr.dev/console/ops/redis"
 	"runr.dev/console/ops/registry"
 	"runr.dev/console/store"
@@ -42,15 +42,15 @@ func TestImageMirror(t *testing.T) {
 	if dss, _ := a.Client.AppsV1().DaemonSets(registry.Namespace).List(ctx, metav1.ListOptions{}); dss == nil || len(dss.Items) == 0 {
 		t.Fatal("no node mirror in " + registry.Namespace)
 	}
-	plan := func() ops.Change {
+	plan := func() reconcile.Change {
 		t.Helper()
-		var ans struct{ Data []ops.Change }
-		if st := e.JSON("GET", "/api/reconcile?region=air-1&step="+ops.ReconcileImageMirror, tok, nil, &ans); st != 200 || len(ans.Data) != 1 {
+		var ans struct{ Data []reconcile.Change }
+		if st := e.JSON("GET", "/api/reconcile?region=air-1&step="+reconcile.StepImageMirror, tok, nil, &ans); st != 200 || len(ans.Data) != 1 {
 			t.Fatalf("plan: %d %+v", st, ans)
 		}
 		return ans.Data[0]
 	}
-	if ch := plan(); ch.Result != ops.ReconcileUpToDate {
+	if ch := plan(); ch.Result != reconcile.ResultUpToDate {
 		t.Fatalf("without a mirror: %+v", ch)
 	}
 
@@ -62,14 +62,14 @@ func TestImageMirror(t *testing.T) {
 		t.Fatal("saving the mirror must not change what runs")
 	}
 	ch := plan()
-	if ch.Result != ops.ReconcileChange || !strings.Contains(ch.What, "Helm release knative-serving/traefik → "+mirror) ||
+	if ch.Result != reconcile.ResultChange || !strings.Contains(ch.What, "Helm release knative-serving/traefik → "+mirror) ||
 		!strings.Contains(ch.What, "KnativeServing images") || !strings.Contains(ch.What, "runr-agent") {
 		t.Fatalf("plan with a mirror: %+v", ch)
 	}
 	var ans struct {
 		JobID string `json:"job_id"`
 	}
-	if st := e.JSON("POST", "/api/reconcile", tok, map[string]any{"step": ops.ReconcileImageMirror}, &ans); st != 202 {
+	if st := e.JSON("POST", "/api/reconcile", tok, map[string]any{"step": reconcile.StepImageMirror}, &ans); st != 202 {
 		t.Fatalf("reconcile: %d", st)
 	}
 	mustSucceed(t, e.WaitJob(ans.JobID, 4*time.Minute))
@@ -83,7 +83,7 @@ func TestImageMirror(t *testing.T) {
 	if q, _, _ := unstructured.NestedString(ks.Object, "spec", "config", "deployment", "queue-sidecar-image"); !strings.HasPrefix(q, mirror+"/gcr.io/knative-releases/knative.dev/serving/cmd/queue:v") {
 		t.Fatalf("KnativeServing queue-sidecar-image %q", q)
 	}
-	if ch := plan(); ch.Result != ops.ReconcileUpToDate {
+	if ch := plan(); ch.Result != reconcile.ResultUpToDate {
 		t.Fatalf("after the reconcile: %+v", ch)
 	}
 

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
 
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/reconcile"
 	"runr.dev/console/ops/statusblock"
 	"runr.dev/console/store/storetest"
 	"runr.dev/console/testcluster"
@@ -31,16 +31,16 @@ func helmRevisions(t *testing.T, c *testcluster.Cluster, ns, name string) int {
 }
 
 // reconcilePlan decodes `runr reconcile --dry-run -o json` into region → step → change.
-func reconcilePlan(t *testing.T, out string) map[string]map[string]ops.Change {
-	var plan []ops.Change
+func reconcilePlan(t *testing.T, out string) map[string]map[string]reconcile.Change {
+	var plan []reconcile.Change
 	if err := json.Unmarshal([]byte(out), &plan); err != nil {
 		t.Fatalf("plan: %v\n%s", err, out)
 	}
-	m := map[string]map[string]ops.Change{}
+	m := map[string]map[string]reconcile.Change{}
 	for _, c := range plan {
 		name := strings.Fields(c.Region)[0]
 		if m[name] == nil {
-			m[name] = map[string]ops.Change{}
+			m[name] = map[string]reconcile.Change{}
 		}
 		m[name][c.Step] = c
 	}
@@ -97,28 +97,28 @@ func TestReconcile(t *testing.T) {
 
 	plan := reconcilePlan(t, u.must("reconcile", "--dry-run", "-o", "json"))
 	t.Logf("dry run: %+v", plan)
-	for _, step := range ops.ReconcileSteps {
-		if step == ops.ReconcileStatusBlock || step == ops.ReconcileImageMirror {
+	for _, step := range reconcile.Steps {
+		if step == reconcile.StepStatusBlock || step == reconcile.StepImageMirror {
 			continue // per region; no mirror is set (TestImageMirror)
 		}
-		if ch := plan["eu-2"][step]; ch.Result != ops.ReconcileChange {
+		if ch := plan["eu-2"][step]; ch.Result != reconcile.ResultChange {
 			t.Errorf("eu-2 %s: %+v, want a change", step, ch)
 		}
-		if ch := plan["lab"][step]; ch.Result != ops.ReconcileLeftOut || !strings.Contains(ch.What, "inactive") {
+		if ch := plan["lab"][step]; ch.Result != reconcile.ResultLeftOut || !strings.Contains(ch.What, "inactive") {
 			t.Errorf("lab %s: %+v, want left out", step, ch)
 		}
 	}
-	if ch := plan["lab"][ops.ReconcileStatusBlock]; ch.Result != ops.ReconcileChange {
+	if ch := plan["lab"][reconcile.StepStatusBlock]; ch.Result != reconcile.ResultChange {
 		t.Errorf("lab status-block: %+v", ch)
 	}
-	if ch := plan["eu-2"][ops.ReconcileStatusBlock]; ch.Result != ops.ReconcileUpToDate {
+	if ch := plan["eu-2"][reconcile.StepStatusBlock]; ch.Result != reconcile.ResultUpToDate {
 		t.Errorf("eu-2 status-block: %+v", ch)
 	}
 	// The new version's helpers: the status responder (lab's block) moves to its image too.
-	if w := plan["eu-2"][ops.ReconcileAgent].What; !strings.Contains(w, "agent image") || !strings.Contains(w, "Deployment knative-serving/"+statusblock.ResponderName+" image ") || !strings.Contains(w, "→ "+agentImage) {
+	if w := plan["eu-2"][reconcile.StepAgent].What; !strings.Contains(w, "agent image") || !strings.Contains(w, "Deployment knative-serving/"+statusblock.ResponderName+" image ") || !strings.Contains(w, "→ "+agentImage) {
 		t.Errorf("the agent step's dry run does not list the helpers it moves: %q", w)
 	}
-	if !strings.Contains(plan["eu-2"][ops.ReconcileSettings].What, "900") || !strings.Contains(plan["eu-2"][ops.ReconcileTraefikImage].What, "registry.internal.test/mirror/traefik:v3.7.4") {
+	if !strings.Contains(plan["eu-2"][reconcile.StepSettings].What, "900") || !strings.Contains(plan["eu-2"][reconcile.StepTraefikImage].What, "registry.internal.test/mirror/traefik:v3.7.4") {
 		t.Errorf("what: %+v", plan["eu-2"])
 	}
 	// The dry run changed nothing.
@@ -141,7 +141,7 @@ func TestReconcile(t *testing.T) {
 
 	// Idempotent: the second run finds nothing to do and upgrades nothing.
 	for step, ch := range reconcilePlan(t, u.must("reconcile", "--dry-run", "-o", "json"))["eu-2"] {
-		if ch.Result != ops.ReconcileUpToDate {
+		if ch.Result != reconcile.ResultUpToDate {
 			t.Errorf("after the reconcile, eu-2 %s: %+v", step, ch)
 		}
 	}
@@ -162,8 +162,8 @@ func TestReconcile(t *testing.T) {
 		t.Fatalf("reconcile: %d", st)
 	}
 	mustSucceed(t, e.WaitJob(ans.JobID, 2*time.Minute))
-	var apiPlan struct{ Data []ops.Change }
-	if st := e.JSON("GET", "/api/reconcile?region=eu-2", tok, nil, &apiPlan); st != 200 || len(apiPlan.Data) != len(ops.ReconcileSteps) {
+	var apiPlan struct{ Data []reconcile.Change }
+	if st := e.JSON("GET", "/api/reconcile?region=eu-2", tok, nil, &apiPlan); st != 200 || len(apiPlan.Data) != len(reconcile.Steps) {
 		t.Fatalf("plan: %d %+v", st, apiPlan)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"runr.dev/console/apiclient"
 	"runr.dev/console/ops"
 	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/reconcile"
 	"runr.dev/console/store"
 )
 
@@ -27,11 +28,11 @@ var reconcileActor = kit.Actor{Email: "runr reconcile"}
 // dry run reads the clusters and changes nothing; otherwise it queues a reconcile job and
 // carries it out here (or follows it when a running console took it first).
 func reconcileCmd() *cobra.Command {
-	var in ops.ReconcileInput
+	var in reconcile.Input
 	var dryRun bool
 	cmd := &cobra.Command{
 		Use:   "reconcile [--dry-run] [--region NAME] [--step STEP]",
-		Short: "Bring existing regions up to what this release installs (" + strings.Join(ops.ReconcileSteps, ", ") + ")",
+		Short: "Bring existing regions up to what this release installs (" + strings.Join(reconcile.Steps, ", ") + ")",
 		Long: "Every step is idempotent: settings (Traefik's timeouts, Knative's max revision timeout), status-block\n" +
 			"(applied to every region with Serving ready that is not active, removed from active ones), tracing,\n" +
 			"traefik-image, agent and observability (Prometheus and Loki). A region that is not active is left\n" +
@@ -60,20 +61,20 @@ func reconcileCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list per region and step what would change; change nothing")
 	cmd.Flags().StringVar(&in.Region, "region", "", "only this region (name or id) and, for the cluster steps, its cluster")
-	cmd.Flags().StringVar(&in.Step, "step", "", "only this step: "+strings.Join(ops.ReconcileSteps, ", "))
-	_ = cmd.RegisterFlagCompletionFunc("step", cobra.FixedCompletions(ops.ReconcileSteps, cobra.ShellCompDirectiveNoFileComp))
+	cmd.Flags().StringVar(&in.Step, "step", "", "only this step: "+strings.Join(reconcile.Steps, ", "))
+	_ = cmd.RegisterFlagCompletionFunc("step", cobra.FixedCompletions(reconcile.Steps, cobra.ShellCompDirectiveNoFileComp))
 	addOutputFlag(cmd)
 	return cmd
 }
 
 // printPlan prints the dry run.
-func printPlan(cmd *cobra.Command, svc *ops.Service, in ops.ReconcileInput) error {
-	plan, err := svc.ReconcilePlan(cmd.Context(), reconcileActor, in)
+func printPlan(cmd *cobra.Command, svc *ops.Service, in reconcile.Input) error {
+	plan, err := svc.Reconcile.Plan(cmd.Context(), reconcileActor, in)
 	if err != nil {
 		return err
 	}
 	if plan == nil {
-		plan = []ops.Change{}
+		plan = []reconcile.Change{}
 	}
 	return printed(cmd, plan, func(w io.Writer) error {
 		fmt.Fprintln(w, "REGION\tSTEP\tRESULT\tWHAT")
@@ -89,8 +90,8 @@ func printPlan(cmd *cobra.Command, svc *ops.Service, in ops.ReconcileInput) erro
 
 // runReconcile queues the reconcile job, runs it here unless a console took it, and shows
 // its progress from the database until it ends.
-func runReconcile(ctx context.Context, cmd *cobra.Command, svc *ops.Service, in ops.ReconcileInput) error {
-	j, err := svc.StartReconcile(ctx, reconcileActor, in)
+func runReconcile(ctx context.Context, cmd *cobra.Command, svc *ops.Service, in reconcile.Input) error {
+	j, err := svc.Reconcile.Start(ctx, reconcileActor, in)
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,7 @@ package handlers
 import (
 	"github.com/gofiber/fiber/v2"
 
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/reconcile"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -32,11 +32,11 @@ func (h *Handlers) platformValues(c *fiber.Ctx) (map[string]string, error) {
 
 // APIPatchSettings is PATCH /api/settings with base_domain and image_mirror.
 func (h *Handlers) APIPatchSettings(c *fiber.Ctx) error {
-	var in ops.PlatformSettingsInput
+	var in reconcile.PlatformSettingsInput
 	if err := bodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	if err := h.Ops.UpdatePlatformSettings(ctx(c), h.actor(c), in); err != nil {
+	if err := h.Ops.Reconcile.UpdatePlatformSettings(ctx(c), h.actor(c), in); err != nil {
 		return h.Fail(c, err)
 	}
 	return h.APIGetSettings(c)
@@ -61,7 +61,7 @@ func (h *Handlers) PlatformForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	var in ops.PlatformSettingsInput
+	var in reconcile.PlatformSettingsInput
 	flash := "Base domain saved; the regions that follow it are being updated."
 	posted := c.Request().PostArgs()
 	if posted.Has("base_domain") {
@@ -73,7 +73,7 @@ func (h *Handlers) PlatformForm(c *fiber.Ctx) error {
 		in.ImageMirror = store.Ptr(vals["image_mirror"])
 		flash = "Image mirror saved: the regions' next installs pull through it; runr reconcile --step image-mirror moves what runs."
 	}
-	if err := h.Ops.UpdatePlatformSettings(ctx(c), h.actor(c), in); err != nil {
+	if err := h.Ops.Reconcile.UpdatePlatformSettings(ctx(c), h.actor(c), in); err != nil {
 		fe, _, ok := h.refusal(c, err)
 		if !ok {
 			return h.Fail(c, err)

@@ -2,19 +2,18 @@ package handlers
 
 import (
 	"github.com/gofiber/fiber/v2"
-
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/reconcile"
 )
 
 // APIReconcilePlan is GET /api/reconcile?region=NAME&step=STEP: the dry run, per region
 // and step what a reconcile would change (nothing is changed).
 func (h *Handlers) APIReconcilePlan(c *fiber.Ctx) error {
-	plan, err := h.Ops.ReconcilePlan(ctx(c), h.actor(c), ops.ReconcileInput{Region: c.Query("region"), Step: c.Query("step")})
+	plan, err := h.Ops.Reconcile.Plan(ctx(c), h.actor(c), reconcile.Input{Region: c.Query("region"), Step: c.Query("step")})
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	if plan == nil {
-		plan = []ops.Change{}
+		plan = []reconcile.Change{}
 	}
 	return c.JSON(fiber.Map{"data": plan})
 }
@@ -22,10 +21,10 @@ func (h *Handlers) APIReconcilePlan(c *fiber.Ctx) error {
 // APIReconcile is POST /api/reconcile with {"region": …, "step": …} (both optional): 202
 // with the reconcile job.
 func (h *Handlers) APIReconcile(c *fiber.Ctx) error {
-	var in ops.ReconcileInput
+	var in reconcile.Input
 	if err := optionalBody(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.StartReconcile(ctx(c), h.actor(c), in)
+	j, err := h.Ops.Reconcile.Start(ctx(c), h.actor(c), in)
 	return h.Accepted(c, j, err)
 }

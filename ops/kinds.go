@@ -12,6 +12,7 @@ import (
 	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/preflight"
 	"runr.dev/console/ops/projects"
+	"runr.dev/console/ops/reconcile"
 	"runr.dev/console/ops/redis"
 	"runr.dev/console/ops/registry"
 	"runr.dev/console/ops/statusblock"
@@ -45,5 +46,5 @@ func (s *Service) registerKinds() {
 		GPU: s.GPU, Data: s.Data, Admission: s.Admission, Projects: s.Projects, Domains: s.Domains, StatusBlock: s.StatusBlock})
 	s.periodics = append(s.periodics, s.Moves.CompleteMoves, s.Domains.CompleteDomainMigrations)
 
-	s.registerReconcileKinds()
+	s.Reconcile = reconcile.New(s.Kit, reconcile.Deps{Knative: s.Knative, Observability: s.Observability, StatusBlock: s.StatusBlock, Domains: s.Domains})
 }

@@ -24,6 +24,7 @@ import (
 	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/preflight"
 	"runr.dev/console/ops/projects"
+	"runr.dev/console/ops/reconcile"
 	"runr.dev/console/ops/redis"
 	"runr.dev/console/ops/registry"
 	"runr.dev/console/ops/statusblock"
@@ -45,6 +46,8 @@ type Service struct {
 	// periodics run after every status sweep.
 	periodics []func(context.Context)
 
+	// Reconcile brings regions up to this release.
+	Reconcile *reconcile.Service
 	// Moves moves regions between clusters.
 	Moves *moves.Service
 	// Preflight checks clusters before regions go on them.

@@ -17,10 +17,10 @@ import (
 
 	"runr.dev/console/config"
 	"runr.dev/console/images"
-	"runr.dev/console/ops"
 	"runr.dev/console/ops/data"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/observability"
+	"runr.dev/console/ops/reconcile"
 	"runr.dev/console/ops/registry"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
@@ -83,7 +83,7 @@ func consoleOn(t *testing.T, c *testcluster.Cluster, tweak func(*config.Config))
 	// administrator's image mirror would have them (the product's own feature, nothing
 	// of the console knows it is under test).
 	mirror := testcluster.ImageMirror
-	if err := e.Kube.UpdatePlatformSettings(context.Background(), kit.Actor{Email: "realnode@example.com"}, ops.PlatformSettingsInput{ImageMirror: &mirror}); err != nil {
+	if err := e.Kube.Reconcile.UpdatePlatformSettings(context.Background(), kit.Actor{Email: "realnode@example.com"}, reconcile.PlatformSettingsInput{ImageMirror: &mirror}); err != nil {
 		t.Fatal(err)
 	}
 	addr := strings.TrimPrefix(e.Listen(), "http://")

@@ -22,11 +22,11 @@ import (
 	"runr.dev/console/config"
 	"runr.dev/console/imagemirror"
 	"runr.dev/console/images"
-	"runr.dev/console/ops"
 	"runr.dev/console/ops/domains"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/observability"
+	"runr.dev/console/ops/reconcile"
 	"runr.dev/console/ops/registry"
 	"runr.dev/console/ops/statusblock"
 	"runr.dev/console/store"
@@ -473,7 +473,7 @@ func TestConsoleProgramsOnARealNode(t *testing.T) {
 		old := e.Cfg.AgentImage
 		e.Cfg.AgentImage, e.Cfg.ResponderImage = next, next
 		var plan struct {
-			Data []ops.Change
+			Data []reconcile.Change
 		}
 		if st := e.JSON("GET", "/api/reconcile?step=agent", tok, nil, &plan); st != 200 {
 			t.Fatalf("dry run: %d", st)
@@ -523,7 +523,7 @@ func TestConsoleProgramsOnARealNode(t *testing.T) {
 			t.Fatalf("dry run: %d", st)
 		}
 		for _, ch := range plan.Data {
-			if ch.Result == ops.ReconcileChange {
+			if ch.Result == reconcile.ResultChange {
 				t.Fatalf("still to change after the reconcile: %+v", ch)
 			}
 		}

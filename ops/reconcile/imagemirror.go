@@ -1,4 +1,4 @@
-package ops
+package reconcile
 
 import (
 	"context"
@@ -71,9 +71,9 @@ func (s *Service) UpdatePlatformSettings(ctx context.Context, actor kit.Actor, i
 	return nil
 }
 
-// ReconcileImageMirror is the reconcile step that moves what runs on a cluster to its
+// StepImageMirror is the reconcile step that moves what runs on a cluster to its
 // regions' image mirror (or back to the images' own registries).
-const ReconcileImageMirror = "image-mirror"
+const StepImageMirror = "image-mirror"
 
 // mirroredCharts are the charts the console installs, by name, for re-rendering a release
 // at its own chart version.

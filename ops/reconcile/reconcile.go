@@ -1,4 +1,4 @@
-package ops
+package reconcile
 
 import (
 	"context"
@@ -10,46 +10,50 @@ import (
 
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/domains"
 	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/knative"
 	"runr.dev/console/ops/nodes"
+	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/problem"
+	"runr.dev/console/ops/statusblock"
 	"runr.dev/console/store"
 )
 
-// KindReconcile brings existing regions up to what this release installs (region:reconcile).
-const KindReconcile = "reconcile"
+// Kind brings existing regions up to what this release installs (region:reconcile).
+const Kind = "reconcile"
 
 // Reconcile steps, in the order they run.
 const (
-	ReconcileSettings      = "settings"
-	ReconcileStatusBlock   = "status-block"
-	ReconcileTracing       = "tracing"
-	ReconcileTraefikImage  = "traefik-image"
-	ReconcileAgent         = "agent"
-	ReconcileObservability = "observability"
+	StepSettings      = "settings"
+	StepStatusBlock   = "status-block"
+	StepTracing       = "tracing"
+	StepTraefikImage  = "traefik-image"
+	StepAgent         = "agent"
+	StepObservability = "observability"
 )
 
-// ReconcileSteps lists the steps in their order.
-var ReconcileSteps = []string{ReconcileSettings, ReconcileStatusBlock, ReconcileTracing, ReconcileTraefikImage, ReconcileAgent, ReconcileObservability,
-	ReconcileImageMirror}
+// Steps lists the steps in their order.
+var Steps = []string{StepSettings, StepStatusBlock, StepTracing, StepTraefikImage, StepAgent, StepObservability,
+	StepImageMirror}
 
-// ReconcileInput is what to reconcile: every region, or one (by name or id), every step
+// Input is what to reconcile: every region, or one (by name or id), every step
 // or one. It is the body of POST /api/reconcile and the flags of `runr reconcile`.
-type ReconcileInput struct {
+type Input struct {
 	Region string `json:"region"`
 	Step   string `json:"step"`
 }
 
 // Outcomes of one step on one region (Change.Result).
 const (
-	// ReconcileChange: the step changes (or, in a dry run, would change) something.
-	ReconcileChange = "change"
-	// ReconcileUpToDate: nothing to do.
-	ReconcileUpToDate = "up_to_date"
-	// ReconcileLeftOut: the region is not part of the step (inactive, or Serving not ready).
-	ReconcileLeftOut = "left_out"
-	// ReconcileFailed: the step could not be checked or applied on the region.
-	ReconcileFailed = "failed"
+	// ResultChange: the step changes (or, in a dry run, would change) something.
+	ResultChange = "change"
+	// ResultUpToDate: nothing to do.
+	ResultUpToDate = "up_to_date"
+	// ResultLeftOut: the region is not part of the step (inactive, or Serving not ready).
+	ResultLeftOut = "left_out"
+	// ResultFailed: the step could not be checked or applied on the region.
+	ResultFailed = "failed"
 )
 
 // Change is one line of a reconcile: a step on a region, its outcome and what it is.
@@ -97,24 +101,24 @@ type reconcileStep struct {
 // reconcileSteps are the steps in their order.
 func (s *Service) reconcileSteps() []reconcileStep {
 	return []reconcileStep{
-		{Name: ReconcileSettings, Title: "Traefik timeouts and Knative's max revision timeout", check: s.checkSettings, apply: s.applySettings},
-		{Name: ReconcileStatusBlock, Title: "Status blocks of the regions that are not active", PerRegion: true, check: s.checkBlock, apply: s.applyStatusBlock},
-		{Name: ReconcileTracing, Title: "Tracing backend", check: s.checkTracing, apply: s.applyTracing},
-		{Name: ReconcileTraefikImage, Title: "Region Traefik image", check: s.checkTraefikImage, apply: s.applyTraefikImage},
-		{Name: ReconcileAgent, Title: "runr-agent and the console's other helpers", check: s.checkAgent, apply: s.applyAgent},
-		{Name: ReconcileObservability, Title: "Prometheus and Loki", check: s.checkObservability, apply: s.applyObservability},
-		{Name: ReconcileImageMirror, Title: "Images through the regions' image mirror", check: s.checkImageMirror, apply: s.applyImageMirror},
+		{Name: StepSettings, Title: "Traefik timeouts and Knative's max revision timeout", check: s.checkSettings, apply: s.applySettings},
+		{Name: StepStatusBlock, Title: "Status blocks of the regions that are not active", PerRegion: true, check: s.checkBlock, apply: s.applyStatusBlock},
+		{Name: StepTracing, Title: "Tracing backend", check: s.checkTracing, apply: s.applyTracing},
+		{Name: StepTraefikImage, Title: "Region Traefik image", check: s.checkTraefikImage, apply: s.applyTraefikImage},
+		{Name: StepAgent, Title: "runr-agent and the console's other helpers", check: s.checkAgent, apply: s.applyAgent},
+		{Name: StepObservability, Title: "Prometheus and Loki", check: s.checkObservability, apply: s.applyObservability},
+		{Name: StepImageMirror, Title: "Images through the regions' image mirror", check: s.checkImageMirror, apply: s.applyImageMirror},
 	}
 }
 
 // validReconcile checks the actor (a platform user) and the input: a known step, a region
 // that exists.
-func (s *Service) validReconcile(ctx context.Context, actor kit.Actor, in ReconcileInput) error {
+func (s *Service) validReconcile(ctx context.Context, actor kit.Actor, in Input) error {
 	if !actor.Platform() {
 		return errReconcileIsPlatform
 	}
-	if in.Step != "" && !slices.Contains(ReconcileSteps, in.Step) {
-		return &problem.Invalid{Fields: map[string]string{"step": "Use one of " + strings.Join(ReconcileSteps, ", ") + "."}}
+	if in.Step != "" && !slices.Contains(Steps, in.Step) {
+		return &problem.Invalid{Fields: map[string]string{"step": "Use one of " + strings.Join(Steps, ", ") + "."}}
 	}
 	if in.Region != "" {
 		if _, err := s.Store.RegionRef(ctx, in.Region); err != nil {
@@ -128,7 +132,7 @@ func (s *Service) validReconcile(ctx context.Context, actor kit.Actor, in Reconc
 }
 
 // selectedSteps are the steps the input names (every step when none).
-func (s *Service) selectedSteps(in ReconcileInput) []reconcileStep {
+func (s *Service) selectedSteps(in Input) []reconcileStep {
 	var out []reconcileStep
 	for _, st := range s.reconcileSteps() {
 		if in.Step == "" || in.Step == st.Name {
@@ -141,7 +145,7 @@ func (s *Service) selectedSteps(in ReconcileInput) []reconcileStep {
 // reconcileTargets reads what a step acts on: for a per-region step every region with
 // Serving ready; for a cluster step one target per cluster with an active region whose
 // Serving is ready. Regions left out are returned as changes that say why.
-func (s *Service) reconcileTargets(ctx context.Context, in ReconcileInput, st reconcileStep) ([]reconcileTarget, []Change, error) {
+func (s *Service) reconcileTargets(ctx context.Context, in Input, st reconcileStep) ([]reconcileTarget, []Change, error) {
 	all, err := s.Store.ListRegions(ctx, store.RegionFilter{}, true)
 	if err != nil {
 		return nil, nil, fmt.Errorf("reconcile: %w", err)
@@ -158,7 +162,7 @@ func (s *Service) reconcileTargets(ctx context.Context, in ReconcileInput, st re
 			continue
 		}
 		if reason := leftOut(r, st.PerRegion); reason != "" {
-			left = append(left, Change{Region: r.Name, Step: st.Name, Result: ReconcileLeftOut, What: reason})
+			left = append(left, Change{Region: r.Name, Step: st.Name, Result: ResultLeftOut, What: reason})
 			continue
 		}
 		if st.PerRegion {
@@ -192,9 +196,9 @@ func leftOut(r store.Region, perRegion bool) string {
 	return ""
 }
 
-// ReconcilePlan is the dry run: per region and step what a reconcile would change, from
+// Plan is the dry run: per region and step what a reconcile would change, from
 // the clusters as they are now. It changes nothing.
-func (s *Service) ReconcilePlan(ctx context.Context, actor kit.Actor, in ReconcileInput) ([]Change, error) {
+func (s *Service) Plan(ctx context.Context, actor kit.Actor, in Input) ([]Change, error) {
 	if err := s.validReconcile(ctx, actor, in); err != nil {
 		return nil, err
 	}
@@ -228,24 +232,24 @@ func (s *Service) reconcileCheck(ctx context.Context, st reconcileStep, t *recon
 
 // changeOf turns a check's outcome into a change line.
 func changeOf(st reconcileStep, t *reconcileTarget, f finding, err error) Change {
-	ch := Change{Region: t.label(), Step: st.Name, Result: ReconcileUpToDate, What: f.What}
+	ch := Change{Region: t.label(), Step: st.Name, Result: ResultUpToDate, What: f.What}
 	switch {
 	case err != nil:
-		ch.Result, ch.What = ReconcileFailed, err.Error()
+		ch.Result, ch.What = ResultFailed, err.Error()
 	case f.Change:
-		ch.Result = ReconcileChange
+		ch.Result = ResultChange
 	case ch.What == "":
 		ch.What = "up to date"
 	}
 	return ch
 }
 
-// StartReconcile queues a reconcile job (one at a time).
-func (s *Service) StartReconcile(ctx context.Context, actor kit.Actor, in ReconcileInput) (*store.Job, error) {
+// Start queues a reconcile job (one at a time).
+func (s *Service) Start(ctx context.Context, actor kit.Actor, in Input) (*store.Job, error) {
 	if err := s.validReconcile(ctx, actor, in); err != nil {
 		return nil, err
 	}
-	if j, err := s.Store.ActiveJobOfKind(ctx, KindReconcile); err == nil {
+	if j, err := s.Store.ActiveJobOfKind(ctx, Kind); err == nil {
 		// One of another release that no console holds is left for good (its release's
 		// consoles are gone after an upgrade): it fails, and this one runs.
 		if j.Release == "" || j.Release == s.Engine.Release || s.Store.AbandonJob(ctx, j.ID, j.Release,
@@ -264,12 +268,12 @@ func (s *Service) StartReconcile(ctx context.Context, actor kit.Actor, in Reconc
 	}
 	// Run by a console of this release only: an older one (still draining during an
 	// upgrade) would bring the regions to what it installs.
-	return s.Enqueue(ctx, engine.Request{Kind: KindReconcile, Title: title, Params: in, CreatedBy: actor.Email, PinRelease: true})
+	return s.Enqueue(ctx, engine.Request{Kind: Kind, Title: title, Params: in, CreatedBy: actor.Email, PinRelease: true})
 }
 
-// registerReconcileKinds registers the reconcile job: one engine step per reconcile step.
-func (s *Service) registerReconcileKinds() {
-	s.Engine.Register(&engine.Kind{Name: KindReconcile, Plan: engine.PlanWith(func(in ReconcileInput) []engine.Step {
+// registerKinds registers the reconcile job: one engine step per reconcile step.
+func (s *Service) registerKinds() {
+	s.Engine.Register(&engine.Kind{Name: Kind, Plan: engine.PlanWith(func(in Input) []engine.Step {
 		var steps []engine.Step
 		for _, st := range s.selectedSteps(in) {
 			steps = append(steps, engine.Step{Name: st.Name, Title: st.Title, Run: s.runReconcileStep(in, st)})
@@ -285,7 +289,7 @@ var errReconcileIsPlatform = &problem.Forbidden{Reason: "A reconcile acts on eve
 // runReconcileStep brings every target of a step up to date: each is checked, then
 // changed when it needs it. One target's failure does not stop the others; the step
 // fails at the end when any did (a retry runs it again: every step is idempotent).
-func (s *Service) runReconcileStep(in ReconcileInput, st reconcileStep) func(ctx context.Context, jc *engine.JobContext) error {
+func (s *Service) runReconcileStep(in Input, st reconcileStep) func(ctx context.Context, jc *engine.JobContext) error {
 	return func(ctx context.Context, jc *engine.JobContext) error {
 		if jc.Job.TenantID != nil { // queued by a tenant's user before the refusal existed
 			return errReconcileIsPlatform
@@ -358,4 +362,26 @@ func (s *Service) reconcileOne(ctx context.Context, jc *engine.JobContext, st re
 		return false, err
 	}
 	return true, nil
+}
+
+// Service brings existing regions up to what this release installs, step by step, and
+// keeps the platform's image mirror applied.
+type Service struct {
+	*kit.Kit
+	Deps
+}
+
+// Deps are the features whose parts a reconcile checks and applies again.
+type Deps struct {
+	Knative       *knative.Service
+	Observability *observability.Service
+	StatusBlock   *statusblock.Service
+	Domains       *domains.Service
+}
+
+// New builds the reconcile and registers its kind of job.
+func New(k *kit.Kit, d Deps) *Service {
+	s := &Service{Kit: k, Deps: d}
+	s.registerKinds()
+	return s
 }
