@@ -146,7 +146,7 @@ func TestWizardToReadyServingAndRedis(t *testing.T) {
 	// replica) has none: loki 2.16.0 renders its budget as policy/v1beta1, which fails.
 	checkObservabilityPDBs(t, c, map[string]string{"knative-kube-prometheus-st-prometheus": "prometheus-knative-kube-prometheus-st-prometheus"})
 	// The status check judges every component from its release's workloads: all ready.
-	if err := e.Kube.CheckNow(ctx, r.ID); err != nil {
+	if err := e.Kube.Status.CheckNow(ctx, r.ID); err != nil {
 		t.Fatal(err)
 	}
 	r, _ = e.Store.RegionByName(ctx, "eu-2")

@@ -171,12 +171,12 @@ func TestRegionMove(t *testing.T) {
 	}
 
 	// Completion by DNS: dns-check.<domain> reaches the new address.
-	e.Kube.Periodic(ctx)
+	e.Kube.Status.Periodic(ctx)
 	if r, _ = e.Store.RegionByID(ctx, r.ID); r.MigrationStatus != store.MigrationDNSCheck {
 		t.Fatal("without the DNS record the move waits")
 	}
 	z.Set("dns-check.mv.example.test", b.LBAddress)
-	e.Kube.Periodic(ctx)
+	e.Kube.Status.Periodic(ctx)
 	r, _ = e.Store.RegionByID(ctx, r.ID)
 	if r.MigrationStatus != store.MigrationCompleted || r.OldKubeconfig != "" || r.OldExternalIP != "" {
 		t.Fatalf("completion by DNS: %s old %q", r.MigrationStatus, r.OldExternalIP)
@@ -278,7 +278,7 @@ func TestBaseDomainChanges(t *testing.T) {
 	// Through to completion: DNS of the new domain reaches the region.
 	patch("new.test")
 	z.Set("dns-check.bd.new.test", c.LBAddress)
-	e.Kube.Periodic(ctx)
+	e.Kube.Status.Periodic(ctx)
 	waitIdle(t, e, r.ID)
 	r, _ = e.Store.RegionByID(ctx, r.ID)
 	if r.Settings.V.KnativeDomain != "bd.new.test" || r.DomainMigrationStatus != "" {

@@ -67,7 +67,7 @@ func TestSweepUnreachableRegionDoesNotDelayOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	if err := e.Kube.Sweep(ctx); err != nil {
+	if err := e.Kube.Status.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
 	took := time.Since(start)
@@ -93,7 +93,7 @@ func TestSweepUnreachableRegionDoesNotDelayOthers(t *testing.T) {
 	}
 	// The circuit breaker: the next sweep does not wait for the dead cluster again.
 	start = time.Now()
-	if err := e.Kube.Sweep(ctx); err != nil {
+	if err := e.Kube.Status.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if took := time.Since(start); took > time.Second {
@@ -312,7 +312,7 @@ func TestRegionsNotActiveAreStillChecked(t *testing.T) {
 			t.Fatal(err)
 		}
 		before := time.Now()
-		if err := e.Kube.Sweep(ctx); err != nil {
+		if err := e.Kube.Status.Sweep(ctx); err != nil {
 			t.Fatal(err)
 		}
 		got, err := e.Store.RegionByID(ctx, r.ID)

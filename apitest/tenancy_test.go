@@ -278,7 +278,7 @@ func TestTenancyQuotasAndAdmission(t *testing.T) {
 	}
 
 	// The status sweep checks the tenants' own regions in their walls.
-	if err := e.Kube.Sweep(ctx); err != nil {
+	if err := e.Kube.Status.Sweep(ctx); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{mine.ID, bs.ID} {

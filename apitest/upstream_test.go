@@ -66,7 +66,7 @@ func TestNoLoadBalancerThenHostNetwork(t *testing.T) {
 	if r.ServingStatus != store.ComponentReady || !nodeAddrs[r.ExternalIP] {
 		t.Fatalf("after host-network Serving: %s, address %q (Traefik's nodes: %v)", r.ServingStatus, r.ExternalIP, nodeAddrs)
 	}
-	if err := e.Kube.CheckNow(ctx, r.ID); err != nil {
+	if err := e.Kube.Status.CheckNow(ctx, r.ID); err != nil {
 		t.Fatal(err)
 	}
 	r, _ = e.Store.RegionByID(ctx, r.ID)

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"runr.dev/console/ops"
+	"runr.dev/console/ops/status"
 	"runr.dev/console/store"
 )
 
@@ -114,6 +114,6 @@ func reportFleetSweep(rep *Report, sec *Section, w *sweepWorld, one SweepResult,
 	checked := two[0].Checked + two[1].Checked
 	rep.check("4b", "region checks saved by the two processes (each region once)", fmt.Sprintf("%d + %d = %d of %d", two[0].Checked, two[1].Checked, checked, one.Regions),
 		fmt.Sprintf("%d", one.Regions), checked == int64(one.Regions) && one.Checked == int64(one.Regions), id)
-	sec.note("Each process is `runr status sweep --fleet` (cli/status.go): `ops.Service.SweepFleet` claims the sweep's %d shards for this interval in `fleet_tasks`, as the console's background loop does, one shard at a time when one of its RUNR_STATUS_CONCURRENCY (256) checkers is free, so processes that sweep together share the shards by how fast each gets through them; the shards and looks whose clusters failed the last check go first (a look at a cluster that never answers holds its checker for the first question's deadline, 5 s). Both started together; %s passed from their start to the second one's exit.", ops.SweepShards, secs(wall))
+	sec.note("Each process is `runr status sweep --fleet` (cli/status.go): `ops.Service.SweepFleet` claims the sweep's %d shards for this interval in `fleet_tasks`, as the console's background loop does, one shard at a time when one of its RUNR_STATUS_CONCURRENCY (256) checkers is free, so processes that sweep together share the shards by how fast each gets through them; the shards and looks whose clusters failed the last check go first (a look at a cluster that never answers holds its checker for the first question's deadline, 5 s). Both started together; %s passed from their start to the second one's exit.", status.SweepShards, secs(wall))
 	sec.note("%d regions seeded as in benchmark 4: every %dth (%d) on a cluster of its own whose API never answers, the others spread over the same simulated clusters; the same DNS server answers their domains.", w.n, w.every, w.dead)
 }

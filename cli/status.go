@@ -63,12 +63,12 @@ func statusCmd() *cobra.Command {
 			regions := len(targets)
 			svc := ops.NewService(st, cfg, newLogger(cfg.LogLevel))
 			start := time.Now()
-			sweepOnce := svc.Sweep
+			sweepOnce := svc.Status.Sweep
 			if fleet {
-				sweepOnce = func(ctx context.Context) error { return svc.SweepFleet(ctx, cfg.StatusInterval) }
+				sweepOnce = func(ctx context.Context) error { return svc.Status.SweepFleet(ctx, cfg.StatusInterval) }
 			}
 			serr := sweepOnce(ctx)
-			res := SweepResult{Regions: regions, Seconds: time.Since(start).Seconds(), PeakRSSKiB: peakRSSKiB(), Checked: svc.ChecksDone()}
+			res := SweepResult{Regions: regions, Seconds: time.Since(start).Seconds(), PeakRSSKiB: peakRSSKiB(), Checked: svc.Status.ChecksDone()}
 			if serr != nil {
 				res.Error = serr.Error()
 			}

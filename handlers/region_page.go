@@ -454,7 +454,7 @@ func (h *Handlers) CheckNowForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	h.Ops.CheckSoon(r.ID)
+	h.Ops.Status.CheckSoon(r.ID)
 	return h.formDone(c, r, "general", "Status check started; the page shows its result in a few seconds.")
 }
 
@@ -464,6 +464,6 @@ func (h *Handlers) APICheckNow(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	h.Ops.CheckSoon(r.ID)
+	h.Ops.Status.CheckSoon(r.ID)
 	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"region_id": r.ID})
 }

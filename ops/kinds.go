@@ -15,6 +15,7 @@ import (
 	"runr.dev/console/ops/reconcile"
 	"runr.dev/console/ops/redis"
 	"runr.dev/console/ops/registry"
+	"runr.dev/console/ops/status"
 	"runr.dev/console/ops/statusblock"
 	"runr.dev/console/ops/tenancy"
 )
@@ -44,7 +45,7 @@ func (s *Service) registerKinds() {
 	s.registerSettingsKinds()
 	s.Moves = moves.New(s.Kit, moves.Deps{Preflight: s.Preflight, Knative: s.Knative, Registry: s.Registry, Redis: s.Redis, Isolation: s.Isolation,
 		GPU: s.GPU, Data: s.Data, Admission: s.Admission, Projects: s.Projects, Domains: s.Domains, StatusBlock: s.StatusBlock})
-	s.periodics = append(s.periodics, s.Moves.CompleteMoves, s.Domains.CompleteDomainMigrations)
+	s.Status = status.New(s.Kit, s.Moves.CompleteMoves, s.Domains.CompleteDomainMigrations)
 
 	s.Reconcile = reconcile.New(s.Kit, reconcile.Deps{Knative: s.Knative, Observability: s.Observability, StatusBlock: s.StatusBlock, Domains: s.Domains})
 }

@@ -8,8 +8,6 @@ package ops
 import (
 	"context"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 
 	"runr.dev/console/config"
 	"runr.dev/console/ops/admission"
@@ -27,6 +25,7 @@ import (
 	"runr.dev/console/ops/reconcile"
 	"runr.dev/console/ops/redis"
 	"runr.dev/console/ops/registry"
+	"runr.dev/console/ops/status"
 	"runr.dev/console/ops/statusblock"
 	"runr.dev/console/ops/tenancy"
 	"runr.dev/console/store"
@@ -36,16 +35,8 @@ import (
 type Service struct {
 	*kit.Kit
 
-	// releaseCache keeps the workloads of each Helm release revision the status check read.
-	releaseCache sync.Map // releaseRevision -> []Workload
-	breaker      *breaker
-	// checks are the status checks on demand still running.
-	checks sync.WaitGroup
-	// checksDone counts the region checks this process recorded.
-	checksDone atomic.Int64
-	// periodics run after every status sweep.
-	periodics []func(context.Context)
-
+	// Status is the status checks of the regions.
+	Status *status.Service
 	// Reconcile brings regions up to this release.
 	Reconcile *reconcile.Service
 	// Moves moves regions between clusters.
@@ -82,20 +73,10 @@ type Service struct {
 
 // NewService builds the cluster side of the console.
 func NewService(st *store.Store, cfg *config.Config, log *slog.Logger) *Service {
-	s := &Service{Kit: kit.New(st, cfg, log), breaker: newBreaker()}
+	s := &Service{Kit: kit.New(st, cfg, log)}
 	s.registerKinds()
 	return s
 }
 
-// ChecksDone is how many region checks this process recorded since it started.
-func (s *Service) ChecksDone() int64 { return s.checksDone.Load() }
-
 // RunWorkers runs n job runners until ctx ends.
 func (s *Service) RunWorkers(ctx context.Context, n int) { s.Engine.Run(ctx, n) }
-
-// Periodic runs the checks that complete moves and domain migrations (after each sweep).
-func (s *Service) Periodic(ctx context.Context) {
-	for _, f := range s.periodics {
-		f(ctx)
-	}
-}

@@ -47,19 +47,19 @@ func TestTwoConsolesSweepEachRegionOncePerInterval(t *testing.T) {
 	done := make(chan struct{}, 2)
 	started := time.Now()
 	for _, s := range []*ops.Service{a, b} {
-		go func() { s.RunBackground(runCtx); done <- struct{}{} }()
+		go func() { s.Status.RunBackground(runCtx); done <- struct{}{} }()
 	}
 	time.Sleep(4*interval + interval/2)
 	stop()
 	<-done
 	<-done
 	elapsed := time.Since(started)
-	checks := a.ChecksDone() + b.ChecksDone()
+	checks := a.Status.ChecksDone() + b.Status.ChecksDone()
 	// Once per interval per region: at most one more interval than elapsed, never twice.
 	maxChecks := int64(regions * (int(elapsed/interval) + 1))
 	if checks < regions*3 || checks > maxChecks {
 		t.Fatalf("%d region checks by two consoles in %s (a %d, b %d), want %d to %d: each region once per interval",
-			checks, elapsed.Round(time.Millisecond), a.ChecksDone(), b.ChecksDone(), regions*3, maxChecks)
+			checks, elapsed.Round(time.Millisecond), a.Status.ChecksDone(), b.Status.ChecksDone(), regions*3, maxChecks)
 	}
 }
 
@@ -86,14 +86,14 @@ func TestSweepFleetSharesTheShards(t *testing.T) {
 		wg.Go(func() {
 			// b starts a moment after a: long enough for a process that claimed every shard up front.
 			time.Sleep(time.Duration(i) * 100 * time.Millisecond)
-			if err := s.SweepFleet(ctx, time.Hour); err != nil {
+			if err := s.Status.SweepFleet(ctx, time.Hour); err != nil {
 				t.Error(err)
 			}
 		})
 	}
 	wg.Wait()
-	if a.ChecksDone()+b.ChecksDone() != regions || a.ChecksDone() == 0 || b.ChecksDone() == 0 {
-		t.Fatalf("region checks: a %d, b %d; want %d in all, each region once, by both processes", a.ChecksDone(), b.ChecksDone(), regions)
+	if a.Status.ChecksDone()+b.Status.ChecksDone() != regions || a.Status.ChecksDone() == 0 || b.Status.ChecksDone() == 0 {
+		t.Fatalf("region checks: a %d, b %d; want %d in all, each region once, by both processes", a.Status.ChecksDone(), b.Status.ChecksDone(), regions)
 	}
 }
 
@@ -113,13 +113,13 @@ func TestSweepAfterFailuresWithOneChecker(t *testing.T) {
 	for round := 1; round <= 2; round++ {
 		s := ops.NewService(st, cfg, webtest.Logger())
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := s.Sweep(sctx)
+		err := s.Status.Sweep(sctx)
 		cancel()
 		if err != nil {
 			t.Fatalf("sweep %d: %v", round, err)
 		}
-		if s.ChecksDone() != regions {
-			t.Fatalf("sweep %d checked %d regions, want %d", round, s.ChecksDone(), regions)
+		if s.Status.ChecksDone() != regions {
+			t.Fatalf("sweep %d checked %d regions, want %d", round, s.Status.ChecksDone(), regions)
 		}
 	}
 	targets, err := st.SweepTargets(ctx)

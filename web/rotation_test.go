@@ -146,7 +146,7 @@ func TestKeyRotationWhileConsolesRun(t *testing.T) {
 			t.Fatal(err)
 		}
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		err := e.Kube.Sweep(sctx)
+		err := e.Kube.Status.Sweep(sctx)
 		cancel()
 		if err != nil {
 			t.Fatalf("sweep: %v", err)

@@ -231,7 +231,7 @@ func (e *Env) Run() {
 	done := make(chan struct{}, 3)
 	go func() { e.S.Hub.Run(ctx); done <- struct{}{} }()
 	go func() { e.Kube.RunWorkers(ctx, 8); done <- struct{}{} }()
-	go func() { e.Kube.RunBackground(ctx); done <- struct{}{} }()
+	go func() { e.Kube.Status.RunBackground(ctx); done <- struct{}{} }()
 	<-e.S.Hub.Ready()
 	e.T.Cleanup(func() {
 		cancel()

@@ -1,4 +1,4 @@
-package ops
+package status
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -774,4 +775,34 @@ func (s *Service) CheckSoon(id string) {
 			s.Log.Warn("status check on demand", "region", id, "err", err)
 		}
 	}()
+}
+
+// Periodic runs the checks that complete moves and domain migrations (after each sweep).
+func (s *Service) Periodic(ctx context.Context) {
+	for _, f := range s.periodics {
+		f(ctx)
+	}
+}
+
+// ChecksDone is how many region checks this process recorded since it started.
+func (s *Service) ChecksDone() int64 { return s.checksDone.Load() }
+
+// Service checks the regions: the periodic sweep of the fleet, shared between the
+// console's processes, and the checks on demand.
+type Service struct {
+	*kit.Kit
+	// releaseCache keeps the workloads of each Helm release revision the status check read.
+	releaseCache sync.Map // releaseRevision -> []Workload
+	breaker      *breaker
+	// checks are the status checks on demand still running.
+	checks sync.WaitGroup
+	// checksDone counts the region checks this process recorded.
+	checksDone atomic.Int64
+	// periodics run after every status sweep.
+	periodics []func(context.Context)
+}
+
+// New builds the status checks; periodics run after every sweep.
+func New(k *kit.Kit, periodics ...func(context.Context)) *Service {
+	return &Service{Kit: k, breaker: newBreaker(), periodics: periodics}
 }
