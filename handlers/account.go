@@ -68,7 +68,7 @@ func (h *Handlers) EndOtherSessionsForm(c *fiber.Ctx) error {
 // caller's sessions are signed out (a browser session that asks stays signed in).
 func (h *Handlers) APIChangePassword(c *fiber.Ctx) error {
 	var in accounts.PasswordInput
-	if err := bodyMap(c, &in); err != nil {
+	if err := BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
 	in.Confirm = in.New // the API has no confirmation field

@@ -43,13 +43,13 @@ func (h *Handlers) dataTab(c *fiber.Ctx, r *store.Region) (templ.Component, erro
 	}
 	d := views.DataData{RegionID: r.ID}
 	redisReady := r.RedisStatus == store.ComponentReady && r.RedisAddress != ""
-	if f, ok := c.Locals(tabFormKey).(views.Form); ok {
+	if f, ok := c.Locals(TabFormKey).(views.Form); ok {
 		d.Form = f
 	}
 	if moved := moves.DataServicesMoved(r); len(moved) > 0 {
 		d.Moved, d.MovedNote = strings.Join(moved, ", "), moves.DataStayedNote
 	}
-	cctx, cancel := h.clusterCtx(c)
+	cctx, cancel := h.ClusterCtx(c)
 	defer cancel()
 	names, classErr := h.Ops.RegionStorageClasses(cctx, r)
 	for _, s := range svcs {
@@ -64,7 +64,7 @@ func (h *Handlers) dataTab(c *fiber.Ctx, r *store.Region) (templ.Component, erro
 			v.HasVolume, v.Confirm = false, externalObjectRemoveConfirm
 		}
 		if classErr == nil {
-			v.StorageClasses = optionsOf(names, s.StorageClass)
+			v.StorageClasses = OptionsOf(names, s.StorageClass)
 		}
 		for _, b := range s.Bindings {
 			v.Bindings = append(v.Bindings, bindingView(b))
@@ -86,7 +86,7 @@ func (h *Handlers) dataTab(c *fiber.Ctx, r *store.Region) (templ.Component, erro
 	}
 	p := views.Page{}
 	if pr := Who(c); pr != nil {
-		p = principalPage(pr, pr.CSRF)
+		p = PrincipalPage(pr, pr.CSRF)
 	}
 	return views.DataTab(p, d), nil
 }
@@ -100,7 +100,7 @@ func bindingView(b data.BindingView) views.BindingView {
 
 // DataInstallForm installs a data service from the Data services tab.
 func (h *Handlers) DataInstallForm(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -116,37 +116,37 @@ func (h *Handlers) DataInstallForm(c *fiber.Ctx) error {
 		SecretAccessKey: c.FormValue("secret_access_key")}}
 	if values["size_gi"] != "" {
 		if in.SizeGi, err = strconv.Atoi(values["size_gi"]); err != nil {
-			return h.formInvalid(c, r, "data", values, FieldErrors{"size_gi": "Use a whole number of GiB."}, "")
+			return h.FormInvalid(c, r, "data", values, FieldErrors{"size_gi": "Use a whole number of GiB."}, "")
 		}
 	}
-	_, err = h.Ops.Data.InstallDataService(ctx(c), h.actor(c), r, svc, in)
-	return h.formOutcome(c, r, "data", values, err, "")
+	_, err = h.Ops.Data.InstallDataService(ctx(c), h.Actor(c), r, svc, in)
+	return h.FormOutcome(c, r, "data", values, err, "")
 }
 
 // DataRemoveForm removes a data service, with its data, from the Data services tab.
 func (h *Handlers) DataRemoveForm(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Ops.Data.RemoveDataService(ctx(c), h.actor(c), r, c.Params("service"))
-	return h.formOutcome(c, r, "data", nil, err, "")
+	_, err = h.Ops.Data.RemoveDataService(ctx(c), h.Actor(c), r, c.Params("service"))
+	return h.FormOutcome(c, r, "data", nil, err, "")
 }
 
 // SkupperSiteForm creates the Skupper site from the Data services tab.
 func (h *Handlers) SkupperSiteForm(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Ops.Data.CreateSkupperSite(ctx(c), h.actor(c), r)
-	return h.formOutcome(c, r, "data", nil, err, "")
+	_, err = h.Ops.Data.CreateSkupperSite(ctx(c), h.Actor(c), r)
+	return h.FormOutcome(c, r, "data", nil, err, "")
 }
 
 // APIDataServices is GET /api/knative-regions/{id}/data-services: each service with its
 // bindings (the names of their settings, never the values).
 func (h *Handlers) APIDataServices(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -160,39 +160,39 @@ func (h *Handlers) APIDataServices(c *fiber.Ctx) error {
 // APIInstallDataService is POST /api/knative-regions/{id}/data-services/{service}
 // {"storage_class", "size_gi"} (the body is optional).
 func (h *Handlers) APIInstallDataService(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	var in data.DataServiceInput
 	if len(c.Body()) > 0 {
-		if err := bodyMap(c, &in); err != nil {
+		if err := BodyMap(c, &in); err != nil {
 			return h.Fail(c, err)
 		}
 	}
-	j, err := h.Ops.Data.InstallDataService(ctx(c), h.actor(c), r, c.Params("service"), in)
+	j, err := h.Ops.Data.InstallDataService(ctx(c), h.Actor(c), r, c.Params("service"), in)
 	return h.Accepted(c, j, err)
 }
 
 // APIRemoveDataService is DELETE /api/knative-regions/{id}/data-services/{service}:
 // refused (422, naming them) while bindings use it; it deletes the service's data.
 func (h *Handlers) APIRemoveDataService(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Data.RemoveDataService(ctx(c), h.actor(c), r, c.Params("service"))
+	j, err := h.Ops.Data.RemoveDataService(ctx(c), h.Actor(c), r, c.Params("service"))
 	return h.Accepted(c, j, err)
 }
 
 // APISkupper is GET /api/knative-regions/{id}/skupper: whether the cluster runs Skupper
 // v2 (its CRD and controller), its version and the region's site.
 func (h *Handlers) APISkupper(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	cctx, cancel := h.clusterCtx(c)
+	cctx, cancel := h.ClusterCtx(c)
 	defer cancel()
 	rep, err := h.Ops.Data.RegionSkupper(cctx, r)
 	if err != nil {
@@ -203,11 +203,11 @@ func (h *Handlers) APISkupper(c *fiber.Ctx) error {
 
 // APISkupperSite is POST /api/knative-regions/{id}/skupper/site.
 func (h *Handlers) APISkupperSite(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Data.CreateSkupperSite(ctx(c), h.actor(c), r)
+	j, err := h.Ops.Data.CreateSkupperSite(ctx(c), h.Actor(c), r)
 	return h.Accepted(c, j, err)
 }
 
@@ -244,10 +244,10 @@ func (h *Handlers) APIBind(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	var in data.BindInput
-	if err := bodyMap(c, &in); err != nil {
+	if err := BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	b, j, err := h.Ops.Data.Bind(ctx(c), h.actor(c), p, in)
+	b, j, err := h.Ops.Data.Bind(ctx(c), h.Actor(c), p, in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -261,7 +261,7 @@ func (h *Handlers) APIUnbind(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Data.Unbind(ctx(c), h.actor(c), p, c.Params("service"))
+	j, err := h.Ops.Data.Unbind(ctx(c), h.Actor(c), p, c.Params("service"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -277,7 +277,7 @@ func (h *Handlers) BindForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, j, err := h.Ops.Data.Bind(ctx(c), h.actor(c), p, data.BindInput{Service: c.FormValue("service")})
+	_, j, err := h.Ops.Data.Bind(ctx(c), h.Actor(c), p, data.BindInput{Service: c.FormValue("service")})
 	return h.projectFormOutcome(c, p, j, err)
 }
 
@@ -287,7 +287,7 @@ func (h *Handlers) UnbindForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Data.Unbind(ctx(c), h.actor(c), p, c.Params("service"))
+	j, err := h.Ops.Data.Unbind(ctx(c), h.Actor(c), p, c.Params("service"))
 	return h.projectFormOutcome(c, p, j, err)
 }
 

@@ -25,7 +25,7 @@ func (h *Handlers) demoSection(c *fiber.Ctx, r *store.Region) (*views.DemoSectio
 // APIDemoProjects is GET /api/knative-regions/{id}/demo-projects: the region's demo
 // projects and what it lacks for them.
 func (h *Handlers) APIDemoProjects(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -43,40 +43,40 @@ func (h *Handlers) APIDemoProjects(c *fiber.Ctx) error {
 // APIInstallDemos is POST /api/knative-regions/{id}/demo-projects: 422 naming the
 // prerequisites that are not ready.
 func (h *Handlers) APIInstallDemos(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Projects.InstallDemos(ctx(c), h.actor(c), r)
+	j, err := h.Ops.Projects.InstallDemos(ctx(c), h.Actor(c), r)
 	return h.Accepted(c, j, err)
 }
 
 // APIRemoveDemos is DELETE /api/knative-regions/{id}/demo-projects.
 func (h *Handlers) APIRemoveDemos(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Projects.RemoveDemos(ctx(c), h.actor(c), r)
+	j, err := h.Ops.Projects.RemoveDemos(ctx(c), h.Actor(c), r)
 	return h.Accepted(c, j, err)
 }
 
 // DemoInstallForm installs (or deploys again) the demo projects from the General tab.
 func (h *Handlers) DemoInstallForm(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Ops.Projects.InstallDemos(ctx(c), h.actor(c), r)
-	return h.formOutcome(c, r, "general", nil, err, "")
+	_, err = h.Ops.Projects.InstallDemos(ctx(c), h.Actor(c), r)
+	return h.FormOutcome(c, r, "general", nil, err, "")
 }
 
 // DemoRemoveForm removes the demo projects from the General tab.
 func (h *Handlers) DemoRemoveForm(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Ops.Projects.RemoveDemos(ctx(c), h.actor(c), r)
-	return h.formOutcome(c, r, "general", nil, err, "")
+	_, err = h.Ops.Projects.RemoveDemos(ctx(c), h.Actor(c), r)
+	return h.FormOutcome(c, r, "general", nil, err, "")
 }

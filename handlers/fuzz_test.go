@@ -21,7 +21,7 @@ func FuzzBodyDecoders(f *testing.F) {
 	app := fiber.New()
 	decode := func(v func() any) fiber.Handler {
 		return func(c *fiber.Ctx) error {
-			if err := bodyMap(c, v()); err != nil {
+			if err := BodyMap(c, v()); err != nil {
 				return Invalid(c, err.(FieldErrors))
 			}
 			return c.SendStatus(200)

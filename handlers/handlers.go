@@ -31,6 +31,10 @@ import (
 	"runr.dev/console/views"
 )
 
+// InWizardKey is the Locals key that shows a tab rendered through the extra-tab hook as
+// a wizard step (installs only).
+const InWizardKey = "in_wizard"
+
 // Handlers carries what every handler needs.
 type Handlers struct {
 	Store    *store.Store
@@ -108,7 +112,7 @@ func isHTMX(c *fiber.Ctx) bool { return c.Get("HX-Request") == "true" }
 func (h *Handlers) page(c *fiber.Ctx, title, active string) views.Page {
 	p := views.Page{}
 	if pr := Who(c); pr != nil {
-		p = principalPage(pr, pr.CSRF)
+		p = PrincipalPage(pr, pr.CSRF)
 		p.Banners = h.banners(c)
 		if id := pr.User.Tenant(); id != "" {
 			if t, err := h.Store.TenantByID(ctx(c), id); err == nil {
@@ -172,8 +176,8 @@ func Unprocessable(c *fiber.Ctx, msg string) error {
 	return JSONError(c, fiber.StatusUnprocessableEntity, msg)
 }
 
-// actor is who makes the request, for the use cases.
-func (h *Handlers) actor(c *fiber.Ctx) kit.Actor { return ActorOf(Who(c)) }
+// Actor is who makes the request, for the use cases.
+func (h *Handlers) Actor(c *fiber.Ctx) kit.Actor { return ActorOf(Who(c)) }
 
 // ActorOf is a principal as the use cases see it: its e-mail, permissions, tenant and role.
 func ActorOf(p *Principal) kit.Actor {
@@ -358,8 +362,8 @@ func pages(total, size int) int {
 	return int(math.Ceil(float64(total) / float64(size)))
 }
 
-// bodyMap decodes a JSON object body; a malformed body is a 422 field error.
-func bodyMap(c *fiber.Ctx, v any) error {
+// BodyMap decodes a JSON object body; a malformed body is a 422 field error.
+func BodyMap(c *fiber.Ctx, v any) error {
 	if len(c.Body()) == 0 {
 		return FieldErrors{"body": "Send a JSON object."}
 	}

@@ -23,12 +23,12 @@ func (h *Handlers) APICompatibleVersions(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"data": vs, "kubernetes_version": r.K8sVersion})
 }
 
-// optionalBody decodes a JSON object body when there is one.
-func optionalBody(c *fiber.Ctx, v any) error {
+// OptionalBody decodes a JSON object body when there is one.
+func OptionalBody(c *fiber.Ctx, v any) error {
 	if len(c.Body()) == 0 {
 		return nil
 	}
-	return bodyMap(c, v)
+	return BodyMap(c, v)
 }
 
 // KnativeAction is the API handler of one Knative route: 202 with the job, or 422.
@@ -39,10 +39,10 @@ func (h *Handlers) KnativeAction(kind string) fiber.Handler {
 			return h.Fail(c, err)
 		}
 		var in knative.Input
-		if err := optionalBody(c, &in); err != nil {
+		if err := OptionalBody(c, &in); err != nil {
 			return h.Fail(c, err)
 		}
-		j, err := h.Ops.Knative.Start(ctx(c), h.actor(c), r, kind, in)
+		j, err := h.Ops.Knative.Start(ctx(c), h.Actor(c), r, kind, in)
 		return h.Accepted(c, j, err)
 	}
 }
@@ -54,10 +54,10 @@ func (h *Handlers) APISetRedis(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	var in redis.RedisInput
-	if err := bodyMap(c, &in); err != nil {
+	if err := BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Redis.SetRedis(ctx(c), h.actor(c), r, in)
+	j, err := h.Ops.Redis.SetRedis(ctx(c), h.Actor(c), r, in)
 	return h.Accepted(c, j, err)
 }
 
@@ -67,7 +67,7 @@ func (h *Handlers) APIDeleteRedis(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Redis.RemoveRedis(ctx(c), h.actor(c), r)
+	j, err := h.Ops.Redis.RemoveRedis(ctx(c), h.Actor(c), r)
 	return h.Accepted(c, j, err)
 }
 
@@ -77,6 +77,6 @@ func (h *Handlers) APITestRedis(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Redis.TestRedis(ctx(c), h.actor(c), r)
+	j, err := h.Ops.Redis.TestRedis(ctx(c), h.Actor(c), r)
 	return h.Accepted(c, j, err)
 }

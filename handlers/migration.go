@@ -58,10 +58,10 @@ func (h *Handlers) APIMigrate(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	var in moves.Input
-	if err := bodyMap(c, &in); err != nil {
+	if err := BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Moves.Start(ctx(c), h.actor(c), r, in)
+	j, err := h.Ops.Moves.Start(ctx(c), h.Actor(c), r, in)
 	return h.Accepted(c, j, err)
 }
 
@@ -84,7 +84,7 @@ func (h *Handlers) APICompleteMigration(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	if err := h.Ops.Moves.CompleteByHand(ctx(c), h.actor(c), r); err != nil {
+	if err := h.Ops.Moves.CompleteByHand(ctx(c), h.Actor(c), r); err != nil {
 		return h.Fail(c, err)
 	}
 	return h.regionAnswer(c, r.ID, nil)
@@ -96,7 +96,7 @@ func (h *Handlers) APIRollbackMigration(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Moves.Rollback(ctx(c), h.actor(c), r)
+	j, err := h.Ops.Moves.Rollback(ctx(c), h.Actor(c), r)
 	return h.Accepted(c, j, err)
 }
 
@@ -122,28 +122,28 @@ func (h *Handlers) migrationTab(c *fiber.Ctx, r *store.Region) (templ.Component,
 
 // MigrateForm starts a move from the Migration tab (the new kubeconfig uploaded or pasted).
 func (h *Handlers) MigrateForm(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	in := moves.Input{Kubeconfig: kubeconfigFromForm(c), DataLocation: c.FormValue("data_location")}
-	_, err = h.Ops.Moves.Start(ctx(c), h.actor(c), r, in)
-	return h.formOutcome(c, r, "migration", map[string]string{"data_location": in.DataLocation}, err, "The move started.")
+	_, err = h.Ops.Moves.Start(ctx(c), h.Actor(c), r, in)
+	return h.FormOutcome(c, r, "migration", map[string]string{"data_location": in.DataLocation}, err, "The move started.")
 }
 
 // MigrationActionForm completes or rolls back a move.
 func (h *Handlers) MigrationActionForm(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	switch c.Params("action") {
 	case "complete":
-		err = h.Ops.Moves.CompleteByHand(ctx(c), h.actor(c), r)
+		err = h.Ops.Moves.CompleteByHand(ctx(c), h.Actor(c), r)
 	case "rollback":
-		_, err = h.Ops.Moves.Rollback(ctx(c), h.actor(c), r)
+		_, err = h.Ops.Moves.Rollback(ctx(c), h.Actor(c), r)
 	default:
 		return h.Fail(c, store.ErrNotFound)
 	}
-	return h.formOutcome(c, r, "migration", nil, err, "")
+	return h.FormOutcome(c, r, "migration", nil, err, "")
 }

@@ -33,10 +33,10 @@ func (h *Handlers) platformValues(c *fiber.Ctx) (map[string]string, error) {
 // APIPatchSettings is PATCH /api/settings with base_domain and image_mirror.
 func (h *Handlers) APIPatchSettings(c *fiber.Ctx) error {
 	var in reconcile.PlatformSettingsInput
-	if err := bodyMap(c, &in); err != nil {
+	if err := BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	if err := h.Ops.Reconcile.UpdatePlatformSettings(ctx(c), h.actor(c), in); err != nil {
+	if err := h.Ops.Reconcile.UpdatePlatformSettings(ctx(c), h.Actor(c), in); err != nil {
 		return h.Fail(c, err)
 	}
 	return h.APIGetSettings(c)
@@ -73,7 +73,7 @@ func (h *Handlers) PlatformForm(c *fiber.Ctx) error {
 		in.ImageMirror = store.Ptr(vals["image_mirror"])
 		flash = "Image mirror saved: the regions' next installs pull through it; runr reconcile --step image-mirror moves what runs."
 	}
-	if err := h.Ops.Reconcile.UpdatePlatformSettings(ctx(c), h.actor(c), in); err != nil {
+	if err := h.Ops.Reconcile.UpdatePlatformSettings(ctx(c), h.Actor(c), in); err != nil {
 		fe, _, ok := h.refusal(c, err)
 		if !ok {
 			return h.Fail(c, err)
@@ -90,6 +90,6 @@ func (h *Handlers) APICompleteDomainMigration(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Domains.CompleteDomainMigration(ctx(c), h.actor(c), r)
+	j, err := h.Ops.Domains.CompleteDomainMigration(ctx(c), h.Actor(c), r)
 	return h.Accepted(c, j, err)
 }

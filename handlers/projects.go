@@ -41,10 +41,10 @@ func (h *Handlers) projectJSON(c *fiber.Ctx, p *store.Project) ProjectJSON {
 // APICreateProject is POST /api/projects.
 func (h *Handlers) APICreateProject(c *fiber.Ctx) error {
 	var in projects.ProjectInput
-	if err := bodyMap(c, &in); err != nil {
+	if err := BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	p, err := h.Ops.Projects.CreateProject(ctx(c), h.actor(c), in)
+	p, err := h.Ops.Projects.CreateProject(ctx(c), h.Actor(c), in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -80,10 +80,10 @@ func (h *Handlers) APIUpdateProject(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	var in projects.ProjectInput
-	if err := bodyMap(c, &in); err != nil {
+	if err := BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Projects.UpdateProject(ctx(c), h.actor(c), p, in)
+	j, err := h.Ops.Projects.UpdateProject(ctx(c), h.Actor(c), p, in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -101,7 +101,7 @@ func (h *Handlers) APIProjectAction(action string) fiber.Handler {
 		if err != nil {
 			return h.Fail(c, err)
 		}
-		j, err := h.Ops.Projects.ProjectAction(ctx(c), h.actor(c), p, action)
+		j, err := h.Ops.Projects.ProjectAction(ctx(c), h.Actor(c), p, action)
 		if err != nil {
 			return h.Fail(c, err)
 		}
@@ -212,8 +212,8 @@ func (h *Handlers) CreateProjectForm(c *fiber.Ctx) error {
 	if len(errs) > 0 {
 		return h.renderProjects(c, fiber.StatusUnprocessableEntity, views.Form{Values: vals, Errors: errs})
 	}
-	in.DataLocation = ptr(vals["data_location"])
-	p, err := h.Ops.Projects.CreateProject(ctx(c), h.actor(c), in)
+	in.DataLocation = store.Ptr(vals["data_location"])
+	p, err := h.Ops.Projects.CreateProject(ctx(c), h.Actor(c), in)
 	if fe, _, ok := h.refusal(c, err); ok {
 		// The API's gpu.count and gpu.model are the form's gpu_count and gpu_model.
 		for _, k := range []string{"count", "model"} {
@@ -235,7 +235,7 @@ func (h *Handlers) ProjectActionForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Projects.ProjectAction(ctx(c), h.actor(c), p, c.Params("action"))
+	j, err := h.Ops.Projects.ProjectAction(ctx(c), h.Actor(c), p, c.Params("action"))
 	if _, msg, ok := h.refusal(c, err); ok {
 		return h.renderProjects(c, fiber.StatusUnprocessableEntity, views.Form{Error: p.Name + ": " + msg})
 	} else if err != nil {

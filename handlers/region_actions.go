@@ -16,10 +16,10 @@ func (h *Handlers) APIUpdateSettings(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	var in ops.SettingsInput
-	if err := bodyMap(c, &in); err != nil {
+	if err := BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.UpdateSettings(ctx(c), h.actor(c), r, in)
+	j, err := h.Ops.UpdateSettings(ctx(c), h.Actor(c), r, in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -54,10 +54,10 @@ func (h *Handlers) APIUpdateRegion(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	var in ops.RegionUpdate
-	if err := bodyMap(c, &in); err != nil {
+	if err := BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.UpdateRegion(ctx(c), h.actor(c), r, in)
+	j, err := h.Ops.UpdateRegion(ctx(c), h.Actor(c), r, in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -71,10 +71,10 @@ func (h *Handlers) APISetFunctionTLS(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	var in ops.TLSInput
-	if err := bodyMap(c, &in); err != nil {
+	if err := BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.SetFunctionTLS(ctx(c), h.actor(c), r, in)
+	j, err := h.Ops.SetFunctionTLS(ctx(c), h.Actor(c), r, in)
 	return h.Accepted(c, j, err)
 }
 
@@ -84,7 +84,7 @@ func (h *Handlers) APIDeleteFunctionTLS(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.RemoveFunctionTLS(ctx(c), h.actor(c), r)
+	j, err := h.Ops.RemoveFunctionTLS(ctx(c), h.Actor(c), r)
 	return h.Accepted(c, j, err)
 }
 
@@ -121,14 +121,14 @@ func (h *Handlers) APIUpdateMonitoring(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	raw := map[string]json.RawMessage{}
-	if err := bodyMap(c, &raw); err != nil {
+	if err := BodyMap(c, &raw); err != nil {
 		return h.Fail(c, err)
 	}
 	in, fe := monitoringInput(raw)
 	if fe != nil {
 		return Invalid(c, fe)
 	}
-	j, err := h.Ops.UpdateMonitoring(ctx(c), h.actor(c), r, in)
+	j, err := h.Ops.UpdateMonitoring(ctx(c), h.Actor(c), r, in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -142,7 +142,7 @@ func (h *Handlers) APIDeleteRegion(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	if err := h.Ops.DeleteRegion(ctx(c), h.actor(c), r); err != nil {
+	if err := h.Ops.DeleteRegion(ctx(c), h.Actor(c), r); err != nil {
 		return h.Fail(c, err)
 	}
 	return c.SendStatus(fiber.StatusNoContent)

@@ -145,7 +145,7 @@ func (h *Handlers) RegionPage(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	if h.Cfg.Tenancy && tenancy.SummaryOnly(h.actor(c), r) {
+	if h.Cfg.Tenancy && tenancy.SummaryOnly(h.Actor(c), r) {
 		row, err := h.assignedRow(c, r)
 		if err != nil {
 			return h.Fail(c, err)
@@ -218,8 +218,8 @@ func (h *Handlers) RegionTab(c *fiber.Ctx) error {
 	return Render(c, fiber.StatusOK, views.RegionTabSwap(h.page(c, r.Name, "regions"), d))
 }
 
-// regionForm loads the region of a form post.
-func (h *Handlers) regionForm(c *fiber.Ctx) (*store.Region, error) {
+// RegionForm loads the region of a form post.
+func (h *Handlers) RegionForm(c *fiber.Ctx) (*store.Region, error) {
 	return h.Store.RegionByID(ctx(c), c.Params("id"))
 }
 
@@ -234,24 +234,24 @@ func (h *Handlers) formDone(c *fiber.Ctx, r *store.Region, tab, flash string) er
 	return redirect(c, "/regions/"+r.ID+"?tab="+tab)
 }
 
-// tabFormKey is the Locals key of a tab's form sent back with its errors: a tab rendered
+// TabFormKey is the Locals key of a tab's form sent back with its errors: a tab rendered
 // through the extra-tab hook (Workers) sees no form of its own.
-const tabFormKey = "tab_form"
+const TabFormKey = "tab_form"
 
-// formInvalid renders a region tab again with a form's values and its errors (422).
-func (h *Handlers) formInvalid(c *fiber.Ctx, r *store.Region, tab string, values map[string]string, errs FieldErrors, msg string) error {
+// FormInvalid renders a region tab again with a form's values and its errors (422).
+func (h *Handlers) FormInvalid(c *fiber.Ctx, r *store.Region, tab string, values map[string]string, errs FieldErrors, msg string) error {
 	f := views.Form{Values: values, Errors: errs, Error: msg}
 	if msg == "" && len(errs) > 0 {
 		f.Error = "Some fields need another look."
 	}
-	c.Locals(tabFormKey, f)
+	c.Locals(TabFormKey, f)
 	return h.renderRegion(c, r, tab, f, fiber.StatusUnprocessableEntity)
 }
 
-// formOutcome answers a region tab's form after its use case: back to the tab with the
+// FormOutcome answers a region tab's form after its use case: back to the tab with the
 // flash when it went through, the tab again with the messages beside the fields when it
 // was refused (422), and Fail for any other error.
-func (h *Handlers) formOutcome(c *fiber.Ctx, r *store.Region, tab string, values map[string]string, err error, flash string) error {
+func (h *Handlers) FormOutcome(c *fiber.Ctx, r *store.Region, tab string, values map[string]string, err error, flash string) error {
 	if err == nil {
 		return h.formDone(c, r, tab, flash)
 	}
@@ -259,12 +259,12 @@ func (h *Handlers) formOutcome(c *fiber.Ctx, r *store.Region, tab string, values
 	if !ok {
 		return h.Fail(c, err)
 	}
-	return h.formInvalid(c, r, tab, values, fe, msg)
+	return h.FormInvalid(c, r, tab, values, fe, msg)
 }
 
 // SettingsForm saves the General settings.
 func (h *Handlers) SettingsForm(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -272,7 +272,7 @@ func (h *Handlers) SettingsForm(c *fiber.Ctx) error {
 		"ingress_trusted_ips": c.FormValue("ingress_trusted_ips"), "image_mirror": c.FormValue("image_mirror")}
 	n, err := strconv.Atoi(strings.TrimSpace(vals["request_timeout"]))
 	if err != nil {
-		return h.formInvalid(c, r, "general", vals, FieldErrors{"request_timeout": "Use a whole number of seconds."}, "")
+		return h.FormInvalid(c, r, "general", vals, FieldErrors{"request_timeout": "Use a whole number of seconds."}, "")
 	}
 	ws := strings.TrimSpace(vals["agent_ws_url"])
 	ips := []string{}
@@ -282,7 +282,7 @@ func (h *Handlers) SettingsForm(c *fiber.Ctx) error {
 		}
 	}
 	mirror := vals["image_mirror"]
-	j, err := h.Ops.UpdateSettings(ctx(c), h.actor(c), r, ops.SettingsInput{RequestTimeout: &n, AgentWSURL: &ws, IngressTrustedIPs: &ips, ImageMirror: &mirror})
+	j, err := h.Ops.UpdateSettings(ctx(c), h.Actor(c), r, ops.SettingsInput{RequestTimeout: &n, AgentWSURL: &ws, IngressTrustedIPs: &ips, ImageMirror: &mirror})
 	msg := "Settings saved."
 	if mirror != r.Settings.V.ImageMirror {
 		msg = "Settings saved. The image mirror applies to the next installs; runr reconcile --step image-mirror moves what runs."
@@ -290,47 +290,47 @@ func (h *Handlers) SettingsForm(c *fiber.Ctx) error {
 	if j != nil {
 		msg = "Settings saved; they are being applied to the cluster."
 	}
-	return h.formOutcome(c, r, "general", vals, err, msg)
+	return h.FormOutcome(c, r, "general", vals, err, msg)
 }
 
 // StatusForm sets the region status; a refusal is the form's message.
 func (h *Handlers) StatusForm(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	status := c.FormValue("region_status")
-	_, err = h.Ops.SetRegionStatus(ctx(c), h.actor(c), r, store.RegionStatus(status))
+	_, err = h.Ops.SetRegionStatus(ctx(c), h.Actor(c), r, store.RegionStatus(status))
 	if fe, _, ok := h.refusal(c, err); ok {
-		return h.formInvalid(c, r, "general", nil, fe, fe["region_status"])
+		return h.FormInvalid(c, r, "general", nil, fe, fe["region_status"])
 	}
-	return h.formOutcome(c, r, "general", nil, err, "Region status set to "+status+".")
+	return h.FormOutcome(c, r, "general", nil, err, "Region status set to "+status+".")
 }
 
 // FunctionTLSForm uploads a function-domain certificate.
 func (h *Handlers) FunctionTLSForm(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	in := ops.TLSInput{Certificate: c.FormValue("certificate"), PrivateKey: c.FormValue("private_key"), ReplaceExisting: c.FormValue("replace_existing") == "1"}
-	_, err = h.Ops.SetFunctionTLS(ctx(c), h.actor(c), r, in)
-	return h.formOutcome(c, r, "general", map[string]string{"certificate": in.Certificate}, err, "Certificate uploaded; it is being installed.")
+	_, err = h.Ops.SetFunctionTLS(ctx(c), h.Actor(c), r, in)
+	return h.FormOutcome(c, r, "general", map[string]string{"certificate": in.Certificate}, err, "Certificate uploaded; it is being installed.")
 }
 
 // DeleteFunctionTLSForm removes the certificate.
 func (h *Handlers) DeleteFunctionTLSForm(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Ops.RemoveFunctionTLS(ctx(c), h.actor(c), r)
-	return h.formOutcome(c, r, "general", nil, err, "The certificate is being removed.")
+	_, err = h.Ops.RemoveFunctionTLS(ctx(c), h.Actor(c), r)
+	return h.FormOutcome(c, r, "general", nil, err, "The certificate is being removed.")
 }
 
 // MonitoringForm saves the monitoring choice.
 func (h *Handlers) MonitoringForm(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -339,8 +339,8 @@ func (h *Handlers) MonitoringForm(c *fiber.Ctx) error {
 		vals[k] = strings.TrimSpace(c.FormValue(k))
 	}
 	in := ops.MonitoringInput{PrometheusURL: store.Ptr(vals["prometheus_url"]), LokiURL: store.Ptr(vals["loki_url"]), LokiOrgID: store.Ptr(vals["loki_org_id"])}
-	_, err = h.Ops.UpdateMonitoring(ctx(c), h.actor(c), r, in)
-	return h.formOutcome(c, r, "general", vals, err, "Monitoring saved.")
+	_, err = h.Ops.UpdateMonitoring(ctx(c), h.Actor(c), r, in)
+	return h.FormOutcome(c, r, "general", vals, err, "Monitoring saved.")
 }
 
 // knativeFormKinds are the Knative jobs of the Operator and Serving tabs, by the action in their path.
@@ -349,7 +349,7 @@ var knativeFormKinds = map[string]string{"install-operator": knative.KindInstall
 
 // KnativeForm runs one of the Knative actions from the Operator and Serving tabs.
 func (h *Handlers) KnativeForm(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -367,13 +367,13 @@ func (h *Handlers) KnativeForm(c *fiber.Ctx) error {
 	}
 	in := knative.Input{Version: version, Namespace: c.FormValue("namespace"), OperatorNamespace: c.FormValue("operator_namespace"),
 		RemoveTraefik: c.FormValue("remove_traefik") == "1", IngressMode: c.FormValue("ingress_mode")}
-	_, err = h.Ops.Knative.Start(ctx(c), h.actor(c), r, kind, in)
-	return h.formOutcome(c, r, tab, map[string]string{"namespace": in.Namespace, "operator_namespace": in.OperatorNamespace, "ingress_mode": in.IngressMode}, err, "")
+	_, err = h.Ops.Knative.Start(ctx(c), h.Actor(c), r, kind, in)
+	return h.FormOutcome(c, r, tab, map[string]string{"namespace": in.Namespace, "operator_namespace": in.OperatorNamespace, "ingress_mode": in.IngressMode}, err, "")
 }
 
 // RegistryForm sets up the registry (on a PVC when internal).
 func (h *Handlers) RegistryForm(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -381,68 +381,68 @@ func (h *Handlers) RegistryForm(c *fiber.Ctx) error {
 		ExternalUsername: c.FormValue("external_username"), ExternalPassword: c.FormValue("external_password"),
 		PVCConfig: registry.PVCConfig{StorageClass: c.FormValue("storage_class"), Size: c.FormValue("size")}}
 	vals := map[string]string{"storage_class": in.PVCConfig.StorageClass, "size": in.PVCConfig.Size, "external_address": in.ExternalAddress, "external_username": in.ExternalUsername}
-	_, err = h.Ops.Registry.Set(ctx(c), h.actor(c), r, in)
-	return h.formOutcome(c, r, "registry", vals, err, "")
+	_, err = h.Ops.Registry.Set(ctx(c), h.Actor(c), r, in)
+	return h.FormOutcome(c, r, "registry", vals, err, "")
 }
 
 // RegistryDeleteForm removes the registry.
 func (h *Handlers) RegistryDeleteForm(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Ops.Registry.Remove(ctx(c), h.actor(c), r)
-	return h.formOutcome(c, r, "registry", nil, err, "")
+	_, err = h.Ops.Registry.Remove(ctx(c), h.Actor(c), r)
+	return h.FormOutcome(c, r, "registry", nil, err, "")
 }
 
 // RedisForm sets the region's Redis.
 func (h *Handlers) RedisForm(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	in := redis.RedisInput{Mode: store.RedisMode(c.FormValue("mode")), Address: strings.TrimSpace(c.FormValue("address")), Password: c.FormValue("password")}
-	_, err = h.Ops.Redis.SetRedis(ctx(c), h.actor(c), r, in)
-	return h.formOutcome(c, r, "redis", map[string]string{"address": in.Address}, err, "")
+	_, err = h.Ops.Redis.SetRedis(ctx(c), h.Actor(c), r, in)
+	return h.FormOutcome(c, r, "redis", map[string]string{"address": in.Address}, err, "")
 }
 
 // RedisActionForm tests or removes the Redis.
 func (h *Handlers) RedisActionForm(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	switch c.Params("action") {
 	case "test":
-		_, err = h.Ops.Redis.TestRedis(ctx(c), h.actor(c), r)
+		_, err = h.Ops.Redis.TestRedis(ctx(c), h.Actor(c), r)
 	case "delete":
-		_, err = h.Ops.Redis.RemoveRedis(ctx(c), h.actor(c), r)
+		_, err = h.Ops.Redis.RemoveRedis(ctx(c), h.Actor(c), r)
 	default:
 		return h.Fail(c, store.ErrNotFound)
 	}
-	return h.formOutcome(c, r, "redis", nil, err, "")
+	return h.FormOutcome(c, r, "redis", nil, err, "")
 }
 
 // RemoveRegionPage asks for confirmation, listing what stays on the cluster.
 func (h *Handlers) RemoveRegionPage(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	if r.ProjectCount > 0 {
-		return h.formInvalid(c, r, "general", nil, nil, "The region still has projects: delete them or move them to another region first.")
+		return h.FormInvalid(c, r, "general", nil, nil, "The region still has projects: delete them or move them to another region first.")
 	}
 	return Render(c, fiber.StatusOK, views.RemoveRegion(h.page(c, "Remove "+r.Name, "regions"), regionView(r)))
 }
 
 // RemoveRegionForm deletes the region's record.
 func (h *Handlers) RemoveRegionForm(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	if err := h.Ops.DeleteRegion(ctx(c), h.actor(c), r); err != nil {
-		return h.formOutcome(c, r, "general", nil, err, "")
+	if err := h.Ops.DeleteRegion(ctx(c), h.Actor(c), r); err != nil {
+		return h.FormOutcome(c, r, "general", nil, err, "")
 	}
 	h.flash(c, "Region "+r.Name+" removed. Everything on its cluster keeps running.")
 	return redirect(c, "/regions")
@@ -450,7 +450,7 @@ func (h *Handlers) RemoveRegionForm(c *fiber.Ctx) error {
 
 // CheckNowForm runs the region's status check now.
 func (h *Handlers) CheckNowForm(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}

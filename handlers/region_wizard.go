@@ -71,7 +71,7 @@ func (h *Handlers) RegionWizardPage(c *fiber.Ctx) error {
 		// The Sandbox step needs sandbox.manage; without it the wizard goes on to Migration.
 		current, tab = 6, wizardTabs[6]
 	}
-	c.Locals(inWizardKey, true)
+	c.Locals(InWizardKey, true)
 	d, err := h.regionPageData(c, r, tab, views.Form{})
 	if err != nil {
 		return h.Fail(c, err)

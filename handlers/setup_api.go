@@ -14,7 +14,7 @@ import (
 // APICheckRegion is POST /api/knative-regions/check: step 1's checklist, creating nothing.
 func (h *Handlers) APICheckRegion(c *fiber.Ctx) error {
 	var in ops.CheckInput
-	if err := bodyMap(c, &in); err != nil {
+	if err := BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
 	chk, err := h.Ops.CheckRegion(ctx(c), in)
@@ -28,10 +28,10 @@ func (h *Handlers) APICheckRegion(c *fiber.Ctx) error {
 // region and its registry are set up in the background.
 func (h *Handlers) APISetupStart(c *fiber.Ctx) error {
 	var in ops.SetupInput
-	if err := bodyMap(c, &in); err != nil {
+	if err := BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	st, err := h.Ops.StartSetup(ctx(c), h.actor(c), in)
+	st, err := h.Ops.StartSetup(ctx(c), h.Actor(c), in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -92,10 +92,10 @@ func (h *Handlers) APISetupRetry(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	var in ops.SetupInput
-	if err := bodyMap(c, &in); err != nil {
+	if err := BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.RetrySetup(ctx(c), h.actor(c), st, in)
+	j, err := h.Ops.RetrySetup(ctx(c), h.Actor(c), st, in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -105,10 +105,10 @@ func (h *Handlers) APISetupRetry(c *fiber.Ctx) error {
 // APICreateRegion is POST /api/knative-regions: 201 with the region and its jobs.
 func (h *Handlers) APICreateRegion(c *fiber.Ctx) error {
 	var in ops.RegionInput
-	if err := bodyMap(c, &in); err != nil {
+	if err := BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	r, jobs, err := h.Ops.CreateRegion(ctx(c), h.actor(c), in)
+	r, jobs, err := h.Ops.CreateRegion(ctx(c), h.Actor(c), in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -131,10 +131,10 @@ func (h *Handlers) APISetRegistry(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	var in registry.Input
-	if err := bodyMap(c, &in); err != nil {
+	if err := BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Registry.Set(ctx(c), h.actor(c), r, in)
+	j, err := h.Ops.Registry.Set(ctx(c), h.Actor(c), r, in)
 	return h.Accepted(c, j, err)
 }
 
@@ -144,7 +144,7 @@ func (h *Handlers) APIDeleteRegistry(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Registry.Remove(ctx(c), h.actor(c), r)
+	j, err := h.Ops.Registry.Remove(ctx(c), h.Actor(c), r)
 	return h.Accepted(c, j, err)
 }
 
@@ -156,10 +156,10 @@ func (h *Handlers) APITestRegistry(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	var in registry.Input
-	if err := bodyMap(c, &in); err != nil {
+	if err := BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Registry.Test(ctx(c), h.actor(c), r, in)
+	j, err := h.Ops.Registry.Test(ctx(c), h.Actor(c), r, in)
 	return h.Accepted(c, j, err)
 }
 
@@ -193,7 +193,7 @@ func (h *Handlers) APIRollingRestart(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Registry.StartRollingRestart(ctx(c), h.actor(c), r)
+	j, err := h.Ops.Registry.StartRollingRestart(ctx(c), h.Actor(c), r)
 	if err != nil && !refused(err) {
 		return JSONError(c, fiber.StatusBadGateway, "The cluster's nodes could not be listed: "+err.Error())
 	}
@@ -202,13 +202,13 @@ func (h *Handlers) APIRollingRestart(c *fiber.Ctx) error {
 
 // RollingRestartForm is the Registry tab's Restart containerd.
 func (h *Handlers) RollingRestartForm(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Ops.Registry.StartRollingRestart(ctx(c), h.actor(c), r)
+	_, err = h.Ops.Registry.StartRollingRestart(ctx(c), h.Actor(c), r)
 	if err != nil && !refused(err) {
-		return h.formInvalid(c, r, "registry", nil, nil, "The cluster's nodes could not be listed: "+err.Error())
+		return h.FormInvalid(c, r, "registry", nil, nil, "The cluster's nodes could not be listed: "+err.Error())
 	}
-	return h.formOutcome(c, r, "registry", nil, err, "")
+	return h.FormOutcome(c, r, "registry", nil, err, "")
 }

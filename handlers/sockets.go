@@ -166,7 +166,7 @@ func pageFor(conn *websocket.Conn) views.Page {
 		return views.Page{}
 	}
 	csrf, _ := conn.Locals("csrf").(string)
-	return principalPage(p, csrf)
+	return PrincipalPage(p, csrf)
 }
 
 // JobSocket streams a job's progress: htmx fragments for browsers, or JSON events with

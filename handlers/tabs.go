@@ -14,12 +14,13 @@ func (h *Handlers) initTabs() {
 	h.extraTabs = map[string]func(c *fiber.Ctx, r *store.Region) (templ.Component, error){
 		"migration": h.migrationTab,
 		"workers":   h.workersTab,
-		"isolation": h.isolationTab,
-		"gpu":       h.gpuTab,
 		"data":      h.dataTab,
-		// The Supply chain tab.
-		"supply-chain": h.supplyChainTab,
 	}
+}
+
+// AddTab registers the region tab name, rendered by a feature's handlers.
+func (h *Handlers) AddTab(name string, render func(c *fiber.Ctx, r *store.Region) (templ.Component, error)) {
+	h.extraTabs[name] = render
 }
 
 // Init prepares the handlers after construction.

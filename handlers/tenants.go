@@ -37,10 +37,10 @@ func (h *Handlers) APIListTenants(c *fiber.Ctx) error {
 // APICreateTenant is POST /api/tenants {name}: 201 with the tenant.
 func (h *Handlers) APICreateTenant(c *fiber.Ctx) error {
 	var in tenancy.TenantInput
-	if err := bodyMap(c, &in); err != nil {
+	if err := BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	t, err := h.Ops.Tenancy.CreateTenant(ctx(c), h.actor(c), in)
+	t, err := h.Ops.Tenancy.CreateTenant(ctx(c), h.Actor(c), in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -70,10 +70,10 @@ func (h *Handlers) APIRenameTenant(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	var in tenancy.TenantInput
-	if err := bodyMap(c, &in); err != nil {
+	if err := BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	t, err = h.Ops.Tenancy.RenameTenant(ctx(c), h.actor(c), t, in)
+	t, err = h.Ops.Tenancy.RenameTenant(ctx(c), h.Actor(c), t, in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -87,7 +87,7 @@ func (h *Handlers) APIDeleteTenant(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	if err := h.Ops.Tenancy.DeleteTenant(ctx(c), h.actor(c), t); err != nil {
+	if err := h.Ops.Tenancy.DeleteTenant(ctx(c), h.Actor(c), t); err != nil {
 		return h.Fail(c, err)
 	}
 	return c.SendStatus(fiber.StatusNoContent)
@@ -117,7 +117,7 @@ func (h *Handlers) APICreateTenantUser(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	var in accounts.UserInput
-	if err := bodyMap(c, &in); err != nil {
+	if err := BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
 	u, generated, err := accounts.CreateTenantUser(ctx(c), h.Store, Who(c).User, t.ID, in)
@@ -146,15 +146,15 @@ func (h *Handlers) APIAssignments(c *fiber.Ctx) error {
 // APIAssign is POST /api/knative-regions/{id}/assignments {tenant_id, cpu, memory_gib}:
 // 201 with the assignment; quotas that do not fit answer 422 with what is free.
 func (h *Handlers) APIAssign(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	var in tenancy.QuotaInput
-	if err := bodyMap(c, &in); err != nil {
+	if err := BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	a, err := h.Ops.Tenancy.AssignRegion(ctx(c), h.actor(c), r, in)
+	a, err := h.Ops.Tenancy.AssignRegion(ctx(c), h.Actor(c), r, in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -164,15 +164,15 @@ func (h *Handlers) APIAssign(c *fiber.Ctx) error {
 // APIChangeAssignment is PUT /api/knative-regions/{id}/assignments/{tenant_id} {cpu,
 // memory_gib}: a quota left out stays.
 func (h *Handlers) APIChangeAssignment(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	var in tenancy.QuotaInput
-	if err := bodyMap(c, &in); err != nil {
+	if err := BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	a, err := h.Ops.Tenancy.ChangeAssignment(ctx(c), h.actor(c), r, c.Params("tenant_id"), in)
+	a, err := h.Ops.Tenancy.ChangeAssignment(ctx(c), h.Actor(c), r, c.Params("tenant_id"), in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -181,11 +181,11 @@ func (h *Handlers) APIChangeAssignment(c *fiber.Ctx) error {
 
 // APIUnassign is DELETE /api/knative-regions/{id}/assignments/{tenant_id}.
 func (h *Handlers) APIUnassign(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	if err := h.Ops.Tenancy.Unassign(ctx(c), h.actor(c), r, c.Params("tenant_id")); err != nil {
+	if err := h.Ops.Tenancy.Unassign(ctx(c), h.Actor(c), r, c.Params("tenant_id")); err != nil {
 		return h.Fail(c, err)
 	}
 	return c.SendStatus(fiber.StatusNoContent)
@@ -234,7 +234,7 @@ func (h *Handlers) CreateTenantForm(c *fiber.Ctx) error {
 		return h.tenantsForm(c, "new", map[string]string{"name": ""}, &problem.Invalid{Fields: fe}, "")
 	}
 	name := c.FormValue("name")
-	_, err := h.Ops.Tenancy.CreateTenant(ctx(c), h.actor(c), tenancy.TenantInput{Name: name})
+	_, err := h.Ops.Tenancy.CreateTenant(ctx(c), h.Actor(c), tenancy.TenantInput{Name: name})
 	return h.tenantsForm(c, "new", map[string]string{"name": name}, err, "Tenant "+strings.TrimSpace(name)+" created: add its first owner.")
 }
 
@@ -248,7 +248,7 @@ func (h *Handlers) RenameTenantForm(c *fiber.Ctx) error {
 		return h.tenantsForm(c, t.ID, nil, &problem.Invalid{Fields: fe}, "")
 	}
 	name := c.FormValue("name")
-	_, err = h.Ops.Tenancy.RenameTenant(ctx(c), h.actor(c), t, tenancy.TenantInput{Name: name})
+	_, err = h.Ops.Tenancy.RenameTenant(ctx(c), h.Actor(c), t, tenancy.TenantInput{Name: name})
 	return h.tenantsForm(c, t.ID, map[string]string{"name": name}, err, "Tenant renamed.")
 }
 
@@ -258,7 +258,7 @@ func (h *Handlers) DeleteTenantForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	err = h.Ops.Tenancy.DeleteTenant(ctx(c), h.actor(c), t)
+	err = h.Ops.Tenancy.DeleteTenant(ctx(c), h.Actor(c), t)
 	return h.tenantsForm(c, t.ID, nil, err, "Tenant "+t.Name+" removed.")
 }
 
@@ -324,13 +324,13 @@ func (h *Handlers) AssignForm(c *fiber.Ctx) error {
 	} else if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Ops.Tenancy.AssignRegion(ctx(c), h.actor(c), r, in)
+	_, err = h.Ops.Tenancy.AssignRegion(ctx(c), h.Actor(c), r, in)
 	return h.tenantsForm(c, t.ID, values, err, "Region "+r.Name+" assigned to "+t.Name+".")
 }
 
 // ChangeAssignmentForm changes the quotas of an assignment (the Tenants page).
 func (h *Handlers) ChangeAssignmentForm(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -339,16 +339,16 @@ func (h *Handlers) ChangeAssignmentForm(c *fiber.Ctx) error {
 	if fe != nil {
 		return h.tenantsForm(c, formFor, values, &problem.Invalid{Fields: fe}, "")
 	}
-	_, err = h.Ops.Tenancy.ChangeAssignment(ctx(c), h.actor(c), r, c.Params("tenant"), in)
+	_, err = h.Ops.Tenancy.ChangeAssignment(ctx(c), h.Actor(c), r, c.Params("tenant"), in)
 	return h.tenantsForm(c, formFor, values, err, "Quotas on "+r.Name+" saved.")
 }
 
 // UnassignForm takes a region away from a tenant (the Tenants page).
 func (h *Handlers) UnassignForm(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	err = h.Ops.Tenancy.Unassign(ctx(c), h.actor(c), r, c.Params("tenant"))
+	err = h.Ops.Tenancy.Unassign(ctx(c), h.Actor(c), r, c.Params("tenant"))
 	return h.tenantsForm(c, "", nil, err, "Region "+r.Name+" unassigned.")
 }

@@ -101,7 +101,7 @@ func (h *Handlers) APIListTokens(c *fiber.Ctx) error {
 // APICreateToken is POST /api/tokens; the token is in the answer once.
 func (h *Handlers) APICreateToken(c *fiber.Ctx) error {
 	var in accounts.TokenInput
-	if err := bodyMap(c, &in); err != nil {
+	if err := BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
 	t, plain, err := accounts.CreateToken(ctx(c), h.Store, grantor(Who(c)), in)

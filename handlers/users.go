@@ -89,7 +89,7 @@ func (h *Handlers) APIListUsers(c *fiber.Ctx) error {
 // APICreateUser is POST /api/users; a generated password is returned once.
 func (h *Handlers) APICreateUser(c *fiber.Ctx) error {
 	var in accounts.UserInput
-	if err := bodyMap(c, &in); err != nil {
+	if err := BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
 	u, generated, err := accounts.CreateUser(ctx(c), h.Store, Who(c).User, in)
@@ -106,7 +106,7 @@ func (h *Handlers) APICreateUser(c *fiber.Ctx) error {
 // APIUpdateUser is PUT /api/users/{id} with {role}.
 func (h *Handlers) APIUpdateUser(c *fiber.Ctx) error {
 	var in accounts.UserInput
-	if err := bodyMap(c, &in); err != nil {
+	if err := BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
 	if err := accounts.SetRole(ctx(c), h.Store, Who(c).User, c.Params("id"), in.Role); err != nil {

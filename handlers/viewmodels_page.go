@@ -29,14 +29,14 @@ func permissionsOf(perms map[string]bool) views.Permissions {
 	}
 }
 
-// principalPage is the page data of who asks: the user, their role and permissions,
+// PrincipalPage is the page data of who asks: the user, their role and permissions,
 // and the CSRF token of their forms.
-func principalPage(p *Principal, csrf string) views.Page {
+func PrincipalPage(p *Principal, csrf string) views.Page {
 	return views.Page{User: p.User.Email, Role: p.User.Role, Can: permissionsOf(p.Perms), CSRF: csrf}
 }
 
-// optionsOf offers values as options, the chosen one selected.
-func optionsOf[T ~string](values []T, chosen T) []views.Option {
+// OptionsOf offers values as options, the chosen one selected.
+func OptionsOf[T ~string](values []T, chosen T) []views.Option {
 	out := make([]views.Option, len(values))
 	for i, v := range values {
 		out[i] = views.Option{Value: string(v), Label: string(v), Selected: v == chosen}

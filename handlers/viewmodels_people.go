@@ -45,7 +45,7 @@ func grantableRoles(actor *store.User, chosen string) []views.Option {
 			roles = append(roles, r)
 		}
 	}
-	return optionsOf(roles, chosen)
+	return OptionsOf(roles, chosen)
 }
 
 // tokenRows are the lines of the API tokens list.

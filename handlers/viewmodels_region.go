@@ -23,7 +23,7 @@ var servingComponents = []string{"traefik", "prometheus", "loki", "agent", "trac
 func regionView(r *store.Region) views.RegionView {
 	v := views.RegionView{
 		ID: r.ID, Name: r.Name, SecretError: r.SecretError, ClusterServer: r.ClusterServer, K8sVersion: r.K8sVersion,
-		Status: string(r.Status), Active: r.Status == store.RegionActive, StatusOptions: optionsOf(regionStatuses, r.Status),
+		Status: string(r.Status), Active: r.Status == store.RegionActive, StatusOptions: OptionsOf(regionStatuses, r.Status),
 		HealthAPI: healthLayer(r.Health.V.API), HealthComponents: healthLayer(r.Health.V.Components), HealthExternal: healthLayer(r.Health.V.External),
 		AgentStatus: string(r.Component("agent").Status), AgentLastSeenAt: r.AgentLastSeenAt,
 		RequestTimeout: r.Settings.V.RequestTimeout, AgentWSURL: r.Settings.V.AgentWSURL, TrustedIPs: strings.Join(r.Settings.V.IngressTrustedIPs, ", "),
@@ -55,7 +55,7 @@ func regionView(r *store.Region) views.RegionView {
 	var sandboxes []string
 	for _, name := range isolation.SandboxRuntimes {
 		if rt := r.Isolation.V.Runtime(name); rt.Ready() {
-			sandboxes = append(sandboxes, runtimeTitles[name]+" ("+strings.Join(rt.Classes, ", ")+")")
+			sandboxes = append(sandboxes, RuntimeTitles[name]+" ("+strings.Join(rt.Classes, ", ")+")")
 		}
 	}
 	v.SandboxSummary = strings.Join(sandboxes, ", ")
@@ -77,12 +77,12 @@ func regionRow(r *store.Region) views.RegionRow {
 	return views.RegionRow{ID: r.ID, Name: r.Name, MigrationStatus: string(r.MigrationStatus),
 		Moving: r.MigrationStatus != store.MigrationNone && r.MigrationStatus != store.MigrationCompleted,
 		Status: string(r.Status), ServingStatus: string(r.ServingStatus), RegistryStatus: string(r.RegistryStatus), RedisStatus: string(r.RedisStatus),
-		ExternalIP: r.ExternalIP, DNSResolved: r.DNSResolved, ProjectCount: r.ProjectCount, GPUs: gpuText(r.GPU.V),
+		ExternalIP: r.ExternalIP, DNSResolved: r.DNSResolved, ProjectCount: r.ProjectCount, GPUs: GPUText(r.GPU.V),
 		Health: string(glance.State), HealthReason: glance.Reason}
 }
 
-// gpuText says a region's GPUs: "3 GPUs: 2× NVIDIA-A100, 1× Tesla-T4" ("" for none).
-func gpuText(g store.RegionGPU) string {
+// GPUText says a region's GPUs: "3 GPUs: 2× NVIDIA-A100, 1× Tesla-T4" ("" for none).
+func GPUText(g store.RegionGPU) string {
 	if g.Total == 0 {
 		return ""
 	}
@@ -133,3 +133,6 @@ func migrationData(ms MigrationStatus) views.MigrationData {
 	}
 	return d
 }
+
+// RuntimeTitles name the sandbox runtimes on the Isolation tab.
+var RuntimeTitles = map[string]string{store.RuntimeKata: "Kata Containers", store.RuntimeGVisor: "gVisor", store.RuntimeWasm: "WebAssembly"}

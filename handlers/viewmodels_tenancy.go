@@ -54,7 +54,7 @@ func (h *Handlers) fillTenants(c *fiber.Ctx, d *views.TenantsData) error {
 		return err
 	}
 	d.CanManage = Who(c).Can(store.PermTenantsManage)
-	d.Roles = optionsOf(store.Roles, "owner")
+	d.Roles = OptionsOf(store.Roles, "owner")
 	byTenant := map[string][]store.Assignment{}
 	var regionIDs []string
 	seen := map[string]bool{}
@@ -170,7 +170,7 @@ func (h *Handlers) tenancyList(c *fiber.Ctx, rs []store.Region, l *views.Regions
 		l.Regions = regionRows(rs)
 		return nil
 	}
-	actor := h.actor(c)
+	actor := h.Actor(c)
 	if actor.Platform() {
 		names, err := h.tenantNames(c)
 		if err != nil {
@@ -231,21 +231,21 @@ func (h *Handlers) regionTenancy(c *fiber.Ctx, r *store.Region) *views.RegionTen
 			t.Owner = "Tenant " + tt.Name
 		}
 	}
-	if h.Ops.Tenancy.MaySetRegionMode(h.actor(c)) && tenancy.RegionMutable(h.actor(c), r) == nil {
-		t.ModeOptions = optionsOf(store.RegionModes, r.Mode)
+	if h.Ops.Tenancy.MaySetRegionMode(h.Actor(c)) && tenancy.RegionMutable(h.Actor(c), r) == nil {
+		t.ModeOptions = OptionsOf(store.RegionModes, r.Mode)
 	}
 	return t
 }
 
 // ModeForm sets the region mode from the General tab (platform administrators).
 func (h *Handlers) ModeForm(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	mode := store.RegionMode(c.FormValue("region_mode"))
-	_, err = h.Ops.UpdateRegion(ctx(c), h.actor(c), r, ops.RegionUpdate{RegionMode: &mode})
-	return h.formOutcome(c, r, "general", map[string]string{"region_mode": string(mode)}, err, "Region mode saved.")
+	_, err = h.Ops.UpdateRegion(ctx(c), h.Actor(c), r, ops.RegionUpdate{RegionMode: &mode})
+	return h.FormOutcome(c, r, "general", map[string]string{"region_mode": string(mode)}, err, "Region mode saved.")
 }
 
 // RegionSummaryJSON is what a tenant's user reads of a platform region assigned to its
@@ -268,7 +268,7 @@ func (h *Handlers) regionSummaryJSON(c *fiber.Ctx, r *store.Region) (RegionSumma
 // regionJSON is a region for the API: its summary for a tenant's user when it is a
 // platform region, else the whole region (with its owner and mode under the Tenancy module).
 func (h *Handlers) regionJSON(c *fiber.Ctx, r *store.Region, base string) (any, error) {
-	if h.Cfg.Tenancy && tenancy.SummaryOnly(h.actor(c), r) {
+	if h.Cfg.Tenancy && tenancy.SummaryOnly(h.Actor(c), r) {
 		return h.regionSummaryJSON(c, r)
 	}
 	j := ToRegionJSON(r, base)

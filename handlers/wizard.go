@@ -88,13 +88,13 @@ func (h *Handlers) WizardNewPage(c *fiber.Ctx) error {
 // wizardModes offer the region mode in step 1 to a platform administrator (nil for anyone
 // else: the field would be ignored).
 func (h *Handlers) wizardModes(c *fiber.Ctx, chosen store.RegionMode) []views.Option {
-	if !h.Ops.Tenancy.MaySetRegionMode(h.actor(c)) {
+	if !h.Ops.Tenancy.MaySetRegionMode(h.Actor(c)) {
 		return nil
 	}
 	if !chosen.Valid() {
 		chosen = store.RegionManaged
 	}
-	return optionsOf(store.RegionModes, chosen)
+	return OptionsOf(store.RegionModes, chosen)
 }
 
 // kubeconfigFromForm reads the pasted kubeconfig, or the uploaded file.
@@ -189,7 +189,7 @@ func (h *Handlers) WizardSetup(c *fiber.Ctx) error {
 		return h.Fail(c, FieldErrors{"sealed": err.Error()})
 	}
 	in, f := step2Input(c, s)
-	st, err := h.Ops.StartCheckedSetup(ctx(c), h.actor(c), *in, s.Nodes)
+	st, err := h.Ops.StartCheckedSetup(ctx(c), h.Actor(c), *in, s.Nodes)
 	if fe, msg, ok := h.refusal(c, err); ok {
 		f.Errors, f.Error = fe, msg
 		page := h.page(c, "Add Region", "regions")
@@ -264,7 +264,7 @@ func (h *Handlers) WizardRetry(c *fiber.Ctx) error {
 	}
 	in, f := step2Input(c, SealedStep1{Name: p.Name, Kubeconfig: sec.Kubeconfig, IsActive: p.IsActive})
 	in.KeepSecrets(sec)
-	_, err = h.Ops.RetrySetup(ctx(c), h.actor(c), st, *in)
+	_, err = h.Ops.RetrySetup(ctx(c), h.Actor(c), st, *in)
 	if fe, msg, ok := h.refusal(c, err); ok {
 		f.Errors, f.Error = fe, msg
 		retry, err := h.retryForm(c, st, f)

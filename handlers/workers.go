@@ -14,8 +14,8 @@ import (
 	"runr.dev/console/views"
 )
 
-// clusterCtx bounds a cluster read of a request.
-func (h *Handlers) clusterCtx(c *fiber.Ctx) (context.Context, context.CancelFunc) {
+// ClusterCtx bounds a cluster read of a request.
+func (h *Handlers) ClusterCtx(c *fiber.Ctx) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx(c), nodes.ClusterReadTimeout)
 }
 
@@ -28,10 +28,10 @@ func (h *Handlers) clusterFailed(c *fiber.Ctx, r *store.Region, err error) error
 // workers, capacity and admission.
 func (h *Handlers) workersTab(c *fiber.Ctx, r *store.Region) (templ.Component, error) {
 	d := views.WorkersData{Region: regionView(r), MinK8sMinor: h.Cfg.MinK8sMinor}
-	if f, ok := c.Locals(tabFormKey).(views.Form); ok {
+	if f, ok := c.Locals(TabFormKey).(views.Form); ok {
 		d.Form = f
 	}
-	cctx, cancel := h.clusterCtx(c)
+	cctx, cancel := h.ClusterCtx(c)
 	defer cancel()
 	found, err := h.Ops.Nodes.Nodes(cctx, r)
 	if err == nil {
@@ -57,7 +57,7 @@ func (h *Handlers) workersTab(c *fiber.Ctx, r *store.Region) (templ.Component, e
 	// only who is asking, for its forms.
 	p := views.Page{}
 	if pr := Who(c); pr != nil {
-		p = principalPage(pr, pr.CSRF)
+		p = PrincipalPage(pr, pr.CSRF)
 	}
 	return views.WorkersTab(p, d), nil
 }
@@ -69,7 +69,7 @@ func (h *Handlers) APINodes(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	cctx, cancel := h.clusterCtx(c)
+	cctx, cancel := h.ClusterCtx(c)
 	defer cancel()
 	rep, err := h.Ops.Nodes.Nodes(cctx, r)
 	if err != nil {
@@ -86,7 +86,7 @@ func (h *Handlers) APICapacity(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	cctx, cancel := h.clusterCtx(c)
+	cctx, cancel := h.ClusterCtx(c)
 	defer cancel()
 	rep, err := h.Ops.Nodes.RegionCapacity(cctx, r, "")
 	if err != nil {
@@ -103,10 +103,10 @@ func (h *Handlers) APISetWorkers(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	var in nodes.WorkersInput
-	if err := bodyMap(c, &in); err != nil {
+	if err := BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Nodes.SetWorkers(ctx(c), h.actor(c), r, in)
+	j, err := h.Ops.Nodes.SetWorkers(ctx(c), h.Actor(c), r, in)
 	return h.Accepted(c, j, err)
 }
 
@@ -117,7 +117,7 @@ func (h *Handlers) APIRemoveWorker(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Nodes.RemoveWorker(ctx(c), h.actor(c), r, c.Params("node"))
+	j, err := h.Ops.Nodes.RemoveWorker(ctx(c), h.Actor(c), r, c.Params("node"))
 	return h.Accepted(c, j, err)
 }
 
@@ -128,10 +128,10 @@ func (h *Handlers) APISetOvercommit(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	var in nodes.OvercommitInput
-	if err := bodyMap(c, &in); err != nil {
+	if err := BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	if err := h.Ops.Nodes.SetOvercommit(ctx(c), h.actor(c), r, in); err != nil {
+	if err := h.Ops.Nodes.SetOvercommit(ctx(c), h.Actor(c), r, in); err != nil {
 		return h.Fail(c, err)
 	}
 	r, err = h.Store.RegionByID(ctx(c), r.ID)
@@ -156,10 +156,10 @@ func (h *Handlers) APINodeAction(action string) fiber.Handler {
 			return h.Fail(c, err)
 		}
 		var in NodeActionInput
-		if err := optionalBody(c, &in); err != nil {
+		if err := OptionalBody(c, &in); err != nil {
 			return h.Fail(c, err)
 		}
-		j, err := h.Ops.Nodes.NodeAction(ctx(c), h.actor(c), r, action, c.Params("node"), in.TimeoutSeconds)
+		j, err := h.Ops.Nodes.NodeAction(ctx(c), h.Actor(c), r, action, c.Params("node"), in.TimeoutSeconds)
 		return h.Accepted(c, j, err)
 	}
 }
@@ -172,7 +172,7 @@ func (h *Handlers) APIDeleteNode(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, d, err := h.Ops.Nodes.DeleteNode(ctx(c), h.actor(c), r, c.Params("node"))
+	j, d, err := h.Ops.Nodes.DeleteNode(ctx(c), h.Actor(c), r, c.Params("node"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -190,7 +190,7 @@ func (h *Handlers) APINodeDeletePreflight(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	cctx, cancel := h.clusterCtx(c)
+	cctx, cancel := h.ClusterCtx(c)
 	defer cancel()
 	d, found, err := h.Ops.Nodes.NodeDeletePreflight(cctx, r, c.Params("node"))
 	if err != nil {
@@ -204,7 +204,7 @@ func (h *Handlers) APINodeDeletePreflight(c *fiber.Ctx) error {
 
 // WorkersForm saves the dedicated workers from the Workers tab.
 func (h *Handlers) WorkersForm(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -215,17 +215,17 @@ func (h *Handlers) WorkersForm(c *fiber.Ctx) error {
 	if form, err := c.MultipartForm(); err == nil && len(selected) == 0 {
 		selected = form.Value["nodes"]
 	}
-	_, err = h.Ops.Nodes.SetWorkers(ctx(c), h.actor(c), r, nodes.WorkersInput{Nodes: &selected})
+	_, err = h.Ops.Nodes.SetWorkers(ctx(c), h.Actor(c), r, nodes.WorkersInput{Nodes: &selected})
 	msg := "The dedicated workers are being labelled and tainted."
 	if len(selected) == 0 {
 		msg = "The dedicated workers are being cleared: projects run on every schedulable node."
 	}
-	return h.formOutcome(c, r, "workers", map[string]string{"nodes": strings.Join(selected, ",")}, err, msg)
+	return h.FormOutcome(c, r, "workers", map[string]string{"nodes": strings.Join(selected, ",")}, err, msg)
 }
 
 // OvercommitForm saves the FaaS overcommit factors from the Workers tab.
 func (h *Handlers) OvercommitForm(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -245,36 +245,36 @@ func (h *Handlers) OvercommitForm(c *fiber.Ctx) error {
 		*dst = &v
 	}
 	if len(errs) > 0 {
-		return h.formInvalid(c, r, "workers", vals, errs, "")
+		return h.FormInvalid(c, r, "workers", vals, errs, "")
 	}
-	err = h.Ops.Nodes.SetOvercommit(ctx(c), h.actor(c), r, in)
-	return h.formOutcome(c, r, "workers", vals, err, "Overcommit factors saved; the next deploys are admitted with them.")
+	err = h.Ops.Nodes.SetOvercommit(ctx(c), h.Actor(c), r, in)
+	return h.FormOutcome(c, r, "workers", vals, err, "Overcommit factors saved; the next deploys are admitted with them.")
 }
 
 // NodeActionForm runs a node action from the Workers tab: cordon, uncordon, drain,
 // delete, or undedicate (leave the dedicated workers).
 func (h *Handlers) NodeActionForm(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	node, action := c.Params("node"), c.Params("action")
 	switch action {
 	case "delete":
-		_, d, err := h.Ops.Nodes.DeleteNode(ctx(c), h.actor(c), r, node)
+		_, d, err := h.Ops.Nodes.DeleteNode(ctx(c), h.Actor(c), r, node)
 		msg := "Node " + node + " is being drained and deleted."
 		if d.Warning != "" {
 			msg += " " + d.Warning
 		}
-		return h.formOutcome(c, r, "workers", nil, err, msg)
+		return h.FormOutcome(c, r, "workers", nil, err, msg)
 	case "undedicate":
-		_, err := h.Ops.Nodes.RemoveWorker(ctx(c), h.actor(c), r, node)
-		return h.formOutcome(c, r, "workers", nil, err, node+" is leaving the dedicated workers.")
+		_, err := h.Ops.Nodes.RemoveWorker(ctx(c), h.Actor(c), r, node)
+		return h.FormOutcome(c, r, "workers", nil, err, node+" is leaving the dedicated workers.")
 	}
 	a, ok := nodes.NodeActions[action]
 	if !ok {
 		return h.Fail(c, store.ErrNotFound)
 	}
-	_, err = h.Ops.Nodes.NodeAction(ctx(c), h.actor(c), r, action, node, 0)
-	return h.formOutcome(c, r, "workers", nil, err, a.Verb+" of "+node+" started.")
+	_, err = h.Ops.Nodes.NodeAction(ctx(c), h.Actor(c), r, action, node, 0)
+	return h.FormOutcome(c, r, "workers", nil, err, a.Verb+" of "+node+" started.")
 }

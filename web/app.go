@@ -27,6 +27,7 @@ import (
 	"runr.dev/console/changecache"
 	"runr.dev/console/config"
 	"runr.dev/console/handlers"
+	"runr.dev/console/handlers/runtimes"
 	"runr.dev/console/hub"
 	"runr.dev/console/ops"
 	"runr.dev/console/static"
@@ -44,6 +45,8 @@ type Server struct {
 	Sessions *scs.SessionManager
 	Hub      *hub.Hub
 	H        *handlers.Handlers
+	// Runtimes are the handlers of sandboxes, GPU support and the supply chain.
+	Runtimes *runtimes.Handlers
 	Log      *slog.Logger
 	internal *internalHosts
 	// creds keeps sessions, tokens and users until they change (credcache.go).
@@ -93,7 +96,7 @@ func New(st *store.Store, cfg *config.Config, svc *ops.Service, log *slog.Logger
 	events.WatchLists(h.ListWatcher())
 	events.WatchRegionPages(h.RegionPagesWatcher())
 	events.WatchLists(creds)
-	s := &Server{Store: st, Cfg: cfg, Sessions: sm, Hub: events, H: h, Log: log, creds: creds}
+	s := &Server{Store: st, Cfg: cfg, Sessions: sm, Hub: events, H: h, Runtimes: runtimes.New(h), Log: log, creds: creds}
 	s.internal = &internalHosts{s: s}
 	s.App = fiber.New(fiber.Config{
 		AppName:               "runr-console",

@@ -7,7 +7,7 @@ import (
 // gpuRoutes are the routes of the GPU tab (regions.gpu.manage; reading the GPUs needs
 // regions.view).
 func (s *Server) gpuRoutes() []Route {
-	h := s.H
+	h := s.Runtimes
 	return []Route{
 		{Method: get, Path: "/api/knative-regions/:id/gpu", Perm: store.PermRegionsView, Handler: h.APIGPU},
 		{Method: post, Path: "/api/knative-regions/:id/gpu/install", Perm: store.PermGPUManage, Handler: h.APIInstallGPU},

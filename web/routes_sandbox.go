@@ -7,7 +7,7 @@ import (
 // sandboxRoutes are the routes of the Isolation tab (sandbox.manage) and of the Sandbox
 // API's settings (sandboxes.manage).
 func (s *Server) sandboxRoutes() []Route {
-	h := s.H
+	h := s.Runtimes
 	return []Route{
 		{Method: get, Path: "/api/knative-regions/:id/sandbox", Perm: store.PermSandboxManage, Handler: h.APISandbox},
 		{Method: post, Path: "/api/knative-regions/:id/install-sandbox", Perm: store.PermSandboxManage, Handler: h.APIInstallSandbox},

@@ -6,7 +6,7 @@ import (
 
 // supplyChainRoutes are the routes of the Supply chain tab (regions.supply_chain.manage).
 func (s *Server) supplyChainRoutes() []Route {
-	h := s.H
+	h := s.Runtimes
 	return []Route{
 		{Method: get, Path: "/api/knative-regions/:id/supply-chain", Perm: store.PermSupplyChainManage, Handler: h.APISupplyChain},
 		{Method: put, Path: "/api/knative-regions/:id/supply-chain", Perm: store.PermSupplyChainManage, Handler: h.APIPutSupplyChain},

@@ -1,13 +1,15 @@
-package handlers
+package runtimes
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 
 	"github.com/a-h/templ"
 	"github.com/gofiber/fiber/v2"
 
+	"runr.dev/console/handlers"
 	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/problem"
@@ -28,82 +30,82 @@ func (h *Handlers) gpuTab(c *fiber.Ctx, r *store.Region) (templ.Component, error
 		Installed: g.Status == store.ComponentReady, Installable: g.State() == store.ComponentNotInstalled || g.Status == store.ComponentError,
 		Storage: views.ModelStorageView{Set: g.Storage.Status != "", Status: string(g.Storage.Status), Message: g.Storage.Message, StorageClass: g.Storage.StorageClass,
 			SizeGi: max(g.Storage.SizeGi, 50), Claim: gpu.ModelStorageClaim, Path: gpu.ModelStoragePath}}
-	if f, ok := c.Locals(tabFormKey).(views.Form); ok {
+	if f, ok := c.Locals(handlers.TabFormKey).(views.Form); ok {
 		d.Form = f
 	}
 	for _, m := range gpu.GPUModes {
 		d.Modes = append(d.Modes, views.Option{Value: m, Label: gpuModeTitles[m], Selected: m == g.Mode || g.Mode == "" && m == store.GPUModeOperator})
 	}
-	cctx, cancel := h.clusterCtx(c)
+	cctx, cancel := h.ClusterCtx(c)
 	defer cancel()
 	rep, err := h.Ops.GPU.RegionGPUs(cctx, r)
 	if err != nil {
 		d.ClusterError = h.Cause(c, "The cluster did not answer", err)
 	} else {
-		d.Total, d.Free, d.Models = rep.Total, rep.Free, gpuText(store.RegionGPU{Total: rep.Total, Models: rep.Models})
+		d.Total, d.Free, d.Models = rep.Total, rep.Free, handlers.GPUText(store.RegionGPU{Total: rep.Total, Models: rep.Models})
 		for _, n := range rep.Nodes {
 			d.Nodes = append(d.Nodes, views.GPUNodeView{Name: n.Name, Hardware: n.Hardware, Allocatable: n.Allocatable,
 				Requested: n.Requested, Product: n.Product, MemoryMiB: n.MemoryMiB})
 		}
 		// Without the list the form offers the cluster's default only.
 		names, _ := h.Ops.RegionStorageClasses(cctx, r)
-		d.StorageClasses = optionsOf(names, g.Storage.StorageClass)
+		d.StorageClasses = handlers.OptionsOf(names, g.Storage.StorageClass)
 	}
-	if j, err := h.Store.LatestJobOf(ctx(c), r.ID, gpu.GPUKinds); err == nil {
+	if j, err := h.Store.LatestJobOf(c.UserContext(), r.ID, gpu.GPUKinds); err == nil {
 		d.Busy = !j.Status.Done()
-	} else if !isNotFoundErr(err) {
+	} else if !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
 	p := views.Page{}
-	if pr := Who(c); pr != nil {
-		p = principalPage(pr, pr.CSRF)
+	if pr := handlers.Who(c); pr != nil {
+		p = handlers.PrincipalPage(pr, pr.CSRF)
 	}
 	return views.GPUTab(p, d), nil
 }
 
 // GPUInstallForm installs GPU support from the GPU tab.
 func (h *Handlers) GPUInstallForm(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Ops.GPU.InstallGPU(ctx(c), h.actor(c), r, gpu.GPUParams{Mode: c.FormValue("mode")})
-	return h.formOutcome(c, r, "gpu", nil, err, "")
+	_, err = h.Ops.GPU.InstallGPU(c.UserContext(), h.Actor(c), r, gpu.GPUParams{Mode: c.FormValue("mode")})
+	return h.FormOutcome(c, r, "gpu", nil, err, "")
 }
 
 // GPUUninstallForm removes GPU support from the GPU tab.
 func (h *Handlers) GPUUninstallForm(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Ops.GPU.UninstallGPU(ctx(c), h.actor(c), r)
-	return h.formOutcome(c, r, "gpu", nil, err, "")
+	_, err = h.Ops.GPU.UninstallGPU(c.UserContext(), h.Actor(c), r)
+	return h.FormOutcome(c, r, "gpu", nil, err, "")
 }
 
 // ModelStorageForm sets the model storage volume from the GPU tab.
 func (h *Handlers) ModelStorageForm(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	values := map[string]string{"size_gi": strings.TrimSpace(c.FormValue("size_gi")), "storage_class": c.FormValue("storage_class")}
 	size, err := strconv.Atoi(values["size_gi"])
 	if err != nil {
-		return h.formInvalid(c, r, "gpu", values, FieldErrors{"size_gi": "Use a whole number of GiB."}, "")
+		return h.FormInvalid(c, r, "gpu", values, handlers.FieldErrors{"size_gi": "Use a whole number of GiB."}, "")
 	}
-	_, err = h.Ops.GPU.SetModelStorage(ctx(c), h.actor(c), r, gpu.ModelStorageParams{StorageClass: values["storage_class"], SizeGi: size})
-	return h.formOutcome(c, r, "gpu", values, err, "")
+	_, err = h.Ops.GPU.SetModelStorage(c.UserContext(), h.Actor(c), r, gpu.ModelStorageParams{StorageClass: values["storage_class"], SizeGi: size})
+	return h.FormOutcome(c, r, "gpu", values, err, "")
 }
 
 // APIGPU is GET /api/knative-regions/{id}/gpu: the GPU nodes with their evidence, the
 // totals and models, GPU support and the model storage.
 func (h *Handlers) APIGPU(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	cctx, cancel := h.clusterCtx(c)
+	cctx, cancel := h.ClusterCtx(c)
 	defer cancel()
 	rep, err := h.Ops.GPU.RegionGPUs(cctx, r)
 	if err != nil {
@@ -133,24 +135,24 @@ func (h *Handlers) APISetModelStorage(c *fiber.Ctx) error {
 // regionJobAPI answers a use case that queues a job on the region of the route with the
 // request's JSON body: 202 with the job, or its refusal.
 func regionJobAPI[T any](h *Handlers, c *fiber.Ctx, run func(context.Context, kit.Actor, *store.Region, T) (*store.Job, error)) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	var in T
-	if err := bodyMap(c, &in); err != nil {
+	if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := run(ctx(c), h.actor(c), r, in)
+	j, err := run(c.UserContext(), h.Actor(c), r, in)
 	return h.Accepted(c, j, err)
 }
 
 // regionActionAPI answers a use case that queues a job on the region of the route.
 func regionActionAPI(h *Handlers, c *fiber.Ctx, run func(context.Context, kit.Actor, *store.Region) (*store.Job, error)) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := run(ctx(c), h.actor(c), r)
+	j, err := run(c.UserContext(), h.Actor(c), r)
 	return h.Accepted(c, j, err)
 }

@@ -1,6 +1,7 @@
-package handlers
+package runtimes
 
 import (
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -8,18 +9,12 @@ import (
 	"github.com/a-h/templ"
 	"github.com/gofiber/fiber/v2"
 
+	"runr.dev/console/handlers"
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
-
-// inWizardKey is the Locals key that shows a tab rendered through the extra-tab hook as
-// a wizard step (installs only).
-const inWizardKey = "in_wizard"
-
-// runtimeTitles name the sandbox runtimes on the Isolation tab.
-var runtimeTitles = map[string]string{store.RuntimeKata: "Kata Containers", store.RuntimeGVisor: "gVisor", store.RuntimeWasm: "WebAssembly"}
 
 // hypervisorTitles name Kata's hypervisors, with what an administrator must know first.
 var hypervisorTitles = map[string]string{
@@ -31,26 +26,26 @@ var hypervisorTitles = map[string]string{
 // classes and the Sandbox API's settings.
 func (h *Handlers) isolationTab(c *fiber.Ctx, r *store.Region) (templ.Component, error) {
 	d := views.IsolationData{RegionID: r.ID}
-	if f, ok := c.Locals(tabFormKey).(views.Form); ok {
+	if f, ok := c.Locals(handlers.TabFormKey).(views.Form); ok {
 		d.Form = f
 	}
-	d.InWizard, _ = c.Locals(inWizardKey).(bool)
-	cctx, cancel := h.clusterCtx(c)
+	d.InWizard, _ = c.Locals(handlers.InWizardKey).(bool)
+	cctx, cancel := h.ClusterCtx(c)
 	defer cancel()
 	nodes, err := h.Ops.Isolation.RegionSandboxNodes(cctx, r)
 	if err != nil {
 		d.ClusterError = h.Cause(c, "The cluster did not answer", err)
 	}
-	busy, err := h.Store.LatestJobOf(ctx(c), r.ID, isolation.SandboxKinds)
+	busy, err := h.Store.LatestJobOf(c.UserContext(), r.ID, isolation.SandboxKinds)
 	if err == nil {
 		d.Busy = !busy.Status.Done()
-	} else if !isNotFoundErr(err) {
+	} else if !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
 	fillIsolation(&d, r, nodes)
 	p := views.Page{}
-	if pr := Who(c); pr != nil {
-		p = principalPage(pr, pr.CSRF)
+	if pr := handlers.Who(c); pr != nil {
+		p = handlers.PrincipalPage(pr, pr.CSRF)
 	}
 	return views.IsolationTab(p, d), nil
 }
@@ -77,7 +72,7 @@ func fillIsolation(d *views.IsolationData, r *store.Region, nodes []isolation.Sa
 	for _, name := range isolation.SandboxRuntimes {
 		rt := iso.Runtime(name)
 		status := string(rt.State())
-		v := views.SandboxRuntimeView{Key: name, Title: runtimeTitles[name], Status: status, Message: rt.Message,
+		v := views.SandboxRuntimeView{Key: name, Title: handlers.RuntimeTitles[name], Status: status, Message: rt.Message,
 			Installed: rt.Ready(), Installable: rt.State() == store.ComponentNotInstalled || rt.Status == store.ComponentError, Classes: rt.Classes, Nodes: rt.Nodes}
 		switch name {
 		case store.RuntimeKata:
@@ -121,38 +116,38 @@ func fillIsolation(d *views.IsolationData, r *store.Region, nodes []isolation.Sa
 
 // SandboxInstallForm installs a sandbox runtime from the Isolation tab.
 func (h *Handlers) SandboxInstallForm(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	in := isolation.SandboxParams{Runtime: c.FormValue("runtime"), Hypervisors: formList(c, "hypervisors"), Nodes: formList(c, "nodes")}
-	_, err = h.Ops.Isolation.InstallSandbox(ctx(c), h.actor(c), r, in)
-	return h.formOutcome(c, r, "isolation", nil, err, "")
+	_, err = h.Ops.Isolation.InstallSandbox(c.UserContext(), h.Actor(c), r, in)
+	return h.FormOutcome(c, r, "isolation", nil, err, "")
 }
 
 // SandboxUninstallForm removes a sandbox runtime from the Isolation tab.
 func (h *Handlers) SandboxUninstallForm(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Ops.Isolation.UninstallSandbox(ctx(c), h.actor(c), r, c.FormValue("runtime"))
-	return h.formOutcome(c, r, "isolation", nil, err, "")
+	_, err = h.Ops.Isolation.UninstallSandbox(c.UserContext(), h.Actor(c), r, c.FormValue("runtime"))
+	return h.FormOutcome(c, r, "isolation", nil, err, "")
 }
 
 // SandboxProbeForm runs the KVM probe from the Isolation tab.
 func (h *Handlers) SandboxProbeForm(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Ops.Isolation.ProbeSandboxNodes(ctx(c), h.actor(c), r)
-	return h.formOutcome(c, r, "isolation", nil, err, "")
+	_, err = h.Ops.Isolation.ProbeSandboxNodes(c.UserContext(), h.Actor(c), r)
+	return h.FormOutcome(c, r, "isolation", nil, err, "")
 }
 
 // SandboxClassesForm saves the runtime class of each workload kind.
 func (h *Handlers) SandboxClassesForm(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -162,23 +157,23 @@ func (h *Handlers) SandboxClassesForm(c *fiber.Ctx) error {
 			in[kind] = v
 		}
 	}
-	_, err = h.Ops.Isolation.SetWorkloadClasses(ctx(c), h.actor(c), r, in)
-	return h.formOutcome(c, r, "isolation", in, err, "Runtime classes saved; projects deploy with them from their next deploy.")
+	_, err = h.Ops.Isolation.SetWorkloadClasses(c.UserContext(), h.Actor(c), r, in)
+	return h.FormOutcome(c, r, "isolation", in, err, "Runtime classes saved; projects deploy with them from their next deploy.")
 }
 
 // SandboxSettingsForm saves the Sandbox API's settings (permission sandboxes.manage).
 func (h *Handlers) SandboxSettingsForm(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	in := isolation.SandboxSettingsInput{Enabled: ptr(c.FormValue("enabled") == "true"), AllowRunc: ptr(c.FormValue("allow_runc") == "true"),
-		DefaultClass: ptr(c.FormValue("default_class"))}
+	in := isolation.SandboxSettingsInput{Enabled: store.Ptr(c.FormValue("enabled") == "true"), AllowRunc: store.Ptr(c.FormValue("allow_runc") == "true"),
+		DefaultClass: store.Ptr(c.FormValue("default_class"))}
 	if c.FormValue("allowed_classes_sent") != "" {
-		in.AllowedClasses = ptr(formList(c, "allowed_classes"))
+		in.AllowedClasses = store.Ptr(formList(c, "allowed_classes"))
 	}
 	values := map[string]string{}
-	fe := FieldErrors{}
+	fe := handlers.FieldErrors{}
 	for name, to := range map[string]**int{"default_ttl_seconds": &in.DefaultTTLSeconds, "max_ttl_seconds": &in.MaxTTLSeconds,
 		"max_cpu_m": &in.MaxCPUm, "max_memory_mb": &in.MaxMemoryMB, "max_disk_mb": &in.MaxDiskMB} {
 		values[name] = strings.TrimSpace(c.FormValue(name))
@@ -193,13 +188,11 @@ func (h *Handlers) SandboxSettingsForm(c *fiber.Ctx) error {
 		*to = &n
 	}
 	if len(fe) > 0 {
-		return h.formInvalid(c, r, "isolation", values, fe, "")
+		return h.FormInvalid(c, r, "isolation", values, fe, "")
 	}
-	_, err = h.Ops.Isolation.SetSandboxSettings(ctx(c), h.actor(c), r, in)
-	return h.formOutcome(c, r, "isolation", values, err, "Sandbox API settings saved.")
+	_, err = h.Ops.Isolation.SetSandboxSettings(c.UserContext(), h.Actor(c), r, in)
+	return h.FormOutcome(c, r, "isolation", values, err, "Sandbox API settings saved.")
 }
-
-func ptr[T any](v T) *T { return &v }
 
 // formList is the values of a repeated form field, trimmed, empty ones left out.
 func formList(c *fiber.Ctx, name string) []string {
@@ -242,11 +235,11 @@ func orEmpty(xs []string) []string {
 // APISandbox is GET /api/knative-regions/{id}/sandbox: the runtimes, the workload
 // classes and each node's readiness.
 func (h *Handlers) APISandbox(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	cctx, cancel := h.clusterCtx(c)
+	cctx, cancel := h.ClusterCtx(c)
 	defer cancel()
 	nodes, err := h.Ops.Isolation.RegionSandboxNodes(cctx, r)
 	if err != nil {
@@ -258,25 +251,25 @@ func (h *Handlers) APISandbox(c *fiber.Ctx) error {
 // APIInstallSandbox is POST /api/knative-regions/{id}/install-sandbox {"runtime",
 // "hypervisors"} (and POST …/wasm {"nodes"} for WebAssembly).
 func (h *Handlers) APIInstallSandbox(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	var in isolation.SandboxParams
-	if err := optionalBody(c, &in); err != nil {
+	if err := handlers.OptionalBody(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
 	if strings.HasSuffix(c.Path(), "/wasm") {
 		in.Runtime = store.RuntimeWasm
 	}
-	j, err := h.Ops.Isolation.InstallSandbox(ctx(c), h.actor(c), r, in)
+	j, err := h.Ops.Isolation.InstallSandbox(c.UserContext(), h.Actor(c), r, in)
 	return h.Accepted(c, j, err)
 }
 
 // APIUninstallSandbox is POST /api/knative-regions/{id}/uninstall-sandbox {"runtime"} and
 // DELETE /api/knative-regions/{id}/wasm: refused (422, naming them) while pods use it.
 func (h *Handlers) APIUninstallSandbox(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -285,10 +278,10 @@ func (h *Handlers) APIUninstallSandbox(c *fiber.Ctx) error {
 	}{}
 	if c.Method() == fiber.MethodDelete {
 		in.Runtime = store.RuntimeWasm
-	} else if err := bodyMap(c, &in); err != nil {
+	} else if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Isolation.UninstallSandbox(ctx(c), h.actor(c), r, in.Runtime)
+	j, err := h.Ops.Isolation.UninstallSandbox(c.UserContext(), h.Actor(c), r, in.Runtime)
 	return h.Accepted(c, j, err)
 }
 
@@ -299,15 +292,15 @@ func (h *Handlers) APIProbeSandbox(c *fiber.Ctx) error {
 
 // APISetRuntimeClasses is PUT /api/knative-regions/{id}/runtime-classes {kind: class}.
 func (h *Handlers) APISetRuntimeClasses(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	in := map[string]string{}
-	if err := bodyMap(c, &in); err != nil {
+	if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	classes, err := h.Ops.Isolation.SetWorkloadClasses(ctx(c), h.actor(c), r, in)
+	classes, err := h.Ops.Isolation.SetWorkloadClasses(c.UserContext(), h.Actor(c), r, in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -316,7 +309,7 @@ func (h *Handlers) APISetRuntimeClasses(c *fiber.Ctx) error {
 
 // APIGetSandboxRegion is GET /api/sandbox-regions/{id}: the Sandbox API's settings.
 func (h *Handlers) APIGetSandboxRegion(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -326,15 +319,15 @@ func (h *Handlers) APIGetSandboxRegion(c *fiber.Ctx) error {
 // APIPutSandboxRegion is PUT /api/sandbox-regions/{id}: changes the Sandbox API's
 // settings (422 with field errors, nothing stored, when one is wrong).
 func (h *Handlers) APIPutSandboxRegion(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	var in isolation.SandboxSettingsInput
-	if err := bodyMap(c, &in); err != nil {
+	if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	v, err := h.Ops.Isolation.SetSandboxSettings(ctx(c), h.actor(c), r, in)
+	v, err := h.Ops.Isolation.SetSandboxSettings(c.UserContext(), h.Actor(c), r, in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -346,4 +339,17 @@ func sandboxSettingsJSON(r *store.Region, v store.SandboxSettings) fiber.Map {
 		"default_class": v.DefaultClass, "allow_runc": v.AllowRunc, "default_ttl_seconds": v.DefaultTTLSeconds,
 		"max_ttl_seconds": v.MaxTTLSeconds, "max_cpu_m": v.MaxCPUm, "max_memory_mb": v.MaxMemoryMB, "max_disk_mb": v.MaxDiskMB,
 		"installed_classes": orEmpty(isolation.SandboxClasses(r.Isolation.V))}
+}
+
+// Handlers are the pages and endpoints of a region's runtimes: the sandboxes (isolation),
+// GPU support and the supply chain's admission policy.
+type Handlers struct{ *handlers.Handlers }
+
+// New builds the runtimes' handlers and registers their region tabs.
+func New(h *handlers.Handlers) *Handlers {
+	rt := &Handlers{Handlers: h}
+	h.AddTab("isolation", rt.isolationTab)
+	h.AddTab("gpu", rt.gpuTab)
+	h.AddTab("supply-chain", rt.supplyChainTab)
+	return rt
 }

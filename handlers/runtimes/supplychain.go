@@ -1,12 +1,14 @@
-package handlers
+package runtimes
 
 import (
+	"errors"
 	"strings"
 	"time"
 
 	"github.com/a-h/templ"
 	"github.com/gofiber/fiber/v2"
 
+	"runr.dev/console/handlers"
 	"runr.dev/console/ops/admission"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
@@ -17,15 +19,15 @@ import (
 // supplyChainTab is the Supply chain tab: keys, the gate's requirements, the admission
 // policy and its state, the data location and the latest verdicts.
 func (h *Handlers) supplyChainTab(c *fiber.Ctx, r *store.Region) (templ.Component, error) {
-	if !Who(c).Perms[store.PermSupplyChainManage] {
+	if !handlers.Who(c).Perms[store.PermSupplyChainManage] {
 		return nil, &problem.Refused{Reason: "The Supply chain tab needs the permission " + store.PermSupplyChainManage + "."}
 	}
-	vs, err := h.Ops.Admission.RegionVerdicts(ctx(c), r)
+	vs, err := h.Ops.Admission.RegionVerdicts(c.UserContext(), r)
 	if err != nil {
 		return nil, err
 	}
 	d := supplyChainView(r, vs)
-	if f, ok := c.Locals(tabFormKey).(views.Form); ok {
+	if f, ok := c.Locals(handlers.TabFormKey).(views.Form); ok {
 		d.Form = f
 		for k, to := range map[string]*string{"public_keys": &d.KeysText, "admission_images": &d.ImagesText, "data_location": &d.DataLocation} {
 			if v, sent := f.Values[k]; sent {
@@ -33,14 +35,14 @@ func (h *Handlers) supplyChainTab(c *fiber.Ctx, r *store.Region) (templ.Componen
 			}
 		}
 	}
-	if j, err := h.Store.LatestJobOf(ctx(c), r.ID, admission.AdmissionKinds); err == nil {
+	if j, err := h.Store.LatestJobOf(c.UserContext(), r.ID, admission.AdmissionKinds); err == nil {
 		d.Busy = !j.Status.Done()
-	} else if !isNotFoundErr(err) {
+	} else if !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
 	p := views.Page{}
-	if pr := Who(c); pr != nil {
-		p = principalPage(pr, pr.CSRF)
+	if pr := handlers.Who(c); pr != nil {
+		p = handlers.PrincipalPage(pr, pr.CSRF)
 	}
 	return views.SupplyChainTab(p, d), nil
 }
@@ -133,32 +135,32 @@ func lines(text string) []string {
 
 // SupplyChainForm saves the Supply chain tab.
 func (h *Handlers) SupplyChainForm(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	values := map[string]string{"public_keys": c.FormValue("public_keys"), "admission_images": c.FormValue("admission_images"),
 		"data_location": c.FormValue("data_location")}
-	in := admission.SupplyChainInput{PublicKeys: ptr(splitPEM(values["public_keys"])), RequireSBOM: ptr(c.FormValue("require_sbom") == "true"),
-		RequireScan: ptr(c.FormValue("require_scan") == "true"), FailSeverity: ptr(c.FormValue("fail_severity")),
-		Admission: ptr(c.FormValue("admission") == "true"), AdmissionMode: ptr(c.FormValue("admission_mode")),
-		AdmissionImages: ptr(lines(values["admission_images"])), DataLocation: ptr(values["data_location"])}
-	ch, err := h.Ops.Admission.SetSupplyChain(ctx(c), h.actor(c), r, in)
+	in := admission.SupplyChainInput{PublicKeys: store.Ptr(splitPEM(values["public_keys"])), RequireSBOM: store.Ptr(c.FormValue("require_sbom") == "true"),
+		RequireScan: store.Ptr(c.FormValue("require_scan") == "true"), FailSeverity: store.Ptr(c.FormValue("fail_severity")),
+		Admission: store.Ptr(c.FormValue("admission") == "true"), AdmissionMode: store.Ptr(c.FormValue("admission_mode")),
+		AdmissionImages: store.Ptr(lines(values["admission_images"])), DataLocation: store.Ptr(values["data_location"])}
+	ch, err := h.Ops.Admission.SetSupplyChain(c.UserContext(), h.Actor(c), r, in)
 	msg := "Supply chain settings saved."
 	if err == nil && ch.Job != nil {
 		msg = "Supply chain settings saved; " + strings.ToLower(ch.Job.Title[:1]) + ch.Job.Title[1:] + " runs below."
 	}
-	return h.formOutcome(c, r, "supply-chain", values, err, msg)
+	return h.FormOutcome(c, r, "supply-chain", values, err, msg)
 }
 
 // AdmissionRemoveForm removes the admission policy from the Supply chain tab.
 func (h *Handlers) AdmissionRemoveForm(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Ops.Admission.RemoveAdmission(ctx(c), h.actor(c), r)
-	return h.formOutcome(c, r, "supply-chain", nil, err, "")
+	_, err = h.Ops.Admission.RemoveAdmission(c.UserContext(), h.Actor(c), r)
+	return h.FormOutcome(c, r, "supply-chain", nil, err, "")
 }
 
 // supplyChainJSON is a region's supply chain as the API answers it (public keys are
@@ -185,11 +187,11 @@ func timeOrNil(t time.Time) any {
 
 // APISupplyChain is GET /api/knative-regions/{id}/supply-chain.
 func (h *Handlers) APISupplyChain(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	vs, err := h.Ops.Admission.RegionVerdicts(ctx(c), r)
+	vs, err := h.Ops.Admission.RegionVerdicts(c.UserContext(), r)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -200,19 +202,19 @@ func (h *Handlers) APISupplyChain(c *fiber.Ctx) error {
 // and nothing stored when a field is wrong; the answer names the job that applies or
 // removes the admission policy when one was queued (job_id).
 func (h *Handlers) APIPutSupplyChain(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	var in admission.SupplyChainInput
-	if err := bodyMap(c, &in); err != nil {
+	if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	ch, err := h.Ops.Admission.SetSupplyChain(ctx(c), h.actor(c), r, in)
+	ch, err := h.Ops.Admission.SetSupplyChain(c.UserContext(), h.Actor(c), r, in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	vs, err := h.Ops.Admission.RegionVerdicts(ctx(c), r)
+	vs, err := h.Ops.Admission.RegionVerdicts(c.UserContext(), r)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -226,10 +228,10 @@ func (h *Handlers) APIPutSupplyChain(c *fiber.Ctx) error {
 // APIRemoveAdmission is DELETE /api/knative-regions/{id}/supply-chain/admission: the
 // region's policy leaves the cluster; its settings stay.
 func (h *Handlers) APIRemoveAdmission(c *fiber.Ctx) error {
-	r, err := h.regionForm(c)
+	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Admission.RemoveAdmission(ctx(c), h.actor(c), r)
+	j, err := h.Ops.Admission.RemoveAdmission(c.UserContext(), h.Actor(c), r)
 	return h.Accepted(c, j, err)
 }
