@@ -25,7 +25,7 @@ func (h *Handlers) AccountPage(c *fiber.Ctx) error {
 
 func (h *Handlers) renderAccount(c *fiber.Ctx, status int, f views.Form) error {
 	u := Who(c).User
-	page := h.page(c, "Account", "account")
+	page := h.Page(c, "Account", "account")
 	d := views.AccountData{Email: u.Email, Name: u.Name, Role: u.Role, Tenant: page.Tenant}
 	return Render(c, status, views.Account(page, d, f))
 }
@@ -42,7 +42,7 @@ func (h *Handlers) ChangePasswordForm(c *fiber.Ctx) error {
 	if wait > 0 {
 		return h.renderAccount(c, fiber.StatusTooManyRequests, views.Form{Error: tooManyWrongPasswords(c, wait)})
 	}
-	if fe, msg, ok := h.refusal(c, err); ok {
+	if fe, msg, ok := h.Refusal(c, err); ok {
 		return h.renderAccount(c, fiber.StatusUnprocessableEntity, views.Form{Errors: fe, Error: msg})
 	} else if err != nil {
 		return h.Fail(c, err)
@@ -50,8 +50,8 @@ func (h *Handlers) ChangePasswordForm(c *fiber.Ctx) error {
 	if err := h.keepSession(c, gen); err != nil {
 		return h.Fail(c, err)
 	}
-	h.flash(c, "Password changed. Every other session of yours is signed out; this one stays signed in.")
-	return redirect(c, "/account")
+	h.Flash(c, "Password changed. Every other session of yours is signed out; this one stays signed in.")
+	return Redirect(c, "/account")
 }
 
 // EndOtherSessionsForm signs out every other session of the user from the Account page;
@@ -60,8 +60,8 @@ func (h *Handlers) EndOtherSessionsForm(c *fiber.Ctx) error {
 	if err := h.endOtherSessions(c); err != nil {
 		return h.Fail(c, err)
 	}
-	h.flash(c, "Every other session of yours is signed out; this one stays signed in.")
-	return redirect(c, "/account")
+	h.Flash(c, "Every other session of yours is signed out; this one stays signed in.")
+	return Redirect(c, "/account")
 }
 
 // APIChangePassword is POST /api/me/password with {current_password, new_password}: the

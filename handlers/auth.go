@@ -74,7 +74,7 @@ func (h *Handlers) LoginPage(c *fiber.Ctx) error {
 	if Who(c) != nil {
 		return c.Redirect("/regions", fiber.StatusSeeOther)
 	}
-	return Render(c, fiber.StatusOK, views.Login(h.page(c, "Sign in", ""), views.Form{}))
+	return Render(c, fiber.StatusOK, views.Login(h.Page(c, "Sign in", ""), views.Form{}))
 }
 
 // Login checks the credentials, renews the session token and signs the user in.
@@ -84,11 +84,11 @@ func (h *Handlers) Login(c *fiber.Ctx) error {
 	f := views.Form{Values: map[string]string{"email": email}}
 	fail := func(status int, msg string) error {
 		f.Error = msg
-		return Render(c, status, views.Login(h.page(c, "Sign in", ""), f))
+		return Render(c, status, views.Login(h.Page(c, "Sign in", ""), f))
 	}
 	if fe := inputErrors(c, "email", "password"); fe != nil {
 		f.Values["email"], f.Errors = "", fe
-		return Render(c, fiber.StatusUnprocessableEntity, views.Login(h.page(c, "Sign in", ""), f))
+		return Render(c, fiber.StatusUnprocessableEntity, views.Login(h.Page(c, "Sign in", ""), f))
 	}
 	if email == "" || password == "" {
 		f.Errors = map[string]string{}
@@ -98,11 +98,11 @@ func (h *Handlers) Login(c *fiber.Ctx) error {
 		if password == "" {
 			f.Errors["password"] = "Enter your password."
 		}
-		return Render(c, fiber.StatusUnprocessableEntity, views.Login(h.page(c, "Sign in", ""), f))
+		return Render(c, fiber.StatusUnprocessableEntity, views.Login(h.Page(c, "Sign in", ""), f))
 	}
 	if len(password) > 72 {
 		f.Errors = map[string]string{"password": "A password has at most 72 bytes."}
-		return Render(c, fiber.StatusUnprocessableEntity, views.Login(h.page(c, "Sign in", ""), f))
+		return Render(c, fiber.StatusUnprocessableEntity, views.Login(h.Page(c, "Sign in", ""), f))
 	}
 	addr := clientNetwork(ClientIP(c, h.Cfg))
 	account := strings.ToLower(email)

@@ -25,6 +25,7 @@ import (
 	"runr.dev/console/kube"
 	"runr.dev/console/ops"
 	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/ops/tenancy"
 	"runr.dev/console/store"
@@ -108,8 +109,8 @@ func IsAPI(c *fiber.Ctx) bool {
 
 func isHTMX(c *fiber.Ctx) bool { return c.Get("HX-Request") == "true" }
 
-// page builds the common page data.
-func (h *Handlers) page(c *fiber.Ctx, title, active string) views.Page {
+// Page builds the common page data.
+func (h *Handlers) Page(c *fiber.Ctx, title, active string) views.Page {
 	p := views.Page{}
 	if pr := Who(c); pr != nil {
 		p = PrincipalPage(pr, pr.CSRF)
@@ -134,8 +135,8 @@ const SessionLoadedKey = "session_loaded"
 
 func hasSession(c *fiber.Ctx) bool { v, _ := c.Locals(SessionLoadedKey).(bool); return v }
 
-// flash stores a message for the next page.
-func (h *Handlers) flash(c *fiber.Ctx, msg string) { h.sessionPut(c, "flash", msg) }
+// Flash stores a message for the next page.
+func (h *Handlers) Flash(c *fiber.Ctx, msg string) { h.sessionPut(c, "flash", msg) }
 
 // sessionPut stores a value in the session of a browser request (bearer-token requests have none).
 func (h *Handlers) sessionPut(c *fiber.Ctx, key string, v any) {
@@ -193,10 +194,10 @@ func (h *Handlers) Accepted(c *fiber.Ctx, j *store.Job, err error) error {
 	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"job_id": j.ID})
 }
 
-// refusal splits a use case's refusal into what a form shows: the messages beside the
+// Refusal splits a use case's refusal into what a form shows: the messages beside the
 // fields (*problem.Invalid, or *problem.Refused about a field) or one message (*problem.Refused,
 // *problem.Missing, *problem.Unreachable). ok is false for any other error.
-func (h *Handlers) refusal(c *fiber.Ctx, err error) (fe FieldErrors, msg string, ok bool) {
+func (h *Handlers) Refusal(c *fiber.Ctx, err error) (fe FieldErrors, msg string, ok bool) {
 	var inv *problem.Invalid
 	var rf *problem.Refused
 	var ms *problem.Missing
@@ -240,7 +241,7 @@ func (h *Handlers) failUseCase(c *fiber.Ctx, err error) (error, bool) {
 	case errors.As(err, &un):
 		return JSONError(c, fiber.StatusBadGateway, h.Cause(c, "The cluster of region "+un.Region+" did not answer", un.Err)), true
 	}
-	fe, msg, ok := h.refusal(c, err)
+	fe, msg, ok := h.Refusal(c, err)
 	switch {
 	case !ok:
 		return nil, false
@@ -266,12 +267,12 @@ func (h *Handlers) Fail(c *fiber.Ctx, err error) error {
 		if isHTMX(c) {
 			return JSONError(c, fiber.StatusForbidden, fb.Reason)
 		}
-		return Render(c, fiber.StatusForbidden, views.ErrorPage(h.page(c, "Not allowed", ""), 403, fb.Reason))
-	} else if fe, msg, ok := h.refusal(c, err); ok {
+		return Render(c, fiber.StatusForbidden, views.ErrorPage(h.Page(c, "Not allowed", ""), 403, fb.Reason))
+	} else if fe, msg, ok := h.Refusal(c, err); ok {
 		if msg == "" {
 			msg = fe.Error()
 		}
-		return Render(c, fiber.StatusUnprocessableEntity, views.ErrorPage(h.page(c, "Invalid input", ""), 422, msg))
+		return Render(c, fiber.StatusUnprocessableEntity, views.ErrorPage(h.Page(c, "Invalid input", ""), 422, msg))
 	}
 	var fe FieldErrors
 	var ure *store.UserRuleError
@@ -282,34 +283,34 @@ func (h *Handlers) Fail(c *fiber.Ctx, err error) error {
 		if IsAPI(c) || isHTMX(c) {
 			return JSONError(c, fiber.StatusConflict, msg)
 		}
-		return Render(c, fiber.StatusConflict, views.ErrorPage(h.page(c, "Secrets unreadable", ""), 409, msg))
+		return Render(c, fiber.StatusConflict, views.ErrorPage(h.Page(c, "Secrets unreadable", ""), 409, msg))
 	case errors.As(err, &ure) && ure.Forbidden:
 		if IsAPI(c) || isHTMX(c) {
 			return JSONError(c, fiber.StatusForbidden, ure.Msg)
 		}
-		return Render(c, fiber.StatusForbidden, views.ErrorPage(h.page(c, "Not allowed", ""), 403, ure.Msg))
+		return Render(c, fiber.StatusForbidden, views.ErrorPage(h.Page(c, "Not allowed", ""), 403, ure.Msg))
 	case errors.As(err, &ure):
 		fe = FieldErrors{ure.Field: ure.Msg}
 		if IsAPI(c) {
 			return Invalid(c, fe)
 		}
-		return Render(c, fiber.StatusUnprocessableEntity, views.ErrorPage(h.page(c, "Invalid input", ""), 422, ure.Msg))
+		return Render(c, fiber.StatusUnprocessableEntity, views.ErrorPage(h.Page(c, "Invalid input", ""), 422, ure.Msg))
 	case errors.Is(err, store.ErrNotFound):
 		if IsAPI(c) {
 			return JSONError(c, fiber.StatusNotFound, "Not found.")
 		}
-		return Render(c, fiber.StatusNotFound, views.ErrorPage(h.page(c, "Not found", ""), 404, "This page does not exist, or what it showed was removed."))
+		return Render(c, fiber.StatusNotFound, views.ErrorPage(h.Page(c, "Not found", ""), 404, "This page does not exist, or what it showed was removed."))
 	case errors.As(err, &fe):
 		if IsAPI(c) {
 			return Invalid(c, fe)
 		}
-		return Render(c, fiber.StatusUnprocessableEntity, views.ErrorPage(h.page(c, "Invalid input", ""), 422, fe.Error()))
+		return Render(c, fiber.StatusUnprocessableEntity, views.ErrorPage(h.Page(c, "Invalid input", ""), 422, fe.Error()))
 	}
 	h.Log.Error("request failed", "path", c.Path(), "method", c.Method(), "request_id", c.Locals("requestid"), "err", err)
 	if IsAPI(c) {
 		return JSONError(c, fiber.StatusInternalServerError, "Something went wrong on our side; the error is logged with request id "+requestID(c)+".")
 	}
-	return Render(c, fiber.StatusInternalServerError, views.ErrorPage(h.page(c, "Error", ""), 500, "Something went wrong on our side; the error is logged with request id "+requestID(c)+"."))
+	return Render(c, fiber.StatusInternalServerError, views.ErrorPage(h.Page(c, "Error", ""), 500, "Something went wrong on our side; the error is logged with request id "+requestID(c)+"."))
 }
 
 // databaseRetryAfter is the Retry-After of an answer given while the database is away.
@@ -402,9 +403,9 @@ func jsonKind(k string) string {
 	return "a number"
 }
 
-// redirect answers a form post: htmx follows HX-Redirect, browsers a 303. Only a
+// Redirect answers a form post: htmx follows HX-Redirect, browsers a 303. Only a
 // same-origin relative path is followed; anything else goes to /regions.
-func redirect(c *fiber.Ctx, to string) error {
+func Redirect(c *fiber.Ctx, to string) error {
 	to = SafePath(to, "/regions")
 	if isHTMX(c) {
 		c.Set("HX-Redirect", to)
@@ -449,5 +450,10 @@ func refererPath(c *fiber.Ctx, fallback string) string {
 
 // ErrorPage renders an error page for the Fiber error handler.
 func (h *Handlers) ErrorPage(c *fiber.Ctx, code int, msg string) error {
-	return Render(c, code, views.ErrorPage(h.page(c, "Error", ""), code, msg))
+	return Render(c, code, views.ErrorPage(h.Page(c, "Error", ""), code, msg))
+}
+
+// ClusterCtx bounds a cluster read of a request.
+func (h *Handlers) ClusterCtx(c *fiber.Ctx) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx(c), nodes.ClusterReadTimeout)
 }

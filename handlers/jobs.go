@@ -60,7 +60,7 @@ func (h *Handlers) JobPage(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	d.OnJobPage = true
-	return Render(c, fiber.StatusOK, views.JobPage(h.page(c, d.Job.Title, "regions"), d.View()))
+	return Render(c, fiber.StatusOK, views.JobPage(h.Page(c, d.Job.Title, "regions"), d.View()))
 }
 
 // RetryJobForm queues a failed job again; it continues where it stopped.
@@ -69,7 +69,7 @@ func (h *Handlers) RetryJobForm(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	h.Ops.Engine.Wake()
-	return redirect(c, refererPath(c, "/jobs/"+c.Params("id")))
+	return Redirect(c, refererPath(c, "/jobs/"+c.Params("id")))
 }
 
 // CancelJobForm asks the runner to stop a job.
@@ -77,7 +77,7 @@ func (h *Handlers) CancelJobForm(c *fiber.Ctx) error {
 	if err := h.Store.RequestCancel(ctx(c), c.Params("id")); err != nil {
 		return h.Fail(c, err)
 	}
-	return redirect(c, refererPath(c, "/jobs/"+c.Params("id")))
+	return Redirect(c, refererPath(c, "/jobs/"+c.Params("id")))
 }
 
 // JobJSON is a job with its steps, for the API.
@@ -179,7 +179,7 @@ func (h *Handlers) JobsPage(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	l.Jobs, l.Page, l.Pages = jobRows(js), page, pages(n, jobsPageSize)
-	return Render(c, fiber.StatusOK, views.JobsPage(h.page(c, "Jobs", "jobs"), l))
+	return Render(c, fiber.StatusOK, views.JobsPage(h.Page(c, "Jobs", "jobs"), l))
 }
 
 // APIListJobs is GET /api/jobs?region_id=ID&page=N.

@@ -115,9 +115,9 @@ func (h *Handlers) migrationTab(c *fiber.Ctx, r *store.Region) (templ.Component,
 		if err != nil {
 			return nil, err
 		}
-		d.Job = jd.panel()
+		d.Job = jd.Panel()
 	}
-	return views.MigrationTab(h.page(c, r.Name, "regions"), regionView(r), d), nil
+	return views.MigrationTab(h.Page(c, r.Name, "regions"), RegionView(r), d), nil
 }
 
 // MigrateForm starts a move from the Migration tab (the new kubeconfig uploaded or pasted).

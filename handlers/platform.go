@@ -48,13 +48,13 @@ func (h *Handlers) PlatformPage(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	return Render(c, fiber.StatusOK, views.Platform(h.page(c, "Platform", "platform"), views.Form{Values: vals}))
+	return Render(c, fiber.StatusOK, views.Platform(h.Page(c, "Platform", "platform"), views.Form{Values: vals}))
 }
 
 // PlatformForm saves the base domain and the image mirror.
 func (h *Handlers) PlatformForm(c *fiber.Ctx) error {
 	if fe := inputErrors(c, "base_domain", "image_mirror"); fe != nil {
-		return Render(c, fiber.StatusUnprocessableEntity, views.Platform(h.page(c, "Platform", "platform"), views.Form{Values: map[string]string{}, Errors: fe}))
+		return Render(c, fiber.StatusUnprocessableEntity, views.Platform(h.Page(c, "Platform", "platform"), views.Form{Values: map[string]string{}, Errors: fe}))
 	}
 	// Each section of the page posts its own field; a field not posted stays as it is.
 	vals, err := h.platformValues(c)
@@ -74,14 +74,14 @@ func (h *Handlers) PlatformForm(c *fiber.Ctx) error {
 		flash = "Image mirror saved: the regions' next installs pull through it; runr reconcile --step image-mirror moves what runs."
 	}
 	if err := h.Ops.Reconcile.UpdatePlatformSettings(ctx(c), h.Actor(c), in); err != nil {
-		fe, _, ok := h.refusal(c, err)
+		fe, _, ok := h.Refusal(c, err)
 		if !ok {
 			return h.Fail(c, err)
 		}
-		return Render(c, fiber.StatusUnprocessableEntity, views.Platform(h.page(c, "Platform", "platform"), views.Form{Values: vals, Errors: fe}))
+		return Render(c, fiber.StatusUnprocessableEntity, views.Platform(h.Page(c, "Platform", "platform"), views.Form{Values: vals, Errors: fe}))
 	}
-	h.flash(c, flash)
-	return redirect(c, "/platform")
+	h.Flash(c, flash)
+	return Redirect(c, "/platform")
 }
 
 // APICompleteDomainMigration is POST /api/knative-regions/{id}/complete-domain-migration.

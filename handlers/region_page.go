@@ -74,13 +74,13 @@ func (h *Handlers) regionPageData(c *fiber.Ctx, r *store.Region, tab string, f v
 		return views.RegionPageData{}, err
 	}
 	domain := domains.FunctionDomain(r, base)
-	d := views.RegionPageData{Region: regionView(r), Domain: domain, DNSInstruction: DNSInstruction(domain, r.ExternalIP), Tab: tab, Form: f,
+	d := views.RegionPageData{Region: RegionView(r), Domain: domain, DNSInstruction: DNSInstruction(domain, r.ExternalIP), Tab: tab, Form: f,
 		Tenancy: h.regionTenancy(c, r)}
 	if kinds, ok := tabKinds[tab]; ok {
 		if j, steps, events, err := h.Store.LatestJobWithHistory(ctx(c), r.ID, kinds, maxEvents); err == nil {
 			jd := h.jobDataOf(ctx(c), Who(c), j, steps, events)
 			jd.Tab = tab
-			d.Job = jd.panel()
+			d.Job = jd.Panel()
 		} else if !isNotFoundErr(err) {
 			return d, err
 		}
@@ -150,7 +150,7 @@ func (h *Handlers) RegionPage(c *fiber.Ctx) error {
 		if err != nil {
 			return h.Fail(c, err)
 		}
-		return Render(c, fiber.StatusOK, views.AssignedRegionPage(h.page(c, r.Name, "regions"), row))
+		return Render(c, fiber.StatusOK, views.AssignedRegionPage(h.Page(c, r.Name, "regions"), row))
 	}
 	tab := c.Query("tab")
 	if tab == "" && r.Health.V.API.State == store.HealthDown {
@@ -180,7 +180,7 @@ var csrfMarker = []byte(store.RandomToken("csrf-marker-"))
 // is kept rendered for a second (it says how long ago things happened, in seconds) with
 // a marker for the CSRF token, which is the request's; the layout is the request's.
 func (h *Handlers) renderRegionPage(c *fiber.Ctx, key string, gen uint64, e regionPageEntry) error {
-	p := h.page(c, e.name, "regions")
+	p := h.Page(c, e.name, "regions")
 	htmlKey := key + "\x00html"
 	v, ok := h.regionPages.GetValue(htmlKey)
 	content, _ := v.([]byte)
@@ -202,7 +202,7 @@ func (h *Handlers) renderRegion(c *fiber.Ctx, r *store.Region, tab string, f vie
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	return Render(c, status, views.RegionPage(h.page(c, r.Name, "regions"), d))
+	return Render(c, status, views.RegionPage(h.Page(c, r.Name, "regions"), d))
 }
 
 // RegionTab is a tab's body, swapped in by htmx.
@@ -215,7 +215,7 @@ func (h *Handlers) RegionTab(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	return Render(c, fiber.StatusOK, views.RegionTabSwap(h.page(c, r.Name, "regions"), d))
+	return Render(c, fiber.StatusOK, views.RegionTabSwap(h.Page(c, r.Name, "regions"), d))
 }
 
 // RegionForm loads the region of a form post.
@@ -225,13 +225,13 @@ func (h *Handlers) RegionForm(c *fiber.Ctx) (*store.Region, error) {
 
 func (h *Handlers) formDone(c *fiber.Ctx, r *store.Region, tab, flash string) error {
 	if flash != "" {
-		h.flash(c, flash)
+		h.Flash(c, flash)
 	}
 	// A form of the wizard returns to the wizard.
 	if strings.Contains(c.Get("Referer"), "/regions/"+r.ID+"/wizard") {
-		return redirect(c, "/regions/"+r.ID+"/wizard")
+		return Redirect(c, "/regions/"+r.ID+"/wizard")
 	}
-	return redirect(c, "/regions/"+r.ID+"?tab="+tab)
+	return Redirect(c, "/regions/"+r.ID+"?tab="+tab)
 }
 
 // TabFormKey is the Locals key of a tab's form sent back with its errors: a tab rendered
@@ -255,7 +255,7 @@ func (h *Handlers) FormOutcome(c *fiber.Ctx, r *store.Region, tab string, values
 	if err == nil {
 		return h.formDone(c, r, tab, flash)
 	}
-	fe, msg, ok := h.refusal(c, err)
+	fe, msg, ok := h.Refusal(c, err)
 	if !ok {
 		return h.Fail(c, err)
 	}
@@ -301,7 +301,7 @@ func (h *Handlers) StatusForm(c *fiber.Ctx) error {
 	}
 	status := c.FormValue("region_status")
 	_, err = h.Ops.SetRegionStatus(ctx(c), h.Actor(c), r, store.RegionStatus(status))
-	if fe, _, ok := h.refusal(c, err); ok {
+	if fe, _, ok := h.Refusal(c, err); ok {
 		return h.FormInvalid(c, r, "general", nil, fe, fe["region_status"])
 	}
 	return h.FormOutcome(c, r, "general", nil, err, "Region status set to "+status+".")
@@ -432,7 +432,7 @@ func (h *Handlers) RemoveRegionPage(c *fiber.Ctx) error {
 	if r.ProjectCount > 0 {
 		return h.FormInvalid(c, r, "general", nil, nil, "The region still has projects: delete them or move them to another region first.")
 	}
-	return Render(c, fiber.StatusOK, views.RemoveRegion(h.page(c, "Remove "+r.Name, "regions"), regionView(r)))
+	return Render(c, fiber.StatusOK, views.RemoveRegion(h.Page(c, "Remove "+r.Name, "regions"), RegionView(r)))
 }
 
 // RemoveRegionForm deletes the region's record.
@@ -444,8 +444,8 @@ func (h *Handlers) RemoveRegionForm(c *fiber.Ctx) error {
 	if err := h.Ops.DeleteRegion(ctx(c), h.Actor(c), r); err != nil {
 		return h.FormOutcome(c, r, "general", nil, err, "")
 	}
-	h.flash(c, "Region "+r.Name+" removed. Everything on its cluster keeps running.")
-	return redirect(c, "/regions")
+	h.Flash(c, "Region "+r.Name+" removed. Everything on its cluster keeps running.")
+	return Redirect(c, "/regions")
 }
 
 // CheckNowForm runs the region's status check now.
@@ -466,4 +466,18 @@ func (h *Handlers) APICheckNow(c *fiber.Ctx) error {
 	}
 	h.Ops.Status.CheckSoon(r.ID)
 	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"region_id": r.ID})
+}
+
+// demoSection is the General tab's Demo projects section.
+func (h *Handlers) demoSection(c *fiber.Ctx, r *store.Region) (*views.DemoSection, error) {
+	ps, err := h.Store.DemoProjects(ctx(c), r.ID)
+	if err != nil {
+		return nil, err
+	}
+	d := &views.DemoSection{Missing: projects.DemoPrerequisites(r)}
+	for i := range ps {
+		d.Projects = append(d.Projects, views.DemoRow{Name: ps[i].Name, Slug: ps[i].Slug, Kind: ps[i].Kind.Label(),
+			State: string(ps[i].State), Message: ps[i].Message})
+	}
+	return d, nil
 }

@@ -63,7 +63,7 @@ func (h *Handlers) RegionWizardPage(c *fiber.Ctx) error {
 		current = s - 1
 	}
 	if current == -1 {
-		h.flash(c, "Region "+r.Name+" is set up. Create the DNS record shown under DNS configuration.")
+		h.Flash(c, "Region "+r.Name+" is set up. Create the DNS record shown under DNS configuration.")
 		return c.Redirect("/regions/"+r.ID, fiber.StatusSeeOther)
 	}
 	tab := wizardTabs[current]
@@ -81,7 +81,7 @@ func (h *Handlers) RegionWizardPage(c *fiber.Ctx) error {
 	if d.Job != nil {
 		d.Job.WizardStep = current + 1
 	}
-	body := views.WizardStepBody(h.page(c, r.Name, "regions"), d, current+1, done[current])
+	body := views.WizardStepBody(h.Page(c, r.Name, "regions"), d, current+1, done[current])
 	w := views.RegionWizard{Region: d.Region, Current: current, Done: done, Body: body}
-	return Render(c, fiber.StatusOK, views.RegionWizardPage(h.page(c, "Add Region: "+r.Name, "regions"), w))
+	return Render(c, fiber.StatusOK, views.RegionWizardPage(h.Page(c, "Add Region: "+r.Name, "regions"), w))
 }

@@ -152,7 +152,7 @@ func (h *Handlers) RegionsPage(c *fiber.Ctx) error {
 		health = "" // a filter the page never offers shows every region
 	}
 	page, offset := pageParam(c, regionsPageSize)
-	p := h.page(c, "Knative Regions", "regions")
+	p := h.Page(c, "Knative Regions", "regions")
 	key := listCacheKey(Who(c), "regions.html", q, strconv.Itoa(page), health, strconv.FormatBool(byHealth))
 	body, err := h.lists.Load(key, func() ([]byte, time.Time, error) {
 		f := store.RegionFilter{Query: q, Health: health, SortByHealth: byHealth, Limit: regionsPageSize, Offset: offset}

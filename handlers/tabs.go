@@ -13,8 +13,6 @@ import (
 func (h *Handlers) initTabs() {
 	h.extraTabs = map[string]func(c *fiber.Ctx, r *store.Region) (templ.Component, error){
 		"migration": h.migrationTab,
-		"workers":   h.workersTab,
-		"data":      h.dataTab,
 	}
 }
 

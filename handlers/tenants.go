@@ -203,17 +203,17 @@ func (h *Handlers) renderTenants(c *fiber.Ctx, status int, d views.TenantsData) 
 	if err := h.fillTenants(c, &d); err != nil {
 		return h.Fail(c, err)
 	}
-	return Render(c, status, views.Tenants(h.page(c, "Tenants", "tenants"), d))
+	return Render(c, status, views.Tenants(h.Page(c, "Tenants", "tenants"), d))
 }
 
 // tenantsForm answers a form of the Tenants page: back to the page with a flash, or the
 // page again with the messages beside the fields (422).
 func (h *Handlers) tenantsForm(c *fiber.Ctx, formFor string, values map[string]string, err error, flash string) error {
 	if err == nil {
-		h.flash(c, flash)
-		return redirect(c, "/tenants")
+		h.Flash(c, flash)
+		return Redirect(c, "/tenants")
 	}
-	fe, msg, ok := h.refusal(c, err)
+	fe, msg, ok := h.Refusal(c, err)
 	var ure *store.UserRuleError
 	if !ok && errors.As(err, &ure) && !ure.Forbidden {
 		fe, ok = FieldErrors{ure.Field: ure.Msg}, true

@@ -50,7 +50,7 @@ func (h *Handlers) renderTokens(c *fiber.Ctx, status int, f views.Form, created 
 			perms = append(perms, p)
 		}
 	}
-	return Render(c, status, views.Tokens(h.page(c, "API tokens", "tokens"), tokenRows(ts), f, created, perms))
+	return Render(c, status, views.Tokens(h.Page(c, "API tokens", "tokens"), tokenRows(ts), f, created, perms))
 }
 
 // CreateTokenForm creates a token from the console; it is shown once.
@@ -70,7 +70,7 @@ func (h *Handlers) CreateTokenForm(c *fiber.Ctx) error {
 		return h.renderTokens(c, fiber.StatusUnprocessableEntity, views.Form{Values: map[string]string{}, Errors: fe}, "")
 	}
 	_, plain, err := accounts.CreateToken(ctx(c), h.Store, grantor(Who(c)), in)
-	if fe, _, ok := h.refusal(c, err); ok {
+	if fe, _, ok := h.Refusal(c, err); ok {
 		f := views.Form{Values: map[string]string{"name": in.Name, "scopes": strings.Join(scopes, ",")}, Errors: fe}
 		return h.renderTokens(c, fiber.StatusUnprocessableEntity, f, "")
 	} else if err != nil {
@@ -85,8 +85,8 @@ func (h *Handlers) DeleteTokenForm(c *fiber.Ctx) error {
 	if err := h.Store.DeleteAPIToken(ctx(c), c.Params("id"), Who(c).User.ID); err != nil {
 		return h.Fail(c, err)
 	}
-	h.flash(c, "Token revoked.")
-	return redirect(c, "/tokens")
+	h.Flash(c, "Token revoked.")
+	return Redirect(c, "/tokens")
 }
 
 // APIListTokens is GET /api/tokens: the caller's tokens, without their values.

@@ -16,7 +16,7 @@ func (h *Handlers) UsersPage(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	return Render(c, fiber.StatusOK, usersPage(Who(c), h.page(c, "Users", "users"), us, views.Form{}, ""))
+	return Render(c, fiber.StatusOK, usersPage(Who(c), h.Page(c, "Users", "users"), us, views.Form{}, ""))
 }
 
 // CreateUserForm adds a user from the console.
@@ -30,7 +30,7 @@ func (h *Handlers) CreateUserForm(c *fiber.Ctx) error {
 	} else {
 		var err error
 		u, generated, err = accounts.CreateUser(ctx(c), h.Store, Who(c).User, in)
-		if fe, _, ok := h.refusal(c, err); ok {
+		if fe, _, ok := h.Refusal(c, err); ok {
 			errs = fe
 		} else if err != nil {
 			return h.Fail(c, err)
@@ -42,11 +42,11 @@ func (h *Handlers) CreateUserForm(c *fiber.Ctx) error {
 			return h.Fail(c, err)
 		}
 		f := views.Form{Values: map[string]string{"email": in.Email, "role": in.Role}, Errors: errs}
-		return Render(c, fiber.StatusUnprocessableEntity, usersPage(Who(c), h.page(c, "Users", "users"), us, f, ""))
+		return Render(c, fiber.StatusUnprocessableEntity, usersPage(Who(c), h.Page(c, "Users", "users"), us, f, ""))
 	}
 	if generated == "" {
-		h.flash(c, "Added "+u.Email+" as "+u.Role+".")
-		return redirect(c, "/users")
+		h.Flash(c, "Added "+u.Email+" as "+u.Role+".")
+		return Redirect(c, "/users")
 	}
 	// A generated password is shown in this answer only: it is never parked in the
 	// session (whose table would then hold it in plain text).
@@ -54,7 +54,7 @@ func (h *Handlers) CreateUserForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	page := h.page(c, "Users", "users")
+	page := h.Page(c, "Users", "users")
 	page.Flash = "Added " + u.Email + " as " + u.Role + "."
 	return Render(c, fiber.StatusCreated, usersPage(Who(c), page, us, views.Form{}, generated))
 }
@@ -64,8 +64,8 @@ func (h *Handlers) SetUserRoleForm(c *fiber.Ctx) error {
 	if err := accounts.SetRole(ctx(c), h.Store, Who(c).User, c.Params("id"), c.FormValue("role")); err != nil {
 		return h.Fail(c, err)
 	}
-	h.flash(c, "Role changed.")
-	return redirect(c, "/users")
+	h.Flash(c, "Role changed.")
+	return Redirect(c, "/users")
 }
 
 // DeleteUserForm removes a user (never oneself, never the last owner).
@@ -73,8 +73,8 @@ func (h *Handlers) DeleteUserForm(c *fiber.Ctx) error {
 	if err := accounts.DeleteUser(ctx(c), h.Store, Who(c).User, c.Params("id")); err != nil {
 		return h.Fail(c, err)
 	}
-	h.flash(c, "User deleted.")
-	return redirect(c, "/users")
+	h.Flash(c, "User deleted.")
+	return Redirect(c, "/users")
 }
 
 // APIListUsers is GET /api/users.

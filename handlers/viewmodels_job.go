@@ -71,8 +71,8 @@ func (d JobData) View() views.JobView {
 	return v
 }
 
-// panel is the job's view for the panel of a page that shows it.
-func (d JobData) panel() *views.JobView {
+// Panel is the job's view for the panel of a page that shows it.
+func (d JobData) Panel() *views.JobView {
 	v := d.View()
 	return &v
 }

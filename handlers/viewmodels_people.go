@@ -57,8 +57,8 @@ func tokenRows(ts []store.APIToken) []views.TokenRow {
 	return out
 }
 
-// projectRow is a project as a line of the projects list, with its region's name and its address.
-func projectRow(p *store.Project, regionName, url string) views.ProjectRow {
+// ProjectRow is a project as a line of the projects list, with its region's name and its address.
+func ProjectRow(p *store.Project, regionName, url string) views.ProjectRow {
 	return views.ProjectRow{ID: p.ID, Name: p.Name, Slug: p.Slug, Message: p.Message, RegionName: regionName, State: string(p.State),
 		Running: p.State == store.ProjectRunning, Stopped: p.State == store.ProjectStopped,
 		Image: p.Image, CPUm: p.CPUm, MemoryMi: p.MemoryMi, GPUs: projectGPUs(p.GPU.V), URL: url, Kind: projectKindText(p), Demo: p.Demo}
@@ -86,8 +86,8 @@ func projectGPUs(g store.ProjectGPU) string {
 	return fmt.Sprintf("%d GPU(s)", g.Count)
 }
 
-// regionOptions are the regions a project can be created in.
-func regionOptions(rs []store.Region) []views.Option {
+// RegionOptions are the regions a project can be created in.
+func RegionOptions(rs []store.Region) []views.Option {
 	out := make([]views.Option, len(rs))
 	for i, r := range rs {
 		out[i] = views.Option{Value: r.ID, Label: r.Name}

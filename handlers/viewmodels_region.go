@@ -19,8 +19,8 @@ var regionStatuses = []store.RegionStatus{store.RegionActive, store.RegionInacti
 // servingComponents are the components the Serving tab lists with their statuses.
 var servingComponents = []string{"traefik", "prometheus", "loki", "agent", "tracing"}
 
-// regionView is a region as its pages show it.
-func regionView(r *store.Region) views.RegionView {
+// RegionView is a region as its pages show it.
+func RegionView(r *store.Region) views.RegionView {
 	v := views.RegionView{
 		ID: r.ID, Name: r.Name, SecretError: r.SecretError, ClusterServer: r.ClusterServer, K8sVersion: r.K8sVersion,
 		Status: string(r.Status), Active: r.Status == store.RegionActive, StatusOptions: OptionsOf(regionStatuses, r.Status),

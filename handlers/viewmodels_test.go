@@ -76,7 +76,7 @@ func TestRegionViewDecidesStatuses(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if v := regionView(&tc.r); !tc.want(v) {
+			if v := RegionView(&tc.r); !tc.want(v) {
 				t.Errorf("%+v", v)
 			}
 		})

@@ -8,11 +8,11 @@ import (
 
 // checkReport is a cluster's connection checklist.
 func checkReport(r *preflight.Result) *views.CheckReport {
-	return &views.CheckReport{Items: checkItems(r.Items)}
+	return &views.CheckReport{Items: CheckItems(r.Items)}
 }
 
-// checkItems are the lines of a checklist with their verdicts.
-func checkItems(items []kit.CheckItem) []views.CheckItem {
+// CheckItems are the lines of a checklist with their verdicts.
+func CheckItems(items []kit.CheckItem) []views.CheckItem {
 	out := make([]views.CheckItem, len(items))
 	for i, it := range items {
 		out[i] = views.CheckItem{Key: it.Key, Title: it.Title, Status: string(it.Status), Evidence: it.Evidence, Details: it.Details}

@@ -82,7 +82,7 @@ func (h *Handlers) unseal(c *fiber.Ctx, s string) (SealedStep1, error) {
 // WizardNewPage is step 1 of Add Region.
 func (h *Handlers) WizardNewPage(c *fiber.Ctx) error {
 	f := views.Form{Values: map[string]string{"is_active": "1"}}
-	return Render(c, fiber.StatusOK, views.WizardNew(h.page(c, "Add Region", "regions"), views.Step1Data{Form: f, Modes: h.wizardModes(c, ""), NoAgentAddress: h.noAgentAddress()}, nil))
+	return Render(c, fiber.StatusOK, views.WizardNew(h.Page(c, "Add Region", "regions"), views.Step1Data{Form: f, Modes: h.wizardModes(c, ""), NoAgentAddress: h.noAgentAddress()}, nil))
 }
 
 // wizardModes offer the region mode in step 1 to a platform administrator (nil for anyone
@@ -115,7 +115,7 @@ func kubeconfigFromForm(c *fiber.Ctx) string {
 func (h *Handlers) WizardCheck(c *fiber.Ctx) error {
 	if fe := inputErrors(c, "kubeconfig", "name"); fe != nil {
 		f := views.Form{Values: map[string]string{"is_active": "1"}, Errors: fe}
-		return Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(h.page(c, "Add Region", "regions"), views.Step1Data{Form: f, Modes: h.wizardModes(c, ""), NoAgentAddress: h.noAgentAddress()}, nil))
+		return Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(h.Page(c, "Add Region", "regions"), views.Step1Data{Form: f, Modes: h.wizardModes(c, ""), NoAgentAddress: h.noAgentAddress()}, nil))
 	}
 	name := strings.TrimSpace(c.FormValue("name"))
 	mode := store.RegionMode(c.FormValue("region_mode"))
@@ -123,13 +123,13 @@ func (h *Handlers) WizardCheck(c *fiber.Ctx) error {
 	kc := kubeconfigFromForm(c)
 	active := c.FormValue("is_active") == "1"
 	f := views.Form{Values: map[string]string{"name": name, "kubeconfig": kc, "is_active": map[bool]string{true: "1", false: "0"}[active]}, Errors: map[string]string{}}
-	page := h.page(c, "Add Region", "regions")
+	page := h.Page(c, "Add Region", "regions")
 	if modes != nil && mode != "" && !mode.Valid() {
 		f.Errors["region_mode"] = "Choose managed or shared."
 		return Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(page, views.Step1Data{Form: f, Modes: modes, NoAgentAddress: h.noAgentAddress()}, nil))
 	}
 	chk, err := h.Ops.CheckNewRegion(ctx(c), ops.CheckInput{Name: name, Kubeconfig: kc})
-	if fe, _, ok := h.refusal(c, err); ok {
+	if fe, _, ok := h.Refusal(c, err); ok {
 		f.Errors = fe
 		return Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(page, views.Step1Data{Form: f, Modes: modes, NoAgentAddress: h.noAgentAddress()}, nil))
 	} else if err != nil {
@@ -190,16 +190,16 @@ func (h *Handlers) WizardSetup(c *fiber.Ctx) error {
 	}
 	in, f := step2Input(c, s)
 	st, err := h.Ops.StartCheckedSetup(ctx(c), h.Actor(c), *in, s.Nodes)
-	if fe, msg, ok := h.refusal(c, err); ok {
+	if fe, msg, ok := h.Refusal(c, err); ok {
 		f.Errors, f.Error = fe, msg
-		page := h.page(c, "Add Region", "regions")
+		page := h.Page(c, "Add Region", "regions")
 		d := views.Step1Data{Form: views.Form{Values: map[string]string{"name": s.Name, "server": s.Server, "version": s.Version}}}
 		next := &views.Step2Data{Form: f, Sealed: c.FormValue("sealed"), Nodes: workerOptions(s.Nodes), StorageClasses: storageClassOptions(s.StorageClasses), Action: "/regions/new/setup", Submit: "Save & Next"}
 		return Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(page, d, next))
 	} else if err != nil {
 		return h.Fail(c, err)
 	}
-	return redirect(c, "/regions/setups/"+st.Token)
+	return Redirect(c, "/regions/setups/"+st.Token)
 }
 
 // WizardSetupPage shows a setup's live progress; a failed one offers its form again.
@@ -225,7 +225,7 @@ func (h *Handlers) WizardSetupPage(c *fiber.Ctx) error {
 		}
 		d.Retry = retry
 	}
-	return Render(c, fiber.StatusOK, views.WizardSetup(h.page(c, "Add Region", "regions"), d))
+	return Render(c, fiber.StatusOK, views.WizardSetup(h.Page(c, "Add Region", "regions"), d))
 }
 
 // retryForm is the step 2 form of a failed setup, to change its fields and retry.
@@ -265,7 +265,7 @@ func (h *Handlers) WizardRetry(c *fiber.Ctx) error {
 	in, f := step2Input(c, SealedStep1{Name: p.Name, Kubeconfig: sec.Kubeconfig, IsActive: p.IsActive})
 	in.KeepSecrets(sec)
 	_, err = h.Ops.RetrySetup(ctx(c), h.Actor(c), st, *in)
-	if fe, msg, ok := h.refusal(c, err); ok {
+	if fe, msg, ok := h.Refusal(c, err); ok {
 		f.Errors, f.Error = fe, msg
 		retry, err := h.retryForm(c, st, f)
 		if err != nil {
@@ -276,9 +276,9 @@ func (h *Handlers) WizardRetry(c *fiber.Ctx) error {
 			return h.Fail(c, err)
 		}
 		jd.WizardStep = 2
-		return Render(c, fiber.StatusUnprocessableEntity, views.WizardSetup(h.page(c, "Add Region", "regions"), views.SetupData{Token: st.Token, Name: p.Name, Job: jd.View(), Retry: retry}))
+		return Render(c, fiber.StatusUnprocessableEntity, views.WizardSetup(h.Page(c, "Add Region", "regions"), views.SetupData{Token: st.Token, Name: p.Name, Job: jd.View(), Retry: retry}))
 	} else if err != nil {
 		return h.Fail(c, err)
 	}
-	return redirect(c, "/regions/setups/"+st.Token)
+	return Redirect(c, "/regions/setups/"+st.Token)
 }

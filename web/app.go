@@ -28,6 +28,7 @@ import (
 	"runr.dev/console/config"
 	"runr.dev/console/handlers"
 	"runr.dev/console/handlers/runtimes"
+	"runr.dev/console/handlers/workloads"
 	"runr.dev/console/hub"
 	"runr.dev/console/ops"
 	"runr.dev/console/static"
@@ -47,8 +48,10 @@ type Server struct {
 	H        *handlers.Handlers
 	// Runtimes are the handlers of sandboxes, GPU support and the supply chain.
 	Runtimes *runtimes.Handlers
-	Log      *slog.Logger
-	internal *internalHosts
+	// Workloads are the handlers of projects, data services, nodes and workers.
+	Workloads *workloads.Handlers
+	Log       *slog.Logger
+	internal  *internalHosts
 	// creds keeps sessions, tokens and users until they change (credcache.go).
 	creds *changecache.Cache
 }
@@ -96,7 +99,7 @@ func New(st *store.Store, cfg *config.Config, svc *ops.Service, log *slog.Logger
 	events.WatchLists(h.ListWatcher())
 	events.WatchRegionPages(h.RegionPagesWatcher())
 	events.WatchLists(creds)
-	s := &Server{Store: st, Cfg: cfg, Sessions: sm, Hub: events, H: h, Runtimes: runtimes.New(h), Log: log, creds: creds}
+	s := &Server{Store: st, Cfg: cfg, Sessions: sm, Hub: events, H: h, Runtimes: runtimes.New(h), Workloads: workloads.New(h), Log: log, creds: creds}
 	s.internal = &internalHosts{s: s}
 	s.App = fiber.New(fiber.Config{
 		AppName:               "runr-console",

@@ -134,7 +134,7 @@ func (s *Server) regionPageRoutes() []Route {
 
 // projectRoutes are projects.
 func (s *Server) projectRoutes() []Route {
-	h := s.H
+	h := s.Workloads
 	return []Route{
 		{Method: get, Path: "/projects", Perm: store.PermProjectsView, Handler: h.ProjectsPage},
 		{Method: post, Path: "/projects", Perm: store.PermProjectsManage, Handler: h.CreateProjectForm},

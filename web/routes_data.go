@@ -8,7 +8,7 @@ import (
 // reading them needs regions.view), of the demo projects (regions.manage) and of the
 // projects' bindings (projects.manage; reading them needs projects.view).
 func (s *Server) dataRoutes() []Route {
-	h := s.H
+	h := s.Workloads
 	return []Route{
 		{Method: get, Path: "/api/knative-regions/:id/data-services", Perm: store.PermRegionsView, Handler: h.APIDataServices},
 		{Method: post, Path: "/api/knative-regions/:id/data-services/:service", Perm: store.PermDataServicesManage, Handler: h.APIInstallDataService},

@@ -6,7 +6,7 @@ import (
 
 // workerRoutes are the routes of the Workers tab (nodes, dedicated workers, capacity).
 func (s *Server) workerRoutes() []Route {
-	h := s.H
+	h := s.Workloads
 	return []Route{
 		{Method: get, Path: "/api/knative-regions/:id/nodes", Perm: store.PermRegionsView, Handler: h.APINodes},
 		{Method: get, Path: "/api/knative-regions/:id/nodes/:node/delete-preflight", Perm: store.PermRegionsView, Handler: h.APINodeDeletePreflight},

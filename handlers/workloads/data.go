@@ -1,12 +1,14 @@
-package handlers
+package workloads
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 
 	"github.com/a-h/templ"
 	"github.com/gofiber/fiber/v2"
 
+	"runr.dev/console/handlers"
 	"runr.dev/console/ops/data"
 	"runr.dev/console/ops/moves"
 	"runr.dev/console/store"
@@ -37,13 +39,13 @@ func dataRemoveConfirm(service string) string {
 
 // dataTab is the Data services tab: each service with its bindings, and Skupper.
 func (h *Handlers) dataTab(c *fiber.Ctx, r *store.Region) (templ.Component, error) {
-	svcs, err := h.Ops.Data.RegionDataServices(ctx(c), r)
+	svcs, err := h.Ops.Data.RegionDataServices(c.UserContext(), r)
 	if err != nil {
 		return nil, err
 	}
 	d := views.DataData{RegionID: r.ID}
 	redisReady := r.RedisStatus == store.ComponentReady && r.RedisAddress != ""
-	if f, ok := c.Locals(TabFormKey).(views.Form); ok {
+	if f, ok := c.Locals(handlers.TabFormKey).(views.Form); ok {
 		d.Form = f
 	}
 	if moved := moves.DataServicesMoved(r); len(moved) > 0 {
@@ -64,7 +66,7 @@ func (h *Handlers) dataTab(c *fiber.Ctx, r *store.Region) (templ.Component, erro
 			v.HasVolume, v.Confirm = false, externalObjectRemoveConfirm
 		}
 		if classErr == nil {
-			v.StorageClasses = OptionsOf(names, s.StorageClass)
+			v.StorageClasses = handlers.OptionsOf(names, s.StorageClass)
 		}
 		for _, b := range s.Bindings {
 			v.Bindings = append(v.Bindings, bindingView(b))
@@ -79,14 +81,14 @@ func (h *Handlers) dataTab(c *fiber.Ctx, r *store.Region) (templ.Component, erro
 			Missing: strings.Join(rep.Missing, " and "), SiteStatus: string(rep.Site.State()), SiteMessage: rep.Site.Message, SiteName: data.SkupperSiteName, Namespace: r.Name,
 			SiteSet: rep.Site.State() != store.ComponentNotInstalled, SiteReady: rep.Site.State() == store.ComponentReady}
 	}
-	if j, err := h.Store.LatestJobOf(ctx(c), r.ID, data.DataKinds); err == nil {
+	if j, err := h.Store.LatestJobOf(c.UserContext(), r.ID, data.DataKinds); err == nil {
 		d.Busy = !j.Status.Done()
-	} else if !isNotFoundErr(err) {
+	} else if !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
 	p := views.Page{}
-	if pr := Who(c); pr != nil {
-		p = PrincipalPage(pr, pr.CSRF)
+	if pr := handlers.Who(c); pr != nil {
+		p = handlers.PrincipalPage(pr, pr.CSRF)
 	}
 	return views.DataTab(p, d), nil
 }
@@ -116,10 +118,10 @@ func (h *Handlers) DataInstallForm(c *fiber.Ctx) error {
 		SecretAccessKey: c.FormValue("secret_access_key")}}
 	if values["size_gi"] != "" {
 		if in.SizeGi, err = strconv.Atoi(values["size_gi"]); err != nil {
-			return h.FormInvalid(c, r, "data", values, FieldErrors{"size_gi": "Use a whole number of GiB."}, "")
+			return h.FormInvalid(c, r, "data", values, handlers.FieldErrors{"size_gi": "Use a whole number of GiB."}, "")
 		}
 	}
-	_, err = h.Ops.Data.InstallDataService(ctx(c), h.Actor(c), r, svc, in)
+	_, err = h.Ops.Data.InstallDataService(c.UserContext(), h.Actor(c), r, svc, in)
 	return h.FormOutcome(c, r, "data", values, err, "")
 }
 
@@ -129,7 +131,7 @@ func (h *Handlers) DataRemoveForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Ops.Data.RemoveDataService(ctx(c), h.Actor(c), r, c.Params("service"))
+	_, err = h.Ops.Data.RemoveDataService(c.UserContext(), h.Actor(c), r, c.Params("service"))
 	return h.FormOutcome(c, r, "data", nil, err, "")
 }
 
@@ -139,7 +141,7 @@ func (h *Handlers) SkupperSiteForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Ops.Data.CreateSkupperSite(ctx(c), h.Actor(c), r)
+	_, err = h.Ops.Data.CreateSkupperSite(c.UserContext(), h.Actor(c), r)
 	return h.FormOutcome(c, r, "data", nil, err, "")
 }
 
@@ -150,7 +152,7 @@ func (h *Handlers) APIDataServices(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	svcs, err := h.Ops.Data.RegionDataServices(ctx(c), r)
+	svcs, err := h.Ops.Data.RegionDataServices(c.UserContext(), r)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -166,11 +168,11 @@ func (h *Handlers) APIInstallDataService(c *fiber.Ctx) error {
 	}
 	var in data.DataServiceInput
 	if len(c.Body()) > 0 {
-		if err := BodyMap(c, &in); err != nil {
+		if err := handlers.BodyMap(c, &in); err != nil {
 			return h.Fail(c, err)
 		}
 	}
-	j, err := h.Ops.Data.InstallDataService(ctx(c), h.Actor(c), r, c.Params("service"), in)
+	j, err := h.Ops.Data.InstallDataService(c.UserContext(), h.Actor(c), r, c.Params("service"), in)
 	return h.Accepted(c, j, err)
 }
 
@@ -181,7 +183,7 @@ func (h *Handlers) APIRemoveDataService(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Data.RemoveDataService(ctx(c), h.Actor(c), r, c.Params("service"))
+	j, err := h.Ops.Data.RemoveDataService(c.UserContext(), h.Actor(c), r, c.Params("service"))
 	return h.Accepted(c, j, err)
 }
 
@@ -207,13 +209,13 @@ func (h *Handlers) APISkupperSite(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Data.CreateSkupperSite(ctx(c), h.Actor(c), r)
+	j, err := h.Ops.Data.CreateSkupperSite(c.UserContext(), h.Actor(c), r)
 	return h.Accepted(c, j, err)
 }
 
 // projectBindings are a project's bindings as answers show them.
 func (h *Handlers) projectBindings(c *fiber.Ctx, projectID string) ([]data.BindingView, error) {
-	bs, err := h.Store.ProjectBindings(ctx(c), projectID)
+	bs, err := h.Store.ProjectBindings(c.UserContext(), projectID)
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +228,7 @@ func (h *Handlers) projectBindings(c *fiber.Ctx, projectID string) ([]data.Bindi
 
 // APIProjectBindings is GET /api/projects/{id}/bindings.
 func (h *Handlers) APIProjectBindings(c *fiber.Ctx) error {
-	p, err := h.Store.ProjectByID(ctx(c), c.Params("id"))
+	p, err := h.Store.ProjectByID(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -239,15 +241,15 @@ func (h *Handlers) APIProjectBindings(c *fiber.Ctx) error {
 
 // APIBind is POST /api/projects/{id}/bindings {"service"}.
 func (h *Handlers) APIBind(c *fiber.Ctx) error {
-	p, err := h.Store.ProjectByID(ctx(c), c.Params("id"))
+	p, err := h.Store.ProjectByID(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	var in data.BindInput
-	if err := BodyMap(c, &in); err != nil {
+	if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	b, j, err := h.Ops.Data.Bind(ctx(c), h.Actor(c), p, in)
+	b, j, err := h.Ops.Data.Bind(c.UserContext(), h.Actor(c), p, in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -257,11 +259,11 @@ func (h *Handlers) APIBind(c *fiber.Ctx) error {
 // APIUnbind is DELETE /api/projects/{id}/bindings/{service}: 202 with the job, or 204
 // when the binding's region is gone (it is forgotten at once).
 func (h *Handlers) APIUnbind(c *fiber.Ctx) error {
-	p, err := h.Store.ProjectByID(ctx(c), c.Params("id"))
+	p, err := h.Store.ProjectByID(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Data.Unbind(ctx(c), h.Actor(c), p, c.Params("service"))
+	j, err := h.Ops.Data.Unbind(c.UserContext(), h.Actor(c), p, c.Params("service"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -273,28 +275,28 @@ func (h *Handlers) APIUnbind(c *fiber.Ctx) error {
 
 // BindForm binds a project from the projects page.
 func (h *Handlers) BindForm(c *fiber.Ctx) error {
-	p, err := h.Store.ProjectByID(ctx(c), c.Params("id"))
+	p, err := h.Store.ProjectByID(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, j, err := h.Ops.Data.Bind(ctx(c), h.Actor(c), p, data.BindInput{Service: c.FormValue("service")})
+	_, j, err := h.Ops.Data.Bind(c.UserContext(), h.Actor(c), p, data.BindInput{Service: c.FormValue("service")})
 	return h.projectFormOutcome(c, p, j, err)
 }
 
 // UnbindForm unbinds a project from the projects page.
 func (h *Handlers) UnbindForm(c *fiber.Ctx) error {
-	p, err := h.Store.ProjectByID(ctx(c), c.Params("id"))
+	p, err := h.Store.ProjectByID(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Data.Unbind(ctx(c), h.Actor(c), p, c.Params("service"))
+	j, err := h.Ops.Data.Unbind(c.UserContext(), h.Actor(c), p, c.Params("service"))
 	return h.projectFormOutcome(c, p, j, err)
 }
 
 // projectFormOutcome answers a form of the projects page: the job, the list again with
 // the refusal (422), or Fail.
 func (h *Handlers) projectFormOutcome(c *fiber.Ctx, p *store.Project, j *store.Job, err error) error {
-	if fe, msg, ok := h.refusal(c, err); ok {
+	if fe, msg, ok := h.Refusal(c, err); ok {
 		if msg == "" {
 			msg = fe.Error()
 		}
@@ -303,7 +305,7 @@ func (h *Handlers) projectFormOutcome(c *fiber.Ctx, p *store.Project, j *store.J
 		return h.Fail(c, err)
 	}
 	if j != nil {
-		return redirect(c, "/jobs/"+j.ID)
+		return handlers.Redirect(c, "/jobs/"+j.ID)
 	}
-	return redirect(c, "/projects")
+	return handlers.Redirect(c, "/projects")
 }

@@ -1,9 +1,10 @@
-package handlers
+package workloads
 
 import (
 	"sort"
 	"time"
 
+	"runr.dev/console/handlers"
 	"runr.dev/console/ops/nodes"
 	"runr.dev/console/views"
 )
@@ -19,7 +20,7 @@ func nodesReport(r *nodes.NodesReport) *views.NodesReport {
 			HeartbeatSeen: n.LastHeartbeat != nil, HeartbeatAge: time.Duration(n.HeartbeatAgeSeconds) * time.Second,
 			KubeletVersion: n.KubeletVersion, OSImage: n.OSImage, ContainerRuntime: n.ContainerRuntime,
 			CPURequestedM: n.CPURequestedM, CPUAllocatableM: n.CPUAllocatableM, MemoryRequestedMi: n.MemoryRequestedMi, MemoryAllocatableMi: n.MemoryAllocatableMi,
-			Pods: n.Pods, Taints: n.Taints, Labels: sortedLabels(n.Labels), Preflight: checkItems(n.Preflight),
+			Pods: n.Pods, Taints: n.Taints, Labels: sortedLabels(n.Labels), Preflight: handlers.CheckItems(n.Preflight),
 			DeleteRefused: n.Delete.Refused, DeleteWarning: n.Delete.Warning})
 	}
 	return out

@@ -1,7 +1,7 @@
-package handlers
+package workloads
 
 import (
-	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -9,26 +9,22 @@ import (
 	"github.com/a-h/templ"
 	"github.com/gofiber/fiber/v2"
 
+	"runr.dev/console/handlers"
 	"runr.dev/console/ops/nodes"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
 
-// ClusterCtx bounds a cluster read of a request.
-func (h *Handlers) ClusterCtx(c *fiber.Ctx) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx(c), nodes.ClusterReadTimeout)
-}
-
 // clusterFailed answers a cluster that did not answer a read: 502 with the reason.
 func (h *Handlers) clusterFailed(c *fiber.Ctx, r *store.Region, err error) error {
-	return JSONError(c, fiber.StatusBadGateway, h.Cause(c, "The cluster of region "+r.Name+" did not answer", err))
+	return handlers.JSONError(c, fiber.StatusBadGateway, h.Cause(c, "The cluster of region "+r.Name+" did not answer", err))
 }
 
 // workersTab renders the Workers tab: nodes, cluster shape, preflight, dedicated
 // workers, capacity and admission.
 func (h *Handlers) workersTab(c *fiber.Ctx, r *store.Region) (templ.Component, error) {
-	d := views.WorkersData{Region: regionView(r), MinK8sMinor: h.Cfg.MinK8sMinor}
-	if f, ok := c.Locals(TabFormKey).(views.Form); ok {
+	d := views.WorkersData{Region: handlers.RegionView(r), MinK8sMinor: h.Cfg.MinK8sMinor}
+	if f, ok := c.Locals(handlers.TabFormKey).(views.Form); ok {
 		d.Form = f
 	}
 	cctx, cancel := h.ClusterCtx(c)
@@ -44,20 +40,20 @@ func (h *Handlers) workersTab(c *fiber.Ctx, r *store.Region) (templ.Component, e
 	if err != nil {
 		d.ClusterError = h.Cause(c, "The cluster did not answer", err)
 	}
-	if j, err := h.Store.LatestJobOf(ctx(c), r.ID, nodes.NodeKinds); err == nil {
-		jd, err := h.JobData(ctx(c), Who(c), j.ID)
+	if j, err := h.Store.LatestJobOf(c.UserContext(), r.ID, nodes.NodeKinds); err == nil {
+		jd, err := h.JobData(c.UserContext(), handlers.Who(c), j.ID)
 		if err != nil {
 			return nil, err
 		}
-		d.Job = jd.panel()
-	} else if !isNotFoundErr(err) {
+		d.Job = jd.Panel()
+	} else if !errors.Is(err, store.ErrNotFound) {
 		return nil, err
 	}
 	// The page's own data (flash, banners) is built by the region page; the tab needs
 	// only who is asking, for its forms.
 	p := views.Page{}
-	if pr := Who(c); pr != nil {
-		p = PrincipalPage(pr, pr.CSRF)
+	if pr := handlers.Who(c); pr != nil {
+		p = handlers.PrincipalPage(pr, pr.CSRF)
 	}
 	return views.WorkersTab(p, d), nil
 }
@@ -65,7 +61,7 @@ func (h *Handlers) workersTab(c *fiber.Ctx, r *store.Region) (templ.Component, e
 // APINodes is GET /api/knative-regions/{id}/nodes: every node with its roles, heartbeat,
 // resources and preflight, and the warnings about the cluster's shape.
 func (h *Handlers) APINodes(c *fiber.Ctx) error {
-	r, err := h.Store.RegionByID(ctx(c), c.Params("id"))
+	r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -82,7 +78,7 @@ func (h *Handlers) APINodes(c *fiber.Ctx) error {
 // APICapacity is GET /api/knative-regions/{id}/capacity: the region capacity and its
 // always-on and FaaS budgets.
 func (h *Handlers) APICapacity(c *fiber.Ctx) error {
-	r, err := h.Store.RegionByID(ctx(c), c.Params("id"))
+	r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -98,43 +94,43 @@ func (h *Handlers) APICapacity(c *fiber.Ctx) error {
 // APISetWorkers is PUT /api/knative-regions/{id}/workers with {"nodes": [...]}: 202 with
 // the job that applies the selection; 422 for a node the cluster does not have.
 func (h *Handlers) APISetWorkers(c *fiber.Ctx) error {
-	r, err := h.Store.RegionByID(ctx(c), c.Params("id"))
+	r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	var in nodes.WorkersInput
-	if err := BodyMap(c, &in); err != nil {
+	if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Nodes.SetWorkers(ctx(c), h.Actor(c), r, in)
+	j, err := h.Ops.Nodes.SetWorkers(c.UserContext(), h.Actor(c), r, in)
 	return h.Accepted(c, j, err)
 }
 
 // APIRemoveWorker is DELETE /api/knative-regions/{id}/workers/{node}: the node leaves the
 // dedicated workers (its label and taint are removed); 202 with the job.
 func (h *Handlers) APIRemoveWorker(c *fiber.Ctx) error {
-	r, err := h.Store.RegionByID(ctx(c), c.Params("id"))
+	r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Nodes.RemoveWorker(ctx(c), h.Actor(c), r, c.Params("node"))
+	j, err := h.Ops.Nodes.RemoveWorker(c.UserContext(), h.Actor(c), r, c.Params("node"))
 	return h.Accepted(c, j, err)
 }
 
 // APISetOvercommit is PUT /api/knative-regions/{id}/overcommit; 422 outside 1–10.
 func (h *Handlers) APISetOvercommit(c *fiber.Ctx) error {
-	r, err := h.Store.RegionByID(ctx(c), c.Params("id"))
+	r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	var in nodes.OvercommitInput
-	if err := BodyMap(c, &in); err != nil {
+	if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	if err := h.Ops.Nodes.SetOvercommit(ctx(c), h.Actor(c), r, in); err != nil {
+	if err := h.Ops.Nodes.SetOvercommit(c.UserContext(), h.Actor(c), r, in); err != nil {
 		return h.Fail(c, err)
 	}
-	r, err = h.Store.RegionByID(ctx(c), r.ID)
+	r, err = h.Store.RegionByID(c.UserContext(), r.ID)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -151,15 +147,15 @@ type NodeActionInput struct {
 // 202 with the job; 404 for a node the cluster does not have.
 func (h *Handlers) APINodeAction(action string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		r, err := h.Store.RegionByID(ctx(c), c.Params("id"))
+		r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
 		if err != nil {
 			return h.Fail(c, err)
 		}
 		var in NodeActionInput
-		if err := OptionalBody(c, &in); err != nil {
+		if err := handlers.OptionalBody(c, &in); err != nil {
 			return h.Fail(c, err)
 		}
-		j, err := h.Ops.Nodes.NodeAction(ctx(c), h.Actor(c), r, action, c.Params("node"), in.TimeoutSeconds)
+		j, err := h.Ops.Nodes.NodeAction(c.UserContext(), h.Actor(c), r, action, c.Params("node"), in.TimeoutSeconds)
 		return h.Accepted(c, j, err)
 	}
 }
@@ -168,11 +164,11 @@ func (h *Handlers) APINodeAction(action string) fiber.Handler {
 // warning when an even number of control-plane nodes would remain); 422 for the last
 // control-plane node.
 func (h *Handlers) APIDeleteNode(c *fiber.Ctx) error {
-	r, err := h.Store.RegionByID(ctx(c), c.Params("id"))
+	r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, d, err := h.Ops.Nodes.DeleteNode(ctx(c), h.Actor(c), r, c.Params("node"))
+	j, d, err := h.Ops.Nodes.DeleteNode(c.UserContext(), h.Actor(c), r, c.Params("node"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -186,7 +182,7 @@ func (h *Handlers) APIDeleteNode(c *fiber.Ctx) error {
 // APINodeDeletePreflight is GET /api/knative-regions/{id}/nodes/{node}/delete-preflight:
 // what deleting the node would do (refused, or a warning), without deleting it.
 func (h *Handlers) APINodeDeletePreflight(c *fiber.Ctx) error {
-	r, err := h.Store.RegionByID(ctx(c), c.Params("id"))
+	r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -197,7 +193,7 @@ func (h *Handlers) APINodeDeletePreflight(c *fiber.Ctx) error {
 		return h.clusterFailed(c, r, err)
 	}
 	if !found {
-		return JSONError(c, fiber.StatusNotFound, fmt.Sprintf("The cluster has no node %q.", c.Params("node")))
+		return handlers.JSONError(c, fiber.StatusNotFound, fmt.Sprintf("The cluster has no node %q.", c.Params("node")))
 	}
 	return c.JSON(fiber.Map{"data": d})
 }
@@ -215,7 +211,7 @@ func (h *Handlers) WorkersForm(c *fiber.Ctx) error {
 	if form, err := c.MultipartForm(); err == nil && len(selected) == 0 {
 		selected = form.Value["nodes"]
 	}
-	_, err = h.Ops.Nodes.SetWorkers(ctx(c), h.Actor(c), r, nodes.WorkersInput{Nodes: &selected})
+	_, err = h.Ops.Nodes.SetWorkers(c.UserContext(), h.Actor(c), r, nodes.WorkersInput{Nodes: &selected})
 	msg := "The dedicated workers are being labelled and tainted."
 	if len(selected) == 0 {
 		msg = "The dedicated workers are being cleared: projects run on every schedulable node."
@@ -232,7 +228,7 @@ func (h *Handlers) OvercommitForm(c *fiber.Ctx) error {
 	vals := map[string]string{"faas_cpu_overcommit": strings.TrimSpace(c.FormValue("faas_cpu_overcommit")),
 		"faas_memory_overcommit": strings.TrimSpace(c.FormValue("faas_memory_overcommit"))}
 	var in nodes.OvercommitInput
-	errs := FieldErrors{}
+	errs := handlers.FieldErrors{}
 	for key, dst := range map[string]**float64{"faas_cpu_overcommit": &in.CPU, "faas_memory_overcommit": &in.Memory} {
 		if vals[key] == "" {
 			continue
@@ -247,7 +243,7 @@ func (h *Handlers) OvercommitForm(c *fiber.Ctx) error {
 	if len(errs) > 0 {
 		return h.FormInvalid(c, r, "workers", vals, errs, "")
 	}
-	err = h.Ops.Nodes.SetOvercommit(ctx(c), h.Actor(c), r, in)
+	err = h.Ops.Nodes.SetOvercommit(c.UserContext(), h.Actor(c), r, in)
 	return h.FormOutcome(c, r, "workers", vals, err, "Overcommit factors saved; the next deploys are admitted with them.")
 }
 
@@ -261,20 +257,20 @@ func (h *Handlers) NodeActionForm(c *fiber.Ctx) error {
 	node, action := c.Params("node"), c.Params("action")
 	switch action {
 	case "delete":
-		_, d, err := h.Ops.Nodes.DeleteNode(ctx(c), h.Actor(c), r, node)
+		_, d, err := h.Ops.Nodes.DeleteNode(c.UserContext(), h.Actor(c), r, node)
 		msg := "Node " + node + " is being drained and deleted."
 		if d.Warning != "" {
 			msg += " " + d.Warning
 		}
 		return h.FormOutcome(c, r, "workers", nil, err, msg)
 	case "undedicate":
-		_, err := h.Ops.Nodes.RemoveWorker(ctx(c), h.Actor(c), r, node)
+		_, err := h.Ops.Nodes.RemoveWorker(c.UserContext(), h.Actor(c), r, node)
 		return h.FormOutcome(c, r, "workers", nil, err, node+" is leaving the dedicated workers.")
 	}
 	a, ok := nodes.NodeActions[action]
 	if !ok {
 		return h.Fail(c, store.ErrNotFound)
 	}
-	_, err = h.Ops.Nodes.NodeAction(ctx(c), h.Actor(c), r, action, node, 0)
+	_, err = h.Ops.Nodes.NodeAction(c.UserContext(), h.Actor(c), r, action, node, 0)
 	return h.FormOutcome(c, r, "workers", nil, err, a.Verb+" of "+node+" started.")
 }

@@ -1,4 +1,4 @@
-package handlers
+package workloads
 
 import (
 	"strconv"
@@ -6,6 +6,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"runr.dev/console/handlers"
 	"runr.dev/console/ops/domains"
 	"runr.dev/console/ops/projects"
 	"runr.dev/console/store"
@@ -27,8 +28,8 @@ func (h *Handlers) projectJSON(c *fiber.Ctx, p *store.Project) ProjectJSON {
 	}
 	out := ProjectJSON{Project: p, SecretEnvVars: names}
 	if p.Region() != "" {
-		if r, err := h.Store.RegionByID(ctx(c), p.Region()); err == nil {
-			base, _ := h.Store.BaseDomain(ctx(c))
+		if r, err := h.Store.RegionByID(c.UserContext(), p.Region()); err == nil {
+			base, _ := h.Store.BaseDomain(c.UserContext())
 			out.RegionName = r.Name
 			if d := domains.FunctionDomain(r, base); d != "" {
 				out.URL = "https://" + p.Slug + "." + d
@@ -41,10 +42,10 @@ func (h *Handlers) projectJSON(c *fiber.Ctx, p *store.Project) ProjectJSON {
 // APICreateProject is POST /api/projects.
 func (h *Handlers) APICreateProject(c *fiber.Ctx) error {
 	var in projects.ProjectInput
-	if err := BodyMap(c, &in); err != nil {
+	if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	p, err := h.Ops.Projects.CreateProject(ctx(c), h.Actor(c), in)
+	p, err := h.Ops.Projects.CreateProject(c.UserContext(), h.Actor(c), in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -53,7 +54,7 @@ func (h *Handlers) APICreateProject(c *fiber.Ctx) error {
 
 // APIGetProject is GET /api/projects/{id}.
 func (h *Handlers) APIGetProject(c *fiber.Ctx) error {
-	p, err := h.Store.ProjectByID(ctx(c), c.Params("id"))
+	p, err := h.Store.ProjectByID(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -62,7 +63,7 @@ func (h *Handlers) APIGetProject(c *fiber.Ctx) error {
 
 // APIListProjects is GET /api/projects.
 func (h *Handlers) APIListProjects(c *fiber.Ctx) error {
-	ps, err := h.Store.ListProjects(ctx(c), c.Query("region_id"))
+	ps, err := h.Store.ListProjects(c.UserContext(), c.Query("region_id"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -75,15 +76,15 @@ func (h *Handlers) APIListProjects(c *fiber.Ctx) error {
 
 // APIUpdateProject is PUT /api/projects/{id} (region_id moves it).
 func (h *Handlers) APIUpdateProject(c *fiber.Ctx) error {
-	p, err := h.Store.ProjectByID(ctx(c), c.Params("id"))
+	p, err := h.Store.ProjectByID(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	var in projects.ProjectInput
-	if err := BodyMap(c, &in); err != nil {
+	if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Projects.UpdateProject(ctx(c), h.Actor(c), p, in)
+	j, err := h.Ops.Projects.UpdateProject(c.UserContext(), h.Actor(c), p, in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -97,11 +98,11 @@ func (h *Handlers) APIUpdateProject(c *fiber.Ctx) error {
 // APIProjectAction is POST /api/projects/{id}/deploy|stop|resume.
 func (h *Handlers) APIProjectAction(action string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		p, err := h.Store.ProjectByID(ctx(c), c.Params("id"))
+		p, err := h.Store.ProjectByID(c.UserContext(), c.Params("id"))
 		if err != nil {
 			return h.Fail(c, err)
 		}
-		j, err := h.Ops.Projects.ProjectAction(ctx(c), h.Actor(c), p, action)
+		j, err := h.Ops.Projects.ProjectAction(c.UserContext(), h.Actor(c), p, action)
 		if err != nil {
 			return h.Fail(c, err)
 		}
@@ -118,11 +119,11 @@ func (h *Handlers) ProjectsPage(c *fiber.Ctx) error {
 }
 
 func (h *Handlers) renderProjects(c *fiber.Ctx, status int, f views.Form) error {
-	ps, err := h.Store.ListProjects(ctx(c), "")
+	ps, err := h.Store.ListProjects(c.UserContext(), "")
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	rs, err := h.Store.ListRegions(ctx(c), store.RegionFilter{}, false)
+	rs, err := h.Store.ListRegions(c.UserContext(), store.RegionFilter{}, false)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -137,7 +138,7 @@ func (h *Handlers) renderProjects(c *fiber.Ctx, status int, f views.Form) error 
 	rows := make([]views.ProjectRow, len(ps))
 	for i := range ps {
 		pj := h.projectJSON(c, &ps[i])
-		rows[i] = projectRow(&ps[i], pj.RegionName, pj.URL)
+		rows[i] = handlers.ProjectRow(&ps[i], pj.RegionName, pj.URL)
 		bs, err := h.projectBindings(c, ps[i].ID)
 		if err != nil {
 			return h.Fail(c, err)
@@ -153,7 +154,7 @@ func (h *Handlers) renderProjects(c *fiber.Ctx, status int, f views.Form) error 
 			}
 		}
 	}
-	return Render(c, status, views.Projects(h.page(c, "Projects", "projects"), rows, regionOptions(rs), f))
+	return handlers.Render(c, status, views.Projects(h.Page(c, "Projects", "projects"), rows, handlers.RegionOptions(rs), f))
 }
 
 func parseEnvLines(s string) (map[string]string, string) {
@@ -181,7 +182,7 @@ func (h *Handlers) CreateProjectForm(c *fiber.Ctx) error {
 	vals["data_location"] = c.FormValue("data_location")
 	env, m1 := parseEnvLines(vals["env_vars"])
 	sec, m2 := parseEnvLines(c.FormValue("secret_env_vars"))
-	errs := FieldErrors{}
+	errs := handlers.FieldErrors{}
 	if m1 != "" {
 		errs["env_vars"] = m1
 	}
@@ -213,8 +214,8 @@ func (h *Handlers) CreateProjectForm(c *fiber.Ctx) error {
 		return h.renderProjects(c, fiber.StatusUnprocessableEntity, views.Form{Values: vals, Errors: errs})
 	}
 	in.DataLocation = store.Ptr(vals["data_location"])
-	p, err := h.Ops.Projects.CreateProject(ctx(c), h.Actor(c), in)
-	if fe, _, ok := h.refusal(c, err); ok {
+	p, err := h.Ops.Projects.CreateProject(c.UserContext(), h.Actor(c), in)
+	if fe, _, ok := h.Refusal(c, err); ok {
 		// The API's gpu.count and gpu.model are the form's gpu_count and gpu_model.
 		for _, k := range []string{"count", "model"} {
 			if m, has := fe["gpu."+k]; has {
@@ -225,24 +226,36 @@ func (h *Handlers) CreateProjectForm(c *fiber.Ctx) error {
 	} else if err != nil {
 		return h.Fail(c, err)
 	}
-	h.flash(c, "Project "+p.Name+" created; deploy it when you are ready.")
-	return redirect(c, "/projects")
+	h.Flash(c, "Project "+p.Name+" created; deploy it when you are ready.")
+	return handlers.Redirect(c, "/projects")
 }
 
 // ProjectActionForm deploys, stops, resumes or deletes a project from the console.
 func (h *Handlers) ProjectActionForm(c *fiber.Ctx) error {
-	p, err := h.Store.ProjectByID(ctx(c), c.Params("id"))
+	p, err := h.Store.ProjectByID(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Projects.ProjectAction(ctx(c), h.Actor(c), p, c.Params("action"))
-	if _, msg, ok := h.refusal(c, err); ok {
+	j, err := h.Ops.Projects.ProjectAction(c.UserContext(), h.Actor(c), p, c.Params("action"))
+	if _, msg, ok := h.Refusal(c, err); ok {
 		return h.renderProjects(c, fiber.StatusUnprocessableEntity, views.Form{Error: p.Name + ": " + msg})
 	} else if err != nil {
 		return h.Fail(c, err)
 	}
 	if j != nil {
-		return redirect(c, "/jobs/"+j.ID)
+		return handlers.Redirect(c, "/jobs/"+j.ID)
 	}
-	return redirect(c, "/projects")
+	return handlers.Redirect(c, "/projects")
+}
+
+// Handlers are the pages and endpoints of what runs in a region: projects and their demo
+// projects, the data services, and the nodes and dedicated workers.
+type Handlers struct{ *handlers.Handlers }
+
+// New builds the workloads' handlers and registers their region tabs.
+func New(h *handlers.Handlers) *Handlers {
+	w := &Handlers{Handlers: h}
+	h.AddTab("workers", w.workersTab)
+	h.AddTab("data", w.dataTab)
+	return w
 }

@@ -1,26 +1,10 @@
-package handlers
+package workloads
 
 import (
 	"github.com/gofiber/fiber/v2"
 
 	"runr.dev/console/ops/projects"
-	"runr.dev/console/store"
-	"runr.dev/console/views"
 )
-
-// demoSection is the General tab's Demo projects section.
-func (h *Handlers) demoSection(c *fiber.Ctx, r *store.Region) (*views.DemoSection, error) {
-	ps, err := h.Store.DemoProjects(ctx(c), r.ID)
-	if err != nil {
-		return nil, err
-	}
-	d := &views.DemoSection{Missing: projects.DemoPrerequisites(r)}
-	for i := range ps {
-		d.Projects = append(d.Projects, views.DemoRow{Name: ps[i].Name, Slug: ps[i].Slug, Kind: ps[i].Kind.Label(),
-			State: string(ps[i].State), Message: ps[i].Message})
-	}
-	return d, nil
-}
 
 // APIDemoProjects is GET /api/knative-regions/{id}/demo-projects: the region's demo
 // projects and what it lacks for them.
@@ -29,7 +13,7 @@ func (h *Handlers) APIDemoProjects(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	ps, err := h.Store.DemoProjects(ctx(c), r.ID)
+	ps, err := h.Store.DemoProjects(c.UserContext(), r.ID)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -47,7 +31,7 @@ func (h *Handlers) APIInstallDemos(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Projects.InstallDemos(ctx(c), h.Actor(c), r)
+	j, err := h.Ops.Projects.InstallDemos(c.UserContext(), h.Actor(c), r)
 	return h.Accepted(c, j, err)
 }
 
@@ -57,7 +41,7 @@ func (h *Handlers) APIRemoveDemos(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Projects.RemoveDemos(ctx(c), h.Actor(c), r)
+	j, err := h.Ops.Projects.RemoveDemos(c.UserContext(), h.Actor(c), r)
 	return h.Accepted(c, j, err)
 }
 
@@ -67,7 +51,7 @@ func (h *Handlers) DemoInstallForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Ops.Projects.InstallDemos(ctx(c), h.Actor(c), r)
+	_, err = h.Ops.Projects.InstallDemos(c.UserContext(), h.Actor(c), r)
 	return h.FormOutcome(c, r, "general", nil, err, "")
 }
 
@@ -77,6 +61,6 @@ func (h *Handlers) DemoRemoveForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Ops.Projects.RemoveDemos(ctx(c), h.Actor(c), r)
+	_, err = h.Ops.Projects.RemoveDemos(c.UserContext(), h.Actor(c), r)
 	return h.FormOutcome(c, r, "general", nil, err, "")
 }
