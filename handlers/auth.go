@@ -22,14 +22,14 @@ import (
 // device cookie) and an address without failures for it are not delayed by the failures
 // of others, so a sprayer slows itself down and never locks the real user out.
 const (
-	loginWindow         = 15 * time.Minute
+	LoginWindow         = 15 * time.Minute
 	maxFailuresPerIP    = 30
 	freeAccountFailures = 5
 	maxAccountDelay     = 30 * time.Second
 )
 
-// accountDelay is how long after its last failure an account may try again.
-func accountDelay(failures int) time.Duration {
+// AccountDelay is how long after its last failure an account may try again.
+func AccountDelay(failures int) time.Duration {
 	if failures < freeAccountFailures {
 		return 0
 	}
@@ -48,9 +48,9 @@ const InputErrorsKey = "input_errors"
 // their fields (the others get a 422 page that names the fields).
 var FormShowsInputErrors = map[string]bool{"/login": true, "/users": true, "/tokens": true, "/platform": true, "/regions/new/check": true, "/tenants": true, "/account/password": true}
 
-// inputErrors returns the fields the input check refused, for the form's own fields
+// InputErrors returns the fields the input check refused, for the form's own fields
 // (anything else is reported on first).
-func inputErrors(c *fiber.Ctx, first string, fields ...string) FieldErrors {
+func InputErrors(c *fiber.Ctx, first string, fields ...string) FieldErrors {
 	fe, ok := c.Locals(InputErrorsKey).(FieldErrors)
 	if !ok {
 		return nil
@@ -86,7 +86,7 @@ func (h *Handlers) Login(c *fiber.Ctx) error {
 		f.Error = msg
 		return Render(c, status, views.Login(h.Page(c, "Sign in", ""), f))
 	}
-	if fe := inputErrors(c, "email", "password"); fe != nil {
+	if fe := InputErrors(c, "email", "password"); fe != nil {
 		f.Values["email"], f.Errors = "", fe
 		return Render(c, fiber.StatusUnprocessableEntity, views.Login(h.Page(c, "Sign in", ""), f))
 	}
@@ -107,12 +107,12 @@ func (h *Handlers) Login(c *fiber.Ctx) error {
 	addr := clientNetwork(ClientIP(c, h.Cfg))
 	account := strings.ToLower(email)
 	ipKey, accountKey := "ip|"+addr, "email|"+account
-	n, _, err := h.Store.LoginFailures(ctx(c), ipKey, loginWindow)
+	n, _, err := h.Store.LoginFailures(ctx(c), ipKey, LoginWindow)
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	if n >= maxFailuresPerIP {
-		c.Set("Retry-After", strconv.Itoa(int(loginWindow.Seconds())))
+		c.Set("Retry-After", strconv.Itoa(int(LoginWindow.Seconds())))
 		return fail(fiber.StatusTooManyRequests, "Too many failed sign-ins from this address. Wait 15 minutes and try again.")
 	}
 	// The delay of this attempt: a browser this account signed in with before counts its
@@ -124,17 +124,17 @@ func (h *Handlers) Login(c *fiber.Ctx) error {
 	if device != "" {
 		key = "device|" + device
 	}
-	n, last, err := h.Store.LoginFailures(ctx(c), key, loginWindow)
+	n, last, err := h.Store.LoginFailures(ctx(c), key, LoginWindow)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	wait := time.Until(last.Add(accountDelay(n)))
-	accountFailures, accountLast, err := h.Store.LoginFailures(ctx(c), accountKey, loginWindow)
+	wait := time.Until(last.Add(AccountDelay(n)))
+	accountFailures, accountLast, err := h.Store.LoginFailures(ctx(c), accountKey, LoginWindow)
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	if device == "" && n > 0 {
-		wait = max(wait, time.Until(accountLast.Add(accountDelay(accountFailures))))
+		wait = max(wait, time.Until(accountLast.Add(AccountDelay(accountFailures))))
 	}
 	if wait > 0 {
 		secs := int((wait + time.Second - 1) / time.Second)
@@ -152,7 +152,7 @@ func (h *Handlers) Login(c *fiber.Ctx) error {
 	}
 	if !store.CheckLogin(u, password) {
 		for _, k := range []string{ipKey, accountKey, key} {
-			if err := h.Store.RecordLoginFailure(ctx(c), k, loginWindow); err != nil {
+			if err := h.Store.RecordLoginFailure(ctx(c), k, LoginWindow); err != nil {
 				return h.Fail(c, err)
 			}
 		}
@@ -187,7 +187,7 @@ func (h *Handlers) Login(c *fiber.Ctx) error {
 
 // Logout ends the session.
 func (h *Handlers) Logout(c *fiber.Ctx) error {
-	if hasSession(c) {
+	if HasSession(c) {
 		if err := h.Sessions.Destroy(ctx(c)); err != nil {
 			return h.Fail(c, err)
 		}

@@ -124,7 +124,7 @@ func (h *Handlers) Page(c *fiber.Ctx, title, active string) views.Page {
 		p.CSRF = tok
 	}
 	p.Title, p.Active = title, active
-	if hasSession(c) {
+	if HasSession(c) {
 		p.Flash = h.Sessions.PopString(ctx(c), "flash")
 	}
 	return p
@@ -133,14 +133,15 @@ func (h *Handlers) Page(c *fiber.Ctx, title, active string) views.Page {
 // SessionLoadedKey marks a request whose context carries a loaded session.
 const SessionLoadedKey = "session_loaded"
 
-func hasSession(c *fiber.Ctx) bool { v, _ := c.Locals(SessionLoadedKey).(bool); return v }
+// HasSession reports whether the request loaded a session.
+func HasSession(c *fiber.Ctx) bool { v, _ := c.Locals(SessionLoadedKey).(bool); return v }
 
 // Flash stores a message for the next page.
 func (h *Handlers) Flash(c *fiber.Ctx, msg string) { h.sessionPut(c, "flash", msg) }
 
 // sessionPut stores a value in the session of a browser request (bearer-token requests have none).
 func (h *Handlers) sessionPut(c *fiber.Ctx, key string, v any) {
-	if hasSession(c) {
+	if HasSession(c) {
 		h.Sessions.Put(ctx(c), key, v)
 	}
 }
@@ -456,4 +457,22 @@ func (h *Handlers) ErrorPage(c *fiber.Ctx, code int, msg string) error {
 // ClusterCtx bounds a cluster read of a request.
 func (h *Handlers) ClusterCtx(c *fiber.Ctx) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx(c), nodes.ClusterReadTimeout)
+}
+
+// SessionGenerationKey is the session value that holds the generation of the user's
+// sessions the session was signed in with (web/session.go signs out an older one).
+const SessionGenerationKey = "session_generation"
+
+// MayHandOutStar reports whether the caller may create a "*" token: a signed-in user,
+// or a token that has "*" itself.
+func (p *Principal) MayHandOutStar() bool {
+	if p.TokenID == "" {
+		return true
+	}
+	for _, s := range p.Scopes {
+		if s == "*" {
+			return true
+		}
+	}
+	return false
 }

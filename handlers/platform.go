@@ -53,7 +53,7 @@ func (h *Handlers) PlatformPage(c *fiber.Ctx) error {
 
 // PlatformForm saves the base domain and the image mirror.
 func (h *Handlers) PlatformForm(c *fiber.Ctx) error {
-	if fe := inputErrors(c, "base_domain", "image_mirror"); fe != nil {
+	if fe := InputErrors(c, "base_domain", "image_mirror"); fe != nil {
 		return Render(c, fiber.StatusUnprocessableEntity, views.Platform(h.Page(c, "Platform", "platform"), views.Form{Values: map[string]string{}, Errors: fe}))
 	}
 	// Each section of the page posts its own field; a field not posted stays as it is.

@@ -1,9 +1,7 @@
 package handlers
 
 import (
-	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -14,140 +12,8 @@ import (
 	"runr.dev/console/views"
 )
 
-// capacityWait bounds the reads of the regions' capacities a page waits for (in parallel).
-const capacityWait = 5 * time.Second
-
-// quotaLimits reads the quota limit (capacity and ceiling) of each region, in parallel;
-// a region whose cluster does not answer in time is left out.
-func (h *Handlers) quotaLimits(c *fiber.Ctx, ids []string) map[string]tenancy.Quota {
-	cctx, cancel := context.WithTimeout(ctx(c), capacityWait)
-	defer cancel()
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	out := map[string]tenancy.Quota{}
-	for _, id := range ids {
-		r, err := h.Store.RegionByID(cctx, id)
-		if err != nil {
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rep, err := h.Ops.Nodes.RegionCapacity(cctx, r, "")
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			out[r.ID] = tenancy.QuotaLimit(rep.Total, tenancy.Quota{CPU: h.Cfg.QuotaCPU, MemoryGiB: h.Cfg.QuotaMemoryGiB})
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	return out
-}
-
-// fillTenants builds the Tenants page: every tenant with its users and its assignments,
-// each quota a bar against its region's capacity.
-func (h *Handlers) fillTenants(c *fiber.Ctx, d *views.TenantsData) error {
-	ts, err := h.Store.ListTenants(ctx(c))
-	if err != nil {
-		return err
-	}
-	d.CanManage = Who(c).Can(store.PermTenantsManage)
-	d.Roles = OptionsOf(store.Roles, "owner")
-	byTenant := map[string][]store.Assignment{}
-	var regionIDs []string
-	seen := map[string]bool{}
-	for _, t := range ts {
-		as, err := h.Store.TenantAssignments(ctx(c), t.ID)
-		if err != nil {
-			return err
-		}
-		byTenant[t.ID] = as
-		for _, a := range as {
-			if !seen[a.RegionID] {
-				seen[a.RegionID] = true
-				regionIDs = append(regionIDs, a.RegionID)
-			}
-		}
-	}
-	limits := h.quotaLimits(c, regionIDs)
-	rs, err := h.Store.ListRegions(ctx(c), store.RegionFilter{}, false)
-	if err != nil {
-		return err
-	}
-	for _, t := range ts {
-		us, err := h.Store.ListUsers(store.WithTenant(ctx(c), t.ID))
-		if err != nil {
-			return err
-		}
-		tv := views.TenantView{ID: t.ID, Name: t.Name, Regions: t.Regions, Projects: t.Projects}
-		for _, u := range us {
-			tv.Users = append(tv.Users, views.TenantUserView{Email: u.Email, Role: u.Role})
-		}
-		assigned := map[string]bool{}
-		for _, a := range byTenant[t.ID] {
-			assigned[a.RegionID] = true
-			limit, known := limits[a.RegionID]
-			tv.Assignments = append(tv.Assignments, views.AssignmentView{RegionID: a.RegionID, RegionName: a.RegionName,
-				Mode: string(a.RegionMode), Enforced: a.RegionMode != store.RegionShared,
-				CPU:    capacityBar("cpu", "CPU", a.CPU, limit.CPU, known, "CPU"),
-				Memory: capacityBar("memory", "Memory", a.MemoryGiB, limit.MemoryGiB, known, "GiB")})
-		}
-		for _, r := range rs {
-			if r.Tenant() == "" && !assigned[r.ID] {
-				tv.Assignable = append(tv.Assignable, views.Option{Value: r.ID, Label: r.Name + " (" + string(r.Mode) + ")"})
-			}
-		}
-		d.Tenants = append(d.Tenants, tv)
-	}
-	return nil
-}
-
-// quotaText prints a quota with its unit ("no limit" for 0).
-func quotaText(v float64, unit string) string {
-	if v == 0 {
-		return "no limit"
-	}
-	return fmt.Sprintf("%s %s", fmtNum(v), unit)
-}
-
-func fmtNum(v float64) string { return fmt.Sprintf("%g", float64(int64(v*1000+0.5))/1000) }
-
-// capacityBar is a quota against the region's limit (capacity and ceiling).
-func capacityBar(resource, label string, quota, limit float64, known bool, unit string) views.QuotaBar {
-	b := views.QuotaBar{Resource: resource, Label: label, Value: fmtNum(quota), Unlimited: quota == 0}
-	switch {
-	case !known:
-		b.Text = quotaText(quota, unit) + " (capacity unknown: the cluster did not answer)"
-	case quota == 0:
-		b.Text = "no limit, of " + fmtNum(limit) + " " + unit
-	default:
-		b.Text = quotaText(quota, unit) + " of " + fmtNum(limit) + " " + unit
-		b.Percent, b.Over = percentOf(quota, limit)
-	}
-	return b
-}
-
-// useBar is what a tenant's projects request of its quota.
-func useBar(resource, label string, used, quota float64, unit string) views.QuotaBar {
-	b := views.QuotaBar{Resource: resource, Label: label, Value: fmtNum(quota), Unlimited: quota == 0}
-	if quota == 0 {
-		b.Text = fmtNum(used) + " " + unit + " used, no limit"
-		return b
-	}
-	b.Text = fmtNum(used) + " of " + quotaText(quota, unit) + " used"
-	b.Percent, b.Over = percentOf(used, quota)
-	return b
-}
-
-func percentOf(v, of float64) (int, bool) {
-	if of <= 0 {
-		return 100, v > 0
-	}
-	p := int(v / of * 100)
-	return min(100, max(0, p)), v > of+1e-9
-}
+// CapacityWait bounds the reads of the regions' capacities a page waits for (in parallel).
+const CapacityWait = 5 * time.Second
 
 // assignedRow is a platform region assigned to the user's tenant, with its quota and use.
 func (h *Handlers) assignedRow(c *fiber.Ctx, r *store.Region) (views.AssignedRegionRow, error) {
@@ -157,8 +23,8 @@ func (h *Handlers) assignedRow(c *fiber.Ctx, r *store.Region) (views.AssignedReg
 		return row, err
 	}
 	row.Enforced = u.Enforced
-	row.CPU = useBar("cpu", "CPU", u.Used.CPU, u.Quota.CPU, "CPU")
-	row.Memory = useBar("memory", "Memory", u.Used.MemoryGiB, u.Quota.MemoryGiB, "GiB")
+	row.CPU = UseBar("cpu", "CPU", u.Used.CPU, u.Quota.CPU, "CPU")
+	row.Memory = UseBar("memory", "Memory", u.Used.MemoryGiB, u.Quota.MemoryGiB, "GiB")
 	return row, nil
 }
 
@@ -279,4 +145,36 @@ func (h *Handlers) regionJSON(c *fiber.Ctx, r *store.Region, base string) (any, 
 		}
 	}
 	return j, nil
+}
+
+// UseBar is what a tenant's projects request of its quota.
+func UseBar(resource, label string, used, quota float64, unit string) views.QuotaBar {
+	b := views.QuotaBar{Resource: resource, Label: label, Value: FmtNum(quota), Unlimited: quota == 0}
+	if quota == 0 {
+		b.Text = FmtNum(used) + " " + unit + " used, no limit"
+		return b
+	}
+	b.Text = FmtNum(used) + " of " + QuotaText(quota, unit) + " used"
+	b.Percent, b.Over = PercentOf(used, quota)
+	return b
+}
+
+// PercentOf is v as a whole percentage of of, and whether it is over.
+func PercentOf(v, of float64) (int, bool) {
+	if of <= 0 {
+		return 100, v > 0
+	}
+	p := int(v / of * 100)
+	return min(100, max(0, p)), v > of+1e-9
+}
+
+// FmtNum writes a number with at most three decimals.
+func FmtNum(v float64) string { return fmt.Sprintf("%g", float64(int64(v*1000+0.5))/1000) }
+
+// QuotaText prints a quota with its unit ("no limit" for 0).
+func QuotaText(v float64, unit string) string {
+	if v == 0 {
+		return "no limit"
+	}
+	return fmt.Sprintf("%s %s", FmtNum(v), unit)
 }

@@ -113,7 +113,7 @@ func kubeconfigFromForm(c *fiber.Ctx) string {
 // WizardCheck runs step 1: it validates, connects and shows the checklist; when every
 // check passes it opens step 2.
 func (h *Handlers) WizardCheck(c *fiber.Ctx) error {
-	if fe := inputErrors(c, "kubeconfig", "name"); fe != nil {
+	if fe := InputErrors(c, "kubeconfig", "name"); fe != nil {
 		f := views.Form{Values: map[string]string{"is_active": "1"}, Errors: fe}
 		return Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(h.Page(c, "Add Region", "regions"), views.Step1Data{Form: f, Modes: h.wizardModes(c, ""), NoAgentAddress: h.noAgentAddress()}, nil))
 	}

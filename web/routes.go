@@ -61,21 +61,21 @@ func (s *Server) publicRoutes() []Route {
 		{Method: get, Path: "/login", Perm: Anonymous, Handler: h.LoginPage},
 		{Method: post, Path: "/login", Perm: Anonymous, Handler: h.Login},
 		{Method: post, Path: "/logout", Perm: Authenticated, Handler: h.Logout},
-		{Method: get, Path: "/api/me", Perm: Authenticated, Handler: h.APIMe},
+		{Method: get, Path: "/api/me", Perm: Authenticated, Handler: s.People.APIMe},
 		// One's own account: the password change and "sign out other sessions" (a token
 		// needs tokens.manage for them, as for the other credentials).
-		{Method: get, Path: "/account", Perm: Authenticated, Handler: h.AccountPage},
-		{Method: post, Path: "/account/password", Perm: Authenticated, TokenPerm: store.PermTokensManage, Handler: h.ChangePasswordForm},
-		{Method: post, Path: "/account/sessions/end-others", Perm: Authenticated, TokenPerm: store.PermTokensManage, Handler: h.EndOtherSessionsForm},
-		{Method: post, Path: "/api/me/password", Perm: Authenticated, TokenPerm: store.PermTokensManage, Handler: h.APIChangePassword},
-		{Method: post, Path: "/api/me/sessions/end-others", Perm: Authenticated, TokenPerm: store.PermTokensManage, Handler: h.APIEndOtherSessions},
+		{Method: get, Path: "/account", Perm: Authenticated, Handler: s.People.AccountPage},
+		{Method: post, Path: "/account/password", Perm: Authenticated, TokenPerm: store.PermTokensManage, Handler: s.People.ChangePasswordForm},
+		{Method: post, Path: "/account/sessions/end-others", Perm: Authenticated, TokenPerm: store.PermTokensManage, Handler: s.People.EndOtherSessionsForm},
+		{Method: post, Path: "/api/me/password", Perm: Authenticated, TokenPerm: store.PermTokensManage, Handler: s.People.APIChangePassword},
+		{Method: post, Path: "/api/me/sessions/end-others", Perm: Authenticated, TokenPerm: store.PermTokensManage, Handler: s.People.APIEndOtherSessions},
 		{Method: get, Path: "/", Perm: Authenticated, Handler: func(c *fiber.Ctx) error { return c.Redirect("/regions", fiber.StatusSeeOther) }},
 	}
 }
 
 // userRoutes are users.
 func (s *Server) userRoutes() []Route {
-	h := s.H
+	h := s.People
 	return []Route{
 		{Method: get, Path: "/users", Perm: store.PermUsersView, Handler: h.UsersPage},
 		{Method: post, Path: "/users", Perm: store.PermUsersManage, Handler: h.CreateUserForm},
@@ -90,7 +90,7 @@ func (s *Server) userRoutes() []Route {
 
 // tokenRoutes are API tokens.
 func (s *Server) tokenRoutes() []Route {
-	h := s.H
+	h := s.People
 	return []Route{
 		{Method: get, Path: "/tokens", Perm: Authenticated, TokenPerm: store.PermTokensManage, Handler: h.TokensPage},
 		{Method: post, Path: "/tokens", Perm: store.PermTokensManage, Handler: h.CreateTokenForm},

@@ -16,7 +16,7 @@ func (s *Server) tenantRoutes() []Route {
 	if !s.Cfg.Tenancy {
 		return nil
 	}
-	h := s.H
+	h := s.People
 	return []Route{
 		{Method: get, Path: "/tenants", Perm: store.PermTenantsView, Handler: h.TenantsPage},
 		{Method: post, Path: "/tenants", Perm: store.PermTenantsManage, Handler: h.CreateTenantForm},

@@ -1,4 +1,4 @@
-package handlers
+package people
 
 import (
 	"slices"
@@ -7,28 +7,15 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"runr.dev/console/accounts"
+	"runr.dev/console/handlers"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
 
-// mayHandOutStar reports whether the caller may create a "*" token: a signed-in user,
-// or a token that has "*" itself.
-func (p *Principal) mayHandOutStar() bool {
-	if p.TokenID == "" {
-		return true
-	}
-	for _, s := range p.Scopes {
-		if s == "*" {
-			return true
-		}
-	}
-	return false
-}
-
 // grantor is who creates a token in this request: the user, with the permissions the
 // request holds.
-func grantor(p *Principal) accounts.Grantor {
-	return accounts.Grantor{User: p.User, Perms: p.Perms, Star: p.mayHandOutStar()}
+func grantor(p *handlers.Principal) accounts.Grantor {
+	return accounts.Grantor{User: p.User, Perms: p.Perms, Star: p.MayHandOutStar()}
 }
 
 // TokensPage lists the user's tokens.
@@ -37,20 +24,20 @@ func (h *Handlers) TokensPage(c *fiber.Ctx) error {
 }
 
 func (h *Handlers) renderTokens(c *fiber.Ctx, status int, f views.Form, created string) error {
-	ts, err := h.Store.ListAPITokens(ctx(c), Who(c).User.ID)
+	ts, err := h.Store.ListAPITokens(c.UserContext(), handlers.Who(c).User.ID)
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	// What a token may be given: the role's permissions the user holds (a tenant's user
 	// not the platform's, and none of the Tenancy module's while it is off).
-	held := store.UserPermissions(Who(c).User, nil)
+	held := store.UserPermissions(handlers.Who(c).User, nil)
 	var perms []string
-	for _, p := range store.RolePermissions(Who(c).User.Role) {
+	for _, p := range store.RolePermissions(handlers.Who(c).User.Role) {
 		if held[p] && (h.Cfg.Tenancy || !slices.Contains(store.TenancyPermissions, p)) {
 			perms = append(perms, p)
 		}
 	}
-	return Render(c, status, views.Tokens(h.Page(c, "API tokens", "tokens"), tokenRows(ts), f, created, perms))
+	return handlers.Render(c, status, views.Tokens(h.Page(c, "API tokens", "tokens"), tokenRows(ts), f, created, perms))
 }
 
 // CreateTokenForm creates a token from the console; it is shown once.
@@ -66,10 +53,10 @@ func (h *Handlers) CreateTokenForm(c *fiber.Ctx) error {
 		}
 	}
 	in := accounts.TokenInput{Name: c.FormValue("name"), Scopes: scopes}
-	if fe := inputErrors(c, "name", "scopes"); fe != nil {
+	if fe := handlers.InputErrors(c, "name", "scopes"); fe != nil {
 		return h.renderTokens(c, fiber.StatusUnprocessableEntity, views.Form{Values: map[string]string{}, Errors: fe}, "")
 	}
-	_, plain, err := accounts.CreateToken(ctx(c), h.Store, grantor(Who(c)), in)
+	_, plain, err := accounts.CreateToken(c.UserContext(), h.Store, grantor(handlers.Who(c)), in)
 	if fe, _, ok := h.Refusal(c, err); ok {
 		f := views.Form{Values: map[string]string{"name": in.Name, "scopes": strings.Join(scopes, ",")}, Errors: fe}
 		return h.renderTokens(c, fiber.StatusUnprocessableEntity, f, "")
@@ -82,16 +69,16 @@ func (h *Handlers) CreateTokenForm(c *fiber.Ctx) error {
 
 // DeleteTokenForm revokes one of the user's tokens.
 func (h *Handlers) DeleteTokenForm(c *fiber.Ctx) error {
-	if err := h.Store.DeleteAPIToken(ctx(c), c.Params("id"), Who(c).User.ID); err != nil {
+	if err := h.Store.DeleteAPIToken(c.UserContext(), c.Params("id"), handlers.Who(c).User.ID); err != nil {
 		return h.Fail(c, err)
 	}
 	h.Flash(c, "Token revoked.")
-	return Redirect(c, "/tokens")
+	return handlers.Redirect(c, "/tokens")
 }
 
 // APIListTokens is GET /api/tokens: the caller's tokens, without their values.
 func (h *Handlers) APIListTokens(c *fiber.Ctx) error {
-	ts, err := h.Store.ListAPITokens(ctx(c), Who(c).User.ID)
+	ts, err := h.Store.ListAPITokens(c.UserContext(), handlers.Who(c).User.ID)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -101,10 +88,10 @@ func (h *Handlers) APIListTokens(c *fiber.Ctx) error {
 // APICreateToken is POST /api/tokens; the token is in the answer once.
 func (h *Handlers) APICreateToken(c *fiber.Ctx) error {
 	var in accounts.TokenInput
-	if err := BodyMap(c, &in); err != nil {
+	if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	t, plain, err := accounts.CreateToken(ctx(c), h.Store, grantor(Who(c)), in)
+	t, plain, err := accounts.CreateToken(c.UserContext(), h.Store, grantor(handlers.Who(c)), in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -113,7 +100,7 @@ func (h *Handlers) APICreateToken(c *fiber.Ctx) error {
 
 // APIDeleteToken is DELETE /api/tokens/{id}.
 func (h *Handlers) APIDeleteToken(c *fiber.Ctx) error {
-	if err := h.Store.DeleteAPIToken(ctx(c), c.Params("id"), Who(c).User.ID); err != nil {
+	if err := h.Store.DeleteAPIToken(c.UserContext(), c.Params("id"), handlers.Who(c).User.ID); err != nil {
 		return h.Fail(c, err)
 	}
 	return c.SendStatus(fiber.StatusNoContent)

@@ -1,4 +1,4 @@
-package handlers
+package people
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"runr.dev/console/accounts"
+	"runr.dev/console/handlers"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/ops/tenancy"
 	"runr.dev/console/store"
@@ -19,12 +20,12 @@ import (
 
 // tenantOf loads the tenant of the path's :id (404 when there is none).
 func (h *Handlers) tenantOf(c *fiber.Ctx) (*store.Tenant, error) {
-	return h.Store.TenantByID(ctx(c), c.Params("id"))
+	return h.Store.TenantByID(c.UserContext(), c.Params("id"))
 }
 
 // APIListTenants is GET /api/tenants.
 func (h *Handlers) APIListTenants(c *fiber.Ctx) error {
-	ts, err := h.Store.ListTenants(ctx(c))
+	ts, err := h.Store.ListTenants(c.UserContext())
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -37,10 +38,10 @@ func (h *Handlers) APIListTenants(c *fiber.Ctx) error {
 // APICreateTenant is POST /api/tenants {name}: 201 with the tenant.
 func (h *Handlers) APICreateTenant(c *fiber.Ctx) error {
 	var in tenancy.TenantInput
-	if err := BodyMap(c, &in); err != nil {
+	if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	t, err := h.Ops.Tenancy.CreateTenant(ctx(c), h.Actor(c), in)
+	t, err := h.Ops.Tenancy.CreateTenant(c.UserContext(), h.Actor(c), in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -53,7 +54,7 @@ func (h *Handlers) APIGetTenant(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	as, err := h.Store.TenantAssignments(ctx(c), t.ID)
+	as, err := h.Store.TenantAssignments(c.UserContext(), t.ID)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -70,10 +71,10 @@ func (h *Handlers) APIRenameTenant(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	var in tenancy.TenantInput
-	if err := BodyMap(c, &in); err != nil {
+	if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	t, err = h.Ops.Tenancy.RenameTenant(ctx(c), h.Actor(c), t, in)
+	t, err = h.Ops.Tenancy.RenameTenant(c.UserContext(), h.Actor(c), t, in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -87,7 +88,7 @@ func (h *Handlers) APIDeleteTenant(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	if err := h.Ops.Tenancy.DeleteTenant(ctx(c), h.Actor(c), t); err != nil {
+	if err := h.Ops.Tenancy.DeleteTenant(c.UserContext(), h.Actor(c), t); err != nil {
 		return h.Fail(c, err)
 	}
 	return c.SendStatus(fiber.StatusNoContent)
@@ -99,7 +100,7 @@ func (h *Handlers) APITenantUsers(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	us, err := h.Store.ListUsers(store.WithTenant(ctx(c), t.ID))
+	us, err := h.Store.ListUsers(store.WithTenant(c.UserContext(), t.ID))
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -117,10 +118,10 @@ func (h *Handlers) APICreateTenantUser(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	var in accounts.UserInput
-	if err := BodyMap(c, &in); err != nil {
+	if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	u, generated, err := accounts.CreateTenantUser(ctx(c), h.Store, Who(c).User, t.ID, in)
+	u, generated, err := accounts.CreateTenantUser(c.UserContext(), h.Store, handlers.Who(c).User, t.ID, in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -133,7 +134,7 @@ func (h *Handlers) APICreateTenantUser(c *fiber.Ctx) error {
 
 // APIAssignments is GET /api/knative-regions/{id}/assignments.
 func (h *Handlers) APIAssignments(c *fiber.Ctx) error {
-	as, err := h.Store.RegionAssignments(ctx(c), c.Params("id"))
+	as, err := h.Store.RegionAssignments(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -151,10 +152,10 @@ func (h *Handlers) APIAssign(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	var in tenancy.QuotaInput
-	if err := BodyMap(c, &in); err != nil {
+	if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	a, err := h.Ops.Tenancy.AssignRegion(ctx(c), h.Actor(c), r, in)
+	a, err := h.Ops.Tenancy.AssignRegion(c.UserContext(), h.Actor(c), r, in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -169,10 +170,10 @@ func (h *Handlers) APIChangeAssignment(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	var in tenancy.QuotaInput
-	if err := BodyMap(c, &in); err != nil {
+	if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	a, err := h.Ops.Tenancy.ChangeAssignment(ctx(c), h.Actor(c), r, c.Params("tenant_id"), in)
+	a, err := h.Ops.Tenancy.ChangeAssignment(c.UserContext(), h.Actor(c), r, c.Params("tenant_id"), in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -185,7 +186,7 @@ func (h *Handlers) APIUnassign(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	if err := h.Ops.Tenancy.Unassign(ctx(c), h.Actor(c), r, c.Params("tenant_id")); err != nil {
+	if err := h.Ops.Tenancy.Unassign(c.UserContext(), h.Actor(c), r, c.Params("tenant_id")); err != nil {
 		return h.Fail(c, err)
 	}
 	return c.SendStatus(fiber.StatusNoContent)
@@ -203,7 +204,7 @@ func (h *Handlers) renderTenants(c *fiber.Ctx, status int, d views.TenantsData) 
 	if err := h.fillTenants(c, &d); err != nil {
 		return h.Fail(c, err)
 	}
-	return Render(c, status, views.Tenants(h.Page(c, "Tenants", "tenants"), d))
+	return handlers.Render(c, status, views.Tenants(h.Page(c, "Tenants", "tenants"), d))
 }
 
 // tenantsForm answers a form of the Tenants page: back to the page with a flash, or the
@@ -211,12 +212,12 @@ func (h *Handlers) renderTenants(c *fiber.Ctx, status int, d views.TenantsData) 
 func (h *Handlers) tenantsForm(c *fiber.Ctx, formFor string, values map[string]string, err error, flash string) error {
 	if err == nil {
 		h.Flash(c, flash)
-		return Redirect(c, "/tenants")
+		return handlers.Redirect(c, "/tenants")
 	}
 	fe, msg, ok := h.Refusal(c, err)
 	var ure *store.UserRuleError
 	if !ok && errors.As(err, &ure) && !ure.Forbidden {
-		fe, ok = FieldErrors{ure.Field: ure.Msg}, true
+		fe, ok = handlers.FieldErrors{ure.Field: ure.Msg}, true
 	}
 	if !ok {
 		return h.Fail(c, err)
@@ -230,11 +231,11 @@ func (h *Handlers) tenantsForm(c *fiber.Ctx, formFor string, values map[string]s
 
 // CreateTenantForm creates a tenant from the Tenants page.
 func (h *Handlers) CreateTenantForm(c *fiber.Ctx) error {
-	if fe := inputErrors(c, "name"); fe != nil {
+	if fe := handlers.InputErrors(c, "name"); fe != nil {
 		return h.tenantsForm(c, "new", map[string]string{"name": ""}, &problem.Invalid{Fields: fe}, "")
 	}
 	name := c.FormValue("name")
-	_, err := h.Ops.Tenancy.CreateTenant(ctx(c), h.Actor(c), tenancy.TenantInput{Name: name})
+	_, err := h.Ops.Tenancy.CreateTenant(c.UserContext(), h.Actor(c), tenancy.TenantInput{Name: name})
 	return h.tenantsForm(c, "new", map[string]string{"name": name}, err, "Tenant "+strings.TrimSpace(name)+" created: add its first owner.")
 }
 
@@ -244,11 +245,11 @@ func (h *Handlers) RenameTenantForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	if fe := inputErrors(c, "name"); fe != nil {
+	if fe := handlers.InputErrors(c, "name"); fe != nil {
 		return h.tenantsForm(c, t.ID, nil, &problem.Invalid{Fields: fe}, "")
 	}
 	name := c.FormValue("name")
-	_, err = h.Ops.Tenancy.RenameTenant(ctx(c), h.Actor(c), t, tenancy.TenantInput{Name: name})
+	_, err = h.Ops.Tenancy.RenameTenant(c.UserContext(), h.Actor(c), t, tenancy.TenantInput{Name: name})
 	return h.tenantsForm(c, t.ID, map[string]string{"name": name}, err, "Tenant renamed.")
 }
 
@@ -258,7 +259,7 @@ func (h *Handlers) DeleteTenantForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	err = h.Ops.Tenancy.DeleteTenant(ctx(c), h.Actor(c), t)
+	err = h.Ops.Tenancy.DeleteTenant(c.UserContext(), h.Actor(c), t)
 	return h.tenantsForm(c, t.ID, nil, err, "Tenant "+t.Name+" removed.")
 }
 
@@ -269,11 +270,11 @@ func (h *Handlers) CreateTenantUserForm(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	values := map[string]string{"email": c.FormValue("email"), "role": c.FormValue("role")}
-	if fe := inputErrors(c, "email", "role", "password"); fe != nil {
+	if fe := handlers.InputErrors(c, "email", "role", "password"); fe != nil {
 		return h.tenantsForm(c, t.ID, values, &problem.Invalid{Fields: fe}, "")
 	}
 	in := accounts.UserInput{Email: values["email"], Role: values["role"], Password: c.FormValue("password")}
-	u, generated, err := accounts.CreateTenantUser(ctx(c), h.Store, Who(c).User, t.ID, in)
+	u, generated, err := accounts.CreateTenantUser(c.UserContext(), h.Store, handlers.Who(c).User, t.ID, in)
 	if err != nil {
 		return h.tenantsForm(c, t.ID, values, err, "")
 	}
@@ -284,11 +285,11 @@ func (h *Handlers) CreateTenantUserForm(c *fiber.Ctx) error {
 }
 
 // quotaForm reads the quota fields of a form: empty is left out (the default).
-func quotaForm(c *fiber.Ctx) (tenancy.QuotaInput, map[string]string, FieldErrors) {
+func quotaForm(c *fiber.Ctx) (tenancy.QuotaInput, map[string]string, handlers.FieldErrors) {
 	values := map[string]string{"tenant_id": c.FormValue("tenant_id"), "cpu": strings.TrimSpace(c.FormValue("cpu")),
 		"memory_gib": strings.TrimSpace(c.FormValue("memory_gib"))}
 	in := tenancy.QuotaInput{TenantID: values["tenant_id"]}
-	fe := FieldErrors{}
+	fe := handlers.FieldErrors{}
 	for name, to := range map[string]**float64{"cpu": &in.CPU, "memory_gib": &in.MemoryGiB} {
 		if values[name] == "" {
 			continue
@@ -318,13 +319,13 @@ func (h *Handlers) AssignForm(c *fiber.Ctx) error {
 	if fe != nil {
 		return h.tenantsForm(c, t.ID, values, &problem.Invalid{Fields: fe}, "")
 	}
-	r, err := h.Store.RegionByID(ctx(c), values["region_id"])
-	if isNotFoundErr(err) {
+	r, err := h.Store.RegionByID(c.UserContext(), values["region_id"])
+	if errors.Is(err, store.ErrNotFound) {
 		return h.tenantsForm(c, t.ID, values, &problem.Invalid{Fields: map[string]string{"region_id": "Choose a platform region."}}, "")
 	} else if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Ops.Tenancy.AssignRegion(ctx(c), h.Actor(c), r, in)
+	_, err = h.Ops.Tenancy.AssignRegion(c.UserContext(), h.Actor(c), r, in)
 	return h.tenantsForm(c, t.ID, values, err, "Region "+r.Name+" assigned to "+t.Name+".")
 }
 
@@ -339,7 +340,7 @@ func (h *Handlers) ChangeAssignmentForm(c *fiber.Ctx) error {
 	if fe != nil {
 		return h.tenantsForm(c, formFor, values, &problem.Invalid{Fields: fe}, "")
 	}
-	_, err = h.Ops.Tenancy.ChangeAssignment(ctx(c), h.Actor(c), r, c.Params("tenant"), in)
+	_, err = h.Ops.Tenancy.ChangeAssignment(c.UserContext(), h.Actor(c), r, c.Params("tenant"), in)
 	return h.tenantsForm(c, formFor, values, err, "Quotas on "+r.Name+" saved.")
 }
 
@@ -349,6 +350,6 @@ func (h *Handlers) UnassignForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	err = h.Ops.Tenancy.Unassign(ctx(c), h.Actor(c), r, c.Params("tenant"))
+	err = h.Ops.Tenancy.Unassign(c.UserContext(), h.Actor(c), r, c.Params("tenant"))
 	return h.tenantsForm(c, "", nil, err, "Region "+r.Name+" unassigned.")
 }

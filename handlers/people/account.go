@@ -1,4 +1,4 @@
-package handlers
+package people
 
 import (
 	"errors"
@@ -9,13 +9,10 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"runr.dev/console/accounts"
+	"runr.dev/console/handlers"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
-
-// SessionGenerationKey is the session value that holds the generation of the user's
-// sessions the session was signed in with (web/session.go signs out an older one).
-const SessionGenerationKey = "session_generation"
 
 // AccountPage shows the signed-in user's account: e-mail and role, the password form
 // and "sign out other sessions".
@@ -24,17 +21,17 @@ func (h *Handlers) AccountPage(c *fiber.Ctx) error {
 }
 
 func (h *Handlers) renderAccount(c *fiber.Ctx, status int, f views.Form) error {
-	u := Who(c).User
+	u := handlers.Who(c).User
 	page := h.Page(c, "Account", "account")
 	d := views.AccountData{Email: u.Email, Name: u.Name, Role: u.Role, Tenant: page.Tenant}
-	return Render(c, status, views.Account(page, d, f))
+	return handlers.Render(c, status, views.Account(page, d, f))
 }
 
 // ChangePasswordForm changes the user's password from the Account page: every other
 // session of the user is signed out, this one stays signed in (with a new token).
 // Passwords are never written back into the form.
 func (h *Handlers) ChangePasswordForm(c *fiber.Ctx) error {
-	if fe := inputErrors(c, "current_password", "new_password", "confirm_password"); fe != nil {
+	if fe := handlers.InputErrors(c, "current_password", "new_password", "confirm_password"); fe != nil {
 		return h.renderAccount(c, fiber.StatusUnprocessableEntity, views.Form{Errors: fe})
 	}
 	in := accounts.PasswordInput{Current: c.FormValue("current_password"), New: c.FormValue("new_password"), Confirm: c.FormValue("confirm_password")}
@@ -51,7 +48,7 @@ func (h *Handlers) ChangePasswordForm(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	h.Flash(c, "Password changed. Every other session of yours is signed out; this one stays signed in.")
-	return Redirect(c, "/account")
+	return handlers.Redirect(c, "/account")
 }
 
 // EndOtherSessionsForm signs out every other session of the user from the Account page;
@@ -61,20 +58,20 @@ func (h *Handlers) EndOtherSessionsForm(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	h.Flash(c, "Every other session of yours is signed out; this one stays signed in.")
-	return Redirect(c, "/account")
+	return handlers.Redirect(c, "/account")
 }
 
 // APIChangePassword is POST /api/me/password with {current_password, new_password}: the
 // caller's sessions are signed out (a browser session that asks stays signed in).
 func (h *Handlers) APIChangePassword(c *fiber.Ctx) error {
 	var in accounts.PasswordInput
-	if err := BodyMap(c, &in); err != nil {
+	if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
 	in.Confirm = in.New // the API has no confirmation field
 	gen, wait, err := h.changePassword(c, in)
 	if wait > 0 {
-		return JSONError(c, fiber.StatusTooManyRequests, tooManyWrongPasswords(c, wait))
+		return handlers.JSONError(c, fiber.StatusTooManyRequests, tooManyWrongPasswords(c, wait))
 	}
 	if err != nil {
 		return h.Fail(c, err)
@@ -95,11 +92,11 @@ func (h *Handlers) APIEndOtherSessions(c *fiber.Ctx) error {
 }
 
 func (h *Handlers) endOtherSessions(c *fiber.Ctx) error {
-	gen, err := accounts.EndOtherSessions(ctx(c), h.Store, Who(c).User.ID)
+	gen, err := accounts.EndOtherSessions(c.UserContext(), h.Store, handlers.Who(c).User.ID)
 	if err != nil {
 		return err
 	}
-	h.Log.Info("other sessions signed out", "user", Who(c).User.Email, "token", Who(c).TokenID != "")
+	h.Log.Info("other sessions signed out", "user", handlers.Who(c).User.Email, "token", handlers.Who(c).TokenID != "")
 	return h.keepSession(c, gen)
 }
 
@@ -108,25 +105,25 @@ func (h *Handlers) endOtherSessions(c *fiber.Ctx) error {
 // the user whatever the session or token), so that a stolen session or token is no way
 // round the sign-in's limits. wait > 0 refuses the attempt before any check.
 func (h *Handlers) changePassword(c *fiber.Ctx, in accounts.PasswordInput) (gen int, wait time.Duration, err error) {
-	p := Who(c)
+	p := handlers.Who(c)
 	key := "password|" + p.User.ID
-	n, last, err := h.Store.LoginFailures(ctx(c), key, loginWindow)
+	n, last, err := h.Store.LoginFailures(c.UserContext(), key, handlers.LoginWindow)
 	if err != nil {
 		return 0, 0, err
 	}
-	if wait := time.Until(last.Add(accountDelay(n))); wait > 0 {
+	if wait := time.Until(last.Add(handlers.AccountDelay(n))); wait > 0 {
 		return 0, wait, nil
 	}
-	gen, err = accounts.ChangePassword(ctx(c), h.Store, p.User.ID, in)
+	gen, err = accounts.ChangePassword(c.UserContext(), h.Store, p.User.ID, in)
 	switch {
 	case errors.Is(err, accounts.ErrWrongPassword):
-		h.Log.Info("password change refused: wrong current password", "user", p.User.Email, "ip", ClientIP(c, h.Cfg), "token", p.TokenID != "", "failures", n+1)
-		if rerr := h.Store.RecordLoginFailure(ctx(c), key, loginWindow); rerr != nil {
+		h.Log.Info("password change refused: wrong current password", "user", p.User.Email, "ip", handlers.ClientIP(c, h.Cfg), "token", p.TokenID != "", "failures", n+1)
+		if rerr := h.Store.RecordLoginFailure(c.UserContext(), key, handlers.LoginWindow); rerr != nil {
 			return 0, 0, rerr
 		}
 	case err == nil:
 		h.Log.Info("password changed; other sessions signed out", "user", p.User.Email, "token", p.TokenID != "")
-		if cerr := h.Store.ClearLoginFailures(ctx(c), key); cerr != nil {
+		if cerr := h.Store.ClearLoginFailures(c.UserContext(), key); cerr != nil {
 			return 0, 0, cerr
 		}
 	}
@@ -144,14 +141,14 @@ func tooManyWrongPasswords(c *fiber.Ctx, wait time.Duration) string {
 // moved on: a new session token (the old one may be what was stolen) that carries the new
 // generation. A request made with an API token has no session to keep.
 func (h *Handlers) keepSession(c *fiber.Ctx, gen int) error {
-	if !hasSession(c) {
+	if !handlers.HasSession(c) {
 		return nil
 	}
-	if err := h.Sessions.RenewToken(ctx(c)); store.Unavailable(err) {
+	if err := h.Sessions.RenewToken(c.UserContext()); store.Unavailable(err) {
 		return fmt.Errorf("renew the session token: %w: %w", store.ErrUnavailable, err)
 	} else if err != nil {
 		return fmt.Errorf("renew the session token: %w", err)
 	}
-	h.Sessions.Put(ctx(c), SessionGenerationKey, gen)
+	h.Sessions.Put(c.UserContext(), handlers.SessionGenerationKey, gen)
 	return nil
 }
