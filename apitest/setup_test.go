@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"runr.dev/console/handlers"
+	"runr.dev/console/handlers/lifecycle"
 	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/redis"
 	"runr.dev/console/ops/registry"
@@ -49,7 +49,7 @@ func TestSetupZotOnPVC(t *testing.T) {
 	if j.Status != store.JobSucceeded {
 		t.Fatalf("setup %s: %s", j.Status, j.Error)
 	}
-	var status handlers.SetupStatus
+	var status lifecycle.SetupStatus
 	e.JSON("GET", "/api/registry-setup/"+ans.SetupToken+"/status", tok, nil, &status)
 	if status.Status != "ready" || status.Phase != "done" || status.RegionID == nil {
 		t.Fatalf("status %+v", status)
@@ -171,7 +171,7 @@ func TestSetupBrokenStorageClassThenRetry(t *testing.T) {
 		!strings.Contains(j.Error, "choose another StorageClass") {
 		t.Fatalf("want a clear failure naming the PVC and the next action, got %s: %q", j.Status, j.Error)
 	}
-	var status handlers.SetupStatus
+	var status lifecycle.SetupStatus
 	e.JSON("GET", "/api/registry-setup/"+ans.SetupToken+"/status", tok, nil, &status)
 	if status.Status != "error" || status.Phase != "storage" {
 		t.Fatalf("status %+v", status)

@@ -476,3 +476,11 @@ func (p *Principal) MayHandOutStar() bool {
 	}
 	return false
 }
+
+// OptionalBody decodes a JSON object body when there is one.
+func OptionalBody(c *fiber.Ctx, v any) error {
+	if len(c.Body()) == 0 {
+		return nil
+	}
+	return BodyMap(c, v)
+}

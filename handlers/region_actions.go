@@ -23,11 +23,11 @@ func (h *Handlers) APIUpdateSettings(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	return h.regionAnswer(c, r.ID, j)
+	return h.RegionAnswer(c, r.ID, j)
 }
 
-// regionAnswer answers with the region, and the job that applies a change (if any).
-func (h *Handlers) regionAnswer(c *fiber.Ctx, id string, j *store.Job) error {
+// RegionAnswer answers with the region, and the job that applies a change (if any).
+func (h *Handlers) RegionAnswer(c *fiber.Ctx, id string, j *store.Job) error {
 	r, err := h.Store.RegionByID(ctx(c), id)
 	if err != nil {
 		return h.Fail(c, err)
@@ -36,7 +36,7 @@ func (h *Handlers) regionAnswer(c *fiber.Ctx, id string, j *store.Job) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	data, err := h.regionJSON(c, r, base)
+	data, err := h.RegionJSON(c, r, base)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -61,7 +61,7 @@ func (h *Handlers) APIUpdateRegion(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	return h.regionAnswer(c, r.ID, j)
+	return h.RegionAnswer(c, r.ID, j)
 }
 
 // APISetFunctionTLS is PUT /api/knative-regions/{id}/function-tls.
@@ -132,7 +132,7 @@ func (h *Handlers) APIUpdateMonitoring(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	return h.regionAnswer(c, r.ID, j)
+	return h.RegionAnswer(c, r.ID, j)
 }
 
 // APIDeleteRegion is DELETE /api/knative-regions/{id}: RunR's record only; nothing is

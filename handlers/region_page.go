@@ -27,8 +27,8 @@ import (
 	"runr.dev/console/views"
 )
 
-// tabKinds are the job kinds whose latest job a tab shows live.
-var tabKinds = map[string][]string{
+// TabKinds are the job kinds whose latest job a tab shows live.
+var TabKinds = map[string][]string{
 	"general":   {ops.KindApplySettings, statusblock.KindRegionStatus, ops.KindFunctionTLS, ops.KindRemoveFunctionTLS, ops.KindInstallMonitoring, projects.KindDemoInstall, projects.KindDemoRemove},
 	"registry":  {ops.KindRegistrySetup, registry.KindInstall, registry.KindRemove, registry.KindTest, registry.KindContainerdRestart},
 	"operator":  {knative.KindInstallOperator, knative.KindInstallKnative, knative.KindUninstallOperator},
@@ -67,8 +67,8 @@ func tabFor(c *fiber.Ctx, t string) string {
 	return t
 }
 
-// regionPageData loads what a tab shows.
-func (h *Handlers) regionPageData(c *fiber.Ctx, r *store.Region, tab string, f views.Form) (views.RegionPageData, error) {
+// RegionPageData loads what a tab shows.
+func (h *Handlers) RegionPageData(c *fiber.Ctx, r *store.Region, tab string, f views.Form) (views.RegionPageData, error) {
 	base, err := h.baseDomain(c)
 	if err != nil {
 		return views.RegionPageData{}, err
@@ -76,7 +76,7 @@ func (h *Handlers) regionPageData(c *fiber.Ctx, r *store.Region, tab string, f v
 	domain := domains.FunctionDomain(r, base)
 	d := views.RegionPageData{Region: RegionView(r), Domain: domain, DNSInstruction: DNSInstruction(domain, r.ExternalIP), Tab: tab, Form: f,
 		Tenancy: h.regionTenancy(c, r)}
-	if kinds, ok := tabKinds[tab]; ok {
+	if kinds, ok := TabKinds[tab]; ok {
 		if j, steps, events, err := h.Store.LatestJobWithHistory(ctx(c), r.ID, kinds, maxEvents); err == nil {
 			jd := h.jobDataOf(ctx(c), Who(c), j, steps, events)
 			jd.Tab = tab
@@ -163,7 +163,7 @@ func (h *Handlers) RegionPage(c *fiber.Ctx) error {
 		// read: never kept.
 		return h.renderRegion(c, r, tab, views.Form{}, fiber.StatusOK)
 	}
-	d, err := h.regionPageData(c, r, tab, views.Form{})
+	d, err := h.RegionPageData(c, r, tab, views.Form{})
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -198,7 +198,7 @@ func (h *Handlers) renderRegionPage(c *fiber.Ctx, key string, gen uint64, e regi
 }
 
 func (h *Handlers) renderRegion(c *fiber.Ctx, r *store.Region, tab string, f views.Form, status int) error {
-	d, err := h.regionPageData(c, r, tab, f)
+	d, err := h.RegionPageData(c, r, tab, f)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -211,7 +211,7 @@ func (h *Handlers) RegionTab(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	d, err := h.regionPageData(c, r, tabFor(c, c.Params("tab")), views.Form{})
+	d, err := h.RegionPageData(c, r, tabFor(c, c.Params("tab")), views.Form{})
 	if err != nil {
 		return h.Fail(c, err)
 	}

@@ -212,7 +212,7 @@ func (h *Handlers) APIListRegions(c *fiber.Ctx) error {
 		}
 		out := make([]any, len(rs))
 		for i := range rs {
-			if out[i], err = h.regionJSON(c, &rs[i], base); err != nil {
+			if out[i], err = h.RegionJSON(c, &rs[i], base); err != nil {
 				return nil, time.Time{}, err
 			}
 		}
@@ -252,7 +252,7 @@ func (h *Handlers) APIGetRegion(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.regionJSON(c, r, base)
+	j, err := h.RegionJSON(c, r, base)
 	if err != nil {
 		return h.Fail(c, err)
 	}

@@ -11,9 +11,7 @@ import (
 
 // initTabs registers the region tabs rendered by later features' handlers.
 func (h *Handlers) initTabs() {
-	h.extraTabs = map[string]func(c *fiber.Ctx, r *store.Region) (templ.Component, error){
-		"migration": h.migrationTab,
-	}
+	h.extraTabs = map[string]func(c *fiber.Ctx, r *store.Region) (templ.Component, error){}
 }
 
 // AddTab registers the region tab name, rendered by a feature's handlers.

@@ -8,6 +8,7 @@ import (
 
 	"runr.dev/console/agent"
 	"runr.dev/console/ops/isolation"
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/knative"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
@@ -122,17 +123,14 @@ func usageOf(snap *agent.Snapshot, at *time.Time) *views.Usage {
 	return u
 }
 
-// migrationData is what the Migration tab shows of a region's move.
-func migrationData(ms MigrationStatus) views.MigrationData {
-	d := views.MigrationData{Status: ms.MigrationStatus.String(), DNSCheck: ms.MigrationStatus == store.MigrationDNSCheck,
-		CanRollback: ms.MigrationStatus == store.MigrationDNSCheck || ms.MigrationStatus == store.MigrationFailed,
-		CanStart:    !ms.MigrationStatus.Running(), Deadline: ms.Deadline, OldExternalIP: ms.OldExternalIP,
-		DNSInstruction: ms.DNSInstruction, NoDNS: ms.NoDNS, Error: ms.Detail.Error}
-	for _, st := range ms.Detail.Steps {
-		d.Steps = append(d.Steps, views.MigrationStep{Name: st.Name, Status: st.Status, Message: st.Message})
-	}
-	return d
-}
-
 // RuntimeTitles name the sandbox runtimes on the Isolation tab.
 var RuntimeTitles = map[string]string{store.RuntimeKata: "Kata Containers", store.RuntimeGVisor: "gVisor", store.RuntimeWasm: "WebAssembly"}
+
+// CheckItems are the lines of a checklist with their verdicts.
+func CheckItems(items []kit.CheckItem) []views.CheckItem {
+	out := make([]views.CheckItem, len(items))
+	for i, it := range items {
+		out[i] = views.CheckItem{Key: it.Key, Title: it.Title, Status: string(it.Status), Evidence: it.Evidence, Details: it.Details}
+	}
+	return out
+}

@@ -131,9 +131,9 @@ func (h *Handlers) regionSummaryJSON(c *fiber.Ctx, r *store.Region) (RegionSumma
 	return RegionSummaryJSON{ID: r.ID, Name: r.Name, Owner: "platform", RegionMode: string(r.Mode), ProjectCount: r.ProjectCount, Quota: u}, err
 }
 
-// regionJSON is a region for the API: its summary for a tenant's user when it is a
+// RegionJSON is a region for the API: its summary for a tenant's user when it is a
 // platform region, else the whole region (with its owner and mode under the Tenancy module).
-func (h *Handlers) regionJSON(c *fiber.Ctx, r *store.Region, base string) (any, error) {
+func (h *Handlers) RegionJSON(c *fiber.Ctx, r *store.Region, base string) (any, error) {
 	if h.Cfg.Tenancy && tenancy.SummaryOnly(h.Actor(c), r) {
 		return h.regionSummaryJSON(c, r)
 	}

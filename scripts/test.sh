@@ -44,7 +44,7 @@ TMPDIR=$run_tmp scripts/upgrade-test.sh
 step "fuzz briefly (the committed corpus already ran with the tests above)"
 # A count budget, not a duration: Go 1.26's fuzz coordinator can report its own
 # -fuzztime deadline as a failure (go.dev/issue/75804, fixed in Go 1.27), as one CI run did.
-for target in kube:FuzzParseKubeconfig kube:FuzzCheckAddress handlers:FuzzBodyDecoders handlers:FuzzUnsealStep1 imagemirror:FuzzMapIsStable; do
+for target in kube:FuzzParseKubeconfig kube:FuzzCheckAddress handlers:FuzzBodyDecoders handlers/lifecycle:FuzzUnsealStep1 imagemirror:FuzzMapIsStable; do
   go test -run '^$' -fuzz "^${target#*:}\$" -fuzztime "${FUZZTIME:-4000x}" "./${target%%:*}/"
 done
 

@@ -27,6 +27,7 @@ import (
 	"runr.dev/console/changecache"
 	"runr.dev/console/config"
 	"runr.dev/console/handlers"
+	"runr.dev/console/handlers/lifecycle"
 	"runr.dev/console/handlers/people"
 	"runr.dev/console/handlers/runtimes"
 	"runr.dev/console/handlers/workloads"
@@ -52,9 +53,11 @@ type Server struct {
 	// Workloads are the handlers of projects, data services, nodes and workers.
 	Workloads *workloads.Handlers
 	// People are the handlers of users, tokens, accounts and tenants.
-	People   *people.Handlers
-	Log      *slog.Logger
-	internal *internalHosts
+	People *people.Handlers
+	// Lifecycle are the handlers of the wizard, setup, Knative, moves, reconcile and platform settings.
+	Lifecycle *lifecycle.Handlers
+	Log       *slog.Logger
+	internal  *internalHosts
 	// creds keeps sessions, tokens and users until they change (credcache.go).
 	creds *changecache.Cache
 }
@@ -102,7 +105,7 @@ func New(st *store.Store, cfg *config.Config, svc *ops.Service, log *slog.Logger
 	events.WatchLists(h.ListWatcher())
 	events.WatchRegionPages(h.RegionPagesWatcher())
 	events.WatchLists(creds)
-	s := &Server{Store: st, Cfg: cfg, Sessions: sm, Hub: events, H: h, Runtimes: runtimes.New(h), Workloads: workloads.New(h), People: people.New(h), Log: log, creds: creds}
+	s := &Server{Store: st, Cfg: cfg, Sessions: sm, Hub: events, H: h, Runtimes: runtimes.New(h), Workloads: workloads.New(h), People: people.New(h), Lifecycle: lifecycle.New(h), Log: log, creds: creds}
 	s.internal = &internalHosts{s: s}
 	s.App = fiber.New(fiber.Config{
 		AppName:               "runr-console",

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"runr.dev/console/config"
-	"runr.dev/console/handlers"
+	"runr.dev/console/handlers/lifecycle"
 	"runr.dev/console/ops"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/store"
@@ -123,8 +123,8 @@ func TestKeyRotationWhileConsolesRun(t *testing.T) {
 	}
 
 	// The wizard's state sealed by A opens on B.
-	sealed := handlers.SealStep1(a.Store.Cipher, owner.ID, handlers.SealedStep1{Name: "x"}, time.Now())
-	if _, err := handlers.UnsealStep1(b.Store.Cipher, owner.ID, sealed, time.Now()); err != nil {
+	sealed := lifecycle.SealStep1(a.Store.Cipher, owner.ID, lifecycle.SealedStep1{Name: "x"}, time.Now())
+	if _, err := lifecycle.UnsealStep1(b.Store.Cipher, owner.ID, sealed, time.Now()); err != nil {
 		t.Fatalf("B opens A's sealed state: %v", err)
 	}
 
@@ -173,15 +173,15 @@ func TestSealedStateBoundAndSingleUse(t *testing.T) {
 	other, _ := e.User("owner")
 	c := e.Store.Cipher
 	now := time.Now()
-	st := handlers.SealedStep1{Name: "eu-9", Kubeconfig: testKubeconfig, IsActive: true, Nodes: []kit.NodeInfo{{Name: "n1", Ready: true}}}
-	sealed := handlers.SealStep1(c, u.ID, st, now)
-	if _, err := handlers.UnsealStep1(c, other.ID, sealed, now); err == nil {
+	st := lifecycle.SealedStep1{Name: "eu-9", Kubeconfig: testKubeconfig, IsActive: true, Nodes: []kit.NodeInfo{{Name: "n1", Ready: true}}}
+	sealed := lifecycle.SealStep1(c, u.ID, st, now)
+	if _, err := lifecycle.UnsealStep1(c, other.ID, sealed, now); err == nil {
 		t.Fatal("another user's sealed state opened")
 	}
-	if _, err := handlers.UnsealStep1(c, u.ID, c.Seal("{}", "another purpose"), now); err == nil {
+	if _, err := lifecycle.UnsealStep1(c, u.ID, c.Seal("{}", "another purpose"), now); err == nil {
 		t.Fatal("a value sealed for another purpose opened")
 	}
-	if _, err := handlers.UnsealStep1(c, u.ID, sealed, now.Add(2*time.Hour)); err == nil {
+	if _, err := lifecycle.UnsealStep1(c, u.ID, sealed, now.Add(2*time.Hour)); err == nil {
 		t.Fatal("an expired sealed state opened")
 	}
 	// Replays of one form, at once: one setup.

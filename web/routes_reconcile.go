@@ -6,7 +6,7 @@ import (
 
 // reconcileRoutes are region:reconcile's: its dry run and its job.
 func (s *Server) reconcileRoutes() []Route {
-	h := s.H
+	h := s.Lifecycle
 	return []Route{
 		{Method: get, Path: "/api/reconcile", Perm: store.PermRegionsManage, Handler: h.APIReconcilePlan},
 		{Method: post, Path: "/api/reconcile", Perm: store.PermRegionsManage, Handler: h.APIReconcile},

@@ -1,10 +1,11 @@
-package handlers
+package lifecycle
 
 import (
 	"errors"
 
 	"github.com/gofiber/fiber/v2"
 
+	"runr.dev/console/handlers"
 	"runr.dev/console/ops"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/ops/registry"
@@ -14,10 +15,10 @@ import (
 // APICheckRegion is POST /api/knative-regions/check: step 1's checklist, creating nothing.
 func (h *Handlers) APICheckRegion(c *fiber.Ctx) error {
 	var in ops.CheckInput
-	if err := BodyMap(c, &in); err != nil {
+	if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	chk, err := h.Ops.CheckRegion(ctx(c), in)
+	chk, err := h.Ops.CheckRegion(c.UserContext(), in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -28,10 +29,10 @@ func (h *Handlers) APICheckRegion(c *fiber.Ctx) error {
 // region and its registry are set up in the background.
 func (h *Handlers) APISetupStart(c *fiber.Ctx) error {
 	var in ops.SetupInput
-	if err := BodyMap(c, &in); err != nil {
+	if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	st, err := h.Ops.StartSetup(ctx(c), h.Actor(c), in)
+	st, err := h.Ops.StartSetup(c.UserContext(), h.Actor(c), in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -52,11 +53,11 @@ type SetupStatus struct {
 
 // APISetupStatus is GET /api/registry-setup/{token}/status.
 func (h *Handlers) APISetupStatus(c *fiber.Ctx) error {
-	st, err := h.Store.SetupByToken(ctx(c), c.Params("token"))
+	st, err := h.Store.SetupByToken(c.UserContext(), c.Params("token"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	d, err := h.JobData(ctx(c), Who(c), *st.JobID)
+	d, err := h.JobData(c.UserContext(), handlers.Who(c), *st.JobID)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -87,15 +88,15 @@ func (h *Handlers) APISetupStatus(c *fiber.Ctx) error {
 
 // APISetupRetry is POST /api/registry-setup/{token}/retry with the same body as start.
 func (h *Handlers) APISetupRetry(c *fiber.Ctx) error {
-	st, err := h.Store.SetupByToken(ctx(c), c.Params("token"))
+	st, err := h.Store.SetupByToken(c.UserContext(), c.Params("token"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	var in ops.SetupInput
-	if err := BodyMap(c, &in); err != nil {
+	if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.RetrySetup(ctx(c), h.Actor(c), st, in)
+	j, err := h.Ops.RetrySetup(c.UserContext(), h.Actor(c), st, in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -105,19 +106,19 @@ func (h *Handlers) APISetupRetry(c *fiber.Ctx) error {
 // APICreateRegion is POST /api/knative-regions: 201 with the region and its jobs.
 func (h *Handlers) APICreateRegion(c *fiber.Ctx) error {
 	var in ops.RegionInput
-	if err := BodyMap(c, &in); err != nil {
+	if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	r, jobs, err := h.Ops.CreateRegion(ctx(c), h.Actor(c), in)
+	r, jobs, err := h.Ops.CreateRegion(c.UserContext(), h.Actor(c), in)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	r, err = h.Store.RegionByID(ctx(c), r.ID)
+	r, err = h.Store.RegionByID(c.UserContext(), r.ID)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	base, _ := h.Store.BaseDomain(ctx(c))
-	j, err := h.regionJSON(c, r, base)
+	base, _ := h.Store.BaseDomain(c.UserContext())
+	j, err := h.RegionJSON(c, r, base)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -126,55 +127,55 @@ func (h *Handlers) APICreateRegion(c *fiber.Ctx) error {
 
 // APISetRegistry is POST /api/knative-regions/{id}/registry: set up (or replace) the registry.
 func (h *Handlers) APISetRegistry(c *fiber.Ctx) error {
-	r, err := h.Store.RegionByID(ctx(c), c.Params("id"))
+	r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	var in registry.Input
-	if err := BodyMap(c, &in); err != nil {
+	if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Registry.Set(ctx(c), h.Actor(c), r, in)
+	j, err := h.Ops.Registry.Set(c.UserContext(), h.Actor(c), r, in)
 	return h.Accepted(c, j, err)
 }
 
 // APIDeleteRegistry is DELETE /api/knative-regions/{id}/registry.
 func (h *Handlers) APIDeleteRegistry(c *fiber.Ctx) error {
-	r, err := h.Store.RegionByID(ctx(c), c.Params("id"))
+	r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Registry.Remove(ctx(c), h.Actor(c), r)
+	j, err := h.Ops.Registry.Remove(c.UserContext(), h.Actor(c), r)
 	return h.Accepted(c, j, err)
 }
 
 // APITestRegistry is POST /api/knative-regions/{id}/test-registry: the storage test or
 // the external registry test, from the cluster, without installing anything.
 func (h *Handlers) APITestRegistry(c *fiber.Ctx) error {
-	r, err := h.Store.RegionByID(ctx(c), c.Params("id"))
+	r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	var in registry.Input
-	if err := BodyMap(c, &in); err != nil {
+	if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Registry.Test(ctx(c), h.Actor(c), r, in)
+	j, err := h.Ops.Registry.Test(c.UserContext(), h.Actor(c), r, in)
 	return h.Accepted(c, j, err)
 }
 
 // APIKubeconfig is GET /api/knative-regions/{id}/kubeconfig: the only way the stored
 // kubeconfig leaves the console (its own permission).
 func (h *Handlers) APIKubeconfig(c *fiber.Ctx) error {
-	r, err := h.Store.RegionByID(ctx(c), c.Params("id"))
+	r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	if r.SecretError != "" {
 		// An empty file would look like a kubeconfig that lost its contents.
-		return JSONError(c, fiber.StatusConflict, "The kubeconfig of "+r.Name+" cannot be read: "+r.SecretError)
+		return handlers.JSONError(c, fiber.StatusConflict, "The kubeconfig of "+r.Name+" cannot be read: "+r.SecretError)
 	}
-	h.Log.Info("kubeconfig downloaded", "region", r.Name, "user", Who(c).User.Email)
+	h.Log.Info("kubeconfig downloaded", "region", r.Name, "user", handlers.Who(c).User.Email)
 	c.Set(fiber.HeaderContentDisposition, `attachment; filename="`+r.Name+`.kubeconfig.yaml"`)
 	c.Type("yaml")
 	return c.SendString(r.Kubeconfig)
@@ -189,13 +190,13 @@ func refused(err error) bool {
 // APIRollingRestart is POST /api/knative-regions/{id}/registry/rolling-restart: containerd
 // restarts node by node (the spec's registry:rolling-restart).
 func (h *Handlers) APIRollingRestart(c *fiber.Ctx) error {
-	r, err := h.Store.RegionByID(ctx(c), c.Params("id"))
+	r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Registry.StartRollingRestart(ctx(c), h.Actor(c), r)
+	j, err := h.Ops.Registry.StartRollingRestart(c.UserContext(), h.Actor(c), r)
 	if err != nil && !refused(err) {
-		return JSONError(c, fiber.StatusBadGateway, "The cluster's nodes could not be listed: "+err.Error())
+		return handlers.JSONError(c, fiber.StatusBadGateway, "The cluster's nodes could not be listed: "+err.Error())
 	}
 	return h.Accepted(c, j, err)
 }
@@ -206,7 +207,7 @@ func (h *Handlers) RollingRestartForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Ops.Registry.StartRollingRestart(ctx(c), h.Actor(c), r)
+	_, err = h.Ops.Registry.StartRollingRestart(c.UserContext(), h.Actor(c), r)
 	if err != nil && !refused(err) {
 		return h.FormInvalid(c, r, "registry", nil, nil, "The cluster's nodes could not be listed: "+err.Error())
 	}

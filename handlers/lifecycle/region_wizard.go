@@ -1,10 +1,11 @@
-package handlers
+package lifecycle
 
 import (
 	"strconv"
 
 	"github.com/gofiber/fiber/v2"
 
+	"runr.dev/console/handlers"
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
@@ -40,14 +41,14 @@ func wizardFirstOpen(done []bool) int {
 // with live progress. It resumes at the first undone step it may open; ?step= opens
 // another (every step from 3 on can be skipped).
 func (h *Handlers) RegionWizardPage(c *fiber.Ctx) error {
-	r, err := h.Store.RegionByID(ctx(c), c.Params("id"))
+	r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	done := wizardDone(r)
 	if !done[1] {
 		// Step 2 runs or failed: its job shows where it is.
-		if j, err := h.Store.LatestJobOf(ctx(c), r.ID, tabKinds["registry"]); err == nil {
+		if j, err := h.Store.LatestJobOf(c.UserContext(), r.ID, handlers.TabKinds["registry"]); err == nil {
 			return c.Redirect("/jobs/"+j.ID, fiber.StatusSeeOther)
 		}
 	}
@@ -67,12 +68,12 @@ func (h *Handlers) RegionWizardPage(c *fiber.Ctx) error {
 		return c.Redirect("/regions/"+r.ID, fiber.StatusSeeOther)
 	}
 	tab := wizardTabs[current]
-	if tab == "isolation" && !Who(c).Perms[store.PermSandboxManage] {
+	if tab == "isolation" && !handlers.Who(c).Perms[store.PermSandboxManage] {
 		// The Sandbox step needs sandbox.manage; without it the wizard goes on to Migration.
 		current, tab = 6, wizardTabs[6]
 	}
-	c.Locals(InWizardKey, true)
-	d, err := h.regionPageData(c, r, tab, views.Form{})
+	c.Locals(handlers.InWizardKey, true)
+	d, err := h.RegionPageData(c, r, tab, views.Form{})
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -83,5 +84,5 @@ func (h *Handlers) RegionWizardPage(c *fiber.Ctx) error {
 	}
 	body := views.WizardStepBody(h.Page(c, r.Name, "regions"), d, current+1, done[current])
 	w := views.RegionWizard{Region: d.Region, Current: current, Done: done, Body: body}
-	return Render(c, fiber.StatusOK, views.RegionWizardPage(h.Page(c, "Add Region: "+r.Name, "regions"), w))
+	return handlers.Render(c, fiber.StatusOK, views.RegionWizardPage(h.Page(c, "Add Region: "+r.Name, "regions"), w))
 }

@@ -1,6 +1,7 @@
-package handlers
+package lifecycle
 
 import (
+	"runr.dev/console/handlers"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/preflight"
 	"runr.dev/console/views"
@@ -8,16 +9,7 @@ import (
 
 // checkReport is a cluster's connection checklist.
 func checkReport(r *preflight.Result) *views.CheckReport {
-	return &views.CheckReport{Items: CheckItems(r.Items)}
-}
-
-// CheckItems are the lines of a checklist with their verdicts.
-func CheckItems(items []kit.CheckItem) []views.CheckItem {
-	out := make([]views.CheckItem, len(items))
-	for i, it := range items {
-		out[i] = views.CheckItem{Key: it.Key, Title: it.Title, Status: string(it.Status), Evidence: it.Evidence, Details: it.Details}
-	}
-	return out
+	return &views.CheckReport{Items: handlers.CheckItems(r.Items)}
 }
 
 // workerOptions are the nodes the wizard offers as dedicated workers.

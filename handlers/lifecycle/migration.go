@@ -1,4 +1,4 @@
-package handlers
+package lifecycle
 
 import (
 	"strings"
@@ -7,6 +7,7 @@ import (
 	"github.com/a-h/templ"
 	"github.com/gofiber/fiber/v2"
 
+	"runr.dev/console/handlers"
 	"runr.dev/console/ops/domains"
 	"runr.dev/console/ops/moves"
 	"runr.dev/console/store"
@@ -29,12 +30,12 @@ type MigrationStatus struct {
 }
 
 func (h *Handlers) migrationStatus(c *fiber.Ctx, r *store.Region) (MigrationStatus, error) {
-	base, err := h.Store.BaseDomain(ctx(c))
+	base, err := h.Store.BaseDomain(c.UserContext())
 	if err != nil {
 		return MigrationStatus{}, err
 	}
 	ms := MigrationStatus{MigrationStatus: r.MigrationStatus, Detail: r.MigrationDetail.V, DNSCheckAt: r.MigrationDNSCheckAt,
-		OldExternalIP: r.OldExternalIP, ExternalIP: r.ExternalIP, DNSInstruction: DNSInstruction(domains.FunctionDomain(r, base), r.ExternalIP), Steps: []store.JobStep{}}
+		OldExternalIP: r.OldExternalIP, ExternalIP: r.ExternalIP, DNSInstruction: handlers.DNSInstruction(domains.FunctionDomain(r, base), r.ExternalIP), Steps: []store.JobStep{}}
 	if r.MigrationStatus == store.MigrationDNSCheck {
 		ms.NoDNS = moves.NoDNSToWaitFor(r)
 	}
@@ -44,7 +45,7 @@ func (h *Handlers) migrationStatus(c *fiber.Ctx, r *store.Region) (MigrationStat
 	}
 	if id := r.MigrationDetail.V.JobID; id != "" {
 		ms.JobID = id
-		if steps, err := h.Store.JobSteps(ctx(c), id); err == nil {
+		if steps, err := h.Store.JobSteps(c.UserContext(), id); err == nil {
 			ms.Steps = steps
 		}
 	}
@@ -53,21 +54,21 @@ func (h *Handlers) migrationStatus(c *fiber.Ctx, r *store.Region) (MigrationStat
 
 // APIMigrate is POST /api/knative-regions/{id}/migrate.
 func (h *Handlers) APIMigrate(c *fiber.Ctx) error {
-	r, err := h.Store.RegionByID(ctx(c), c.Params("id"))
+	r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	var in moves.Input
-	if err := BodyMap(c, &in); err != nil {
+	if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Moves.Start(ctx(c), h.Actor(c), r, in)
+	j, err := h.Ops.Moves.Start(c.UserContext(), h.Actor(c), r, in)
 	return h.Accepted(c, j, err)
 }
 
 // APIMigrationStatus is GET /api/knative-regions/{id}/migration-status.
 func (h *Handlers) APIMigrationStatus(c *fiber.Ctx) error {
-	r, err := h.Store.RegionByID(ctx(c), c.Params("id"))
+	r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -80,23 +81,23 @@ func (h *Handlers) APIMigrationStatus(c *fiber.Ctx) error {
 
 // APICompleteMigration is POST /api/knative-regions/{id}/complete-migration.
 func (h *Handlers) APICompleteMigration(c *fiber.Ctx) error {
-	r, err := h.Store.RegionByID(ctx(c), c.Params("id"))
+	r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	if err := h.Ops.Moves.CompleteByHand(ctx(c), h.Actor(c), r); err != nil {
+	if err := h.Ops.Moves.CompleteByHand(c.UserContext(), h.Actor(c), r); err != nil {
 		return h.Fail(c, err)
 	}
-	return h.regionAnswer(c, r.ID, nil)
+	return h.RegionAnswer(c, r.ID, nil)
 }
 
 // APIRollbackMigration is POST /api/knative-regions/{id}/rollback-migration.
 func (h *Handlers) APIRollbackMigration(c *fiber.Ctx) error {
-	r, err := h.Store.RegionByID(ctx(c), c.Params("id"))
+	r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Moves.Rollback(ctx(c), h.Actor(c), r)
+	j, err := h.Ops.Moves.Rollback(c.UserContext(), h.Actor(c), r)
 	return h.Accepted(c, j, err)
 }
 
@@ -110,14 +111,14 @@ func (h *Handlers) migrationTab(c *fiber.Ctx, r *store.Region) (templ.Component,
 	if moved := moves.DataServicesMoved(r); len(moved) > 0 {
 		d.DataMoved, d.DataNote = strings.Join(moved, ", "), moves.DataStayedNote
 	}
-	if j, err := h.Store.LatestJobOf(ctx(c), r.ID, []string{moves.KindMove, moves.KindRollback}); err == nil {
-		jd, err := h.JobData(ctx(c), Who(c), j.ID)
+	if j, err := h.Store.LatestJobOf(c.UserContext(), r.ID, []string{moves.KindMove, moves.KindRollback}); err == nil {
+		jd, err := h.JobData(c.UserContext(), handlers.Who(c), j.ID)
 		if err != nil {
 			return nil, err
 		}
 		d.Job = jd.Panel()
 	}
-	return views.MigrationTab(h.Page(c, r.Name, "regions"), RegionView(r), d), nil
+	return views.MigrationTab(h.Page(c, r.Name, "regions"), handlers.RegionView(r), d), nil
 }
 
 // MigrateForm starts a move from the Migration tab (the new kubeconfig uploaded or pasted).
@@ -127,7 +128,7 @@ func (h *Handlers) MigrateForm(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	in := moves.Input{Kubeconfig: kubeconfigFromForm(c), DataLocation: c.FormValue("data_location")}
-	_, err = h.Ops.Moves.Start(ctx(c), h.Actor(c), r, in)
+	_, err = h.Ops.Moves.Start(c.UserContext(), h.Actor(c), r, in)
 	return h.FormOutcome(c, r, "migration", map[string]string{"data_location": in.DataLocation}, err, "The move started.")
 }
 
@@ -139,11 +140,23 @@ func (h *Handlers) MigrationActionForm(c *fiber.Ctx) error {
 	}
 	switch c.Params("action") {
 	case "complete":
-		err = h.Ops.Moves.CompleteByHand(ctx(c), h.Actor(c), r)
+		err = h.Ops.Moves.CompleteByHand(c.UserContext(), h.Actor(c), r)
 	case "rollback":
-		_, err = h.Ops.Moves.Rollback(ctx(c), h.Actor(c), r)
+		_, err = h.Ops.Moves.Rollback(c.UserContext(), h.Actor(c), r)
 	default:
 		return h.Fail(c, store.ErrNotFound)
 	}
 	return h.FormOutcome(c, r, "migration", nil, err, "")
+}
+
+// migrationData is what the Migration tab shows of a region's move.
+func migrationData(ms MigrationStatus) views.MigrationData {
+	d := views.MigrationData{Status: ms.MigrationStatus.String(), DNSCheck: ms.MigrationStatus == store.MigrationDNSCheck,
+		CanRollback: ms.MigrationStatus == store.MigrationDNSCheck || ms.MigrationStatus == store.MigrationFailed,
+		CanStart:    !ms.MigrationStatus.Running(), Deadline: ms.Deadline, OldExternalIP: ms.OldExternalIP,
+		DNSInstruction: ms.DNSInstruction, NoDNS: ms.NoDNS, Error: ms.Detail.Error}
+	for _, st := range ms.Detail.Steps {
+		d.Steps = append(d.Steps, views.MigrationStep{Name: st.Name, Status: st.Status, Message: st.Message})
+	}
+	return d
 }

@@ -1,8 +1,9 @@
-package handlers
+package lifecycle
 
 import (
 	"github.com/gofiber/fiber/v2"
 
+	"runr.dev/console/handlers"
 	"runr.dev/console/ops/reconcile"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
@@ -19,11 +20,11 @@ func (h *Handlers) APIGetSettings(c *fiber.Ctx) error {
 
 // platformValues are the platform settings as the form shows them.
 func (h *Handlers) platformValues(c *fiber.Ctx) (map[string]string, error) {
-	base, err := h.Store.BaseDomain(ctx(c))
+	base, err := h.Store.BaseDomain(c.UserContext())
 	if err != nil {
 		return nil, err
 	}
-	mirror, err := h.Ops.ConsoleImageMirror(ctx(c))
+	mirror, err := h.Ops.ConsoleImageMirror(c.UserContext())
 	if err != nil {
 		return nil, err
 	}
@@ -33,10 +34,10 @@ func (h *Handlers) platformValues(c *fiber.Ctx) (map[string]string, error) {
 // APIPatchSettings is PATCH /api/settings with base_domain and image_mirror.
 func (h *Handlers) APIPatchSettings(c *fiber.Ctx) error {
 	var in reconcile.PlatformSettingsInput
-	if err := BodyMap(c, &in); err != nil {
+	if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
-	if err := h.Ops.Reconcile.UpdatePlatformSettings(ctx(c), h.Actor(c), in); err != nil {
+	if err := h.Ops.Reconcile.UpdatePlatformSettings(c.UserContext(), h.Actor(c), in); err != nil {
 		return h.Fail(c, err)
 	}
 	return h.APIGetSettings(c)
@@ -48,13 +49,13 @@ func (h *Handlers) PlatformPage(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	return Render(c, fiber.StatusOK, views.Platform(h.Page(c, "Platform", "platform"), views.Form{Values: vals}))
+	return handlers.Render(c, fiber.StatusOK, views.Platform(h.Page(c, "Platform", "platform"), views.Form{Values: vals}))
 }
 
 // PlatformForm saves the base domain and the image mirror.
 func (h *Handlers) PlatformForm(c *fiber.Ctx) error {
-	if fe := InputErrors(c, "base_domain", "image_mirror"); fe != nil {
-		return Render(c, fiber.StatusUnprocessableEntity, views.Platform(h.Page(c, "Platform", "platform"), views.Form{Values: map[string]string{}, Errors: fe}))
+	if fe := handlers.InputErrors(c, "base_domain", "image_mirror"); fe != nil {
+		return handlers.Render(c, fiber.StatusUnprocessableEntity, views.Platform(h.Page(c, "Platform", "platform"), views.Form{Values: map[string]string{}, Errors: fe}))
 	}
 	// Each section of the page posts its own field; a field not posted stays as it is.
 	vals, err := h.platformValues(c)
@@ -73,23 +74,23 @@ func (h *Handlers) PlatformForm(c *fiber.Ctx) error {
 		in.ImageMirror = store.Ptr(vals["image_mirror"])
 		flash = "Image mirror saved: the regions' next installs pull through it; runr reconcile --step image-mirror moves what runs."
 	}
-	if err := h.Ops.Reconcile.UpdatePlatformSettings(ctx(c), h.Actor(c), in); err != nil {
+	if err := h.Ops.Reconcile.UpdatePlatformSettings(c.UserContext(), h.Actor(c), in); err != nil {
 		fe, _, ok := h.Refusal(c, err)
 		if !ok {
 			return h.Fail(c, err)
 		}
-		return Render(c, fiber.StatusUnprocessableEntity, views.Platform(h.Page(c, "Platform", "platform"), views.Form{Values: vals, Errors: fe}))
+		return handlers.Render(c, fiber.StatusUnprocessableEntity, views.Platform(h.Page(c, "Platform", "platform"), views.Form{Values: vals, Errors: fe}))
 	}
 	h.Flash(c, flash)
-	return Redirect(c, "/platform")
+	return handlers.Redirect(c, "/platform")
 }
 
 // APICompleteDomainMigration is POST /api/knative-regions/{id}/complete-domain-migration.
 func (h *Handlers) APICompleteDomainMigration(c *fiber.Ctx) error {
-	r, err := h.Store.RegionByID(ctx(c), c.Params("id"))
+	r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, err := h.Ops.Domains.CompleteDomainMigration(ctx(c), h.Actor(c), r)
+	j, err := h.Ops.Domains.CompleteDomainMigration(c.UserContext(), h.Actor(c), r)
 	return h.Accepted(c, j, err)
 }

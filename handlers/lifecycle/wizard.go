@@ -1,4 +1,4 @@
-package handlers
+package lifecycle
 
 import (
 	"encoding/json"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"runr.dev/console/handlers"
 	"runr.dev/console/ops"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/preflight"
@@ -72,17 +73,17 @@ func UnsealStep1(c *store.Cipher, userID, s string, now time.Time) (SealedStep1,
 func (h *Handlers) noAgentAddress() bool { return h.Cfg.AppURL == "" && h.Cfg.AgentWSURL == "" }
 
 func (h *Handlers) seal(c *fiber.Ctx, v SealedStep1) string {
-	return SealStep1(h.Store.Cipher, Who(c).User.ID, v, time.Now())
+	return SealStep1(h.Store.Cipher, handlers.Who(c).User.ID, v, time.Now())
 }
 
 func (h *Handlers) unseal(c *fiber.Ctx, s string) (SealedStep1, error) {
-	return UnsealStep1(h.Store.Cipher, Who(c).User.ID, s, time.Now())
+	return UnsealStep1(h.Store.Cipher, handlers.Who(c).User.ID, s, time.Now())
 }
 
 // WizardNewPage is step 1 of Add Region.
 func (h *Handlers) WizardNewPage(c *fiber.Ctx) error {
 	f := views.Form{Values: map[string]string{"is_active": "1"}}
-	return Render(c, fiber.StatusOK, views.WizardNew(h.Page(c, "Add Region", "regions"), views.Step1Data{Form: f, Modes: h.wizardModes(c, ""), NoAgentAddress: h.noAgentAddress()}, nil))
+	return handlers.Render(c, fiber.StatusOK, views.WizardNew(h.Page(c, "Add Region", "regions"), views.Step1Data{Form: f, Modes: h.wizardModes(c, ""), NoAgentAddress: h.noAgentAddress()}, nil))
 }
 
 // wizardModes offer the region mode in step 1 to a platform administrator (nil for anyone
@@ -94,7 +95,7 @@ func (h *Handlers) wizardModes(c *fiber.Ctx, chosen store.RegionMode) []views.Op
 	if !chosen.Valid() {
 		chosen = store.RegionManaged
 	}
-	return OptionsOf(store.RegionModes, chosen)
+	return handlers.OptionsOf(store.RegionModes, chosen)
 }
 
 // kubeconfigFromForm reads the pasted kubeconfig, or the uploaded file.
@@ -113,9 +114,9 @@ func kubeconfigFromForm(c *fiber.Ctx) string {
 // WizardCheck runs step 1: it validates, connects and shows the checklist; when every
 // check passes it opens step 2.
 func (h *Handlers) WizardCheck(c *fiber.Ctx) error {
-	if fe := InputErrors(c, "kubeconfig", "name"); fe != nil {
+	if fe := handlers.InputErrors(c, "kubeconfig", "name"); fe != nil {
 		f := views.Form{Values: map[string]string{"is_active": "1"}, Errors: fe}
-		return Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(h.Page(c, "Add Region", "regions"), views.Step1Data{Form: f, Modes: h.wizardModes(c, ""), NoAgentAddress: h.noAgentAddress()}, nil))
+		return handlers.Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(h.Page(c, "Add Region", "regions"), views.Step1Data{Form: f, Modes: h.wizardModes(c, ""), NoAgentAddress: h.noAgentAddress()}, nil))
 	}
 	name := strings.TrimSpace(c.FormValue("name"))
 	mode := store.RegionMode(c.FormValue("region_mode"))
@@ -126,12 +127,12 @@ func (h *Handlers) WizardCheck(c *fiber.Ctx) error {
 	page := h.Page(c, "Add Region", "regions")
 	if modes != nil && mode != "" && !mode.Valid() {
 		f.Errors["region_mode"] = "Choose managed or shared."
-		return Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(page, views.Step1Data{Form: f, Modes: modes, NoAgentAddress: h.noAgentAddress()}, nil))
+		return handlers.Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(page, views.Step1Data{Form: f, Modes: modes, NoAgentAddress: h.noAgentAddress()}, nil))
 	}
-	chk, err := h.Ops.CheckNewRegion(ctx(c), ops.CheckInput{Name: name, Kubeconfig: kc})
+	chk, err := h.Ops.CheckNewRegion(c.UserContext(), ops.CheckInput{Name: name, Kubeconfig: kc})
 	if fe, _, ok := h.Refusal(c, err); ok {
 		f.Errors = fe
-		return Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(page, views.Step1Data{Form: f, Modes: modes, NoAgentAddress: h.noAgentAddress()}, nil))
+		return handlers.Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(page, views.Step1Data{Form: f, Modes: modes, NoAgentAddress: h.noAgentAddress()}, nil))
 	} else if err != nil {
 		return h.Fail(c, err)
 	}
@@ -139,14 +140,14 @@ func (h *Handlers) WizardCheck(c *fiber.Ctx) error {
 	if !chk.OK {
 		f.Error = "The cluster cannot become a region yet: " + chk.FirstFailure()
 		d.Form = f
-		return Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(page, d, nil))
+		return handlers.Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(page, d, nil))
 	}
 	d.Form.Values["server"], d.Form.Values["version"] = chk.Server, chk.Version
 	sealed := h.seal(c, SealedStep1{Name: name, Kubeconfig: string(chk.Kubeconfig), IsActive: active, Server: chk.Server,
 		Version: chk.Version, Nodes: chk.Nodes, StorageClasses: chk.StorageClasses, RegionMode: mode})
 	next := &views.Step2Data{Form: views.Form{Values: map[string]string{}}, Sealed: sealed, Nodes: workerOptions(chk.Nodes),
 		StorageClasses: storageClassOptions(chk.StorageClasses), Action: "/regions/new/setup", Submit: "Save & Next"}
-	return Render(c, fiber.StatusOK, views.WizardNew(page, d, next))
+	return handlers.Render(c, fiber.StatusOK, views.WizardNew(page, d, next))
 }
 
 // step2Input reads the step 2 form into a setup.
@@ -186,29 +187,29 @@ func step2Input(c *fiber.Ctx, s SealedStep1) (*ops.SetupInput, views.Form) {
 func (h *Handlers) WizardSetup(c *fiber.Ctx) error {
 	s, err := h.unseal(c, c.FormValue("sealed"))
 	if err != nil {
-		return h.Fail(c, FieldErrors{"sealed": err.Error()})
+		return h.Fail(c, handlers.FieldErrors{"sealed": err.Error()})
 	}
 	in, f := step2Input(c, s)
-	st, err := h.Ops.StartCheckedSetup(ctx(c), h.Actor(c), *in, s.Nodes)
+	st, err := h.Ops.StartCheckedSetup(c.UserContext(), h.Actor(c), *in, s.Nodes)
 	if fe, msg, ok := h.Refusal(c, err); ok {
 		f.Errors, f.Error = fe, msg
 		page := h.Page(c, "Add Region", "regions")
 		d := views.Step1Data{Form: views.Form{Values: map[string]string{"name": s.Name, "server": s.Server, "version": s.Version}}}
 		next := &views.Step2Data{Form: f, Sealed: c.FormValue("sealed"), Nodes: workerOptions(s.Nodes), StorageClasses: storageClassOptions(s.StorageClasses), Action: "/regions/new/setup", Submit: "Save & Next"}
-		return Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(page, d, next))
+		return handlers.Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(page, d, next))
 	} else if err != nil {
 		return h.Fail(c, err)
 	}
-	return Redirect(c, "/regions/setups/"+st.Token)
+	return handlers.Redirect(c, "/regions/setups/"+st.Token)
 }
 
 // WizardSetupPage shows a setup's live progress; a failed one offers its form again.
 func (h *Handlers) WizardSetupPage(c *fiber.Ctx) error {
-	st, err := h.Store.SetupByToken(ctx(c), c.Params("token"))
+	st, err := h.Store.SetupByToken(c.UserContext(), c.Params("token"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	jd, err := h.JobData(ctx(c), Who(c), *st.JobID)
+	jd, err := h.JobData(c.UserContext(), handlers.Who(c), *st.JobID)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -225,16 +226,16 @@ func (h *Handlers) WizardSetupPage(c *fiber.Ctx) error {
 		}
 		d.Retry = retry
 	}
-	return Render(c, fiber.StatusOK, views.WizardSetup(h.Page(c, "Add Region", "regions"), d))
+	return handlers.Render(c, fiber.StatusOK, views.WizardSetup(h.Page(c, "Add Region", "regions"), d))
 }
 
 // retryForm is the step 2 form of a failed setup, to change its fields and retry.
 func (h *Handlers) retryForm(c *fiber.Ctx, st *store.RegistrySetup, f views.Form) (*views.Step2Data, error) {
-	_, _, sec, err := h.Ops.SetupOf(ctx(c), st)
+	_, _, sec, err := h.Ops.SetupOf(c.UserContext(), st)
 	if err != nil {
 		return nil, err
 	}
-	chk, err := h.Ops.Preflight.Check(ctx(c), "", []byte(sec.Kubeconfig), nil)
+	chk, err := h.Ops.Preflight.Check(c.UserContext(), "", []byte(sec.Kubeconfig), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -254,31 +255,43 @@ func formOfParams(p ops.SetupParams) map[string]string {
 // WizardRetry changes a failed setup's step 2 fields and retries it; secrets left empty
 // in the form keep their previous values.
 func (h *Handlers) WizardRetry(c *fiber.Ctx) error {
-	st, err := h.Store.SetupByToken(ctx(c), c.Params("token"))
+	st, err := h.Store.SetupByToken(c.UserContext(), c.Params("token"))
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	j, p, sec, err := h.Ops.SetupOf(ctx(c), st)
+	j, p, sec, err := h.Ops.SetupOf(c.UserContext(), st)
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	in, f := step2Input(c, SealedStep1{Name: p.Name, Kubeconfig: sec.Kubeconfig, IsActive: p.IsActive})
 	in.KeepSecrets(sec)
-	_, err = h.Ops.RetrySetup(ctx(c), h.Actor(c), st, *in)
+	_, err = h.Ops.RetrySetup(c.UserContext(), h.Actor(c), st, *in)
 	if fe, msg, ok := h.Refusal(c, err); ok {
 		f.Errors, f.Error = fe, msg
 		retry, err := h.retryForm(c, st, f)
 		if err != nil {
 			return h.Fail(c, err)
 		}
-		jd, err := h.JobData(ctx(c), Who(c), j.ID)
+		jd, err := h.JobData(c.UserContext(), handlers.Who(c), j.ID)
 		if err != nil {
 			return h.Fail(c, err)
 		}
 		jd.WizardStep = 2
-		return Render(c, fiber.StatusUnprocessableEntity, views.WizardSetup(h.Page(c, "Add Region", "regions"), views.SetupData{Token: st.Token, Name: p.Name, Job: jd.View(), Retry: retry}))
+		return handlers.Render(c, fiber.StatusUnprocessableEntity, views.WizardSetup(h.Page(c, "Add Region", "regions"), views.SetupData{Token: st.Token, Name: p.Name, Job: jd.View(), Retry: retry}))
 	} else if err != nil {
 		return h.Fail(c, err)
 	}
-	return Redirect(c, "/regions/setups/"+st.Token)
+	return handlers.Redirect(c, "/regions/setups/"+st.Token)
+}
+
+// Handlers are the pages and endpoints that change what a region runs: the wizard and
+// the setup API, Knative's lifecycle, the registry, moves, reconcile and the platform's
+// settings.
+type Handlers struct{ *handlers.Handlers }
+
+// New builds the lifecycle's handlers and registers the Migration tab.
+func New(h *handlers.Handlers) *Handlers {
+	l := &Handlers{Handlers: h}
+	h.AddTab("migration", l.migrationTab)
+	return l
 }
