@@ -12,6 +12,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"runr.dev/console/ops/domains"
+	"runr.dev/console/ops/tenancy"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -143,6 +144,37 @@ func gpuSummary(r *store.Region) GPUSummaryJSON {
 	return GPUSummaryJSON{Status: g.State(), Mode: g.Mode, Total: g.Total, Models: models}
 }
 
+// BaseDomain is the platform's base domain, kept with the lists until a change (the
+// settings table announces its changes on the same channel).
+func (h *Handlers) BaseDomain(c *fiber.Ctx) (string, error) {
+	key := ""
+	if Who(c) != nil && Who(c).User != nil && Who(c).User.Tenant() == "" {
+		key = "setting:base_domain"
+	}
+	b, err := h.lists.Load(key, func() ([]byte, time.Time, error) {
+		d, err := h.Store.BaseDomain(ctx(c))
+		return []byte(d), time.Time{}, err
+	})
+	return string(b), err
+}
+
+// banners lists the region moves under way, for the banner on every page.
+func (h *Handlers) banners(c *fiber.Ctx) []views.MigrationBanner {
+	if store.TenantOf(ctx(c)) != "" {
+		// A tenant's user sees the moves of the regions in its walls; the cache is the platform's.
+		bs, err := MigrationBanners(ctx(c), h.Store)
+		if err != nil {
+			h.Log.Warn("migration banners", "err", err)
+		}
+		return bs
+	}
+	bs, err := h.bannerCache.get(func() ([]views.MigrationBanner, error) { return MigrationBanners(c.UserContext(), h.Store) })
+	if err != nil {
+		h.Log.Warn("migration banners", "err", err)
+	}
+	return bs
+}
+
 // RegionsPage is the regions list. Its content (everything inside the layout) is kept
 // until a change (changecache); the layout is the request's.
 func (h *Handlers) RegionsPage(c *fiber.Ctx) error {
@@ -156,7 +188,7 @@ func (h *Handlers) RegionsPage(c *fiber.Ctx) error {
 	key := listCacheKey(Who(c), "regions.html", q, strconv.Itoa(page), health, strconv.FormatBool(byHealth))
 	body, err := h.lists.Load(key, func() ([]byte, time.Time, error) {
 		f := store.RegionFilter{Query: q, Health: health, SortByHealth: byHealth, Limit: regionsPageSize, Offset: offset}
-		pg, err := h.Store.ListRegionPage(ctx(c), f, true)
+		pg, err := h.Store.ListRegionPage(c.UserContext(), f, true)
 		if err != nil {
 			return nil, time.Time{}, err
 		}
@@ -171,7 +203,7 @@ func (h *Handlers) RegionsPage(c *fiber.Ctx) error {
 			}
 		}
 		var buf bytes.Buffer
-		if err := views.RegionsContent(p, l).Render(ctx(c), &buf); err != nil {
+		if err := views.RegionsContent(p, l).Render(c.UserContext(), &buf); err != nil {
 			return nil, time.Time{}, err
 		}
 		return buf.Bytes(), until, nil
@@ -201,12 +233,12 @@ func (h *Handlers) APIListRegions(c *fiber.Ctx) error {
 	key := listCacheKey(Who(c), "regions.json", q, strconv.Itoa(page), strconv.Itoa(per), health, sortBy)
 	body, err := h.lists.Load(key, func() ([]byte, time.Time, error) {
 		f := store.RegionFilter{Query: q, Health: health, SortByHealth: sortBy == "health", Limit: per, Offset: offset}
-		pg, err := h.Store.ListRegionPage(ctx(c), f, false)
+		pg, err := h.Store.ListRegionPage(c.UserContext(), f, false)
 		if err != nil {
 			return nil, time.Time{}, err
 		}
 		rs, total := pg.Regions, pg.Total
-		base, err := h.baseDomain(c)
+		base, err := h.BaseDomain(c)
 		if err != nil {
 			return nil, time.Time{}, err
 		}
@@ -228,58 +260,10 @@ func (h *Handlers) APIListRegions(c *fiber.Ctx) error {
 	return nil
 }
 
-// baseDomain is the platform's base domain, kept with the lists until a change (the
-// settings table announces its changes on the same channel).
-func (h *Handlers) baseDomain(c *fiber.Ctx) (string, error) {
-	key := ""
-	if Who(c) != nil && Who(c).User != nil && Who(c).User.Tenant() == "" {
-		key = "setting:base_domain"
-	}
-	b, err := h.lists.Load(key, func() ([]byte, time.Time, error) {
-		d, err := h.Store.BaseDomain(ctx(c))
-		return []byte(d), time.Time{}, err
-	})
-	return string(b), err
-}
-
-// APIGetRegion is GET /api/knative-regions/{id}.
-func (h *Handlers) APIGetRegion(c *fiber.Ctx) error {
-	r, err := h.Store.RegionByID(ctx(c), c.Params("id"))
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	base, err := h.baseDomain(c)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	j, err := h.RegionJSON(c, r, base)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	return c.JSON(fiber.Map{"data": j})
-}
-
-// banners lists the region moves under way, for the banner on every page.
-func (h *Handlers) banners(c *fiber.Ctx) []views.MigrationBanner {
-	if store.TenantOf(ctx(c)) != "" {
-		// A tenant's user sees the moves of the regions in its walls; the cache is the platform's.
-		bs, err := MigrationBanners(ctx(c), h.Store)
-		if err != nil {
-			h.Log.Warn("migration banners", "err", err)
-		}
-		return bs
-	}
-	bs, err := h.bannerCache.get(func() ([]views.MigrationBanner, error) { return MigrationBanners(c.UserContext(), h.Store) })
-	if err != nil {
-		h.Log.Warn("migration banners", "err", err)
-	}
-	return bs
-}
-
 // pendingSetups are the wizards whose region does not exist yet, and when the first of
 // them expires (zero: none), after which the list must be built again.
 func (h *Handlers) pendingSetups(c *fiber.Ctx) ([]views.PendingSetup, time.Time, error) {
-	ss, err := h.Store.PendingSetups(ctx(c))
+	ss, err := h.Store.PendingSetups(c.UserContext())
 	if err != nil {
 		return nil, time.Time{}, err
 	}
@@ -292,7 +276,7 @@ func (h *Handlers) pendingSetups(c *fiber.Ctx) ([]views.PendingSetup, time.Time,
 		if s.JobID == nil {
 			continue
 		}
-		j, err := h.Store.JobByID(ctx(c), *s.JobID)
+		j, err := h.Store.JobByID(c.UserContext(), *s.JobID)
 		if err != nil || j.Status == store.JobSucceeded {
 			continue
 		}
@@ -301,4 +285,41 @@ func (h *Handlers) pendingSetups(c *fiber.Ctx) ([]views.PendingSetup, time.Time,
 		out = append(out, views.PendingSetup{Token: s.Token, Name: p.Name, Status: string(j.Status)})
 	}
 	return out, until, nil
+}
+
+// tenancyList splits the regions of a list page for the Tenancy module: a tenant's user
+// gets its own regions as rows and the assigned platform regions as summaries; a
+// platform user gets every region with its owner.
+func (h *Handlers) tenancyList(c *fiber.Ctx, rs []store.Region, l *views.RegionsList) error {
+	if !h.Cfg.Tenancy {
+		l.Regions = regionRows(rs)
+		return nil
+	}
+	actor := h.Actor(c)
+	if actor.Platform() {
+		names, err := h.tenantNames(c)
+		if err != nil {
+			return err
+		}
+		for i := range rs {
+			row := regionRow(&rs[i])
+			row.Owner, row.Mode = orV(names[rs[i].Tenant()], "platform"), string(rs[i].Mode)
+			l.Regions = append(l.Regions, row)
+		}
+		l.ShowOwner = true
+		return nil
+	}
+	l.TenantView = true
+	for i := range rs {
+		if !tenancy.SummaryOnly(actor, &rs[i]) {
+			l.Regions = append(l.Regions, regionRow(&rs[i]))
+			continue
+		}
+		row, err := h.assignedRow(c, &rs[i])
+		if err != nil {
+			return err
+		}
+		l.Assigned = append(l.Assigned, row)
+	}
+	return nil
 }

@@ -6,7 +6,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"runr.dev/console/ops"
 	"runr.dev/console/ops/tenancy"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
@@ -26,43 +25,6 @@ func (h *Handlers) assignedRow(c *fiber.Ctx, r *store.Region) (views.AssignedReg
 	row.CPU = UseBar("cpu", "CPU", u.Used.CPU, u.Quota.CPU, "CPU")
 	row.Memory = UseBar("memory", "Memory", u.Used.MemoryGiB, u.Quota.MemoryGiB, "GiB")
 	return row, nil
-}
-
-// tenancyList splits the regions of a list page for the Tenancy module: a tenant's user
-// gets its own regions as rows and the assigned platform regions as summaries; a
-// platform user gets every region with its owner.
-func (h *Handlers) tenancyList(c *fiber.Ctx, rs []store.Region, l *views.RegionsList) error {
-	if !h.Cfg.Tenancy {
-		l.Regions = regionRows(rs)
-		return nil
-	}
-	actor := h.Actor(c)
-	if actor.Platform() {
-		names, err := h.tenantNames(c)
-		if err != nil {
-			return err
-		}
-		for i := range rs {
-			row := regionRow(&rs[i])
-			row.Owner, row.Mode = orV(names[rs[i].Tenant()], "platform"), string(rs[i].Mode)
-			l.Regions = append(l.Regions, row)
-		}
-		l.ShowOwner = true
-		return nil
-	}
-	l.TenantView = true
-	for i := range rs {
-		if !tenancy.SummaryOnly(actor, &rs[i]) {
-			l.Regions = append(l.Regions, regionRow(&rs[i]))
-			continue
-		}
-		row, err := h.assignedRow(c, &rs[i])
-		if err != nil {
-			return err
-		}
-		l.Assigned = append(l.Assigned, row)
-	}
-	return nil
 }
 
 // tenantNames maps tenant ids to names.
@@ -101,17 +63,6 @@ func (h *Handlers) regionTenancy(c *fiber.Ctx, r *store.Region) *views.RegionTen
 		t.ModeOptions = OptionsOf(store.RegionModes, r.Mode)
 	}
 	return t
-}
-
-// ModeForm sets the region mode from the General tab (platform administrators).
-func (h *Handlers) ModeForm(c *fiber.Ctx) error {
-	r, err := h.RegionForm(c)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	mode := store.RegionMode(c.FormValue("region_mode"))
-	_, err = h.Ops.UpdateRegion(ctx(c), h.Actor(c), r, ops.RegionUpdate{RegionMode: &mode})
-	return h.FormOutcome(c, r, "general", map[string]string{"region_mode": string(mode)}, err, "Region mode saved.")
 }
 
 // RegionSummaryJSON is what a tenant's user reads of a platform region assigned to its

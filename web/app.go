@@ -29,6 +29,7 @@ import (
 	"runr.dev/console/handlers"
 	"runr.dev/console/handlers/lifecycle"
 	"runr.dev/console/handlers/people"
+	"runr.dev/console/handlers/regions"
 	"runr.dev/console/handlers/runtimes"
 	"runr.dev/console/handlers/workloads"
 	"runr.dev/console/hub"
@@ -56,8 +57,10 @@ type Server struct {
 	People *people.Handlers
 	// Lifecycle are the handlers of the wizard, setup, Knative, moves, reconcile and platform settings.
 	Lifecycle *lifecycle.Handlers
-	Log       *slog.Logger
-	internal  *internalHosts
+	// Regions are the handlers of a region's settings, status, components and removal.
+	Regions  *regions.Handlers
+	Log      *slog.Logger
+	internal *internalHosts
 	// creds keeps sessions, tokens and users until they change (credcache.go).
 	creds *changecache.Cache
 }
@@ -105,7 +108,7 @@ func New(st *store.Store, cfg *config.Config, svc *ops.Service, log *slog.Logger
 	events.WatchLists(h.ListWatcher())
 	events.WatchRegionPages(h.RegionPagesWatcher())
 	events.WatchLists(creds)
-	s := &Server{Store: st, Cfg: cfg, Sessions: sm, Hub: events, H: h, Runtimes: runtimes.New(h), Workloads: workloads.New(h), People: people.New(h), Lifecycle: lifecycle.New(h), Log: log, creds: creds}
+	s := &Server{Store: st, Cfg: cfg, Sessions: sm, Hub: events, H: h, Runtimes: runtimes.New(h), Workloads: workloads.New(h), People: people.New(h), Lifecycle: lifecycle.New(h), Regions: regions.New(h), Log: log, creds: creds}
 	s.internal = &internalHosts{s: s}
 	s.App = fiber.New(fiber.Config{
 		AppName:               "runr-console",

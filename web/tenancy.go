@@ -24,7 +24,7 @@ func (s *Server) tenantRoutes() []Route {
 		{Method: post, Path: "/tenants/:id/delete", Perm: store.PermTenantsManage, Handler: h.DeleteTenantForm},
 		{Method: post, Path: "/tenants/:id/users", Perm: store.PermTenantsManage, Handler: h.CreateTenantUserForm},
 		{Method: post, Path: "/tenants/:id/assignments", Perm: store.PermTenantsManage, Handler: h.AssignForm},
-		{Method: post, Path: "/regions/:id/mode", Perm: store.PermRegionsManage, Handler: h.ModeForm},
+		{Method: post, Path: "/regions/:id/mode", Perm: store.PermRegionsManage, Handler: s.Regions.ModeForm},
 		{Method: post, Path: "/regions/:id/assignments/:tenant", Perm: store.PermTenantsManage, Handler: h.ChangeAssignmentForm},
 		{Method: post, Path: "/regions/:id/assignments/:tenant/delete", Perm: store.PermTenantsManage, Handler: h.UnassignForm},
 

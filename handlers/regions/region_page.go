@@ -1,0 +1,221 @@
+package regions
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+	"runr.dev/console/handlers"
+	"runr.dev/console/ops"
+	"runr.dev/console/ops/knative"
+	"runr.dev/console/ops/redis"
+	"runr.dev/console/ops/registry"
+	"runr.dev/console/store"
+	"runr.dev/console/views"
+)
+
+// SettingsForm saves the General settings.
+func (h *Handlers) SettingsForm(c *fiber.Ctx) error {
+	r, err := h.RegionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	vals := map[string]string{"request_timeout": c.FormValue("request_timeout"), "agent_ws_url": c.FormValue("agent_ws_url"),
+		"ingress_trusted_ips": c.FormValue("ingress_trusted_ips"), "image_mirror": c.FormValue("image_mirror")}
+	n, err := strconv.Atoi(strings.TrimSpace(vals["request_timeout"]))
+	if err != nil {
+		return h.FormInvalid(c, r, "general", vals, handlers.FieldErrors{"request_timeout": "Use a whole number of seconds."}, "")
+	}
+	ws := strings.TrimSpace(vals["agent_ws_url"])
+	ips := []string{}
+	for _, p := range strings.Split(vals["ingress_trusted_ips"], ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			ips = append(ips, p)
+		}
+	}
+	mirror := vals["image_mirror"]
+	j, err := h.Ops.UpdateSettings(c.UserContext(), h.Actor(c), r, ops.SettingsInput{RequestTimeout: &n, AgentWSURL: &ws, IngressTrustedIPs: &ips, ImageMirror: &mirror})
+	msg := "Settings saved."
+	if mirror != r.Settings.V.ImageMirror {
+		msg = "Settings saved. The image mirror applies to the next installs; runr reconcile --step image-mirror moves what runs."
+	}
+	if j != nil {
+		msg = "Settings saved; they are being applied to the cluster."
+	}
+	return h.FormOutcome(c, r, "general", vals, err, msg)
+}
+
+// StatusForm sets the region status; a refusal is the form's message.
+func (h *Handlers) StatusForm(c *fiber.Ctx) error {
+	r, err := h.RegionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	status := c.FormValue("region_status")
+	_, err = h.Ops.SetRegionStatus(c.UserContext(), h.Actor(c), r, store.RegionStatus(status))
+	if fe, _, ok := h.Refusal(c, err); ok {
+		return h.FormInvalid(c, r, "general", nil, fe, fe["region_status"])
+	}
+	return h.FormOutcome(c, r, "general", nil, err, "Region status set to "+status+".")
+}
+
+// FunctionTLSForm uploads a function-domain certificate.
+func (h *Handlers) FunctionTLSForm(c *fiber.Ctx) error {
+	r, err := h.RegionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	in := ops.TLSInput{Certificate: c.FormValue("certificate"), PrivateKey: c.FormValue("private_key"), ReplaceExisting: c.FormValue("replace_existing") == "1"}
+	_, err = h.Ops.SetFunctionTLS(c.UserContext(), h.Actor(c), r, in)
+	return h.FormOutcome(c, r, "general", map[string]string{"certificate": in.Certificate}, err, "Certificate uploaded; it is being installed.")
+}
+
+// DeleteFunctionTLSForm removes the certificate.
+func (h *Handlers) DeleteFunctionTLSForm(c *fiber.Ctx) error {
+	r, err := h.RegionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	_, err = h.Ops.RemoveFunctionTLS(c.UserContext(), h.Actor(c), r)
+	return h.FormOutcome(c, r, "general", nil, err, "The certificate is being removed.")
+}
+
+// MonitoringForm saves the monitoring choice.
+func (h *Handlers) MonitoringForm(c *fiber.Ctx) error {
+	r, err := h.RegionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	vals := map[string]string{}
+	for _, k := range []string{"prometheus_url", "loki_url", "loki_org_id"} {
+		vals[k] = strings.TrimSpace(c.FormValue(k))
+	}
+	in := ops.MonitoringInput{PrometheusURL: store.Ptr(vals["prometheus_url"]), LokiURL: store.Ptr(vals["loki_url"]), LokiOrgID: store.Ptr(vals["loki_org_id"])}
+	_, err = h.Ops.UpdateMonitoring(c.UserContext(), h.Actor(c), r, in)
+	return h.FormOutcome(c, r, "general", vals, err, "Monitoring saved.")
+}
+
+// KnativeForm runs one of the Knative actions from the Operator and Serving tabs.
+func (h *Handlers) KnativeForm(c *fiber.Ctx) error {
+	r, err := h.RegionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	kind, ok := knativeFormKinds[c.Params("action")]
+	if !ok {
+		return h.Fail(c, store.ErrNotFound)
+	}
+	tab := "serving"
+	if strings.HasSuffix(kind, "operator") {
+		tab = "operator"
+	}
+	version := c.FormValue("version")
+	if version == "" {
+		version = c.Query("version")
+	}
+	in := knative.Input{Version: version, Namespace: c.FormValue("namespace"), OperatorNamespace: c.FormValue("operator_namespace"),
+		RemoveTraefik: c.FormValue("remove_traefik") == "1", IngressMode: c.FormValue("ingress_mode")}
+	_, err = h.Ops.Knative.Start(c.UserContext(), h.Actor(c), r, kind, in)
+	return h.FormOutcome(c, r, tab, map[string]string{"namespace": in.Namespace, "operator_namespace": in.OperatorNamespace, "ingress_mode": in.IngressMode}, err, "")
+}
+
+// RegistryForm sets up the registry (on a PVC when internal).
+func (h *Handlers) RegistryForm(c *fiber.Ctx) error {
+	r, err := h.RegionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	in := registry.Input{RegistryMode: store.RegistryMode(c.FormValue("registry_mode")), StorageType: "pvc", ExternalAddress: c.FormValue("external_address"),
+		ExternalUsername: c.FormValue("external_username"), ExternalPassword: c.FormValue("external_password"),
+		PVCConfig: registry.PVCConfig{StorageClass: c.FormValue("storage_class"), Size: c.FormValue("size")}}
+	vals := map[string]string{"storage_class": in.PVCConfig.StorageClass, "size": in.PVCConfig.Size, "external_address": in.ExternalAddress, "external_username": in.ExternalUsername}
+	_, err = h.Ops.Registry.Set(c.UserContext(), h.Actor(c), r, in)
+	return h.FormOutcome(c, r, "registry", vals, err, "")
+}
+
+// RegistryDeleteForm removes the registry.
+func (h *Handlers) RegistryDeleteForm(c *fiber.Ctx) error {
+	r, err := h.RegionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	_, err = h.Ops.Registry.Remove(c.UserContext(), h.Actor(c), r)
+	return h.FormOutcome(c, r, "registry", nil, err, "")
+}
+
+// RedisForm sets the region's Redis.
+func (h *Handlers) RedisForm(c *fiber.Ctx) error {
+	r, err := h.RegionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	in := redis.RedisInput{Mode: store.RedisMode(c.FormValue("mode")), Address: strings.TrimSpace(c.FormValue("address")), Password: c.FormValue("password")}
+	_, err = h.Ops.Redis.SetRedis(c.UserContext(), h.Actor(c), r, in)
+	return h.FormOutcome(c, r, "redis", map[string]string{"address": in.Address}, err, "")
+}
+
+// RedisActionForm tests or removes the Redis.
+func (h *Handlers) RedisActionForm(c *fiber.Ctx) error {
+	r, err := h.RegionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	switch c.Params("action") {
+	case "test":
+		_, err = h.Ops.Redis.TestRedis(c.UserContext(), h.Actor(c), r)
+	case "delete":
+		_, err = h.Ops.Redis.RemoveRedis(c.UserContext(), h.Actor(c), r)
+	default:
+		return h.Fail(c, store.ErrNotFound)
+	}
+	return h.FormOutcome(c, r, "redis", nil, err, "")
+}
+
+// RemoveRegionPage asks for confirmation, listing what stays on the cluster.
+func (h *Handlers) RemoveRegionPage(c *fiber.Ctx) error {
+	r, err := h.RegionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	if r.ProjectCount > 0 {
+		return h.FormInvalid(c, r, "general", nil, nil, "The region still has projects: delete them or move them to another region first.")
+	}
+	return handlers.Render(c, fiber.StatusOK, views.RemoveRegion(h.Page(c, "Remove "+r.Name, "regions"), handlers.RegionView(r)))
+}
+
+// RemoveRegionForm deletes the region's record.
+func (h *Handlers) RemoveRegionForm(c *fiber.Ctx) error {
+	r, err := h.RegionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	if err := h.Ops.DeleteRegion(c.UserContext(), h.Actor(c), r); err != nil {
+		return h.FormOutcome(c, r, "general", nil, err, "")
+	}
+	h.Flash(c, "Region "+r.Name+" removed. Everything on its cluster keeps running.")
+	return handlers.Redirect(c, "/regions")
+}
+
+// CheckNowForm runs the region's status check now.
+func (h *Handlers) CheckNowForm(c *fiber.Ctx) error {
+	r, err := h.RegionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	h.Ops.Status.CheckSoon(r.ID)
+	return h.FormDone(c, r, "general", "Status check started; the page shows its result in a few seconds.")
+}
+
+// APICheckNow is POST /api/knative-regions/{id}/check-status.
+func (h *Handlers) APICheckNow(c *fiber.Ctx) error {
+	r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	h.Ops.Status.CheckSoon(r.ID)
+	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"region_id": r.ID})
+}
+
+// knativeFormKinds are the Knative jobs of the Operator and Serving tabs, by the action in their path.
+var knativeFormKinds = map[string]string{"install-operator": knative.KindInstallOperator, "install-serving": knative.KindInstallServing,
+	"upgrade": knative.KindUpgradeServing, "uninstall-serving": knative.KindUninstallServing, "uninstall-operator": knative.KindUninstallOperator}
