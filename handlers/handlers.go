@@ -1,7 +1,12 @@
-// Package handlers holds the console's HTTP handlers: one file per resource, HTML and
-// JSON side by side. Handlers are thin: they parse the request, call one use case of
-// ops (or accounts) with the request's actor, and render its outcome; Fail (JSON) and
-// refusal/formOutcome (forms) turn a use case's typed errors into answers.
+// Package handlers holds what every HTTP handler of the console shares — the principal,
+// sessions, page data, the answers to refusals (Fail for JSON, Refusal/FormOutcome for
+// forms), the region page and its tabs, the region list and the sockets — and the
+// handlers of that core. The handlers of each feature live in a package of their own,
+// each with a type embedding Handlers: regions (a region's settings and components),
+// lifecycle (wizard, setup, Knative, moves, reconcile, platform), workloads (projects,
+// data, nodes), runtimes (sandboxes, GPU, supply chain), people (users, tokens, tenants)
+// and jobs. Handlers are thin: they parse the request, call one use case of ops (or
+// accounts) with the request's actor, and render its outcome.
 package handlers
 
 import (
@@ -347,8 +352,8 @@ func requestID(c *fiber.Ctx) string {
 // maxPage bounds ?page=: past it the offset would overflow, and no list is that long.
 const maxPage = 100000
 
-// pageParam reads ?page= (from 1, at most maxPage) and returns it with the offset for a page size.
-func pageParam(c *fiber.Ctx, size int) (int, int) {
+// PageParam reads ?page= (from 1, at most maxPage) and returns it with the offset for a page size.
+func PageParam(c *fiber.Ctx, size int) (int, int) {
 	n, err := strconv.Atoi(c.Query("page", "1"))
 	if err != nil || n < 1 {
 		n = 1
@@ -357,7 +362,8 @@ func pageParam(c *fiber.Ctx, size int) (int, int) {
 	return n, (n - 1) * size
 }
 
-func pages(total, size int) int {
+// Pages is how many pages of size hold total items (at least 1).
+func Pages(total, size int) int {
 	if total == 0 {
 		return 1
 	}
@@ -434,9 +440,9 @@ func SafePath(to, fallback string) string {
 	return to
 }
 
-// refererPath returns the path of the Referer when it is a page of this console (the
+// RefererPath returns the path of the Referer when it is a page of this console (the
 // same host), and fallback otherwise.
-func refererPath(c *fiber.Ctx, fallback string) string {
+func RefererPath(c *fiber.Ctx, fallback string) string {
 	ref := c.Get(fiber.HeaderReferer)
 	u, err := url.Parse(ref)
 	if ref == "" || err != nil || !strings.EqualFold(u.Host, c.Hostname()) {

@@ -76,7 +76,7 @@ func (h *Handlers) RegionPageData(c *fiber.Ctx, r *store.Region, tab string, f v
 	d := views.RegionPageData{Region: RegionView(r), Domain: domain, DNSInstruction: DNSInstruction(domain, r.ExternalIP), Tab: tab, Form: f,
 		Tenancy: h.regionTenancy(c, r)}
 	if kinds, ok := TabKinds[tab]; ok {
-		if j, steps, events, err := h.Store.LatestJobWithHistory(ctx(c), r.ID, kinds, maxEvents); err == nil {
+		if j, steps, events, err := h.Store.LatestJobWithHistory(ctx(c), r.ID, kinds, MaxEvents); err == nil {
 			jd := h.jobDataOf(ctx(c), Who(c), j, steps, events)
 			jd.Tab = tab
 			d.Job = jd.Panel()

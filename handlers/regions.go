@@ -183,7 +183,7 @@ func (h *Handlers) RegionsPage(c *fiber.Ctx) error {
 	if !slices.Contains(store.HealthFilters, health) {
 		health = "" // a filter the page never offers shows every region
 	}
-	page, offset := pageParam(c, regionsPageSize)
+	page, offset := PageParam(c, regionsPageSize)
 	p := h.Page(c, "Knative Regions", "regions")
 	key := listCacheKey(Who(c), "regions.html", q, strconv.Itoa(page), health, strconv.FormatBool(byHealth))
 	body, err := h.lists.Load(key, func() ([]byte, time.Time, error) {
@@ -192,7 +192,7 @@ func (h *Handlers) RegionsPage(c *fiber.Ctx) error {
 		if err != nil {
 			return nil, time.Time{}, err
 		}
-		l := views.RegionsList{Query: q, Health: health, SortByHealth: byHealth, Page: page, Pages: pages(pg.Total, regionsPageSize), Total: pg.Total}
+		l := views.RegionsList{Query: q, Health: health, SortByHealth: byHealth, Page: page, Pages: Pages(pg.Total, regionsPageSize), Total: pg.Total}
 		if err := h.tenancyList(c, pg.Regions, &l); err != nil {
 			return nil, time.Time{}, err
 		}
@@ -228,7 +228,7 @@ func (h *Handlers) APIListRegions(c *fiber.Ctx) error {
 	if sortBy != "" && sortBy != "name" && sortBy != "health" {
 		return Invalid(c, FieldErrors{"sort": "Use name or health (the worst first)."})
 	}
-	page, offset := pageParam(c, per)
+	page, offset := PageParam(c, per)
 	q := c.Query("q")
 	key := listCacheKey(Who(c), "regions.json", q, strconv.Itoa(page), strconv.Itoa(per), health, sortBy)
 	body, err := h.lists.Load(key, func() ([]byte, time.Time, error) {

@@ -144,13 +144,3 @@ func jobChange(e store.JobEvent, step *store.JobStep, steps []store.JobStep) vie
 	}
 	return ch
 }
-
-// jobRows are the lines of the job history.
-func jobRows(js []store.Job) []views.JobRow {
-	out := make([]views.JobRow, len(js))
-	for i, j := range js {
-		out[i] = views.JobRow{ID: j.ID, Title: j.Title, Status: string(j.Status), Failed: j.Status == store.JobFailed, Error: j.Error,
-			StartedAt: j.StartedAt, FinishedAt: j.FinishedAt, CreatedBy: j.CreatedBy}
-	}
-	return out
-}

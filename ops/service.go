@@ -1,7 +1,9 @@
-// Package ops is what the console does with regions: one file per component giving its
-// steps (zot, traefik, knative, observability, tracing, redis, agent, block, tls) and one
-// per use case (setup, settings, knative, moves, base domain, projects, nodes, workers),
-// the status sweep and capacity. Use cases are Fiber-free functions that handlers and the
+// Package ops is what the console does with regions. Each feature is a package of its
+// own registering its kinds of job (preflight, registry, knative, observability, redis,
+// isolation, gpu, admission, data, nodes, tenancy, projects, domains, statusblock,
+// reconcile, moves, status), all built on ops/kit; ops itself builds them in dependency
+// order and keeps the use cases that span them: creating a region (the wizard's setup),
+// its settings and its removal. Use cases are Fiber-free functions that handlers and the
 // CLI call alike.
 package ops
 

@@ -27,6 +27,7 @@ import (
 	"runr.dev/console/changecache"
 	"runr.dev/console/config"
 	"runr.dev/console/handlers"
+	"runr.dev/console/handlers/jobs"
 	"runr.dev/console/handlers/lifecycle"
 	"runr.dev/console/handlers/people"
 	"runr.dev/console/handlers/regions"
@@ -58,7 +59,9 @@ type Server struct {
 	// Lifecycle are the handlers of the wizard, setup, Knative, moves, reconcile and platform settings.
 	Lifecycle *lifecycle.Handlers
 	// Regions are the handlers of a region's settings, status, components and removal.
-	Regions  *regions.Handlers
+	Regions *regions.Handlers
+	// Jobs are the handlers of the jobs list, a job's page and its retry and cancel.
+	Jobs     *jobs.Handlers
 	Log      *slog.Logger
 	internal *internalHosts
 	// creds keeps sessions, tokens and users until they change (credcache.go).
@@ -108,7 +111,7 @@ func New(st *store.Store, cfg *config.Config, svc *ops.Service, log *slog.Logger
 	events.WatchLists(h.ListWatcher())
 	events.WatchRegionPages(h.RegionPagesWatcher())
 	events.WatchLists(creds)
-	s := &Server{Store: st, Cfg: cfg, Sessions: sm, Hub: events, H: h, Runtimes: runtimes.New(h), Workloads: workloads.New(h), People: people.New(h), Lifecycle: lifecycle.New(h), Regions: regions.New(h), Log: log, creds: creds}
+	s := &Server{Store: st, Cfg: cfg, Sessions: sm, Hub: events, H: h, Runtimes: runtimes.New(h), Workloads: workloads.New(h), People: people.New(h), Lifecycle: lifecycle.New(h), Regions: regions.New(h), Jobs: jobs.New(h), Log: log, creds: creds}
 	s.internal = &internalHosts{s: s}
 	s.App = fiber.New(fiber.Config{
 		AppName:               "runr-console",

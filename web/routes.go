@@ -167,17 +167,17 @@ func (s *Server) platformRoutes() []Route {
 func (s *Server) jobRoutes() []Route {
 	h := s.H
 	return []Route{
-		{Method: get, Path: "/jobs", Perm: store.PermJobsView, Handler: h.JobsPage},
-		{Method: get, Path: "/jobs/:id", Perm: store.PermJobsView, Handler: h.JobPage},
-		{Method: post, Path: "/jobs/:id/retry", Perm: store.PermRegionsManage, Handler: h.RetryJobForm},
-		{Method: post, Path: "/jobs/:id/cancel", Perm: store.PermRegionsManage, Handler: h.CancelJobForm},
+		{Method: get, Path: "/jobs", Perm: store.PermJobsView, Handler: s.Jobs.JobsPage},
+		{Method: get, Path: "/jobs/:id", Perm: store.PermJobsView, Handler: s.Jobs.JobPage},
+		{Method: post, Path: "/jobs/:id/retry", Perm: store.PermRegionsManage, Handler: s.Jobs.RetryJobForm},
+		{Method: post, Path: "/jobs/:id/cancel", Perm: store.PermRegionsManage, Handler: s.Jobs.CancelJobForm},
 		{Method: get, Path: "/ws/jobs/:id", Perm: store.PermJobsView, Handler: h.JobSocket(), WebSocket: true},
 		{Method: get, Path: "/ws/banners", Perm: Authenticated, Handler: h.BannerSocket(), WebSocket: true},
-		{Method: get, Path: "/api/jobs", Perm: store.PermJobsView, Handler: h.APIListJobs},
-		{Method: get, Path: "/api/jobs/:id", Perm: store.PermJobsView, Handler: h.APIGetJob},
-		{Method: get, Path: "/api/jobs/:id/events", Perm: store.PermJobsView, Handler: h.APIJobEvents},
-		{Method: post, Path: "/api/jobs/:id/retry", Perm: store.PermRegionsManage, Handler: h.APIRetryJob},
-		{Method: post, Path: "/api/jobs/:id/cancel", Perm: store.PermRegionsManage, Handler: h.APICancelJob},
+		{Method: get, Path: "/api/jobs", Perm: store.PermJobsView, Handler: s.Jobs.APIListJobs},
+		{Method: get, Path: "/api/jobs/:id", Perm: store.PermJobsView, Handler: s.Jobs.APIGetJob},
+		{Method: get, Path: "/api/jobs/:id/events", Perm: store.PermJobsView, Handler: s.Jobs.APIJobEvents},
+		{Method: post, Path: "/api/jobs/:id/retry", Perm: store.PermRegionsManage, Handler: s.Jobs.APIRetryJob},
+		{Method: post, Path: "/api/jobs/:id/cancel", Perm: store.PermRegionsManage, Handler: s.Jobs.APICancelJob},
 	}
 }
 
