@@ -11,6 +11,7 @@ import (
 	"net/mail"
 	"strings"
 
+	"runr.dev/console/crypt"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 )
@@ -54,7 +55,7 @@ func ValidatePassword(p string) string {
 }
 
 // GeneratePassword returns a random password for a new user.
-func GeneratePassword() string { return store.RandomToken("")[:20] }
+func GeneratePassword() string { return crypt.RandomToken("")[:20] }
 
 // CreateUser creates a user; by is who asks (nil: the operator at the CLI, who may make
 // an owner). A password left empty is generated and returned, to be shown once.

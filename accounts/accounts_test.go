@@ -10,6 +10,7 @@ import (
 
 	"runr.dev/console/accounts"
 	"runr.dev/console/ops/problem"
+	"runr.dev/console/perm"
 	"runr.dev/console/store"
 	"runr.dev/console/store/storetest"
 )
@@ -83,7 +84,7 @@ func TestAccountRules(t *testing.T) {
 	if err := accounts.SetRole(ctx, st, nil, owner.ID, "admin"); !errors.As(err, &rule) {
 		t.Fatalf("the last owner is demoted: %v", err)
 	}
-	viewer := accounts.Grantor{User: admin, Perms: store.EffectivePermissions("viewer", nil), Star: false}
+	viewer := accounts.Grantor{User: admin, Perms: perm.Effective("viewer", nil), Star: false}
 	if _, _, err := accounts.CreateToken(ctx, st, viewer, accounts.TokenInput{Name: " ", Scopes: []string{"*"}}); !errors.As(err, &inv) || inv.Fields["name"] == "" || inv.Fields["scopes"] == "" {
 		t.Fatalf("a nameless star token from a token without star: %v", err)
 	}

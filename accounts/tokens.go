@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"runr.dev/console/ops/problem"
+	"runr.dev/console/perm"
 	"runr.dev/console/store"
 )
 
@@ -21,7 +22,7 @@ func ParseScopes(raw []string) ([]string, error) {
 			if s == "" || seen[s] {
 				continue
 			}
-			if s != "*" && !store.ValidPermission(s) {
+			if s != "*" && !perm.Valid(s) {
 				return nil, errors.New("unknown scope " + s + ": use permission names such as regions.view, or *")
 			}
 			seen[s] = true
@@ -60,7 +61,7 @@ func CreateToken(ctx context.Context, st *store.Store, g Grantor, in TokenInput)
 	}
 	scopes, err := ParseScopes(in.Scopes)
 	if err == nil {
-		err = store.CapScopes(g.Perms, g.Star, scopes)
+		err = perm.CapScopes(g.Perms, g.Star, scopes)
 	}
 	if err != nil {
 		errs["scopes"] = err.Error()

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"runr.dev/console/crypt"
 	"runr.dev/console/store"
 	"runr.dev/console/store/storetest"
 )
@@ -56,7 +57,7 @@ func TestKeyRotationWithTwoConsoleProcesses(t *testing.T) {
 	})
 
 	open := func(key string, prev ...string) *store.Store {
-		c, err := store.NewCipher(key, prev...)
+		c, err := crypt.NewCipher(key, prev...)
 		if err != nil {
 			t.Fatal(err)
 		}

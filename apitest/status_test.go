@@ -19,6 +19,7 @@ import (
 
 	"runr.dev/console/agent"
 	"runr.dev/console/config"
+	"runr.dev/console/crypt"
 	"runr.dev/console/kube"
 	"runr.dev/console/ops/observability"
 	"runr.dev/console/store"
@@ -244,7 +245,7 @@ func openStore(t *testing.T, p *process) *store.Store {
 			url = v
 		}
 	}
-	cipher, _ := store.NewCipher(storetest.AppKey)
+	cipher, _ := crypt.NewCipher(storetest.AppKey)
 	st, err := store.Open(context.Background(), url, cipher)
 	if err != nil {
 		t.Fatal(err)

@@ -22,6 +22,7 @@ import (
 
 	_ "github.com/lib/pq"
 
+	"runr.dev/console/crypt"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 )
@@ -115,7 +116,7 @@ func (e *Env) StartConsole(name, dbPrefix string) (c *Console, stop func(), err 
 
 // OpenStore opens the store of a benchmark's database, as the console does.
 func OpenStore(dbURL string) (*store.Store, error) {
-	cipher, err := store.NewCipher(appKey)
+	cipher, err := crypt.NewCipher(appKey)
 	if err != nil {
 		return nil, err
 	}

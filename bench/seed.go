@@ -22,6 +22,7 @@ import (
 	"github.com/miekg/dns"
 
 	"runr.dev/console/agent"
+	"runr.dev/console/crypt"
 	"runr.dev/console/kube"
 	"runr.dev/console/ops"
 	"runr.dev/console/store"
@@ -111,19 +112,19 @@ func seedRegion(ctx context.Context, st *store.Store, s RegionSeed) (*store.Regi
 	for _, c := range s.Components {
 		comps[c] = store.ComponentState{Status: store.ComponentReady, Version: "bench", UpdatedAt: now}
 	}
-	agentTok := store.RandomToken("runr_agent_")
+	agentTok := crypt.RandomToken("runr_agent_")
 	r := &store.Region{
 		Name: s.Name, Kubeconfig: s.Kubeconfig, ClusterServer: s.Server, ClusterKey: kube.ClusterKey(s.Server),
 		K8sVersion: "v1.32.4", Nodes: pq.StringArray(s.Nodes), DataLocation: s.Location,
 		Settings:  store.JSON[store.RegionSettings]{V: store.RegionSettings{RequestTimeout: 300, KnativeDomain: s.Domain}},
 		RedisMode: store.RedisNone, RegistryMode: store.RegistryNone,
 		Components: store.JSON[map[string]store.ComponentState]{V: comps},
-		AgentToken: agentTok, AgentTokenHash: store.HashToken(agentTok),
+		AgentToken: agentTok, AgentTokenHash: crypt.HashToken(agentTok),
 	}
 	if s.Registry {
 		r.RegistryMode = store.RegistryInternal
 		r.RegistryConfig = store.JSON[store.RegistryConfig]{V: store.RegistryConfig{StorageType: "pvc", StorageClass: "standard", Size: "20Gi"}}
-		r.RegistrySecret = store.RandomToken("")
+		r.RegistrySecret = crypt.RandomToken("")
 	}
 	if err := st.CreateRegion(ctx, r); err != nil {
 		return nil, err

@@ -8,7 +8,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"runr.dev/console/accounts"
+	"runr.dev/console/crypt"
 	"runr.dev/console/ops/tenancy"
+	"runr.dev/console/perm"
 	"runr.dev/console/store"
 )
 
@@ -194,7 +196,7 @@ func tokenCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			g := accounts.Grantor{User: u, Perms: store.UserPermissions(u, nil), Star: true}
+			g := accounts.Grantor{User: u, Perms: perm.OfUser(u, nil), Star: true}
 			_, plain, err := accounts.CreateToken(cmd.Context(), st, g, accounts.TokenInput{Name: name, Scopes: []string{scopes}})
 			if err != nil {
 				return err
@@ -232,7 +234,7 @@ func secretsCmd() *cobra.Command {
 		Short: "Print a new random APP_KEY (changes nothing)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintln(cmd.OutOrStdout(), store.GenerateKey())
+			fmt.Fprintln(cmd.OutOrStdout(), crypt.GenerateKey())
 			return nil
 		},
 	}

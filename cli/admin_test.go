@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"runr.dev/console/crypt"
 	"runr.dev/console/store"
 	"runr.dev/console/store/storetest"
 )
@@ -16,7 +17,7 @@ func TestCLIUserAndTokenRules(t *testing.T) {
 	url := storetest.NewURL(t)
 	t.Setenv("DATABASE_URL", url)
 	t.Setenv("RUNR_APP_KEY", storetest.AppKey)
-	c, _ := store.NewCipher(storetest.AppKey)
+	c, _ := crypt.NewCipher(storetest.AppKey)
 	st, err := store.Open(context.Background(), url, c)
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 
 	"runr.dev/console/apiclient"
 	"runr.dev/console/ops/redis"
+	"runr.dev/console/perm"
 	"runr.dev/console/store"
 	"runr.dev/console/web/webtest"
 )
@@ -55,7 +56,7 @@ func TestCLILoginAndOutput(t *testing.T) {
 	t.Setenv("RUNR_URL", "")
 	t.Setenv("RUNR_TOKEN", "")
 	_, owner := e.User("owner")
-	_, viewer := e.User("viewer", store.PermRegionsView)
+	_, viewer := e.User("viewer", perm.RegionsView)
 
 	if _, _, err := cli(t, "", "regions", "list"); err == nil || !strings.Contains(err.Error(), "runr login") {
 		t.Fatalf("without a login: %v", err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"runr.dev/console/config"
+	"runr.dev/console/crypt"
 	"runr.dev/console/store"
 )
 
@@ -49,7 +50,7 @@ func openStore(ctx context.Context) (*config.Config, *store.Store, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	cipher, err := store.NewCipher(cfg.AppKey, cfg.PreviousAppKeys...)
+	cipher, err := crypt.NewCipher(cfg.AppKey, cfg.PreviousAppKeys...)
 	if err != nil {
 		return nil, nil, err
 	}

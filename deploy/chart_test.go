@@ -27,6 +27,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 
+	"runr.dev/console/crypt"
 	"runr.dev/console/images"
 	"runr.dev/console/store"
 	"runr.dev/console/store/storetest"
@@ -269,7 +270,7 @@ func exposeDatabase(t *testing.T, c *testcluster.Cluster, dbURL string) string {
 // openStore opens the console's database with the release's APP_KEY.
 func openStore(t *testing.T, dbURL, key string) *store.Store {
 	t.Helper()
-	cipher, err := store.NewCipher(key)
+	cipher, err := crypt.NewCipher(key)
 	if err != nil {
 		t.Fatal(err)
 	}

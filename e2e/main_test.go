@@ -23,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 
+	"runr.dev/console/crypt"
 	"runr.dev/console/store"
 	"runr.dev/console/store/storetest"
 	"runr.dev/console/testcluster"
@@ -144,7 +145,7 @@ func startConsole(t *testing.T, extra ...string) *console {
 	c.run("user", "create", "--email", ownerEmail, "--role", "owner", "--password", ownerPassword)
 	c.run("user", "create", "--email", viewerEmail, "--role", "viewer", "--password", viewerPass)
 
-	cipher, err := store.NewCipher(storetest.AppKey)
+	cipher, err := crypt.NewCipher(storetest.AppKey)
 	if err != nil {
 		t.Fatal(err)
 	}

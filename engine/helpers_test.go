@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"runr.dev/console/crypt"
 	"runr.dev/console/engine"
 	"runr.dev/console/store"
 	"runr.dev/console/store/storetest"
@@ -44,7 +45,7 @@ func newLogger(t testing.TB) *slog.Logger {
 // process would.
 func openStore(t testing.TB, url string) *store.Store {
 	t.Helper()
-	cipher, err := store.NewCipher(storetest.AppKey)
+	cipher, err := crypt.NewCipher(storetest.AppKey)
 	if err != nil {
 		t.Fatal(err)
 	}

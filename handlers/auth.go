@@ -11,6 +11,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"runr.dev/console/crypt"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -177,7 +178,7 @@ func (h *Handlers) Login(c *fiber.Ctx) error {
 	}
 	h.Sessions.Put(ctx(c), "user_id", u.ID)
 	h.Sessions.Put(ctx(c), SessionGenerationKey, u.SessionGeneration)
-	h.Sessions.Put(ctx(c), "csrf", store.RandomToken(""))
+	h.Sessions.Put(ctx(c), "csrf", crypt.RandomToken(""))
 	if err := h.Store.TouchLogin(ctx(c), u.ID); err != nil {
 		return h.Fail(c, err)
 	}
@@ -223,7 +224,7 @@ func (h *Handlers) rememberDevice(c *fiber.Ctx, account, id string) {
 		return
 	}
 	if id == "" {
-		id = store.RandomToken("")
+		id = crypt.RandomToken("")
 	}
 	c.Cookie(&fiber.Cookie{Name: DeviceCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(h.Store.Cipher.Seal(id, "device|"+account))),
 		Path: "/login", MaxAge: int(deviceCookieAge.Seconds()), HTTPOnly: true, SameSite: fiber.CookieSameSiteStrictMode,

@@ -26,6 +26,7 @@ import (
 
 	"runr.dev/console/changecache"
 	"runr.dev/console/config"
+	"runr.dev/console/crypt"
 	"runr.dev/console/hub"
 	"runr.dev/console/kube"
 	"runr.dev/console/ops"
@@ -283,7 +284,7 @@ func (h *Handlers) Fail(c *fiber.Ctx, err error) error {
 	var fe FieldErrors
 	var ure *store.UserRuleError
 	switch {
-	case errors.Is(err, store.ErrUndecryptable):
+	case errors.Is(err, crypt.ErrUndecryptable):
 		h.Log.Error("secrets cannot be decrypted", "path", c.Path(), "request_id", requestID(c), "err", err)
 		msg := "This cannot be saved now: " + store.SecretErrorText + " (request id " + requestID(c) + ")"
 		if IsAPI(c) || isHTMX(c) {

@@ -7,6 +7,7 @@ import (
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/knative"
 	"runr.dev/console/ops/redis"
+	"runr.dev/console/perm"
 	"runr.dev/console/store"
 )
 
@@ -26,9 +27,9 @@ func (h *Handlers) JobData(ctx context.Context, p *Principal, id string) (JobDat
 func (h *Handlers) jobDataOf(ctx context.Context, p *Principal, j *store.Job, steps []store.JobStep, events []store.JobEvent) JobData {
 	id := j.ID
 	d := JobData{Job: j, Steps: steps, Events: events}
-	d.CanRetry = p.Can(store.PermRegionsManage)
+	d.CanRetry = p.Can(perm.RegionsManage)
 	d.NextURL, d.NextLabel = nextAfter(j)
-	if j.Kind == ops.KindRegistrySetup && d.CanRetry && p.Can(store.PermRegistryManage) {
+	if j.Kind == ops.KindRegistrySetup && d.CanRetry && p.Can(perm.RegistryManage) {
 		// A failed setup's fields can be changed on its page before a retry.
 		if st, err := h.Store.SetupByJob(ctx, id); err == nil {
 			d.SetupURL = "/regions/setups/" + st.Token

@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"runr.dev/console/agent"
+	"runr.dev/console/crypt"
 	"runr.dev/console/ops"
 	"runr.dev/console/ops/admission"
 	"runr.dev/console/ops/data"
@@ -22,6 +23,7 @@ import (
 	"runr.dev/console/ops/registry"
 	"runr.dev/console/ops/statusblock"
 	"runr.dev/console/ops/tenancy"
+	"runr.dev/console/perm"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -56,11 +58,11 @@ func validTab(t string) string {
 // tabFor is the tab a user asked for when they may see it, else General.
 func tabFor(c *fiber.Ctx, t string) string {
 	t = validTab(t)
-	if t == "isolation" && !Who(c).Perms[store.PermSandboxManage] || t == "gpu" && !Who(c).Perms[store.PermGPUManage] ||
-		t == "data" && !Who(c).Perms[store.PermDataServicesManage] {
+	if t == "isolation" && !Who(c).Perms[perm.SandboxManage] || t == "gpu" && !Who(c).Perms[perm.GPUManage] ||
+		t == "data" && !Who(c).Perms[perm.DataServicesManage] {
 		return "general"
 	}
-	if t == "supply-chain" && !Who(c).Perms[store.PermSupplyChainManage] {
+	if t == "supply-chain" && !Who(c).Perms[perm.SupplyChainManage] {
 		return "general"
 	}
 	return t
@@ -173,7 +175,7 @@ func (h *Handlers) RegionPage(c *fiber.Ctx) error {
 
 // csrfMarker stands for the request's CSRF token in the region page content kept
 // rendered: random, so that nothing a user wrote can contain it.
-var csrfMarker = []byte(store.RandomToken("csrf-marker-"))
+var csrfMarker = []byte(crypt.RandomToken("csrf-marker-"))
 
 // renderRegionPage renders a kept General tab, e, read at generation gen. Its content
 // is kept rendered for a second (it says how long ago things happened, in seconds) with

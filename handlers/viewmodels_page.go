@@ -1,31 +1,31 @@
 package handlers
 
 import (
-	"runr.dev/console/store"
+	"runr.dev/console/perm"
 	"runr.dev/console/views"
 )
 
 // permissionsOf says which of the permissions the pages ask about a user holds.
 func permissionsOf(perms map[string]bool) views.Permissions {
 	return views.Permissions{
-		RegionsManage:             perms[store.PermRegionsManage],
-		RegistryManage:            perms[store.PermRegistryManage],
-		SandboxManage:             perms[store.PermSandboxManage],
-		SandboxesManage:           perms[store.PermSandboxesManage],
-		RegionsGpuManage:          perms[store.PermGPUManage],
-		ProjectsView:              perms[store.PermProjectsView],
-		JobsView:                  perms[store.PermJobsView],
-		ProjectsManage:            perms[store.PermProjectsManage],
-		ProjectsDeploy:            perms[store.PermProjectsDeploy],
-		SettingsView:              perms[store.PermSettingsView],
-		SettingsManage:            perms[store.PermSettingsManage],
-		UsersView:                 perms[store.PermUsersView],
-		UsersManage:               perms[store.PermUsersManage],
-		TokensManage:              perms[store.PermTokensManage],
-		RegionsSupplyChainManage:  perms[store.PermSupplyChainManage],
-		TenantsView:               perms[store.PermTenantsView],
-		TenantsManage:             perms[store.PermTenantsManage],
-		RegionsDataServicesManage: perms[store.PermDataServicesManage],
+		RegionsManage:             perms[perm.RegionsManage],
+		RegistryManage:            perms[perm.RegistryManage],
+		SandboxManage:             perms[perm.SandboxManage],
+		SandboxesManage:           perms[perm.SandboxesManage],
+		RegionsGpuManage:          perms[perm.GPUManage],
+		ProjectsView:              perms[perm.ProjectsView],
+		JobsView:                  perms[perm.JobsView],
+		ProjectsManage:            perms[perm.ProjectsManage],
+		ProjectsDeploy:            perms[perm.ProjectsDeploy],
+		SettingsView:              perms[perm.SettingsView],
+		SettingsManage:            perms[perm.SettingsManage],
+		UsersView:                 perms[perm.UsersView],
+		UsersManage:               perms[perm.UsersManage],
+		TokensManage:              perms[perm.TokensManage],
+		RegionsSupplyChainManage:  perms[perm.SupplyChainManage],
+		TenantsView:               perms[perm.TenantsView],
+		TenantsManage:             perms[perm.TenantsManage],
+		RegionsDataServicesManage: perms[perm.DataServicesManage],
 	}
 }
 

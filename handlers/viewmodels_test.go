@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"runr.dev/console/perm"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -24,7 +25,7 @@ func fieldName(perm string) string {
 func TestPermissionsOf(t *testing.T) {
 	typ := reflect.TypeOf(views.Permissions{})
 	byField := map[string]string{}
-	for _, p := range store.AllPermissions {
+	for _, p := range perm.All {
 		byField[fieldName(p)] = p
 	}
 	for i := range typ.NumField() {
@@ -41,7 +42,7 @@ func TestPermissionsOf(t *testing.T) {
 			}
 		}
 	}
-	all := reflect.ValueOf(permissionsOf(store.EffectivePermissions("owner", nil)))
+	all := reflect.ValueOf(permissionsOf(perm.Effective("owner", nil)))
 	for i := range typ.NumField() {
 		if !all.Field(i).Bool() {
 			t.Errorf("an owner's %s is false", typ.Field(i).Name)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"runr.dev/console/crypt"
 	"runr.dev/console/hub"
 	"runr.dev/console/store"
 	"runr.dev/console/store/storetest"
@@ -19,7 +20,7 @@ import (
 func setup(t *testing.T) (*hub.Hub, *store.Store) {
 	t.Helper()
 	url := storetest.NewURL(t)
-	cipher, err := store.NewCipher(storetest.AppKey)
+	cipher, err := crypt.NewCipher(storetest.AppKey)
 	if err != nil {
 		t.Fatal(err)
 	}

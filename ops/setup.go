@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"runr.dev/console/crypt"
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
 	"runr.dev/console/ops/kit"
@@ -17,6 +18,7 @@ import (
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/ops/redis"
 	"runr.dev/console/ops/registry"
+	"runr.dev/console/perm"
 	"runr.dev/console/store"
 )
 
@@ -47,7 +49,7 @@ type SetupSecret struct {
 
 // NewRegionRecord builds the record of a new region from its fields and the check.
 func NewRegionRecord(p SetupParams, sec SetupSecret, chk *preflight.Result) (*store.Region, string) {
-	agentToken := store.RandomToken("runr_agent_")
+	agentToken := crypt.RandomToken("runr_agent_")
 	status := store.RegionActive
 	if !p.IsActive {
 		status = store.RegionInactive
@@ -63,7 +65,7 @@ func NewRegionRecord(p SetupParams, sec SetupSecret, chk *preflight.Result) (*st
 		RegistryMode: kit.OrDefault(p.Registry.Mode, store.RegistryNone), RegistryConfig: store.JSON[store.RegistryConfig]{V: p.Registry.Config()},
 		RegistrySecret: p.Registry.SecretValue(sec.Registry),
 		RedisMode:      redisMode, RedisAddress: p.RedisAddress, RedisPassword: sec.RedisPassword,
-		AgentToken: agentToken, AgentTokenHash: store.HashToken(agentToken), Mode: kit.OrDefault(p.RegionMode, store.RegionManaged),
+		AgentToken: agentToken, AgentTokenHash: crypt.HashToken(agentToken), Mode: kit.OrDefault(p.RegionMode, store.RegionManaged),
 	}
 	r.Settings.V.RequestTimeout = DefaultRequestTimeout
 	if redisMode == store.RedisExternal {
@@ -767,7 +769,7 @@ func (s *Service) validateNewRegion(ctx context.Context, actor kit.Actor, setup 
 		}
 		p, sec := reg.Params()
 		registry.Validate(p, sec, errs)
-		if !actor.Can(store.PermRegistryManage) {
+		if !actor.Can(perm.RegistryManage) {
 			errs["registry_mode"] = "Setting up a registry needs the permission registry.manage."
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"runr.dev/console/crypt"
 )
 
 // Project is a function deployed into one region.
@@ -176,7 +178,7 @@ func (s *Store) selectProjects(ctx context.Context, op, query string, args ...an
 func (s *Store) UpdateProject(ctx context.Context, p *Project) error {
 	if p.SecretError != "" {
 		// Saving would replace the secrets it could not read with nothing.
-		return fmt.Errorf("store: update project %s: %w", p.Slug, ErrUndecryptable)
+		return fmt.Errorf("store: update project %s: %w", p.Slug, crypt.ErrUndecryptable)
 	}
 	sealed, err := s.sealSecrets(p.Secrets)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lib/pq"
+	"runr.dev/console/crypt"
 )
 
 // Ptr returns a pointer to v: the optional fields of the region updates below.
@@ -299,7 +300,7 @@ func (s *Store) SetFunctionTLS(ctx context.Context, id, cert, key string, expire
 // SetAgentToken records the token of the region's agent (kept encrypted, and hashed for
 // the agent's sign-in).
 func (s *Store) SetAgentToken(ctx context.Context, id, token string) error {
-	return s.updateRegion(ctx, "set agent token", id, cols{{"agent_token", token}, {"agent_token_hash", HashToken(token)}})
+	return s.updateRegion(ctx, "set agent token", id, cols{{"agent_token", token}, {"agent_token_hash", crypt.HashToken(token)}})
 }
 
 // SetAgentSeen records when the region's agent last reported.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lib/pq"
+	"runr.dev/console/crypt"
 )
 
 func init() {
@@ -297,7 +298,7 @@ func (s *Store) RegionByAgentToken(ctx context.Context, token string) (*Region, 
 // cluster, and every region of its cluster shares its token (ErrNotFound: none left).
 func (s *Store) RegionsByAgentToken(ctx context.Context, token string) ([]Region, error) {
 	var rs []Region
-	if err := s.db(ctx).SelectContext(ctx, &rs, regionSelect+` WHERE r.agent_token_hash = $1 AND r.agent_token_hash <> '' ORDER BY r.name`, HashToken(token)); err != nil {
+	if err := s.db(ctx).SelectContext(ctx, &rs, regionSelect+` WHERE r.agent_token_hash = $1 AND r.agent_token_hash <> '' ORDER BY r.name`, crypt.HashToken(token)); err != nil {
 		return nil, wrap("regions by agent token", err)
 	}
 	if len(rs) == 0 {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"runr.dev/console/crypt"
 	"runr.dev/console/store"
 	"runr.dev/console/store/storetest"
 )
@@ -22,7 +23,7 @@ func secretValues(t *testing.T, st *store.Store) (*store.Region, map[string]stri
 		"old_kubeconfig":   "OLD-KUBECONFIG-SECRET-6",
 	}
 	r := &store.Region{Name: "eu-2", Kubeconfig: vals["kubeconfig"], RegistrySecret: vals["registry_secret"],
-		RedisPassword: vals["redis_password"], AgentToken: vals["agent_token"], AgentTokenHash: store.HashToken(vals["agent_token"])}
+		RedisPassword: vals["redis_password"], AgentToken: vals["agent_token"], AgentTokenHash: crypt.HashToken(vals["agent_token"])}
 	if err := st.CreateRegion(ctx, r); err != nil {
 		t.Fatal(err)
 	}
@@ -90,8 +91,8 @@ func TestEncryptPlaintextAndRotateKey(t *testing.T) {
 	}
 	old := dumpAll(t, st)
 	// The console restarts with the new key and the old one as previous: it reads both.
-	oldCipher, _ := store.NewCipher(storetest.AppKey)
-	next, err := store.NewCipher(store.GenerateKey(), storetest.AppKey)
+	oldCipher, _ := crypt.NewCipher(storetest.AppKey)
+	next, err := crypt.NewCipher(crypt.GenerateKey(), storetest.AppKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,10 +128,10 @@ func TestEncryptPlaintextAndRotateKey(t *testing.T) {
 // TestCipherKeyring: values carry their key's id, previous keys still read, legacy v1
 // values open with any key, and a value no key opens is ErrUndecryptable.
 func TestCipherKeyring(t *testing.T) {
-	k1, k2 := store.GenerateKey(), store.GenerateKey()
-	c1, _ := store.NewCipher(k1)
-	c21, _ := store.NewCipher(k2, k1)
-	c2, _ := store.NewCipher(k2)
+	k1, k2 := crypt.GenerateKey(), crypt.GenerateKey()
+	c1, _ := crypt.NewCipher(k1)
+	c21, _ := crypt.NewCipher(k2, k1)
+	c2, _ := crypt.NewCipher(k2)
 	v := c1.Encrypt("secret")
 	if !strings.HasPrefix(v, "enc:v2:"+c1.KeyID()+":") {
 		t.Fatalf("no key id in %q", v)
@@ -138,10 +139,10 @@ func TestCipherKeyring(t *testing.T) {
 	if got, err := c21.Decrypt(v); err != nil || got != "secret" {
 		t.Fatalf("previous key: %q %v", got, err)
 	}
-	if _, err := c2.Decrypt(v); !errors.Is(err, store.ErrUndecryptable) {
+	if _, err := c2.Decrypt(v); !errors.Is(err, crypt.ErrUndecryptable) {
 		t.Fatalf("unknown key: %v, want ErrUndecryptable", err)
 	}
-	if _, err := c1.Decrypt("enc:v2:" + c1.KeyID() + ":!!!"); !errors.Is(err, store.ErrUndecryptable) {
+	if _, err := c1.Decrypt("enc:v2:" + c1.KeyID() + ":!!!"); !errors.Is(err, crypt.ErrUndecryptable) {
 		t.Fatalf("damaged value: %v", err)
 	}
 	sealed := c1.Seal("state", "purpose|user-1")
@@ -165,7 +166,7 @@ func TestUndecryptableRegion(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	other, _ := store.NewCipher(store.GenerateKey())
+	other, _ := crypt.NewCipher(crypt.GenerateKey())
 	if _, err := st.DB.Exec(`UPDATE regions SET kubeconfig = $2 WHERE id = $1`, bad.ID, other.Encrypt("KC-BAD")); err != nil {
 		t.Fatal(err)
 	}

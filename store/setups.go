@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"time"
+
+	"runr.dev/console/crypt"
 )
 
 // RegistrySetup is a region created together with its registry (wizard step 2,
@@ -26,7 +28,7 @@ const SetupTTL = 30 * time.Minute
 func (s *Store) CreateSetup(ctx context.Context, jobID, createdBy string) (*RegistrySetup, error) {
 	st := &RegistrySetup{}
 	err := s.db(ctx).GetContext(ctx, st, `INSERT INTO registry_setups (token, id, job_id, created_by, expires_at)
-		VALUES ($1, $2, $3, $4, now() + $5::interval) RETURNING *`, RandomToken("setup_"), NewID(), jobID, createdBy, SetupTTL.String())
+		VALUES ($1, $2, $3, $4, now() + $5::interval) RETURNING *`, crypt.RandomToken("setup_"), NewID(), jobID, createdBy, SetupTTL.String())
 	return st, wrap("create setup", err)
 }
 

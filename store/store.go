@@ -16,6 +16,7 @@ import (
 	"github.com/oklog/ulid/v2"
 	"github.com/pressly/goose/v3"
 
+	"runr.dev/console/crypt"
 	"runr.dev/console/migrations"
 )
 
@@ -28,7 +29,7 @@ var ErrConflict = errors.New("already exists")
 // Store is the console's database, with the cipher for secret columns.
 type Store struct {
 	DB     *sqlx.DB
-	Cipher *Cipher
+	Cipher *crypt.Cipher
 	URL    string
 
 	// rls caches whether the console's role bypasses row-level security (scope.go).
@@ -36,7 +37,7 @@ type Store struct {
 }
 
 // Open connects to PostgreSQL and checks the connection.
-func Open(ctx context.Context, url string, cipher *Cipher) (*Store, error) {
+func Open(ctx context.Context, url string, cipher *crypt.Cipher) (*Store, error) {
 	if url == "" {
 		return nil, errors.New("store: DATABASE_URL is not set (run `make run`, or `set -a; . .data/env`)")
 	}

@@ -2,13 +2,10 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/hex"
 	"time"
 
 	"github.com/lib/pq"
+	"runr.dev/console/crypt"
 )
 
 // APIToken is a machine credential of a user; only its hash is stored.
@@ -28,28 +25,13 @@ type APIToken struct {
 // goes back to the database at the same age, so that each of its lookups records a use.
 const TokenUseInterval = time.Minute
 
-// HashToken returns the stored form of a bearer token.
-func HashToken(t string) string {
-	h := sha256.Sum256([]byte(t))
-	return hex.EncodeToString(h[:])
-}
-
-// RandomToken returns a random string with the given prefix.
-func RandomToken(prefix string) string {
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		panic(err)
-	}
-	return prefix + base64.RawURLEncoding.EncodeToString(b)
-}
-
 // CreateAPIToken creates a token for a user and returns it with its plaintext, shown once.
 func (s *Store) CreateAPIToken(ctx context.Context, userID, name string, scopes []string) (*APIToken, string, error) {
-	plain := RandomToken("runr_")
+	plain := crypt.RandomToken("runr_")
 	t := &APIToken{}
 	err := s.db(ctx).GetContext(ctx, t, `INSERT INTO api_tokens (id, user_id, name, prefix, token_hash, scopes)
 		VALUES ($1, $2, $3, $4, $5, $6) RETURNING *`,
-		NewID(), userID, name, plain[:12], HashToken(plain), pq.StringArray(scopes))
+		NewID(), userID, name, plain[:12], crypt.HashToken(plain), pq.StringArray(scopes))
 	if err != nil {
 		return nil, "", wrap("create api token", err)
 	}
@@ -73,7 +55,7 @@ func (s *Store) APITokenUser(ctx context.Context, plain string) (*APIToken, *Use
 		TokenLastUsed *time.Time     `db:"token_last_used_at"`
 	}
 	err := s.db(ctx).GetContext(ctx, &row, `SELECT u.*, t.id AS token_id, t.name AS token_name, t.scopes AS token_scopes,
-		t.last_used_at AS token_last_used_at FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = $1`, HashToken(plain))
+		t.last_used_at AS token_last_used_at FROM api_tokens t JOIN users u ON u.id = t.user_id WHERE t.token_hash = $1`, crypt.HashToken(plain))
 	if err != nil {
 		return nil, nil, wrap("api token", err)
 	}

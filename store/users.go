@@ -8,6 +8,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"golang.org/x/crypto/bcrypt"
+	"runr.dev/console/crypt"
 )
 
 // User is a person who logs in to the console.
@@ -185,7 +186,7 @@ func (s *Store) RecordLoginFailure(ctx context.Context, key string, window time.
 }
 
 var dummyHash = sync.OnceValue(func() []byte {
-	h, _ := bcrypt.GenerateFromPassword([]byte(RandomToken("")), bcrypt.DefaultCost)
+	h, _ := bcrypt.GenerateFromPassword([]byte(crypt.RandomToken("")), bcrypt.DefaultCost)
 	return h
 })
 

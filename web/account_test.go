@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"runr.dev/console/store"
+	"runr.dev/console/perm"
 	"runr.dev/console/web"
 	"runr.dev/console/web/webtest"
 )
@@ -222,7 +222,7 @@ func TestAccountAPI(t *testing.T) {
 		t.Fatal("a refused change changed something")
 	}
 	// A token without tokens.manage may do neither.
-	_, narrow := e.User("member", store.PermRegionsView)
+	_, narrow := e.User("member", perm.RegionsView)
 	for _, path := range []string{"/api/me/password", "/api/me/sessions/end-others"} {
 		if st, body := e.Raw("POST", path, narrow, `{}`); st != 403 {
 			t.Fatalf("%s with a regions.view token: %d %s", path, st, body)

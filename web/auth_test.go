@@ -15,6 +15,7 @@ import (
 	"github.com/fasthttp/websocket"
 
 	"runr.dev/console/config"
+	"runr.dev/console/perm"
 	"runr.dev/console/store"
 	"runr.dev/console/web"
 	"runr.dev/console/web/webtest"
@@ -45,13 +46,13 @@ func authorisationMatrix(t *testing.T, tweak func(*config.Config)) {
 	ps = append(ps, principal{name: "anonymous"})
 	for _, role := range store.Roles {
 		_, tok := e.User(role)
-		ps = append(ps, principal{name: role, token: tok, perms: store.EffectivePermissions(role, nil)})
+		ps = append(ps, principal{name: role, token: tok, perms: perm.Effective(role, nil)})
 	}
 	// An owner's token scoped to one permission, and one scoped to another.
-	_, scoped := e.User("owner", store.PermJobsView)
-	ps = append(ps, principal{name: "owner-token-jobs.view", token: scoped, perms: store.EffectivePermissions("owner", []string{store.PermJobsView})})
-	_, scoped2 := e.User("owner", store.PermRegionsView, store.PermRegionsManage)
-	ps = append(ps, principal{name: "owner-token-regions", token: scoped2, perms: store.EffectivePermissions("owner", []string{store.PermRegionsView, store.PermRegionsManage})})
+	_, scoped := e.User("owner", perm.JobsView)
+	ps = append(ps, principal{name: "owner-token-jobs.view", token: scoped, perms: perm.Effective("owner", []string{perm.JobsView})})
+	_, scoped2 := e.User("owner", perm.RegionsView, perm.RegionsManage)
+	ps = append(ps, principal{name: "owner-token-regions", token: scoped2, perms: perm.Effective("owner", []string{perm.RegionsView, perm.RegionsManage})})
 
 	for _, r := range e.S.Routes() {
 		for _, p := range ps {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"runr.dev/console/crypt"
 	"runr.dev/console/store"
 	"runr.dev/console/web/webtest"
 )
@@ -16,7 +17,7 @@ import (
 func TestSecretsAreNeverCached(t *testing.T) {
 	e := webtest.New(t, nil)
 	owner, tok := e.User("owner")
-	r := &store.Region{Name: "cached", Kubeconfig: testKubeconfig, AgentToken: "agent-cached", AgentTokenHash: store.HashToken("agent-cached")}
+	r := &store.Region{Name: "cached", Kubeconfig: testKubeconfig, AgentToken: "agent-cached", AgentTokenHash: crypt.HashToken("agent-cached")}
 	if err := e.Store.CreateRegion(context.Background(), r); err != nil {
 		t.Fatal(err)
 	}
@@ -47,12 +48,12 @@ func TestSecretsAreNeverCached(t *testing.T) {
 // downloaded as an empty file (issue 30, finding 9).
 func TestUnreadableKubeconfigIsRefused(t *testing.T) {
 	a := webtest.New(t, nil)
-	r := &store.Region{Name: "sealed", Kubeconfig: testKubeconfig, AgentToken: "agent-sealed", AgentTokenHash: store.HashToken("agent-sealed")}
+	r := &store.Region{Name: "sealed", Kubeconfig: testKubeconfig, AgentToken: "agent-sealed", AgentTokenHash: crypt.HashToken("agent-sealed")}
 	if err := a.Store.CreateRegion(context.Background(), r); err != nil {
 		t.Fatal(err)
 	}
 	// Another console of the database with another key, without the old one.
-	b := secondConsole(t, a, store.GenerateKey())
+	b := secondConsole(t, a, crypt.GenerateKey())
 	_, tok := b.User("owner")
 	st, body := b.Raw("GET", "/api/knative-regions/"+r.ID+"/kubeconfig", tok, "")
 	if st != 409 || !strings.Contains(body, "cannot be read") {

@@ -10,6 +10,7 @@ import (
 	"github.com/alexedwards/scs/v2"
 
 	"runr.dev/console/changecache"
+	"runr.dev/console/crypt"
 	"runr.dev/console/store"
 )
 
@@ -33,7 +34,7 @@ func (s *Server) apiTokenUser(ctx context.Context, plain string) (*store.APIToke
 		t *store.APIToken
 		u *store.User
 	}
-	key := "token:" + store.HashToken(plain)
+	key := "token:" + crypt.HashToken(plain)
 	if v, ok := s.creds.GetValue(key); ok {
 		if tu := v.(tokenUser); tu.t.LastUsedAt != nil && time.Since(*tu.t.LastUsedAt) <= store.TokenUseInterval {
 			t, u := *tu.t, *tu.u
@@ -74,7 +75,7 @@ type cachedSessions struct {
 var errSessionNotFound = errors.New("session not found")
 
 func (c *cachedSessions) Find(token string) ([]byte, bool, error) {
-	v, err := c.cache.LoadValue("session:"+store.HashToken(token), func() (any, time.Time, error) {
+	v, err := c.cache.LoadValue("session:"+crypt.HashToken(token), func() (any, time.Time, error) {
 		b, found, err := c.next.Find(token)
 		if err != nil {
 			return nil, time.Time{}, err

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"runr.dev/console/config"
+	"runr.dev/console/crypt"
 	"runr.dev/console/handlers/lifecycle"
 	"runr.dev/console/ops"
 	"runr.dev/console/ops/kit"
@@ -38,7 +39,7 @@ users:
 // replica, mid-rotation).
 func secondConsole(t *testing.T, e *webtest.Env, key string, previous ...string) *webtest.Env {
 	t.Helper()
-	cipher, err := store.NewCipher(key, previous...)
+	cipher, err := crypt.NewCipher(key, previous...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,13 +62,13 @@ func secondConsole(t *testing.T, e *webtest.Env, key string, previous ...string)
 func TestKeyRotationWhileConsolesRun(t *testing.T) {
 	ctx := context.Background()
 	a := webtest.New(t, nil)
-	newKey := store.GenerateKey()
+	newKey := crypt.GenerateKey()
 	b := secondConsole(t, a, newKey, storetest.AppKey)
 	_, tokA := a.User("owner")
 	owner, tokB := b.User("owner")
 
 	mk := func(e *webtest.Env, name string) (*store.Region, *store.Project) {
-		r := &store.Region{Name: name, Kubeconfig: testKubeconfig, AgentToken: "agent-" + name, AgentTokenHash: store.HashToken("agent-" + name)}
+		r := &store.Region{Name: name, Kubeconfig: testKubeconfig, AgentToken: "agent-" + name, AgentTokenHash: crypt.HashToken("agent-" + name)}
 		if err := e.Store.CreateRegion(ctx, r); err != nil {
 			t.Fatal(err)
 		}
@@ -133,7 +134,7 @@ func TestKeyRotationWhileConsolesRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	oldID, _ := store.NewCipher(storetest.AppKey)
+	oldID, _ := crypt.NewCipher(storetest.AppKey)
 	if rep.InUse[oldID.KeyID()] != 0 || len(rep.Undecryptable) != 0 || rep.Reencrypted == 0 {
 		t.Fatalf("rotation report: %+v", rep)
 	}

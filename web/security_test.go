@@ -18,9 +18,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"runr.dev/console/config"
+	"runr.dev/console/crypt"
 	"runr.dev/console/engine"
 	"runr.dev/console/handlers"
 	"runr.dev/console/ops/registry"
+	"runr.dev/console/perm"
 	"runr.dev/console/store"
 	"runr.dev/console/web"
 	"runr.dev/console/web/webtest"
@@ -222,15 +224,15 @@ func TestRoleEscalation(t *testing.T) {
 func TestTokenScopeCaps(t *testing.T) {
 	e := webtest.New(t, nil)
 	ctx := context.Background()
-	u, manage := e.User("owner", store.PermTokensManage)
+	u, manage := e.User("owner", perm.TokensManage)
 	view, err := func() (string, error) {
-		_, p, err := e.Store.CreateAPIToken(ctx, u.ID, "view", []string{store.PermRegionsView})
+		_, p, err := e.Store.CreateAPIToken(ctx, u.ID, "view", []string{perm.RegionsView})
 		return p, err
 	}()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, scopes := range [][]string{{"*"}, {store.PermRegionsManage}, {store.PermTokensManage, store.PermUsersManage}} {
+	for _, scopes := range [][]string{{"*"}, {perm.RegionsManage}, {perm.TokensManage, perm.UsersManage}} {
 		before := digest(t, e.Store)
 		var out struct{ Fields map[string]string }
 		if got := e.JSON("POST", "/api/tokens", manage, map[string]any{"name": "x", "scopes": scopes}, &out); got != 422 || out.Fields["scopes"] == "" {
@@ -240,7 +242,7 @@ func TestTokenScopeCaps(t *testing.T) {
 			t.Errorf("minting %v changed something", scopes)
 		}
 	}
-	if got := e.JSON("POST", "/api/tokens", manage, map[string]any{"name": "x", "scopes": []string{store.PermTokensManage}}, nil); got != 201 {
+	if got := e.JSON("POST", "/api/tokens", manage, map[string]any{"name": "x", "scopes": []string{perm.TokensManage}}, nil); got != 201 {
 		t.Fatalf("a token within the caller's scopes: %d", got)
 	}
 	ts, _ := e.Store.ListAPITokens(ctx, u.ID)
@@ -260,7 +262,7 @@ func TestTokenScopeCaps(t *testing.T) {
 	// A member's session cannot create a token with more than the member's role.
 	b, _ := signIn(e, "member")
 	b.Get("/tokens")
-	resp, _ := b.PostForm("/tokens", url.Values{"name": {"x"}, "scopes": {store.PermRegionsManage}}, true)
+	resp, _ := b.PostForm("/tokens", url.Values{"name": {"x"}, "scopes": {perm.RegionsManage}}, true)
 	if resp.StatusCode != 422 {
 		t.Errorf("member asks for regions.manage: %d, want 422", resp.StatusCode)
 	}
@@ -297,7 +299,7 @@ func TestWebSocketReadLimit(t *testing.T) {
 		conn.Close()
 	}
 	// The agent's socket: 1 MiB at most.
-	r := &store.Region{Name: "agent-limit", Kubeconfig: "x", AgentToken: "agent-tok", AgentTokenHash: store.HashToken("agent-tok")}
+	r := &store.Region{Name: "agent-limit", Kubeconfig: "x", AgentToken: "agent-tok", AgentTokenHash: crypt.HashToken("agent-tok")}
 	if err := e.Store.CreateRegion(context.Background(), r); err != nil {
 		t.Fatal(err)
 	}

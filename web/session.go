@@ -12,7 +12,9 @@ import (
 	"github.com/alexedwards/scs/v2"
 	"github.com/gofiber/fiber/v2"
 
+	"runr.dev/console/crypt"
 	"runr.dev/console/handlers"
+	"runr.dev/console/perm"
 	"runr.dev/console/store"
 )
 
@@ -75,9 +77,9 @@ func (s *Server) admits(u *store.User) bool { return u.Tenant() == "" || s.Cfg.T
 // permissions are a user's effective permissions; the Tenancy module's exist only while
 // it is on.
 func (s *Server) permissions(u *store.User, scopes []string) map[string]bool {
-	perms := store.UserPermissions(u, scopes)
+	perms := perm.OfUser(u, scopes)
 	if !s.Cfg.Tenancy {
-		for _, p := range store.TenancyPermissions {
+		for _, p := range perm.Tenancy {
 			delete(perms, p)
 		}
 	}
@@ -144,12 +146,12 @@ func (s *Server) sessionPrincipal(c *fiber.Ctx) error {
 		// of its own: a session, and its row, exist only once something is stored in them.
 		csrf = c.Cookies(AnonymousCSRFCookie)
 		if csrf == "" && c.Method() == fiber.MethodGet && !handlers.IsAPI(c) {
-			csrf = store.RandomToken("")
+			csrf = crypt.RandomToken("")
 			c.Cookie(&fiber.Cookie{Name: AnonymousCSRFCookie, Value: csrf, Path: "/", HTTPOnly: true,
 				SameSite: fiber.CookieSameSiteLaxMode, Secure: s.secure(c)})
 		}
 	case c.Method() == fiber.MethodGet && !handlers.IsAPI(c):
-		csrf = store.RandomToken("")
+		csrf = crypt.RandomToken("")
 		s.Sessions.Put(sctx, "csrf", csrf)
 	}
 	c.Locals("csrf", csrf)

@@ -7,6 +7,7 @@ import (
 
 	"runr.dev/console/handlers"
 	"runr.dev/console/ops/tenancy"
+	"runr.dev/console/perm"
 	"runr.dev/console/store"
 )
 
@@ -18,27 +19,27 @@ func (s *Server) tenantRoutes() []Route {
 	}
 	h := s.People
 	return []Route{
-		{Method: get, Path: "/tenants", Perm: store.PermTenantsView, Handler: h.TenantsPage},
-		{Method: post, Path: "/tenants", Perm: store.PermTenantsManage, Handler: h.CreateTenantForm},
-		{Method: post, Path: "/tenants/:id", Perm: store.PermTenantsManage, Handler: h.RenameTenantForm},
-		{Method: post, Path: "/tenants/:id/delete", Perm: store.PermTenantsManage, Handler: h.DeleteTenantForm},
-		{Method: post, Path: "/tenants/:id/users", Perm: store.PermTenantsManage, Handler: h.CreateTenantUserForm},
-		{Method: post, Path: "/tenants/:id/assignments", Perm: store.PermTenantsManage, Handler: h.AssignForm},
-		{Method: post, Path: "/regions/:id/mode", Perm: store.PermRegionsManage, Handler: s.Regions.ModeForm},
-		{Method: post, Path: "/regions/:id/assignments/:tenant", Perm: store.PermTenantsManage, Handler: h.ChangeAssignmentForm},
-		{Method: post, Path: "/regions/:id/assignments/:tenant/delete", Perm: store.PermTenantsManage, Handler: h.UnassignForm},
+		{Method: get, Path: "/tenants", Perm: perm.TenantsView, Handler: h.TenantsPage},
+		{Method: post, Path: "/tenants", Perm: perm.TenantsManage, Handler: h.CreateTenantForm},
+		{Method: post, Path: "/tenants/:id", Perm: perm.TenantsManage, Handler: h.RenameTenantForm},
+		{Method: post, Path: "/tenants/:id/delete", Perm: perm.TenantsManage, Handler: h.DeleteTenantForm},
+		{Method: post, Path: "/tenants/:id/users", Perm: perm.TenantsManage, Handler: h.CreateTenantUserForm},
+		{Method: post, Path: "/tenants/:id/assignments", Perm: perm.TenantsManage, Handler: h.AssignForm},
+		{Method: post, Path: "/regions/:id/mode", Perm: perm.RegionsManage, Handler: s.Regions.ModeForm},
+		{Method: post, Path: "/regions/:id/assignments/:tenant", Perm: perm.TenantsManage, Handler: h.ChangeAssignmentForm},
+		{Method: post, Path: "/regions/:id/assignments/:tenant/delete", Perm: perm.TenantsManage, Handler: h.UnassignForm},
 
-		{Method: get, Path: "/api/tenants", Perm: store.PermTenantsView, Handler: h.APIListTenants},
-		{Method: post, Path: "/api/tenants", Perm: store.PermTenantsManage, Handler: h.APICreateTenant},
-		{Method: get, Path: "/api/tenants/:id", Perm: store.PermTenantsView, Handler: h.APIGetTenant},
-		{Method: put, Path: "/api/tenants/:id", Perm: store.PermTenantsManage, Handler: h.APIRenameTenant},
-		{Method: del, Path: "/api/tenants/:id", Perm: store.PermTenantsManage, Handler: h.APIDeleteTenant},
-		{Method: get, Path: "/api/tenants/:id/users", Perm: store.PermTenantsView, Handler: h.APITenantUsers},
-		{Method: post, Path: "/api/tenants/:id/users", Perm: store.PermTenantsManage, Handler: h.APICreateTenantUser},
-		{Method: get, Path: "/api/knative-regions/:id/assignments", Perm: store.PermTenantsView, Handler: h.APIAssignments},
-		{Method: post, Path: "/api/knative-regions/:id/assignments", Perm: store.PermTenantsManage, Handler: h.APIAssign},
-		{Method: put, Path: "/api/knative-regions/:id/assignments/:tenant_id", Perm: store.PermTenantsManage, Handler: h.APIChangeAssignment},
-		{Method: del, Path: "/api/knative-regions/:id/assignments/:tenant_id", Perm: store.PermTenantsManage, Handler: h.APIUnassign},
+		{Method: get, Path: "/api/tenants", Perm: perm.TenantsView, Handler: h.APIListTenants},
+		{Method: post, Path: "/api/tenants", Perm: perm.TenantsManage, Handler: h.APICreateTenant},
+		{Method: get, Path: "/api/tenants/:id", Perm: perm.TenantsView, Handler: h.APIGetTenant},
+		{Method: put, Path: "/api/tenants/:id", Perm: perm.TenantsManage, Handler: h.APIRenameTenant},
+		{Method: del, Path: "/api/tenants/:id", Perm: perm.TenantsManage, Handler: h.APIDeleteTenant},
+		{Method: get, Path: "/api/tenants/:id/users", Perm: perm.TenantsView, Handler: h.APITenantUsers},
+		{Method: post, Path: "/api/tenants/:id/users", Perm: perm.TenantsManage, Handler: h.APICreateTenantUser},
+		{Method: get, Path: "/api/knative-regions/:id/assignments", Perm: perm.TenantsView, Handler: h.APIAssignments},
+		{Method: post, Path: "/api/knative-regions/:id/assignments", Perm: perm.TenantsManage, Handler: h.APIAssign},
+		{Method: put, Path: "/api/knative-regions/:id/assignments/:tenant_id", Perm: perm.TenantsManage, Handler: h.APIChangeAssignment},
+		{Method: del, Path: "/api/knative-regions/:id/assignments/:tenant_id", Perm: perm.TenantsManage, Handler: h.APIUnassign},
 	}
 }
 

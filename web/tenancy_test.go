@@ -16,6 +16,7 @@ import (
 	"runr.dev/console/ops"
 	"runr.dev/console/ops/registry"
 	"runr.dev/console/ops/tenancy"
+	"runr.dev/console/perm"
 	"runr.dev/console/store"
 	"runr.dev/console/web"
 	"runr.dev/console/web/webtest"
@@ -221,7 +222,7 @@ func walked(s *web.Server) []web.Route {
 func TestTenantMatrix(t *testing.T) {
 	w := newTenantWorld(t)
 	e := w.e
-	permsA := store.UserPermissions(w.ownerA, nil)
+	permsA := perm.OfUser(w.ownerA, nil)
 	routes := walked(e.S)
 	n := 0
 	for _, r := range routes {
@@ -302,7 +303,7 @@ func TestTenantMatrixChanges(t *testing.T) {
 			}
 			return reg
 		}
-		permsA := store.UserPermissions(w.ownerA, nil)
+		permsA := perm.OfUser(w.ownerA, nil)
 		if hasAll(permsA, need(r, true)) {
 			got, body := w.call(r.Method, w.fillFor(r, fresh(w.inA).ID), w.tokA)
 			if got == 403 || got == 401 || got >= 500 && got != 502 { // 502: the handler reached for the (absent) cluster

@@ -4,13 +4,13 @@ import (
 	"testing"
 	"time"
 
-	"runr.dev/console/store"
+	"runr.dev/console/crypt"
 )
 
 // FuzzUnsealStep1: no input opens as another user's sealed state, expired or not, and
 // nothing panics; a genuine state survives a round trip.
 func FuzzUnsealStep1(f *testing.F) {
-	c, err := store.NewCipher("MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
+	c, err := crypt.NewCipher("MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=")
 	if err != nil {
 		f.Fatal(err)
 	}

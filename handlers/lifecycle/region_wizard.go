@@ -7,6 +7,7 @@ import (
 
 	"runr.dev/console/handlers"
 	"runr.dev/console/ops/isolation"
+	"runr.dev/console/perm"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -68,7 +69,7 @@ func (h *Handlers) RegionWizardPage(c *fiber.Ctx) error {
 		return c.Redirect("/regions/"+r.ID, fiber.StatusSeeOther)
 	}
 	tab := wizardTabs[current]
-	if tab == "isolation" && !handlers.Who(c).Perms[store.PermSandboxManage] {
+	if tab == "isolation" && !handlers.Who(c).Perms[perm.SandboxManage] {
 		// The Sandbox step needs sandbox.manage; without it the wizard goes on to Migration.
 		current, tab = 6, wizardTabs[6]
 	}

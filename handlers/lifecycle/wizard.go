@@ -9,6 +9,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"runr.dev/console/crypt"
 	"runr.dev/console/handlers"
 	"runr.dev/console/ops"
 	"runr.dev/console/ops/kit"
@@ -41,14 +42,14 @@ const sealedTTL = time.Hour
 func sealedPurpose(userID string) string { return "runr-wizard-step1|" + userID }
 
 // SealStep1 seals step 1's state for a user, valid for an hour.
-func SealStep1(c *store.Cipher, userID string, v SealedStep1, now time.Time) string {
+func SealStep1(c *crypt.Cipher, userID string, v SealedStep1, now time.Time) string {
 	v.ExpiresAt = now.Add(sealedTTL).UTC()
 	raw, _ := json.Marshal(v)
 	return c.Seal(string(raw), sealedPurpose(userID))
 }
 
 // UnsealStep1 opens step 1's state: only for the user it was sealed for, and before it expires.
-func UnsealStep1(c *store.Cipher, userID, s string, now time.Time) (SealedStep1, error) {
+func UnsealStep1(c *crypt.Cipher, userID, s string, now time.Time) (SealedStep1, error) {
 	var v SealedStep1
 	damaged := errors.New("the wizard's state is missing or damaged: start again from step 1")
 	if len(s) > 1<<20 {

@@ -8,7 +8,7 @@ import (
 
 	"runr.dev/console/accounts"
 	"runr.dev/console/handlers"
-	"runr.dev/console/store"
+	"runr.dev/console/perm"
 	"runr.dev/console/views"
 )
 
@@ -30,10 +30,10 @@ func (h *Handlers) renderTokens(c *fiber.Ctx, status int, f views.Form, created 
 	}
 	// What a token may be given: the role's permissions the user holds (a tenant's user
 	// not the platform's, and none of the Tenancy module's while it is off).
-	held := store.UserPermissions(handlers.Who(c).User, nil)
+	held := perm.OfUser(handlers.Who(c).User, nil)
 	var perms []string
-	for _, p := range store.RolePermissions(handlers.Who(c).User.Role) {
-		if held[p] && (h.Cfg.Tenancy || !slices.Contains(store.TenancyPermissions, p)) {
+	for _, p := range perm.OfRole(handlers.Who(c).User.Role) {
+		if held[p] && (h.Cfg.Tenancy || !slices.Contains(perm.Tenancy, p)) {
 			perms = append(perms, p)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"runr.dev/console/handlers"
 	"runr.dev/console/ops/tenancy"
+	"runr.dev/console/perm"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -48,7 +49,7 @@ func (h *Handlers) fillTenants(c *fiber.Ctx, d *views.TenantsData) error {
 	if err != nil {
 		return err
 	}
-	d.CanManage = handlers.Who(c).Can(store.PermTenantsManage)
+	d.CanManage = handlers.Who(c).Can(perm.TenantsManage)
 	d.Roles = handlers.OptionsOf(store.Roles, "owner")
 	byTenant := map[string][]store.Assignment{}
 	var regionIDs []string
@@ -129,7 +130,7 @@ func usersPage(pr *handlers.Principal, p views.Page, us []store.User, f views.Fo
 func userRows(pr *handlers.Principal, us []store.User) []views.UserRow {
 	rows := make([]views.UserRow, len(us))
 	for i, u := range us {
-		manage := pr.Can(store.PermUsersManage) && u.Email != pr.User.Email
+		manage := pr.Can(perm.UsersManage) && u.Email != pr.User.Email
 		rows[i] = views.UserRow{ID: u.ID, Email: u.Email, Role: u.Role, LastLoginAt: u.LastLoginAt, CanDelete: manage,
 			CanChangeRole: manage && store.CheckGrant(pr.User, u.Role) == nil}
 		if rows[i].CanChangeRole {

@@ -11,6 +11,7 @@ import (
 	"runr.dev/console/handlers"
 	"runr.dev/console/ops/admission"
 	"runr.dev/console/ops/problem"
+	"runr.dev/console/perm"
 	"runr.dev/console/store"
 	"runr.dev/console/supplychain"
 	"runr.dev/console/views"
@@ -19,8 +20,8 @@ import (
 // supplyChainTab is the Supply chain tab: keys, the gate's requirements, the admission
 // policy and its state, the data location and the latest verdicts.
 func (h *Handlers) supplyChainTab(c *fiber.Ctx, r *store.Region) (templ.Component, error) {
-	if !handlers.Who(c).Perms[store.PermSupplyChainManage] {
-		return nil, &problem.Refused{Reason: "The Supply chain tab needs the permission " + store.PermSupplyChainManage + "."}
+	if !handlers.Who(c).Perms[perm.SupplyChainManage] {
+		return nil, &problem.Refused{Reason: "The Supply chain tab needs the permission " + perm.SupplyChainManage + "."}
 	}
 	vs, err := h.Ops.Admission.RegionVerdicts(c.UserContext(), r)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"runr.dev/console/crypt"
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
 	"runr.dev/console/ops/kit"
@@ -41,7 +42,7 @@ func bindingJobName(b *store.Binding, verb string) string {
 }
 
 // randomSecret is a new password of 43 URL-safe characters.
-func randomSecret() string { return store.RandomToken("") }
+func randomSecret() string { return crypt.RandomToken("") }
 
 // bindingSecret writes a binding's settings into its Secret in runr-data.
 func (s *Service) bindingSecret(ctx context.Context, c *kube.Cluster, b *store.Binding) error {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 
+	"runr.dev/console/crypt"
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
 	"runr.dev/console/ops/kit"
@@ -69,7 +70,7 @@ func (s *Service) clusterAgentToken(ctx context.Context, r *store.Region) (strin
 		}
 	}
 	if token == "" {
-		token = store.RandomToken("runr_agent_")
+		token = crypt.RandomToken("runr_agent_")
 	}
 	if token != r.AgentToken {
 		if err := s.Store.SetAgentToken(ctx, r.ID, token); err != nil {
@@ -86,7 +87,7 @@ func (s *Service) AdoptClusterAgentToken(ctx context.Context, r *store.Region) e
 	if err != nil || token == "" {
 		return err
 	}
-	r.AgentToken, r.AgentTokenHash = token, store.HashToken(token)
+	r.AgentToken, r.AgentTokenHash = token, crypt.HashToken(token)
 	return nil
 }
 

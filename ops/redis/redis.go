@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"runr.dev/console/crypt"
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
 	"runr.dev/console/ops/kit"
@@ -143,7 +144,7 @@ func (s *Service) InstallManaged(ctx context.Context, jc *engine.JobContext, c *
 	}
 	password := r.RedisPassword
 	if r.RedisMode != store.RedisManaged || password == "" {
-		password = store.RandomToken("")[:32]
+		password = crypt.RandomToken("")[:32]
 	}
 	image, err := s.RegionImage(ctx, r, s.Cfg.RedisImage)
 	if err != nil {

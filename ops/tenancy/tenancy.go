@@ -11,6 +11,7 @@ import (
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/problem"
+	"runr.dev/console/perm"
 	"runr.dev/console/store"
 )
 
@@ -70,7 +71,7 @@ func SummaryOnly(actor kit.Actor, r *store.Region) bool {
 // (platform users with regions.manage) when the Tenancy module is on. From anyone else
 // the field is ignored.
 func (s *Service) MaySetRegionMode(actor kit.Actor) bool {
-	return s.Cfg.Tenancy && actor.Platform() && actor.Can(store.PermRegionsManage)
+	return s.Cfg.Tenancy && actor.Platform() && actor.Can(perm.RegionsManage)
 }
 
 // RegionModeOf is the mode a request sets (nil: none, or ignored for this actor); an

@@ -17,6 +17,7 @@ import (
 
 	_ "github.com/lib/pq"
 
+	"runr.dev/console/crypt"
 	"runr.dev/console/migrations"
 	"runr.dev/console/store"
 )
@@ -91,7 +92,7 @@ func ensureTemplate(admin string) (string, error) {
 				templateErr = err
 				return
 			}
-			cipher, _ := store.NewCipher(AppKey)
+			cipher, _ := crypt.NewCipher(AppKey)
 			st, err := store.Open(ctx, withDB(admin, name), cipher)
 			if err != nil {
 				templateErr = err
@@ -142,7 +143,7 @@ func NewURL(t testing.TB) string {
 // New returns a store on a fresh migrated database.
 func New(t testing.TB) *store.Store {
 	t.Helper()
-	cipher, err := store.NewCipher(AppKey)
+	cipher, err := crypt.NewCipher(AppKey)
 	if err != nil {
 		t.Fatal(err)
 	}
