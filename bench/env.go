@@ -22,6 +22,7 @@ import (
 
 	_ "github.com/lib/pq"
 
+	"runr.dev/console/bench/cpumon"
 	"runr.dev/console/crypt"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
@@ -39,7 +40,7 @@ type Env struct {
 	LogDir   string
 	KeepDB   bool
 	Profiles string // directory of the consoles' CPU profiles (-cpuprofile-dir), or empty
-	Mon      *cpuMonitor
+	Mon      *cpumon.Monitor
 	dbSeq    int
 }
 

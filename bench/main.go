@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"runr.dev/console/bench/cpumon"
 	"runr.dev/console/testcluster"
 )
 
@@ -138,8 +139,8 @@ func run(o *Options) error {
 		return fmt.Errorf("start the stand-in chart repository: %w", err)
 	}
 	defer repo.Close()
-	mon := startMonitor(o.PGDir)
-	defer mon.close()
+	mon := cpumon.Start(o.PGDir)
+	defer mon.Close()
 	env := &Env{AdminURL: o.PG, Runr: runr, Repo: repo, LogDir: logDir, KeepDB: o.KeepDB, Mon: mon, Profiles: o.ProfileDir}
 	runStart := noteOtherWork(rep, mon, o.Shared)
 
@@ -202,10 +203,10 @@ func newRunReport(runr, logDir string) *Report {
 
 // noteOtherWork marks the start of the run and notes the CPU use of the 3 s before the
 // first benchmark (the -machine-note in front); it returns the mark.
-func noteOtherWork(rep *Report, mon *cpuMonitor, machineNote string) Usage {
-	runStart := mon.mark()
+func noteOtherWork(rep *Report, mon *cpumon.Monitor, machineNote string) cpumon.Usage {
+	runStart := mon.Mark()
 	time.Sleep(3 * time.Second)
-	rep.Machine.OtherProc = usageNote(mon.since(runStart), rep.Machine.Nproc, "the 3 s before the first benchmark")
+	rep.Machine.OtherProc = usageNote(mon.Since(runStart), rep.Machine.Nproc, "the 3 s before the first benchmark")
 	if machineNote != "" {
 		rep.Machine.OtherProc = machineNote + " " + rep.Machine.OtherProc
 	}
@@ -218,7 +219,7 @@ func noteOtherWork(rep *Report, mon *cpuMonitor, machineNote string) Usage {
 type benchRun struct {
 	o      *Options
 	rep    *Report
-	mon    *cpuMonitor
+	mon    *cpumon.Monitor
 	failed int
 }
 
@@ -230,9 +231,9 @@ func (b *benchRun) step(id, title, name string, f func() error) {
 	}
 	fmt.Printf("\n== %s. %s\n", id, title)
 	start := time.Now()
-	m0 := b.mon.mark()
+	m0 := b.mon.Mark()
 	err := f()
-	u := b.mon.since(m0)
+	u := b.mon.Since(m0)
 	b.rep.section(id, title).note("%s", usageNote(u, b.rep.Machine.Nproc, "this benchmark"))
 	if err != nil {
 		b.failed++
@@ -292,10 +293,10 @@ func (p *clusterPool) stop() {
 
 // finishReport notes the end of the run, prints the table and writes the results file
 // when there is one (-out).
-func finishReport(rep *Report, mon *cpuMonitor, runStart Usage, out string) error {
+func finishReport(rep *Report, mon *cpumon.Monitor, runStart cpumon.Usage, out string) error {
 	rep.Finished = time.Now()
 	rep.Machine.LoadEnd = loadAvg()
-	rep.Machine.Shared = usageNote(mon.since(runStart), rep.Machine.Nproc, "the whole run")
+	rep.Machine.Shared = usageNote(mon.Since(runStart), rep.Machine.Nproc, "the whole run")
 	rep.printTable()
 	if out == "" {
 		return nil
@@ -308,7 +309,7 @@ func finishReport(rep *Report, mon *cpuMonitor, runStart Usage, out string) erro
 }
 
 // usageNote tells how the CPUs were shared during a window.
-func usageNote(u Usage, nproc int, what string) string {
+func usageNote(u cpumon.Usage, nproc int, what string) string {
 	w := u.Wall.Seconds()
 	if w <= 0 {
 		return ""

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"runr.dev/console/bench/cpumon"
 	"runr.dev/console/store"
 )
 
@@ -334,7 +335,7 @@ type pageMeasure struct {
 	Target
 	size int // bytes of its answer
 	load *LoadResult
-	cpu  Usage // over its rounds: wall time, the benchmark's CPU by command, other work's
+	cpu  cpumon.Usage // over its rounds: wall time, the benchmark's CPU by command, other work's
 }
 
 // checkTargets validates one full answer of each endpoint before the measurement and
@@ -355,7 +356,7 @@ func checkTargets(client *http.Client, base string, targets []Target) ([]*pageMe
 		if err := t.Check(resp.StatusCode, body); err != nil {
 			return nil, fmt.Errorf("%s: %w", t.Name, err)
 		}
-		pages = append(pages, &pageMeasure{Target: t, size: len(body), load: &LoadResult{}, cpu: Usage{Mine: map[string]float64{}}})
+		pages = append(pages, &pageMeasure{Target: t, size: len(body), load: &LoadResult{}, cpu: cpumon.Usage{Mine: map[string]float64{}}})
 	}
 	return pages, nil
 }
@@ -371,10 +372,10 @@ func measureRounds(env *Env, client *http.Client, base string, pages []*pageMeas
 	for round := 1; round <= o.Rounds; round++ {
 		for _, p := range pages {
 			fmt.Printf("round %d/%d: %s for %s on %d connections\n", round, o.Rounds, p.Name, per, o.Conns)
-			m0 := env.Mon.mark()
+			m0 := env.Mon.Mark()
 			r := load(client, base, p.Target, o.Conns, per)
 			time.Sleep(1100 * time.Millisecond) // the monitor samples once a second
-			p.cpu.addWindow(env.Mon.since(m0))
+			p.cpu.AddWindow(env.Mon.Since(m0))
 			p.load.merge(r)
 		}
 	}

@@ -1,4 +1,6 @@
-package main
+// Package cpumon samples the CPU time of every process and splits it between a
+// benchmark's own processes and the rest of the machine.
+package cpumon
 
 import (
 	"os"
@@ -12,11 +14,11 @@ import (
 // clkTck is the kernel's clock tick (USER_HZ), 100 on Linux/amd64.
 const clkTck = 100
 
-// cpuMonitor samples every process's CPU time once a second and splits it between the
+// Monitor samples every process's CPU time once a second and splits it between the
 // benchmark's own processes (the bench, the consoles and clusters it starts, and the
 // PostgreSQL server of its data directory) and everything else on the machine, so that
 // the results can say how much other work shared the CPUs.
-type cpuMonitor struct {
+type Monitor struct {
 	pgDir string
 	self  int
 
@@ -39,9 +41,9 @@ type Usage struct {
 	Mine   map[string]float64
 }
 
-// addWindow adds a window's wall time, the benchmark's CPU seconds by command and other
+// AddWindow adds a window's wall time, the benchmark's CPU seconds by command and other
 // work's CPU seconds to u (whose Mine must not be nil).
-func (u *Usage) addWindow(w Usage) {
+func (u *Usage) AddWindow(w Usage) {
 	u.Wall += w.Wall
 	u.Others += w.Others
 	for k, v := range w.Mine {
@@ -49,8 +51,9 @@ func (u *Usage) addWindow(w Usage) {
 	}
 }
 
-func startMonitor(pgDir string) *cpuMonitor {
-	m := &cpuMonitor{pgDir: pgDir, self: os.Getpid(), prev: map[int]uint64{}, top: map[string]float64{}, mine: map[string]float64{},
+// Start samples every second until Close; pgDir names the benchmark's PostgreSQL data directory.
+func Start(pgDir string) *Monitor {
+	m := &Monitor{pgDir: pgDir, self: os.Getpid(), prev: map[int]uint64{}, top: map[string]float64{}, mine: map[string]float64{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	m.sample()
 	go func() {
@@ -69,7 +72,8 @@ func startMonitor(pgDir string) *cpuMonitor {
 	return m
 }
 
-func (m *cpuMonitor) close() {
+// Close stops the sampling.
+func (m *Monitor) Close() {
 	close(m.stop)
 	<-m.done
 }
@@ -116,7 +120,7 @@ func readProcs() map[int]procInfo {
 	return out
 }
 
-func (m *cpuMonitor) sample() {
+func (m *Monitor) sample() {
 	procs := readProcs()
 	roots := map[int]bool{m.self: true}
 	for pid, p := range procs {
@@ -166,8 +170,8 @@ func (m *cpuMonitor) sample() {
 	m.prev = next
 }
 
-// mark returns the totals so far, to diff against later.
-func (m *cpuMonitor) mark() Usage {
+// Mark returns the totals so far, to diff against later.
+func (m *Monitor) Mark() Usage {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	top, mine := map[string]float64{}, map[string]float64{}
@@ -180,9 +184,9 @@ func (m *cpuMonitor) mark() Usage {
 	return Usage{Wall: time.Duration(time.Now().UnixNano()), Ours: m.ours, Others: m.others, Top: top, Mine: mine}
 }
 
-// since is the usage between a mark and now.
-func (m *cpuMonitor) since(a Usage) Usage {
-	b := m.mark()
+// Since is the usage between a mark and now.
+func (m *Monitor) Since(a Usage) Usage {
+	b := m.Mark()
 	u := Usage{Wall: b.Wall - a.Wall, Ours: b.Ours - a.Ours, Others: b.Others - a.Others, Top: map[string]float64{}, Mine: map[string]float64{}}
 	for k, v := range b.Top {
 		if d := v - a.Top[k]; d > 0.05 {
