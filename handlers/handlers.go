@@ -491,3 +491,28 @@ func OptionalBody(c *fiber.Ctx, v any) error {
 	}
 	return BodyMap(c, v)
 }
+
+// RegionJobAPI answers a use case that queues a job on the region of the route with the
+// request's JSON body: 202 with the job, or its refusal.
+func RegionJobAPI[T any](h *Handlers, c *fiber.Ctx, run func(context.Context, kit.Actor, *store.Region, T) (*store.Job, error)) error {
+	r, err := h.RegionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	var in T
+	if err := BodyMap(c, &in); err != nil {
+		return h.Fail(c, err)
+	}
+	j, err := run(ctx(c), h.Actor(c), r, in)
+	return h.Accepted(c, j, err)
+}
+
+// RegionActionAPI answers a use case that queues a job on the region of the route.
+func RegionActionAPI(h *Handlers, c *fiber.Ctx, run func(context.Context, kit.Actor, *store.Region) (*store.Job, error)) error {
+	r, err := h.RegionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	j, err := run(ctx(c), h.Actor(c), r)
+	return h.Accepted(c, j, err)
+}

@@ -5,7 +5,6 @@ import (
 
 	"runr.dev/console/handlers"
 	"runr.dev/console/ops/knative"
-	"runr.dev/console/ops/redis"
 )
 
 // APICompatibleVersions is GET /api/knative-regions/{id}/compatible-versions.
@@ -42,34 +41,15 @@ func (h *Handlers) KnativeAction(kind string) fiber.Handler {
 
 // APISetRedis is POST /api/knative-regions/{id}/redis.
 func (h *Handlers) APISetRedis(c *fiber.Ctx) error {
-	r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	var in redis.RedisInput
-	if err := handlers.BodyMap(c, &in); err != nil {
-		return h.Fail(c, err)
-	}
-	j, err := h.Ops.Redis.SetRedis(c.UserContext(), h.Actor(c), r, in)
-	return h.Accepted(c, j, err)
+	return handlers.RegionJobAPI(h.Handlers, c, h.Ops.Redis.SetRedis)
 }
 
 // APIDeleteRedis is DELETE /api/knative-regions/{id}/redis.
 func (h *Handlers) APIDeleteRedis(c *fiber.Ctx) error {
-	r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	j, err := h.Ops.Redis.RemoveRedis(c.UserContext(), h.Actor(c), r)
-	return h.Accepted(c, j, err)
+	return handlers.RegionActionAPI(h.Handlers, c, h.Ops.Redis.RemoveRedis)
 }
 
 // APITestRedis is POST /api/knative-regions/{id}/test-redis: a PING from a pod.
 func (h *Handlers) APITestRedis(c *fiber.Ctx) error {
-	r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	j, err := h.Ops.Redis.TestRedis(c.UserContext(), h.Actor(c), r)
-	return h.Accepted(c, j, err)
+	return handlers.RegionActionAPI(h.Handlers, c, h.Ops.Redis.TestRedis)
 }

@@ -54,16 +54,7 @@ func (h *Handlers) migrationStatus(c *fiber.Ctx, r *store.Region) (MigrationStat
 
 // APIMigrate is POST /api/knative-regions/{id}/migrate.
 func (h *Handlers) APIMigrate(c *fiber.Ctx) error {
-	r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	var in moves.Input
-	if err := handlers.BodyMap(c, &in); err != nil {
-		return h.Fail(c, err)
-	}
-	j, err := h.Ops.Moves.Start(c.UserContext(), h.Actor(c), r, in)
-	return h.Accepted(c, j, err)
+	return handlers.RegionJobAPI(h.Handlers, c, h.Ops.Moves.Start)
 }
 
 // APIMigrationStatus is GET /api/knative-regions/{id}/migration-status.
@@ -93,12 +84,7 @@ func (h *Handlers) APICompleteMigration(c *fiber.Ctx) error {
 
 // APIRollbackMigration is POST /api/knative-regions/{id}/rollback-migration.
 func (h *Handlers) APIRollbackMigration(c *fiber.Ctx) error {
-	r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	j, err := h.Ops.Moves.Rollback(c.UserContext(), h.Actor(c), r)
-	return h.Accepted(c, j, err)
+	return handlers.RegionActionAPI(h.Handlers, c, h.Ops.Moves.Rollback)
 }
 
 // migrationTab renders the Migration tab.

@@ -87,10 +87,5 @@ func (h *Handlers) PlatformForm(c *fiber.Ctx) error {
 
 // APICompleteDomainMigration is POST /api/knative-regions/{id}/complete-domain-migration.
 func (h *Handlers) APICompleteDomainMigration(c *fiber.Ctx) error {
-	r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	j, err := h.Ops.Domains.CompleteDomainMigration(c.UserContext(), h.Actor(c), r)
-	return h.Accepted(c, j, err)
+	return handlers.RegionActionAPI(h.Handlers, c, h.Ops.Domains.CompleteDomainMigration)
 }

@@ -8,7 +8,6 @@ import (
 	"runr.dev/console/handlers"
 	"runr.dev/console/ops"
 	"runr.dev/console/ops/problem"
-	"runr.dev/console/ops/registry"
 	"runr.dev/console/store"
 )
 
@@ -127,41 +126,18 @@ func (h *Handlers) APICreateRegion(c *fiber.Ctx) error {
 
 // APISetRegistry is POST /api/knative-regions/{id}/registry: set up (or replace) the registry.
 func (h *Handlers) APISetRegistry(c *fiber.Ctx) error {
-	r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	var in registry.Input
-	if err := handlers.BodyMap(c, &in); err != nil {
-		return h.Fail(c, err)
-	}
-	j, err := h.Ops.Registry.Set(c.UserContext(), h.Actor(c), r, in)
-	return h.Accepted(c, j, err)
+	return handlers.RegionJobAPI(h.Handlers, c, h.Ops.Registry.Set)
 }
 
 // APIDeleteRegistry is DELETE /api/knative-regions/{id}/registry.
 func (h *Handlers) APIDeleteRegistry(c *fiber.Ctx) error {
-	r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	j, err := h.Ops.Registry.Remove(c.UserContext(), h.Actor(c), r)
-	return h.Accepted(c, j, err)
+	return handlers.RegionActionAPI(h.Handlers, c, h.Ops.Registry.Remove)
 }
 
 // APITestRegistry is POST /api/knative-regions/{id}/test-registry: the storage test or
 // the external registry test, from the cluster, without installing anything.
 func (h *Handlers) APITestRegistry(c *fiber.Ctx) error {
-	r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	var in registry.Input
-	if err := handlers.BodyMap(c, &in); err != nil {
-		return h.Fail(c, err)
-	}
-	j, err := h.Ops.Registry.Test(c.UserContext(), h.Actor(c), r, in)
-	return h.Accepted(c, j, err)
+	return handlers.RegionJobAPI(h.Handlers, c, h.Ops.Registry.Test)
 }
 
 // APIKubeconfig is GET /api/knative-regions/{id}/kubeconfig: the only way the stored

@@ -44,26 +44,12 @@ func (h *Handlers) APIUpdateRegion(c *fiber.Ctx) error {
 
 // APISetFunctionTLS is PUT /api/knative-regions/{id}/function-tls.
 func (h *Handlers) APISetFunctionTLS(c *fiber.Ctx) error {
-	r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	var in ops.TLSInput
-	if err := handlers.BodyMap(c, &in); err != nil {
-		return h.Fail(c, err)
-	}
-	j, err := h.Ops.SetFunctionTLS(c.UserContext(), h.Actor(c), r, in)
-	return h.Accepted(c, j, err)
+	return handlers.RegionJobAPI(h.Handlers, c, h.Ops.SetFunctionTLS)
 }
 
 // APIDeleteFunctionTLS is DELETE /api/knative-regions/{id}/function-tls.
 func (h *Handlers) APIDeleteFunctionTLS(c *fiber.Ctx) error {
-	r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	j, err := h.Ops.RemoveFunctionTLS(c.UserContext(), h.Actor(c), r)
-	return h.Accepted(c, j, err)
+	return handlers.RegionActionAPI(h.Handlers, c, h.Ops.RemoveFunctionTLS)
 }
 
 // APIUpdateMonitoring is PUT /api/knative-regions/{id}/monitoring.

@@ -1,7 +1,6 @@
 package runtimes
 
 import (
-	"context"
 	"errors"
 	"strconv"
 	"strings"
@@ -11,7 +10,6 @@ import (
 
 	"runr.dev/console/handlers"
 	"runr.dev/console/ops/gpu"
-	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
@@ -118,41 +116,16 @@ func (h *Handlers) APIGPU(c *fiber.Ctx) error {
 
 // APIInstallGPU is POST /api/knative-regions/{id}/gpu/install {"mode"}.
 func (h *Handlers) APIInstallGPU(c *fiber.Ctx) error {
-	return regionJobAPI(h, c, h.Ops.GPU.InstallGPU)
+	return handlers.RegionJobAPI(h.Handlers, c, h.Ops.GPU.InstallGPU)
 }
 
 // APIUninstallGPU is POST /api/knative-regions/{id}/gpu/uninstall: refused (422, naming
 // them) while pods request GPUs.
 func (h *Handlers) APIUninstallGPU(c *fiber.Ctx) error {
-	return regionActionAPI(h, c, h.Ops.GPU.UninstallGPU)
+	return handlers.RegionActionAPI(h.Handlers, c, h.Ops.GPU.UninstallGPU)
 }
 
 // APISetModelStorage is PUT /api/knative-regions/{id}/gpu/model-storage {"storage_class", "size_gi"}.
 func (h *Handlers) APISetModelStorage(c *fiber.Ctx) error {
-	return regionJobAPI(h, c, h.Ops.GPU.SetModelStorage)
-}
-
-// regionJobAPI answers a use case that queues a job on the region of the route with the
-// request's JSON body: 202 with the job, or its refusal.
-func regionJobAPI[T any](h *Handlers, c *fiber.Ctx, run func(context.Context, kit.Actor, *store.Region, T) (*store.Job, error)) error {
-	r, err := h.RegionForm(c)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	var in T
-	if err := handlers.BodyMap(c, &in); err != nil {
-		return h.Fail(c, err)
-	}
-	j, err := run(c.UserContext(), h.Actor(c), r, in)
-	return h.Accepted(c, j, err)
-}
-
-// regionActionAPI answers a use case that queues a job on the region of the route.
-func regionActionAPI(h *Handlers, c *fiber.Ctx, run func(context.Context, kit.Actor, *store.Region) (*store.Job, error)) error {
-	r, err := h.RegionForm(c)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	j, err := run(c.UserContext(), h.Actor(c), r)
-	return h.Accepted(c, j, err)
+	return handlers.RegionJobAPI(h.Handlers, c, h.Ops.GPU.SetModelStorage)
 }

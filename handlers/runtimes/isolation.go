@@ -287,7 +287,7 @@ func (h *Handlers) APIUninstallSandbox(c *fiber.Ctx) error {
 
 // APIProbeSandbox is POST /api/knative-regions/{id}/probe-kvm: the KVM probe on every node.
 func (h *Handlers) APIProbeSandbox(c *fiber.Ctx) error {
-	return regionActionAPI(h, c, h.Ops.Isolation.ProbeSandboxNodes)
+	return handlers.RegionActionAPI(h.Handlers, c, h.Ops.Isolation.ProbeSandboxNodes)
 }
 
 // APISetRuntimeClasses is PUT /api/knative-regions/{id}/runtime-classes {kind: class}.

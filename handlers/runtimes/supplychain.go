@@ -229,10 +229,5 @@ func (h *Handlers) APIPutSupplyChain(c *fiber.Ctx) error {
 // APIRemoveAdmission is DELETE /api/knative-regions/{id}/supply-chain/admission: the
 // region's policy leaves the cluster; its settings stay.
 func (h *Handlers) APIRemoveAdmission(c *fiber.Ctx) error {
-	r, err := h.RegionForm(c)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	j, err := h.Ops.Admission.RemoveAdmission(c.UserContext(), h.Actor(c), r)
-	return h.Accepted(c, j, err)
+	return handlers.RegionActionAPI(h.Handlers, c, h.Ops.Admission.RemoveAdmission)
 }

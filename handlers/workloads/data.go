@@ -205,12 +205,7 @@ func (h *Handlers) APISkupper(c *fiber.Ctx) error {
 
 // APISkupperSite is POST /api/knative-regions/{id}/skupper/site.
 func (h *Handlers) APISkupperSite(c *fiber.Ctx) error {
-	r, err := h.RegionForm(c)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	j, err := h.Ops.Data.CreateSkupperSite(c.UserContext(), h.Actor(c), r)
-	return h.Accepted(c, j, err)
+	return handlers.RegionActionAPI(h.Handlers, c, h.Ops.Data.CreateSkupperSite)
 }
 
 // projectBindings are a project's bindings as answers show them.

@@ -3,6 +3,7 @@ package workloads
 import (
 	"github.com/gofiber/fiber/v2"
 
+	"runr.dev/console/handlers"
 	"runr.dev/console/ops/projects"
 )
 
@@ -27,22 +28,12 @@ func (h *Handlers) APIDemoProjects(c *fiber.Ctx) error {
 // APIInstallDemos is POST /api/knative-regions/{id}/demo-projects: 422 naming the
 // prerequisites that are not ready.
 func (h *Handlers) APIInstallDemos(c *fiber.Ctx) error {
-	r, err := h.RegionForm(c)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	j, err := h.Ops.Projects.InstallDemos(c.UserContext(), h.Actor(c), r)
-	return h.Accepted(c, j, err)
+	return handlers.RegionActionAPI(h.Handlers, c, h.Ops.Projects.InstallDemos)
 }
 
 // APIRemoveDemos is DELETE /api/knative-regions/{id}/demo-projects.
 func (h *Handlers) APIRemoveDemos(c *fiber.Ctx) error {
-	r, err := h.RegionForm(c)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	j, err := h.Ops.Projects.RemoveDemos(c.UserContext(), h.Actor(c), r)
-	return h.Accepted(c, j, err)
+	return handlers.RegionActionAPI(h.Handlers, c, h.Ops.Projects.RemoveDemos)
 }
 
 // DemoInstallForm installs (or deploys again) the demo projects from the General tab.

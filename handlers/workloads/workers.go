@@ -94,16 +94,7 @@ func (h *Handlers) APICapacity(c *fiber.Ctx) error {
 // APISetWorkers is PUT /api/knative-regions/{id}/workers with {"nodes": [...]}: 202 with
 // the job that applies the selection; 422 for a node the cluster does not have.
 func (h *Handlers) APISetWorkers(c *fiber.Ctx) error {
-	r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	var in nodes.WorkersInput
-	if err := handlers.BodyMap(c, &in); err != nil {
-		return h.Fail(c, err)
-	}
-	j, err := h.Ops.Nodes.SetWorkers(c.UserContext(), h.Actor(c), r, in)
-	return h.Accepted(c, j, err)
+	return handlers.RegionJobAPI(h.Handlers, c, h.Ops.Nodes.SetWorkers)
 }
 
 // APIRemoveWorker is DELETE /api/knative-regions/{id}/workers/{node}: the node leaves the
