@@ -247,8 +247,12 @@ func (s *Service) ChartFor(ctx context.Context, c *kube.Cluster, version string)
 func (s *Service) OperatorSteps(p OperatorParams) []engine.Step {
 	return []engine.Step{
 		{Name: "adopt", Title: "Adopt a running operator", Run: s.operatorAdopt},
-		{Name: "crds", Title: "Knative Serving CRDs", Run: s.operatorCrds(p)},
-		{Name: "operator", Title: "Install the Knative Operator", Run: s.operatorOperator(p)},
+		s.operatorStep("crds", "Knative Serving CRDs", p, func(ctx context.Context, jc *engine.JobContext, _ *store.Region, c *kube.Cluster, kv *Version) error {
+			return s.applyServingCRDs(ctx, jc, c, kv.ServingVersion)
+		}),
+		s.operatorStep("operator", "Install the Knative Operator", p, func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster, kv *Version) error {
+			return s.installOperator(ctx, jc, r, c, p, kv)
+		}),
 	}
 }
 
@@ -281,13 +285,10 @@ func (s *Service) operatorAdopt(ctx context.Context, jc *engine.JobContext) erro
 	return nil
 }
 
-// operatorCrds is the step "crds" (Knative Serving CRDs) of operatorSteps.
-func (s *Service) operatorCrds(p OperatorParams) func(ctx context.Context, jc *engine.JobContext) error {
-	return func(ctx context.Context, jc *engine.JobContext) error {
-		r, c, err := s.RegionAndCluster(ctx, jc)
-		if err != nil {
-			return err
-		}
+// operatorStep is a step of an operator install on the job's region: skipped when the
+// region adopted a running operator, else run with the offered Knative minor to install.
+func (s *Service) operatorStep(name, title string, p OperatorParams, run func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster, kv *Version) error) engine.Step {
+	return s.RegionStep(name, title, func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 		if r.OperatorAdopted {
 			return skipAdopted(jc)
 		}
@@ -299,54 +300,38 @@ func (s *Service) operatorCrds(p OperatorParams) func(ctx context.Context, jc *e
 		if err != nil {
 			return err
 		}
-		return s.applyServingCRDs(ctx, jc, c, kv.ServingVersion)
-	}
+		return run(ctx, jc, r, c, kv)
+	})
 }
 
-// operatorOperator is the step "operator" (Install the Knative Operator) of operatorSteps.
-func (s *Service) operatorOperator(p OperatorParams) func(ctx context.Context, jc *engine.JobContext) error {
-	return func(ctx context.Context, jc *engine.JobContext) error {
-		r, c, err := s.RegionAndCluster(ctx, jc)
-		if err != nil {
-			return err
-		}
-		if r.OperatorAdopted {
-			return skipAdopted(jc)
-		}
-		ver, err := s.operatorVersion(ctx, c, p)
-		if err != nil {
-			return err
-		}
-		kv, err := s.ChartFor(ctx, c, ver)
-		if err != nil {
-			return err
-		}
-		chart := ChartKnativeOperator
-		chart.Version = kv.ChartVersion
-		prev, err := helm.Status(c, p.Namespace, OperatorRelease)
-		if err != nil {
-			return err
-		}
-		if prev != nil {
-			// Its CRDs (KnativeServing, KnativeEventing) are part of the release: an
-			// uninstall would delete every KnativeServing with them.
-			jc.Logf("The previous operator release (%s) is upgraded in place, not uninstalled: its CRDs belong to the release, and removing them would delete every KnativeServing", prev.Info.Status)
-		}
-		// TakeOwnership adopts operator CRDs left on the cluster without Helm's labels.
-		rel, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: p.Namespace, Name: OperatorRelease, Chart: chart, Values: OperatorValues(),
-			TakeOwnership: true, Repair: prev != nil})
-		if err != nil {
-			return err
-		}
-		if err := kit.WaitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {
-			return err
-		}
-		if err := jc.Wait(ctx, "CRD "+ServingCRD+" to be established", engine.WaitOpts{}, c.CRDEstablished(ServingCRD)); err != nil {
-			return err
-		}
-		jc.Note("Knative Operator %s runs in %s (it installs Knative Serving %s)", chart.Version, p.Namespace, kv.ServingVersion)
-		return s.Store.UpdateOperator(ctx, r.ID, store.OperatorUpdate{Status: store.Ptr(store.ComponentReady), Namespace: store.Ptr(p.Namespace), Version: store.Ptr(chart.Version)})
+// installOperator installs (or upgrades in place) the Knative Operator's release of the
+// offered minor kv and waits for the KnativeServing CRD.
+func (s *Service) installOperator(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster, p OperatorParams, kv *Version) error {
+	chart := ChartKnativeOperator
+	chart.Version = kv.ChartVersion
+	prev, err := helm.Status(c, p.Namespace, OperatorRelease)
+	if err != nil {
+		return err
 	}
+	if prev != nil {
+		// Its CRDs (KnativeServing, KnativeEventing) are part of the release: an
+		// uninstall would delete every KnativeServing with them.
+		jc.Logf("The previous operator release (%s) is upgraded in place, not uninstalled: its CRDs belong to the release, and removing them would delete every KnativeServing", prev.Info.Status)
+	}
+	// TakeOwnership adopts operator CRDs left on the cluster without Helm's labels.
+	rel, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: p.Namespace, Name: OperatorRelease, Chart: chart, Values: OperatorValues(),
+		TakeOwnership: true, Repair: prev != nil})
+	if err != nil {
+		return err
+	}
+	if err := kit.WaitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {
+		return err
+	}
+	if err := jc.Wait(ctx, "CRD "+ServingCRD+" to be established", engine.WaitOpts{}, c.CRDEstablished(ServingCRD)); err != nil {
+		return err
+	}
+	jc.Note("Knative Operator %s runs in %s (it installs Knative Serving %s)", chart.Version, p.Namespace, kv.ServingVersion)
+	return s.Store.UpdateOperator(ctx, r.ID, store.OperatorUpdate{Status: store.Ptr(store.ComponentReady), Namespace: store.Ptr(p.Namespace), Version: store.Ptr(chart.Version)})
 }
 
 func skipAdopted(jc *engine.JobContext) error {
