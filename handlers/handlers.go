@@ -516,3 +516,15 @@ func RegionActionAPI(h *Handlers, c *fiber.Ctx, run func(context.Context, kit.Ac
 	j, err := run(ctx(c), h.Actor(c), r)
 	return h.Accepted(c, j, err)
 }
+
+// ListAnswer answers a list as {"data": [...]} (an empty array, never null), or the
+// error that reading it met.
+func ListAnswer[T any](h *Handlers, c *fiber.Ctx, xs []T, err error) error {
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	if xs == nil {
+		xs = []T{}
+	}
+	return c.JSON(fiber.Map{"data": xs})
+}

@@ -10,13 +10,7 @@ import (
 // and step what a reconcile would change (nothing is changed).
 func (h *Handlers) APIReconcilePlan(c *fiber.Ctx) error {
 	plan, err := h.Ops.Reconcile.Plan(c.UserContext(), h.Actor(c), reconcile.Input{Region: c.Query("region"), Step: c.Query("step")})
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	if plan == nil {
-		plan = []reconcile.Change{}
-	}
-	return c.JSON(fiber.Map{"data": plan})
+	return handlers.ListAnswer(h.Handlers, c, plan, err)
 }
 
 // APIReconcile is POST /api/reconcile with {"region": …, "step": …} (both optional): 202

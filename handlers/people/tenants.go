@@ -26,13 +26,7 @@ func (h *Handlers) tenantOf(c *fiber.Ctx) (*store.Tenant, error) {
 // APIListTenants is GET /api/tenants.
 func (h *Handlers) APIListTenants(c *fiber.Ctx) error {
 	ts, err := h.Store.ListTenants(c.UserContext())
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	if ts == nil {
-		ts = []store.Tenant{}
-	}
-	return c.JSON(fiber.Map{"data": ts})
+	return handlers.ListAnswer(h.Handlers, c, ts, err)
 }
 
 // APICreateTenant is POST /api/tenants {name}: 201 with the tenant.
@@ -101,13 +95,7 @@ func (h *Handlers) APITenantUsers(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	us, err := h.Store.ListUsers(store.WithTenant(c.UserContext(), t.ID))
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	if us == nil {
-		us = []store.User{}
-	}
-	return c.JSON(fiber.Map{"data": us})
+	return handlers.ListAnswer(h.Handlers, c, us, err)
 }
 
 // APICreateTenantUser is POST /api/tenants/{id}/users {email, role, password?}: 201 with
@@ -135,13 +123,7 @@ func (h *Handlers) APICreateTenantUser(c *fiber.Ctx) error {
 // APIAssignments is GET /api/knative-regions/{id}/assignments.
 func (h *Handlers) APIAssignments(c *fiber.Ctx) error {
 	as, err := h.Store.RegionAssignments(c.UserContext(), c.Params("id"))
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	if as == nil {
-		as = []store.Assignment{}
-	}
-	return c.JSON(fiber.Map{"data": as})
+	return handlers.ListAnswer(h.Handlers, c, as, err)
 }
 
 // APIAssign is POST /api/knative-regions/{id}/assignments {tenant_id, cpu, memory_gib}:
