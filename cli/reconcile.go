@@ -42,16 +42,11 @@ func reconcileCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
-			cfg, st, err := openStore(ctx)
+			cfg, st, err := openMigratedStore(ctx)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			if n, err := st.PendingMigrations(ctx); err != nil {
-				return err
-			} else if n > 0 {
-				return fmt.Errorf("%d migration(s) pending: run `runr migrate` first", n)
-			}
 			svc := ops.NewService(st, cfg, newLogger(cfg.LogLevel))
 			if dryRun {
 				return printPlan(cmd, svc, in)

@@ -61,6 +61,23 @@ func openStore(ctx context.Context) (*config.Config, *store.Store, error) {
 	return cfg, st, nil
 }
 
+// openMigratedStore is openStore for commands that need the schema up to date: with a
+// migration pending it closes the store and says to run `runr migrate` first.
+func openMigratedStore(ctx context.Context) (*config.Config, *store.Store, error) {
+	cfg, st, err := openStore(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	if n, err := st.PendingMigrations(ctx); err != nil || n > 0 {
+		st.Close()
+		if err == nil {
+			err = fmt.Errorf("%d migration(s) pending: run `runr migrate` first", n)
+		}
+		return nil, nil, err
+	}
+	return cfg, st, nil
+}
+
 func versionCmd() *cobra.Command {
 	return &cobra.Command{Use: "version", Short: "Print the version", Args: cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) { fmt.Fprintln(cmd.OutOrStdout(), config.Version) }}
