@@ -130,7 +130,7 @@ func (p *progress) event(e apiclient.Event) {
 			p.line("    " + e.Message)
 		}
 	case apiclient.EventWait:
-		if e.Message != "" && !strings.Contains(e.Message, ": done after") {
+		if e.Message != "" && !strings.Contains(e.Message, " after ") {
 			p.setStatus(e.StepIdx, e.Message)
 			if !p.tty {
 				p.line("    " + e.Message)

@@ -331,6 +331,10 @@ func TestWait(t *testing.T) {
 					if err := json.Unmarshal(ev.Data, &d); err != nil {
 						t.Fatal(err)
 					}
+					// The end of a wait says how it ended: never "done" for a wait given up.
+					if d.Phase == "end" && strings.Contains(ev.Message, "done after") != (tc.wantErr == "") {
+						t.Errorf("end of the wait says %q; the wait's error is %q", ev.Message, tc.wantErr)
+					}
 					if d.What != tc.what {
 						t.Errorf("wait event names %q, want %q", d.What, tc.what)
 					}

@@ -129,7 +129,7 @@ func (jc *JobContext) Wait(ctx context.Context, what string, o WaitOpts, cond Co
 	defer tick.Stop()
 	lastDetail := ""
 	timedOut := func() error {
-		jc.waitEvent(ctx, "end", what, "", time.Since(start))
+		jc.waitEvent(ctx, "gave up", what, "", time.Since(start))
 		return &WaitTimeoutError{What: what, Timeout: o.Timeout, Detail: lastDetail, Hint: o.Hint}
 	}
 	for {
@@ -138,11 +138,11 @@ func (jc *JobContext) Wait(ctx context.Context, what string, o WaitOpts, cond Co
 			if ctx.Err() == nil && wctx.Err() != nil {
 				return timedOut()
 			}
-			jc.waitEvent(context.WithoutCancel(ctx), "end", what, "", time.Since(start))
+			jc.waitEvent(context.WithoutCancel(ctx), "failed", what, "", time.Since(start))
 			return err
 		}
 		if done {
-			jc.waitEvent(ctx, "end", what, "", time.Since(start))
+			jc.waitEvent(ctx, "done", what, "", time.Since(start))
 			return nil
 		}
 		if detail != "" && detail != lastDetail {
@@ -151,7 +151,7 @@ func (jc *JobContext) Wait(ctx context.Context, what string, o WaitOpts, cond Co
 		}
 		select {
 		case <-ctx.Done():
-			jc.waitEvent(context.WithoutCancel(ctx), "end", what, "", time.Since(start))
+			jc.waitEvent(context.WithoutCancel(ctx), "stopped", what, "", time.Since(start))
 			return ctx.Err()
 		case <-wctx.Done():
 			return timedOut()
@@ -166,14 +166,25 @@ func (jc *JobContext) Wait(ctx context.Context, what string, o WaitOpts, cond Co
 // further re-check comes twice as late, up to the wait's interval.
 const firstRecheck = 25 * time.Millisecond
 
-func (jc *JobContext) waitEvent(ctx context.Context, phase, what, label string, elapsed time.Duration) {
+// waitEndings say how a wait ended, in its end event: met, given up at its deadline,
+// ended by the condition's error, or stopped with the job.
+var waitEndings = map[string]string{
+	"done":    "%s: done after %.1f s",
+	"gave up": "%s: gave up after %.1f s",
+	"failed":  "%s: stopped after %.1f s (the check failed)",
+	"stopped": "%s: stopped after %.1f s (the job stopped)",
+}
+
+// waitEvent records the start of a wait (outcome "start") or its end (an outcome of
+// waitEndings); the event's phase is "start" or "end", its outcome says how it ended.
+func (jc *JobContext) waitEvent(ctx context.Context, outcome, what, label string, elapsed time.Duration) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	data, _ := json.Marshal(map[string]any{"phase": phase, "what": what, "elapsed_ms": elapsed.Milliseconds()})
-	msg := label
-	if phase == "end" {
-		msg = fmt.Sprintf("%s: done after %.1f s", what, elapsed.Seconds())
+	phase, msg := "start", label
+	if f, ok := waitEndings[outcome]; ok {
+		phase, msg = "end", fmt.Sprintf(f, what, elapsed.Seconds())
 	}
+	data, _ := json.Marshal(map[string]any{"phase": phase, "outcome": outcome, "what": what, "elapsed_ms": elapsed.Milliseconds()})
 	if jc.step >= 0 {
 		w := label
 		if _, err := jc.eng.Store.SetStep(ctx, jc.Job.ID, jc.step, store.StepRunning, "", w); err != nil && jc.log != nil {

@@ -102,3 +102,20 @@ func TestApplyInstallsTheChartsCRDs(t *testing.T) {
 		t.Errorf("the chart's Widget: %v", err)
 	}
 }
+
+// TestCRDsCreatedSaysWhatHappened: an install that created none of a chart's CRDs says they
+// existed, never "Created 0 of the 6 CRDs".
+func TestCRDsCreatedSaysWhatHappened(t *testing.T) {
+	for _, tc := range []struct {
+		created, total int
+		want           string
+	}{
+		{0, 6, "The 6 CRDs of knative-operator v1.17.1 exist already"},
+		{6, 6, "Created the 6 CRDs of knative-operator v1.17.1"},
+		{2, 6, "Created 2 of the 6 CRDs of knative-operator v1.17.1 (the others exist already)"},
+	} {
+		if got := crdsCreated(tc.created, tc.total, "knative-operator v1.17.1"); got != tc.want {
+			t.Errorf("%d of %d: %q, want %q", tc.created, tc.total, got, tc.want)
+		}
+	}
+}

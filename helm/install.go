@@ -171,7 +171,7 @@ func applyCRDs(ctx context.Context, c *kube.Cluster, ch *chart.Chart, vals map[s
 			}
 		}
 	}
-	o.logf("Created %d of the %d CRDs of %s %s (the others exist)", created, len(names), ch.Name(), ch.Metadata.Version)
+	o.logf("%s", crdsCreated(created, len(names), ch.Name()+" "+ch.Metadata.Version))
 	what := fmt.Sprintf("the CRDs of %s %s (%d) to be established", ch.Name(), ch.Metadata.Version, len(names))
 	if err := o.WaitFor(ctx, what, c.CRDsEstablished(names)); err != nil {
 		return false, err
@@ -207,4 +207,15 @@ func normalized(v map[string]any) map[string]any {
 // RenderedFor reports whether a release was rendered for an image mirror ("" for none).
 func RenderedFor(rel *release.Release, mirror string) bool {
 	return rel.Labels[mirrorLabel] == mirrorDigest(mirror)
+}
+
+// crdsCreated says what a chart's CRDs install did, in words for each case.
+func crdsCreated(created, total int, chart string) string {
+	switch {
+	case created == 0:
+		return fmt.Sprintf("The %d CRDs of %s exist already", total, chart)
+	case created == total:
+		return fmt.Sprintf("Created the %d CRDs of %s", total, chart)
+	}
+	return fmt.Sprintf("Created %d of the %d CRDs of %s (the others exist already)", created, total, chart)
 }
