@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"runr.dev/console/accounts"
 	"runr.dev/console/ops/problem"
@@ -94,5 +95,26 @@ func TestAccountRules(t *testing.T) {
 	tok, plain, err := accounts.CreateToken(ctx, st, viewer, accounts.TokenInput{Name: " ci ", Scopes: []string{"regions.view"}})
 	if err != nil || tok.Name != "ci" || !strings.HasPrefix(plain, "runr_") {
 		t.Fatalf("a token within the grantor's: %v %+v %q", err, tok, plain)
+	}
+	// A token works for 90 days unless told otherwise; 0 is until revoked; a lifetime out
+	// of range is refused on its field and creates nothing.
+	if tok.ExpiresAt == nil || time.Until(*tok.ExpiresAt) < 89*24*time.Hour || time.Until(*tok.ExpiresAt) > 91*24*time.Hour {
+		t.Fatalf("a token's default expiry: %v, want 90 days from now", tok.ExpiresAt)
+	}
+	never := 0
+	if tok, _, err := accounts.CreateToken(ctx, st, viewer, accounts.TokenInput{Name: "forever", Scopes: []string{"regions.view"}, ExpiresInDays: &never}); err != nil || tok.ExpiresAt != nil {
+		t.Fatalf("a token that never expires: %v %+v", err, tok)
+	}
+	before, err := st.ListAPITokens(ctx, admin.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, days := range []int{-1, accounts.MaxTokenDays + 1} {
+		if _, _, err := accounts.CreateToken(ctx, st, viewer, accounts.TokenInput{Name: "odd", Scopes: []string{"regions.view"}, ExpiresInDays: &days}); !errors.As(err, &inv) || inv.Fields["expires_in_days"] == "" {
+			t.Fatalf("a lifetime of %d days: %v", days, err)
+		}
+	}
+	if after, err := st.ListAPITokens(ctx, admin.ID); err != nil || len(after) != len(before) {
+		t.Fatalf("refused lifetimes created tokens: %d before, %d after (%v)", len(before), len(after), err)
 	}
 }

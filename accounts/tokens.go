@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"runr.dev/console/ops/problem"
 	"runr.dev/console/perm"
@@ -40,6 +41,32 @@ func ParseScopes(raw []string) ([]string, error) {
 type TokenInput struct {
 	Name   string   `json:"name"`
 	Scopes []string `json:"scopes"`
+	// ExpiresInDays is how long the token works: 1 to MaxTokenDays days, 0 for until it is
+	// revoked; nil takes DefaultTokenDays.
+	ExpiresInDays *int `json:"expires_in_days"`
+}
+
+// Token lifetimes, in days.
+const (
+	DefaultTokenDays = 90
+	MaxTokenDays     = 3650
+)
+
+// expiry is when a token of the input stops working (nil: never), or why the lifetime is
+// not one.
+func (in TokenInput) expiry(now time.Time) (*time.Time, string) {
+	days := DefaultTokenDays
+	if in.ExpiresInDays != nil {
+		days = *in.ExpiresInDays
+	}
+	switch {
+	case days == 0:
+		return nil, ""
+	case days < 0 || days > MaxTokenDays:
+		return nil, fmt.Sprintf("Give 1 to %d days, or 0 for a token that works until it is revoked.", MaxTokenDays)
+	}
+	at := now.Add(time.Duration(days) * 24 * time.Hour).UTC()
+	return &at, ""
 }
 
 // Grantor is who creates a token: the user it is for, the permissions it holds, and
@@ -66,10 +93,14 @@ func CreateToken(ctx context.Context, st *store.Store, g Grantor, in TokenInput)
 	if err != nil {
 		errs["scopes"] = err.Error()
 	}
+	expires, msg := in.expiry(time.Now())
+	if msg != "" {
+		errs["expires_in_days"] = msg
+	}
 	if len(errs) > 0 {
 		return nil, "", &problem.Invalid{Fields: errs}
 	}
-	t, plain, err := st.CreateAPIToken(ctx, g.User.ID, name, scopes)
+	t, plain, err := st.CreateAPIToken(ctx, g.User.ID, name, scopes, expires)
 	if err != nil {
 		return nil, "", fmt.Errorf("create token %s: %w", name, err)
 	}

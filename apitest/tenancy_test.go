@@ -23,7 +23,7 @@ func tenantUser(t *testing.T, e *webtest.Env, tenantID, email, role string) stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, tok, err := e.Store.CreateAPIToken(ctx, u.ID, "test", []string{"*"})
+	_, tok, err := e.Store.CreateAPIToken(ctx, u.ID, "test", []string{"*"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

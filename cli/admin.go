@@ -187,6 +187,7 @@ func userByEmail(cmd *cobra.Command, st *store.Store, email string) (*store.User
 func tokenCmd() *cobra.Command {
 	token := &cobra.Command{Use: "token", Short: "Manage API tokens"}
 	var email, name, scopes string
+	var days int
 	create := &cobra.Command{
 		Use:   "create",
 		Short: "Create an API token for a user; prints the token alone on stdout",
@@ -197,7 +198,7 @@ func tokenCmd() *cobra.Command {
 				return err
 			}
 			g := accounts.Grantor{User: u, Perms: perm.OfUser(u, nil), Star: true}
-			_, plain, err := accounts.CreateToken(cmd.Context(), st, g, accounts.TokenInput{Name: name, Scopes: []string{scopes}})
+			_, plain, err := accounts.CreateToken(cmd.Context(), st, g, accounts.TokenInput{Name: name, Scopes: []string{scopes}, ExpiresInDays: &days})
 			if err != nil {
 				return err
 			}
@@ -208,6 +209,7 @@ func tokenCmd() *cobra.Command {
 	create.Flags().StringVar(&email, "email", "", "the token's user (required)")
 	create.Flags().StringVar(&name, "name", "", "what the token is for (required)")
 	create.Flags().StringVar(&scopes, "scopes", "*", "comma-separated permissions, or *")
+	create.Flags().IntVar(&days, "expires-in-days", accounts.DefaultTokenDays, "how many days the token works (0: until it is revoked)")
 	_ = create.MarkFlagRequired("email")
 	_ = create.MarkFlagRequired("name")
 	token.AddCommand(create)

@@ -167,7 +167,7 @@ func TestChartInstallAndUpgrade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, token, err := st.CreateAPIToken(ctx, owner.ID, "prober", []string{"*"})
+	_, token, err := st.CreateAPIToken(ctx, owner.ID, "prober", []string{"*"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,6 +80,24 @@ func TestLogin(t *testing.T) {
 	b.checkFeel("users")
 	b.open("/tokens", "[data-testid=create-token]")
 	b.checkFeel("tokens")
+	// A new token has no scope chosen for it and expires after 90 days unless told
+	// otherwise; the list says when each token stops working, and the token shown once
+	// has a Copy button.
+	if n := b.count(`[data-testid=create-token] [name=scopes]:checked`); n != 0 {
+		t.Fatalf("the token form preselects %d scope(s), want none", n)
+	}
+	if v := b.value("#f-expires_in_days"); v != "90" {
+		t.Fatalf("the token form's default lifetime: %q, want 90 days", v)
+	}
+	b.fill("#f-name", "ci-e2e", "#f-expires_in_days", "30")
+	b.choose(`[data-testid=create-token] [name=scopes][value="regions.view"]`)
+	b.submit(`[data-testid=create-token] button[type=submit]`)
+	b.visible("[data-testid=new-token]", shortWait)
+	if got := b.text("[data-testid=token-expires]"); !strings.HasPrefix(got, "in 29 days") && !strings.HasPrefix(got, "in 30 days") {
+		t.Fatalf("the new token expires %q, want in 30 days", got)
+	}
+	b.click("[data-testid=copy-token]")
+	b.waitFor("the Copy button to say what it did", func() bool { return b.text("[data-testid=copy-token]") != "Copy" }, shortWait)
 
 	b.open("/regions", "h1")
 	b.shot("final")

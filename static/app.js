@@ -208,4 +208,27 @@
   document.addEventListener("DOMContentLoaded", function () { focusFirstError(); });
   document.addEventListener("htmx:afterSettle", function (e) { focusFirstError(e.target); });
   document.addEventListener("htmx:afterSettle", function (e) { applyShowIf(e.target); });
+
+  // A button with data-copy copies the text of the element of that id (a new API token)
+  // and says so; where the clipboard is not available it selects the text instead.
+  document.addEventListener("click", function (e) {
+    var btn = e.target.closest && e.target.closest("[data-copy]");
+    if (!btn) return;
+    var el = document.getElementById(btn.getAttribute("data-copy"));
+    if (!el) return;
+    var done = function () { btn.textContent = "Copied"; };
+    var select = function () {
+      var r = document.createRange();
+      r.selectNodeContents(el);
+      var sel = window.getSelection();
+      sel.removeAllRanges();
+      sel.addRange(r);
+      btn.textContent = "Selected: press Ctrl+C";
+    };
+    if (navigator.clipboard && navigator.clipboard.writeText) {
+      navigator.clipboard.writeText(el.textContent.trim()).then(done, select);
+    } else {
+      select();
+    }
+  });
 })();

@@ -32,7 +32,7 @@ func TestUsersAndTokens(t *testing.T) {
 		t.Fatal("password stored in plain text")
 	}
 
-	tok, plain, err := st.CreateAPIToken(ctx, u.ID, "ci", []string{"regions.view"})
+	tok, plain, err := st.CreateAPIToken(ctx, u.ID, "ci", []string{"regions.view"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -193,7 +193,7 @@ func TestTenantWalls(t *testing.T) {
 	}
 	// Tokens of B's users are not A's to see.
 	ub, _ := st.CreateUser(inB, "owner@globex.test", "", "owner", "password-globex")
-	if _, _, err := st.CreateAPIToken(inB, ub.ID, "ci", []string{"*"}); err != nil {
+	if _, _, err := st.CreateAPIToken(inB, ub.ID, "ci", []string{"*"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if ts, _ := st.ListAPITokens(inA, ub.ID); len(ts) != 0 {

@@ -22,7 +22,7 @@ func TestTokenUseIsNotAnnounced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, plain, err := st.CreateAPIToken(ctx, u.ID, "ci", []string{"regions.view"})
+	tok, plain, err := st.CreateAPIToken(ctx, u.ID, "ci", []string{"regions.view"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

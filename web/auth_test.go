@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fasthttp/websocket"
 
@@ -255,5 +257,47 @@ func TestWebSocketOrigin(t *testing.T) {
 	}
 	if got := dial(""); got != 101 {
 		t.Fatalf("no origin (an API client): %d, want 101", got)
+	}
+}
+
+// TestExpiredTokenIsRefused: a token past its expiry answers 401 like a revoked one, also
+// when this console kept it from an earlier request; the API creates tokens that expire
+// after 90 days unless asked otherwise.
+func TestExpiredTokenIsRefused(t *testing.T) {
+	e := webtest.New(t, nil)
+	ctx := context.Background()
+	u, _ := e.User("admin")
+	soon := time.Now().Add(1500 * time.Millisecond)
+	_, tok, err := e.Store.CreateAPIToken(ctx, u.ID, "short", []string{"*"}, &soon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp := e.Do(webtest.Req("GET", "/api/me", tok, "")); resp.StatusCode != 200 {
+		t.Fatalf("a token before its expiry: %d", resp.StatusCode)
+	}
+	time.Sleep(time.Until(soon) + 100*time.Millisecond)
+	if resp := e.Do(webtest.Req("GET", "/api/me", tok, "")); resp.StatusCode != 401 {
+		t.Fatalf("a token past its expiry (kept by the console): %d, want 401", resp.StatusCode)
+	}
+	past := time.Now().Add(-time.Minute)
+	_, old, err := e.Store.CreateAPIToken(ctx, u.ID, "old", []string{"*"}, &past)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp := e.Do(webtest.Req("GET", "/api/me", old, "")); resp.StatusCode != 401 {
+		t.Fatalf("an expired token: %d, want 401", resp.StatusCode)
+	}
+
+	_, admin := e.User("admin")
+	var created struct {
+		Data struct {
+			ExpiresAt *time.Time `json:"expires_at"`
+		} `json:"data"`
+	}
+	if st := e.JSON("POST", "/api/tokens", admin, map[string]any{"name": "ci", "scopes": []string{"regions.view"}}, &created); st != 201 {
+		t.Fatalf("create a token: %d", st)
+	}
+	if d := created.Data.ExpiresAt; d == nil || time.Until(*d) < 89*24*time.Hour {
+		t.Fatalf("a new token's expiry: %v, want 90 days from now", d)
 	}
 }

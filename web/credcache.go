@@ -36,7 +36,7 @@ func (s *Server) apiTokenUser(ctx context.Context, plain string) (*store.APIToke
 	}
 	key := "token:" + crypt.HashToken(plain)
 	if v, ok := s.creds.GetValue(key); ok {
-		if tu := v.(tokenUser); tu.t.LastUsedAt != nil && time.Since(*tu.t.LastUsedAt) <= store.TokenUseInterval {
+		if tu := v.(tokenUser); tu.t.LastUsedAt != nil && time.Since(*tu.t.LastUsedAt) <= store.TokenUseInterval && !tu.t.Expired(time.Now()) {
 			t, u := *tu.t, *tu.u
 			return &t, &u, nil
 		}

@@ -101,7 +101,7 @@ func TestHostileInputWalkTenancy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, ttok, err := e.Store.CreateAPIToken(context.Background(), u.ID, "t", []string{"*"})
+	_, ttok, err := e.Store.CreateAPIToken(context.Background(), u.ID, "t", []string{"*"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -226,7 +226,7 @@ func TestTokenScopeCaps(t *testing.T) {
 	ctx := context.Background()
 	u, manage := e.User("owner", perm.TokensManage)
 	view, err := func() (string, error) {
-		_, p, err := e.Store.CreateAPIToken(ctx, u.ID, "view", []string{perm.RegionsView})
+		_, p, err := e.Store.CreateAPIToken(ctx, u.ID, "view", []string{perm.RegionsView}, nil)
 		return p, err
 	}()
 	if err != nil {

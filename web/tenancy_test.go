@@ -83,7 +83,7 @@ func newTenantWorld(t *testing.T) *tenantWorld {
 	user := func(c context.Context, email, role string) (*store.User, string) {
 		u, err := e.Store.CreateUser(c, email, "", role, "password-of-"+role)
 		must(err)
-		_, tok, err := e.Store.CreateAPIToken(c, u.ID, "test", []string{"*"})
+		_, tok, err := e.Store.CreateAPIToken(c, u.ID, "test", []string{"*"}, nil)
 		must(err)
 		return u, tok
 	}
@@ -92,7 +92,7 @@ func newTenantWorld(t *testing.T) *tenantWorld {
 	user(w.inA, "viewer@acme.test", "viewer")
 	w.ownerB, w.tokB = user(w.inB, "owner@globex.test", "owner")
 	w.platform, w.tokPlatform = user(ctx, "root@platform.test", "owner")
-	w.tokenOfB, _, err = e.Store.CreateAPIToken(w.inB, w.ownerB.ID, "b-ci", []string{"*"})
+	w.tokenOfB, _, err = e.Store.CreateAPIToken(w.inB, w.ownerB.ID, "b-ci", []string{"*"}, nil)
 	must(err)
 
 	region := func(c context.Context, name string) *store.Region {
@@ -552,7 +552,7 @@ func TestExistingMonitoringOnlyPlatformAndTenantOwners(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, tokAdminA, err := e.Store.CreateAPIToken(adminA, u.ID, "t", []string{"*"})
+	_, tokAdminA, err := e.Store.CreateAPIToken(adminA, u.ID, "t", []string{"*"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

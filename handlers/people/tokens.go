@@ -2,6 +2,7 @@ package people
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -53,12 +54,20 @@ func (h *Handlers) CreateTokenForm(c *fiber.Ctx) error {
 		}
 	}
 	in := accounts.TokenInput{Name: c.FormValue("name"), Scopes: scopes}
-	if fe := handlers.InputErrors(c, "name", "scopes"); fe != nil {
+	if fe := handlers.InputErrors(c, "name", "scopes", "expires_in_days"); fe != nil {
 		return h.renderTokens(c, fiber.StatusUnprocessableEntity, views.Form{Values: map[string]string{}, Errors: fe}, "")
+	}
+	lifetime := c.FormValue("expires_in_days")
+	if lifetime != "" {
+		days, err := strconv.Atoi(lifetime)
+		if err != nil {
+			days = -1 // refused on its field below, with the other fields kept
+		}
+		in.ExpiresInDays = &days
 	}
 	_, plain, err := accounts.CreateToken(c.UserContext(), h.Store, grantor(handlers.Who(c)), in)
 	if fe, _, ok := h.Refusal(c, err); ok {
-		f := views.Form{Values: map[string]string{"name": in.Name, "scopes": strings.Join(scopes, ",")}, Errors: fe}
+		f := views.Form{Values: map[string]string{"name": in.Name, "scopes": strings.Join(scopes, ","), "expires_in_days": lifetime}, Errors: fe}
 		return h.renderTokens(c, fiber.StatusUnprocessableEntity, f, "")
 	} else if err != nil {
 		return h.Fail(c, err)

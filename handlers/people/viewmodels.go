@@ -2,7 +2,9 @@ package people
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"time"
 
 	"github.com/a-h/templ"
 	"github.com/gofiber/fiber/v2"
@@ -155,9 +157,24 @@ func grantableRoles(actor *store.User, chosen string) []views.Option {
 func tokenRows(ts []store.APIToken) []views.TokenRow {
 	out := make([]views.TokenRow, len(ts))
 	for i, t := range ts {
-		out[i] = views.TokenRow{ID: t.ID, Name: t.Name, Prefix: t.Prefix, Scopes: t.Scopes, LastUsedAt: t.LastUsedAt}
+		out[i] = views.TokenRow{ID: t.ID, Name: t.Name, Prefix: t.Prefix, Scopes: t.Scopes, LastUsedAt: t.LastUsedAt, Expires: expiresText(&t, time.Now())}
 	}
 	return out
+}
+
+// expiresText says when a token stops working, in words.
+func expiresText(t *store.APIToken, now time.Time) string {
+	switch {
+	case t.ExpiresAt == nil:
+		return "never"
+	case t.Expired(now):
+		return "expired " + t.ExpiresAt.Format("2006-01-02")
+	}
+	days := int(t.ExpiresAt.Sub(now).Hours() / 24)
+	if days < 1 {
+		return "today, " + t.ExpiresAt.Format("15:04 MST")
+	}
+	return fmt.Sprintf("in %d days (%s)", days, t.ExpiresAt.Format("2006-01-02"))
 }
 
 // newUserRole is the role the Add a user form preselects.

@@ -131,7 +131,7 @@ func (e *Env) User(role string, scopes ...string) (*store.User, string) {
 	if len(scopes) == 0 {
 		scopes = []string{"*"}
 	}
-	_, plain, err := e.Store.CreateAPIToken(ctx, u.ID, "test", scopes)
+	_, plain, err := e.Store.CreateAPIToken(ctx, u.ID, "test", scopes, nil)
 	if err != nil {
 		e.T.Fatal(err)
 	}
