@@ -38,6 +38,35 @@ const (
 	TenantsManage = "tenants.manage"
 )
 
+// descriptions say what each permission allows, for the forms that grant them.
+var descriptions = map[string]string{
+	RegionsView:        "see regions, their status, settings and jobs",
+	RegionsManage:      "create, change, move and remove regions and what they run",
+	RegionsKubeconfig:  "download a region's stored kubeconfig",
+	RegistryManage:     "set up, test and remove a region's registry",
+	SandboxManage:      "install and remove a region's isolation runtimes (Kata, gVisor, WebAssembly)",
+	SandboxesManage:    "change a region's Sandbox API settings (who may start sandboxes, limits)",
+	GPUManage:          "install GPU support and set model storage",
+	DataServicesManage: "install data services and bind projects to them",
+	SupplyChainManage:  "set a region's image signature policy",
+	BillingView:        "see usage and invoices",
+	BillingManage:      "change billing",
+	ProjectsView:       "see projects",
+	ProjectsManage:     "create, change and delete projects",
+	ProjectsDeploy:     "deploy, stop and resume projects",
+	SettingsView:       "see the platform's settings",
+	SettingsManage:     "change the platform's settings",
+	UsersView:          "see users",
+	UsersManage:        "add, change and remove users",
+	TokensManage:       "create, list and revoke API tokens, and change one's password through the API",
+	JobsView:           "see jobs and their logs",
+	TenantsView:        "see tenants and their assignments",
+	TenantsManage:      "create tenants and assign platform regions to them",
+}
+
+// Describe says what a permission allows ("" for an unknown one).
+func Describe(p string) string { return descriptions[p] }
+
 // All lists every permission.
 var All = []string{
 	RegionsView, RegionsManage, RegionsKubeconfig, RegistryManage, SandboxManage, SandboxesManage,

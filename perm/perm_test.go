@@ -31,3 +31,12 @@ func TestEffectivePermissions(t *testing.T) {
 		})
 	}
 }
+
+// TestEveryPermissionIsDescribed: the token form says what each scope allows.
+func TestEveryPermissionIsDescribed(t *testing.T) {
+	for _, p := range perm.All {
+		if perm.Describe(p) == "" {
+			t.Errorf("permission %s has no description", p)
+		}
+	}
+}

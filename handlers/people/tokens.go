@@ -32,10 +32,10 @@ func (h *Handlers) renderTokens(c *fiber.Ctx, status int, f views.Form, created 
 	// What a token may be given: the role's permissions the user holds (a tenant's user
 	// not the platform's, and none of the Tenancy module's while it is off).
 	held := perm.OfUser(handlers.Who(c).User, nil)
-	var perms []string
+	var perms []views.Option
 	for _, p := range perm.OfRole(handlers.Who(c).User.Role) {
 		if held[p] && (h.Cfg.Tenancy || !slices.Contains(perm.Tenancy, p)) {
-			perms = append(perms, p)
+			perms = append(perms, views.Option{Value: p, Label: perm.Describe(p)})
 		}
 	}
 	return handlers.Render(c, status, views.Tokens(h.Page(c, "API tokens", "tokens"), tokenRows(ts), f, created, perms))
