@@ -282,4 +282,3 @@ func (c *Cluster) APIExtGet(ctx context.Context, name string) (*apiextv1.CustomR
 	}
 	return ext.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
 }
-
