@@ -2,7 +2,9 @@ package handlers
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 	"runr.dev/console/ops/domains"
 	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/isolation"
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/knative"
 	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/projects"
@@ -275,4 +278,36 @@ func (h *Handlers) demoSection(c *fiber.Ctx, r *store.Region) (*views.DemoSectio
 			State: string(ps[i].State), Message: ps[i].Message})
 	}
 	return d, nil
+}
+
+// RegionFormAction answers a region tab's form that runs one use case on the route's
+// region: back to the tab with flash (or the job's own message), or the tab again with
+// the refusal.
+func RegionFormAction(h *Handlers, c *fiber.Ctx, tab, flash string, run func(context.Context, kit.Actor, *store.Region) (*store.Job, error)) error {
+	r, err := h.RegionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	_, err = run(ctx(c), h.Actor(c), r)
+	return h.FormOutcome(c, r, tab, nil, err, flash)
+}
+
+// TabPage is the page data of a region tab rendered on its own: only who asks, for its forms.
+func TabPage(c *fiber.Ctx) views.Page {
+	if pr := Who(c); pr != nil {
+		return PrincipalPage(pr, pr.CSRF)
+	}
+	return views.Page{}
+}
+
+// JobRunning reports whether the region's latest job of the kinds is still under way.
+func (h *Handlers) JobRunning(c *fiber.Ctx, regionID string, kinds []string) (bool, error) {
+	j, err := h.Store.LatestJobOf(ctx(c), regionID, kinds)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return !j.Status.Done(), nil
 }

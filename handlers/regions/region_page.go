@@ -72,12 +72,7 @@ func (h *Handlers) FunctionTLSForm(c *fiber.Ctx) error {
 
 // DeleteFunctionTLSForm removes the certificate.
 func (h *Handlers) DeleteFunctionTLSForm(c *fiber.Ctx) error {
-	r, err := h.RegionForm(c)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	_, err = h.Ops.RemoveFunctionTLS(c.UserContext(), h.Actor(c), r)
-	return h.FormOutcome(c, r, "general", nil, err, "The certificate is being removed.")
+	return handlers.RegionFormAction(h.Handlers, c, "general", "The certificate is being removed.", h.Ops.RemoveFunctionTLS)
 }
 
 // MonitoringForm saves the monitoring choice.
@@ -135,12 +130,7 @@ func (h *Handlers) RegistryForm(c *fiber.Ctx) error {
 
 // RegistryDeleteForm removes the registry.
 func (h *Handlers) RegistryDeleteForm(c *fiber.Ctx) error {
-	r, err := h.RegionForm(c)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	_, err = h.Ops.Registry.Remove(c.UserContext(), h.Actor(c), r)
-	return h.FormOutcome(c, r, "registry", nil, err, "")
+	return handlers.RegionFormAction(h.Handlers, c, "registry", "", h.Ops.Registry.Remove)
 }
 
 // RedisForm sets the region's Redis.

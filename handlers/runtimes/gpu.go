@@ -1,7 +1,6 @@
 package runtimes
 
 import (
-	"errors"
 	"strconv"
 	"strings"
 
@@ -49,16 +48,10 @@ func (h *Handlers) gpuTab(c *fiber.Ctx, r *store.Region) (templ.Component, error
 		names, _ := h.Ops.RegionStorageClasses(cctx, r)
 		d.StorageClasses = handlers.OptionsOf(names, g.Storage.StorageClass)
 	}
-	if j, err := h.Store.LatestJobOf(c.UserContext(), r.ID, gpu.GPUKinds); err == nil {
-		d.Busy = !j.Status.Done()
-	} else if !errors.Is(err, store.ErrNotFound) {
+	if d.Busy, err = h.JobRunning(c, r.ID, gpu.GPUKinds); err != nil {
 		return nil, err
 	}
-	p := views.Page{}
-	if pr := handlers.Who(c); pr != nil {
-		p = handlers.PrincipalPage(pr, pr.CSRF)
-	}
-	return views.GPUTab(p, d), nil
+	return views.GPUTab(handlers.TabPage(c), d), nil
 }
 
 // GPUInstallForm installs GPU support from the GPU tab.
@@ -73,12 +66,7 @@ func (h *Handlers) GPUInstallForm(c *fiber.Ctx) error {
 
 // GPUUninstallForm removes GPU support from the GPU tab.
 func (h *Handlers) GPUUninstallForm(c *fiber.Ctx) error {
-	r, err := h.RegionForm(c)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	_, err = h.Ops.GPU.UninstallGPU(c.UserContext(), h.Actor(c), r)
-	return h.FormOutcome(c, r, "gpu", nil, err, "")
+	return handlers.RegionFormAction(h.Handlers, c, "gpu", "", h.Ops.GPU.UninstallGPU)
 }
 
 // ModelStorageForm sets the model storage volume from the GPU tab.

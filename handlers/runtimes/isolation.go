@@ -43,11 +43,7 @@ func (h *Handlers) isolationTab(c *fiber.Ctx, r *store.Region) (templ.Component,
 		return nil, err
 	}
 	fillIsolation(&d, r, nodes)
-	p := views.Page{}
-	if pr := handlers.Who(c); pr != nil {
-		p = handlers.PrincipalPage(pr, pr.CSRF)
-	}
-	return views.IsolationTab(p, d), nil
+	return views.IsolationTab(handlers.TabPage(c), d), nil
 }
 
 // fillIsolation builds the Isolation tab's view of a region and its nodes.
@@ -137,12 +133,7 @@ func (h *Handlers) SandboxUninstallForm(c *fiber.Ctx) error {
 
 // SandboxProbeForm runs the KVM probe from the Isolation tab.
 func (h *Handlers) SandboxProbeForm(c *fiber.Ctx) error {
-	r, err := h.RegionForm(c)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	_, err = h.Ops.Isolation.ProbeSandboxNodes(c.UserContext(), h.Actor(c), r)
-	return h.FormOutcome(c, r, "isolation", nil, err, "")
+	return handlers.RegionFormAction(h.Handlers, c, "isolation", "", h.Ops.Isolation.ProbeSandboxNodes)
 }
 
 // SandboxClassesForm saves the runtime class of each workload kind.

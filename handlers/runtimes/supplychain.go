@@ -1,7 +1,6 @@
 package runtimes
 
 import (
-	"errors"
 	"strings"
 	"time"
 
@@ -36,16 +35,10 @@ func (h *Handlers) supplyChainTab(c *fiber.Ctx, r *store.Region) (templ.Componen
 			}
 		}
 	}
-	if j, err := h.Store.LatestJobOf(c.UserContext(), r.ID, admission.AdmissionKinds); err == nil {
-		d.Busy = !j.Status.Done()
-	} else if !errors.Is(err, store.ErrNotFound) {
+	if d.Busy, err = h.JobRunning(c, r.ID, admission.AdmissionKinds); err != nil {
 		return nil, err
 	}
-	p := views.Page{}
-	if pr := handlers.Who(c); pr != nil {
-		p = handlers.PrincipalPage(pr, pr.CSRF)
-	}
-	return views.SupplyChainTab(p, d), nil
+	return views.SupplyChainTab(handlers.TabPage(c), d), nil
 }
 
 // supplyChainView builds the tab's view model of a region's settings and verdicts.
@@ -156,12 +149,7 @@ func (h *Handlers) SupplyChainForm(c *fiber.Ctx) error {
 
 // AdmissionRemoveForm removes the admission policy from the Supply chain tab.
 func (h *Handlers) AdmissionRemoveForm(c *fiber.Ctx) error {
-	r, err := h.RegionForm(c)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	_, err = h.Ops.Admission.RemoveAdmission(c.UserContext(), h.Actor(c), r)
-	return h.FormOutcome(c, r, "supply-chain", nil, err, "")
+	return handlers.RegionFormAction(h.Handlers, c, "supply-chain", "", h.Ops.Admission.RemoveAdmission)
 }
 
 // supplyChainJSON is a region's supply chain as the API answers it (public keys are

@@ -1,7 +1,6 @@
 package workloads
 
 import (
-	"errors"
 	"strconv"
 	"strings"
 
@@ -81,16 +80,10 @@ func (h *Handlers) dataTab(c *fiber.Ctx, r *store.Region) (templ.Component, erro
 			Missing: strings.Join(rep.Missing, " and "), SiteStatus: string(rep.Site.State()), SiteMessage: rep.Site.Message, SiteName: data.SkupperSiteName, Namespace: r.Name,
 			SiteSet: rep.Site.State() != store.ComponentNotInstalled, SiteReady: rep.Site.State() == store.ComponentReady}
 	}
-	if j, err := h.Store.LatestJobOf(c.UserContext(), r.ID, data.DataKinds); err == nil {
-		d.Busy = !j.Status.Done()
-	} else if !errors.Is(err, store.ErrNotFound) {
+	if d.Busy, err = h.JobRunning(c, r.ID, data.DataKinds); err != nil {
 		return nil, err
 	}
-	p := views.Page{}
-	if pr := handlers.Who(c); pr != nil {
-		p = handlers.PrincipalPage(pr, pr.CSRF)
-	}
-	return views.DataTab(p, d), nil
+	return views.DataTab(handlers.TabPage(c), d), nil
 }
 
 // bindingView is a binding for the pages: its settings' names, never their values.
@@ -137,12 +130,7 @@ func (h *Handlers) DataRemoveForm(c *fiber.Ctx) error {
 
 // SkupperSiteForm creates the Skupper site from the Data services tab.
 func (h *Handlers) SkupperSiteForm(c *fiber.Ctx) error {
-	r, err := h.RegionForm(c)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	_, err = h.Ops.Data.CreateSkupperSite(c.UserContext(), h.Actor(c), r)
-	return h.FormOutcome(c, r, "data", nil, err, "")
+	return handlers.RegionFormAction(h.Handlers, c, "data", "", h.Ops.Data.CreateSkupperSite)
 }
 
 // APIDataServices is GET /api/knative-regions/{id}/data-services: each service with its

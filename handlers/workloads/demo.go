@@ -38,20 +38,10 @@ func (h *Handlers) APIRemoveDemos(c *fiber.Ctx) error {
 
 // DemoInstallForm installs (or deploys again) the demo projects from the General tab.
 func (h *Handlers) DemoInstallForm(c *fiber.Ctx) error {
-	r, err := h.RegionForm(c)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	_, err = h.Ops.Projects.InstallDemos(c.UserContext(), h.Actor(c), r)
-	return h.FormOutcome(c, r, "general", nil, err, "")
+	return handlers.RegionFormAction(h.Handlers, c, "general", "", h.Ops.Projects.InstallDemos)
 }
 
 // DemoRemoveForm removes the demo projects from the General tab.
 func (h *Handlers) DemoRemoveForm(c *fiber.Ctx) error {
-	r, err := h.RegionForm(c)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	_, err = h.Ops.Projects.RemoveDemos(c.UserContext(), h.Actor(c), r)
-	return h.FormOutcome(c, r, "general", nil, err, "")
+	return handlers.RegionFormAction(h.Handlers, c, "general", "", h.Ops.Projects.RemoveDemos)
 }

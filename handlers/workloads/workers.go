@@ -51,11 +51,7 @@ func (h *Handlers) workersTab(c *fiber.Ctx, r *store.Region) (templ.Component, e
 	}
 	// The page's own data (flash, banners) is built by the region page; the tab needs
 	// only who is asking, for its forms.
-	p := views.Page{}
-	if pr := handlers.Who(c); pr != nil {
-		p = handlers.PrincipalPage(pr, pr.CSRF)
-	}
-	return views.WorkersTab(p, d), nil
+	return views.WorkersTab(handlers.TabPage(c), d), nil
 }
 
 // APINodes is GET /api/knative-regions/{id}/nodes: every node with its roles, heartbeat,
