@@ -96,6 +96,7 @@ func RunInline(ctx context.Context, jc *engine.JobContext, steps []engine.Step) 
 	return nil
 }
 
+// OrNoneList joins a list with commas, or says "none".
 func OrNoneList(xs []string) string {
 	if len(xs) == 0 {
 		return "none"
@@ -103,6 +104,7 @@ func OrNoneList(xs []string) string {
 	return strings.Join(xs, ", ")
 }
 
+// OrV is s, or def when s is empty.
 func OrV(s, def string) string {
 	if s == "" {
 		return def

@@ -2,7 +2,6 @@ package moves
 
 import (
 	"context"
-	"strings"
 
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
@@ -87,7 +86,7 @@ func (s *Service) moveData(ctx context.Context, jc *engine.JobContext) error {
 	if len(svcs) > 0 {
 		jc.Logf("%s", DataStayedNote)
 	}
-	jc.Note("Data services on the new cluster: %s (empty: the data stayed on the old cluster)", orNone(DataServicesMoved(r)))
+	jc.Note("Data services on the new cluster: %s (empty: the data stayed on the old cluster)", kit.OrNoneList(DataServicesMoved(r)))
 	return nil
 }
 
@@ -138,11 +137,4 @@ func (s *Service) moveDataService(ctx context.Context, jc *engine.JobContext, r 
 			return err
 		})
 	}
-}
-
-func orNone(list []string) string {
-	if len(list) == 0 {
-		return "none"
-	}
-	return strings.Join(list, ", ")
 }
