@@ -108,6 +108,7 @@ func (b *browser) checkDark(page string) {
 	if l := lum(); l > 0.2 {
 		b.fatalf("%s: the system is dark but the page's background has luminance %.2f", page, l)
 	}
+	b.checkAccessible(page + " (dark)")
 	var textLum float64
 	b.eval(`(function(){
 		var m = getComputedStyle(document.body).color.match(/[\d.]+/g).map(Number);
@@ -123,10 +124,12 @@ func (b *browser) checkDark(page string) {
 	}
 }
 
-// checkFeel runs the page-level checks: labels, focus, 390 px, dark mode.
+// checkFeel runs the page-level checks: labels, axe-core's accessibility rules, focus,
+// 390 px, dark mode (axe-core again).
 func (b *browser) checkFeel(page string) {
 	b.t.Helper()
 	b.checkLabels(page)
+	b.checkAccessible(page)
 	b.checkFocus(page, 4)
 	b.checkNarrow(page)
 	b.checkDark(page)

@@ -66,3 +66,67 @@ func TestFleetHealthColumn(t *testing.T) {
 		return b.path() == "/jobs" && b.attr(`nav[aria-label=Main] a[href="/jobs"]`, "aria-current") == "page"
 	}, shortWait)
 }
+
+// TestFleetOverviewFollowsLive: the regions page opens with the fleet at a glance (regions
+// by health, what needs attention with the reason in words, the jobs running now), and
+// follows the fleet without a reload: a status check that finds a cluster down and a job
+// that starts and ends reach the overview and the list over the page's socket (issue 34:
+// the list said all was well while a cluster was down, until a reload).
+func TestFleetOverviewFollowsLive(t *testing.T) {
+	c := startConsole(t)
+	ctx := context.Background()
+	ok := store.HealthLayer{State: store.HealthOK, Reason: "fine", CheckedAt: time.Now()}
+	healthy := store.Health{API: ok, Components: ok, External: ok}
+	var ids []string
+	for _, name := range []string{"eu-1", "eu-2"} {
+		reg := &store.Region{Name: name, Kubeconfig: "not a kubeconfig", RedisMode: store.RedisNone}
+		if err := c.Store.CreateRegion(ctx, reg); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Store.SaveCheck(ctx, reg.ID, store.CheckUpdate{CheckedAt: time.Now(), Health: healthy}); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, reg.ID)
+	}
+	b := newBrowser(t, c.URL)
+	b.login(ownerEmail, ownerPassword)
+	b.open("/regions", "[data-testid=fleet-overview]")
+	count := func(state string) string { return b.attr("[data-testid=fleet-count-"+state+"]", "data-count") }
+	if count("ok") != "2" || count("down") != "0" {
+		b.fatalf("the overview counts ok=%s down=%s, want 2 and 0", count("ok"), count("down"))
+	}
+	if b.count("[data-testid=fleet-attention-none]") != 1 || b.count("[data-testid=fleet-running-none]") != 1 {
+		b.fatalf("the overview must say that nothing needs attention and nothing runs")
+	}
+	b.mark()
+
+	// eu-2's cluster stops answering: its check reaches the open page.
+	down := healthy
+	down.API = store.HealthLayer{State: store.HealthDown, Reason: "no answer within 10s", CheckedAt: time.Now()}
+	if err := c.Store.SaveCheck(ctx, ids[1], store.CheckUpdate{CheckedAt: time.Now(), Health: down}); err != nil {
+		t.Fatal(err)
+	}
+	b.waitFor("eu-2 down in the overview and the list", func() bool {
+		return count("down") == "1" && count("ok") == "1" &&
+			b.attr("[data-region=eu-2] [data-testid=region-health]", "data-health") == "down"
+	}, shortWait)
+	if got := b.text("[data-testid=fleet-attention][data-region=eu-2]"); !strings.Contains(got, "Cluster API: no answer within 10s") {
+		b.fatalf("what needs attention must say why in words: %q", got)
+	}
+
+	// A job starts on eu-1 and ends: the overview shows it running, then not.
+	jobID := store.NewID()
+	if _, err := c.Store.DB.ExecContext(ctx, `INSERT INTO jobs (id, kind, title, region_id, status, lease_owner, lease_until, started_at)
+		VALUES ($1, 'apply-settings', 'Apply the settings of eu-1', $2, 'running', 'e2e-test', now() + interval '1 hour', now())`, jobID, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	b.waitFor("the running job in the overview", func() bool { return b.count(`[data-testid=fleet-running][data-job-id="`+jobID+`"]`) == 1 }, shortWait)
+	b.shot("fleet-overview")
+	if err := c.Store.FinishJob(ctx, jobID, store.JobSucceeded, ""); err != nil {
+		t.Fatal(err)
+	}
+	b.waitFor("the job gone from the overview", func() bool { return b.count("[data-testid=fleet-running-none]") == 1 }, shortWait)
+	if !b.marked() {
+		b.fatalf("the page must follow the fleet without a reload")
+	}
+}

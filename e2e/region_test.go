@@ -47,6 +47,10 @@ func TestRegion(t *testing.T) {
 		defer b.use(t)()
 		regionPage(t, b, c, regionID, name)
 	})
+	t.Run("EveryPage", func(t *testing.T) {
+		defer b.use(t)()
+		everyPage(t, b, c, regionID)
+	})
 	b.close() // one browser at a time
 	t.Run("Viewer", func(t *testing.T) {
 		v := newBrowser(t, c.URL)

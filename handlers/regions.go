@@ -201,6 +201,9 @@ func (h *Handlers) RegionsPage(c *fiber.Ctx) error {
 			if l.Setups, until, err = h.pendingSetups(c); err != nil {
 				return nil, time.Time{}, err
 			}
+			if l.Overview, err = h.fleetSummary(c); err != nil {
+				return nil, time.Time{}, err
+			}
 		}
 		var buf bytes.Buffer
 		if err := views.RegionsContent(p, l).Render(c.UserContext(), &buf); err != nil {
@@ -211,7 +214,37 @@ func (h *Handlers) RegionsPage(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
+	p.LiveLists = true
 	return Render(c, fiber.StatusOK, views.RegionsPage(p, body))
+}
+
+// fleetOverviewSize is how many regions needing attention, and running jobs, the fleet
+// overview names.
+const fleetOverviewSize = 5
+
+// fleetSummary is the overview above the regions list (nil when there is no region): a
+// tenant's user sees its own regions' health, and its tenant's jobs.
+func (h *Handlers) fleetSummary(c *fiber.Ctx) (*views.FleetSummary, error) {
+	o, err := h.Store.FleetOverview(c.UserContext(), h.Actor(c).TenantID, fleetOverviewSize)
+	if err != nil || o.Total() == 0 {
+		return nil, err
+	}
+	s := &views.FleetSummary{AttentionMore: o.AttentionTotal - len(o.Attention), RunningMore: o.RunningTotal - len(o.Running)}
+	for _, state := range []store.HealthState{store.HealthDown, store.HealthDegraded, store.HealthUnknown, store.HealthOK} {
+		s.Counts = append(s.Counts, views.HealthCount{State: string(state), Count: o.ByHealth[state]})
+	}
+	for _, r := range o.Attention {
+		g := r.Health.V.Glance()
+		s.Attention = append(s.Attention, views.AttentionRow{ID: r.ID, Name: r.Name, Health: string(g.State), Reason: g.Reason})
+	}
+	for _, j := range o.Running {
+		since := j.CreatedAt
+		if j.StartedAt != nil {
+			since = *j.StartedAt
+		}
+		s.Running = append(s.Running, views.RunningJob{ID: j.ID, Title: j.Title, Status: string(j.Status), Since: "since " + since.UTC().Format("15:04 UTC")})
+	}
+	return s, nil
 }
 
 // APIListRegions is GET /api/knative-regions (paginated with ?page= and ?per_page=).

@@ -387,13 +387,21 @@ func stepOf(d JobData, e store.JobEvent) *store.JobStep {
 	return &st
 }
 
-// BannerSocket pushes the migration banners whenever a region changes.
+// BannerSocket pushes the migration banners whenever a region changes; a page that
+// follows the lists (?lists=1, the regions page) is also told when they change
+// (views.ListsChanged), at most about once a second.
 func (h *Handlers) BannerSocket() fiber.Handler {
 	return h.socket(func(conn *websocket.Conn) {
 		conn.SetReadLimit(BrowserReadLimit)
 		w := &wsConn{conn: conn}
 		sub := h.Hub.SubscribeRegions()
 		defer h.Hub.UnsubscribeRegions(sub)
+		var lists <-chan hub.Msg // nil: this page does not follow the lists
+		if conn.Query("lists") == "1" {
+			ls := h.Hub.SubscribeLists()
+			defer h.Hub.UnsubscribeLists(ls)
+			lists = ls.C
+		}
 		done := make(chan struct{})
 		go w.readLoop(done)
 		ping := time.NewTicker(25 * time.Second)
@@ -404,6 +412,12 @@ func (h *Handlers) BannerSocket() fiber.Handler {
 				return
 			case <-ping.C:
 				if w.write(websocket.PingMessage, nil) != nil {
+					return
+				}
+			case <-lists:
+				// Coalesce bursts: a list page is fetched again at most about once a second.
+				time.Sleep(time.Second)
+				if w.write(websocket.TextMessage, render(views.ListsChanged())) != nil {
 					return
 				}
 			case <-sub.C:

@@ -21,10 +21,11 @@ type Hub struct {
 	store *store.Store
 	log   *slog.Logger
 
-	mu      sync.RWMutex
-	jobs    map[string]*feed  // job id -> its recent events and subscribers
-	regions map[*Sub]struct{} // subscribers of region changes (banners)
-	ready   chan struct{}
+	mu        sync.RWMutex
+	jobs      map[string]*feed  // job id -> its recent events and subscribers
+	regions   map[*Sub]struct{} // subscribers of region changes (banners)
+	listeners map[*Sub]struct{} // subscribers of list changes (live list pages)
+	ready     chan struct{}
 
 	// lists are told of every change to what the region lists show (ListsChannel), and
 	// whether the listener is connected (while it is not, no change can be heard).
@@ -59,6 +60,14 @@ func (h *Hub) regionPagesChanged() {
 func (h *Hub) listsChanged() {
 	for _, w := range h.lists {
 		w.Changed()
+	}
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for s := range h.listeners {
+		select {
+		case s.C <- Msg{Event: store.JobEvent{Kind: "lists"}}:
+		default: // one change waiting is as good as many
+		}
 	}
 }
 
@@ -157,7 +166,7 @@ const SubBuffer = 4096
 
 // New builds a hub; Run starts it.
 func New(st *store.Store, log *slog.Logger) *Hub {
-	return &Hub{store: st, log: log, jobs: map[string]*feed{}, regions: map[*Sub]struct{}{}, ready: make(chan struct{})}
+	return &Hub{store: st, log: log, jobs: map[string]*feed{}, regions: map[*Sub]struct{}{}, listeners: map[*Sub]struct{}{}, ready: make(chan struct{})}
 }
 
 // Ready is closed once the hub listens.
@@ -302,6 +311,24 @@ func (h *Hub) SubscribeRegions() *Sub {
 func (h *Hub) UnsubscribeRegions(s *Sub) {
 	h.mu.Lock()
 	delete(h.regions, s)
+	h.mu.Unlock()
+	s.close()
+}
+
+// SubscribeLists registers a subscriber of list changes (any change to what the region
+// lists show, jobs included); changes not yet taken coalesce into one.
+func (h *Hub) SubscribeLists() *Sub {
+	s := &Sub{C: make(chan Msg, 1), Closed: make(chan struct{})}
+	h.mu.Lock()
+	h.listeners[s] = struct{}{}
+	h.mu.Unlock()
+	return s
+}
+
+// UnsubscribeLists removes a list subscriber.
+func (h *Hub) UnsubscribeLists(s *Sub) {
+	h.mu.Lock()
+	delete(h.listeners, s)
 	h.mu.Unlock()
 	s.close()
 }

@@ -175,6 +175,37 @@
     });
   });
 
+  // A page that follows the lists (the regions page: its [data-live-list] part, the fleet
+  // overview and the list) is told by its banner socket when they change: the part is
+  // fetched again and swapped in when it differs, one fetch at a time.
+  var listFetching = false, listAgain = false;
+  function refreshLiveList() {
+    var live = document.querySelector("[data-live-list]");
+    if (!live) return;
+    if (listFetching) { listAgain = true; return; }
+    listFetching = true;
+    fetch(location.pathname + location.search, { credentials: "same-origin", headers: { "HX-Request": "true" } })
+      .then(function (r) { return r.ok ? r.text() : ""; })
+      .then(function (html) {
+        if (!html) return;
+        var fresh = new DOMParser().parseFromString(html, "text/html").getElementById(live.id);
+        if (fresh && fresh.innerHTML !== live.innerHTML) {
+          live.innerHTML = fresh.innerHTML;
+          htmx.process(live);
+          tick();
+        }
+      })
+      .catch(function () {})
+      .finally(function () {
+        listFetching = false;
+        if (listAgain) { listAgain = false; refreshLiveList(); }
+      });
+  }
+  document.addEventListener("htmx:wsAfterMessage", function (e) {
+    var m = e.detail && e.detail.message;
+    if (typeof m === "string" && m.indexOf('id="lists-changed"') >= 0) refreshLiveList();
+  });
+
   // Fields that belong to one choice of a form (data-show-if="name=value") show only
   // while that choice is made: the S3 fields with S3 storage, the external registry's
   // fields with an external registry, and so on.

@@ -50,7 +50,7 @@ func Account(p Page, d AccountData, f Form) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<h1 class=\"mb-2 text-2xl font-semibold\">Account</h1><p class=\"mb-6 text-sm text-slate-500\">Your sign-in. A password change signs out every other browser signed in as you; this one stays signed in.</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<h1 class=\"mb-2 text-2xl font-semibold\">Account</h1><p class=\"mb-6 text-sm text-muted\">Your sign-in. A password change signs out every other browser signed in as you; this one stays signed in.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -406,7 +406,7 @@ func Account(p Page, d AccountData, f Form) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 29, "<h2 class=\"text-base font-semibold\">Other sessions</h2><p class=\"text-sm text-slate-500\">Signed in on a computer you no longer use, or one that is not yours? Sign out every other session. API tokens are no sessions: revoke them under <a href=\"/tokens\" class=\"underline\">API tokens</a>.</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 29, "<h2 class=\"text-base font-semibold\">Other sessions</h2><p class=\"text-sm text-muted\">Signed in on a computer you no longer use, or one that is not yours? Sign out every other session. API tokens are no sessions: revoke them under <a href=\"/tokens\" class=\"underline\">API tokens</a>.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -119,7 +119,7 @@ func GPUTab(p Page, d GPUData) templ.Component {
 			}
 			templ.ReleaseBuffer(templ_7745c5c3_Buffer)
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 4, "><h2 class=\"px-5 pt-4 text-lg font-semibold\">GPUs</h2><p class=\"px-5 text-sm text-slate-500\">node-feature-discovery marks the nodes with an NVIDIA device (<code>feature.node.kubernetes.io/pci-10de.present</code>); the device plugin advertises their GPUs (<code>nvidia.com/gpu</code>) and GPU feature discovery labels the model (<code>nvidia.com/gpu.product</code>).</p>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 4, "><h2 class=\"px-5 pt-4 text-lg font-semibold\">GPUs</h2><p class=\"px-5 text-sm text-muted\">node-feature-discovery marks the nodes with an NVIDIA device (<code>feature.node.kubernetes.io/pci-10de.present</code>); the device plugin advertises their GPUs (<code>nvidia.com/gpu</code>) and GPU feature discovery labels the model (<code>nvidia.com/gpu.product</code>).</p>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -142,7 +142,7 @@ func GPUTab(p Page, d GPUData) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		} else if len(d.Nodes) == 0 {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "<p class=\"px-5 py-3 text-sm text-slate-500\" data-testid=\"gpu-none\">No node shows an NVIDIA GPU yet. Without GPU support installed nothing looks for them: install it to find out.</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "<p class=\"px-5 py-3 text-sm text-muted\" data-testid=\"gpu-none\">No node shows an NVIDIA GPU yet. Without GPU support installed nothing looks for them: install it to find out.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -186,7 +186,7 @@ func GPUTab(p Page, d GPUData) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 11, "</p><table class=\"mt-2 w-full text-left text-sm\"><thead class=\"text-xs uppercase text-slate-500\"><tr><th class=\"px-5 py-2\">Node</th><th>NVIDIA device</th><th>GPUs</th><th>Requested</th><th class=\"pr-5\">Model</th></tr></thead> <tbody class=\"divide-y divide-slate-100 dark:divide-slate-800\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 11, "</p><table class=\"mt-2 w-full text-left text-sm\"><thead class=\"text-xs uppercase text-muted\"><tr><th class=\"px-5 py-2\">Node</th><th>NVIDIA device</th><th>GPUs</th><th>Requested</th><th class=\"pr-5\">Model</th></tr></thead> <tbody class=\"divide-y divide-slate-100 dark:divide-slate-800\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -276,14 +276,14 @@ func GPUTab(p Page, d GPUData) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				if n.MemoryMiB > 0 {
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 21, "<span class=\"text-slate-500\">(")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 21, "<span class=\"text-muted\">(")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var13 string
 					templ_7745c5c3_Var13, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(n.MemoryMiB))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `gpu.templ`, Line: 84, Col: 59}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `gpu.templ`, Line: 84, Col: 55}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var13))
 					if templ_7745c5c3_Err != nil {
@@ -613,14 +613,14 @@ func GPUTab(p Page, d GPUData) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 54, "</h2><p class=\"text-sm text-slate-500\">A volume for model weights, <code>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 54, "</h2><p class=\"text-sm text-muted\">A volume for model weights, <code>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var27 string
 		templ_7745c5c3_Var27, templ_7745c5c3_Err = templ.JoinStringErrs(d.Storage.Claim)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `gpu.templ`, Line: 126, Col: 88}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `gpu.templ`, Line: 126, Col: 84}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var27))
 		if templ_7745c5c3_Err != nil {
@@ -633,7 +633,7 @@ func GPUTab(p Page, d GPUData) templ.Component {
 		var templ_7745c5c3_Var28 string
 		templ_7745c5c3_Var28, templ_7745c5c3_Err = templ.JoinStringErrs(d.Storage.Path)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `gpu.templ`, Line: 126, Col: 167}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `gpu.templ`, Line: 126, Col: 163}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var28))
 		if templ_7745c5c3_Err != nil {

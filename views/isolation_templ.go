@@ -200,7 +200,7 @@ func sandboxNodes(p Page, d IsolationData) templ.Component {
 			}
 			templ.ReleaseBuffer(templ_7745c5c3_Buffer)
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "><h2 class=\"px-5 pt-4 text-lg font-semibold\">Nodes</h2><p class=\"px-5 text-sm text-slate-500\">Kata Containers needs containerd or CRI-O and <code>/dev/kvm</code>; a short-lived privileged probe in <code>runr-sandbox</code> looks for it (Probe nodes, or the Kata install) and labels each node <code>runr.dev/kvm</code>. gVisor and the WebAssembly shims need containerd.</p>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 7, "><h2 class=\"px-5 pt-4 text-lg font-semibold\">Nodes</h2><p class=\"px-5 text-sm text-muted\">Kata Containers needs containerd or CRI-O and <code>/dev/kvm</code>; a short-lived privileged probe in <code>runr-sandbox</code> looks for it (Probe nodes, or the Kata install) and labels each node <code>runr.dev/kvm</code>. gVisor and the WebAssembly shims need containerd.</p>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -223,12 +223,12 @@ func sandboxNodes(p Page, d IsolationData) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		} else if len(d.Nodes) == 0 {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 10, "<p class=\"px-5 py-3 text-sm text-slate-500\">The cluster has no nodes.</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 10, "<p class=\"px-5 py-3 text-sm text-muted\">The cluster has no nodes.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		} else {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 11, "<table class=\"mt-2 w-full text-left text-sm\"><thead class=\"text-xs uppercase text-slate-500\"><tr><th class=\"px-5 py-2\">Node</th><th>Container runtime</th><th>Architecture</th><th>/dev/kvm</th><th>Installed</th><th class=\"pr-5\">Kata</th></tr></thead> <tbody class=\"divide-y divide-slate-100 dark:divide-slate-800\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 11, "<table class=\"mt-2 w-full text-left text-sm\"><thead class=\"text-xs uppercase text-muted\"><tr><th class=\"px-5 py-2\">Node</th><th>Container runtime</th><th>Architecture</th><th>/dev/kvm</th><th>Installed</th><th class=\"pr-5\">Kata</th></tr></thead> <tbody class=\"divide-y divide-slate-100 dark:divide-slate-800\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -683,7 +683,7 @@ func sandboxRuntimeCard(p Page, d IsolationData, rt SandboxRuntimeView) templ.Co
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 54, "</fieldset><p class=\"text-xs text-slate-500\">Installed with kata-deploy on the eligible nodes whose architecture one of the picks runs on, a RuntimeClass per hypervisor; each node gets the picks that run on its architecture.</p>")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 54, "</fieldset><p class=\"text-xs text-muted\">Installed with kata-deploy on the eligible nodes whose architecture one of the picks runs on, a RuntimeClass per hypervisor; each node gets the picks that run on its architecture.</p>")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
@@ -783,7 +783,7 @@ func sandboxRuntimeCard(p Page, d IsolationData, rt SandboxRuntimeView) templ.Co
 						return templ_7745c5c3_Err
 					}
 				case "gvisor":
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 65, "<p class=\"text-xs text-slate-500\">A node installer puts <code>runsc</code> on every node with containerd and registers it; RuntimeClass <code>gvisor</code>.</p>")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 65, "<p class=\"text-xs text-muted\">A node installer puts <code>runsc</code> on every node with containerd and registers it; RuntimeClass <code>gvisor</code>.</p>")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
@@ -1171,7 +1171,7 @@ func workloadClasses(p Page, d IsolationData) templ.Component {
 			}
 			templ.ReleaseBuffer(templ_7745c5c3_Buffer)
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 94, "><h2 class=\"text-lg font-semibold\">Runtime class of each workload kind</h2><p class=\"text-sm text-slate-500\">Projects deploy with it (<code>runtimeClassName</code>); a project whose kind maps to a runtime the region does not have is refused.</p><form method=\"post\" action=\"")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 94, "><h2 class=\"text-lg font-semibold\">Runtime class of each workload kind</h2><p class=\"text-sm text-muted\">Projects deploy with it (<code>runtimeClassName</code>); a project whose kind maps to a runtime the region does not have is refused.</p><form method=\"post\" action=\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -1574,7 +1574,7 @@ func sandboxSettings(p Page, d IsolationData) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		if len(s.Allowed) == 0 {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 130, "<p class=\"text-sm text-slate-500\">No sandbox runtime is installed (Kata Containers or gVisor).</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 130, "<p class=\"text-sm text-muted\">No sandbox runtime is installed (Kata Containers or gVisor).</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -21,6 +21,8 @@ type Page struct {
 	Can   Permissions
 	CSRF  string
 	Flash string
+	// LiveLists: the page has a part that follows the lists live ([data-live-list]).
+	LiveLists bool
 	// Banners are the region moves under way, shown on every page.
 	Banners []MigrationBanner
 	// Tenant is the name of the user's tenant ("" for a platform user; Tenancy module).

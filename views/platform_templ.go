@@ -39,7 +39,7 @@ func Platform(p Page, f Form) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<p class=\"text-xs uppercase tracking-wide text-slate-500\">Administration</p><h1 class=\"mb-6 text-2xl font-semibold\">Platform</h1>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<p class=\"text-xs uppercase tracking-wide text-muted\">Administration</p><h1 class=\"mb-6 text-2xl font-semibold\">Platform</h1>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

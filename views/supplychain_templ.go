@@ -239,7 +239,7 @@ func signingSection(d SupplyChainData) templ.Component {
 			}
 			templ.ReleaseBuffer(templ_7745c5c3_Buffer)
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 12, "><h2 class=\"text-lg font-semibold\">Signing and the admission policy</h2><p class=\"text-sm text-slate-500\">Images are verified with these cosign public keys (<code>cosign.pub</code>): by the console before every deploy, and in the cluster by Sigstore's policy-controller (namespace <code>cosign-system</code>) for the images the policy covers in the project namespace.</p>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 12, "><h2 class=\"text-lg font-semibold\">Signing and the admission policy</h2><p class=\"text-sm text-muted\">Images are verified with these cosign public keys (<code>cosign.pub</code>): by the console before every deploy, and in the cluster by Sigstore's policy-controller (namespace <code>cosign-system</code>) for the images the policy covers in the project namespace.</p>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -638,14 +638,14 @@ func signingSection(d SupplyChainData) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 52, "</div></div><p class=\"text-xs text-slate-500\">The system images policy <code>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 52, "</div></div><p class=\"text-xs text-muted\">The system images policy <code>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var25 string
 		templ_7745c5c3_Var25, templ_7745c5c3_Err = templ.JoinStringErrs(d.SystemPolicyName)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `supplychain.templ`, Line: 114, Col: 87}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `supplychain.templ`, Line: 114, Col: 83}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var25))
 		if templ_7745c5c3_Err != nil {
@@ -658,7 +658,7 @@ func signingSection(d SupplyChainData) templ.Component {
 		var templ_7745c5c3_Var26 string
 		templ_7745c5c3_Var26, templ_7745c5c3_Err = templ.JoinStringErrs(strings.Join(d.SystemImages, " "))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `supplychain.templ`, Line: 114, Col: 199}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `supplychain.templ`, Line: 114, Col: 195}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var26))
 		if templ_7745c5c3_Err != nil {
@@ -725,7 +725,7 @@ func gateSection(d SupplyChainData) templ.Component {
 			}
 			templ.ReleaseBuffer(templ_7745c5c3_Buffer)
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 57, "><h2 class=\"text-lg font-semibold\">SBOMs, scanning and the policy gate</h2><p class=\"text-sm text-slate-500\">Before a deploy the console reads the image's signature and attestations from its registry (cosign's <code>.sig</code> and <code>.att</code>) and refuses the deploy when they do not pass; each verdict is listed below.</p><label class=\"flex items-center gap-2 text-sm\"><input type=\"checkbox\" name=\"require_sbom\" value=\"true\"")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 57, "><h2 class=\"text-lg font-semibold\">SBOMs, scanning and the policy gate</h2><p class=\"text-sm text-muted\">Before a deploy the console reads the image's signature and attestations from its registry (cosign's <code>.sig</code> and <code>.att</code>) and refuses the deploy when they do not pass; each verdict is listed below.</p><label class=\"flex items-center gap-2 text-sm\"><input type=\"checkbox\" name=\"require_sbom\" value=\"true\"")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -940,7 +940,7 @@ func residencySection(d SupplyChainData) templ.Component {
 			}
 			templ.ReleaseBuffer(templ_7745c5c3_Buffer)
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 77, "><h2 class=\"text-lg font-semibold\">Data residency</h2><p class=\"text-sm text-slate-500\">A project that requires a data location is created in, moved to and deployed on regions of that location only; a move of this region stays in it.</p><div class=\"max-w-sm\">")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 77, "><h2 class=\"text-lg font-semibold\">Data residency</h2><p class=\"text-sm text-muted\">A project that requires a data location is created in, moved to and deployed on regions of that location only; a move of this region stays in it.</p><div class=\"max-w-sm\">")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
@@ -1143,14 +1143,14 @@ func admissionState(p Page, d SupplyChainData) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 94, "<p class=\"text-sm text-slate-500\">ClusterImagePolicy <code>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 94, "<p class=\"text-sm text-muted\">ClusterImagePolicy <code>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var48 string
 		templ_7745c5c3_Var48, templ_7745c5c3_Err = templ.JoinStringErrs(d.PolicyName)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `supplychain.templ`, Line: 159, Col: 75}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `supplychain.templ`, Line: 159, Col: 71}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var48))
 		if templ_7745c5c3_Err != nil {
@@ -1161,7 +1161,7 @@ func admissionState(p Page, d SupplyChainData) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		if d.Adopted {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 96, "<p class=\"text-sm text-slate-500\">The cluster's own policy-controller is used; the console never removes it.</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 96, "<p class=\"text-sm text-muted\">The cluster's own policy-controller is used; the console never removes it.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -1238,12 +1238,12 @@ func verdictsTable(d SupplyChainData) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		if len(d.Verdicts) == 0 {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 101, "<p class=\"px-5 py-3 text-sm text-slate-500\">No deploy was checked yet.</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 101, "<p class=\"px-5 py-3 text-sm text-muted\">No deploy was checked yet.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 		} else {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 102, "<table class=\"mt-2 w-full text-left text-sm\"><thead class=\"text-xs uppercase text-slate-500\"><tr><th class=\"px-5 py-2\">When</th><th>Project</th><th>Image</th><th>Verdict</th><th class=\"pr-5\">Why</th></tr></thead> <tbody class=\"divide-y divide-slate-100 dark:divide-slate-800\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 102, "<table class=\"mt-2 w-full text-left text-sm\"><thead class=\"text-xs uppercase text-muted\"><tr><th class=\"px-5 py-2\">When</th><th>Project</th><th>Image</th><th>Verdict</th><th class=\"pr-5\">Why</th></tr></thead> <tbody class=\"divide-y divide-slate-100 dark:divide-slate-800\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -1287,14 +1287,14 @@ func verdictsTable(d SupplyChainData) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 106, "<br><span class=\"text-slate-500\">")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 106, "<br><span class=\"text-muted\">")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var55 string
 				templ_7745c5c3_Var55, templ_7745c5c3_Err = templ.JoinStringErrs(v.Digest)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `supplychain.templ`, Line: 182, Col: 102}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `supplychain.templ`, Line: 182, Col: 98}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var55))
 				if templ_7745c5c3_Err != nil {
