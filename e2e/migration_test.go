@@ -98,8 +98,28 @@ func TestMigrationBanner(t *testing.T) {
 		t.Fatalf("complete: %d", st)
 	}
 	b.waitJS("the banner to go", `document.querySelector("[data-testid=migration-banner]") === null`, shortWait)
+	b.waitJS("the list's moving badge to go", `document.querySelector("[data-testid=region-row]") && document.querySelector("[data-testid=moving]") === null`, shortWait)
 	if !b.marked() {
-		t.Fatal("the banner must go without a reload")
+		t.Fatal("the banner and the moving badge must go without a reload")
 	}
 	b.shot("final")
+
+	// A second move, rolled back from the Migration tab: the tab follows the rollback job
+	// to its end (no 'waiting for DNS', no Complete or Rollback left), and the list shows
+	// no move (issue 34: the tab kept dns_check and its buttons, the list 'moving: rolled
+	// back', until a reload).
+	if st := api(t, c, token, "POST", "/api/knative-regions/"+id+"/migrate", map[string]any{"kubeconfig": string(cl.Kubeconfig())}, &mv); st != 202 {
+		t.Fatalf("migrate again: %d", st)
+	}
+	b.open("/regions/"+id+"?tab=migration", "[data-testid=migration]")
+	b.waitJS("the move waiting for DNS on the tab", `document.querySelector("[data-testid=rollback-migration]")`, installWait)
+	b.mark()
+	b.click("[data-testid=rollback-migration]")
+	b.waitJS("the tab after the rollback", `(() => { const s = document.querySelector("[data-testid=migration-status] [data-state]");
+		return s && s.dataset.state === "rolled_back" && !document.querySelector("[data-testid=rollback-migration]") && !document.querySelector("[data-testid=complete-migration]") })()`, installWait)
+	b.shot("rolled-back")
+	b.open("/regions", "[data-testid=region-row]")
+	if b.count("[data-testid=moving]") != 0 {
+		t.Fatalf("a rolled-back move leaves no moving badge in the list: %q", b.text("[data-testid=moving]"))
+	}
 }

@@ -81,11 +81,7 @@ func (h *Handlers) RegionPageData(c *fiber.Ctx, r *store.Region, tab string, f v
 	d := views.RegionPageData{Region: RegionView(r), Domain: domain, DNSInstruction: DNSInstruction(domain, r.ExternalIP), Tab: tab, Form: f,
 		Tenancy: h.regionTenancy(c, r)}
 	if kinds, ok := TabKinds[tab]; ok {
-		if j, steps, events, err := h.Store.LatestJobWithHistory(ctx(c), r.ID, kinds, MaxEvents); err == nil {
-			jd := h.jobDataOf(ctx(c), Who(c), j, steps, events)
-			jd.Tab = tab
-			d.Job = jd.Panel()
-		} else if !isNotFoundErr(err) {
+		if d.Job, err = h.TabJob(c, r, tab, kinds); err != nil {
 			return d, err
 		}
 	}
@@ -278,6 +274,22 @@ func (h *Handlers) demoSection(c *fiber.Ctx, r *store.Region) (*views.DemoSectio
 			State: string(ps[i].State), Message: ps[i].Message})
 	}
 	return d, nil
+}
+
+// TabJob is the region's latest job of kinds as the panel of a tab (nil when there is
+// none): live, and once it ends the tab is fetched again, so that nothing on it stays
+// as it was before the job.
+func (h *Handlers) TabJob(c *fiber.Ctx, r *store.Region, tab string, kinds []string) (*views.JobView, error) {
+	j, steps, events, err := h.Store.LatestJobWithHistory(ctx(c), r.ID, kinds, MaxEvents)
+	if isNotFoundErr(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	jd := h.jobDataOf(ctx(c), Who(c), j, steps, events)
+	jd.Tab = tab
+	return jd.Panel(), nil
 }
 
 // RegionFormAction answers a region tab's form that runs one use case on the route's

@@ -274,6 +274,9 @@ func (js *jobStream) start(ctx context.Context, conn *websocket.Conn) bool {
 	if conn.Query("refresh") == "0" {
 		return true
 	}
+	// A job that ended while the page connected ends for the page now: what follows it
+	// (the tab fetched again, Continue) comes as if the page had seen the end.
+	d.JustFinished = conn.Query("open") == "1" && d.Job.Done()
 	return js.w.write(websocket.TextMessage, render(views.JobRefresh(js.page, d.View()))) == nil
 }
 

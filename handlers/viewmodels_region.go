@@ -76,7 +76,7 @@ func healthLayer(l store.HealthLayer) views.HealthLayer {
 func regionRow(r *store.Region) views.RegionRow {
 	glance := r.Health.V.Glance()
 	return views.RegionRow{ID: r.ID, Name: r.Name, MigrationStatus: string(r.MigrationStatus),
-		Moving: r.MigrationStatus != store.MigrationNone && r.MigrationStatus != store.MigrationCompleted,
+		Moving: r.MigrationStatus.Unsettled(),
 		Status: string(r.Status), ServingStatus: string(r.ServingStatus), RegistryStatus: string(r.RegistryStatus), RedisStatus: string(r.RedisStatus),
 		ExternalIP: r.ExternalIP, DNSResolved: r.DNSResolved, ProjectCount: r.ProjectCount, GPUs: GPUText(r.GPU.V),
 		Health: string(glance.State), HealthReason: glance.Reason}

@@ -86,7 +86,8 @@ func TestRegionViewDecidesStatuses(t *testing.T) {
 
 func TestRegionRowMoving(t *testing.T) {
 	for ms, moving := range map[store.MigrationStatus]bool{store.MigrationNone: false, store.MigrationCompleted: false,
-		store.MigrationPending: true, store.MigrationDNSCheck: true, store.MigrationFailed: true} {
+		store.MigrationRolledBack: false, store.MigrationPending: true, store.MigrationInProgress: true, store.MigrationDNSCheck: true,
+		store.MigrationFailed: true} {
 		if got := regionRow(&store.Region{MigrationStatus: ms}).Moving; got != moving {
 			t.Errorf("%q: moving %v, want %v", ms, got, moving)
 		}

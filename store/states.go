@@ -120,6 +120,10 @@ func (m MigrationStatus) Running() bool {
 	return m == MigrationPending || m == MigrationInProgress || m == MigrationDNSCheck
 }
 
+// Unsettled reports a move under way, or one that failed and waits for a decision (a
+// retry or a rollback); a completed or rolled-back move, or none, is settled.
+func (m MigrationStatus) Unsettled() bool { return m.Running() || m == MigrationFailed }
+
 // String names the status, "none" for no migration.
 func (m MigrationStatus) String() string {
 	if m == MigrationNone {

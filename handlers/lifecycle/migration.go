@@ -97,12 +97,8 @@ func (h *Handlers) migrationTab(c *fiber.Ctx, r *store.Region) (templ.Component,
 	if moved := moves.DataServicesMoved(r); len(moved) > 0 {
 		d.DataMoved, d.DataNote = strings.Join(moved, ", "), moves.DataStayedNote
 	}
-	if j, err := h.Store.LatestJobOf(c.UserContext(), r.ID, []string{moves.KindMove, moves.KindRollback}); err == nil {
-		jd, err := h.JobData(c.UserContext(), handlers.Who(c), j.ID)
-		if err != nil {
-			return nil, err
-		}
-		d.Job = jd.Panel()
+	if d.Job, err = h.TabJob(c, r, "migration", []string{moves.KindMove, moves.KindRollback}); err != nil {
+		return nil, err
 	}
 	return views.MigrationTab(h.Page(c, r.Name, "regions"), handlers.RegionView(r), d), nil
 }

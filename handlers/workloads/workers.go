@@ -1,7 +1,6 @@
 package workloads
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -40,13 +39,7 @@ func (h *Handlers) workersTab(c *fiber.Ctx, r *store.Region) (templ.Component, e
 	if err != nil {
 		d.ClusterError = h.Cause(c, "The cluster did not answer", err)
 	}
-	if j, err := h.Store.LatestJobOf(c.UserContext(), r.ID, nodes.NodeKinds); err == nil {
-		jd, err := h.JobData(c.UserContext(), handlers.Who(c), j.ID)
-		if err != nil {
-			return nil, err
-		}
-		d.Job = jd.Panel()
-	} else if !errors.Is(err, store.ErrNotFound) {
+	if d.Job, err = h.TabJob(c, r, "workers", nodes.NodeKinds); err != nil {
 		return nil, err
 	}
 	// The page's own data (flash, banners) is built by the region page; the tab needs
