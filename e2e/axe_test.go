@@ -71,10 +71,11 @@ func (b *browser) checkAccessible(page string) {
 // signing in (TestLogin) and the tenants page, which needs tenancy on (TestTenants).
 var pagesCheckedElsewhere = map[string]bool{"/login": true, "/tenants": true}
 
-// everyPage runs the accessibility check, in the light and the dark theme, over every
-// page of the console the owner can open with one region installed: every route of the
-// routes table that answers a page (read from web/'s source, so a new page without the
-// check fails here), every tab of the region, a job and the setup's page.
+// everyPage runs the phone's width check (390 px) and the accessibility check, in the
+// light and the dark theme, over every page of the console the owner can open with one
+// region installed: every route of the routes table that answers a page (read from web/'s
+// source, so a new page without the check fails here), every tab of the region, a job and
+// the setup's page.
 func everyPage(t *testing.T, b *browser, c *console, regionID string) {
 	ctx := context.Background()
 	jobs, err := c.Store.ListJobs(ctx, regionID, 50)
@@ -116,9 +117,11 @@ func everyPage(t *testing.T, b *browser, c *console, regionID string) {
 	paths = append(paths, "/regions/no-such-region") // the error page
 	for _, p := range paths {
 		b.open(p, "main")
-		b.checkAccessible(p)
+		name := fileName(p)
+		b.checkNarrow(name)
+		b.checkAccessible(name)
 		b.colorScheme("dark")
-		b.checkAccessible(p + " (dark)")
+		b.checkAccessible(name + " (dark)")
 		b.colorScheme("")
 	}
 }

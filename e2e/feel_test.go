@@ -63,8 +63,8 @@ func (b *browser) checkFocus(page string, tabs int) {
 	}
 }
 
-// checkNarrow loads the current page at 390 px wide and fails when it scrolls
-// sideways; tables scroll inside their own box.
+// checkNarrow loads the current page at 390 px wide and fails when it, or anything in
+// it, scrolls sideways (tables read as cards on a phone).
 func (b *browser) checkNarrow(page string) {
 	b.t.Helper()
 	b.viewport(390, 844)
@@ -74,8 +74,15 @@ func (b *browser) checkNarrow(page string) {
 	var over []string
 	b.eval(`(function(){
 		var w = document.documentElement.clientWidth;
-		if (document.documentElement.scrollWidth <= w + 1) return [];
-		var out = ["the page is " + document.documentElement.scrollWidth + " px wide"];
+		var out = [];
+		// Nothing scrolls sideways inside the page either (a table reads as cards).
+		document.querySelectorAll("body *").forEach(function(e){
+			var s = getComputedStyle(e);
+			if ((s.overflowX === "auto" || s.overflowX === "scroll") && e.scrollWidth > e.clientWidth + 1 && e.getClientRects().length > 0)
+				out.push(e.tagName + "." + String(e.className).slice(0, 60) + " scrolls sideways: " + e.scrollWidth + " px in " + e.clientWidth + " px");
+		});
+		if (document.documentElement.scrollWidth <= w + 1) return out;
+		out.push("the page is " + document.documentElement.scrollWidth + " px wide");
 		var wide = [];
 		document.querySelectorAll("body *").forEach(function(e){
 			var r = e.getBoundingClientRect();

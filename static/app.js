@@ -175,6 +175,25 @@
     });
   });
 
+  // Every table cell carries its column's name (data-label): on a phone, where a table
+  // reads as cards (app.css), each line starts with it.
+  function labelCells() {
+    document.querySelectorAll("table").forEach(function (table) {
+      var heads = Array.from(table.querySelectorAll("thead th")).map(function (th) { return th.textContent.trim(); });
+      if (heads.length === 0) return;
+      table.querySelectorAll("tbody tr").forEach(function (tr) {
+        var col = 0;
+        Array.from(tr.children).forEach(function (td) {
+          if (td.colSpan === 1 && heads[col] && !td.hasAttribute("data-label")) td.setAttribute("data-label", heads[col]);
+          col += td.colSpan || 1;
+        });
+      });
+    });
+  }
+  document.addEventListener("DOMContentLoaded", labelCells);
+  document.addEventListener("htmx:afterSettle", labelCells);
+  document.addEventListener("htmx:wsAfterMessage", labelCells);
+
   // A page that follows the lists (the regions page: its [data-live-list] part, the fleet
   // overview and the list) is told by its banner socket when they change: the part is
   // fetched again and swapped in when it differs, one fetch at a time.
@@ -192,6 +211,7 @@
         if (fresh && fresh.innerHTML !== live.innerHTML) {
           live.innerHTML = fresh.innerHTML;
           htmx.process(live);
+          labelCells();
           tick();
         }
       })
