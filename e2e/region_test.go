@@ -79,17 +79,27 @@ func addRegion(t *testing.T, b *browser, cl *testcluster.Cluster, name string) s
 		t.Fatalf("step 1 must keep its input on a validation error: name %q, kubeconfig kept %v", b.value("#f-name"), b.value("#f-kubeconfig") == kubeconfig)
 	}
 	b.expectDescribedBy("#f-name", "err-name")
-	var focused string
-	b.eval(`document.activeElement ? document.activeElement.id : ""`, &focused)
-	if focused != "f-name" {
-		t.Fatalf("the focus must move to the first field with an error (f-name), it is on %q", focused)
-	}
+	// The focus moves once htmx has settled the swap.
+	b.waitJS("the focus on the first field with an error (f-name)", `document.activeElement && document.activeElement.id === "f-name"`, shortWait)
 	if !b.marked() {
 		t.Fatal("step 1 is checked in place (htmx), without a page load")
 	}
 
-	// Step 1 for real: the button is disabled and the indicator shows while it runs.
+	// A cluster that does not answer: the checklist says so. Checking again takes the old
+	// checklist away as the new check starts (it stayed on screen during the new check).
 	b.typeInto("#f-name", name)
+	b.setValue("#f-kubeconfig", regexp.MustCompile(`server: \S+`).ReplaceAllString(kubeconfig, "server: https://127.0.0.1:1"))
+	b.click("[data-testid=check-connection]")
+	b.visible("[data-testid=checklist] [data-testid=check][data-status=fail]", shortWait)
+	var cleared bool
+	b.eval(`document.querySelector("[data-testid=check-connection]").click(), document.querySelector("[data-testid=checklist]") === null`, &cleared)
+	if !cleared {
+		t.Fatal("the previous checklist must go as a new check starts")
+	}
+	b.visible("[data-testid=checklist] [data-testid=check][data-status=fail]", shortWait)
+	b.setValue("#f-kubeconfig", kubeconfig)
+
+	// Step 1 for real: the button is disabled and the indicator shows while it runs.
 	b.watchBusy("[data-testid=check-connection]", "[data-testid=step1-form] .htmx-indicator")
 	b.click("[data-testid=check-connection]")
 	b.visible("[data-testid=step2-form]", shortWait)

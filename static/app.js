@@ -175,6 +175,15 @@
     });
   });
 
+  // A form with data-clear-on-request takes away what its last answer showed (a
+  // checklist) as soon as it asks again, so that old verdicts never stand beside a new
+  // check.
+  document.addEventListener("htmx:beforeRequest", function (e) {
+    var el = e.detail && e.detail.elt;
+    var sel = el && el.getAttribute && el.getAttribute("data-clear-on-request");
+    if (sel) el.querySelectorAll(sel).forEach(function (x) { x.remove(); });
+  });
+
   // Every table cell carries its column's name (data-label): on a phone, where a table
   // reads as cards (app.css), each line starts with it.
   function labelCells() {
