@@ -170,7 +170,7 @@ func (h *Handlers) RemoveRegionPage(c *fiber.Ctx) error {
 	if r.ProjectCount > 0 {
 		return h.FormInvalid(c, r, "general", nil, nil, "The region still has projects: delete them or move them to another region first.")
 	}
-	return handlers.Render(c, fiber.StatusOK, views.RemoveRegion(h.Page(c, "Remove "+r.Name, "regions"), handlers.RegionView(r)))
+	return handlers.Render(c, fiber.StatusOK, views.RemoveRegion(h.Page(c, "Remove "+r.Name, "regions"), handlers.RegionView(r), views.Form{}))
 }
 
 // RemoveRegionForm deletes the region's record.
@@ -178,6 +178,13 @@ func (h *Handlers) RemoveRegionForm(c *fiber.Ctx) error {
 	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
+	}
+	// The name typed again confirms which region goes: a removal asked of the wrong tab
+	// or with a slip of the hand changes nothing.
+	if typed := strings.TrimSpace(c.FormValue("confirm_name")); typed != r.Name {
+		f := views.Form{Values: map[string]string{"confirm_name": typed},
+			Errors: map[string]string{"confirm_name": "Type " + r.Name + " exactly to remove this region."}}
+		return handlers.Render(c, fiber.StatusUnprocessableEntity, views.RemoveRegion(h.Page(c, "Remove "+r.Name, "regions"), handlers.RegionView(r), f))
 	}
 	if err := h.Ops.DeleteRegion(c.UserContext(), h.Actor(c), r); err != nil {
 		return h.FormOutcome(c, r, "general", nil, err, "")
