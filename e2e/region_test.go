@@ -273,7 +273,7 @@ func addRegion(t *testing.T, b *browser, cl *testcluster.Cluster, name string) s
 		b.click("[data-testid=job-next]")
 	}
 
-	// Step 6, Sandbox: each node with its evidence; gVisor installed live.
+	// Step 6, Isolation: each node with its evidence; gVisor installed live.
 	b.visible("[data-testid=wizard-step-6]", shortWait)
 	b.expectReadOnly("[data-testid=step5-done]")
 	b.expectWizardStates("done", "done", "done", "done", "done", "current", "pending")
@@ -295,6 +295,9 @@ func addRegion(t *testing.T, b *browser, cl *testcluster.Cluster, name string) s
 	b.expectReadOnly("[data-testid=step6-done]")
 	b.expectWizardStates("done", "done", "done", "done", "done", "done", "current")
 	b.checkLabels("wizard step 7")
+	if got := b.text("[data-testid=wizard-move-optional]"); !strings.Contains(got, "optional") {
+		b.fatalf("step 7 must say that moving is optional: %q", got)
+	}
 	b.shot("step7")
 	b.click("[data-testid=wizard-finish]")
 	b.visible("[data-testid=region-name]", shortWait)
@@ -334,6 +337,9 @@ func (b *browser) runWizardStep(button string, step int) {
 	}
 	if b.count("[data-testid=wizard-skip]") != 0 {
 		b.fatalf("step %d is done: it offers Continue, not Skip", step)
+	}
+	if b.count("[data-testid=wizard-next]") != 0 {
+		b.fatalf("step %d is done: one way forward (the job's Continue), not also Next step", step)
 	}
 	states := []string{"done", "done", "pending", "pending", "*", "pending", "pending"}
 	for i := 2; i < step; i++ {
