@@ -377,6 +377,18 @@ func regionPage(t *testing.T, b *browser, c *console, regionID, name string) {
 		t.Fatalf("request_timeout after saving: %q", got)
 	}
 	b.expectJobSucceeds("Apply the settings of " + name)
+	// The job shows beside the settings it applies, above the rest of the General tab.
+	var above bool
+	b.eval(`(() => { const j = document.querySelector("[data-testid=job]"), f = document.querySelector("[data-testid=settings-form]");
+		return !!(j && f && (j.compareDocumentPosition(f) & Node.DOCUMENT_POSITION_FOLLOWING)) })()`, &above)
+	if !above {
+		b.fatalf("the settings' job must show above the General tab's sections, not below the removal")
+	}
+	// The flash answered the save: another tab does not carry it.
+	b.click("[data-testid=tab-registry]")
+	b.waitJS("the Registry tab without the flash", `document.querySelector("#tab-registry[aria-selected=true]") && !document.querySelector("[data-testid=flash]")`, shortWait)
+	b.click("[data-testid=tab-general]")
+	b.visible("[data-testid=settings-form]", shortWait)
 	if r, err := c.Store.RegionByID(ctx, regionID); err != nil || r.Settings.V.RequestTimeout != 45 {
 		t.Fatalf("request_timeout in the database: %v %+v", err, r)
 	}

@@ -175,6 +175,14 @@
     });
   });
 
+  // A flash belongs to the page it answered: choosing another tab takes it away.
+  document.addEventListener("click", function (e) {
+    if (e.target.closest && e.target.closest("[role=tab]")) {
+      var f = document.getElementById("flash");
+      if (f) f.remove();
+    }
+  });
+
   // A form with data-clear-on-request takes away what its last answer showed (a
   // checklist) as soon as it asks again, so that old verdicts never stand beside a new
   // check.
