@@ -574,6 +574,9 @@ func (s *Service) StartCheckedSetup(ctx context.Context, actor kit.Actor, in Set
 func (s *Service) enqueueSetup(ctx context.Context, actor kit.Actor, in SetupInput) (*store.RegistrySetup, error) {
 	owner, err := s.Preflight.OtherOwnerErrors(ctx, []byte(in.Kubeconfig), actor.TenantID, "")
 	if err == nil {
+		owner, err = s.sharedRegistryErrors(ctx, in, "", owner)
+	}
+	if err == nil {
 		err = problem.FromFields(owner)
 	}
 	if err != nil {
@@ -605,6 +608,23 @@ func (s *Service) enqueueSetup(ctx context.Context, actor kit.Actor, in SetupInp
 		return nil, fmt.Errorf("start the setup of %s: %w", in.Name, err)
 	}
 	return st, nil
+}
+
+// sharedRegistryErrors adds to errs the refusal of an internal registry on a cluster
+// whose internal registry is a region's other than exceptRegion.
+func (s *Service) sharedRegistryErrors(ctx context.Context, in SetupInput, exceptRegion string, errs map[string]string) (map[string]string, error) {
+	if in.RegistryMode != store.RegistryInternal {
+		return errs, nil
+	}
+	kc, err := kube.ParseKubeconfig([]byte(in.Kubeconfig))
+	if err != nil {
+		return errs, nil // the kubeconfig's own error is reported on its field
+	}
+	owner, err := s.Registry.InternalOwner(ctx, kube.ClusterKey(kc.Server), exceptRegion)
+	if err != nil || owner == "" {
+		return errs, err
+	}
+	return mergeErrs(errs, map[string]string{"registry_mode": registry.SharedRefusal(owner)}), nil
 }
 
 // SetupOf loads a setup's job with its parameters and its secrets.
@@ -645,7 +665,15 @@ func (s *Service) RetrySetup(ctx context.Context, actor kit.Actor, st *store.Reg
 	if in.Name != old.Name {
 		return nil, &problem.Invalid{Fields: map[string]string{"name": "A retry keeps the region's name (" + old.Name + ")."}}
 	}
-	if err := problem.FromFields(mergeErrs(in.validate(), s.actorFields(actor, &in))); err != nil {
+	created := "" // the region the failed setup may have created already
+	if st.RegionID != nil {
+		created = *st.RegionID
+	}
+	errs, err := s.sharedRegistryErrors(ctx, in, created, mergeErrs(in.validate(), s.actorFields(actor, &in)))
+	if err != nil {
+		return nil, err
+	}
+	if err := problem.FromFields(errs); err != nil {
 		return nil, err
 	}
 	p, sec := in.Params()

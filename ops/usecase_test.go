@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"runr.dev/console/config"
+	"runr.dev/console/kube"
 	"runr.dev/console/ops"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/knative"
@@ -176,5 +177,48 @@ func TestProjectUseCases(t *testing.T) {
 	}
 	if err := s.DeleteRegion(ctx, actor, r); err != nil {
 		t.Fatalf("a region without projects is removed: %v", err)
+	}
+}
+
+// TestOneInternalRegistryPerCluster: a cluster holds one internal registry (the Helm
+// release runr-registry/runr-zot). A second region on the cluster of a region with one is
+// refused an internal registry of its own, beside registry_mode and before anything is
+// created (issue 34: its setup upgraded the first region's release and broke it); it may
+// take an external registry or none.
+func TestOneInternalRegistryPerCluster(t *testing.T) {
+	st := storetest.New(t)
+	cfg := &config.Config{InstallTimeout: time.Minute, StatusTimeout: time.Second}
+	s := ops.NewService(st, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ctx := context.Background()
+	const server = "https://203.0.113.10:6443"
+	kc := "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {server: \"" + server + "\"}\nusers:\n- name: u\n  user: {token: t}\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n"
+	first := &store.Region{Name: "eu-2", Kubeconfig: kc, ClusterKey: kube.ClusterKey(server), RegistryMode: store.RegistryInternal, RedisMode: store.RedisNone}
+	if err := st.CreateRegion(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	second := func(mode store.RegistryMode) ops.SetupInput {
+		return ops.SetupInput{RegionFields: ops.RegionFields{Name: "eu-3", Kubeconfig: kc, RedisMode: store.RedisNone}, Input: registry.Input{RegistryMode: mode}}
+	}
+	_, err := s.StartCheckedSetup(ctx, actor, second(store.RegistryInternal), nil)
+	var inv *problem.Invalid
+	if !errors.As(err, &inv) || !strings.Contains(inv.Fields["registry_mode"], "region eu-2's") {
+		t.Fatalf("an internal registry beside eu-2's: want a refusal on registry_mode naming eu-2, got %v", err)
+	}
+	if pending, err := st.PendingSetups(ctx); err != nil || len(pending) != 0 {
+		t.Fatalf("the refusal must create nothing: %d setups, %v", len(pending), err)
+	}
+	if _, err := s.StartCheckedSetup(ctx, actor, second(store.RegistryNone), nil); err != nil {
+		t.Fatalf("a second region without a registry: %v", err)
+	}
+
+	// A region of the cluster without a registry cannot install an internal one either.
+	other := &store.Region{Name: "eu-4", Kubeconfig: kc, ClusterKey: kube.ClusterKey(server), RegistryMode: store.RegistryNone, RedisMode: store.RedisNone}
+	if err := st.CreateRegion(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Registry.Set(ctx, actor, other, registry.Input{RegistryMode: store.RegistryInternal})
+	invalidOn(t, err, "registry_mode")
+	if got, err := st.RegionByID(ctx, other.ID); err != nil || got.RegistryStatus == store.ComponentInstalling {
+		t.Fatalf("the refused registry must change nothing: %v %+v", err, got)
 	}
 }

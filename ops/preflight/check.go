@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/version"
 	"runr.dev/console/kube"
 	"runr.dev/console/ops/kit"
+	"runr.dev/console/store"
 )
 
 // StorageClassInfo summarises a StorageClass.
@@ -121,6 +122,9 @@ func (s *Service) CheckWith(ctx context.Context, name string, raw []byte, allowN
 		res.add("version", "Kubernetes version", kit.CheckPass, fmt.Sprintf("%s (minimum 1.%d)", v.GitVersion, s.Cfg.MinK8sMinor))
 	}
 
+	if err := s.checkNeighbours(ctx, name, res); err != nil {
+		return nil, err
+	}
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	s.checkRights(cctx, c, res)
@@ -182,6 +186,36 @@ func explainConnectError(server string, err error) string {
 		return "the cluster refused access (403): the kubeconfig's user may not read /version"
 	}
 	return fmt.Sprintf("%s could not be reached: %s", server, msg)
+}
+
+// checkNeighbours says which regions (other than name) the cluster hosts already and
+// what a new region shares with them: Knative Serving, tracing and the runr-agent are
+// the cluster's, and so is an internal registry (one per cluster).
+func (s *Service) checkNeighbours(ctx context.Context, name string, res *Result) error {
+	rs, err := s.Store.ListRegions(ctx, store.RegionFilter{ClusterKey: kube.ClusterKey(res.Server)}, false)
+	if err != nil {
+		return fmt.Errorf("regions of cluster %s: %w", res.Server, err)
+	}
+	var names []string
+	registryOf := ""
+	for _, r := range rs {
+		if r.Name == name {
+			continue
+		}
+		names = append(names, r.Name)
+		if r.RegistryMode == store.RegistryInternal {
+			registryOf = r.Name
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	ev := "this cluster already hosts region " + strings.Join(names, ", ") + ": its Knative Serving, tracing and runr-agent are shared with the new region"
+	if registryOf != "" {
+		ev += "; its internal registry is " + registryOf + "'s (a cluster holds one): choose an external registry or none in step 2"
+	}
+	res.add("neighbours", "Regions on this cluster", kit.CheckWarn, ev)
+	return nil
 }
 
 func (s *Service) checkRights(ctx context.Context, c *kube.Cluster, res *Result) {

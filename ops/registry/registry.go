@@ -322,6 +322,15 @@ func (s *Service) Set(ctx context.Context, actor kit.Actor, r *store.Region, in 
 	if p.Mode == store.RegistryNone || p.Mode == "" {
 		errs["registry_mode"] = "Choose internal or external; DELETE removes the registry."
 	}
+	if p.Mode == store.RegistryInternal {
+		owner, err := s.InternalOwner(ctx, r.ClusterKey, r.ID)
+		if err != nil {
+			return nil, err
+		}
+		if owner != "" {
+			errs["registry_mode"] = SharedRefusal(owner)
+		}
+	}
 	if err := problem.FromFields(errs); err != nil {
 		return nil, err
 	}
