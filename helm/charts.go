@@ -114,7 +114,11 @@ func (cs *ChartSource) Index(ctx context.Context, repoURL string) (*repo.IndexFi
 	}
 	raw, err := cs.get(ctx, strings.TrimRight(repoURL, "/")+"/index.yaml")
 	if err != nil {
-		return nil, fmt.Errorf("chart repository %s: %w (set RUNR_CHART_MIRROR for an air-gapped mirror)", repoURL, err)
+		hint := "set RUNR_CHART_MIRROR for an air-gapped mirror"
+		if cs.mirror != "" {
+			hint = "it is RUNR_CHART_MIRROR: check that the mirror runs at that address (a restarted sandbox has a new one: restart the console with its new env)"
+		}
+		return nil, fmt.Errorf("chart repository %s: %w (%s)", repoURL, err, hint)
 	}
 	idx := &repo.IndexFile{}
 	if err := yaml.Unmarshal(raw, idx); err != nil {

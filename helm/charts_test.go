@@ -2,6 +2,7 @@ package helm
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"helm.sh/helm/v3/pkg/chartutil"
@@ -35,5 +36,24 @@ func TestLoadGivesAChartOfItsOwn(t *testing.T) {
 	}
 	if n := len(second.Dependencies()); n != 2 {
 		t.Errorf("the next Load has %d subcharts, want loki and promtail", n)
+	}
+}
+
+// A mirror that does not answer is named as the mirror the console is set to, not with
+// the advice to set one (issue 34: a restarted sandbox's old mirror).
+func TestUnreachableMirrorSaysItIsTheMirror(t *testing.T) {
+	repo, err := testcluster.StartChartRepo("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := repo.URL
+	repo.Close()
+	_, err = NewChartSource(url, "").Index(context.Background(), url)
+	if err == nil || !strings.Contains(err.Error(), "it is RUNR_CHART_MIRROR") || strings.Contains(err.Error(), "set RUNR_CHART_MIRROR") {
+		t.Fatalf("a mirror that is gone: %v", err)
+	}
+	_, err = NewChartSource("", "").Index(context.Background(), url)
+	if err == nil || !strings.Contains(err.Error(), "set RUNR_CHART_MIRROR") {
+		t.Fatalf("an upstream repository that does not answer: %v", err)
 	}
 }
