@@ -119,6 +119,9 @@ func everyPage(t *testing.T, b *browser, c *console, regionID string) {
 		b.open(p, "main")
 		name := fileName(p)
 		b.checkNarrow(name)
+		if strings.HasSuffix(p, "/wizard") || p == "/regions/new" {
+			b.checkCompactWizard(name)
+		}
 		b.checkAccessible(name)
 		b.colorScheme("dark")
 		b.checkAccessible(name + " (dark)")
@@ -154,4 +157,21 @@ func pageRoutes(t *testing.T) []string {
 		t.Fatalf("found only %d page routes in web/: has the routes table's shape changed?", len(out))
 	}
 	return out
+}
+
+// checkCompactWizard fails unless the wizard's header shows one step on a phone (the
+// open one, "step N of 7"), and all seven on a wide screen.
+func (b *browser) checkCompactWizard(page string) {
+	b.t.Helper()
+	visible := func() int {
+		var n int
+		b.eval(`Array.from(document.querySelectorAll("[data-testid=wizard-step]")).filter(e => e.getClientRects().length > 0).length`, &n)
+		return n
+	}
+	b.viewport(390, 844)
+	phone := visible()
+	b.viewport(1280, 900)
+	if wide := visible(); phone > 1 || wide != 7 {
+		b.fatalf("%s: the wizard's header shows %d steps on a phone (want at most 1) and %d on a wide screen (want 7)", page, phone, wide)
+	}
 }
