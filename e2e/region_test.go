@@ -91,9 +91,15 @@ func addRegion(t *testing.T, b *browser, cl *testcluster.Cluster, name string) s
 	b.setValue("#f-kubeconfig", regexp.MustCompile(`server: \S+`).ReplaceAllString(kubeconfig, "server: https://127.0.0.1:1"))
 	b.click("[data-testid=check-connection]")
 	b.visible("[data-testid=checklist] [data-testid=check][data-status=fail]", shortWait)
-	var cleared bool
-	b.eval(`document.querySelector("[data-testid=check-connection]").click(), document.querySelector("[data-testid=checklist]") === null`, &cleared)
-	if !cleared {
+	b.waitJS("the first check to settle", `!document.querySelector("[data-testid=check-connection]").disabled`, shortWait)
+	// Whether the old checklist is still there when the new answer arrives.
+	b.eval(`window.__oldChecklist = null;
+		document.addEventListener("htmx:beforeSwap", function () { window.__oldChecklist = !!document.querySelector("[data-testid=checklist]"); }, {once: true});
+		document.querySelector("[data-testid=check-connection]").click(), true`, nil)
+	b.waitJS("the new check's answer", `window.__oldChecklist !== null`, shortWait)
+	var old bool
+	b.eval(`window.__oldChecklist`, &old)
+	if old {
 		t.Fatal("the previous checklist must go as a new check starts")
 	}
 	b.visible("[data-testid=checklist] [data-testid=check][data-status=fail]", shortWait)
@@ -304,6 +310,10 @@ func addRegion(t *testing.T, b *browser, cl *testcluster.Cluster, name string) s
 	if got := b.text("[data-testid=region-name]"); got != name {
 		t.Fatalf("region page of %q", got)
 	}
+	// The jobs of the wizard were followed by status checks: the health says what they
+	// installed (it said "Knative Serving is not installed" after Finish, or nothing yet).
+	b.waitJS("the health checked after the installs", `(() => { const h = document.querySelector("[data-testid=health]");
+		return h && !/not checked yet|Serving is not installed/i.test(h.textContent) })()`, shortWait)
 	b.checkFeel("region")
 	b.open("/regions", "[data-testid=regions-table]")
 	row := b.text(fmt.Sprintf(`[data-testid=region-row][data-region=%q]`, name))

@@ -84,6 +84,9 @@ type Engine struct {
 	// Release is the release of the program this engine runs in: it runs the jobs pinned to
 	// it and those pinned to none.
 	Release string
+	// Ended, when set, is told of every job this engine finished, after it is recorded
+	// (the console checks a region's status again after a job that changed it).
+	Ended func(j *store.Job, status store.JobStatus)
 
 	owner string
 	kinds map[string]*Kind

@@ -215,6 +215,8 @@ func (e *Engine) finish(j *store.Job, jc *JobContext, status store.JobStatus, er
 	}
 	if ferr := e.Store.FinishJob(ctx, j.ID, status, msg); ferr != nil {
 		e.Log.Error("jobs: finish", "job", j.ID, "err", ferr)
+	} else if e.Ended != nil {
+		e.Ended(j, status)
 	}
 	e.Log.Info("job finished", "job", j.ID, "kind", j.Kind, "status", status, "err", msg)
 }

@@ -18,6 +18,7 @@ import (
 	"runr.dev/console/ops/status"
 	"runr.dev/console/ops/statusblock"
 	"runr.dev/console/ops/tenancy"
+	"runr.dev/console/store"
 )
 
 // registerKinds builds the features, each registering its own kinds of job (the ones
@@ -46,6 +47,13 @@ func (s *Service) registerKinds() {
 	s.Moves = moves.New(s.Kit, moves.Deps{Preflight: s.Preflight, Knative: s.Knative, Registry: s.Registry, Redis: s.Redis, Isolation: s.Isolation,
 		GPU: s.GPU, Data: s.Data, Admission: s.Admission, Projects: s.Projects, Domains: s.Domains, StatusBlock: s.StatusBlock})
 	s.Status = status.New(s.Kit, s.Moves.CompleteMoves, s.Domains.CompleteDomainMigrations)
+	// A job that changed a region is followed by a status check: its health (and every
+	// view of it) says what the job did, not what the last sweep saw before it.
+	s.Engine.Ended = func(j *store.Job, st store.JobStatus) {
+		if st == store.JobSucceeded && j.Region() != "" {
+			s.Status.CheckSoon(j.Region())
+		}
+	}
 
 	s.Reconcile = reconcile.New(s.Kit, reconcile.Deps{Knative: s.Knative, Observability: s.Observability, StatusBlock: s.StatusBlock, Domains: s.Domains})
 }
