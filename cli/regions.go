@@ -20,7 +20,7 @@ func regionsCmd() *cobra.Command {
 	addOutputFlag(regions)
 	regions.AddCommand(regionsListCmd(), regionsShowCmd(), regionsCheckCmd(), regionsCreateCmd(), regionsSetCmd(), regionsRmCmd(),
 		knativeCmd(), regionRegistryCmd(), redisCmd(), functionTLSCmd(), monitoringCmd(), regionsMigrationCmd(), workersCmd(),
-		demoCmd(), dataServicesCmd())
+		demoCmd(), dataServicesCmd(), isolationCmd(), gpuCmd(), supplyChainCmd())
 	return regions
 }
 
