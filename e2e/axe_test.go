@@ -122,6 +122,9 @@ func everyPage(t *testing.T, b *browser, c *console, regionID string) {
 		if strings.HasSuffix(p, "/wizard") || p == "/regions/new" {
 			b.checkCompactWizard(name)
 		}
+		if strings.HasSuffix(p, "?tab=workers") {
+			b.checkPhoneTabs(name, "Workers")
+		}
 		b.checkAccessible(name)
 		b.colorScheme("dark")
 		b.checkAccessible(name + " (dark)")
@@ -173,5 +176,26 @@ func (b *browser) checkCompactWizard(page string) {
 	b.viewport(1280, 900)
 	if wide := visible(); phone > 1 || wide != 7 {
 		b.fatalf("%s: the wizard's header shows %d steps on a phone (want at most 1) and %d on a wide screen (want 7)", page, phone, wide)
+	}
+}
+
+// checkPhoneTabs fails unless a region page's tabs fold into one menu naming the open
+// tab (title) on a phone, and show as tabs on a wide screen.
+func (b *browser) checkPhoneTabs(page, title string) {
+	b.t.Helper()
+	var phone, wide struct {
+		Tabs, Menu bool
+		Summary    string
+	}
+	look := `(() => { const shown = s => { const e = document.querySelector(s); return !!e && e.getClientRects().length > 0 };
+		const m = document.querySelector("[data-testid=tab-menu] summary");
+		return {Tabs: shown("#region-tabs"), Menu: shown("[data-testid=tab-menu]"), Summary: m ? m.textContent : ""} })()`
+	b.viewport(390, 844)
+	b.eval(look, &phone)
+	b.viewport(1280, 900)
+	b.eval(look, &wide)
+	if phone.Tabs || !phone.Menu || !strings.Contains(phone.Summary, title) || !wide.Tabs || wide.Menu {
+		b.fatalf("%s: on a phone one menu naming %s (got tabs %v, menu %v, %q); on a wide screen the tabs (got tabs %v, menu %v)",
+			page, title, phone.Tabs, phone.Menu, phone.Summary, wide.Tabs, wide.Menu)
 	}
 }

@@ -177,7 +177,7 @@
 
   // A flash belongs to the page it answered: choosing another tab takes it away.
   document.addEventListener("click", function (e) {
-    if (e.target.closest && e.target.closest("[role=tab]")) {
+    if (e.target.closest && e.target.closest("[data-tab-link]")) {
       var f = document.getElementById("flash");
       if (f) f.remove();
     }
@@ -194,8 +194,8 @@
 
   // Every table cell carries its column's name (data-label): on a phone, where a table
   // reads as cards (app.css), each line starts with it.
-  function labelCells() {
-    document.querySelectorAll("table").forEach(function (table) {
+  function labelCells(root) {
+    (root && root.querySelectorAll ? root : document).querySelectorAll("table").forEach(function (table) {
       var heads = Array.from(table.querySelectorAll("thead th")).map(function (th) { return th.textContent.trim(); });
       if (heads.length === 0) return;
       table.querySelectorAll("tbody tr").forEach(function (tr) {
@@ -225,10 +225,10 @@
       .then(function (html) {
         if (!html) return;
         var fresh = new DOMParser().parseFromString(html, "text/html").getElementById(live.id);
+        if (fresh) labelCells(fresh); // as the live part has them, so that equal compares equal
         if (fresh && fresh.innerHTML !== live.innerHTML) {
           live.innerHTML = fresh.innerHTML;
           htmx.process(live);
-          labelCells();
           tick();
         }
       })
