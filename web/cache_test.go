@@ -65,13 +65,17 @@ func TestKeptPagesFollowTheDatabase(t *testing.T) {
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		_, list := e.Raw("GET", "/api/knative-regions", token, "")
-		_, page := browsers[0].Get("/regions/" + r.ID)
-		_, html := browsers[1].Get("/regions")
-		if strings.Contains(list, `"request_timeout":123`) && strings.Contains(list, "fn.kept.test") && strings.Contains(page, "fn.kept.test") && strings.Contains(html, "kept-eu") {
+		// The General tab named: the status sweep may find the region's cluster (it has
+		// none) down at any time, and a region found down opens on its Migration tab.
+		_, page := browsers[0].Get("/regions/" + r.ID + "?tab=general")
+		htmlResp, html := browsers[1].Get("/regions")
+		listOK := strings.Contains(list, `"request_timeout":123`) && strings.Contains(list, "fn.kept.test")
+		pageOK, htmlOK := strings.Contains(page, "fn.kept.test"), strings.Contains(html, "kept-eu")
+		if listOK && pageOK && htmlOK {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the change is not shown 5 s after it was written:\n%s", list)
+			t.Fatalf("the change is not shown 5 s after it was written (API list %v, region page %v, regions page %v, status %d):\n%s\n%s", listOK, pageOK, htmlOK, htmlResp.StatusCode, list, page)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
