@@ -215,14 +215,25 @@ func checkTable(w io.Writer, res *checkResult) error {
 
 // regionsRmCmd is `runr regions rm REGION`: RunR's record only; nothing leaves the cluster.
 func regionsRmCmd() *cobra.Command {
-	return regionCommand("rm REGION", "Remove RunR's record of a region (nothing is removed from the cluster; refused while projects remain)", 0,
+	var teardown, wait bool
+	cmd := regionCommand("rm REGION", "Remove RunR's record of a region (nothing is removed from the cluster unless --teardown; refused while projects remain)", 0,
 		func(cmd *cobra.Command, c *apiclient.Client, r *apiclient.Region, _ []string) error {
+			if teardown {
+				ans, err := c.Post(cmd.Context(), http.MethodDelete, apiclient.RegionPath(r.ID, "")+"?teardown=true", nil)
+				if err != nil {
+					return err
+				}
+				return queued(cmd, c, "Remove what RunR installed on the cluster of "+r.Name+", then the region", ans.JobID, wait)
+			}
 			if err := c.Do(cmd.Context(), http.MethodDelete, apiclient.RegionPath(r.ID, ""), nil, nil); err != nil {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Region %s removed; what RunR installed keeps running on the cluster\n", r.Name)
 			return nil
 		})
+	cmd.Flags().BoolVar(&teardown, "teardown", false, "first remove what RunR installed on the cluster (one job, as the removal page's table lists it), then the record")
+	addWaitFlag(cmd, &wait)
+	return cmd
 }
 
 // regionByID re-reads a region after a change.

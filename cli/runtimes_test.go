@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"runr.dev/console/ops"
 	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/store"
@@ -56,5 +57,17 @@ func TestCLIRuntimes(t *testing.T) {
 	}
 	if _, _, err := cli(t, "", "regions", "supply-chain", "rm-admission", "eu-2"); err == nil || !strings.Contains(err.Error(), "has no admission policy") {
 		t.Fatalf("removing an admission policy that is not there: %v", err)
+	}
+	// The region's removal with what RunR installed: refused while its jobs wait, queued
+	// for a region without any (nothing installed: the record's step only).
+	if _, _, err := cli(t, "", "regions", "rm", "eu-2", "--teardown"); err == nil || !strings.Contains(err.Error(), "A job of region eu-2 runs") {
+		t.Fatalf("a teardown while jobs wait: %v", err)
+	}
+	idle := &store.Region{Name: "eu-3", Kubeconfig: "not a kubeconfig", RedisMode: store.RedisNone}
+	if err := e.Store.CreateRegion(ctx, idle); err != nil {
+		t.Fatal(err)
+	}
+	if p := queued(mustCLI(t, "regions", "rm", "eu-3", "--teardown"), ops.KindTeardown); p["parts"] != nil {
+		t.Fatalf("a region with nothing installed has parts to remove: %v", p)
 	}
 }

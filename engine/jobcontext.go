@@ -19,6 +19,9 @@ type JobContext struct {
 	Job    *store.Job
 	Secret string
 	step   int
+	// params, when set, are the parameters of the part of a composed job whose step runs
+	// (PlanParts), instead of the job's own.
+	params json.RawMessage
 	log    interface {
 		Info(string, ...any)
 		Warn(string, ...any)
@@ -29,7 +32,11 @@ type JobContext struct {
 
 // Params decodes the job's parameters.
 func (jc *JobContext) Params(v any) error {
-	if err := json.Unmarshal(jc.Job.Params, v); err != nil {
+	raw := jc.Job.Params
+	if jc.params != nil {
+		raw = jc.params
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
 		return fmt.Errorf("decode job parameters: %w", err)
 	}
 	return nil

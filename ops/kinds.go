@@ -44,13 +44,14 @@ func (s *Service) registerKinds() {
 	s.registerSetupKinds()
 	s.registerRegionKinds()
 	s.registerSettingsKinds()
+	s.registerTeardownKind()
 	s.Moves = moves.New(s.Kit, moves.Deps{Preflight: s.Preflight, Knative: s.Knative, Registry: s.Registry, Redis: s.Redis, Isolation: s.Isolation,
 		GPU: s.GPU, Data: s.Data, Admission: s.Admission, Projects: s.Projects, Domains: s.Domains, StatusBlock: s.StatusBlock})
 	s.Status = status.New(s.Kit, s.Moves.CompleteMoves, s.Domains.CompleteDomainMigrations)
 	// A job that changed a region is followed by a status check: its health (and every
 	// view of it) says what the job did, not what the last sweep saw before it.
 	s.Engine.Ended = func(j *store.Job, st store.JobStatus) {
-		if st == store.JobSucceeded && j.Region() != "" {
+		if st == store.JobSucceeded && j.Region() != "" && j.Kind != KindTeardown {
 			s.Status.CheckSoon(j.Region())
 		}
 	}

@@ -222,3 +222,29 @@ func TestOneInternalRegistryPerCluster(t *testing.T) {
 		t.Fatalf("the refused registry must change nothing: %v %+v", err, got)
 	}
 }
+
+// A teardown is refused, queueing nothing, while the region has projects other than the
+// demo ones or runs a job.
+func TestTeardownRefusals(t *testing.T) {
+	s, r := useCases(t)
+	ctx := context.Background()
+	p := &store.Project{Name: "shop", Slug: "shop", RegionID: &r.ID}
+	if err := s.Store.CreateProject(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	r, _ = s.Store.RegionByID(ctx, r.ID)
+	_, err := s.Teardown(ctx, actor, r)
+	refusedWith(t, err, "", "still has 1 project")
+	if err := s.Store.DeleteProject(ctx, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	r, _ = s.Store.RegionByID(ctx, r.ID)
+	if _, err := s.RemoveFunctionTLS(ctx, actor, r); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Teardown(ctx, actor, r)
+	refusedWith(t, err, "", "A job of region eu-2 runs")
+	if _, n, _ := s.Store.ListJobsPage(ctx, r.ID, 1, 0); n != 1 {
+		t.Fatalf("the refused teardowns queued jobs: %d", n)
+	}
+}

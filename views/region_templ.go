@@ -2585,7 +2585,7 @@ func generalTab(p Page, d RegionPageData) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		if p.Can.RegionsManage && r.ProjectCount == 0 {
+		if p.Can.RegionsManage && r.ProjectCount == demoCount(d) {
 			{
 				templ_7745c5c3_ElementWriter := templ_7745c5c3_Buffer
 				templ_7745c5c3_Buffer := templ.GetBuffer()
@@ -2622,7 +2622,7 @@ func generalTab(p Page, d RegionPageData) templ.Component {
 				}
 				templ.ReleaseBuffer(templ_7745c5c3_Buffer)
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 189, "><h2 class=\"text-lg font-semibold text-rose-700 dark:text-rose-300\">Remove region</h2><p class=\"text-sm\">Deletes RunR's record of the region. Nothing is removed from the cluster.</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 189, "><h2 class=\"text-lg font-semibold text-rose-700 dark:text-rose-300\">Remove region</h2><p class=\"text-sm\">Deletes RunR's record of the region; you choose whether what RunR installed on the cluster is removed first or keeps running.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -5011,14 +5011,14 @@ func RemoveRegion(p Page, r RegionView, f Form) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 393, "?</h1><p class=\"text-sm\">This deletes RunR's record of the region: its metric snapshots, pod sessions, events and log settings, and its agent token (the region's runr-agent is turned away from then on). <strong>Nothing is removed from the cluster</strong>: everything RunR installed keeps running there.</p><p class=\"text-sm\">To take the cluster out of service completely, first remove what RunR installed, from the region's tabs while it still exists:</p><table class=\"w-full text-left text-sm\"><thead class=\"text-xs uppercase text-muted\"><tr><th class=\"py-1\">What</th><th>Console</th><th>API</th></tr></thead> <tbody class=\"divide-y divide-slate-100 dark:divide-slate-800\"><tr data-testid=\"remove-demo-projects\"><td class=\"py-1\">Demo projects (with their SMTP catcher)</td><td>General → Remove demo projects</td><td><code>DELETE /api/knative-regions/")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 393, "?</h1><p class=\"text-sm\">This deletes RunR's record of the region: its metric snapshots, pod sessions, events and log settings, and its agent token (the region's runr-agent is turned away from then on).</p><h2 class=\"text-sm font-semibold\">What RunR installed, in the order it is removed</h2><p class=\"text-sm\">Removed by the second choice below, or one by one from the region's tabs while it still exists:</p><table class=\"w-full text-left text-sm\" data-testid=\"remove-table\"><thead class=\"text-xs uppercase text-muted\"><tr><th class=\"py-1\">What</th><th>Console</th><th>API</th></tr></thead> <tbody class=\"divide-y divide-slate-100 dark:divide-slate-800\"><tr data-testid=\"remove-demo-projects\"><td class=\"py-1\">Demo projects (with their SMTP catcher)</td><td>General → Remove demo projects</td><td><code>DELETE /api/knative-regions/")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var211 string
 			templ_7745c5c3_Var211, templ_7745c5c3_Err = templ.JoinStringErrs(r.ID)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 809, Col: 190}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 810, Col: 190}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var211))
 			if templ_7745c5c3_Err != nil {
@@ -5031,7 +5031,7 @@ func RemoveRegion(p Page, r RegionView, f Form) templ.Component {
 			var templ_7745c5c3_Var212 string
 			templ_7745c5c3_Var212, templ_7745c5c3_Err = templ.JoinStringErrs(r.ID)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 810, Col: 126}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 811, Col: 126}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var212))
 			if templ_7745c5c3_Err != nil {
@@ -5044,7 +5044,7 @@ func RemoveRegion(p Page, r RegionView, f Form) templ.Component {
 			var templ_7745c5c3_Var213 string
 			templ_7745c5c3_Var213, templ_7745c5c3_Err = templ.JoinStringErrs(r.ID)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 811, Col: 111}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 812, Col: 111}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var213))
 			if templ_7745c5c3_Err != nil {
@@ -5057,7 +5057,7 @@ func RemoveRegion(p Page, r RegionView, f Form) templ.Component {
 			var templ_7745c5c3_Var214 string
 			templ_7745c5c3_Var214, templ_7745c5c3_Err = templ.JoinStringErrs(r.ID)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 812, Col: 190}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 813, Col: 190}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var214))
 			if templ_7745c5c3_Err != nil {
@@ -5070,7 +5070,7 @@ func RemoveRegion(p Page, r RegionView, f Form) templ.Component {
 			var templ_7745c5c3_Var215 string
 			templ_7745c5c3_Var215, templ_7745c5c3_Err = templ.JoinStringErrs(r.ID)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 813, Col: 120}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 814, Col: 120}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var215))
 			if templ_7745c5c3_Err != nil {
@@ -5083,7 +5083,7 @@ func RemoveRegion(p Page, r RegionView, f Form) templ.Component {
 			var templ_7745c5c3_Var216 string
 			templ_7745c5c3_Var216, templ_7745c5c3_Err = templ.JoinStringErrs("{id}")
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 814, Col: 119}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 815, Col: 119}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var216))
 			if templ_7745c5c3_Err != nil {
@@ -5096,7 +5096,7 @@ func RemoveRegion(p Page, r RegionView, f Form) templ.Component {
 			var templ_7745c5c3_Var217 string
 			templ_7745c5c3_Var217, templ_7745c5c3_Err = templ.JoinStringErrs("{service}")
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 814, Col: 144}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 815, Col: 144}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var217))
 			if templ_7745c5c3_Err != nil {
@@ -5109,7 +5109,7 @@ func RemoveRegion(p Page, r RegionView, f Form) templ.Component {
 			var templ_7745c5c3_Var218 string
 			templ_7745c5c3_Var218, templ_7745c5c3_Err = templ.JoinStringErrs(r.ID)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 814, Col: 257}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 815, Col: 257}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var218))
 			if templ_7745c5c3_Err != nil {
@@ -5122,7 +5122,7 @@ func RemoveRegion(p Page, r RegionView, f Form) templ.Component {
 			var templ_7745c5c3_Var219 string
 			templ_7745c5c3_Var219, templ_7745c5c3_Err = templ.JoinStringErrs("{service}")
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 814, Col: 287}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 815, Col: 287}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var219))
 			if templ_7745c5c3_Err != nil {
@@ -5135,7 +5135,7 @@ func RemoveRegion(p Page, r RegionView, f Form) templ.Component {
 			var templ_7745c5c3_Var220 string
 			templ_7745c5c3_Var220, templ_7745c5c3_Err = templ.JoinStringErrs(r.ID)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 815, Col: 119}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 816, Col: 119}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var220))
 			if templ_7745c5c3_Err != nil {
@@ -5148,7 +5148,7 @@ func RemoveRegion(p Page, r RegionView, f Form) templ.Component {
 			var templ_7745c5c3_Var221 string
 			templ_7745c5c3_Var221, templ_7745c5c3_Err = templ.JoinStringErrs(r.ID)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 816, Col: 138}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 817, Col: 138}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var221))
 			if templ_7745c5c3_Err != nil {
@@ -5161,7 +5161,7 @@ func RemoveRegion(p Page, r RegionView, f Form) templ.Component {
 			var templ_7745c5c3_Var222 string
 			templ_7745c5c3_Var222, templ_7745c5c3_Err = templ.JoinStringErrs(r.ID)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 816, Col: 207}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 817, Col: 207}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var222))
 			if templ_7745c5c3_Err != nil {
@@ -5174,20 +5174,20 @@ func RemoveRegion(p Page, r RegionView, f Form) templ.Component {
 			var templ_7745c5c3_Var223 string
 			templ_7745c5c3_Var223, templ_7745c5c3_Err = templ.JoinStringErrs(r.ID)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 817, Col: 182}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 818, Col: 182}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var223))
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 406, "/supply-chain/admission</code></td></tr></tbody></table><p class=\"text-sm\">Then remove what is left with kubectl and helm: the namespace observability (Helm releases knative and loki-stack, otel-collector and tempo, the runr-agent and its Secret runr-agent-token), the project namespace ")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 406, "/supply-chain/admission</code></td></tr></tbody></table><p class=\"text-sm\">Neither choice removes the rest; remove it with kubectl and helm once the region is gone: the namespace observability (Helm releases knative and loki-stack, otel-collector and tempo, the runr-agent and its Secret runr-agent-token), the project namespace ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var224 string
 			templ_7745c5c3_Var224, templ_7745c5c3_Err = templ.JoinStringErrs(r.Name)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 820, Col: 242}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 821, Col: 284}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var224))
 			if templ_7745c5c3_Err != nil {
@@ -5200,7 +5200,7 @@ func RemoveRegion(p Page, r RegionView, f Form) templ.Component {
 			var templ_7745c5c3_Var225 string
 			templ_7745c5c3_Var225, templ_7745c5c3_Err = templ.JoinStringErrs(r.Name)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 820, Col: 977}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 821, Col: 1019}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var225))
 			if templ_7745c5c3_Err != nil {
@@ -5213,7 +5213,7 @@ func RemoveRegion(p Page, r RegionView, f Form) templ.Component {
 			var templ_7745c5c3_Var226 string
 			templ_7745c5c3_Var226, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL("/regions/" + r.ID + "/delete")).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 821, Col: 77}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 822, Col: 77}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var226)
 			if templ_7745c5c3_Err != nil {
@@ -5231,11 +5231,35 @@ func RemoveRegion(p Page, r RegionView, f Form) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 410, "<fieldset class=\"space-y-2\" data-testid=\"remove-choice\"><legend class=\"text-sm font-medium\">What happens on the cluster</legend> <label class=\"flex items-start gap-2 text-sm\"><input type=\"radio\" name=\"teardown\" value=\"\" class=\"mt-1\"")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			if f.V("teardown") == "" {
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 411, " checked")
+				if templ_7745c5c3_Err != nil {
+					return templ_7745c5c3_Err
+				}
+			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 412, " data-testid=\"remove-record-only\"> <span><strong>Keep everything running.</strong> Only RunR's record goes; what RunR installed keeps running on the cluster.</span></label> <label class=\"flex items-start gap-2 text-sm\"><input type=\"radio\" name=\"teardown\" value=\"1\" class=\"mt-1\"")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
+			if f.V("teardown") != "" {
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 413, " checked")
+				if templ_7745c5c3_Err != nil {
+					return templ_7745c5c3_Err
+				}
+			}
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 414, " data-testid=\"remove-teardown\"> <span><strong>Remove what RunR installed first.</strong> One job removes each part of the table above that the region has, in that order, and shows every step; the record goes once all of them succeeded. A part that fails stops the job and the region stays: retry the job once the cause is fixed.</span></label></fieldset>")
+			if templ_7745c5c3_Err != nil {
+				return templ_7745c5c3_Err
+			}
 			templ_7745c5c3_Err = FieldWith(f, "confirm_name", "Type the region's name, "+r.Name+", to confirm", "text", "", templ.Attributes{"autocomplete": "off", "spellcheck": "false", "required": true}).Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 410, "<div class=\"flex gap-3\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 415, "<div class=\"flex gap-3\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -5243,7 +5267,7 @@ func RemoveRegion(p Page, r RegionView, f Form) templ.Component {
 				templ_7745c5c3_ElementWriter := templ_7745c5c3_Buffer
 				templ_7745c5c3_Buffer := templ.GetBuffer()
 				var templ_7745c5c3_ElementScripts []templ.ComponentScript
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 411, "<button type=\"submit\" class=\"")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 416, "<button type=\"submit\" class=\"")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -5261,7 +5285,7 @@ func RemoveRegion(p Page, r RegionView, f Form) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 412, "\" data-testid=\"confirm-remove\"")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 417, "\" data-testid=\"confirm-remove\"")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -5275,20 +5299,20 @@ func RemoveRegion(p Page, r RegionView, f Form) templ.Component {
 				}
 				templ.ReleaseBuffer(templ_7745c5c3_Buffer)
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 413, ">Remove region ")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 418, ">Remove region ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var229 string
 			templ_7745c5c3_Var229, templ_7745c5c3_Err = templ.JoinStringErrs(r.Name)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 826, Col: 98}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 838, Col: 98}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var229))
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 414, "</button> ")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 419, "</button> ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -5296,20 +5320,20 @@ func RemoveRegion(p Page, r RegionView, f Form) templ.Component {
 				templ_7745c5c3_ElementWriter := templ_7745c5c3_Buffer
 				templ_7745c5c3_Buffer := templ.GetBuffer()
 				var templ_7745c5c3_ElementScripts []templ.ComponentScript
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 415, "<a href=\"")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 420, "<a href=\"")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var230 string
 				templ_7745c5c3_Var230, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL("/regions/" + r.ID)).ResolveURL(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 827, Col: 48}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 839, Col: 48}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var230)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 416, "\" class=\"")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 421, "\" class=\"")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -5327,7 +5351,7 @@ func RemoveRegion(p Page, r RegionView, f Form) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 417, "\"")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 422, "\"")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -5341,7 +5365,7 @@ func RemoveRegion(p Page, r RegionView, f Form) templ.Component {
 				}
 				templ.ReleaseBuffer(templ_7745c5c3_Buffer)
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 418, ">Cancel</a></div></form></div>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 423, ">Cancel</a></div></form></div>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

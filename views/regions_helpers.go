@@ -24,3 +24,12 @@ func sortState(sorted bool) string {
 	}
 	return "none"
 }
+
+// demoCount is how many of the region's projects are demo projects (they go with the
+// region when what RunR installed is removed first).
+func demoCount(d RegionPageData) int {
+	if d.Demos == nil {
+		return 0
+	}
+	return len(d.Demos.Projects)
+}

@@ -2,6 +2,7 @@ package regions
 
 import (
 	"encoding/json"
+	"strconv"
 
 	"github.com/gofiber/fiber/v2"
 	"runr.dev/console/handlers"
@@ -73,12 +74,25 @@ func (h *Handlers) APIUpdateMonitoring(c *fiber.Ctx) error {
 	return h.RegionAnswer(c, r.ID, j)
 }
 
-// APIDeleteRegion is DELETE /api/knative-regions/{id}: RunR's record only; nothing is
-// removed from the cluster. Refused while projects remain.
+// APIDeleteRegion is DELETE /api/knative-regions/{id}: RunR's record only, nothing is
+// removed from the cluster (204); with ?teardown=true what RunR installed is removed
+// first, by a job (202 with its id). Refused while projects remain.
 func (h *Handlers) APIDeleteRegion(c *fiber.Ctx) error {
+	teardown := false
+	if v := c.Query("teardown"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return handlers.Invalid(c, handlers.FieldErrors{"teardown": "Use true (remove what RunR installed first) or false (the record only)."})
+		}
+		teardown = b
+	}
 	r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
 	if err != nil {
 		return h.Fail(c, err)
+	}
+	if teardown {
+		j, err := h.Ops.Teardown(c.UserContext(), h.Actor(c), r)
+		return h.Accepted(c, j, err)
 	}
 	if err := h.Ops.DeleteRegion(c.UserContext(), h.Actor(c), r); err != nil {
 		return h.Fail(c, err)

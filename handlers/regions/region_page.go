@@ -161,33 +161,63 @@ func (h *Handlers) RedisActionForm(c *fiber.Ctx) error {
 	return h.FormOutcome(c, r, "redis", nil, err, "")
 }
 
-// RemoveRegionPage asks for confirmation, listing what stays on the cluster.
+// RemoveRegionPage asks for confirmation and whether what RunR installed goes first.
 func (h *Handlers) RemoveRegionPage(c *fiber.Ctx) error {
 	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	if r.ProjectCount > 0 {
+	if n, err := h.nonDemoProjects(c, r); err != nil {
+		return h.Fail(c, err)
+	} else if n > 0 {
 		return h.FormInvalid(c, r, "general", nil, nil, "The region still has projects: delete them or move them to another region first.")
 	}
 	return handlers.Render(c, fiber.StatusOK, views.RemoveRegion(h.Page(c, "Remove "+r.Name, "regions"), handlers.RegionView(r), views.Form{}))
 }
 
-// RemoveRegionForm deletes the region's record.
+// nonDemoProjects is how many of r's projects are not demo projects.
+func (h *Handlers) nonDemoProjects(c *fiber.Ctx, r *store.Region) (int, error) {
+	demos, err := h.Store.DemoProjects(c.UserContext(), r.ID)
+	return r.ProjectCount - len(demos), err
+}
+
+// RemoveRegionForm deletes the region's record, or queues the removal of what RunR
+// installed followed by the record's (teardown=1) and shows that job.
 func (h *Handlers) RemoveRegionForm(c *fiber.Ctx) error {
 	r, err := h.RegionForm(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	// The name typed again confirms which region goes: a removal asked of the wrong tab
-	// or with a slip of the hand changes nothing.
-	if typed := strings.TrimSpace(c.FormValue("confirm_name")); typed != r.Name {
-		f := views.Form{Values: map[string]string{"confirm_name": typed},
-			Errors: map[string]string{"confirm_name": "Type " + r.Name + " exactly to remove this region."}}
+	teardown := c.FormValue("teardown") != ""
+	values := map[string]string{"confirm_name": strings.TrimSpace(c.FormValue("confirm_name"))}
+	if teardown {
+		values["teardown"] = "1"
+	}
+	page := func(f views.Form) error {
+		f.Values = values
 		return handlers.Render(c, fiber.StatusUnprocessableEntity, views.RemoveRegion(h.Page(c, "Remove "+r.Name, "regions"), handlers.RegionView(r), f))
 	}
+	// The name typed again confirms which region goes: a removal asked of the wrong tab
+	// or with a slip of the hand changes nothing.
+	if values["confirm_name"] != r.Name {
+		return page(views.Form{Errors: map[string]string{"confirm_name": "Type " + r.Name + " exactly to remove this region."}})
+	}
+	if teardown {
+		j, err := h.Ops.Teardown(c.UserContext(), h.Actor(c), r)
+		if err != nil {
+			if fe, msg, ok := h.Refusal(c, err); ok {
+				return page(views.Form{Errors: fe, Error: msg})
+			}
+			return h.Fail(c, err)
+		}
+		h.Flash(c, "Removing what RunR installed on the cluster of "+r.Name+"; the region's record goes at the end.")
+		return handlers.Redirect(c, "/jobs/"+j.ID)
+	}
 	if err := h.Ops.DeleteRegion(c.UserContext(), h.Actor(c), r); err != nil {
-		return h.FormOutcome(c, r, "general", nil, err, "")
+		if _, msg, ok := h.Refusal(c, err); ok {
+			return page(views.Form{Error: msg})
+		}
+		return h.Fail(c, err)
 	}
 	h.Flash(c, "Region "+r.Name+" removed. Everything on its cluster keeps running.")
 	return handlers.Redirect(c, "/regions")

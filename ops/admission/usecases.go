@@ -220,7 +220,24 @@ func (s *Service) RemoveAdmission(ctx context.Context, actor kit.Actor, r *store
 	if err := s.Store.SetAdmissionWanted(ctx, r.ID, false); err != nil {
 		return nil, err
 	}
-	return s.Enqueue(ctx, engine.Request{Kind: KindAdmissionRemove, Title: "Remove the admission policy of " + r.Name, Subject: r.ID, CreatedBy: actor.Email})
+	req := removeRequest(r)
+	req.CreatedBy = actor.Email
+	return s.Enqueue(ctx, req)
+}
+
+func removeRequest(r *store.Region) engine.Request {
+	return engine.Request{Kind: KindAdmissionRemove, Title: "Remove the admission policy of " + r.Name, Subject: r.ID}
+}
+
+// TeardownParts is the removal of the region's admission policy when it has one, for
+// the removal of a region with what the console installed.
+func (s *Service) TeardownParts(r *store.Region) ([]engine.Part, error) {
+	sc := r.SupplyChain.V
+	if !sc.Admission.Enabled && sc.State.Current() == store.ComponentNotInstalled {
+		return nil, nil
+	}
+	p, err := engine.PartOf("Admission policy", removeRequest(r))
+	return []engine.Part{p}, err
 }
 
 // RegionVerdicts are the latest verdicts of the deploy gate on a region.

@@ -136,8 +136,32 @@ func (s *Service) RemoveDataService(ctx context.Context, actor kit.Actor, r *sto
 	if err := s.dataBusy(ctx, r); err != nil {
 		return nil, err
 	}
-	return s.Enqueue(ctx, engine.Request{Kind: KindDataRemove, Title: "Remove " + service + " from " + r.Name,
-		Subject: r.ID, Params: DataParams{Service: service, Mode: r.DataServices.V.Service(service).Mode}, CreatedBy: actor.Email})
+	req := removeRequest(r, service)
+	req.CreatedBy = actor.Email
+	return s.Enqueue(ctx, req)
+}
+
+func removeRequest(r *store.Region, service string) engine.Request {
+	return engine.Request{Kind: KindDataRemove, Title: "Remove " + service + " from " + r.Name,
+		Subject: r.ID, Params: DataParams{Service: service, Mode: r.DataServices.V.Service(service).Mode}}
+}
+
+// TeardownParts are the removals of the data services installed on r, with their data,
+// for the removal of a region with what the console installed (a region with projects,
+// and so with bindings, is not removed).
+func (s *Service) TeardownParts(ctx context.Context, r *store.Region) ([]engine.Part, error) {
+	var parts []engine.Part
+	for _, name := range store.DataServiceNames {
+		if r.DataServices.V.Service(name).State() == store.ComponentNotInstalled {
+			continue
+		}
+		p, err := engine.PartOf("Data service "+name, removeRequest(r, name))
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, p)
+	}
+	return parts, nil
 }
 
 // DataServiceView is one data service as the API and the tab show it: its state, where

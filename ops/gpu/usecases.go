@@ -56,19 +56,45 @@ func (s *Service) UninstallGPU(ctx context.Context, actor kit.Actor, r *store.Re
 	if err := s.gpuBusy(ctx, r); err != nil {
 		return nil, err
 	}
+	if err := s.noGPUPods(ctx, r); err != nil {
+		return nil, err
+	}
+	req := uninstallRequest(r)
+	req.CreatedBy = actor.Email
+	return s.Enqueue(ctx, req)
+}
+
+// noGPUPods refuses the removal of GPU support while pods request GPUs (they are named).
+func (s *Service) noGPUPods(ctx context.Context, r *store.Region) error {
 	c, err := s.RegionCluster(r)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	used, err := PodsWithGPUs(ctx, c)
 	if err != nil {
-		return nil, &problem.Unreachable{Region: r.Name, Err: err}
+		return &problem.Unreachable{Region: r.Name, Err: err}
 	}
 	if len(used) > 0 {
-		return nil, &problem.Refused{Reason: "Pods still request GPUs: " + strings.Join(used, ", ") + ". Stop them first."}
+		return &problem.Refused{Reason: "Pods still request GPUs: " + strings.Join(used, ", ") + ". Stop them first."}
 	}
-	return s.Enqueue(ctx, engine.Request{Kind: KindGPUUninstall, Title: "Remove GPU support from " + r.Name,
-		Subject: r.ID, Params: GPUParams{Mode: r.GPU.V.Mode}, CreatedBy: actor.Email})
+	return nil
+}
+
+func uninstallRequest(r *store.Region) engine.Request {
+	return engine.Request{Kind: KindGPUUninstall, Title: "Remove GPU support from " + r.Name, Subject: r.ID, Params: GPUParams{Mode: r.GPU.V.Mode}}
+}
+
+// TeardownParts is the removal of GPU support when it is installed, for the removal of
+// a region with what the console installed.
+func (s *Service) TeardownParts(ctx context.Context, r *store.Region) ([]engine.Part, error) {
+	if r.GPU.V.State() == store.ComponentNotInstalled {
+		return nil, nil
+	}
+	if err := s.noGPUPods(ctx, r); err != nil {
+		return nil, err
+	}
+	p, err := engine.PartOf("GPU support", uninstallRequest(r))
+	return []engine.Part{p}, err
 }
 
 // SetModelStorage queues the model storage volume of a region: a StorageClass of the

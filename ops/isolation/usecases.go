@@ -76,10 +76,12 @@ func (s *Service) InstallSandbox(ctx context.Context, actor kit.Actor, r *store.
 	if in.Runtime != store.RuntimeWasm {
 		in.Nodes = nil
 	}
-	names := map[string]string{store.RuntimeKata: "Kata Containers", store.RuntimeGVisor: "gVisor", store.RuntimeWasm: "WebAssembly support"}
-	return s.Enqueue(ctx, engine.Request{Kind: KindSandboxInstall, Title: "Install " + names[in.Runtime] + " on " + r.Name,
+	return s.Enqueue(ctx, engine.Request{Kind: KindSandboxInstall, Title: "Install " + runtimeLabels[in.Runtime] + " on " + r.Name,
 		Subject: r.ID, Params: in, CreatedBy: actor.Email})
 }
+
+// runtimeLabels name the runtimes in job titles.
+var runtimeLabels = map[string]string{store.RuntimeKata: "Kata Containers", store.RuntimeGVisor: "gVisor", store.RuntimeWasm: "WebAssembly support"}
 
 // NoKataNode is why Kata cannot be installed on a region none of whose nodes can run it.
 const NoKataNode = "No node can run Kata Containers: each needs containerd or CRI-O, an architecture with a hypervisor, and /dev/kvm (the Isolation tab gives each node's reason)."
@@ -199,19 +201,54 @@ func (s *Service) UninstallSandbox(ctx context.Context, actor kit.Actor, r *stor
 	if err := s.sandboxBusy(ctx, r); err != nil {
 		return nil, err
 	}
+	if err := s.unused(ctx, r, rt); err != nil {
+		return nil, err
+	}
+	req := uninstallRequest(r, runtime)
+	req.CreatedBy = actor.Email
+	return s.Enqueue(ctx, req)
+}
+
+// unused refuses the removal of a runtime while pods run with its RuntimeClasses (they
+// are named).
+func (s *Service) unused(ctx context.Context, r *store.Region, rt store.SandboxRuntime) error {
 	c, err := s.RegionCluster(r)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	used, err := PodsUsing(ctx, c, rt.Classes)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if len(used) > 0 {
-		return nil, &problem.Refused{Reason: "Pods still run with " + strings.Join(rt.Classes, ", ") + ": " + strings.Join(used, ", ") + ". Move or stop them first."}
+		return &problem.Refused{Reason: "Pods still run with " + strings.Join(rt.Classes, ", ") + ": " + strings.Join(used, ", ") + ". Move or stop them first."}
 	}
-	return s.Enqueue(ctx, engine.Request{Kind: KindSandboxUninstall, Title: "Remove " + runtime + " from " + r.Name,
-		Subject: r.ID, Params: SandboxParams{Runtime: runtime}, CreatedBy: actor.Email})
+	return nil
+}
+
+func uninstallRequest(r *store.Region, runtime string) engine.Request {
+	return engine.Request{Kind: KindSandboxUninstall, Title: "Remove " + runtime + " from " + r.Name, Subject: r.ID, Params: SandboxParams{Runtime: runtime}}
+}
+
+// TeardownParts are the removals of the runtimes installed on r, for the removal of a
+// region with what the console installed.
+func (s *Service) TeardownParts(ctx context.Context, r *store.Region) ([]engine.Part, error) {
+	var parts []engine.Part
+	for _, runtime := range SandboxRuntimes {
+		rt := r.Isolation.V.Runtime(runtime)
+		if rt.State() == store.ComponentNotInstalled {
+			continue
+		}
+		if err := s.unused(ctx, r, rt); err != nil {
+			return nil, err
+		}
+		p, err := engine.PartOf(runtimeLabels[runtime], uninstallRequest(r, runtime))
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, p)
+	}
+	return parts, nil
 }
 
 // SetWorkloadClasses sets the runtime class of each workload kind it is given (the others

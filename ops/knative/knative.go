@@ -1161,6 +1161,27 @@ func knativeRequest(r *store.Region, kind string, in Input, op OperatorParams, s
 	return req, nil
 }
 
+// TeardownParts is the removal of Knative Serving (with the region's Traefik unless it
+// serves other Ingresses) and then of the operator, of what of them is installed, for
+// the removal of a region with what the console installed.
+func (s *Service) TeardownParts(r *store.Region) ([]engine.Part, error) {
+	kind := KindUninstallKnative
+	switch {
+	case r.ServingStatus != store.ComponentNotInstalled:
+	case r.OperatorStatus != store.ComponentNotInstalled:
+		kind = KindUninstallOperator
+	default:
+		return nil, nil
+	}
+	req, err := knativeRequest(r, kind, Input{}, OperatorParams{}, ServingParams{}, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Kind, req.Subject = kind, r.ID
+	p, err := engine.PartOf("Knative", req)
+	return []engine.Part{p}, err
+}
+
 // Service is Knative on a region's cluster: the operator, Serving and the region Traefik,
 // their installs, upgrades and removals.
 type Service struct {

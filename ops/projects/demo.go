@@ -186,6 +186,17 @@ func (s *Service) RemoveDemos(ctx context.Context, actor kit.Actor, r *store.Reg
 	return s.Enqueue(ctx, engine.Request{Kind: KindDemoRemove, Title: "Remove the demo projects of " + r.Name, Subject: r.ID, CreatedBy: actor.Email})
 }
 
+// TeardownParts is the removal of the demo projects when the region has any, for the
+// removal of a region with what the console installed.
+func (s *Service) TeardownParts(ctx context.Context, r *store.Region) ([]engine.Part, error) {
+	ps, err := s.Store.DemoProjects(ctx, r.ID)
+	if err != nil || len(ps) == 0 {
+		return nil, err
+	}
+	p, err := engine.PartOf("Demo projects", engine.Request{Kind: KindDemoRemove, Subject: r.ID})
+	return []engine.Part{p}, err
+}
+
 func (s *Service) registerDemoKinds() {
 	s.Engine.Register(&engine.Kind{Name: KindDemoInstall, Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
 		var dp DemoParams

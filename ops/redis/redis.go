@@ -64,7 +64,23 @@ func (s *Service) SetRedis(ctx context.Context, actor kit.Actor, r *store.Region
 
 // RemoveRedis queues the removal of the region's Redis.
 func (s *Service) RemoveRedis(ctx context.Context, actor kit.Actor, r *store.Region) (*store.Job, error) {
-	return s.Enqueue(ctx, engine.Request{Kind: KindRedisRemove, Title: "Remove the Redis of " + r.Name, Subject: r.ID, CreatedBy: actor.Email})
+	req := removeRequest(r)
+	req.CreatedBy = actor.Email
+	return s.Enqueue(ctx, req)
+}
+
+func removeRequest(r *store.Region) engine.Request {
+	return engine.Request{Kind: KindRedisRemove, Title: "Remove the Redis of " + r.Name, Subject: r.ID}
+}
+
+// TeardownParts is the removal of the region's managed Redis, for the removal of a
+// region with what the console installed (an external Redis is not the console's).
+func (s *Service) TeardownParts(r *store.Region) ([]engine.Part, error) {
+	if r.RedisMode != store.RedisManaged {
+		return nil, nil
+	}
+	p, err := engine.PartOf("Redis", removeRequest(r))
+	return []engine.Part{p}, err
 }
 
 // TestRedis queues a PING of the region's Redis from a pod.

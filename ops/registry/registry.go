@@ -358,13 +358,28 @@ func (s *Service) Install(ctx context.Context, actor kit.Actor, r *store.Region,
 		Subject: r.ID, Params: p, Secret: string(raw), CreatedBy: actor.Email})
 }
 
+func removeRequest(r *store.Region) engine.Request {
+	return engine.Request{Kind: KindRemove, Title: "Remove the registry of " + r.Name, Subject: r.ID}
+}
+
+// TeardownParts is the removal of the region's registry (with the node mirror of an
+// external one), for the removal of a region with what the console installed.
+func (s *Service) TeardownParts(r *store.Region) ([]engine.Part, error) {
+	if r.RegistryMode == store.RegistryNone {
+		return nil, nil
+	}
+	p, err := engine.PartOf("Registry", removeRequest(r))
+	return []engine.Part{p}, err
+}
+
 // Remove queues the removal of a region's registry.
 func (s *Service) Remove(ctx context.Context, actor kit.Actor, r *store.Region) (*store.Job, error) {
 	if r.RegistryMode == store.RegistryNone {
 		return nil, &problem.Refused{Reason: "The region has no registry."}
 	}
-	j, err := s.Enqueue(ctx, engine.Request{Kind: KindRemove, Title: "Remove the registry of " + r.Name,
-		Subject: r.ID, CreatedBy: actor.Email})
+	req := removeRequest(r)
+	req.CreatedBy = actor.Email
+	j, err := s.Enqueue(ctx, req)
 	if err != nil {
 		return nil, err
 	}
