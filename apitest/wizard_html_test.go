@@ -60,6 +60,18 @@ func TestWizardRefusals(t *testing.T) {
 		t.Fatalf("step 1 of a good cluster: %d", resp.StatusCode)
 	}
 	sealed := between(body, `name="sealed" value="`, `"`)
+	// Nothing is created before Save & Next: step 1 opens again, filled, to change the name.
+	if !strings.Contains(body, `data-testid="step1-change"`) {
+		t.Fatal("the done step 1 offers no change while step 2 is open")
+	}
+	resp, body = b.PostForm("/regions/new/edit", url.Values{"sealed": {sealed}}, true)
+	if resp.StatusCode != 200 || !strings.Contains(body, `data-testid="step1-form"`) || !strings.Contains(body, `value="eu-9"`) ||
+		!strings.Contains(body, "certificate-authority-data") {
+		t.Fatalf("change step 1: %d, want step 1's form with the name and the kubeconfig", resp.StatusCode)
+	}
+	if resp, _ = b.PostForm("/regions/new/edit", url.Values{"sealed": {"enc:v1:AAAA"}}, true); resp.StatusCode != 422 {
+		t.Fatalf("change step 1 of a tampered state: %d", resp.StatusCode)
+	}
 	resp, _ = b.PostForm("/regions/new/setup", url.Values{"sealed": {sealed}, "registry_mode": {"external"}, "external_address": {"registry.example.com"},
 		"redis_mode": {"external"}, "redis_address": {"redis.example.com:6379"}, "storage_type": {"pvc"}}, true)
 	if resp.StatusCode != 303 || !strings.HasPrefix(resp.Header.Get("Location"), "/regions/setups/") {

@@ -91,7 +91,10 @@ func addRegion(t *testing.T, b *browser, cl *testcluster.Cluster, name string) s
 	b.setValue("#f-kubeconfig", regexp.MustCompile(`server: \S+`).ReplaceAllString(kubeconfig, "server: https://127.0.0.1:1"))
 	b.click("[data-testid=check-connection]")
 	b.visible("[data-testid=checklist] [data-testid=check][data-status=fail]", shortWait)
-	b.waitJS("the first check to settle", `!document.querySelector("[data-testid=check-connection]").disabled`, shortWait)
+	// Settled: the button is enabled again and htmx has taken over the form it swapped in
+	// (a click before that submits the form natively, a page load that ends the test).
+	b.waitJS("the first check to settle", `!document.querySelector("[data-testid=check-connection]").disabled &&
+		!!(document.querySelector("[data-testid=step1-form]")["htmx-internal-data"] || {}).initHash`, shortWait)
 	// Whether the old checklist is still there when the new answer arrives.
 	b.eval(`window.__oldChecklist = null;
 		document.addEventListener("htmx:beforeSwap", function () { window.__oldChecklist = !!document.querySelector("[data-testid=checklist]"); }, {once: true});

@@ -108,6 +108,7 @@ func (s *Server) regionPageRoutes() []Route {
 		{Method: get, Path: "/regions", Perm: perm.RegionsView, Handler: h.RegionsPage},
 		{Method: get, Path: "/regions/new", Perm: perm.RegionsManage, Handler: s.Lifecycle.WizardNewPage},
 		{Method: post, Path: "/regions/new/check", Perm: perm.RegionsManage, Handler: s.Lifecycle.WizardCheck},
+		{Method: post, Path: "/regions/new/edit", Perm: perm.RegionsManage, Handler: s.Lifecycle.WizardEdit},
 		{Method: post, Path: "/regions/new/setup", Perm: perm.RegionsManage, Also: []string{perm.RegistryManage}, Handler: s.Lifecycle.WizardSetup},
 		{Method: get, Path: "/regions/setups/:token", Perm: perm.RegionsView, Handler: s.Lifecycle.WizardSetupPage},
 		{Method: get, Path: "/regions/:id", Perm: perm.RegionsView, Handler: h.RegionPage},

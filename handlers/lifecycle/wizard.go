@@ -146,9 +146,22 @@ func (h *Handlers) WizardCheck(c *fiber.Ctx) error {
 	d.Form.Values["server"], d.Form.Values["version"] = chk.Server, chk.Version
 	sealed := h.seal(c, SealedStep1{Name: name, Kubeconfig: string(chk.Kubeconfig), IsActive: active, Server: chk.Server,
 		Version: chk.Version, Nodes: chk.Nodes, StorageClasses: chk.StorageClasses, RegionMode: mode})
+	d.Sealed = sealed
 	next := &views.Step2Data{Form: views.Form{Values: map[string]string{}}, Sealed: sealed, Nodes: workerOptions(chk.Nodes),
 		StorageClasses: storageClassOptions(chk.StorageClasses), Action: "/regions/new/setup", Submit: "Save & Next"}
 	return handlers.Render(c, fiber.StatusOK, views.WizardNew(page, d, next))
+}
+
+// WizardEdit opens step 1 again, filled with what was checked, while step 2 is open:
+// nothing was created yet, so the name (or the cluster) may still change.
+func (h *Handlers) WizardEdit(c *fiber.Ctx) error {
+	s, err := h.unseal(c, c.FormValue("sealed"))
+	if err != nil {
+		return h.Fail(c, handlers.FieldErrors{"sealed": err.Error()})
+	}
+	f := views.Form{Values: map[string]string{"name": s.Name, "kubeconfig": s.Kubeconfig, "is_active": map[bool]string{true: "1", false: "0"}[s.IsActive]}}
+	return handlers.Render(c, fiber.StatusOK, views.WizardNew(h.Page(c, "Add Region", "regions"),
+		views.Step1Data{Form: f, Modes: h.wizardModes(c, s.RegionMode), NoAgentAddress: h.noAgentAddress()}, nil))
 }
 
 // step2Input reads the step 2 form into a setup.
@@ -195,7 +208,7 @@ func (h *Handlers) WizardSetup(c *fiber.Ctx) error {
 	if fe, msg, ok := h.Refusal(c, err); ok {
 		f.Errors, f.Error = fe, msg
 		page := h.Page(c, "Add Region", "regions")
-		d := views.Step1Data{Form: views.Form{Values: map[string]string{"name": s.Name, "server": s.Server, "version": s.Version}}}
+		d := views.Step1Data{Form: views.Form{Values: map[string]string{"name": s.Name, "server": s.Server, "version": s.Version}}, Sealed: c.FormValue("sealed")}
 		next := &views.Step2Data{Form: f, Sealed: c.FormValue("sealed"), Nodes: workerOptions(s.Nodes), StorageClasses: storageClassOptions(s.StorageClasses), Action: "/regions/new/setup", Submit: "Save & Next"}
 		return handlers.Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(page, d, next))
 	} else if err != nil {
