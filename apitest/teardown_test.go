@@ -93,3 +93,72 @@ func TestTeardownRemovesWhatRunRInstalled(t *testing.T) {
 		t.Error("the Knative operator's CRDs must be gone")
 	}
 }
+
+// Two regions on one cluster: the teardown of one keeps Knative, which the other uses,
+// and says so on the removal page and in its job; the teardown of the last one removes it.
+func TestTeardownKeepsWhatTheClusterShares(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{})
+	e := console(t, nil)
+	_, tok := e.User("owner")
+	ctx := context.Background()
+	first := newRegion(t, e, tok, c, "first", nil)
+	mustSucceed(t, action(t, e, tok, first.ID, "install-knative", nil))
+	second := newRegion(t, e, tok, c, "second", map[string]any{"redis_mode": "managed"})
+	mustSucceed(t, action(t, e, tok, second.ID, "install-knative", nil))
+
+	if _, err := e.Store.CreateUser(ctx, "shared@example.com", "", "owner", "password-of-shared"); err != nil {
+		t.Fatal(err)
+	}
+	b := e.NewBrowser()
+	b.Login("shared@example.com", "password-of-shared")
+	if resp, body := b.Get("/regions/" + second.ID + "/remove"); resp.StatusCode != 200 ||
+		!strings.Contains(between(body, `data-testid="remove-shared"`, "</p>"), "also hosts first") {
+		t.Fatalf("the removal page of second does not say that first shares its cluster: %d", resp.StatusCode)
+	}
+
+	teardown := func(r *store.Region) []store.JobStep {
+		t.Helper()
+		var ans struct {
+			JobID string `json:"job_id"`
+		}
+		if st := e.JSON("DELETE", "/api/knative-regions/"+r.ID+"?teardown=true", tok, nil, &ans); st != 202 {
+			t.Fatalf("teardown of %s: %d", r.Name, st)
+		}
+		mustSucceed(t, e.WaitJob(ans.JobID, 4*time.Minute))
+		steps, err := e.Store.JobSteps(ctx, ans.JobID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Store.RegionByID(ctx, r.ID); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("the record of %s must be gone: %v", r.Name, err)
+		}
+		return steps
+	}
+	steps := teardown(second)
+	var titles []string
+	for _, s := range steps {
+		titles = append(titles, s.Title)
+	}
+	if got := strings.Join(titles, " | "); strings.Contains(got, "Knative") || !strings.HasPrefix(got, "Keep what the cluster's other regions use") ||
+		!strings.Contains(got, "Redis") {
+		t.Fatalf("the teardown of second ran %s; want the kept note first, Redis, and no Knative", got)
+	}
+	if _, err := c.Client.AppsV1().Deployments(second.Name).Get(ctx, redis.RedisName, metav1.GetOptions{}); err == nil {
+		t.Error("second's own Redis must be gone")
+	}
+	if _, err := c.APIExtGet(ctx, knative.ServingCRD); err != nil {
+		t.Fatalf("Knative went with second although first uses it: %v", err)
+	}
+	if r, err := e.Store.RegionByID(ctx, first.ID); err != nil || r.ServingStatus != store.ComponentReady {
+		t.Fatalf("first after second's teardown: %v, serving %v", err, r)
+	}
+
+	// first is now alone on the cluster: its teardown removes Knative.
+	steps = teardown(first)
+	if len(steps) == 0 || steps[0].Name == "kept" {
+		t.Fatalf("the last region's teardown keeps something: %+v", steps)
+	}
+	if _, err := c.APIExtGet(ctx, knative.ServingCRD); err == nil {
+		t.Error("the Knative operator's CRDs must go with the cluster's last region")
+	}
+}

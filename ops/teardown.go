@@ -2,7 +2,9 @@ package ops
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 
 	"runr.dev/console/engine"
 	"runr.dev/console/ops/kit"
@@ -18,30 +20,64 @@ const KindTeardown = "region-teardown"
 // the region had installed then), so that a resumed job runs the same ones.
 type TeardownParams struct {
 	Parts []engine.Part `json:"parts"`
+	// Kept are the installs left for the cluster's other regions, Neighbours.
+	Kept       []string `json:"kept,omitempty"`
+	Neighbours []string `json:"neighbours,omitempty"`
+}
+
+// teardownSource is one row of the removal page's table: the parts it removes, and
+// whether what it removes belongs to the cluster (its other regions use it too).
+type teardownSource struct {
+	label  string
+	shared bool
+	parts  func() ([]engine.Part, error)
 }
 
 // teardownParts are the removals of what the console installed on r, in the order of the
-// removal page's table (views.RemoveRegion): what is not installed has no part.
-func (s *Service) teardownParts(ctx context.Context, r *store.Region) ([]engine.Part, error) {
-	var parts []engine.Part
-	for _, of := range []func() ([]engine.Part, error){
-		func() ([]engine.Part, error) { return s.Projects.TeardownParts(ctx, r) },
-		func() ([]engine.Part, error) { return s.functionTLSTeardown(r) },
-		func() ([]engine.Part, error) { return s.Redis.TeardownParts(r) },
-		func() ([]engine.Part, error) { return s.Knative.TeardownParts(r) },
-		func() ([]engine.Part, error) { return s.Registry.TeardownParts(r) },
-		func() ([]engine.Part, error) { return s.Data.TeardownParts(ctx, r) },
-		func() ([]engine.Part, error) { return s.GPU.TeardownParts(ctx, r) },
-		func() ([]engine.Part, error) { return s.Isolation.TeardownParts(ctx, r) },
-		func() ([]engine.Part, error) { return s.Admission.TeardownParts(r) },
+// removal page's table (views.RemoveRegion): what is not installed has no part. While
+// the cluster hosts other regions, what they share (Knative, data services, GPU support,
+// isolation runtimes, the admission policy) is kept: kept names it.
+func (s *Service) teardownParts(ctx context.Context, r *store.Region, neighbours []string) (parts []engine.Part, kept []string, err error) {
+	for _, src := range []teardownSource{
+		{"Demo projects", false, func() ([]engine.Part, error) { return s.Projects.TeardownParts(ctx, r) }},
+		{"Function TLS", false, func() ([]engine.Part, error) { return s.functionTLSTeardown(r) }},
+		{"Redis", false, func() ([]engine.Part, error) { return s.Redis.TeardownParts(r) }},
+		{"Knative", true, func() ([]engine.Part, error) { return s.Knative.TeardownParts(r) }},
+		{"Registry", false, func() ([]engine.Part, error) { return s.Registry.TeardownParts(r) }},
+		{"Data services", true, func() ([]engine.Part, error) { return s.Data.TeardownParts(ctx, r) }},
+		{"GPU support", true, func() ([]engine.Part, error) { return s.GPU.TeardownParts(ctx, r) }},
+		{"Isolation runtimes", true, func() ([]engine.Part, error) { return s.Isolation.TeardownParts(ctx, r) }},
+		{"Admission policy", true, func() ([]engine.Part, error) { return s.Admission.TeardownParts(r) }},
 	} {
-		ps, err := of()
-		if err != nil {
-			return nil, err
+		ps, err := src.parts()
+		var refused *problem.Refused
+		switch {
+		case src.shared && len(neighbours) > 0 && (len(ps) > 0 || errors.As(err, &refused)):
+			// Kept for the other regions: a refusal to remove it (pods that use it) is moot.
+			kept = append(kept, src.label)
+		case err != nil:
+			return nil, nil, err
+		case !src.shared || len(neighbours) == 0:
+			parts = append(parts, ps...)
 		}
-		parts = append(parts, ps...)
 	}
-	return parts, nil
+	return parts, kept, nil
+}
+
+// Neighbours are the names of the other regions on r's cluster: they share its Knative
+// Serving, tracing, runr-agent and every cluster-wide install.
+func (s *Service) Neighbours(ctx context.Context, r *store.Region) ([]string, error) {
+	rs, err := s.Store.RegionsOnCluster(ctx, r.ClusterKey)
+	if err != nil {
+		return nil, fmt.Errorf("regions on the cluster of %s: %w", r.Name, err)
+	}
+	var names []string
+	for _, x := range rs {
+		if x.ID != r.ID {
+			names = append(names, x.Name)
+		}
+	}
+	return names, nil
 }
 
 func (s *Service) functionTLSTeardown(r *store.Region) ([]engine.Part, error) {
@@ -56,7 +92,7 @@ func (s *Service) functionTLSTeardown(r *store.Region) ([]engine.Part, error) {
 // its record (the removal page's option; the plain removal keeps the cluster as it is).
 // It is refused while the region has projects other than the demo ones (which it
 // removes), while a job of the region runs, and when a part refuses (pods that still use
-// GPUs or a sandbox runtime).
+// GPUs or a sandbox runtime). What the cluster's other regions share stays.
 func (s *Service) Teardown(ctx context.Context, actor kit.Actor, r *store.Region) (*store.Job, error) {
 	demos, err := s.Store.DemoProjects(ctx, r.ID)
 	if err != nil {
@@ -70,12 +106,16 @@ func (s *Service) Teardown(ctx context.Context, actor kit.Actor, r *store.Region
 	} else if busy {
 		return nil, &problem.Refused{Reason: "A job of region " + r.Name + " runs: wait for it to end (or cancel it) before removing the region."}
 	}
-	parts, err := s.teardownParts(ctx, r)
+	neighbours, err := s.Neighbours(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	parts, kept, err := s.teardownParts(ctx, r, neighbours)
 	if err != nil {
 		return nil, err
 	}
 	return s.Enqueue(ctx, engine.Request{Kind: KindTeardown, Title: "Remove region " + r.Name + " and what RunR installed on its cluster",
-		Subject: r.ID, Params: TeardownParams{Parts: parts}, CreatedBy: actor.Email})
+		Subject: r.ID, Params: TeardownParams{Parts: parts, Kept: kept, Neighbours: neighbours}, CreatedBy: actor.Email})
 }
 
 func (s *Service) registerTeardownKind() {
@@ -89,6 +129,13 @@ func (s *Service) registerTeardownKind() {
 			steps, err := s.Engine.PlanParts(jc, p.Parts)
 			if err != nil {
 				return nil, err
+			}
+			if len(p.Kept) > 0 {
+				kept := engine.Step{Name: "kept", Title: "Keep what the cluster's other regions use", Run: func(ctx context.Context, jc *engine.JobContext) error {
+					jc.Note("Kept for %s on the same cluster: %s", strings.Join(p.Neighbours, ", "), strings.Join(p.Kept, ", "))
+					return nil
+				}}
+				steps = append([]engine.Step{kept}, steps...)
 			}
 			return append(steps, engine.Step{Name: "record", Title: "Remove the region's record", Run: s.removeRecord}), nil
 		},

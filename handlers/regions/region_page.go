@@ -172,7 +172,11 @@ func (h *Handlers) RemoveRegionPage(c *fiber.Ctx) error {
 	} else if n > 0 {
 		return h.FormInvalid(c, r, "general", nil, nil, "The region still has projects: delete them or move them to another region first.")
 	}
-	return handlers.Render(c, fiber.StatusOK, views.RemoveRegion(h.Page(c, "Remove "+r.Name, "regions"), handlers.RegionView(r), views.Form{}))
+	neighbours, err := h.Ops.Neighbours(c.UserContext(), r)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	return handlers.Render(c, fiber.StatusOK, views.RemoveRegion(h.Page(c, "Remove "+r.Name, "regions"), handlers.RegionView(r), neighbours, views.Form{}))
 }
 
 // nonDemoProjects is how many of r's projects are not demo projects.
@@ -195,7 +199,11 @@ func (h *Handlers) RemoveRegionForm(c *fiber.Ctx) error {
 	}
 	page := func(f views.Form) error {
 		f.Values = values
-		return handlers.Render(c, fiber.StatusUnprocessableEntity, views.RemoveRegion(h.Page(c, "Remove "+r.Name, "regions"), handlers.RegionView(r), f))
+		neighbours, err := h.Ops.Neighbours(c.UserContext(), r)
+		if err != nil {
+			return h.Fail(c, err)
+		}
+		return handlers.Render(c, fiber.StatusUnprocessableEntity, views.RemoveRegion(h.Page(c, "Remove "+r.Name, "regions"), handlers.RegionView(r), neighbours, f))
 	}
 	// The name typed again confirms which region goes: a removal asked of the wrong tab
 	// or with a slip of the hand changes nothing.
