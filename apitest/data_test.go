@@ -500,3 +500,36 @@ func TestDataServicesMoveRecreatesServicesAndSite(t *testing.T) {
 		t.Fatalf("the Migration tab says where the data stayed: %s", mtab)
 	}
 }
+
+// The data services live in one namespace of the cluster under fixed names: a second
+// region on the cluster is refused the service the first has, before anything changes.
+func TestDataServiceOnePerCluster(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{})
+	e, tok, first, _ := dataRegion(t, c, "own")
+	ctx := context.Background()
+	installData(t, e, tok, first.ID, "kv", nil)
+	second := newRegion(t, e, tok, c, "next", map[string]any{"redis_mode": "managed"})
+	if rj, err := e.Store.LatestJob(ctx, second.ID, redis.KindRedisInstall); err == nil {
+		mustSucceed(t, e.WaitJob(rj.ID, 2*time.Minute))
+	}
+	secretBefore, err := c.Client.CoreV1().Secrets(data.DataNamespace).Get(ctx, data.KVAdminSecret, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, jobsBefore, _ := e.Store.ListJobsPage(ctx, second.ID, 1, 0)
+	var refused struct{ Error string }
+	if st := e.JSON("POST", "/api/knative-regions/"+second.ID+"/data-services/kv", tok, nil, &refused); st != 422 ||
+		!strings.Contains(refused.Error, "region own's") {
+		t.Fatalf("kv on a second region of the cluster: %d %+v, want 422 naming own", st, refused)
+	}
+	if _, n, _ := e.Store.ListJobsPage(ctx, second.ID, 1, 0); n != jobsBefore {
+		t.Fatalf("the refusal queued a job: %d jobs, %d before", n, jobsBefore)
+	}
+	after, err := c.Client.CoreV1().Secrets(data.DataNamespace).Get(ctx, data.KVAdminSecret, metav1.GetOptions{})
+	if err != nil || after.ResourceVersion != secretBefore.ResourceVersion {
+		t.Fatalf("the refusal changed own's KV admin Secret: %v", err)
+	}
+	if svcs, _ := dataServices(t, e, tok, second.ID); svcs["kv"].Status != store.ComponentNotInstalled {
+		t.Fatalf("next's kv after the refusal: %+v", svcs["kv"])
+	}
+}

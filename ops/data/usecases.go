@@ -61,6 +61,11 @@ func (s *Service) InstallDataService(ctx context.Context, actor kit.Actor, r *st
 	if d := r.DataServices.V.Service(service); d.State() == store.ComponentReady || d.State() == store.ComponentRemoving {
 		return nil, &problem.Refused{Reason: fmt.Sprintf("%s is %s on region %s.", service, d.State(), r.Name)}
 	}
+	if owner, err := s.serviceOwner(ctx, r, service); err != nil {
+		return nil, err
+	} else if owner != "" {
+		return nil, &problem.Refused{Reason: fmt.Sprintf("This cluster's %s data service (namespace %s) is region %s's: a cluster holds one of each, and a second install would change %s's. Remove it from %s first, or use a region on another cluster.", service, DataNamespace, owner, owner, owner)}
+	}
 	p := DataParams{Service: service}
 	switch {
 	case service == store.DataKV:
@@ -92,6 +97,22 @@ func (s *Service) InstallDataService(ctx context.Context, actor kit.Actor, r *st
 	}
 	return s.Enqueue(ctx, engine.Request{Kind: KindDataInstall, Title: "Install " + service + " on " + r.Name,
 		Subject: r.ID, Params: p, CreatedBy: actor.Email})
+}
+
+// serviceOwner names another region on r's cluster that has service (installed, or
+// being installed or removed), or "": the data services live in one namespace of the
+// cluster, DataNamespace, under fixed names.
+func (s *Service) serviceOwner(ctx context.Context, r *store.Region, service string) (string, error) {
+	rs, err := s.Store.RegionsOnCluster(ctx, r.ClusterKey)
+	if err != nil {
+		return "", fmt.Errorf("regions on the cluster of %s: %w", r.Name, err)
+	}
+	for _, x := range rs {
+		if x.ID != r.ID && x.DataServices.V.Service(service).State() != store.ComponentNotInstalled {
+			return x.Name, nil
+		}
+	}
+	return "", nil
 }
 
 // dataVolume checks the volume of a data service: a size of 1 to 10240 GiB (10 unless
