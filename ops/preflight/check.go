@@ -196,7 +196,7 @@ func (s *Service) checkNeighbours(ctx context.Context, name string, res *Result)
 	if err != nil {
 		return fmt.Errorf("regions of cluster %s: %w", res.Server, err)
 	}
-	var names []string
+	var names, dataOf []string
 	registryOf := ""
 	for _, r := range rs {
 		if r.Name == name {
@@ -206,6 +206,11 @@ func (s *Service) checkNeighbours(ctx context.Context, name string, res *Result)
 		if r.RegistryMode == store.RegistryInternal {
 			registryOf = r.Name
 		}
+		for _, svc := range store.DataServiceNames {
+			if r.DataServices.V.Service(svc).State() != store.ComponentNotInstalled {
+				dataOf = append(dataOf, svc+" ("+r.Name+"'s)")
+			}
+		}
 	}
 	if len(names) == 0 {
 		return nil
@@ -213,6 +218,9 @@ func (s *Service) checkNeighbours(ctx context.Context, name string, res *Result)
 	ev := "this cluster already hosts region " + strings.Join(names, ", ") + ": its Knative Serving, tracing and runr-agent are shared with the new region"
 	if registryOf != "" {
 		ev += "; its internal registry is " + registryOf + "'s (a cluster holds one): choose an external registry or none in step 2"
+	}
+	if len(dataOf) > 0 {
+		ev += "; the data services " + strings.Join(dataOf, ", ") + " are one per cluster and stay their region's"
 	}
 	res.add("neighbours", "Regions on this cluster", kit.CheckWarn, ev)
 	return nil

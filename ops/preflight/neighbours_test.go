@@ -15,7 +15,7 @@ import (
 
 // TestChecklistNamesTheRegionsOfTheCluster: a cluster that hosts a region already says
 // so in the checklist, with what a new region shares with it and whose internal
-// registry it holds (issue 34: a second region passed every check, then broke the
+// registry and data services it holds (issue 34: a second region passed every check, then broke the
 // first one's registry); the region itself is no neighbour of its own.
 func TestChecklistNamesTheRegionsOfTheCluster(t *testing.T) {
 	srv, _ := counting(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -30,7 +30,11 @@ func TestChecklistNamesTheRegionsOfTheCluster(t *testing.T) {
 	ctx := context.Background()
 	s := testService(true, "")
 	s.Store = st
-	if err := st.CreateRegion(ctx, &store.Region{Name: "eu-2", Kubeconfig: "kc", ClusterKey: kube.ClusterKey(srv.URL), RegistryMode: store.RegistryInternal}); err != nil {
+	eu2 := &store.Region{Name: "eu-2", Kubeconfig: "kc", ClusterKey: kube.ClusterKey(srv.URL), RegistryMode: store.RegistryInternal}
+	if err := st.CreateRegion(ctx, eu2); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetRegionDataService(ctx, eu2.ID, store.DataKV, store.DataService{Status: store.ComponentReady}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := s.Check(ctx, "eu-3", kubeconfigFor(srv.URL, ""), nil)
@@ -39,7 +43,8 @@ func TestChecklistNamesTheRegionsOfTheCluster(t *testing.T) {
 	}
 	it := res.Item("neighbours")
 	if it == nil || it.Status != kit.CheckWarn || !strings.Contains(it.Evidence, "already hosts region eu-2") ||
-		!strings.Contains(it.Evidence, "Knative Serving") || !strings.Contains(it.Evidence, "internal registry is eu-2's") {
+		!strings.Contains(it.Evidence, "Knative Serving") || !strings.Contains(it.Evidence, "internal registry is eu-2's") ||
+		!strings.Contains(it.Evidence, "data services kv (eu-2's)") {
 		t.Fatalf("the checklist of a cluster that hosts eu-2: %+v", it)
 	}
 	if res, err = s.Check(ctx, "eu-2", kubeconfigFor(srv.URL, ""), nil); err != nil || res.Item("neighbours") != nil {
