@@ -119,11 +119,25 @@ func addRegion(t *testing.T, b *browser, cl *testcluster.Cluster, name string) s
 	if n := b.count("[data-testid=check][data-status=fail]"); n != 0 {
 		t.Fatalf("%d checks failed on the sandbox cluster: %s", n, b.text("[data-testid=checklist]"))
 	}
-	// Step 1 is done: read-only, and the steps say so.
-	b.expectReadOnly("[data-testid=step1-done]")
+	// Step 1 is done: read-only but for its one way back (nothing was created yet), and
+	// the steps say so.
+	var controls int
+	b.eval(`Array.from(document.querySelectorAll("[data-testid=step1-done] input:not([type=hidden]), [data-testid=step1-done] select, [data-testid=step1-done] textarea, [data-testid=step1-done] button")).
+		filter(function (el) { return !el.closest("[data-testid=step1-change]"); }).length`, &controls)
+	if controls != 0 {
+		t.Fatalf("the done step 1 has %d controls besides its change button", controls)
+	}
 	if b.count("[data-testid=step1-form]") != 0 {
 		t.Fatal("the step 1 form must be gone once step 1 is done")
 	}
+	// Change name or cluster opens step 1 again, filled; checking it again leads back to step 2.
+	b.submit("[data-testid=step1-change] button")
+	b.visible("[data-testid=step1-form]", shortWait)
+	if got := b.value("#f-name"); got != name {
+		t.Fatalf("the reopened step 1 has the name %q, want %q", got, name)
+	}
+	b.click("[data-testid=check-connection]")
+	b.visible("[data-testid=step2-form]", shortWait)
 	b.expectWizardStates("done", "current", "pending", "pending", "pending", "pending", "pending")
 	b.checkLabels("wizard step 2")
 	b.shot("step2")
