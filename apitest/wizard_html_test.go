@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"runr.dev/console/store"
@@ -53,11 +54,31 @@ func TestWizardRefusals(t *testing.T) {
 			}
 		})
 	}
+	// A volume of class standard was made: step 2 says that standard provisions, and
+	// that nothing is known of broken (its provisioner never made one).
+	std := "standard"
+	if _, err := c.Client.CoreV1().PersistentVolumeClaims("taken").Create(ctx, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "probe"},
+		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &std, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		pvc, err := c.Client.CoreV1().PersistentVolumeClaims("taken").Get(ctx, "probe", metav1.GetOptions{})
+		if err == nil && pvc.Status.Phase == corev1.ClaimBound {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the claim of class standard is not bound after a minute: %v", err)
+		}
+	}
 	// A good cluster opens step 2, and Save & Next creates the region through its setup.
 	b.Get("/regions/new")
 	resp, body := b.PostForm("/regions/new/check", url.Values{"name": {"eu-9"}, "kubeconfig": {string(c.Kubeconfig())}, "is_active": {"1"}}, true)
 	if resp.StatusCode != 200 || !strings.Contains(body, `data-testid="step2-form"`) {
 		t.Fatalf("step 1 of a good cluster: %d", resp.StatusCode)
+	}
+	if !strings.Contains(body, `data-class="standard" data-provisioning="yes"`) || !strings.Contains(body, `data-class="broken" data-provisioning="unknown"`) {
+		t.Fatalf("step 2 must say which StorageClasses provision: %s", between(body, `data-testid="storage-evidence"`, "</ul>"))
 	}
 	sealed := between(body, `name="sealed" value="`, `"`)
 	// Nothing is created before Save & Next: step 1 opens again, filled, to change the name.

@@ -25,7 +25,7 @@ func workerOptions(nodes []kit.NodeInfo) []views.WorkerOption {
 func storageClassOptions(classes []preflight.StorageClassInfo) []views.StorageClassOption {
 	out := make([]views.StorageClassOption, len(classes))
 	for i, sc := range classes {
-		out[i] = views.StorageClassOption{Name: sc.Name, Default: sc.Default}
+		out[i] = views.StorageClassOption{Name: sc.Name, Default: sc.Default, Provisioning: string(sc.Provisioning), Evidence: sc.Evidence}
 	}
 	return out
 }

@@ -21,6 +21,9 @@ type StorageClassInfo struct {
 	Name        string `json:"name"`
 	Provisioner string `json:"provisioner"`
 	Default     bool   `json:"default"`
+	// Provisioning says whether the class makes volumes, Evidence why (provisioning).
+	Provisioning Provisioning `json:"provisioning"`
+	Evidence     string       `json:"provisioning_evidence"`
 }
 
 // Result is what step 1 found out about a cluster. Nothing is created by a check.
@@ -278,17 +281,24 @@ func (s *Service) checkStorage(ctx context.Context, c *kube.Cluster, res *Result
 		res.add("storage", "StorageClasses", kit.CheckWarn, "could not be listed: "+kube.Evidence(err))
 		return
 	}
+	ev, evErr := readVolumeEvidence(ctx, c)
 	def := ""
 	var names []string
 	for _, sc := range scs.Items {
 		isDef := sc.Annotations["storageclass.kubernetes.io/is-default-class"] == "true"
-		res.StorageClasses = append(res.StorageClasses, StorageClassInfo{Name: sc.Name, Provisioner: sc.Provisioner, Default: isDef})
+		info := StorageClassInfo{Name: sc.Name, Provisioner: sc.Provisioner, Default: isDef}
+		if evErr != nil {
+			info.Provisioning, info.Evidence = ProvisioningUnknown, "could not be told: "+kube.Evidence(evErr)
+		} else {
+			info.Provisioning, info.Evidence = provisioning(sc, ev, time.Now())
+		}
+		res.StorageClasses = append(res.StorageClasses, info)
 		n := sc.Name
 		if isDef {
 			def = sc.Name
 			n += " (default)"
 		}
-		names = append(names, n)
+		names = append(names, n+": "+info.Evidence)
 	}
 	switch {
 	case len(scs.Items) == 0:
