@@ -12,6 +12,7 @@ import (
 	"runr.dev/console/config"
 	"runr.dev/console/kube"
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/knative"
 	"runr.dev/console/ops/moves"
@@ -246,5 +247,29 @@ func TestTeardownRefusals(t *testing.T) {
 	refusedWith(t, err, "", "A job of region eu-2 runs")
 	if _, n, _ := s.Store.ListJobsPage(ctx, r.ID, 1, 0); n != 1 {
 		t.Fatalf("the refused teardowns queued jobs: %d", n)
+	}
+}
+
+// A second region on a cluster is refused GPU support of the other kind than its
+// neighbour's (the operator and the device plugin both serve every node), before
+// anything is queued; the same kind is accepted (shared).
+func TestGPUModeFollowsTheNeighbour(t *testing.T) {
+	s, r := useCases(t)
+	ctx := context.Background()
+	if err := s.Store.SetRegionGPU(ctx, r.ID, store.RegionGPU{Mode: store.GPUModeOperator, Status: store.ComponentReady}); err != nil {
+		t.Fatal(err)
+	}
+	next := &store.Region{Name: "eu-3", Kubeconfig: "not a kubeconfig", ClusterKey: r.ClusterKey, RedisMode: store.RedisNone}
+	if err := s.Store.CreateRegion(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	next, _ = s.Store.RegionByID(ctx, next.ID)
+	_, err := s.GPU.InstallGPU(ctx, actor, next, gpu.GPUParams{Mode: store.GPUModeDevicePlugin})
+	refusedWith(t, err, "mode", "installed with operator for region eu-2")
+	if _, n, _ := s.Store.ListJobsPage(ctx, next.ID, 1, 0); n != 0 {
+		t.Fatalf("the refusal queued %d job(s)", n)
+	}
+	if _, err := s.GPU.InstallGPU(ctx, actor, next, gpu.GPUParams{Mode: store.GPUModeOperator}); err != nil {
+		t.Fatalf("the neighbour's kind is refused: %v", err)
 	}
 }

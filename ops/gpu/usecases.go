@@ -40,11 +40,31 @@ func (s *Service) InstallGPU(ctx context.Context, actor kit.Actor, r *store.Regi
 	if g := r.GPU.V; g.State() != store.ComponentNotInstalled && g.Mode != "" && g.Mode != in.Mode {
 		return nil, &problem.Refused{Field: "mode", Reason: fmt.Sprintf("GPU support is installed with %s: remove it before installing %s.", g.Mode, in.Mode)}
 	}
+	if owner, mode, err := s.neighbourGPU(ctx, r); err != nil {
+		return nil, err
+	} else if owner != "" && mode != in.Mode {
+		return nil, &problem.Refused{Field: "mode", Reason: fmt.Sprintf("GPU support on this cluster is installed with %s for region %s, which shares the cluster's nodes: install with %s too, or remove it from %s first.", mode, owner, mode, owner)}
+	}
 	if err := s.gpuBusy(ctx, r); err != nil {
 		return nil, err
 	}
 	return s.Enqueue(ctx, engine.Request{Kind: KindGPUInstall, Title: "Install GPU support (" + in.Mode + ") on " + r.Name,
 		Subject: r.ID, Params: in, CreatedBy: actor.Email})
+}
+
+// neighbourGPU names another region on r's cluster with GPU support, and its mode: the
+// GPU operator and the device plugin serve every node of the cluster, so one of them runs.
+func (s *Service) neighbourGPU(ctx context.Context, r *store.Region) (owner, mode string, err error) {
+	rs, err := s.Store.RegionsOnCluster(ctx, r.ClusterKey)
+	if err != nil {
+		return "", "", fmt.Errorf("regions on the cluster of %s: %w", r.Name, err)
+	}
+	for _, x := range rs {
+		if g := x.GPU.V; x.ID != r.ID && g.State() != store.ComponentNotInstalled && g.Mode != "" {
+			return x.Name, g.Mode, nil
+		}
+	}
+	return "", "", nil
 }
 
 // UninstallGPU queues the removal of GPU support; it is refused while pods request GPUs
