@@ -7,7 +7,7 @@ LDFLAGS := -X main.version=$(VERSION)
 ARTIFACTS ?= $(CURDIR)/test-artifacts
 export ARTIFACTS
 
-.PHONY: build images version run test test-real upgrade-test vet generate templ css check-generated sandbox sandbox-stop bench clean
+.PHONY: build images version run test test-real upgrade-test vet generate templ css check-generated sandbox sandbox-stop sandbox-reset bench clean
 
 build:
 	go build -ldflags "$(LDFLAGS)" -o bin/runr .
@@ -65,8 +65,8 @@ css: node_modules
 check-generated: generate
 	@git diff --exit-code --stat -- views static || { echo "Generated files are out of date: run 'make generate' and commit." >&2; exit 1; }
 
-## sandbox: one simulated cluster (1 control plane, 2 workers) and the stand-in chart repository;
-## REALNODE=1 adds a real node that runs the console's images of this checkout (realnode.md).
+## sandbox: one simulated cluster (1 control plane, 2 workers) and the stand-in chart repository,
+## kept across sandbox-stop and sandbox (same ports and data); REALNODE=1 adds a real node that runs the console's images of this checkout (realnode.md).
 sandbox:
 	go build -o bin/sandbox ./testcluster/cmd/sandbox
 	bin/sandbox start $(if $(REALNODE),--real-node)
@@ -74,6 +74,11 @@ sandbox:
 sandbox-stop:
 	go build -o bin/sandbox ./testcluster/cmd/sandbox
 	bin/sandbox stop
+
+## sandbox-reset: forget the stopped sandbox's cluster (the next `make sandbox` is a new one).
+sandbox-reset:
+	go build -o bin/sandbox ./testcluster/cmd/sandbox
+	bin/sandbox reset
 
 ## bench: measure and write bench/RESULTS.md (never part of `make test`).
 bench: build

@@ -116,7 +116,7 @@ func (cs *ChartSource) Index(ctx context.Context, repoURL string) (*repo.IndexFi
 	if err != nil {
 		hint := "set RUNR_CHART_MIRROR for an air-gapped mirror"
 		if cs.mirror != "" {
-			hint = "it is RUNR_CHART_MIRROR: check that the mirror runs at that address (a restarted sandbox has a new one: restart the console with its new env)"
+			hint = "it is RUNR_CHART_MIRROR: check that the mirror runs at that address (a reset sandbox has a new one: restart the console with its new env)"
 		}
 		return nil, fmt.Errorf("chart repository %s: %w (%s)", repoURL, err, hint)
 	}

@@ -65,7 +65,13 @@ type ChartRepo struct {
 // Serving release that exists (ServingReleases), and 404 for any other version. A temp
 // dir it made is removed by Close.
 func StartChartRepo(dir string) (*ChartRepo, error) {
-	return startChartRepo(dir, false)
+	return startChartRepo(dir, false, "")
+}
+
+// StartChartRepoAt is StartChartRepo on a loopback address of the caller's choice
+// ("127.0.0.1:0" any port): the sandbox's mirror keeps its address across restarts.
+func StartChartRepoAt(dir, addr string) (*ChartRepo, error) {
+	return startChartRepo(dir, false, addr)
 }
 
 // StartUpstreamKnativeChartRepo is StartChartRepo with Knative's own chart and Serving
@@ -73,10 +79,13 @@ func StartChartRepo(dir string) (*ChartRepo, error) {
 // packaged as upstream's hack/generate-helm.sh does, the CRDs from the Serving release
 // manifests the operator carries): what a real node runs with the real operator.
 func StartUpstreamKnativeChartRepo(dir string) (*ChartRepo, error) {
-	return startChartRepo(dir, true)
+	return startChartRepo(dir, true, "")
 }
 
-func startChartRepo(dir string, upstreamKnative bool) (*ChartRepo, error) {
+func startChartRepo(dir string, upstreamKnative bool, addr string) (*ChartRepo, error) {
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
 	removeDir := false
 	if dir == "" {
 		d, err := os.MkdirTemp("", "runr-chartrepo-")
@@ -108,9 +117,9 @@ func startChartRepo(dir string, upstreamKnative bool) (*ChartRepo, error) {
 		}
 	}
 
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fail(fmt.Errorf("testcluster: chart repository listen: %w", err))
+		return fail(fmt.Errorf("testcluster: chart repository listen on %s: %w", addr, err))
 	}
 	url := "http://" + ln.Addr().String()
 

@@ -54,6 +54,10 @@ type Options struct {
 	RealNode bool
 	// Log receives progress lines (nil: none).
 	Log func(format string, args ...any)
+	// StateDir, when set, keeps the cluster across restarts (the sandbox's): its etcd
+	// data, credentials and ports live there, a later Start brings the same cluster back,
+	// and Stop leaves them. Not with RealNode.
+	StateDir string
 }
 
 // Cluster is one running simulated cluster.
@@ -92,6 +96,9 @@ type Cluster struct {
 	real *realNode
 	// Registry is a real-node cluster's image registry (nil without a real node).
 	Registry *Registry
+	// ports are a kept cluster's (Options.StateDir), and kept says it is one.
+	ports *keptPorts
+	kept  bool
 }
 
 var (
@@ -132,6 +139,9 @@ func Start(opts Options) (*Cluster, error) {
 	logf := opts.Log
 	if logf == nil {
 		logf = func(string, ...any) {}
+	}
+	if opts.StateDir != "" {
+		return startKept(opts, bins, logf)
 	}
 	// Free ports are picked before the processes bind them; another process may take one
 	// in between, so a failed start is tried again with new ports.
@@ -211,15 +221,15 @@ func (c *Cluster) start(opts Options, bins *Binaries) error {
 
 // startEtcd starts etcd on free ports and waits until it is healthy; it returns its client URL.
 func (c *Cluster) startEtcd(bins *Binaries) (string, error) {
-	peerURL := fmt.Sprintf("http://127.0.0.1:%d", freePort())
-	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", freePort())
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", c.port(func(p *keptPorts) *int { return &p.EtcdPeer }))
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", c.port(func(p *keptPorts) *int { return &p.EtcdClient }))
 	if err := c.spawn("etcd", bins.Etcd,
 		"--data-dir", filepath.Join(c.Dir, "etcd"),
 		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
 		"--listen-peer-urls", peerURL,
 		"--initial-advertise-peer-urls", peerURL,
 		"--initial-cluster", "default="+peerURL,
-		"--listen-metrics-urls", fmt.Sprintf("http://127.0.0.1:%d", freePort()),
+		"--listen-metrics-urls", fmt.Sprintf("http://127.0.0.1:%d", c.port(func(p *keptPorts) *int { return &p.EtcdMetrics })),
 		"--quota-backend-bytes", "4294967296", "--log-level", "warn"); err != nil {
 		return "", err
 	}
@@ -232,7 +242,7 @@ func (c *Cluster) startEtcd(bins *Binaries) (string, error) {
 // startAPIServer starts kube-apiserver on etcd, waits until it is ready and records its
 // URL and the CA of its self-signed certificate.
 func (c *Cluster) startAPIServer(bins *Binaries, etcdURL string) error {
-	apiPort := freePort()
+	apiPort := c.port(func(p *keptPorts) *int { return &p.API })
 	// Simulated: on loopback, with the certificate the API server makes itself. Real node:
 	// on every address of the namespace (the node and its pods reach it at NodeIP), with a
 	// certificate that names them.
@@ -461,7 +471,7 @@ func (c *Cluster) Stop() {
 		if c.real != nil {
 			c.removeCgroups()
 		}
-		if os.Getenv("RUNR_KEEP_CLUSTER_DIR") == "" {
+		if os.Getenv("RUNR_KEEP_CLUSTER_DIR") == "" && !c.kept {
 			os.RemoveAll(c.Dir)
 		}
 	})
@@ -518,6 +528,10 @@ func (c *Cluster) logTail(name string) string {
 }
 
 func (c *Cluster) writeCredentials() error {
+	if _, err := os.Stat(filepath.Join(c.Dir, "sa.key")); err == nil && c.kept {
+		// A kept cluster's service-account key signed the tokens it holds already.
+		return c.writeTokens()
+	}
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		return err
@@ -532,6 +546,11 @@ func (c *Cluster) writeCredentials() error {
 	if err := os.WriteFile(filepath.Join(c.Dir, "sa.pub"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o644); err != nil {
 		return err
 	}
+	return c.writeTokens()
+}
+
+// writeTokens writes the API server's static tokens: the admin's and the limited user's.
+func (c *Cluster) writeTokens() error {
 	tokens := fmt.Sprintf("%s,admin,1,\"system:masters\"\n%s,limited,2,\"runr:limited\"\n", c.AdminToken, c.LimitedToken)
 	return os.WriteFile(filepath.Join(c.Dir, "tokens.csv"), []byte(tokens), 0o600)
 }

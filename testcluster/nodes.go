@@ -153,6 +153,10 @@ func (c *Cluster) AddNodes(ctx context.Context, specs ...NodeSpec) error {
 			addrs[n.Name] = c.nextNodeAddress()
 		}
 		created, err := c.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) && c.kept {
+			// A kept cluster started again: its nodes are there already.
+			created, err = c.Client.CoreV1().Nodes().Get(ctx, node.Name, metav1.GetOptions{})
+		}
 		if err != nil {
 			return fmt.Errorf("testcluster: create node %s: %w", n.Name, err)
 		}

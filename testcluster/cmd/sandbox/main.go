@@ -34,7 +34,7 @@ const dir = ".data/sandbox"
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: sandbox build|start|stop")
+		fmt.Fprintln(os.Stderr, "usage: sandbox build|start|stop|reset")
 		os.Exit(2)
 	}
 	var err error
@@ -47,6 +47,8 @@ func main() {
 		err = serve(len(os.Args) > 2 && os.Args[2] == "--real-node")
 	case "stop":
 		err = stop()
+	case "reset":
+		err = reset()
 	default:
 		err = fmt.Errorf("unknown command %s", os.Args[1])
 	}
@@ -130,7 +132,9 @@ func start(realNode bool) error {
 		if _, err := os.Stat(filepath.Join(dir, "env")); err == nil {
 			abs, _ := filepath.Abs(dir)
 			nodes := "1 control-plane node, 2 workers"
+			kept := "It keeps its cluster, data and ports across `make sandbox-stop` and `make sandbox`\n(a running console and its regions keep working); `make sandbox-reset` starts over.\n\n"
 			if realNode {
+				kept = "A sandbox with a real node starts anew each time.\n\n"
 				nodes += ", 1 real node (its pods run the console's images of this checkout; a console on :8080 is reached from it at " + testcluster.NodeIP + ":8080)"
 			}
 			fmt.Printf(`
@@ -140,14 +144,14 @@ The sandbox runs: %[2]s, and a chart mirror.
   kubeconfig (read-only):      %[1]s/kubeconfig-limited
   settings for the console:    %[1]s/env
 
-Use it with the console:
+%[3]sUse it with the console:
 
   set -a; . %[1]s/env; set +a
   make run
 
 then add a region in the browser with the content of %[1]s/kubeconfig.
 Stop it with: make sandbox-stop   (log: %[1]s/sandbox.log)
-`, abs, nodes)
+`, abs, nodes, kept)
 			return nil
 		}
 		if _, ok := running(); !ok {
@@ -162,14 +166,36 @@ Stop it with: make sandbox-stop   (log: %[1]s/sandbox.log)
 // imageVersion tags the console's images of this checkout in a real-node sandbox.
 const imageVersion = "sandbox"
 
-// serve runs the cluster and the chart repository until SIGTERM.
+// Where the sandbox keeps its cluster and its chart mirror's address across restarts
+// (a real-node sandbox is started anew each time).
+var (
+	keptCluster = filepath.Join(dir, "cluster")
+	mirrorAddr  = filepath.Join(dir, "chart-mirror.addr")
+)
+
+// serve runs the cluster and the chart repository until SIGTERM. A simulated sandbox
+// comes back as it was stopped: the same cluster, data, ports and mirror address, so a
+// running console and the regions it registered keep working.
 func serve(realNode bool) error {
-	repo, err := testcluster.StartChartRepo("")
+	opts := testcluster.Options{LBAddress: "127.0.0.50", RealNode: realNode, Log: func(f string, a ...any) { fmt.Printf(f+"\n", a...) }}
+	addr := ""
+	if !realNode {
+		opts.StateDir = keptCluster
+		if raw, err := os.ReadFile(mirrorAddr); err == nil {
+			addr = strings.TrimSpace(string(raw))
+		}
+	}
+	repo, err := testcluster.StartChartRepoAt("", addr)
 	if err != nil {
 		return err
 	}
 	defer repo.Close()
-	c, err := testcluster.Start(testcluster.Options{LBAddress: "127.0.0.50", RealNode: realNode, Log: func(f string, a ...any) { fmt.Printf(f+"\n", a...) }})
+	if !realNode {
+		if err := os.WriteFile(mirrorAddr, []byte(strings.TrimPrefix(repo.URL, "http://")), 0o644); err != nil {
+			return err
+		}
+	}
+	c, err := testcluster.Start(opts)
 	if err != nil {
 		return err
 	}
@@ -240,6 +266,22 @@ func running() (int, bool) {
 		return 0, false
 	}
 	return pid, syscall.Kill(pid, 0) == nil
+}
+
+// reset removes the kept cluster and the mirror's address: the next start is a new
+// cluster on new ports.
+func reset() error {
+	if pid, ok := running(); ok {
+		return fmt.Errorf("a sandbox runs (pid %d): `make sandbox-stop` first", pid)
+	}
+	if err := os.RemoveAll(keptCluster); err != nil {
+		return err
+	}
+	for _, f := range []string{mirrorAddr, filepath.Join(dir, "kubeconfig"), filepath.Join(dir, "kubeconfig-limited")} {
+		os.Remove(f)
+	}
+	fmt.Println("sandbox reset: the next `make sandbox` starts a new cluster")
+	return nil
 }
 
 func stop() error {
