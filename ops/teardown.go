@@ -36,8 +36,9 @@ type teardownSource struct {
 // teardownParts are the removals of what the console installed on r, in the order of the
 // removal page's table (views.RemoveRegion): what is not installed has no part. While
 // the cluster hosts other regions, what they share (Knative, GPU support, isolation
-// runtimes, the admission policy) is kept: kept names it. Data services are one
-// region's (data.Service refuses a second region's install on the cluster).
+// runtimes) is kept: kept names it. Data services are one region's (data.Service refuses
+// a second region's install on the cluster), and the admission policy's removal keeps the
+// policy-controller while another region's policy uses it.
 func (s *Service) teardownParts(ctx context.Context, r *store.Region, neighbours []string) (parts []engine.Part, kept []string, err error) {
 	for _, src := range []teardownSource{
 		{"Demo projects", false, func() ([]engine.Part, error) { return s.Projects.TeardownParts(ctx, r) }},
@@ -48,7 +49,7 @@ func (s *Service) teardownParts(ctx context.Context, r *store.Region, neighbours
 		{"Data services", false, func() ([]engine.Part, error) { return s.Data.TeardownParts(ctx, r) }},
 		{"GPU support", true, func() ([]engine.Part, error) { return s.GPU.TeardownParts(ctx, r) }},
 		{"Isolation runtimes", true, func() ([]engine.Part, error) { return s.Isolation.TeardownParts(ctx, r) }},
-		{"Admission policy", true, func() ([]engine.Part, error) { return s.Admission.TeardownParts(r) }},
+		{"Admission policy", false, func() ([]engine.Part, error) { return s.Admission.TeardownParts(r) }},
 	} {
 		ps, err := src.parts()
 		var refused *problem.Refused

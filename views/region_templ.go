@@ -5038,14 +5038,14 @@ func RemoveRegion(p Page, r RegionView, neighbours []string, f Form) templ.Compo
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 395, ". Knative Serving and its operator, GPU support, the isolation runtimes and the admission policy serve ")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 395, ". Knative Serving and its operator, GPU support and the isolation runtimes serve ")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var212 string
 				templ_7745c5c3_Var212, templ_7745c5c3_Err = templ.JoinStringErrs(pluralThem(len(neighbours)))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 818, Col: 195}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 818, Col: 173}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var212))
 				if templ_7745c5c3_Err != nil {
@@ -5058,13 +5058,13 @@ func RemoveRegion(p Page, r RegionView, neighbours []string, f Form) templ.Compo
 				var templ_7745c5c3_Var213 string
 				templ_7745c5c3_Var213, templ_7745c5c3_Err = templ.JoinStringErrs(r.Name)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 818, Col: 265}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 818, Col: 243}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var213))
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 397, "'s own (demo projects, function TLS, Redis, the registry, the data services). The tabs' uninstall buttons remove them for every region of the cluster.</p>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 397, "'s own (demo projects, function TLS, Redis, the registry, the data services, its admission policy; the policy-controller stays while another region's policy uses it). The tabs' uninstall buttons remove them for every region of the cluster.</p>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
