@@ -578,3 +578,66 @@ func TestKataNeedsANodeThatCanRunIt(t *testing.T) {
 		t.Fatalf("isolation tab: %d, Install Kata disabled: %v", st, strings.Contains(body, `data-testid="install-kata" disabled`))
 	}
 }
+
+// Two regions on one cluster share one install of a sandbox runtime (its installer and
+// RuntimeClasses are the cluster's): the second region's install records the first's
+// without touching the cluster, its removal forgets it and leaves the runtime running, and
+// the owner's removal is refused while another region shares it; a removed owner hands
+// the install over to the region that shared it (issue 34 item 2).
+func TestSandboxRuntimeSharedOnOneCluster(t *testing.T) {
+	c, e, tok, own := sandboxRegion(t, "own")
+	ctx := context.Background()
+	mustSucceed(t, action(t, e, tok, own.ID, "install-sandbox", map[string]any{"runtime": "gvisor"}))
+	before, err := c.Client.NodeV1().RuntimeClasses().Get(ctx, "gvisor", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	share := newRegion(t, e, tok, c, "share", nil)
+
+	j := action(t, e, tok, share.ID, "install-sandbox", map[string]any{"runtime": "gvisor"})
+	mustSucceed(t, j)
+	if steps, _ := e.Store.JobSteps(ctx, j.ID); len(steps) != 1 || steps[0].Name != "share" {
+		t.Fatalf("the second region's install ran %+v, want the share step only", steps)
+	}
+	if g := getSandbox(t, e, tok, share.ID).Runtimes["gvisor"]; !g.Ready() || g.SharedWith != "own" || !slices.Equal(g.Classes, []string{"gvisor"}) {
+		t.Fatalf("share's gVisor: %+v, want own's, shared", g)
+	}
+	if after, err := c.Client.NodeV1().RuntimeClasses().Get(ctx, "gvisor", metav1.GetOptions{}); err != nil || after.ResourceVersion != before.ResourceVersion {
+		t.Fatalf("sharing changed the cluster's RuntimeClass: %v", err)
+	}
+	if _, err := e.Store.CreateUser(ctx, "sharer@example.com", "", "owner", "password-of-sharer"); err != nil {
+		t.Fatal(err)
+	}
+	b := e.NewBrowser()
+	b.Login("sharer@example.com", "password-of-sharer")
+	if resp, body := b.Get("/regions/" + share.ID + "?tab=isolation"); resp.StatusCode != 200 ||
+		!strings.Contains(between(body, `data-testid="runtime-shared"`, "</p>"), "Shared with region own") {
+		t.Fatalf("share's Isolation tab does not say whose gVisor it is: %d", resp.StatusCode)
+	}
+
+	var refused struct{ Error string }
+	if st := e.JSON("POST", "/api/knative-regions/"+own.ID+"/uninstall-sandbox", tok, map[string]string{"runtime": "gvisor"}, &refused); st != 422 ||
+		!strings.Contains(refused.Error, "Region share shares this gVisor") {
+		t.Fatalf("the owner's removal while share uses it: %d %+v", st, refused)
+	}
+	mustSucceed(t, action(t, e, tok, share.ID, "uninstall-sandbox", map[string]string{"runtime": "gvisor"}))
+	if g := getSandbox(t, e, tok, share.ID).Runtimes["gvisor"]; g.Status != store.ComponentNotInstalled {
+		t.Fatalf("share's gVisor after its removal: %+v", g)
+	}
+	if !runtimeClassExists(t, c, "gvisor") || !getSandbox(t, e, tok, own.ID).Runtimes["gvisor"].Ready() {
+		t.Fatal("share's removal took own's gVisor off the cluster")
+	}
+	// Shared again, then own goes (its record only): share inherits the install, and its
+	// removal takes gVisor off the cluster.
+	mustSucceed(t, action(t, e, tok, share.ID, "install-sandbox", map[string]any{"runtime": "gvisor"}))
+	if st, body := e.Raw("DELETE", "/api/knative-regions/"+own.ID, tok, ""); st != 204 {
+		t.Fatalf("remove own: %d %s", st, body)
+	}
+	if g := getSandbox(t, e, tok, share.ID).Runtimes["gvisor"]; !g.Ready() || g.SharedWith != "" {
+		t.Fatalf("share's gVisor once own is gone: %+v, want its own", g)
+	}
+	mustSucceed(t, action(t, e, tok, share.ID, "uninstall-sandbox", map[string]string{"runtime": "gvisor"}))
+	if runtimeClassExists(t, c, "gvisor") {
+		t.Fatal("the heir's removal, once nobody shares, must remove the RuntimeClass")
+	}
+}

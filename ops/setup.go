@@ -843,5 +843,9 @@ func (s *Service) DeleteRegion(ctx context.Context, actor kit.Actor, r *store.Re
 		return fmt.Errorf("delete region %s: %w", r.Name, err)
 	}
 	s.Log.Info("region removed", "region", r.Name, "user", actor.Email)
+	if err := s.Isolation.HandOver(ctx, r); err != nil {
+		// The record is gone either way; the sharing region can still forget its share.
+		s.Log.Warn("sandbox runtimes not handed over", "region", r.Name, "err", err)
+	}
 	return nil
 }

@@ -159,6 +159,9 @@ func (s *Service) removeRecord(ctx context.Context, jc *engine.JobContext) error
 	if err := s.Store.DeleteRegion(ctx, r.ID); err != nil {
 		return fmt.Errorf("remove the record of region %s: %w", r.Name, err)
 	}
+	if err := s.Isolation.HandOver(ctx, r); err != nil {
+		s.Log.Warn("sandbox runtimes not handed over", "region", r.Name, "err", err)
+	}
 	jc.Note("Region %s removed", r.Name)
 	s.Log.Info("region removed", "region", r.Name, "user", jc.Job.CreatedBy, "job", jc.Job.ID)
 	return nil

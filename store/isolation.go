@@ -38,6 +38,9 @@ type SandboxRuntime struct {
 	// Classes are the RuntimeClasses it provides.
 	Classes   []string  `json:"classes,omitempty"`
 	UpdatedAt time.Time `json:"updated_at,omitempty"`
+	// SharedWith names the region of the same cluster whose install this is ("": the
+	// region's own).
+	SharedWith string `json:"shared_with,omitempty"`
 }
 
 // State is the runtime's status, not_installed when it has none yet.

@@ -215,7 +215,7 @@ const regionPublicColumns = `r.id, r.name, r.cluster_server, r.cluster_key, r.k8
 	r.knative_version, r.serving_adopted, r.knative_message, r.redis_mode, r.redis_status, r.redis_address, r.redis_message,
 	r.components, r.external_ip, r.dns_resolved, r.health, r.checked_at, r.agent_last_seen_at, r.function_tls_expires_at,
 	r.faas_cpu_overcommit, r.faas_memory_overcommit, r.migration_status, r.migration_dns_check_at,
-	r.old_external_ip, r.domain_migration_status, r.domain_migration_target, r.gpu, r.data_services, r.skupper, r.created_at, r.updated_at,
+	r.old_external_ip, r.domain_migration_status, r.domain_migration_target, r.gpu, r.data_services, r.skupper, r.isolation, r.created_at, r.updated_at,
 	r.tenant_id, r.region_mode`
 
 // regionSummaryColumns are what the regions list page shows.

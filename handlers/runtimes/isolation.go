@@ -78,6 +78,10 @@ func fillIsolation(d *views.IsolationData, r *store.Region, nodes []isolation.Sa
 		default:
 			v.RemoveWarning = "Remove WebAssembly support? The shims are taken off " + strings.Join(rt.Nodes, ", ") + " and their RuntimeClasses deleted."
 		}
+		if rt.SharedWith != "" {
+			v.SharedWith = rt.SharedWith
+			v.RemoveWarning = "Stop sharing " + handlers.RuntimeTitles[name] + "? It stays on the cluster for region " + rt.SharedWith + "; workload kinds of this region mapped to it go back to runc."
+		}
 		d.Runtimes = append(d.Runtimes, v)
 	}
 	for _, hv := range isolation.Hypervisors {

@@ -45,6 +45,9 @@ type SandboxParams struct {
 	Runtime     string   `json:"runtime"`
 	Hypervisors []string `json:"hypervisors,omitempty"`
 	Nodes       []string `json:"nodes,omitempty"`
+	// SharedWith names the region of the same cluster whose install of the runtime this
+	// region shares: an install records it, a removal forgets it (the cluster keeps it).
+	SharedWith string `json:"shared_with,omitempty"`
 }
 
 var (
@@ -77,6 +80,9 @@ func (s *Service) registerKinds() {
 }
 
 func (s *Service) InstallSteps(p SandboxParams) []engine.Step {
+	if p.SharedWith != "" {
+		return []engine.Step{s.RegionStep("share", "Share the cluster's "+runtimeLabels[p.Runtime]+" with region "+p.SharedWith, s.shareRuntime(p))}
+	}
 	start := s.RegionStep("start", "Record the install", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 		if p.Runtime == store.RuntimeKata {
 			// Checked again here: a mapping or a pod may have come since the job was queued.
@@ -89,7 +95,8 @@ func (s *Service) InstallSteps(p SandboxParams) []engine.Step {
 			}
 		}
 		rt := r.Isolation.V.Runtime(p.Runtime)
-		rt.Status, rt.Message = store.ComponentInstalling, ""
+		// An install of its own (a move's to another cluster) ends a share.
+		rt.Status, rt.Message, rt.SharedWith = store.ComponentInstalling, "", ""
 		return s.Store.SetSandboxRuntime(ctx, r.ID, p.Runtime, rt)
 	})
 	switch p.Runtime {

@@ -43,6 +43,16 @@ func PodsUsing(ctx context.Context, c *kube.Cluster, classes []string) ([]string
 }
 
 func (s *Service) sandboxUninstallSteps(p SandboxParams) []engine.Step {
+	classes := s.RegionStep("classes", "Map its workloads back to runc", s.mapBackToRunc(p))
+	if p.SharedWith != "" {
+		return []engine.Step{
+			s.RegionStep("shared", "Leave the runtime to region "+p.SharedWith, func(ctx context.Context, jc *engine.JobContext, r *store.Region, _ *kube.Cluster) error {
+				jc.Note("%s stays on the cluster: region %s uses it too", runtimeLabels[p.Runtime], p.SharedWith)
+				return nil
+			}),
+			classes,
+		}
+	}
 	return []engine.Step{
 		s.RegionStep("unused", "Check that no pod uses the runtime", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 			used, err := PodsUsing(ctx, c, r.Isolation.V.Runtime(p.Runtime).Classes)
@@ -57,26 +67,32 @@ func (s *Service) sandboxUninstallSteps(p SandboxParams) []engine.Step {
 			return s.Store.SetSandboxRuntime(ctx, r.ID, p.Runtime, rt)
 		}),
 		s.RegionStep("remove", "Remove the runtime from the nodes", s.removeSandbox(p)),
-		s.RegionStep("classes", "Map its workloads back to runc", func(ctx context.Context, jc *engine.JobContext, r *store.Region, _ *kube.Cluster) error {
-			gone := r.Isolation.V.Runtime(p.Runtime).Classes
-			classes := map[string]string{}
-			var moved []string
-			for kind, class := range r.Isolation.V.Classes {
-				if slices.Contains(gone, class) {
-					moved = append(moved, kind)
-					continue
-				}
-				classes[kind] = class
+		classes,
+	}
+}
+
+// mapBackToRunc is the last step of a removal: the workload kinds that used the runtime's
+// RuntimeClasses run with runc again, and the region records the runtime as gone.
+func (s *Service) mapBackToRunc(p SandboxParams) func(ctx context.Context, jc *engine.JobContext, r *store.Region, _ *kube.Cluster) error {
+	return func(ctx context.Context, jc *engine.JobContext, r *store.Region, _ *kube.Cluster) error {
+		gone := r.Isolation.V.Runtime(p.Runtime).Classes
+		classes := map[string]string{}
+		var moved []string
+		for kind, class := range r.Isolation.V.Classes {
+			if slices.Contains(gone, class) {
+				moved = append(moved, kind)
+				continue
 			}
-			if err := s.Store.SetWorkloadClasses(ctx, r.ID, classes); err != nil {
-				return err
-			}
-			if err := s.Store.SetSandboxRuntime(ctx, r.ID, p.Runtime, store.SandboxRuntime{Status: store.ComponentNotInstalled}); err != nil {
-				return err
-			}
-			jc.Note("Removed; the workload kinds that used it run with runc again: %s", kit.OrNoneList(moved))
-			return nil
-		}),
+			classes[kind] = class
+		}
+		if err := s.Store.SetWorkloadClasses(ctx, r.ID, classes); err != nil {
+			return err
+		}
+		if err := s.Store.SetSandboxRuntime(ctx, r.ID, p.Runtime, store.SandboxRuntime{Status: store.ComponentNotInstalled}); err != nil {
+			return err
+		}
+		jc.Note("Removed; the workload kinds that used it run with runc again: %s", kit.OrNoneList(moved))
+		return nil
 	}
 }
 

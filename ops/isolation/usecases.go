@@ -47,6 +47,7 @@ func (s *Service) sandboxBusy(ctx context.Context, r *store.Region) error {
 // picked hypervisors, gVisor, or WebAssembly on the selected nodes (none: every node
 // with containerd).
 func (s *Service) InstallSandbox(ctx context.Context, actor kit.Actor, r *store.Region, in SandboxParams) (*store.Job, error) {
+	in.SharedWith = "" // the console decides what is shared, never the request
 	fields := map[string]string{}
 	switch in.Runtime {
 	case store.RuntimeKata:
@@ -67,6 +68,19 @@ func (s *Service) InstallSandbox(ctx context.Context, actor kit.Actor, r *store.
 	}
 	if err := s.sandboxBusy(ctx, r); err != nil {
 		return nil, err
+	}
+	owner, theirs, err := s.neighbourRuntime(ctx, r, in.Runtime)
+	if err != nil {
+		return nil, err
+	}
+	if owner != "" {
+		// The cluster has it already: this region shares that install, as it is.
+		if in.Runtime == store.RuntimeKata && !sameHypervisors(in.Hypervisors, theirs.Hypervisors) {
+			return nil, &problem.Invalid{Fields: map[string]string{"hypervisors": fmt.Sprintf("Kata Containers runs on this cluster for region %s with %s: pick the same to share it, or change them on %s.",
+				owner, strings.Join(theirs.Hypervisors, ", "), owner)}}
+		}
+		return s.Enqueue(ctx, engine.Request{Kind: KindSandboxInstall, Title: "Share the " + runtimeLabels[in.Runtime] + " of " + owner + " with " + r.Name,
+			Subject: r.ID, Params: SandboxParams{Runtime: in.Runtime, SharedWith: owner}, CreatedBy: actor.Email})
 	}
 	if in.Runtime == store.RuntimeKata {
 		if err := s.kataInstallAllowed(ctx, r, in.Hypervisors); err != nil {
@@ -201,12 +215,36 @@ func (s *Service) UninstallSandbox(ctx context.Context, actor kit.Actor, r *stor
 	if err := s.sandboxBusy(ctx, r); err != nil {
 		return nil, err
 	}
+	req := uninstallRequest(r, runtime)
+	req.CreatedBy = actor.Email
+	if rt.SharedWith != "" {
+		// Only this region's share goes; the install stays the other region's.
+		return s.Enqueue(ctx, req)
+	}
+	if sharers, err := s.sharers(ctx, r, runtime); err != nil {
+		return nil, err
+	} else if len(sharers) > 0 {
+		return nil, &problem.Refused{Reason: fmt.Sprintf("Region %s shares this %s (the same cluster): remove it there first.", strings.Join(sharers, ", "), runtimeLabels[runtime])}
+	}
 	if err := s.unused(ctx, r, rt); err != nil {
 		return nil, err
 	}
-	req := uninstallRequest(r, runtime)
-	req.CreatedBy = actor.Email
 	return s.Enqueue(ctx, req)
+}
+
+// sharers name the regions of r's cluster that share r's install of runtime.
+func (s *Service) sharers(ctx context.Context, r *store.Region, runtime string) ([]string, error) {
+	rs, err := s.Store.RegionsOnCluster(ctx, r.ClusterKey)
+	if err != nil {
+		return nil, fmt.Errorf("regions on the cluster of %s: %w", r.Name, err)
+	}
+	var out []string
+	for _, x := range rs {
+		if x.ID != r.ID && x.Isolation.V.Runtime(runtime).SharedWith == r.Name {
+			out = append(out, x.Name)
+		}
+	}
+	return out, nil
 }
 
 // unused refuses the removal of a runtime while pods run with its RuntimeClasses (they
@@ -227,7 +265,8 @@ func (s *Service) unused(ctx context.Context, r *store.Region, rt store.SandboxR
 }
 
 func uninstallRequest(r *store.Region, runtime string) engine.Request {
-	return engine.Request{Kind: KindSandboxUninstall, Title: "Remove " + runtime + " from " + r.Name, Subject: r.ID, Params: SandboxParams{Runtime: runtime}}
+	shared := r.Isolation.V.Runtime(runtime).SharedWith
+	return engine.Request{Kind: KindSandboxUninstall, Title: "Remove " + runtime + " from " + r.Name, Subject: r.ID, Params: SandboxParams{Runtime: runtime, SharedWith: shared}}
 }
 
 // TeardownParts are the removals of the runtimes installed on r, for the removal of a
