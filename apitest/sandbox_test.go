@@ -605,11 +605,7 @@ func TestSandboxRuntimeSharedOnOneCluster(t *testing.T) {
 	if after, err := c.Client.NodeV1().RuntimeClasses().Get(ctx, "gvisor", metav1.GetOptions{}); err != nil || after.ResourceVersion != before.ResourceVersion {
 		t.Fatalf("sharing changed the cluster's RuntimeClass: %v", err)
 	}
-	if _, err := e.Store.CreateUser(ctx, "sharer@example.com", "", "owner", "password-of-sharer"); err != nil {
-		t.Fatal(err)
-	}
-	b := e.NewBrowser()
-	b.Login("sharer@example.com", "password-of-sharer")
+	b := e.SignedIn("owner")
 	if resp, body := b.Get("/regions/" + share.ID + "?tab=isolation"); resp.StatusCode != 200 ||
 		!strings.Contains(between(body, `data-testid="runtime-shared"`, "</p>"), "Shared with region own") {
 		t.Fatalf("share's Isolation tab does not say whose gVisor it is: %d", resp.StatusCode)

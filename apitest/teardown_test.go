@@ -38,11 +38,7 @@ func TestTeardownRemovesWhatRunRInstalled(t *testing.T) {
 		t.Fatalf("a refused removal removed the region: %v", err)
 	}
 
-	if _, err := e.Store.CreateUser(ctx, "teardown@example.com", "", "owner", "password-of-teardown"); err != nil {
-		t.Fatal(err)
-	}
-	b := e.NewBrowser()
-	b.Login("teardown@example.com", "password-of-teardown")
+	b := e.SignedIn("owner")
 	if resp, body := b.Get("/regions/" + r.ID + "/remove"); resp.StatusCode != 200 || !strings.Contains(body, `data-testid="remove-teardown"`) {
 		t.Fatalf("the removal page offers no teardown: %d", resp.StatusCode)
 	}
@@ -106,11 +102,7 @@ func TestTeardownKeepsWhatTheClusterShares(t *testing.T) {
 	second := newRegion(t, e, tok, c, "second", map[string]any{"redis_mode": "managed"})
 	mustSucceed(t, action(t, e, tok, second.ID, "install-knative", nil))
 
-	if _, err := e.Store.CreateUser(ctx, "shared@example.com", "", "owner", "password-of-shared"); err != nil {
-		t.Fatal(err)
-	}
-	b := e.NewBrowser()
-	b.Login("shared@example.com", "password-of-shared")
+	b := e.SignedIn("owner")
 	if resp, body := b.Get("/regions/" + second.ID + "/remove"); resp.StatusCode != 200 ||
 		!strings.Contains(between(body, `data-testid="remove-shared"`, "</p>"), "also hosts first") {
 		t.Fatalf("the removal page of second does not say that first shares its cluster: %d", resp.StatusCode)

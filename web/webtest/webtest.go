@@ -212,6 +212,15 @@ func (b *Browser) Login(email, password string) {
 	}
 }
 
+// SignedIn is a browser signed in as a new user of role (Env.User).
+func (e *Env) SignedIn(role string) *Browser {
+	e.T.Helper()
+	u, _ := e.User(role)
+	b := e.NewBrowser()
+	b.Login(u.Email, "password-of-"+role)
+	return b
+}
+
 // Listen serves the app on a loopback port until the test ends and returns its base URL.
 func (e *Env) Listen() string {
 	e.T.Helper()
