@@ -69,15 +69,13 @@ func (s *Service) teardownParts(ctx context.Context, r *store.Region, neighbours
 // Neighbours are the names of the other regions on r's cluster: they share its Knative
 // Serving, tracing, runr-agent and every cluster-wide install.
 func (s *Service) Neighbours(ctx context.Context, r *store.Region) ([]string, error) {
-	rs, err := s.Store.RegionsOnCluster(ctx, r.ClusterKey)
+	rs, err := s.OtherRegionsOnCluster(ctx, r)
 	if err != nil {
-		return nil, fmt.Errorf("regions on the cluster of %s: %w", r.Name, err)
+		return nil, err
 	}
-	var names []string
-	for _, x := range rs {
-		if x.ID != r.ID {
-			names = append(names, x.Name)
-		}
+	names := make([]string, len(rs))
+	for i, x := range rs {
+		names[i] = x.Name
 	}
 	return names, nil
 }

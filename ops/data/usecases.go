@@ -103,12 +103,12 @@ func (s *Service) InstallDataService(ctx context.Context, actor kit.Actor, r *st
 // being installed or removed), or "": the data services live in one namespace of the
 // cluster, DataNamespace, under fixed names.
 func (s *Service) serviceOwner(ctx context.Context, r *store.Region, service string) (string, error) {
-	rs, err := s.Store.RegionsOnCluster(ctx, r.ClusterKey)
+	rs, err := s.OtherRegionsOnCluster(ctx, r)
 	if err != nil {
-		return "", fmt.Errorf("regions on the cluster of %s: %w", r.Name, err)
+		return "", err
 	}
 	for _, x := range rs {
-		if x.ID != r.ID && x.DataServices.V.Service(service).State() != store.ComponentNotInstalled {
+		if x.DataServices.V.Service(service).State() != store.ComponentNotInstalled {
 			return x.Name, nil
 		}
 	}

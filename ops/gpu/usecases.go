@@ -55,12 +55,12 @@ func (s *Service) InstallGPU(ctx context.Context, actor kit.Actor, r *store.Regi
 // neighbourGPU names another region on r's cluster with GPU support, and its mode: the
 // GPU operator and the device plugin serve every node of the cluster, so one of them runs.
 func (s *Service) neighbourGPU(ctx context.Context, r *store.Region) (owner, mode string, err error) {
-	rs, err := s.Store.RegionsOnCluster(ctx, r.ClusterKey)
+	rs, err := s.OtherRegionsOnCluster(ctx, r)
 	if err != nil {
-		return "", "", fmt.Errorf("regions on the cluster of %s: %w", r.Name, err)
+		return "", "", err
 	}
 	for _, x := range rs {
-		if g := x.GPU.V; x.ID != r.ID && g.State() != store.ComponentNotInstalled && g.Mode != "" {
+		if g := x.GPU.V; g.State() != store.ComponentNotInstalled && g.Mode != "" {
 			return x.Name, g.Mode, nil
 		}
 	}

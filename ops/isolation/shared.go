@@ -15,13 +15,13 @@ import (
 // being installed), with its record: the runtime's node installers and RuntimeClasses are
 // the cluster's, so the regions of one cluster share one install.
 func (s *Service) neighbourRuntime(ctx context.Context, r *store.Region, runtime string) (string, store.SandboxRuntime, error) {
-	rs, err := s.Store.RegionsOnCluster(ctx, r.ClusterKey)
+	rs, err := s.OtherRegionsOnCluster(ctx, r)
 	if err != nil {
-		return "", store.SandboxRuntime{}, fmt.Errorf("regions on the cluster of %s: %w", r.Name, err)
+		return "", store.SandboxRuntime{}, err
 	}
 	for _, x := range rs {
 		// A region that only shares it (its own record says so) is no owner of it.
-		if rt := x.Isolation.V.Runtime(runtime); x.ID != r.ID && rt.State() != store.ComponentNotInstalled && rt.SharedWith == "" {
+		if rt := x.Isolation.V.Runtime(runtime); rt.State() != store.ComponentNotInstalled && rt.SharedWith == "" {
 			return x.Name, rt, nil
 		}
 	}
@@ -60,15 +60,15 @@ func (s *Service) shareRuntime(p SandboxParams) func(ctx context.Context, jc *en
 // (the first by name; the others share its install from then on): the install stays on
 // the cluster, so someone must be able to remove it.
 func (s *Service) HandOver(ctx context.Context, gone *store.Region) error {
-	rs, err := s.Store.RegionsOnCluster(ctx, gone.ClusterKey)
+	rs, err := s.OtherRegionsOnCluster(ctx, gone)
 	if err != nil {
-		return fmt.Errorf("regions on the cluster of %s: %w", gone.Name, err)
+		return err
 	}
 	for _, runtime := range SandboxRuntimes {
 		heir := ""
 		for _, x := range rs {
 			rt := x.Isolation.V.Runtime(runtime)
-			if x.ID == gone.ID || rt.SharedWith != gone.Name {
+			if rt.SharedWith != gone.Name {
 				continue
 			}
 			rt.SharedWith = heir

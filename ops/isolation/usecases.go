@@ -234,13 +234,13 @@ func (s *Service) UninstallSandbox(ctx context.Context, actor kit.Actor, r *stor
 
 // sharers name the regions of r's cluster that share r's install of runtime.
 func (s *Service) sharers(ctx context.Context, r *store.Region, runtime string) ([]string, error) {
-	rs, err := s.Store.RegionsOnCluster(ctx, r.ClusterKey)
+	rs, err := s.OtherRegionsOnCluster(ctx, r)
 	if err != nil {
-		return nil, fmt.Errorf("regions on the cluster of %s: %w", r.Name, err)
+		return nil, err
 	}
 	var out []string
 	for _, x := range rs {
-		if x.ID != r.ID && x.Isolation.V.Runtime(runtime).SharedWith == r.Name {
+		if x.Isolation.V.Runtime(runtime).SharedWith == r.Name {
 			out = append(out, x.Name)
 		}
 	}

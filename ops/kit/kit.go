@@ -151,3 +151,20 @@ func ShortHash(s string) string {
 	h := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(h[:6])
 }
+
+// OtherRegionsOnCluster are the regions on r's cluster other than r: what they share with
+// it (Knative, GPU support, sandbox runtimes) or hold once per cluster (the internal
+// registry, the data services) is theirs too.
+func (s *Kit) OtherRegionsOnCluster(ctx context.Context, r *store.Region) ([]store.Region, error) {
+	rs, err := s.Store.RegionsOnCluster(ctx, r.ClusterKey)
+	if err != nil {
+		return nil, fmt.Errorf("regions on the cluster of %s: %w", r.Name, err)
+	}
+	out := rs[:0]
+	for _, x := range rs {
+		if x.ID != r.ID {
+			out = append(out, x)
+		}
+	}
+	return out, nil
+}
