@@ -62,10 +62,10 @@ func dynList(t *testing.T, c *testcluster.Cluster, gvr schema.GroupVersionResour
 }
 
 // dataServices reads GET /api/knative-regions/{id}/data-services, by name.
-func dataServices(t *testing.T, e *webtest.Env, tok, regionID string) (map[string]data.DataServiceView, string) {
+func dataServices(t *testing.T, e *webtest.Env, tok, regionID string) (map[string]data.ServiceView, string) {
 	t.Helper()
 	var ans struct {
-		Data  []data.DataServiceView
+		Data  []data.ServiceView
 		Moved []string
 	}
 	st, raw := e.Raw("GET", "/api/knative-regions/"+regionID+"/data-services", tok, "")
@@ -73,7 +73,7 @@ func dataServices(t *testing.T, e *webtest.Env, tok, regionID string) (map[strin
 		t.Fatalf("data services: %d %s", st, raw)
 	}
 	e.JSON("GET", "/api/knative-regions/"+regionID+"/data-services", tok, nil, &ans)
-	out := map[string]data.DataServiceView{}
+	out := map[string]data.ServiceView{}
 	for _, d := range ans.Data {
 		out[d.Name] = d
 	}

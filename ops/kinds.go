@@ -24,13 +24,13 @@ import (
 // registerKinds builds the features, each registering its own kinds of job (the ones
 // others depend on first), then registers the kinds of the use cases that stay in ops.
 func (s *Service) registerKinds() {
-	s.Preflight = &preflight.Service{Kit: s.Kit}
+	s.Preflight = preflight.New(s.Kit)
 	s.Registry = registry.New(s.Kit)
-	s.Observability = &observability.Service{Kit: s.Kit}
+	s.Observability = observability.New(s.Kit)
 	s.Redis = redis.New(s.Kit)
 	s.StatusBlock = statusblock.New(s.Kit)
 	s.Nodes = nodes.New(s.Kit)
-	s.Tenancy = &tenancy.Service{Kit: s.Kit, Nodes: s.Nodes}
+	s.Tenancy = tenancy.New(s.Kit, s.Nodes)
 	s.Isolation = isolation.New(s.Kit)
 	s.GPU = gpu.New(s.Kit)
 	s.Admission = admission.New(s.Kit)

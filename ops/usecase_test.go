@@ -98,7 +98,7 @@ func TestUseCaseRefusals(t *testing.T) {
 	_, err = s.Moves.Start(ctx, actor, &moved, moves.Input{DataLocation: "us"})
 	refusedWith(t, err, "data_location", "stays in eu")
 	invalidOn(t, s.Domains.SetBaseDomain(ctx, actor, "https://example.com"), "base_domain")
-	_, err = s.Redis.SetRedis(ctx, actor, r, redis.RedisInput{Mode: store.RedisExternal, Address: "redis"})
+	_, err = s.Redis.SetRedis(ctx, actor, r, redis.Input{Mode: store.RedisExternal, Address: "redis"})
 	invalidOn(t, err, "address")
 	invalidOn(t, s.Nodes.SetOvercommit(ctx, actor, r, nodes.OvercommitInput{}), "faas_cpu_overcommit")
 	_, err = s.Nodes.SetWorkers(ctx, actor, r, nodes.WorkersInput{})
@@ -264,12 +264,12 @@ func TestGPUModeFollowsTheNeighbour(t *testing.T) {
 		t.Fatal(err)
 	}
 	next, _ = s.Store.RegionByID(ctx, next.ID)
-	_, err := s.GPU.InstallGPU(ctx, actor, next, gpu.GPUParams{Mode: store.GPUModeDevicePlugin})
+	_, err := s.GPU.InstallGPU(ctx, actor, next, gpu.Params{Mode: store.GPUModeDevicePlugin})
 	refusedWith(t, err, "mode", "installed with operator for region eu-2")
 	if _, n, _ := s.Store.ListJobsPage(ctx, next.ID, 1, 0); n != 0 {
 		t.Fatalf("the refusal queued %d job(s)", n)
 	}
-	if _, err := s.GPU.InstallGPU(ctx, actor, next, gpu.GPUParams{Mode: store.GPUModeOperator}); err != nil {
+	if _, err := s.GPU.InstallGPU(ctx, actor, next, gpu.Params{Mode: store.GPUModeOperator}); err != nil {
 		t.Fatalf("the neighbour's kind is refused: %v", err)
 	}
 }

@@ -139,7 +139,7 @@ func (h *Handlers) RedisForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	in := redis.RedisInput{Mode: store.RedisMode(c.FormValue("mode")), Address: strings.TrimSpace(c.FormValue("address")), Password: c.FormValue("password")}
+	in := redis.Input{Mode: store.RedisMode(c.FormValue("mode")), Address: strings.TrimSpace(c.FormValue("address")), Password: c.FormValue("password")}
 	_, err = h.Ops.Redis.SetRedis(c.UserContext(), h.Actor(c), r, in)
 	return h.FormOutcome(c, r, "redis", map[string]string{"address": in.Address}, err, "")
 }

@@ -60,7 +60,7 @@ func (h *Handlers) GPUInstallForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	_, err = h.Ops.GPU.InstallGPU(c.UserContext(), h.Actor(c), r, gpu.GPUParams{Mode: c.FormValue("mode")})
+	_, err = h.Ops.GPU.InstallGPU(c.UserContext(), h.Actor(c), r, gpu.Params{Mode: c.FormValue("mode")})
 	return h.FormOutcome(c, r, "gpu", nil, err, "")
 }
 

@@ -105,7 +105,7 @@ func (h *Handlers) DataInstallForm(c *fiber.Ctx) error {
 	for _, k := range []string{"mode", "endpoint", "iam_endpoint", "s3_region", "access_key_id", "bucket_prefix"} {
 		values[k] = c.FormValue(k)
 	}
-	in := data.DataServiceInput{StorageClass: values["storage_class"], Mode: values["mode"], ExternalObjectStore: data.ExternalObjectStore{
+	in := data.ServiceInput{StorageClass: values["storage_class"], Mode: values["mode"], ExternalObjectStore: data.ExternalObjectStore{
 		ExternalEndpoint: data.ExternalEndpoint{Endpoint: values["endpoint"], IAMEndpoint: values["iam_endpoint"], S3Region: values["s3_region"],
 			AccessKeyID: values["access_key_id"], BucketPrefix: values["bucket_prefix"]},
 		SecretAccessKey: c.FormValue("secret_access_key")}}
@@ -154,7 +154,7 @@ func (h *Handlers) APIInstallDataService(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	var in data.DataServiceInput
+	var in data.ServiceInput
 	if len(c.Body()) > 0 {
 		if err := handlers.BodyMap(c, &in); err != nil {
 			return h.Fail(c, err)

@@ -10,7 +10,7 @@ import (
 )
 
 // nodesReport is the cluster's nodes as the Workers tab shows them.
-func nodesReport(r *nodes.NodesReport) *views.NodesReport {
+func nodesReport(r *nodes.Report) *views.NodesReport {
 	out := &views.NodesReport{ControlPlanes: r.ControlPlanes}
 	for _, w := range r.Warnings {
 		out.Warnings = append(out.Warnings, views.ShapeWarning{Key: w.Key, Message: w.Message})

@@ -110,8 +110,8 @@ func SeaweedFSValues(storageClass string, sizeGi int) map[string]any {
 	}
 }
 
-// DataParams name a data service job's service and its volume.
-type DataParams struct {
+// Params name a data service job's service and its volume.
+type Params struct {
 	Service string `json:"service"`
 	// Mode is the object store's (managed or external); External its endpoint.
 	Mode         string            `json:"mode,omitempty"`
@@ -122,7 +122,7 @@ type DataParams struct {
 
 func (s *Service) registerKinds() {
 	failed := func(ctx context.Context, jc *engine.JobContext, err error) {
-		var p DataParams
+		var p Params
 		if err == nil || jc.Params(&p) != nil {
 			return
 		}
@@ -139,7 +139,7 @@ func (s *Service) registerKinds() {
 }
 
 // dataStart is the first step of a data service job: it records the service's state.
-func (s *Service) dataStart(p DataParams, status store.ComponentStatus) engine.Step {
+func (s *Service) dataStart(p Params, status store.ComponentStatus) engine.Step {
 	return s.RegionStep("start", "Record the "+string(status)+" state", func(ctx context.Context, jc *engine.JobContext, r *store.Region, _ *kube.Cluster) error {
 		d := r.DataServices.V.Service(p.Service)
 		d.Status, d.Message = status, ""
@@ -154,7 +154,7 @@ func (s *Service) dataStart(p DataParams, status store.ComponentStatus) engine.S
 }
 
 // dataDone is the last step of an install: the service is ready.
-func (s *Service) dataDone(p DataParams) engine.Step {
+func (s *Service) dataDone(p Params) engine.Step {
 	return s.RegionStep("ready", "Record the service ready", func(ctx context.Context, jc *engine.JobContext, r *store.Region, _ *kube.Cluster) error {
 		d := r.DataServices.V.Service(p.Service)
 		d.Status, d.Message = store.ComponentReady, ""
@@ -162,7 +162,7 @@ func (s *Service) dataDone(p DataParams) engine.Step {
 	})
 }
 
-func (s *Service) InstallSteps(p DataParams) []engine.Step {
+func (s *Service) InstallSteps(p Params) []engine.Step {
 	var mid []engine.Step
 	switch p.Service {
 	case store.DataKV:
@@ -175,7 +175,7 @@ func (s *Service) InstallSteps(p DataParams) []engine.Step {
 	return append(append([]engine.Step{s.dataStart(p, store.ComponentInstalling)}, mid...), s.dataDone(p))
 }
 
-func (s *Service) dataRemoveSteps(p DataParams) []engine.Step {
+func (s *Service) dataRemoveSteps(p Params) []engine.Step {
 	unused := s.RegionStep("unused", "Check that no binding uses the service", func(ctx context.Context, jc *engine.JobContext, r *store.Region, _ *kube.Cluster) error {
 		bs, err := s.Store.RegionBindings(ctx, r.ID, p.Service)
 		if err != nil {

@@ -32,7 +32,7 @@ func seaweedShell(commands string) string {
 	return fmt.Sprintf(`printf '%%s\n' %s | weed shell -master=%s:%d -filer=%s:%d`, commands, seaweedHost(), seaweedMasterPort, seaweedHost(), seaweedFilerPort)
 }
 
-func (s *Service) objectInstallSteps(p DataParams) []engine.Step {
+func (s *Service) objectInstallSteps(p Params) []engine.Step {
 	if p.External != nil {
 		return s.externalObjectSteps()
 	}
@@ -60,7 +60,7 @@ func (s *Service) objectInstallSteps(p DataParams) []engine.Step {
 	}
 }
 
-func (s *Service) objectRemoveSteps(p DataParams) []engine.Step {
+func (s *Service) objectRemoveSteps(p Params) []engine.Step {
 	if p.Mode == store.ObjectExternal {
 		return s.externalObjectRemoveSteps()
 	}

@@ -34,7 +34,7 @@ const CNPGClusterLabel = "cnpg.io/cluster"
 // cnpgCRDs are the CRDs the install waits for.
 var cnpgCRDs = []string{"clusters.postgresql.cnpg.io", "databases.postgresql.cnpg.io", "databaseroles.postgresql.cnpg.io"}
 
-func (s *Service) postgresInstallSteps(p DataParams) []engine.Step {
+func (s *Service) postgresInstallSteps(p Params) []engine.Step {
 	return []engine.Step{
 		s.RegionStep("operator", "Install CloudNativePG "+ChartCloudNativePG.Version, func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 			if _, err := kit.EnsureNamespace(ctx, jc, c, CNPGNamespace, nil); err != nil {

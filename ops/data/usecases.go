@@ -14,11 +14,11 @@ import (
 	"runr.dev/console/store"
 )
 
-// DataServiceInput is the body of POST /api/knative-regions/{id}/data-services/{service}:
+// ServiceInput is the body of POST /api/knative-regions/{id}/data-services/{service}:
 // the volume of the object store or PostgreSQL ("" the cluster's default StorageClass,
 // 0 the default size). KV has no volume of its own. The object store is managed, or
 // (mode "external") an S3 endpoint with an IAM API and an administrator's key.
-type DataServiceInput struct {
+type ServiceInput struct {
 	StorageClass string `json:"storage_class"`
 	SizeGi       int    `json:"size_gi"`
 	Mode         string `json:"mode"`
@@ -54,7 +54,7 @@ func (s *Service) dataBusy(ctx context.Context, r *store.Region) error {
 
 // InstallDataService queues the install of a data service in runr-data: KV on the
 // region's Redis, the managed object store, or CloudNativePG with a PostgreSQL cluster.
-func (s *Service) InstallDataService(ctx context.Context, actor kit.Actor, r *store.Region, service string, in DataServiceInput) (*store.Job, error) {
+func (s *Service) InstallDataService(ctx context.Context, actor kit.Actor, r *store.Region, service string, in ServiceInput) (*store.Job, error) {
 	if err := dataService(service); err != nil {
 		return nil, err
 	}
@@ -66,7 +66,7 @@ func (s *Service) InstallDataService(ctx context.Context, actor kit.Actor, r *st
 	} else if owner != "" {
 		return nil, &problem.Refused{Reason: fmt.Sprintf("This cluster's %s data service (namespace %s) is region %s's: a cluster holds one of each, and a second install would change %s's. Remove it from %s first, or use a region on another cluster.", service, DataNamespace, owner, owner, owner)}
 	}
-	p := DataParams{Service: service}
+	p := Params{Service: service}
 	switch {
 	case service == store.DataKV:
 		if r.RedisStatus != store.ComponentReady || r.RedisAddress == "" {
@@ -117,7 +117,7 @@ func (s *Service) serviceOwner(ctx context.Context, r *store.Region, service str
 
 // dataVolume checks the volume of a data service: a size of 1 to 10240 GiB (10 unless
 // given) and a StorageClass the cluster has.
-func (s *Service) dataVolume(ctx context.Context, r *store.Region, in DataServiceInput) (string, int, error) {
+func (s *Service) dataVolume(ctx context.Context, r *store.Region, in ServiceInput) (string, int, error) {
 	sc, size := strings.TrimSpace(in.StorageClass), in.SizeGi
 	if size == 0 {
 		size = DefaultSizeGi
@@ -164,7 +164,7 @@ func (s *Service) RemoveDataService(ctx context.Context, actor kit.Actor, r *sto
 
 func removeRequest(r *store.Region, service string) engine.Request {
 	return engine.Request{Kind: KindDataRemove, Title: "Remove " + service + " from " + r.Name,
-		Subject: r.ID, Params: DataParams{Service: service, Mode: r.DataServices.V.Service(service).Mode}}
+		Subject: r.ID, Params: Params{Service: service, Mode: r.DataServices.V.Service(service).Mode}}
 }
 
 // TeardownParts are the removals of the data services installed on r, with their data,
@@ -185,9 +185,9 @@ func (s *Service) TeardownParts(ctx context.Context, r *store.Region) ([]engine.
 	return parts, nil
 }
 
-// DataServiceView is one data service as the API and the tab show it: its state, where
+// ServiceView is one data service as the API and the tab show it: its state, where
 // it answers, and its bindings (projects and resources; never their credentials).
-type DataServiceView struct {
+type ServiceView struct {
 	Name         string                `json:"name"`
 	Status       store.ComponentStatus `json:"status"`
 	Message      string                `json:"message,omitempty"`
@@ -222,15 +222,15 @@ func ViewOfBinding(b *store.Binding) BindingView {
 }
 
 // RegionDataServices is a region's data services with their bindings.
-func (s *Service) RegionDataServices(ctx context.Context, r *store.Region) ([]DataServiceView, error) {
+func (s *Service) RegionDataServices(ctx context.Context, r *store.Region) ([]ServiceView, error) {
 	bs, err := s.Store.RegionBindings(ctx, r.ID, "")
 	if err != nil {
 		return nil, err
 	}
-	out := make([]DataServiceView, 0, len(store.DataServiceNames))
+	out := make([]ServiceView, 0, len(store.DataServiceNames))
 	for _, name := range store.DataServiceNames {
 		d := r.DataServices.V.Service(name)
-		v := DataServiceView{Name: name, Status: d.State(), Message: d.Message, Mode: d.Mode, StorageClass: d.StorageClass, SizeGi: d.SizeGi, Bindings: []BindingView{}}
+		v := ServiceView{Name: name, Status: d.State(), Message: d.Message, Mode: d.Mode, StorageClass: d.StorageClass, SizeGi: d.SizeGi, Bindings: []BindingView{}}
 		switch {
 		case d.State() == store.ComponentNotInstalled:
 		case name == store.DataKV:

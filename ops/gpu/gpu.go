@@ -171,12 +171,12 @@ func (s *Service) registerKinds() {
 	s.Engine.Register(&engine.Kind{Name: KindModelStorage, Finished: failed, Plan: engine.PlanWith(s.ModelStorageSteps)})
 }
 
-// GPUParams is a GPU install: its mode.
-type GPUParams struct {
+// Params is a GPU install: its mode.
+type Params struct {
 	Mode string `json:"mode"`
 }
 
-func (s *Service) InstallSteps(p GPUParams) []engine.Step {
+func (s *Service) InstallSteps(p Params) []engine.Step {
 	rel := gpuRelease(p.Mode)
 	return []engine.Step{
 		s.RegionStep("start", "Record the install", func(ctx context.Context, jc *engine.JobContext, r *store.Region, _ *kube.Cluster) error {
@@ -201,7 +201,7 @@ func (s *Service) InstallSteps(p GPUParams) []engine.Step {
 // discoverGPUNodes waits for node-feature-discovery to scan the nodes, then for the nodes
 // with an NVIDIA device to advertise their GPUs (and, with the operator, for its
 // ClusterPolicy to be ready), and records what it found.
-func (s *Service) discoverGPUNodes(p GPUParams) func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+func (s *Service) discoverGPUNodes(p Params) func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 	return func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 		// The GPU waits are long (driver containers compile on nodes without drivers):
 		// RUNR_GPU_DISCOVERY_TIMEOUT each.
@@ -324,7 +324,7 @@ func clusterPolicyReady(c *kube.Cluster) kube.Cond {
 	}
 }
 
-func (s *Service) gpuUninstallSteps(GPUParams) []engine.Step {
+func (s *Service) gpuUninstallSteps(Params) []engine.Step {
 	return []engine.Step{
 		s.RegionStep("unused", "Check that no pod requests GPUs", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 			used, err := PodsWithGPUs(ctx, c)

@@ -33,7 +33,7 @@ func (s *Service) gpuBusy(ctx context.Context, r *store.Region) error {
 
 // InstallGPU queues the install of GPU support: the GPU operator, or the device plugin
 // with GPU feature discovery for nodes whose drivers are installed already.
-func (s *Service) InstallGPU(ctx context.Context, actor kit.Actor, r *store.Region, in GPUParams) (*store.Job, error) {
+func (s *Service) InstallGPU(ctx context.Context, actor kit.Actor, r *store.Region, in Params) (*store.Job, error) {
 	if !slices.Contains(GPUModes, in.Mode) {
 		return nil, &problem.Invalid{Fields: map[string]string{"mode": "Choose operator (NVIDIA's GPU operator installs drivers and toolkit) or device-plugin (the nodes' drivers are installed already)."}}
 	}
@@ -101,7 +101,7 @@ func (s *Service) noGPUPods(ctx context.Context, r *store.Region) error {
 }
 
 func uninstallRequest(r *store.Region) engine.Request {
-	return engine.Request{Kind: KindGPUUninstall, Title: "Remove GPU support from " + r.Name, Subject: r.ID, Params: GPUParams{Mode: r.GPU.V.Mode}}
+	return engine.Request{Kind: KindGPUUninstall, Title: "Remove GPU support from " + r.Name, Subject: r.ID, Params: Params{Mode: r.GPU.V.Mode}}
 }
 
 // TeardownParts is the removal of GPU support when it is installed, for the removal of

@@ -91,8 +91,8 @@ func (s *Service) moveData(ctx context.Context, jc *engine.JobContext) error {
 }
 
 // dataParamsOf reads a data service's settings from a move's record.
-func dataParamsOf(name string, v map[string]any) data.DataParams {
-	p := data.DataParams{Service: name}
+func dataParamsOf(name string, v map[string]any) data.Params {
+	p := data.Params{Service: name}
 	p.StorageClass, _ = v["storage_class"].(string)
 	if size, ok := v["size_gi"].(float64); ok {
 		p.SizeGi = int(size)
@@ -105,7 +105,7 @@ func dataParamsOf(name string, v map[string]any) data.DataParams {
 
 // moveDataService installs one data service on the new cluster, then each of its
 // bindings' parts.
-func (s *Service) moveDataService(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster, p data.DataParams) {
+func (s *Service) moveDataService(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster, p data.Params) {
 	ok := true
 	s.tolerate(ctx, jc, r, p.Service, func() error {
 		err := kit.RunInline(ctx, jc, s.Data.InstallSteps(p))

@@ -40,7 +40,7 @@ func (s *Service) moveGPU(ctx context.Context, jc *engine.JobContext) error {
 		return engine.ErrSkip
 	}
 	s.tolerate(ctx, jc, r, "GPU support", func() error {
-		return kit.RunInline(ctx, jc, s.GPU.InstallSteps(gpu.GPUParams{Mode: mode}))
+		return kit.RunInline(ctx, jc, s.GPU.InstallSteps(gpu.Params{Mode: mode}))
 	})
 	if ms, ok := r.MigrationDetail.V.Had["model_storage"].(map[string]any); ok {
 		p := gpu.ModelStorageParams{}

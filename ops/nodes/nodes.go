@@ -84,8 +84,8 @@ type ShapeWarning struct {
 	Message string `json:"message"`
 }
 
-// NodesReport is the Workers tab's view of a region's cluster.
-type NodesReport struct {
+// Report is the Workers tab's view of a region's cluster.
+type Report struct {
 	Nodes         []NodeView     `json:"nodes"`
 	ControlPlanes int            `json:"control_planes"`
 	Warnings      []ShapeWarning `json:"warnings"`
@@ -130,7 +130,7 @@ func readCluster(ctx context.Context, c *kube.Cluster) (*clusterState, error) {
 
 // Nodes reads the region's cluster: every node with its roles, heartbeat, resources and
 // preflight, and the warnings about the cluster's shape.
-func (s *Service) Nodes(ctx context.Context, r *store.Region) (*NodesReport, error) {
+func (s *Service) Nodes(ctx context.Context, r *store.Region) (*Report, error) {
 	c, err := s.RegionCluster(r)
 	if err != nil {
 		return nil, err
@@ -145,7 +145,7 @@ func (s *Service) Nodes(ctx context.Context, r *store.Region) (*NodesReport, err
 // buildNodesReport builds the Workers tab's view from the cluster's nodes, the pods that
 // hold resources and the nodes' Lease renewals; dedicated is the region's selection of
 // workers.
-func buildNodesReport(st *clusterState, dedicated []string, minMinor int, now time.Time) *NodesReport {
+func buildNodesReport(st *clusterState, dedicated []string, minMinor int, now time.Time) *Report {
 	nodes, pods := st.Nodes, st.Pods
 	type req struct{ cpu, mem int64 }
 	byNode := map[string]*req{}
@@ -167,7 +167,7 @@ func buildNodesReport(st *clusterState, dedicated []string, minMinor int, now ti
 	for _, n := range dedicated {
 		sel[n] = true
 	}
-	rep := &NodesReport{Nodes: []NodeView{}, DedicatedWorkers: append([]string{}, dedicated...), CheckedAt: now}
+	rep := &Report{Nodes: []NodeView{}, DedicatedWorkers: append([]string{}, dedicated...), CheckedAt: now}
 	var cps []string
 	for i := range nodes {
 		n := &nodes[i]

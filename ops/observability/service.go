@@ -9,3 +9,7 @@ import "runr.dev/console/ops/kit"
 type Service struct {
 	*kit.Kit
 }
+
+// New is the observability stack on the kit (it registers no job kind of its own: the
+// Serving install and reconcile run its steps).
+func New(k *kit.Kit) *Service { return &Service{Kit: k} }

@@ -313,3 +313,6 @@ func (s *Service) checkStorage(ctx context.Context, c *kube.Cluster, res *Result
 // Service checks clusters before a region goes on them: step 1 of the wizard, the
 // connect step of a setup and the target of a move.
 type Service struct{ *kit.Kit }
+
+// New is the cluster checks on the kit.
+func New(k *kit.Kit) *Service { return &Service{Kit: k} }

@@ -28,8 +28,8 @@ const (
 // RedisName is the managed Redis's Deployment, Service and Secret in the project namespace.
 const RedisName = "runr-redis"
 
-// RedisParams configure the region's Redis.
-type RedisParams struct {
+// Params configure the region's Redis.
+type Params struct {
 	Mode    store.RedisMode `json:"mode"`
 	Address string          `json:"address,omitempty"`
 }
@@ -37,18 +37,18 @@ type RedisParams struct {
 // EnqueueInstall queues the managed Redis of a region.
 func (s *Service) EnqueueInstall(ctx context.Context, r *store.Region, by string) (*store.Job, error) {
 	return s.Enqueue(ctx, engine.Request{Kind: KindRedisInstall, Title: "Install the managed Redis of " + r.Name, Subject: r.ID,
-		Params: RedisParams{Mode: store.RedisManaged}, CreatedBy: by})
+		Params: Params{Mode: store.RedisManaged}, CreatedBy: by})
 }
 
-// RedisInput is the body of POST /api/knative-regions/{id}/redis.
-type RedisInput struct {
+// Input is the body of POST /api/knative-regions/{id}/redis.
+type Input struct {
 	Mode     store.RedisMode `json:"mode"`
 	Address  string          `json:"address"`
 	Password string          `json:"password"`
 }
 
 // SetRedis queues the region's Redis: the managed one, or an external one at host:port.
-func (s *Service) SetRedis(ctx context.Context, actor kit.Actor, r *store.Region, in RedisInput) (*store.Job, error) {
+func (s *Service) SetRedis(ctx context.Context, actor kit.Actor, r *store.Region, in Input) (*store.Job, error) {
 	switch in.Mode {
 	case store.RedisManaged:
 	case store.RedisExternal:
@@ -59,7 +59,7 @@ func (s *Service) SetRedis(ctx context.Context, actor kit.Actor, r *store.Region
 		return nil, &problem.Invalid{Fields: map[string]string{"mode": "Choose managed or external."}}
 	}
 	return s.Enqueue(ctx, engine.Request{Kind: KindRedisInstall, Title: "Set up the Redis of " + r.Name, Subject: r.ID,
-		Params: RedisParams{Mode: in.Mode, Address: in.Address}, Secret: in.Password, CreatedBy: actor.Email})
+		Params: Params{Mode: in.Mode, Address: in.Address}, Secret: in.Password, CreatedBy: actor.Email})
 }
 
 // RemoveRedis queues the removal of the region's Redis.
@@ -95,7 +95,7 @@ func (s *Service) registerKinds() {
 	s.Engine.Register(&engine.Kind{
 		Name: KindRedisInstall,
 		Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
-			var p RedisParams
+			var p Params
 			if err := jc.Params(&p); err != nil {
 				return nil, err
 			}

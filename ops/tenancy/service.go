@@ -14,3 +14,6 @@ type Service struct {
 	// Nodes reads a region's capacity, which an assignment's quotas must fit.
 	Nodes *nodes.Service
 }
+
+// New is the tenancy module, reading capacity through nodes.
+func New(k *kit.Kit, n *nodes.Service) *Service { return &Service{Kit: k, Nodes: n} }
