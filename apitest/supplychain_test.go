@@ -421,3 +421,55 @@ func TestSupplyChainMoveReappliesPolicy(t *testing.T) {
 		t.Fatalf("the policy's state after the move: %+v", st)
 	}
 }
+
+// TestAdmissionPolicySharedOnOneCluster: two regions of one cluster share its
+// policy-controller, each with a policy of its own. Tearing one region down takes its policy
+// and leaves the controller and the other's policy working; the last policy's removal takes
+// the controller too.
+func TestAdmissionPolicySharedOnOneCluster(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{})
+	e := console(t, nil)
+	_, tok := e.User("owner")
+	ctx := context.Background()
+	key := sigtest.NewKey(t)
+	images := []string{"registry.example.com/acme/**"}
+	regions := map[string]*store.Region{}
+	for _, name := range []string{"first", "second"} {
+		r := newRegion(t, e, tok, c, name, nil)
+		mustSucceed(t, action(t, e, tok, r.ID, "install-knative", nil))
+		putSupplyChain(t, e, tok, r.ID, map[string]any{"public_keys": []string{key.PublicPEM}, "admission": true,
+			"admission_mode": "enforce", "admission_images": images})
+		regions[name] = r
+	}
+	checkPolicies(t, c, "first", store.AdmissionEnforce, key.PublicPEM, images)
+	checkPolicies(t, c, "second", store.AdmissionEnforce, key.PublicPEM, images)
+
+	var ans struct {
+		JobID string `json:"job_id"`
+	}
+	if st := e.JSON("DELETE", "/api/knative-regions/"+regions["first"].ID+"?teardown=true", tok, nil, &ans); st != 202 {
+		t.Fatalf("teardown of first: %d", st)
+	}
+	mustSucceed(t, e.WaitJob(ans.JobID, 4*time.Minute))
+	if cip(t, c, admission.RegionPolicyName("first")) != nil {
+		t.Fatal("first's policy must go with first")
+	}
+	if _, err := c.APIExtGet(ctx, admission.CIPCRD); err != nil {
+		t.Fatalf("the policy-controller went with first although second's policy uses it: %v", err)
+	}
+	checkPolicies(t, c, "second", store.AdmissionEnforce, key.PublicPEM, images)
+	if got := getSupplyChain(t, e, tok, regions["second"].ID); got.Admission.Status != store.ComponentReady || !got.Admission.Enabled {
+		t.Fatalf("second's admission after first's teardown: %+v", got.Admission)
+	}
+
+	if st := e.JSON("DELETE", "/api/knative-regions/"+regions["second"].ID+"/supply-chain/admission", tok, nil, &ans); st != 202 {
+		t.Fatalf("DELETE admission of second: %d", st)
+	}
+	mustSucceed(t, e.WaitJob(ans.JobID, 3*time.Minute))
+	if cip(t, c, admission.RegionPolicyName("second")) != nil || cip(t, c, admission.SystemPolicyName) != nil {
+		t.Fatal("the last region's policies must be gone")
+	}
+	if _, err := c.APIExtGet(ctx, admission.CIPCRD); err == nil {
+		t.Fatal("the policy-controller must go with the cluster's last policy")
+	}
+}
