@@ -9,6 +9,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -249,17 +250,33 @@ func TestMaintenanceBlockAndRemoval(t *testing.T) {
 		t.Fatalf("bad status: %d", st)
 	}
 
-	// Removal is refused while projects remain; then it deletes the record and turns the agent away.
+	// The console's removal page is not offered while projects remain, and its form
+	// refuses, changing nothing; the API removes the record, keeps the project without a
+	// region and turns the agent away (the spec's "Removing a region").
 	if _, err := e.Store.DB.Exec(`INSERT INTO projects (id, name, slug, region_id) VALUES ('p1', 'Shop', 'shop', $1)`, r.ID); err != nil {
 		t.Fatal(err)
 	}
-	var ans struct{ Error string }
-	if st := e.JSON("DELETE", "/api/knative-regions/"+r.ID, tok, nil, &ans); st != 422 || !strings.Contains(ans.Error, "1 project") {
-		t.Fatalf("remove with projects: %d %q", st, ans.Error)
+	b := e.SignedIn("owner")
+	if resp, body := b.Get("/regions/" + r.ID + "/remove"); resp.StatusCode != 422 || strings.Contains(body, `data-testid="remove-form"`) {
+		t.Fatalf("the removal page is offered with a project: %d", resp.StatusCode)
 	}
-	e.Store.DB.Exec(`DELETE FROM projects`)
+	if resp, body := b.PostForm("/regions/"+r.ID+"/delete", url.Values{"confirm_name": {r.Name}}, true); resp.StatusCode != 422 || !strings.Contains(body, "still has 1 project") {
+		t.Fatalf("the console's removal with a project: %d", resp.StatusCode)
+	}
+	if _, err := e.Store.RegionByID(ctx, r.ID); err != nil {
+		t.Fatalf("a refused removal must keep the region: %v", err)
+	}
 	if st := e.JSON("DELETE", "/api/knative-regions/"+r.ID, tok, nil, nil); st != 204 {
-		t.Fatalf("remove: %d", st)
+		t.Fatalf("remove with a project: %d", st)
+	}
+	var kept struct {
+		Data struct {
+			Slug     string  `json:"slug"`
+			RegionID *string `json:"region_id"`
+		}
+	}
+	if st := e.JSON("GET", "/api/projects/p1", tok, nil, &kept); st != 200 || kept.Data.Slug != "shop" || kept.Data.RegionID != nil {
+		t.Fatalf("the removed region's project must stay, without a region: %d %+v", st, kept.Data)
 	}
 	if _, err := e.Store.RegionByAgentToken(ctx, r.AgentToken); err == nil {
 		t.Fatal("the removed region's agent token must be turned away")

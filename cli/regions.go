@@ -216,7 +216,7 @@ func checkTable(w io.Writer, res *checkResult) error {
 // regionsRmCmd is `runr regions rm REGION`: RunR's record only; nothing leaves the cluster.
 func regionsRmCmd() *cobra.Command {
 	var teardown, wait bool
-	cmd := regionCommand("rm REGION", "Remove RunR's record of a region (nothing is removed from the cluster unless --teardown; refused while projects remain)", 0,
+	cmd := regionCommand("rm REGION", "Remove RunR's record of a region (nothing is removed from the cluster unless --teardown; its projects stay, without a region; --teardown is refused while projects remain)", 0,
 		func(cmd *cobra.Command, c *apiclient.Client, r *apiclient.Region, _ []string) error {
 			if teardown {
 				ans, err := c.Post(cmd.Context(), http.MethodDelete, apiclient.RegionPath(r.ID, "")+"?teardown=true", nil)
@@ -229,6 +229,9 @@ func regionsRmCmd() *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "Region %s removed; what RunR installed keeps running on the cluster\n", r.Name)
+			if r.ProjectCount > 0 {
+				fmt.Fprintf(cmd.OutOrStdout(), "Its %d project(s) stay in RunR without a region: move them to another region or delete them\n", r.ProjectCount)
+			}
 			return nil
 		})
 	cmd.Flags().BoolVar(&teardown, "teardown", false, "first remove what RunR installed on the cluster (one job, as the removal page's table lists it), then the record")

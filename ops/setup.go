@@ -832,17 +832,14 @@ func (s *Service) prepareRegion(ctx context.Context, actor kit.Actor, r *store.R
 	return jobs, nil
 }
 
-// DeleteRegion removes RunR's record of a region; nothing is removed from the cluster.
-// A region with projects is refused.
+// DeleteRegion removes RunR's record of a region; nothing is removed from the cluster, and
+// its projects stay in RunR without a region (the spec's API and CLI removal; the
+// console's removal page is offered only once no project is left).
 func (s *Service) DeleteRegion(ctx context.Context, actor kit.Actor, r *store.Region) error {
 	if err := s.Store.DeleteRegion(ctx, r.ID); err != nil {
-		var hp *store.HasProjectsError
-		if errors.As(err, &hp) {
-			return &problem.Refused{Reason: hp.Error()}
-		}
 		return fmt.Errorf("delete region %s: %w", r.Name, err)
 	}
-	s.Log.Info("region removed", "region", r.Name, "user", actor.Email)
+	s.Log.Info("region removed", "region", r.Name, "user", actor.Email, "projects_kept_without_a_region", r.ProjectCount)
 	if err := s.Isolation.HandOver(ctx, r); err != nil {
 		// The record is gone either way; the sharing region can still forget its share.
 		s.Log.Warn("sandbox runtimes not handed over", "region", r.Name, "err", err)

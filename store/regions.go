@@ -496,34 +496,12 @@ func (s *Store) SetAgentDisconnected(ctx context.Context, id string, connectedAt
 	return wrap("set the agent disconnected", err)
 }
 
-// DeleteRegion removes a region's record; it refuses while projects remain.
-// Metric snapshots, sessions, events and log settings go with it (ON DELETE CASCADE);
-// its agent token goes with the row.
+// DeleteRegion removes a region's record. Its projects and bindings stay, without a region
+// (ON DELETE SET NULL); metric snapshots, sessions, events and log settings go with it
+// (ON DELETE CASCADE); its agent token goes with the row.
 func (s *Store) DeleteRegion(ctx context.Context, id string) error {
-	tx, err := s.begin(ctx)
-	if err != nil {
-		return wrap("delete region", err)
-	}
-	defer tx.Rollback()
-	var n int
-	if err := tx.GetContext(ctx, &n, `SELECT count(*) FROM projects WHERE region_id = $1`, id); err != nil {
-		return wrap("delete region", err)
-	}
-	if n > 0 {
-		return fmt.Errorf("store: delete region %s: %w", id, &HasProjectsError{Count: n})
-	}
-	res, err := tx.ExecContext(ctx, `DELETE FROM regions WHERE id = $1`, id)
-	if err := affected("delete region "+id, res, err); err != nil {
-		return err
-	}
-	return wrap("delete region", tx.Commit())
-}
-
-// HasProjectsError refuses the removal of a region that still has projects.
-type HasProjectsError struct{ Count int }
-
-func (e *HasProjectsError) Error() string {
-	return fmt.Sprintf("the region still has %d project(s): delete them or move them to another region first", e.Count)
+	res, err := s.db(ctx).ExecContext(ctx, `DELETE FROM regions WHERE id = $1`, id)
+	return affected("delete region "+id, res, err)
 }
 
 // RegionsOnCluster returns the regions that share a cluster.

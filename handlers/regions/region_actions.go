@@ -76,7 +76,8 @@ func (h *Handlers) APIUpdateMonitoring(c *fiber.Ctx) error {
 
 // APIDeleteRegion is DELETE /api/knative-regions/{id}: RunR's record only, nothing is
 // removed from the cluster (204); with ?teardown=true what RunR installed is removed
-// first, by a job (202 with its id). Refused while projects remain.
+// first, by a job (202 with its id; refused while projects remain). Without teardown the
+// region's projects stay, without a region.
 func (h *Handlers) APIDeleteRegion(c *fiber.Ctx) error {
 	teardown := false
 	if v := c.Query("teardown"); v != "" {

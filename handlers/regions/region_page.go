@@ -1,6 +1,7 @@
 package regions
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 
@@ -221,10 +222,12 @@ func (h *Handlers) RemoveRegionForm(c *fiber.Ctx) error {
 		h.Flash(c, "Removing what RunR installed on the cluster of "+r.Name+"; the region's record goes at the end.")
 		return handlers.Redirect(c, "/jobs/"+j.ID)
 	}
+	// The console removes a record only once no project is left (the API and the CLI keep
+	// the projects without a region); the demo projects go with the second choice.
+	if r.ProjectCount > 0 {
+		return page(views.Form{Error: fmt.Sprintf("The region still has %d project(s): delete them or move them to another region first, or choose to remove what RunR installed (it removes the demo projects).", r.ProjectCount)})
+	}
 	if err := h.Ops.DeleteRegion(c.UserContext(), h.Actor(c), r); err != nil {
-		if _, msg, ok := h.Refusal(c, err); ok {
-			return page(views.Form{Error: msg})
-		}
 		return h.Fail(c, err)
 	}
 	h.Flash(c, "Region "+r.Name+" removed. Everything on its cluster keeps running.")
