@@ -162,7 +162,6 @@ func TestProjectUseCases(t *testing.T) {
 	if _, err := s.Projects.ProjectAction(ctx, actor, p, "explode"); !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("an unknown action is not found: %v", err)
 	}
-	refusedWith(t, s.DeleteRegion(ctx, actor, r), "", "")
 	_, err = s.Projects.UpdateProject(ctx, actor, p, projects.ProjectInput{SecretEnvVars: &map[string]string{"PORT": "x"}})
 	invalidOn(t, err, "secret_env_vars")
 	if j, err := s.Projects.UpdateProject(ctx, actor, p, projects.ProjectInput{RegionID: store.Ptr("")}); err != nil || j != nil {
