@@ -347,6 +347,43 @@ spec:
 	}
 }
 
+// ownMonitoring are the StatefulSets of RunR's own Prometheus and Loki (kube-prometheus-stack
+// release prometheus-knative, loki-stack).
+var ownMonitoring = []string{"prometheus-knative-kube-prometheus-st-prometheus", "loki-stack"}
+
+// TestExistingMonitoringKeepsRunRsOwn: a region switched to an existing Prometheus and Loki
+// leaves RunR's own releases running (regions on the same cluster may still use them), also
+// through a reconcile.
+func TestExistingMonitoringKeepsRunRsOwn(t *testing.T) {
+	c, e, tok, r := readyRegion(t, "mon2")
+	ctx := context.Background()
+	running := func(when string) {
+		t.Helper()
+		for _, sts := range ownMonitoring {
+			if _, err := c.Client.AppsV1().StatefulSets("observability").Get(ctx, sts, metav1.GetOptions{}); err != nil {
+				t.Fatalf("%s: RunR's own %s must keep running: %v", when, sts, err)
+			}
+		}
+	}
+	running("after the Serving install")
+	var ans struct {
+		JobID string `json:"job_id"`
+	}
+	if st := e.JSON("PUT", "/api/knative-regions/"+r.ID+"/monitoring", tok, map[string]any{
+		"prometheus_url": "http://prometheus.monitoring.svc:9090", "loki_url": "http://loki.monitoring.svc:3100"}, &ans); st != 200 || ans.JobID != "" {
+		t.Fatalf("switch to existing monitoring: %d, job %q (nothing to run)", st, ans.JobID)
+	}
+	running("after the switch")
+	if st := e.JSON("POST", "/api/reconcile", tok, map[string]any{}, &ans); st != 202 {
+		t.Fatalf("reconcile: %d", st)
+	}
+	mustSucceed(t, e.WaitJob(ans.JobID, 4*time.Minute))
+	running("after a reconcile")
+	if got, _ := e.Store.RegionByID(ctx, r.ID); got.Monitoring.V.PrometheusURL != "http://prometheus.monitoring.svc:9090" {
+		t.Fatalf("the region's choice: %+v", got.Monitoring.V)
+	}
+}
+
 func TestUninstallOrderAndExistingMonitoring(t *testing.T) {
 	c := testcluster.New(t, testcluster.Options{})
 	e := console(t, nil)
@@ -354,9 +391,9 @@ func TestUninstallOrderAndExistingMonitoring(t *testing.T) {
 	ctx := context.Background()
 	r := newRegion(t, e, tok, c, "mon", map[string]any{"prometheus_url": "http://prometheus.monitoring.svc:9090", "loki_url": "http://loki.monitoring.svc.cluster.local:3100", "loki_org_id": "acme"})
 	mustSucceed(t, action(t, e, tok, r.ID, "install-knative", nil))
-	for _, rel := range []string{"prometheus-knative", "loki-stack"} {
-		if _, err := c.Client.AppsV1().StatefulSets("observability").Get(ctx, rel, metav1.GetOptions{}); err == nil {
-			t.Errorf("%s must not be installed when an existing one is given", rel)
+	for _, sts := range ownMonitoring {
+		if _, err := c.Client.AppsV1().StatefulSets("observability").Get(ctx, sts, metav1.GetOptions{}); err == nil {
+			t.Errorf("%s must not be installed when an existing one is given", sts)
 		}
 	}
 	r, _ = e.Store.RegionByName(ctx, "mon")
