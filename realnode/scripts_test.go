@@ -151,26 +151,46 @@ func TestInClusterScriptsOnARealNode(t *testing.T) {
 
 	t.Run("KVBindings", func(t *testing.T) {
 		mustSucceed(t, e, action(t, e, tok, r.ID, "data-services/kv", map[string]any{}))
+		bind := func(project string) store.Binding {
+			t.Helper()
+			var bound struct {
+				JobID string `json:"job_id"`
+				Error string
+			}
+			if st := e.JSON("POST", "/api/projects/"+project+"/bindings", tok, map[string]string{"service": "kv"}, &bound); st != 202 {
+				t.Fatalf("bind: %d %s", st, bound.Error)
+			}
+			mustSucceed(t, e, e.WaitJob(bound.JobID, 3*time.Minute))
+			bs, err := e.Store.RegionBindings(ctx, r.ID, "kv")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, b := range bs {
+				if b.ProjectID == project {
+					return b
+				}
+			}
+			t.Fatalf("no binding of project %s among %+v", project, bs)
+			return store.Binding{}
+		}
 		project := createProject(t, e, tok, r.ID, "cart")
-		var bound struct {
-			JobID string `json:"job_id"`
-			Error string
-		}
-		if st := e.JSON("POST", "/api/projects/"+project+"/bindings", tok, map[string]string{"service": "kv"}, &bound); st != 202 {
-			t.Fatalf("bind: %d %s", st, bound.Error)
-		}
-		mustSucceed(t, e, e.WaitJob(bound.JobID, 3*time.Minute))
-		bs, err := e.Store.RegionBindings(ctx, r.ID, "kv")
-		if err != nil || len(bs) != 1 {
-			t.Fatalf("bindings: %v %d", err, len(bs))
-		}
-		user, pw, prefix := bs[0].Resource, bs[0].Credentials["REDIS_PASSWORD"], bs[0].Credentials["REDIS_KEY_PREFIX"]
-		// The ACL Job made the user on the server: it may use its prefix, nothing else.
+		b := bind(project)
+		other := bind(createProject(t, e, tok, r.ID, "wishlist"))
+		user, pw, prefix := b.Resource, b.Credentials["REDIS_PASSWORD"], b.Credentials["REDIS_KEY_PREFIX"]
+		// The ACL Job made the user on the server: it may use its prefix, nothing else,
+		// not even another binding's prefix.
 		if out := redis.as(user, pw, "SET", prefix+"basket", "3"); out != "OK" {
 			t.Fatalf("SET %sbasket as %s: %s", prefix, user, out)
 		}
 		if out := redis.as(user, pw, "SET", "elsewhere", "1"); !strings.Contains(out, "NOPERM") {
 			t.Fatalf("SET outside the prefix as %s: %s", user, out)
+		}
+		otherPrefix := other.Credentials["REDIS_KEY_PREFIX"]
+		if out := redis.as(other.Resource, other.Credentials["REDIS_PASSWORD"], "SET", otherPrefix+"wish", "1"); out != "OK" {
+			t.Fatalf("SET %swish as %s: %s", otherPrefix, other.Resource, out)
+		}
+		if out := redis.as(user, pw, "GET", otherPrefix+"wish"); !strings.Contains(out, "NOPERM") {
+			t.Fatalf("GET of another binding's key %swish as %s: %s", otherPrefix, user, out)
 		}
 		if out := redis.as(user, pw, "FLUSHALL"); !strings.Contains(out, "NOPERM") {
 			t.Fatalf("FLUSHALL as %s: %s", user, out)
@@ -188,6 +208,13 @@ func TestInClusterScriptsOnARealNode(t *testing.T) {
 		if out, _ := redis.cli("EXISTS", prefix+"basket"); out != "0" {
 			t.Fatalf("the binding's keys are still there: %s", out)
 		}
+		if out, _ := redis.cli("EXISTS", otherPrefix+"wish"); out != "1" {
+			t.Fatalf("unbinding %s took another binding's keys: %s", user, out)
+		}
+		if st := e.JSON("DELETE", "/api/projects/"+other.ProjectID+"/bindings/kv", tok, nil, &unbound); st != 202 {
+			t.Fatalf("unbind: %d", st)
+		}
+		mustSucceed(t, e, e.WaitJob(unbound.JobID, 3*time.Minute))
 		if len(jobPodsOnRealNode(t, c, data.DataNamespace)) < 3 {
 			t.Fatalf("the ACL Jobs did not run on the real node: %+v", jobPodsOnRealNode(t, c, data.DataNamespace))
 		}
@@ -302,6 +329,29 @@ done`
 		objs, err := client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String("runr-images")})
 		if err != nil || len(objs.Contents) != 0 {
 			t.Fatalf("the check left objects: %v %+v", err, objs)
+		}
+	})
+
+	t.Run("ManagedRedis", func(t *testing.T) {
+		// The console's managed Redis runs on the node from RunR's Redis image, with the
+		// password the console generated; the PING Job reaches it through its Service's
+		// name (CoreDNS, kube-proxy) with that password.
+		mustSucceed(t, e, action(t, e, tok, r.ID, "redis", map[string]any{"mode": "managed"}))
+		pod := c.WaitRealPod(t, r.Name, "app.kubernetes.io/name=runr-redis", 2*time.Minute)
+		got, err := e.Store.RegionByID(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.RedisMode != store.RedisManaged || !strings.HasSuffix(got.RedisAddress, ".svc.cluster.local:6379") || got.RedisPassword == "" {
+			t.Fatalf("the region's Redis: %s %s", got.RedisMode, got.RedisAddress)
+		}
+		j := action(t, e, tok, r.ID, "test-redis", nil)
+		mustSucceed(t, e, j)
+		eventually(t, time.Minute, func() string { return podLog(t, c, r.Name, "app.kubernetes.io/name=runr-redis") }, func() bool {
+			return strings.Contains(podLog(t, c, r.Name, "app.kubernetes.io/name=runr-redis"), "Ready to accept connections")
+		})
+		if !jobSucceededOn(t, c, r.Name, "runr-redis-ping") || pod.Spec.NodeName != testcluster.RealNodeName {
+			t.Fatalf("the managed Redis or its PING Job did not run on the real node:\n%s", jobLog(t, e, j.ID))
 		}
 	})
 }

@@ -33,6 +33,8 @@ type HostImageSpec struct {
 	Programs   []HostProgram
 	Entrypoint []string
 	Cmd        []string
+	// Scripts are shell scripts written into the image, by path.
+	Scripts map[string]string
 	// Packages are the Debian packages the programs come from (for the error when missing).
 	Packages []string
 }
@@ -43,9 +45,14 @@ var CurlImage = HostImageSpec{Ref: "curlimages/curl:8.11.1", Entrypoint: []strin
 
 // RedisImage is RunR's Redis image (RUNR_REDIS_IMAGE's default) as Debian's redis-tools
 // gives it: the server (shipped as redis-check-rdb, which runs as the server under the name
-// redis-server) and redis-cli.
-var RedisImage = HostImageSpec{Ref: "ghcr.io/brf-tech/runr/reqs/redis:7.4", Cmd: []string{"redis-server"},
+// redis-server) and redis-cli, started as the official image starts: its entrypoint runs
+// redis-server when the arguments begin with a flag (docker-library/redis,
+// docker-entrypoint.sh), which is how the console's managed Redis passes its password.
+var RedisImage = HostImageSpec{Ref: "ghcr.io/brf-tech/runr/reqs/redis:7.4",
+	Entrypoint: []string{"docker-entrypoint.sh"}, Cmd: []string{"redis-server"},
 	Programs: []HostProgram{{Path: "/usr/bin/redis-check-rdb", As: "/usr/bin/redis-server"}, {Path: "/usr/bin/redis-cli"}},
+	Scripts: map[string]string{"/usr/local/bin/docker-entrypoint.sh": "#!/bin/sh\nset -e\n" +
+		"if [ \"${1#-}\" != \"$1\" ] || [ \"${1%.conf}\" != \"$1\" ]; then set -- redis-server \"$@\"; fi\nexec \"$@\"\n"},
 	Packages: []string{"redis-tools"}}
 
 // PushHostImage builds an image of programs of this machine and puts it into the cluster's
@@ -85,6 +92,10 @@ func HostImage(spec HostImageSpec) (v1.Image, error) {
 				return nil, err
 			}
 		}
+	}
+	for path, script := range spec.Scripts {
+		as := strings.TrimPrefix(path, "/")
+		files[as] = images.File{Path: as, Data: []byte(script), Mode: 0o755}
 	}
 	list := make([]images.File, 0, len(files))
 	for _, f := range files {

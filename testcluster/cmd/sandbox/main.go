@@ -77,6 +77,7 @@ func build(dataPath bool) error {
 	}
 	fmt.Fprintln(os.Stderr, "SeaweedFS ready at", weed)
 	if !dataPath {
+		sayWhatSkips()
 		return nil
 	}
 	if _, err := testcluster.BuildTraefik(os.Stderr); err != nil {
@@ -87,6 +88,26 @@ func build(dataPath bool) error {
 	}
 	fmt.Fprintln(os.Stderr, "Traefik "+testcluster.TraefikVersion+" and Knative "+testcluster.KnativeRelease+" ready")
 	return nil
+}
+
+// sayWhatSkips names the tests `make test` will skip because Traefik or Knative is not
+// built here (go test prints a passing package's skips only with -v).
+func sayWhatSkips() {
+	var missing []string
+	if !testcluster.TraefikBuilt() {
+		missing = append(missing, "Traefik "+testcluster.TraefikVersion)
+	}
+	if !testcluster.KnativeBuilt() {
+		missing = append(missing, "Knative "+testcluster.KnativeRelease)
+	}
+	if len(missing) == 0 {
+		return
+	}
+	fmt.Println("Not built on this machine: " + strings.Join(missing, " and ") + " (make test-real builds them, about 20 minutes once). " +
+		"These tests skip or leave out what needs them:\n" +
+		"  realnode TestFunctionThroughTheRegionsIngress (skipped)\n" +
+		"  realnode TestConsoleProgramsOnARealNode/TraefikRoutesTheBlock (skipped without Traefik)\n" +
+		"  deploy TestChartInstallAndUpgrade (the function prober during the upgrade is left out)")
 }
 
 func pidFile() string { return filepath.Join(dir, "sandbox.pid") }
