@@ -46,6 +46,18 @@ type Kind struct {
 	Plan func(jc *JobContext) ([]Step, error)
 	// Finished runs after the job ended (err nil on success), to record statuses.
 	Finished func(ctx context.Context, jc *JobContext, err error)
+	// Deadline, when set, is how long a job of the kind may run from its start (a resumed
+	// job keeps its start; a retry starts anew): past it the job stops and fails, saying so.
+	Deadline time.Duration
+}
+
+// DeadlineError is a job stopped at its kind's deadline.
+type DeadlineError struct {
+	Limit time.Duration
+}
+
+func (e *DeadlineError) Error() string {
+	return fmt.Sprintf("Stopped: a job of this kind runs at most %s, and this one ran that long. What it did is kept; Retry goes on from the step it stopped in", e.Limit)
 }
 
 // PlanWith plans a job's steps from its decoded parameters.
@@ -104,6 +116,9 @@ func (e *Engine) Owner() string { return e.owner }
 
 // Register adds a kind of job.
 func (e *Engine) Register(k *Kind) { e.kinds[k.Name] = k }
+
+// Kind is the registered kind of that name (nil when none is).
+func (e *Engine) Kind(name string) *Kind { return e.kinds[name] }
 
 // Enqueue records a queued job with its planned steps; a runner picks it up.
 func (e *Engine) Enqueue(ctx context.Context, req Request) (*store.Job, error) {

@@ -801,3 +801,42 @@ func TestJobsThatCannotRunFailWithAReason(t *testing.T) {
 		})
 	}
 }
+
+// TestDeadlineStopsAJob: a job of a kind with a deadline that runs past it stops in the
+// step it was in, fails saying why, and a retry starts its time anew and goes on from
+// that step.
+func TestDeadlineStopsAJob(t *testing.T) {
+	st := storetest.New(t)
+	var c counts
+	finished := make(chan error, 2)
+	k := fixed("slow", counted(&c, "one", nil), counted(&c, "two", func(ctx context.Context, jc *engine.JobContext) error {
+		if c.get(jc.Job.ID+"/two") > 1 {
+			return nil // the retry's run is quick
+		}
+		<-ctx.Done()
+		return ctx.Err()
+	}))
+	k.Deadline = 2 * time.Second
+	k.Finished = func(ctx context.Context, jc *engine.JobContext, err error) { finished <- err }
+	e := newEngine(t, st, "console-a", k)
+	start(t, e, 1)
+	j := enqueue(t, e, "slow", nil)
+	j = waitJob(t, st, j.ID, "failed")
+	if !strings.Contains(j.Error, "runs at most 2s") {
+		t.Errorf("job error %q, want the deadline named", j.Error)
+	}
+	if got := stepStates(jobSteps(t, st, j.ID)); got != "one=done two=failed" {
+		t.Errorf("steps %s, want one=done two=failed", got)
+	}
+	var de *engine.DeadlineError
+	if err := receive(t, finished, "Finished"); !errors.As(err, &de) || de.Limit != 2*time.Second {
+		t.Errorf("Finished got %v, want the deadline", err)
+	}
+	if err := st.RetryJob(context.Background(), j.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitJob(t, st, j.ID, "succeeded")
+	if one, two := c.get(j.ID+"/one"), c.get(j.ID+"/two"); one != 1 || two != 2 {
+		t.Errorf("runs one=%d two=%d, want 1 and 2 (the retry goes on from the stopped step)", one, two)
+	}
+}

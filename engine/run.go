@@ -33,6 +33,11 @@ func (e *Engine) runJob(parent context.Context, j *store.Job) {
 	}
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
+	if k.Deadline > 0 && j.StartedAt != nil {
+		dctx, stop := context.WithDeadlineCause(ctx, j.StartedAt.Add(k.Deadline), &DeadlineError{Limit: k.Deadline})
+		defer stop()
+		ctx = dctx
+	}
 	go e.keepLease(ctx, cancel, j)
 
 	log.Info("job started", "attempt", j.Attempts)
@@ -47,6 +52,8 @@ func (e *Engine) runJob(parent context.Context, j *store.Job) {
 		e.finish(j, jc, store.JobCancelled, errors.New("cancelled by a user"))
 	case errors.Is(context.Cause(ctx), errLeaseLost):
 		log.Warn("job lease lost; another console continues it")
+	case errors.As(context.Cause(ctx), new(*DeadlineError)):
+		e.finish(j, jc, store.JobFailed, context.Cause(ctx))
 	case err != nil:
 		e.finish(j, jc, store.JobFailed, err)
 	default:
@@ -153,12 +160,20 @@ func (e *Engine) runOne(ctx context.Context, jc *JobContext, i int, st Step) err
 		_, serr := e.Store.SetStep(sctx, jc.Job.ID, i, store.StepSkipped, jc.lastNote, "")
 		return serr
 	case err != nil:
-		if ctx.Err() != nil && !errors.Is(context.Cause(ctx), errCancelled) {
+		// A shutdown or a lost lease leaves the step to the console that resumes the job;
+		// a cancel and a deadline end it here.
+		cause := context.Cause(ctx)
+		var deadline *DeadlineError
+		stopped := errors.Is(cause, errCancelled) || errors.As(cause, &deadline)
+		if ctx.Err() != nil && !stopped {
 			return err
 		}
 		msg := err.Error()
-		if errors.Is(context.Cause(ctx), errCancelled) {
+		switch {
+		case errors.Is(cause, errCancelled):
 			msg = "cancelled"
+		case deadline != nil:
+			msg = "stopped at the job's deadline (" + deadline.Limit.String() + ")"
 		}
 		jc.logLevel("error", msg)
 		if _, serr := e.Store.SetStep(sctx, jc.Job.ID, i, store.StepFailed, msg, ""); serr != nil {

@@ -272,3 +272,12 @@ func TestGPUModeFollowsTheNeighbour(t *testing.T) {
 		t.Fatalf("the neighbour's kind is refused: %v", err)
 	}
 }
+
+// TestMoveHasItsDeadline: the engine stops a move after the spec's 30 minutes (the engine's
+// TestDeadlineStopsAJob shows what a deadline does).
+func TestMoveHasItsDeadline(t *testing.T) {
+	s, _ := useCases(t)
+	if k := s.Engine.Kind(moves.KindMove); k == nil || k.Deadline != 30*time.Minute {
+		t.Fatalf("the move's kind: %+v, want a deadline of 30 minutes", k)
+	}
+}

@@ -211,8 +211,9 @@ func (s *Store) RetryJob(ctx context.Context, id string) error {
 		return wrap("retry job", err)
 	}
 	defer tx.Rollback()
+	// A retry starts anew: its start (which a kind's deadline counts from) is its claim's.
 	res, err := tx.ExecContext(ctx, `UPDATE jobs SET status = 'queued', error = '', attempts = 0, cancel_requested = false,
-		finished_at = NULL WHERE id = $1 AND status IN ('failed', 'cancelled')`, id)
+		started_at = NULL, finished_at = NULL WHERE id = $1 AND status IN ('failed', 'cancelled')`, id)
 	if err := affected("retry job "+id, res, err); err != nil {
 		return err
 	}

@@ -401,8 +401,12 @@ func (s *Service) CompleteMoves(ctx context.Context) {
 	}
 }
 
+// MoveDeadline is how long a move may run (the spec: "at most 30 minutes"); past it the
+// job stops, the move reads failed with the reason, and a retry or a rollback follows.
+const MoveDeadline = 30 * time.Minute
+
 func (s *Service) registerKinds() {
-	s.Engine.Register(&engine.Kind{Name: KindMove, Plan: func(jc *engine.JobContext) ([]engine.Step, error) { return s.migrationSteps(), nil },
+	s.Engine.Register(&engine.Kind{Name: KindMove, Deadline: MoveDeadline, Plan: func(jc *engine.JobContext) ([]engine.Step, error) { return s.migrationSteps(), nil },
 		Finished: func(ctx context.Context, jc *engine.JobContext, err error) {
 			if err != nil {
 				if r, rerr := s.JobRegion(ctx, jc); rerr == nil {
