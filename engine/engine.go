@@ -57,7 +57,11 @@ type DeadlineError struct {
 }
 
 func (e *DeadlineError) Error() string {
-	return fmt.Sprintf("Stopped: a job of this kind runs at most %s, and this one ran that long. What it did is kept; Retry goes on from the step it stopped in", e.Limit)
+	limit := e.Limit.String()
+	if e.Limit >= time.Minute && e.Limit%time.Minute == 0 {
+		limit = fmt.Sprintf("%d minutes", int(e.Limit/time.Minute))
+	}
+	return fmt.Sprintf("Stopped: a job of this kind runs at most %s, and this one ran that long. What it did is kept; Retry goes on from the step it stopped in", limit)
 }
 
 // PlanWith plans a job's steps from its decoded parameters.

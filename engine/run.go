@@ -173,7 +173,7 @@ func (e *Engine) runOne(ctx context.Context, jc *JobContext, i int, st Step) err
 		case errors.Is(cause, errCancelled):
 			msg = "cancelled"
 		case deadline != nil:
-			msg = "stopped at the job's deadline (" + deadline.Limit.String() + ")"
+			msg = "stopped at the job's deadline"
 		}
 		jc.logLevel("error", msg)
 		if _, serr := e.Store.SetStep(sctx, jc.Job.ID, i, store.StepFailed, msg, ""); serr != nil {
