@@ -133,6 +133,7 @@ func (s *Service) CheckWith(ctx context.Context, name string, raw []byte, allowN
 	s.checkRights(cctx, c, res)
 	s.checkNodes(cctx, c, res)
 	s.checkStorage(cctx, c, res)
+	s.checkPodSecurity(cctx, c, res)
 	if name != "" {
 		ns, err := c.Clientset.CoreV1().Namespaces().Get(cctx, name, metav1.GetOptions{})
 		switch {
