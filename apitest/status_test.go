@@ -101,8 +101,10 @@ func TestSweepUnreachableRegionDoesNotDelayOthers(t *testing.T) {
 		t.Fatalf("the second sweep took %s: the dead cluster must be backed off", took)
 	}
 	// A region whose cluster does not answer opens on its Migration tab.
-	if st, body := e.Raw("GET", "/regions/"+dead.ID, tok, ""); st != 200 || !strings.Contains(body, `aria-selected="true"`) {
-		t.Fatalf("dead region page: %d", st)
+	// (Every page has one selected tab: the Migration tab's own must be it.)
+	if st, body := e.Raw("GET", "/regions/"+dead.ID, tok, ""); st != 200 || !strings.Contains(between(body, `id="tab-migration"`, ">"), `aria-selected="true"`) ||
+		!strings.Contains(between(body, `id="tab-general"`, ">"), `aria-selected="false"`) {
+		t.Fatalf("dead region page: %d, the Migration tab must be the selected one", st)
 	}
 }
 
