@@ -3,10 +3,21 @@ package views
 import (
 	"bytes"
 	"context"
-	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/PuerkitoBio/goquery"
 )
+
+// parseHTML reads rendered markup into a document to query.
+func parseHTML(t *testing.T, html string) *goquery.Document {
+	t.Helper()
+	doc, err := goquery.NewDocumentFromReader(strings.NewReader(html))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
 
 // TestJobEndRefreshKeepsEditedForms: the update of a job that ended while a region tab
 // or a wizard step watched it holds no form of the tab (only the job's own parts, out of
@@ -14,14 +25,13 @@ import (
 // keeps the forms the user is filling in (a region status chosen and not sent yet stays
 // chosen; see e2e TestRegionLiveRefreshKeepsEditedForm).
 func TestJobEndRefreshKeepsEditedForms(t *testing.T) {
-	refresh := regexp.MustCompile(`<div hx-get="[^"]*"[^>]*hx-trigger="load"[^>]*>`)
 	for _, tc := range []struct {
 		name string
 		opts JobPanelOptions
 		get  string
 	}{
-		{"region tab", JobPanelOptions{JustFinished: true, Tab: "general"}, `hx-get="/regions/r1/tabs/general"`},
-		{"wizard step", JobPanelOptions{JustFinished: true, WizardStep: 3}, `hx-get="/regions/r1/wizard?step=3"`},
+		{"region tab", JobPanelOptions{JustFinished: true, Tab: "general"}, "/regions/r1/tabs/general"},
+		{"wizard step", JobPanelOptions{JustFinished: true, WizardStep: 3}, "/regions/r1/wizard?step=3"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := JobView{ID: "j1", Title: "Apply the settings of r", Status: "succeeded", Phase: PhaseDone, Succeeded: true, Done: true,
@@ -34,12 +44,12 @@ func TestJobEndRefreshKeepsEditedForms(t *testing.T) {
 			if strings.Contains(html, "region_status") || strings.Contains(html, "status-form") {
 				t.Fatalf("the job's update must not carry the tab's forms:\n%s", html)
 			}
-			divs := refresh.FindAllString(html, -1)
-			if len(divs) != 1 || !strings.Contains(divs[0], tc.get) {
-				t.Fatalf("want one refresh of %s, got %q in\n%s", tc.get, divs, html)
+			divs := parseHTML(t, html).Find(`div[hx-get][hx-trigger="load"]`)
+			if get, _ := divs.Attr("hx-get"); divs.Length() != 1 || get != tc.get {
+				t.Fatalf("want one refresh of %s, got %d (%q) in\n%s", tc.get, divs.Length(), get, html)
 			}
-			if !strings.Contains(divs[0], " data-keep-edited") {
-				t.Fatalf("the refresh must keep the forms being edited (data-keep-edited): %s", divs[0])
+			if _, ok := divs.Attr("data-keep-edited"); !ok {
+				t.Fatalf("the refresh must keep the forms being edited (data-keep-edited):\n%s", html)
 			}
 		})
 	}
@@ -59,10 +69,10 @@ func TestJobLogLineNamesItsStep(t *testing.T) {
 			t.Fatal(err)
 		}
 		html := b.String()
-		got := regexp.MustCompile(`data-testid="log-step">([^<]*)<`).FindStringSubmatch(html)
+		step := parseHTML(t, html).Find(`[data-testid="log-step"]`)
 		switch {
-		case tc.want == "" && got != nil, tc.want != "" && (got == nil || got[1] != tc.want):
-			t.Errorf("%q: step %v, want %q\n%s", tc.line.Text, got, tc.want, html)
+		case tc.want == "" && step.Length() != 0, tc.want != "" && (step.Length() != 1 || step.Text() != tc.want):
+			t.Errorf("%q: step %q (%d), want %q\n%s", tc.line.Text, step.Text(), step.Length(), tc.want, html)
 		case !strings.Contains(html, tc.line.Text):
 			t.Errorf("the line lost its text:\n%s", html)
 		}
