@@ -114,7 +114,9 @@ type console struct {
 	DBURL string
 	env   []string
 	cmd   *exec.Cmd
-	log   *syncBuffer
+	// exited is closed when cmd has ended (one goroutine waits for it).
+	exited chan struct{}
+	log    *syncBuffer
 	// Store is a connection to the console's database, for the test's own setup
 	// (settings) and checks.
 	Store *store.Store
@@ -155,13 +157,6 @@ func startConsole(t *testing.T, extra ...string) *console {
 	}
 	c.Store = st
 
-	c.cmd = exec.Command(runrBinary(t), "serve")
-	c.cmd.Env = c.env
-	c.cmd.Stdout, c.cmd.Stderr = c.log, c.log
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	// Cleanups run last-in first-out: stop the console before its database is dropped.
 	t.Cleanup(func() {
 		c.stop()
@@ -170,16 +165,55 @@ func startConsole(t *testing.T, extra ...string) *console {
 			t.Logf("console log (tail):\n%s", tail(c.log.String(), 60))
 		}
 	})
+	// The port was free when picked; another test package may take it before the console
+	// binds it, so a console that exits while starting is started again on another port.
+	for attempt := 1; ; attempt++ {
+		if c.serve(t) {
+			return c
+		}
+		if attempt == 3 || !strings.Contains(c.log.String(), "address already in use") {
+			t.Fatalf("the console did not start: %s", c.log)
+		}
+		port = freePort(t)
+		addr = fmt.Sprintf("127.0.0.1:%d", port)
+		c.URL = "http://" + addr
+		c.env = append(c.env, "RUNR_ADDR="+addr, "RUNR_APP_URL="+c.URL)
+	}
+}
+
+// serve starts `runr serve` and waits for its /healthz; false when the process ended first.
+func (c *console) serve(t *testing.T) bool {
+	t.Helper()
+	c.cmd = exec.Command(runrBinary(t), "serve")
+	c.cmd.Env = c.env
+	c.cmd.Stdout, c.cmd.Stderr = c.log, c.log
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c.exited = make(chan struct{})
+	go func(cmd *exec.Cmd, exited chan struct{}) { _ = cmd.Wait(); close(exited) }(c.cmd, c.exited)
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
+		select {
+		case <-c.exited:
+			return false
+		default:
+		}
 		if resp, err := http.Get(c.URL + "/healthz"); err == nil {
 			resp.Body.Close()
-			return c
+			// Another program on the port would answer too: the console must still run.
+			select {
+			case <-c.exited:
+				return false
+			default:
+				return true
+			}
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	t.Fatalf("the console did not start: %s", c.log)
-	return nil
+	t.Fatalf("the console did not answer /healthz in 30 s: %s", c.log)
+	return false
 }
 
 func (c *console) run(args ...string) string {
@@ -197,17 +231,20 @@ func (c *console) run(args ...string) string {
 
 // stop ends the console: SIGTERM, then SIGKILL when it lingers.
 func (c *console) stop() {
-	if c.cmd == nil || c.cmd.Process == nil || c.cmd.ProcessState != nil {
+	if c.cmd == nil || c.cmd.Process == nil {
 		return
 	}
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = c.cmd.Wait(); close(done) }()
 	select {
-	case <-done:
+	case <-c.exited:
+		return
+	default:
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.exited:
 	case <-time.After(15 * time.Second):
 		_ = c.cmd.Process.Kill()
-		<-done
+		<-c.exited
 	}
 }
 

@@ -500,14 +500,21 @@ func (d *dataPath) upgradeUnderProbe(t *testing.T, host string) {
 	}
 	d.e.Cfg.AgentImage, d.e.Cfg.ResponderImage = next, next
 
+	// A probe fails when it gets an error or another status than 200. It waits up to 30 s,
+	// a client's patience: in two fresh-clone make test runs (three test packages at once
+	// on two CPUs) one probe of about ten gave up at 5 s during this reconcile, which
+	// passes alone and under CPU load. A longer wait tells a slow answer from a connection a
+	// roll cut (that one never answers); each probe's time is logged, and on a failure the
+	// pods that came or went and the reconcile's timeline.
 	type probe struct {
 		at   time.Time
+		took time.Duration
 		code int
 		err  error
 	}
 	var probes []probe
 	stop, done := make(chan struct{}), make(chan struct{})
-	client := d.client(5 * time.Second)
+	client := d.client(30 * time.Second)
 	go func() {
 		defer close(done)
 		tick := time.NewTicker(time.Second)
@@ -520,6 +527,7 @@ func (d *dataPath) upgradeUnderProbe(t *testing.T, host string) {
 				p.code = resp.StatusCode
 				resp.Body.Close()
 			}
+			p.took = time.Since(p.at)
 			probes = append(probes, p)
 			select {
 			case <-stop:
@@ -531,6 +539,7 @@ func (d *dataPath) upgradeUnderProbe(t *testing.T, host string) {
 	var ans struct {
 		JobID string `json:"job_id"`
 	}
+	before := d.podsNow(t)
 	began := time.Now()
 	if st := d.e.JSON("POST", "/api/reconcile", d.tok, map[string]any{}, &ans); st != 202 {
 		t.Fatalf("reconcile: %d", st)
@@ -545,16 +554,69 @@ func (d *dataPath) upgradeUnderProbe(t *testing.T, host string) {
 		t.Fatalf("reconcile did not move the helpers to %s:\n%s", next, log)
 	}
 	var failed []string
+	var slowest time.Duration
 	for _, p := range probes {
+		slowest = max(slowest, p.took)
 		if p.err != nil || p.code != http.StatusOK {
-			failed = append(failed, fmt.Sprintf("%s: %d %v", p.at.Format("15:04:05.000"), p.code, p.err))
+			failed = append(failed, fmt.Sprintf("%s after %s: %d %v", p.at.Format("15:04:05.000"), p.took.Round(time.Millisecond), p.code, p.err))
 		}
 	}
 	d.figures.UpgradeProbes, d.figures.UpgradeProbesFailed = len(probes), len(failed)
-	t.Logf("reconcile to %s took %s; the function answered %d of %d probes", next, time.Since(began).Round(time.Second), len(probes)-len(failed), len(probes))
+	t.Logf("reconcile to %s took %s; the function answered %d of %d probes, the slowest in %s", next, time.Since(began).Round(time.Second),
+		len(probes)-len(failed), len(probes), slowest.Round(time.Millisecond))
 	if len(failed) > 0 || len(probes) < 5 {
-		t.Fatalf("function probes failed during the upgrade's reconcile: %v", failed)
+		t.Fatalf("function probes failed during the upgrade's reconcile: %v\npods that came or went:\n%s\nreconcile:\n%s",
+			failed, podChanges(before, d.podsNow(t)), jobTimeline(t, d.e, j.ID))
 	}
+}
+
+// podsNow lists the cluster's pods by namespace/name with their UID, creation and deletion
+// times, for what a step changed.
+func (d *dataPath) podsNow(t *testing.T) map[string]string {
+	t.Helper()
+	pods, err := d.c.Client.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, p := range pods.Items {
+		gone := ""
+		if p.DeletionTimestamp != nil {
+			gone = " deleting since " + p.DeletionTimestamp.Format("15:04:05")
+		}
+		out[p.Namespace+"/"+p.Name] = fmt.Sprintf("%s created %s on %s%s", p.UID, p.CreationTimestamp.Format("15:04:05"), p.Spec.NodeName, gone)
+	}
+	return out
+}
+
+// podChanges says which pods are new, gone or changed between two podsNow lists.
+func podChanges(before, after map[string]string) string {
+	var b strings.Builder
+	for k, v := range after {
+		if before[k] != v {
+			fmt.Fprintf(&b, "  now %s: %s\n", k, v)
+		}
+	}
+	for k, v := range before {
+		if _, ok := after[k]; !ok {
+			fmt.Fprintf(&b, "  gone %s: %s\n", k, v)
+		}
+	}
+	return b.String()
+}
+
+// jobTimeline is a job's events with their times.
+func jobTimeline(t *testing.T, e *webtest.Env, id string) string {
+	t.Helper()
+	evs, err := e.Store.JobEvents(context.Background(), id, 0, 5000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, ev := range evs {
+		fmt.Fprintf(&b, "  %s %s %s\n", ev.CreatedAt.Format("15:04:05.000"), ev.Kind, ev.Message)
+	}
+	return b.String()
 }
 
 // setRequestTimeout saves the region's request_timeout and waits for its job (Traefik's
