@@ -2,10 +2,12 @@ package apitest
 
 import (
 	"context"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
@@ -226,6 +228,32 @@ func TestWizardToReadyServingAndRedis(t *testing.T) {
 	}
 	if st := e.JSON("POST", "/api/knative-regions/"+r.ID+"/redis", tok, map[string]any{"mode": "external", "address": "no-port"}, nil); st != 422 {
 		t.Fatalf("bad redis address: %d", st)
+	}
+	// The Redis tab's form: a Redis in the cluster at an outside name is refused beside the
+	// address, the form keeps the choice, and nothing changes; a Service's address is taken.
+	rj, _ = e.Store.LatestJob(ctx, r.ID, redis.KindRedisRemove)
+	mustSucceed(t, e.WaitJob(rj.ID, time.Minute))
+	b := e.SignedIn("owner")
+	b.Get("/regions/" + r.ID + "?tab=redis")
+	resp, page := b.PostForm("/regions/"+r.ID+"/redis", url.Values{"mode": {"in_cluster"}, "address": {"redis.example.com:6379"}}, true)
+	doc, err := goquery.NewDocumentFromReader(strings.NewReader(page))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 422 || doc.Find(`[data-testid="error-address"]`).Length() != 1 ||
+		doc.Find(`input[name="mode"][value="in_cluster"]`).AttrOr("checked", "no") == "no" {
+		t.Fatalf("the Redis form with an outside name as a Redis in the cluster: %d", resp.StatusCode)
+	}
+	if got, _ := e.Store.RegionByID(ctx, r.ID); got.RedisMode != store.RedisNone || got.RedisAddress != "" {
+		t.Fatalf("the refused form changed the region's Redis: %s %q", got.RedisMode, got.RedisAddress)
+	}
+	if resp, _ := b.PostForm("/regions/"+r.ID+"/redis", url.Values{"mode": {"in_cluster"}, "address": {"redis.queues.svc:6379"}, "password": {"IN-CLUSTER-PW"}}, true); resp.StatusCode != 303 {
+		t.Fatalf("the Redis form with a Service's address: %d", resp.StatusCode)
+	}
+	rj, _ = e.Store.LatestJob(ctx, r.ID, redis.KindRedisInstall)
+	mustSucceed(t, e.WaitJob(rj.ID, time.Minute))
+	if got, _ := e.Store.RegionByID(ctx, r.ID); got.RedisMode != store.RedisInCluster || got.RedisAddress != "redis.queues.svc:6379" || got.RedisPassword != "IN-CLUSTER-PW" {
+		t.Fatalf("the region's Redis in the cluster: %s %q", got.RedisMode, got.RedisAddress)
 	}
 }
 

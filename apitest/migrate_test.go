@@ -11,6 +11,7 @@ import (
 
 	"runr.dev/console/config"
 	"runr.dev/console/ops/domains"
+	"runr.dev/console/ops/redis"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 	"runr.dev/console/web/webtest"
@@ -323,18 +324,32 @@ func TestMoveWithoutDNSToWaitFor(t *testing.T) {
 	_, tok := e.User("owner")
 	ctx := context.Background()
 	r := newRegion(t, e, tok, a, "nodns", nil)
+	// Its Redis runs in the cluster (mode in_cluster): the move keeps the address and
+	// installs no managed Redis on the new cluster.
+	mustSucceed(t, action(t, e, tok, r.ID, "redis", map[string]any{"mode": "in_cluster", "address": "redis.queues.svc:6379", "password": "QUEUE-PW"}))
 	j := migrate(t, e, tok, r.ID, b.Kubeconfig(), nil)
 	mustSucceed(t, j)
 	evs, err := e.Store.JobEvents(ctx, j.ID, 0, 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	said := false
+	said, kept := false, false
 	for _, ev := range evs {
 		said = said || strings.Contains(ev.Message, "The region has no function domain (Knative Serving is not installed): there is no DNS record to wait for")
+		kept = kept || strings.Contains(ev.Message, "The Redis in the cluster keeps its address redis.queues.svc:6379")
 	}
 	if !said {
 		t.Fatal("the dns_check step must say that there is no DNS to wait for")
+	}
+	moved, err := e.Store.RegionByID(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !kept || moved.RedisMode != store.RedisInCluster || moved.RedisAddress != "redis.queues.svc:6379" || moved.RedisPassword != "QUEUE-PW" {
+		t.Fatalf("the moved region's Redis: %s %q (said it kept it: %v)", moved.RedisMode, moved.RedisAddress, kept)
+	}
+	if _, err := b.Client.AppsV1().Deployments(r.Name).Get(ctx, redis.RedisName, metav1.GetOptions{}); err == nil {
+		t.Fatal("the move installed a managed Redis beside the region's Redis in the cluster")
 	}
 	var ms struct {
 		MigrationStatus string `json:"migration_status"`

@@ -184,6 +184,20 @@ func TestCLIJobs(t *testing.T) {
 		t.Fatalf("cancel: %s", out)
 	}
 
+	// A Redis in the cluster: an outside name is refused with what to give instead, a
+	// Service's address is queued with its mode.
+	if _, _, err := cli(t, "", "regions", "redis", "set", "eu-2", "--mode", "in_cluster", "--address", "redis.example.com:6379"); err == nil || !strings.Contains(err.Error(), "<service>.<namespace>.svc") {
+		t.Fatalf("an outside name as a Redis in the cluster: %v", err)
+	}
+	out = mustCLI(t, "regions", "redis", "set", "eu-2", "--mode", "in_cluster", "--address", "redis.queues.svc:6379")
+	setID := strings.Fields(out[strings.Index(out, "job ")+4:])[0]
+	j, _ := e.Store.JobByID(ctx, setID)
+	var set redis.Params
+	if err := json.Unmarshal(j.Params, &set); err != nil || j.Kind != redis.KindRedisInstall || set.Mode != store.RedisInCluster || set.Address != "redis.queues.svc:6379" {
+		t.Fatalf("queued Redis job: %s %s %v", j.Kind, j.Params, err)
+	}
+	mustCLI(t, "jobs", "cancel", setID, "--wait")
+
 	e.Run()
 	// The job fails (the kubeconfig is no kubeconfig): plain progress lines, exit non-zero.
 	out, _, err := cli(t, "", "regions", "redis", "rm", "eu-2", "--wait")

@@ -188,15 +188,15 @@ func regionRegistryCmd() *cobra.Command {
 func redisCmd() *cobra.Command {
 	redis := &cobra.Command{Use: "redis", Short: "A region's Redis (queue triggers)"}
 	var mode, address, passwordFile string
-	set := jobCommand("set REGION --mode managed|external", "Use RunR's managed Redis or an external one", http.MethodPost, "redis", 0, false,
+	set := jobCommand("set REGION --mode managed|external|in_cluster", "Use RunR's managed Redis, an external one, or one already running in the cluster", http.MethodPost, "redis", 0, false,
 		func(cmd *cobra.Command, _ []string) (any, error) {
 			pw, err := readSecret(cmd, passwordFile, envRedisPassword)
 			return map[string]any{"mode": mode, "address": address, "password": pw}, err
 		})
-	set.Flags().StringVar(&mode, "mode", "managed", "managed or external")
-	set.Flags().StringVar(&address, "address", "", "external Redis host:port")
-	set.Flags().StringVar(&passwordFile, "password-file", "", "file holding the external Redis's password (- for stdin; default: $"+envRedisPassword+")")
-	_ = set.RegisterFlagCompletionFunc("mode", cobra.FixedCompletions([]string{"managed", "external"}, cobra.ShellCompDirectiveNoFileComp))
+	set.Flags().StringVar(&mode, "mode", "managed", "managed, external or in_cluster")
+	set.Flags().StringVar(&address, "address", "", "external Redis host:port, or in_cluster <service>.<namespace>.svc:<port>")
+	set.Flags().StringVar(&passwordFile, "password-file", "", "file holding the Redis's password (- for stdin; default: $"+envRedisPassword+")")
+	_ = set.RegisterFlagCompletionFunc("mode", cobra.FixedCompletions([]string{"managed", "external", "in_cluster"}, cobra.ShellCompDirectiveNoFileComp))
 	test := jobCommand("test REGION", "PING the region's Redis from a pod in the cluster", http.MethodPost, "test-redis", 0, true, nil)
 	rm := jobCommand("rm REGION", "Remove RunR's managed Redis and the region's Redis settings", http.MethodDelete, "redis", 0, false, nil)
 	redis.AddCommand(set, test, rm)

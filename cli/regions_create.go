@@ -157,9 +157,9 @@ func regionsCreateCmd() *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "the cluster's kubeconfig (required)")
-	fl.StringVar(&f.redis, "redis", "managed", "the queue triggers' Redis: managed, external or none")
-	fl.StringVar(&f.redisAddress, "redis-address", "", "external Redis host:port")
-	fl.StringVar(&f.redisPasswordFile, "redis-password-file", "", "file holding the external Redis's password (- for stdin; default: $"+envRedisPassword+")")
+	fl.StringVar(&f.redis, "redis", "managed", "the queue triggers' Redis: managed, external, in_cluster or none")
+	fl.StringVar(&f.redisAddress, "redis-address", "", "external Redis host:port, or in_cluster <service>.<namespace>.svc:<port>")
+	fl.StringVar(&f.redisPasswordFile, "redis-password-file", "", "file holding the Redis's password (- for stdin; default: $"+envRedisPassword+")")
 	fl.StringVar(&f.dataLocation, "data-location", "", "the cluster's data location (data residency)")
 	fl.StringVar(&f.prometheusURL, "prometheus-url", "", "an existing Prometheus (in-cluster Service URL): RunR installs none")
 	fl.StringVar(&f.lokiURL, "loki-url", "", "an existing Loki (in-cluster Service URL): RunR installs none")
@@ -170,7 +170,7 @@ func regionsCreateCmd() *cobra.Command {
 	f.registry.bind(cmd, "")
 	addWaitFlag(cmd, &f.wait)
 	_ = cmd.MarkFlagRequired("kubeconfig")
-	_ = cmd.RegisterFlagCompletionFunc("redis", cobra.FixedCompletions([]string{"managed", "external", "none"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("redis", cobra.FixedCompletions([]string{"managed", "external", "in_cluster", "none"}, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
 }
 

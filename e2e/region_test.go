@@ -142,6 +142,23 @@ func addRegion(t *testing.T, b *browser, cl *testcluster.Cluster, name string) s
 	b.checkLabels("wizard step 2")
 	b.shot("step2")
 
+	// The Redis address shows with the choices that need one (external, or a Redis in
+	// this cluster) and hides with the managed one.
+	redisAddressShown := func() bool {
+		var shown bool
+		b.eval(`document.querySelector("#f-redis_address").offsetParent !== null`, &shown)
+		return shown
+	}
+	for _, step := range []struct {
+		mode  string
+		shown bool
+	}{{"managed", false}, {"in_cluster", true}, {"external", true}, {"managed", false}} {
+		b.choose(`[data-testid=step2-form] input[name=redis_mode][value=` + step.mode + `]`)
+		if got := redisAddressShown(); got != step.shown {
+			t.Fatalf("the Redis address with %s: shown %v, want %v", step.mode, got, step.shown)
+		}
+	}
+
 	// Step 2 with a bad size: the page comes back with the error beside the field and
 	// every choice kept.
 	b.click(`[data-testid=step2-form] input[name=nodes][value="worker-1"]`)

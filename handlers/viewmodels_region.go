@@ -45,7 +45,7 @@ func RegionView(r *store.Region) views.RegionView {
 		ServingInstallable: r.ServingStatus == store.ComponentNotInstalled || r.ServingStatus == store.ComponentError,
 
 		RedisMode: string(r.RedisMode), RedisStatus: string(r.RedisStatus), RedisAddress: r.RedisAddress, RedisMessage: r.RedisMessage,
-		HasRedis: r.RedisMode != store.RedisNone, RedisExternal: r.RedisMode == store.RedisExternal,
+		HasRedis: r.RedisMode != store.RedisNone, RedisGiven: r.RedisMode.Given(),
 	}
 	if v.AgentStatus == "" {
 		v.AgentStatus = string(store.ComponentNotInstalled)

@@ -68,8 +68,10 @@ func TestRegionViewDecidesStatuses(t *testing.T) {
 				return v.HasRegistry && v.RegistryInternal && !v.RegistryExternal && v.RegistryReady
 			}},
 		{"no registry", store.Region{RegistryMode: store.RegistryNone}, func(v views.RegionView) bool { return !v.HasRegistry }},
-		{"external Redis", store.Region{RedisMode: store.RedisExternal}, func(v views.RegionView) bool { return v.HasRedis && v.RedisExternal }},
-		{"no Redis", store.Region{RedisMode: store.RedisNone}, func(v views.RegionView) bool { return !v.HasRedis && !v.RedisExternal }},
+		{"external Redis", store.Region{RedisMode: store.RedisExternal}, func(v views.RegionView) bool { return v.HasRedis && v.RedisGiven }},
+		{"Redis in the cluster", store.Region{RedisMode: store.RedisInCluster}, func(v views.RegionView) bool { return v.HasRedis && v.RedisGiven }},
+		{"managed Redis", store.Region{RedisMode: store.RedisManaged}, func(v views.RegionView) bool { return v.HasRedis && !v.RedisGiven }},
+		{"no Redis", store.Region{RedisMode: store.RedisNone}, func(v views.RegionView) bool { return !v.HasRedis && !v.RedisGiven }},
 		{"an agent never seen is not installed", store.Region{}, func(v views.RegionView) bool { return v.AgentStatus == string(store.ComponentNotInstalled) }},
 		{"a layer never checked is unknown", store.Region{}, func(v views.RegionView) bool { return v.HealthAPI.State == string(store.HealthUnknown) }},
 		{"its status selected", store.Region{Status: store.RegionInactive}, func(v views.RegionView) bool {

@@ -68,7 +68,7 @@ func NewRegionRecord(p SetupParams, sec SetupSecret, chk *preflight.Result) (*st
 		AgentToken: agentToken, AgentTokenHash: crypt.HashToken(agentToken), Mode: kit.OrDefault(p.RegionMode, store.RegionManaged),
 	}
 	r.Settings.V.RequestTimeout = DefaultRequestTimeout
-	if redisMode == store.RedisExternal {
+	if redisMode.Given() {
 		r.RedisStatus = store.ComponentReady
 	}
 	return r, agentToken

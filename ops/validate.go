@@ -10,8 +10,8 @@ import (
 	"runr.dev/console/kube"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/preflight"
+	"runr.dev/console/ops/redis"
 	"runr.dev/console/ops/registry"
-	"runr.dev/console/store"
 )
 
 // monitoringURLRe is the spec's in-cluster Service URL:
@@ -47,14 +47,10 @@ func (in *SetupInput) validate() map[string]string {
 			errs[k] = m
 		}
 	}
-	switch in.RedisMode {
-	case "", store.RedisManaged, store.RedisNone:
-	case store.RedisExternal:
-		if m := kit.ValidateHostPort(in.RedisAddress); m != "" {
-			errs["redis_address"] = m
+	if in.RedisMode != "" {
+		for k, m := range redis.Validate(in.RedisMode, in.RedisAddress) {
+			errs["redis_"+k] = m
 		}
-	default:
-		errs["redis_mode"] = "Choose managed or external."
 	}
 	for _, n := range in.Nodes {
 		if n == "" || len(n) > 253 {

@@ -47,6 +47,8 @@ func TestSetupInputValidate(t *testing.T) {
 		{"monitoring", func(in *SetupInput) { in.PrometheusURL, in.LokiURL = "http://x", "http://loki.l.svc:3100" }, []string{"prometheus_url"}},
 		{"external redis", func(in *SetupInput) { in.RedisMode, in.RedisAddress = store.RedisExternal, "redis" }, []string{"redis_address"}},
 		{"unknown redis", func(in *SetupInput) { in.RedisMode = "cloud" }, []string{"redis_mode"}},
+		{"redis in the cluster", func(in *SetupInput) { in.RedisMode, in.RedisAddress = store.RedisInCluster, "redis.queues.svc:6379" }, nil},
+		{"redis in the cluster at an outside name", func(in *SetupInput) { in.RedisMode, in.RedisAddress = store.RedisInCluster, "redis.example.com:6379" }, []string{"redis_address"}},
 		{"empty node", func(in *SetupInput) { in.Nodes = []string{"w1", ""} }, []string{"nodes"}},
 		{"registry", func(in *SetupInput) { in.RegistryMode = store.RegistryExternal }, []string{"external_address"}},
 	} {

@@ -562,11 +562,10 @@ func (d *dataPath) upgradeUnderProbe(t *testing.T, host string) {
 		}
 	}
 	d.figures.UpgradeProbes, d.figures.UpgradeProbesFailed = len(probes), len(failed)
-	t.Logf("reconcile to %s took %s; the function answered %d of %d probes, the slowest in %s", next, time.Since(began).Round(time.Second),
-		len(probes)-len(failed), len(probes), slowest.Round(time.Millisecond))
+	t.Logf("reconcile to %s took %s; the function answered %d of %d probes, the slowest in %s; pods that came or went:\n%s", next, time.Since(began).Round(time.Second),
+		len(probes)-len(failed), len(probes), slowest.Round(time.Millisecond), podChanges(before, d.podsNow(t)))
 	if len(failed) > 0 || len(probes) < 5 {
-		t.Fatalf("function probes failed during the upgrade's reconcile: %v\npods that came or went:\n%s\nreconcile:\n%s",
-			failed, podChanges(before, d.podsNow(t)), jobTimeline(t, d.e, j.ID))
+		t.Fatalf("function probes failed during the upgrade's reconcile: %v\nreconcile:\n%s", failed, jobTimeline(t, d.e, j.ID))
 	}
 }
 

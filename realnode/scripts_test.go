@@ -15,8 +15,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"runr.dev/console/ops/data"
 	"runr.dev/console/ops/registry"
@@ -353,6 +355,75 @@ done`
 		if !jobSucceededOn(t, c, r.Name, "runr-redis-ping") || pod.Spec.NodeName != testcluster.RealNodeName {
 			t.Fatalf("the managed Redis or its PING Job did not run on the real node:\n%s", jobLog(t, e, j.ID))
 		}
+	})
+
+	t.Run("RedisInTheCluster", func(t *testing.T) {
+		// A Redis the administrator already runs in the cluster (mode in_cluster): the
+		// console takes its Service's address, removes its own managed Redis, installs
+		// nothing, and the PING Job reaches that Redis by name; a wrong password fails.
+		const ns, name, password = "queues", "queue-redis", "in-cluster-pw"
+		runInClusterRedis(t, c, ns, name, e.Cfg.RedisImage, password)
+		before, err := e.Store.RegionByID(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var refused struct{ Fields map[string]string }
+		if st := e.JSON("POST", "/api/knative-regions/"+r.ID+"/redis", tok, map[string]any{"mode": "in_cluster", "address": "redis.example.com:6379"}, &refused); st != 422 || refused.Fields["address"] == "" {
+			t.Fatalf("an outside host as a Redis in the cluster: %d %+v", st, refused)
+		}
+		if after, _ := e.Store.RegionByID(ctx, r.ID); after.RedisMode != before.RedisMode || after.RedisAddress != before.RedisAddress {
+			t.Fatalf("the refusal changed the region's Redis: %s %s", after.RedisMode, after.RedisAddress)
+		}
+		addr := name + "." + ns + ".svc:6379"
+		mustSucceed(t, e, action(t, e, tok, r.ID, "redis", map[string]any{"mode": "in_cluster", "address": addr, "password": "not-the-password"}))
+		if j := action(t, e, tok, r.ID, "test-redis", nil); j.Status != store.JobFailed {
+			t.Fatalf("redis-cli PING with a wrong password: %s\n%s", j.Status, jobLog(t, e, j.ID))
+		}
+		mustSucceed(t, e, action(t, e, tok, r.ID, "redis", map[string]any{"mode": "in_cluster", "address": addr, "password": password}))
+		j := action(t, e, tok, r.ID, "test-redis", nil)
+		mustSucceed(t, e, j)
+		got, err := e.Store.RegionByID(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.RedisMode != store.RedisInCluster || got.RedisAddress != addr || got.RedisStatus != store.ComponentReady {
+			t.Fatalf("the region's Redis: %s %s %s", got.RedisMode, got.RedisAddress, got.RedisStatus)
+		}
+		if _, err := c.Client.AppsV1().Deployments(r.Name).Get(ctx, "runr-redis", metav1.GetOptions{}); err == nil {
+			t.Fatal("the managed Redis stays while the region uses a Redis of the cluster")
+		}
+		if !jobSucceededOn(t, c, r.Name, "runr-redis-ping") {
+			t.Fatalf("the PING Job did not run on the real node:\n%s", jobLog(t, e, j.ID))
+		}
+	})
+}
+
+// runInClusterRedis runs a Redis server with a password in the cluster (a Deployment and
+// its Service of the name in ns, from the Redis image) and waits for it on the real node.
+func runInClusterRedis(t *testing.T, c *testcluster.Cluster, ns, name, image, password string) {
+	t.Helper()
+	ctx := context.Background()
+	labels := map[string]string{"app": name}
+	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	one := int32(1)
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: appsv1.DeploymentSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "redis", Image: image, Args: []string{"--requirepass", password},
+					Ports: []corev1.ContainerPort{{ContainerPort: 6379}}}}}}}}
+	if _, err := c.Client.AppsV1().Deployments(ns).Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Port: 6379, TargetPort: intstr.FromInt32(6379)}}}}
+	if _, err := c.Client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitRealPod(t, ns, "app="+name, 2*time.Minute)
+	eventually(t, time.Minute, func() string { return podLog(t, c, ns, "app="+name) }, func() bool {
+		return strings.Contains(podLog(t, c, ns, "app="+name), "Ready to accept connections")
 	})
 }
 

@@ -243,9 +243,9 @@
     if (typeof m === "string" && m.indexOf('id="lists-changed"') >= 0) refreshLiveList();
   });
 
-  // Fields that belong to one choice of a form (data-show-if="name=value") show only
-  // while that choice is made: the S3 fields with S3 storage, the external registry's
-  // fields with an external registry, and so on.
+  // Fields that belong to one choice of a form (data-show-if="name=value", or
+  // "name=one|other" for several) show only while that choice is made: the S3 fields with
+  // S3 storage, the external registry's fields with an external registry, and so on.
   function applyShowIf(root) {
     (root || document).querySelectorAll("[data-show-if]").forEach(function (el) {
       var rule = el.getAttribute("data-show-if").split("=");
@@ -256,7 +256,7 @@
       fields.forEach(function (f) {
         if ((f.type === "radio" || f.type === "checkbox") ? f.checked : true) value = f.value;
       });
-      el.hidden = value !== rule[1];
+      el.hidden = rule[1].split("|").indexOf(value) < 0;
     });
   }
   document.addEventListener("change", function (e) {

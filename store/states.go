@@ -101,8 +101,15 @@ type RedisMode string
 const (
 	RedisManaged  RedisMode = "managed"
 	RedisExternal RedisMode = "external"
-	RedisNone     RedisMode = "none"
+	// RedisInCluster is a Redis already running in the region's cluster, at a Service's
+	// address (the spec's in_cluster): RunR installs none and a move keeps the address.
+	RedisInCluster RedisMode = "in_cluster"
+	RedisNone      RedisMode = "none"
 )
+
+// Given reports whether the region uses a Redis the administrator gave by its address
+// (external or in the cluster): RunR installs and removes none.
+func (m RedisMode) Given() bool { return m == RedisExternal || m == RedisInCluster }
 
 // HealthState is the verdict of one layer of a status check.
 type HealthState string

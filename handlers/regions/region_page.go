@@ -142,7 +142,7 @@ func (h *Handlers) RedisForm(c *fiber.Ctx) error {
 	}
 	in := redis.Input{Mode: store.RedisMode(c.FormValue("mode")), Address: strings.TrimSpace(c.FormValue("address")), Password: c.FormValue("password")}
 	_, err = h.Ops.Redis.SetRedis(c.UserContext(), h.Actor(c), r, in)
-	return h.FormOutcome(c, r, "redis", map[string]string{"address": in.Address}, err, "")
+	return h.FormOutcome(c, r, "redis", map[string]string{"mode": string(in.Mode), "address": in.Address}, err, "")
 }
 
 // RedisActionForm tests or removes the Redis.

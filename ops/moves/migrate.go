@@ -192,6 +192,8 @@ func (s *Service) moveServices(ctx context.Context, jc *engine.JobContext) error
 		s.tolerate(ctx, jc, r, "managed Redis", func() error { return s.Redis.InstallManaged(ctx, jc, c, r) })
 	} else if r.RedisMode == store.RedisExternal {
 		jc.Logf("The external Redis keeps its address %s", r.RedisAddress)
+	} else if r.RedisMode == store.RedisInCluster {
+		jc.Logf("The Redis in the cluster keeps its address %s: the new cluster must serve it at that Service", r.RedisAddress)
 	}
 	if reg, _ := r.MigrationDetail.V.Had["registry"].(bool); reg {
 		p := registry.Params{Mode: store.RegistryInternal, StorageType: r.RegistryConfig.V.StorageType, StorageClass: r.RegistryConfig.V.StorageClass,

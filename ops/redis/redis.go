@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -47,16 +48,39 @@ type Input struct {
 	Password string          `json:"password"`
 }
 
-// SetRedis queues the region's Redis: the managed one, or an external one at host:port.
-func (s *Service) SetRedis(ctx context.Context, actor kit.Actor, r *store.Region, in Input) (*store.Job, error) {
-	switch in.Mode {
-	case store.RedisManaged:
+// inClusterHostRe is a Service's name inside a cluster: <service>.<namespace>.svc[.cluster.local].
+var inClusterHostRe = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?\.[a-z0-9]([-a-z0-9]*[a-z0-9])?\.svc(\.cluster\.local)?$`)
+
+// Validate checks a Redis mode and the address it needs (none for managed or none,
+// host:port for an external Redis, a Service's address for one in the cluster), keyed by
+// the fields "mode" and "address"; empty when both are fine.
+func Validate(mode store.RedisMode, address string) map[string]string {
+	switch mode {
+	case store.RedisManaged, store.RedisNone:
+		return nil
 	case store.RedisExternal:
-		if m := kit.ValidateHostPort(in.Address); m != "" {
-			return nil, &problem.Invalid{Fields: map[string]string{"address": m}}
+		if m := kit.ValidateHostPort(address); m != "" {
+			return map[string]string{"address": m}
 		}
-	default:
-		return nil, &problem.Invalid{Fields: map[string]string{"mode": "Choose managed or external."}}
+		return nil
+	case store.RedisInCluster:
+		host, _, _ := strings.Cut(address, ":")
+		if m := kit.ValidateHostPort(address); m != "" || !inClusterHostRe.MatchString(host) {
+			return map[string]string{"address": "Give the Redis Service's address in the cluster: <service>.<namespace>.svc[.cluster.local]:<port>, e.g. redis.queues.svc:6379."}
+		}
+		return nil
+	}
+	return map[string]string{"mode": "Choose managed, external, in_cluster or none."}
+}
+
+// SetRedis queues the region's Redis: the managed one, an external one at host:port, or
+// one in the cluster at a Service's address.
+func (s *Service) SetRedis(ctx context.Context, actor kit.Actor, r *store.Region, in Input) (*store.Job, error) {
+	if in.Mode == store.RedisNone {
+		return nil, &problem.Invalid{Fields: map[string]string{"mode": "Choose managed, external or in_cluster; remove the Redis to have none."}}
+	}
+	if errs := Validate(in.Mode, in.Address); errs != nil {
+		return nil, &problem.Invalid{Fields: errs}
 	}
 	return s.Enqueue(ctx, engine.Request{Kind: KindRedisInstall, Title: "Set up the Redis of " + r.Name, Subject: r.ID,
 		Params: Params{Mode: in.Mode, Address: in.Address}, Secret: in.Password, CreatedBy: actor.Email})
@@ -105,12 +129,16 @@ func (s *Service) registerKinds() {
 					if err != nil {
 						return err
 					}
-					if p.Mode == store.RedisExternal {
+					if p.Mode.Given() {
 						if err := deleteManagedRedis(ctx, c, r.Name); err != nil {
 							return err
 						}
-						jc.Note("External Redis at %s", p.Address)
-						return s.Store.UpdateRedis(ctx, r.ID, store.RedisUpdate{Mode: store.Ptr(store.RedisExternal), Status: store.Ptr(store.ComponentReady), Address: store.Ptr(p.Address), Password: store.Ptr(jc.Secret), Message: store.Ptr("")})
+						if p.Mode == store.RedisInCluster {
+							jc.Note("The Redis in the cluster at %s", p.Address)
+						} else {
+							jc.Note("External Redis at %s", p.Address)
+						}
+						return s.Store.UpdateRedis(ctx, r.ID, store.RedisUpdate{Mode: store.Ptr(p.Mode), Status: store.Ptr(store.ComponentReady), Address: store.Ptr(p.Address), Password: store.Ptr(jc.Secret), Message: store.Ptr("")})
 					}
 					return s.InstallManaged(ctx, jc, c, r)
 				}},
