@@ -110,6 +110,10 @@ func netnsInit(dir string) int {
 	return 0
 }
 
+// podBridgeMAC is the MAC of the pods' bridge cni0, set once so that the kernel never
+// changes it (see netnsSetup).
+const podBridgeMAC = "02:72:75:6e:72:01"
+
 // netnsSetup makes every mount private, mounts the namespace's own /proc, replaces the
 // private directories, and brings up loopback and the node's bridge.
 func netnsSetup(dir string) error {
@@ -145,6 +149,13 @@ func netnsSetup(dir string) error {
 		{"addr", "add", NodeIP + "/24", "dev", "rn0"},
 		{"link", "set", "rn0", "up"},
 		{"route", "add", "default", "dev", "rn0"},
+		// The pods' bridge (the CNI bridge plugin takes it as it finds it) gets a MAC of its
+		// own: left to the kernel, a bridge takes the lowest MAC of its ports, so a pod
+		// created or deleted could change the gateway's MAC under the other pods' ARP
+		// entries, and their traffic through the node would stall for seconds.
+		{"link", "add", "cni0", "type", "bridge"},
+		{"link", "set", "cni0", "address", podBridgeMAC},
+		{"link", "set", "cni0", "up"},
 	} {
 		if out, err := exec.Command("ip", args...).CombinedOutput(); err != nil {
 			return fmt.Errorf("ip %s: %w: %s", strings.Join(args, " "), err, out)

@@ -82,6 +82,11 @@ func TestRealNodeRunsPods(t *testing.T) {
 	if pod.Spec.NodeName != RealNodeName || pod.Status.PodIP == "" || !strings.HasPrefix(pod.Status.PodIP, "10.244.0.") {
 		t.Fatalf("pod on %s at %s", pod.Spec.NodeName, pod.Status.PodIP)
 	}
+	// The pods' bridge keeps the MAC the harness gave it (the CNI plugin took the bridge
+	// as it found it): pods coming and going never move the gateway's MAC.
+	if out, err := c.ns.Command("ip", "-o", "link", "show", "cni0").CombinedOutput(); err != nil || !strings.Contains(string(out), "link/ether "+podBridgeMAC) {
+		t.Fatalf("the pods' bridge: %v %s", err, out)
+	}
 	var got struct{ Host, Path string }
 	getJSON(t, c, "http://"+pod.Status.PodIP+":8080/direct", &got)
 	if got.Path != "/direct" {
