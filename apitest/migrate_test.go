@@ -2,10 +2,12 @@ package apitest
 
 import (
 	"context"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/PuerkitoBio/goquery"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -289,10 +291,55 @@ func TestBaseDomainChanges(t *testing.T) {
 	if dc["bd.new.test"] == nil || dc["bd.old.test"] != nil {
 		t.Fatalf("Knative's domain configuration after completion: %v", dc)
 	}
+	// Completed by hand, without DNS: on the Migration tab (the button is the owner's
+	// only) and over the API; with no migration under way the API refuses and the tab
+	// shows none.
+	patch("fourth.test")
+	owner, viewer := e.SignedIn("owner"), e.SignedIn("viewer")
+	tab := func(b *webtest.Browser) *goquery.Selection {
+		t.Helper()
+		resp, page := b.Get("/regions/" + r.ID + "?tab=migration")
+		doc, err := goquery.NewDocumentFromReader(strings.NewReader(page))
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("the Migration tab: %d %v", resp.StatusCode, err)
+		}
+		return doc.Find(`[data-testid="domain-migration"]`)
+	}
+	if sec := tab(owner); !strings.Contains(sec.Text(), "bd.new.test") || !strings.Contains(sec.Text(), "bd.fourth.test") || sec.Find(`[data-testid="complete-domain-migration"]`).Length() != 1 {
+		t.Fatalf("the owner's Migration tab during a domain migration: %q", sec.Text())
+	}
+	if sec := tab(viewer); sec.Length() != 1 || sec.Find("form").Length() != 0 {
+		t.Fatalf("the viewer's Migration tab: %d sections, %d forms", sec.Length(), sec.Find("form").Length())
+	}
+	if resp, _ := owner.PostForm("/regions/"+r.ID+"/migration/complete-domain", url.Values{}, true); resp.StatusCode != 303 {
+		t.Fatalf("Complete Domain Migration: %d", resp.StatusCode)
+	}
+	waitIdle(t, e, r.ID)
+	r, _ = e.Store.RegionByID(ctx, r.ID)
+	if dc := domainConfig(); r.Settings.V.KnativeDomain != "bd.fourth.test" || r.DomainMigrationStatus != "" || dc["bd.fourth.test"] == nil || dc["bd.new.test"] != nil {
+		t.Fatalf("completed on the tab: %q %q %v", r.Settings.V.KnativeDomain, r.DomainMigrationStatus, dc)
+	}
+	if tab(owner).Length() != 0 {
+		t.Fatal("the Migration tab shows a domain migration after its completion")
+	}
+	if st := e.JSON("POST", "/api/knative-regions/"+r.ID+"/complete-domain-migration", tok, nil, nil); st != 422 && st != 409 {
+		t.Fatalf("completing a domain migration that is not under way: %d", st)
+	}
+	patch("fifth.test")
+	var ans struct {
+		JobID string `json:"job_id"`
+	}
+	if st := e.JSON("POST", "/api/knative-regions/"+r.ID+"/complete-domain-migration", tok, nil, &ans); st != 202 || ans.JobID == "" {
+		t.Fatalf("complete-domain-migration: %d", st)
+	}
+	mustSucceed(t, e.WaitJob(ans.JobID, time.Minute))
+	if r, _ = e.Store.RegionByID(ctx, r.ID); r.Settings.V.KnativeDomain != "bd.fifth.test" || r.DomainMigrationStatus != "" {
+		t.Fatalf("completed over the API: %q %q", r.Settings.V.KnativeDomain, r.DomainMigrationStatus)
+	}
 	// A cleared base domain removes the function domain.
 	patch("")
 	r, _ = e.Store.RegionByID(ctx, r.ID)
-	if r.Settings.V.KnativeDomain != "" || domainConfig()["bd.new.test"] != nil {
+	if r.Settings.V.KnativeDomain != "" || domainConfig()["bd.fifth.test"] != nil {
 		t.Fatalf("cleared: %q %v", r.Settings.V.KnativeDomain, domainConfig())
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"runr.dev/console/apiclient"
+	"runr.dev/console/ops/domains"
 	"runr.dev/console/ops/redis"
 	"runr.dev/console/perm"
 	"runr.dev/console/store"
@@ -197,6 +198,20 @@ func TestCLIJobs(t *testing.T) {
 		t.Fatalf("queued Redis job: %s %s %v", j.Kind, j.Params, err)
 	}
 	mustCLI(t, "jobs", "cancel", setID, "--wait")
+
+	// `migration complete --domain`: refused without a domain migration, queued during one.
+	if _, _, err := cli(t, "", "regions", "migration", "complete", "eu-2", "--domain"); err == nil || !strings.Contains(err.Error(), "no domain migration") {
+		t.Fatalf("completing a domain migration that is not under way: %v", err)
+	}
+	if _, err := e.Store.DB.Exec(`UPDATE regions SET domain_migration_status = 'dns_check', domain_migration_target = 'eu-2.new.test' WHERE id = $1`, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	out = mustCLI(t, "regions", "migration", "complete", "eu-2", "--domain")
+	domainID := strings.Fields(out[strings.Index(out, "job ")+4:])[0]
+	if j, _ := e.Store.JobByID(ctx, domainID); j.Kind != domains.KindDomainMigration || !strings.Contains(string(j.Params), "eu-2.new.test") {
+		t.Fatalf("queued domain migration job: %s %s", j.Kind, j.Params)
+	}
+	mustCLI(t, "jobs", "cancel", domainID, "--wait")
 
 	e.Run()
 	// The job fails (the kubeconfig is no kubeconfig): plain progress lines, exit non-zero.

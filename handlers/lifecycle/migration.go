@@ -97,7 +97,10 @@ func (h *Handlers) migrationTab(c *fiber.Ctx, r *store.Region) (templ.Component,
 	if moved := moves.DataServicesMoved(r); len(moved) > 0 {
 		d.DataMoved, d.DataNote = strings.Join(moved, ", "), moves.DataStayedNote
 	}
-	if d.Job, err = h.TabJob(c, r, "migration", []string{moves.KindMove, moves.KindRollback}); err != nil {
+	if r.DomainMigrationStatus == store.MigrationDNSCheck {
+		d.Domain = &views.DomainMigrationView{FunctionDomain: r.Settings.V.KnativeDomain, Target: r.DomainMigrationTarget, ExternalIP: r.ExternalIP}
+	}
+	if d.Job, err = h.TabJob(c, r, "migration", []string{moves.KindMove, moves.KindRollback, domains.KindDomainMigration}); err != nil {
 		return nil, err
 	}
 	return views.MigrationTab(h.Page(c, r.Name, "regions"), handlers.RegionView(r), d), nil
@@ -114,7 +117,7 @@ func (h *Handlers) MigrateForm(c *fiber.Ctx) error {
 	return h.FormOutcome(c, r, "migration", map[string]string{"data_location": in.DataLocation}, err, "The move started.")
 }
 
-// MigrationActionForm completes or rolls back a move.
+// MigrationActionForm completes or rolls back a move, or completes a domain migration.
 func (h *Handlers) MigrationActionForm(c *fiber.Ctx) error {
 	r, err := h.RegionForm(c)
 	if err != nil {
@@ -125,6 +128,8 @@ func (h *Handlers) MigrationActionForm(c *fiber.Ctx) error {
 		err = h.Ops.Moves.CompleteByHand(c.UserContext(), h.Actor(c), r)
 	case "rollback":
 		_, err = h.Ops.Moves.Rollback(c.UserContext(), h.Actor(c), r)
+	case "complete-domain":
+		_, err = h.Ops.Domains.CompleteDomainMigration(c.UserContext(), h.Actor(c), r)
 	default:
 		return h.Fail(c, store.ErrNotFound)
 	}
