@@ -565,7 +565,7 @@ func (d *dataPath) upgradeUnderProbe(t *testing.T, host string) {
 	t.Logf("reconcile to %s took %s; the function answered %d of %d probes, the slowest in %s; pods that came or went:\n%s", next, time.Since(began).Round(time.Second),
 		len(probes)-len(failed), len(probes), slowest.Round(time.Millisecond), podChanges(before, d.podsNow(t)))
 	if len(failed) > 0 || len(probes) < 5 {
-		t.Fatalf("function probes failed during the upgrade's reconcile: %v\nreconcile:\n%s", failed, jobTimeline(t, d.e, j.ID))
+		t.Fatalf("function probes failed during the upgrade's reconcile: %v\nreconcile:\n%s", failed, jobLog(t, d.e, j.ID))
 	}
 }
 
@@ -604,19 +604,6 @@ func podChanges(before, after map[string]string) string {
 	return b.String()
 }
 
-// jobTimeline is a job's events with their times.
-func jobTimeline(t *testing.T, e *webtest.Env, id string) string {
-	t.Helper()
-	evs, err := e.Store.JobEvents(context.Background(), id, 0, 5000)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	for _, ev := range evs {
-		fmt.Fprintf(&b, "  %s %s %s\n", ev.CreatedAt.Format("15:04:05.000"), ev.Kind, ev.Message)
-	}
-	return b.String()
-}
 
 // setRequestTimeout saves the region's request_timeout and waits for its job (Traefik's
 // timeouts, Knative's maximum).

@@ -132,7 +132,7 @@ func mustSucceed(t *testing.T, e *webtest.Env, j *store.Job) {
 // clusters are the clusters of the consoles (consoleOn), for the reports of failures.
 var clusters = map[*webtest.Env]*testcluster.Cluster{}
 
-// jobLog is a job's log, one event a line.
+// jobLog is a job's log, one event a line with its time.
 func jobLog(t *testing.T, e *webtest.Env, id string) string {
 	t.Helper()
 	evs, err := e.Store.JobEvents(context.Background(), id, 0, 5000)
@@ -141,7 +141,7 @@ func jobLog(t *testing.T, e *webtest.Env, id string) string {
 	}
 	var b strings.Builder
 	for _, ev := range evs {
-		b.WriteString(ev.Message + "\n")
+		fmt.Fprintf(&b, "%s %s\n", ev.CreatedAt.Format("15:04:05.000"), ev.Message)
 	}
 	return b.String()
 }
