@@ -49,17 +49,24 @@ var regionPaths = []string{"/regions/:id", "/api/knative-regions/:id", "/api/san
 // summaryPaths show a region's summary (its page, and GET of the region).
 var summaryPaths = map[string]bool{"/regions/:id": true, "/api/knative-regions/:id": true}
 
+// checkPaths run a check from a pod in the region's cluster and change nothing: the spec
+// exempts the registry and Redis tests from region.mutable (they read the region's details).
+var checkPaths = map[string]bool{"/api/knative-regions/:id/test-registry": true, "/api/knative-regions/:id/test-redis": true}
+
 // RegionAccessOf says what a route does with the region of its path (ok false: it names
-// no region). Every route that changes a region (any method but GET) or hands out its
-// kubeconfig, and the removal page, changes it; the region's own page and GET of the
-// region show its summary; every other GET shows its details. Derived from the path
-// and the method, so that a route added later is walled without being told.
+// no region). Every route that changes a region (any method but GET, the registry and
+// Redis tests excepted) or hands out its kubeconfig, and the removal page, changes it;
+// the region's own page and GET of the region show its summary; every other GET shows
+// its details. Derived from the path and the method, so that a route added later is
+// walled without being told.
 func RegionAccessOf(r Route) (tenancy.RegionAccess, bool) {
 	for _, p := range regionPaths {
 		if r.Path != p && !strings.HasPrefix(r.Path, p+"/") {
 			continue
 		}
 		switch {
+		case checkPaths[r.Path]:
+			return tenancy.RegionDetails, true
 		case r.Method != fiber.MethodGet, strings.HasSuffix(r.Path, "/kubeconfig"), strings.HasSuffix(r.Path, "/remove"):
 			return tenancy.RegionChange, true
 		case summaryPaths[r.Path]:

@@ -283,6 +283,21 @@ func TestTenantMatrix(t *testing.T) {
 	t.Logf("%d requests of tenant A", n)
 }
 
+// TestRegionChecksAreNotChanges: the registry and Redis tests pass the region's details
+// gate, not region.mutable (the spec exempts them); setting the Redis is a change.
+func TestRegionChecksAreNotChanges(t *testing.T) {
+	for path, want := range map[string]tenancy.RegionAccess{
+		"/api/knative-regions/:id/test-registry": tenancy.RegionDetails,
+		"/api/knative-regions/:id/test-redis":    tenancy.RegionDetails,
+		"/api/knative-regions/:id/redis":         tenancy.RegionChange,
+		"/api/knative-regions/:id/registry":      tenancy.RegionChange,
+	} {
+		if got, ok := web.RegionAccessOf(web.Route{Method: http.MethodPost, Path: path}); !ok || got != want {
+			t.Errorf("POST %s: access %v, want %v", path, got, want)
+		}
+	}
+}
+
 // TestTenantMatrixChanges: what each side may change. Tenant A's owner changes its own
 // region through every region route (never refused by the walls or region.mutable); the
 // platform's owner changes a platform region through every region route and is refused
