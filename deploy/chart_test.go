@@ -23,10 +23,13 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/release"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"sigs.k8s.io/yaml"
 
+	"runr.dev/console/config"
 	"runr.dev/console/crypt"
 	"runr.dev/console/images"
 	"runr.dev/console/store"
@@ -620,5 +623,50 @@ func TestChartRendering(t *testing.T) {
 	out, err = render(t, map[string]any{"secret": map[string]any{"appKey": "a2V5"}, "database": map[string]any{"url": "postgres://x"}})
 	if err != nil || !strings.Contains(out, "APP_KEY: "+`"`+base64.StdEncoding.EncodeToString([]byte("a2V5"))+`"`) {
 		t.Fatalf("secret.appKey: %v", err)
+	}
+}
+
+// TestChartSpecValues: the values the spec names (knative.minK8sMinor, knative.traefikImage,
+// quota.cpu, quota.memoryGiB, observability.tracing.*) reach the console's container as the
+// environment it reads, and the console reads them as those settings.
+func TestChartSpecValues(t *testing.T) {
+	vals := map[string]any{"database": map[string]any{"url": "postgres://x"},
+		"knative": map[string]any{"minK8sMinor": 31, "traefikImage": "registry.example.com/traefik:v3.7.4"},
+		"quota":   map[string]any{"cpu": 24, "memoryGiB": 96.5},
+		"observability": map[string]any{"tracing": map[string]any{"installWithServing": false, "tempoRetentionHours": 24}}}
+	out, err := render(t, vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env []corev1.EnvVar
+	for _, doc := range strings.Split(out, "\n---") {
+		var d appsv1.Deployment
+		if yaml.Unmarshal([]byte(doc), &d) == nil && d.Kind == "Deployment" && len(d.Spec.Template.Spec.Containers) > 0 {
+			env = d.Spec.Template.Spec.Containers[0].Env
+		}
+	}
+	for _, e := range env {
+		if e.ValueFrom == nil {
+			t.Setenv(e.Name, e.Value)
+		}
+	}
+	t.Setenv("RUNR_APP_KEY", base64.StdEncoding.EncodeToString(make([]byte, 32)))
+	cfg, err := config.FromEnv()
+	if err != nil {
+		t.Fatalf("the console reads the chart's environment: %v", err)
+	}
+	if cfg.MinK8sMinor != 31 || cfg.TraefikImage != "registry.example.com/traefik:v3.7.4" || cfg.QuotaCPU != 24 || cfg.QuotaMemoryGiB != 96.5 ||
+		!cfg.TracingOff || cfg.TracingRetentionHours != 24 {
+		t.Fatalf("settings from the chart's values: %+v (env %v)", cfg, env)
+	}
+	// The defaults set nothing the console would not choose itself.
+	out, err = render(t, map[string]any{"database": map[string]any{"url": "postgres://x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"RUNR_MIN_K8S_MINOR", "RUNR_TRAEFIK_IMAGE", "RUNR_QUOTA_CPU", "RUNR_QUOTA_MEMORY_GIB", "RUNR_TRACING_DEFAULT_MODE"} {
+		if strings.Contains(out, "name: "+name+"\n") {
+			t.Errorf("the default values set %s", name)
+		}
 	}
 }

@@ -72,6 +72,36 @@ valueFrom:
 - name: RUNR_TRUSTED_PROXIES
   value: {{ . | quote }}
 {{- end }}
+{{- with .Values.knative }}
+{{- with .minK8sMinor }}
+- name: RUNR_MIN_K8S_MINOR
+  value: {{ . | toString | quote }}
+{{- end }}
+{{- with .traefikImage }}
+- name: RUNR_TRAEFIK_IMAGE
+  value: {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- with .Values.quota }}
+{{- with .cpu }}
+- name: RUNR_QUOTA_CPU
+  value: {{ . | toString | quote }}
+{{- end }}
+{{- with .memoryGiB }}
+- name: RUNR_QUOTA_MEMORY_GIB
+  value: {{ . | toString | quote }}
+{{- end }}
+{{- end }}
+{{- with (.Values.observability).tracing }}
+{{- if or (eq (toString .installWithServing) "false") (eq (toString .defaultMode) "off") }}
+- name: RUNR_TRACING_DEFAULT_MODE
+  value: "off"
+{{- end }}
+{{- with .tempoRetentionHours }}
+- name: RUNR_TRACING_RETENTION_HOURS
+  value: {{ . | toString | quote }}
+{{- end }}
+{{- end }}
 {{- range $k, $v := .Values.env }}
 - name: {{ $k }}
   value: {{ $v | toString | quote }}
