@@ -12,6 +12,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"runr.dev/console/ops/domains"
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/tenancy"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
@@ -48,11 +49,13 @@ type RegionJSON struct {
 	RedisStatus           store.ComponentStatus           `json:"redis_status"`
 	RedisAddress          string                          `json:"redis_address"`
 	Components            map[string]store.ComponentState `json:"components"`
-	KnativeDomain         string                          `json:"knative_domain"`
-	ExternalIP            string                          `json:"external_ip"`
-	DNSResolved           bool                            `json:"dns_resolved"`
-	DNSInstruction        string                          `json:"dns_instruction"`
-	Health                store.Health                    `json:"health"`
+	// TracingMode is the region's tracing mode: on, off, or default (the console's).
+	TracingMode    string       `json:"tracing_mode"`
+	KnativeDomain  string       `json:"knative_domain"`
+	ExternalIP     string       `json:"external_ip"`
+	DNSResolved    bool         `json:"dns_resolved"`
+	DNSInstruction string       `json:"dns_instruction"`
+	Health         store.Health `json:"health"`
 	// Glance is the health at a glance: the worst layer's state and reason.
 	Glance                HealthGlanceJSON      `json:"health_at_a_glance"`
 	CheckedAt             *time.Time            `json:"checked_at"`
@@ -107,7 +110,7 @@ func ToRegionJSON(r *store.Region, baseDomain string) RegionJSON {
 		OperatorStatus: r.OperatorStatus, OperatorNamespace: r.OperatorNamespace,
 		ServingStatus: r.ServingStatus, ServingNamespace: r.ServingNamespace, KnativeVersion: r.KnativeVersion, KnativeMessage: r.KnativeMessage,
 		RedisMode: r.RedisMode, RedisStatus: r.RedisStatus, RedisAddress: r.RedisAddress,
-		Components: r.Components.V, KnativeDomain: domain, ExternalIP: r.ExternalIP, DNSResolved: r.DNSResolved,
+		Components: r.Components.V, TracingMode: string(kit.OrDefault(r.TracingMode, "default")), KnativeDomain: domain, ExternalIP: r.ExternalIP, DNSResolved: r.DNSResolved,
 		DNSInstruction: DNSInstruction(domain, r.ExternalIP), Health: r.Health.V, Glance: glanceJSON(r.Health.V.Glance()), CheckedAt: r.CheckedAt,
 		AgentLastSeenAt: r.AgentLastSeenAt, FunctionTLSExpiresAt: r.FunctionTLSExpiresAt,
 		FaaSCPUOvercommit: r.FaaSCPUOvercommit, FaaSMemoryOvercommit: r.FaaSMemoryOvercommit,

@@ -134,6 +134,12 @@ type RedisUpdate struct {
 	Password *string
 }
 
+// SetTracingMode records a region's tracing mode.
+func (s *Store) SetTracingMode(ctx context.Context, id string, m TracingMode) error {
+	res, err := s.db(ctx).ExecContext(ctx, `UPDATE regions SET tracing_mode = $2, updated_at = now() WHERE id = $1`, id, m)
+	return affected("set the tracing mode of region "+id, res, err)
+}
+
 // UpdateRedis records the region's Redis.
 func (s *Store) UpdateRedis(ctx context.Context, id string, u RedisUpdate) error {
 	var c cols

@@ -126,6 +126,7 @@ type Region struct {
 	RedisPassword         string                          `db:"redis_password"`
 	RedisMessage          string                          `db:"redis_message"`
 	Components            JSON[map[string]ComponentState] `db:"components"`
+	TracingMode           TracingMode                     `db:"tracing_mode"`
 	ExternalIP            string                          `db:"external_ip"`
 	DNSResolved           bool                            `db:"dns_resolved"`
 	Health                JSON[Health]                    `db:"health"`
@@ -216,7 +217,7 @@ const regionPublicColumns = `r.id, r.name, r.cluster_server, r.cluster_key, r.k8
 	r.components, r.external_ip, r.dns_resolved, r.health, r.checked_at, r.agent_last_seen_at, r.function_tls_expires_at,
 	r.faas_cpu_overcommit, r.faas_memory_overcommit, r.migration_status, r.migration_dns_check_at,
 	r.old_external_ip, r.domain_migration_status, r.domain_migration_target, r.gpu, r.data_services, r.skupper, r.isolation, r.created_at, r.updated_at,
-	r.tenant_id, r.region_mode`
+	r.tenant_id, r.region_mode, r.tracing_mode`
 
 // regionSummaryColumns are what the regions list page shows.
 const regionSummaryColumns = `r.id, r.name, r.region_status, r.registry_status, r.serving_status, r.redis_status,

@@ -111,6 +111,17 @@ const (
 // (external or in the cluster): RunR installs and removes none.
 func (m RedisMode) Given() bool { return m == RedisExternal || m == RedisInCluster }
 
+// TracingMode is whether a region wants the tracing backend.
+type TracingMode string
+
+// Tracing modes.
+const (
+	// TracingDefault follows the console's default (RUNR_TRACING_DEFAULT_MODE).
+	TracingDefault TracingMode = ""
+	TracingOn      TracingMode = "on"
+	TracingOff     TracingMode = "off"
+)
+
 // HealthState is the verdict of one layer of a status check.
 type HealthState string
 

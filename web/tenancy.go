@@ -44,7 +44,7 @@ func (s *Server) tenantRoutes() []Route {
 }
 
 // regionPaths are the path prefixes whose :id is a region.
-var regionPaths = []string{"/regions/:id", "/api/knative-regions/:id", "/api/sandbox-regions/:id"}
+var regionPaths = []string{"/regions/:id", "/api/knative-regions/:id", "/api/sandbox-regions/:id", "/api/observability/regions/:id"}
 
 // summaryPaths show a region's summary (its page, and GET of the region).
 var summaryPaths = map[string]bool{"/regions/:id": true, "/api/knative-regions/:id": true}

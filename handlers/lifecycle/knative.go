@@ -49,6 +49,17 @@ func (h *Handlers) APIDeleteRedis(c *fiber.Ctx) error {
 	return handlers.RegionActionAPI(h.Handlers, c, h.Ops.Redis.RemoveRedis)
 }
 
+// APISetTracing is PUT /api/observability/regions/{id}/tracing: the region's tracing mode.
+func (h *Handlers) APISetTracing(c *fiber.Ctx) error {
+	return handlers.RegionJobAPI(h.Handlers, c, h.Ops.Observability.SetTracing)
+}
+
+// APIRemoveTracing is DELETE /api/observability/regions/{id}/tracing: tracing off, the
+// backend removed unless another region of the cluster uses it.
+func (h *Handlers) APIRemoveTracing(c *fiber.Ctx) error {
+	return handlers.RegionActionAPI(h.Handlers, c, h.Ops.Observability.RemoveTracing)
+}
+
 // APITestRedis is POST /api/knative-regions/{id}/test-redis: a PING from a pod.
 func (h *Handlers) APITestRedis(c *fiber.Ctx) error {
 	return handlers.RegionActionAPI(h.Handlers, c, h.Ops.Redis.TestRedis)

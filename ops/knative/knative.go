@@ -648,8 +648,12 @@ func (s *Service) servingAgent(ctx context.Context, jc *engine.JobContext, r *st
 
 // servingTracing is the step "tracing" (Tracing backend) of servingSteps.
 func (s *Service) servingTracing(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
-	if s.Cfg.TracingOff {
-		jc.Logf("Tracing is off (RUNR_TRACING_DEFAULT_MODE=off): the tracing backend is not installed")
+	if !s.Observability.TracingEnabled(r) {
+		why := "its tracing mode is off"
+		if r.TracingMode == store.TracingDefault {
+			why = "RUNR_TRACING_DEFAULT_MODE=off"
+		}
+		jc.Logf("Tracing is off for %s (%s): the tracing backend is not installed", r.Name, why)
 		return nil
 	}
 	return s.Component(ctx, jc, r, "tracing", func() error { return s.Observability.InstallTracing(ctx, jc, c) })

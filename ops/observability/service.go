@@ -10,6 +10,10 @@ type Service struct {
 	*kit.Kit
 }
 
-// New is the observability stack on the kit (it registers no job kind of its own: the
-// Serving install and reconcile run its steps).
-func New(k *kit.Kit) *Service { return &Service{Kit: k} }
+// New is the observability stack on the kit; it registers the tracing job (the Serving
+// install and reconcile run its other steps).
+func New(k *kit.Kit) *Service {
+	s := &Service{Kit: k}
+	s.registerKinds()
+	return s
+}

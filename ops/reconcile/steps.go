@@ -233,11 +233,16 @@ func (s *Service) tracingReleases() []kit.Release {
 	}
 }
 
-// checkTracing: Tempo and the OpenTelemetry Collector run this release's charts and
-// values (their images are in the values).
-func (s *Service) checkTracing(_ context.Context, c *kube.Cluster, _ *reconcileTarget) (finding, error) {
-	if s.Cfg.TracingOff {
-		return finding{What: "tracing is off (RUNR_TRACING_DEFAULT_MODE=off): nothing to install"}, nil
+// checkTracing: where a region of the cluster with Serving ready has tracing on (its
+// mode, or the console's default), Tempo and the OpenTelemetry Collector run this
+// release's charts and values (their images are in the values); elsewhere nothing.
+func (s *Service) checkTracing(_ context.Context, c *kube.Cluster, t *reconcileTarget) (finding, error) {
+	wanted := false
+	for i := range t.Regions {
+		wanted = wanted || (t.Regions[i].ServingStatus == store.ComponentReady && s.Observability.TracingEnabled(&t.Regions[i]))
+	}
+	if !wanted {
+		return finding{What: "tracing is off for every region of the cluster: nothing to install"}, nil
 	}
 	var fs []finding
 	for _, want := range s.tracingReleases() {

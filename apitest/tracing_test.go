@@ -1,0 +1,122 @@
+package apitest
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"runr.dev/console/helm"
+	"runr.dev/console/ops/observability"
+	"runr.dev/console/store"
+	"runr.dev/console/testcluster"
+	"runr.dev/console/web/webtest"
+)
+
+// TestTracingModePerRegion: a region's tracing mode (the spec's DELETE and choosing a
+// mode): removing the backend sets the region's mode off and reconcile does not bring
+// it back; on a cluster shared with a region that keeps tracing on, the backend stays
+// for that region; once no region wants it, it goes; choosing "on" brings it back. A bad
+// mode is refused and changes nothing.
+func TestTracingModePerRegion(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{})
+	e := console(t, nil)
+	_, tok := e.User("owner")
+	ctx := context.Background()
+	first := newRegion(t, e, tok, c, "tr1", nil)
+	mustSucceed(t, action(t, e, tok, first.ID, "install-knative", nil))
+	second := newRegion(t, e, tok, c, "tr2", nil)
+	mustSucceed(t, action(t, e, tok, second.ID, "install-knative", nil))
+	cl, err := e.Kube.ClusterFor(c.Kubeconfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	backend := func() (tempo, otel bool) {
+		t.Helper()
+		a, err := helm.Status(cl, observability.ObservabilityNamespace, observability.TempoRelease)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := helm.Status(cl, observability.ObservabilityNamespace, observability.OtelRelease)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a != nil, b != nil
+	}
+	if tempo, otel := backend(); !tempo || !otel {
+		t.Fatalf("the Serving install's tracing backend: tempo %v, collector %v", tempo, otel)
+	}
+	set := func(method, id string, body any) *store.Job {
+		t.Helper()
+		var ans struct {
+			JobID string `json:"job_id"`
+		}
+		if st := e.JSON(method, "/api/observability/regions/"+id+"/tracing", tok, body, &ans); st != 202 {
+			t.Fatalf("%s tracing: %d", method, st)
+		}
+		j := e.WaitJob(ans.JobID, 2*time.Minute)
+		mustSucceed(t, j)
+		return j
+	}
+	var refused struct{ Fields map[string]string }
+	if st := e.JSON("PUT", "/api/observability/regions/"+first.ID+"/tracing", tok, map[string]any{"mode": "sometimes"}, &refused); st != 422 || refused.Fields["mode"] == "" {
+		t.Fatalf("a bad tracing mode: %d %+v", st, refused)
+	}
+	if r, _ := e.Store.RegionByID(ctx, first.ID); r.TracingMode != store.TracingDefault {
+		t.Fatalf("the refused mode changed the region's: %q", r.TracingMode)
+	}
+
+	// The first region removes it: the second still has tracing on, so the backend stays.
+	j := set("DELETE", first.ID, nil)
+	if tempo, otel := backend(); !tempo || !otel {
+		t.Fatal("the backend went although the other region of the cluster has tracing on")
+	}
+	if log := jobLogOf(t, e, j.ID); !strings.Contains(log, "the backend stays for tr2") {
+		t.Fatalf("the removal does not say why the backend stays:\n%s", log)
+	}
+	var got struct{ Data map[string]any }
+	e.JSON("GET", "/api/knative-regions/"+first.ID, tok, nil, &got)
+	if got.Data["tracing_mode"] != "off" {
+		t.Fatalf("tracing_mode %v", got.Data["tracing_mode"])
+	}
+	// The second turns it off too: the backend goes, and reconcile does not install it again.
+	set("PUT", second.ID, map[string]any{"mode": "off"})
+	if tempo, otel := backend(); tempo || otel {
+		t.Fatalf("no region has tracing on, yet tempo %v, collector %v", tempo, otel)
+	}
+	if r, _ := e.Store.RegionByID(ctx, second.ID); r.Component("tracing").Status != store.ComponentNotInstalled {
+		t.Fatalf("the tracing component after its removal: %s", r.Component("tracing").Status)
+	}
+	var rec struct {
+		JobID string `json:"job_id"`
+	}
+	if st := e.JSON("POST", "/api/reconcile", tok, map[string]any{"step": "tracing"}, &rec); st != 202 {
+		t.Fatalf("reconcile: %d", st)
+	}
+	mustSucceed(t, e.WaitJob(rec.JobID, 2*time.Minute))
+	if tempo, otel := backend(); tempo || otel {
+		t.Fatal("reconcile installed the tracing backend where every region has tracing off")
+	}
+	// Choosing a mode brings it back.
+	set("PUT", first.ID, map[string]any{"mode": "on"})
+	if tempo, otel := backend(); !tempo || !otel {
+		t.Fatalf("tracing on again: tempo %v, collector %v", tempo, otel)
+	}
+	if r, _ := e.Store.RegionByID(ctx, first.ID); r.TracingMode != store.TracingOn || r.Component("tracing").Status != store.ComponentReady {
+		t.Fatalf("the first region after tracing on: %q %s", r.TracingMode, r.Component("tracing").Status)
+	}
+}
+
+// jobLogOf is a job's log, one event a line.
+func jobLogOf(t *testing.T, e *webtest.Env, id string) string {
+	t.Helper()
+	evs, err := e.Store.JobEvents(context.Background(), id, 0, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, ev := range evs {
+		b.WriteString(ev.Message + "\n")
+	}
+	return b.String()
+}
