@@ -15,6 +15,7 @@ import (
 
 	"runr.dev/console/apiclient"
 	"runr.dev/console/ops/domains"
+	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/redis"
 	"runr.dev/console/perm"
 	"runr.dev/console/store"
@@ -212,6 +213,23 @@ func TestCLIJobs(t *testing.T) {
 		t.Fatalf("queued domain migration job: %s %s", j.Kind, j.Params)
 	}
 	mustCLI(t, "jobs", "cancel", domainID, "--wait")
+
+	// `regions tracing set|rm`: the region's mode is recorded and its job queued; a bad
+	// mode is refused.
+	if _, _, err := cli(t, "", "regions", "tracing", "set", "eu-2", "--mode", "sometimes"); err == nil || !strings.Contains(err.Error(), "Choose on, off or default") {
+		t.Fatalf("a bad tracing mode: %v", err)
+	}
+	for _, args := range [][]string{{"set", "eu-2", "--mode", "on"}, {"rm", "eu-2"}} {
+		out = mustCLI(t, append([]string{"regions", "tracing"}, args...)...)
+		id := strings.Fields(out[strings.Index(out, "job ")+4:])[0]
+		if j, _ := e.Store.JobByID(ctx, id); j.Kind != observability.KindTracing {
+			t.Fatalf("runr regions tracing %v queued %s", args, j.Kind)
+		}
+		mustCLI(t, "jobs", "cancel", id, "--wait")
+	}
+	if got, _ := e.Store.RegionByID(ctx, r.ID); got.TracingMode != store.TracingOff {
+		t.Fatalf("the tracing mode after runr regions tracing rm: %q", got.TracingMode)
+	}
 
 	e.Run()
 	// The job fails (the kubeconfig is no kubeconfig): plain progress lines, exit non-zero.

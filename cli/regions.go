@@ -19,7 +19,7 @@ func regionsCmd() *cobra.Command {
 	regions := &cobra.Command{Use: "regions", Short: "Regions, through the console's API (runr login first, or RUNR_URL and RUNR_TOKEN)"}
 	addOutputFlag(regions)
 	regions.AddCommand(regionsListCmd(), regionsShowCmd(), regionsCheckCmd(), regionsCreateCmd(), regionsSetCmd(), regionsRmCmd(),
-		knativeCmd(), regionRegistryCmd(), redisCmd(), functionTLSCmd(), monitoringCmd(), regionsMigrationCmd(), workersCmd(),
+		knativeCmd(), regionRegistryCmd(), redisCmd(), tracingCmd(), functionTLSCmd(), monitoringCmd(), regionsMigrationCmd(), workersCmd(),
 		demoCmd(), dataServicesCmd(), isolationCmd(), gpuCmd(), supplyChainCmd())
 	return regions
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 
 	"github.com/spf13/cobra"
 
@@ -334,4 +335,31 @@ func dataServicesCmd() *cobra.Command {
 	addWaitFlag(rm, &rmWait)
 	ds.AddCommand(install, rm)
 	return ds
+}
+
+// tracingCmd holds `runr regions tracing set|rm`: a region's tracing mode.
+func tracingCmd() *cobra.Command {
+	tr := &cobra.Command{Use: "tracing", Short: "A region's tracing mode (the cluster's OpenTelemetry Collector and Tempo)"}
+	send := func(method string, body func() any) regionRun {
+		return func(cmd *cobra.Command, c *apiclient.Client, r *apiclient.Region, _ []string) error {
+			wait, _ := cmd.Flags().GetBool("wait")
+			ans, err := c.Post(cmd.Context(), method, "/api/observability/regions/"+url.PathEscape(r.ID)+"/tracing", body())
+			if err != nil {
+				return err
+			}
+			return queued(cmd, c, "Tracing of "+r.Name, ans.JobID, wait)
+		}
+	}
+	var mode string
+	var wait bool
+	set := regionCommand("set REGION --mode on|off|default", "Set a region's tracing mode (default: the console's)", 0,
+		send(http.MethodPut, func() any { return map[string]any{"mode": mode} }))
+	set.Flags().StringVar(&mode, "mode", "on", "on, off or default")
+	_ = set.RegisterFlagCompletionFunc("mode", cobra.FixedCompletions([]string{"on", "off", "default"}, cobra.ShellCompDirectiveNoFileComp))
+	rm := regionCommand("rm REGION", "Turn a region's tracing off (the backend goes once no region of the cluster uses it)", 0,
+		send(http.MethodDelete, func() any { return nil }))
+	addWaitFlag(set, &wait)
+	addWaitFlag(rm, &wait)
+	tr.AddCommand(set, rm)
+	return tr
 }
