@@ -30,11 +30,11 @@ func ValuesCases() []ValuesCase {
 	traefikImage := "ghcr.io/brf-tech/runr/reqs/traefik:v3.7.4"
 	return []ValuesCase{
 		{Name: "traefik", Chart: knative.ChartTraefik, Release: kit.TraefikRelease, Namespace: "knative-serving",
-			Values: knative.TraefikValues(knative.TraefikOptions{Image: traefikImage, Class: knative.TraefikClass, Timeout: 120})},
+			Values: knative.TraefikValues(knative.TraefikOptions{Namespace: "knative-serving", Image: traefikImage, Class: knative.TraefikClass, Timeout: 120})},
 		{Name: "traefik-trusted-ips", Chart: knative.ChartTraefik, Release: kit.TraefikRelease, Namespace: "knative-serving",
-			Values: knative.TraefikValues(knative.TraefikOptions{Image: traefikImage, Class: knative.TraefikFallbackClass, Timeout: 610, TrustedIPs: []string{"10.0.0.0/24"}})},
+			Values: knative.TraefikValues(knative.TraefikOptions{Namespace: "knative-serving", Image: traefikImage, Class: knative.TraefikFallbackClass, Timeout: 610, TrustedIPs: []string{"10.0.0.0/24"}})},
 		{Name: "traefik-host-network", Chart: knative.ChartTraefik, Release: kit.TraefikRelease, Namespace: "knative-serving",
-			Values: knative.TraefikValues(knative.TraefikOptions{Image: traefikImage, Class: knative.TraefikClass, Timeout: 120, HostNetwork: true})},
+			Values: knative.TraefikValues(knative.TraefikOptions{Namespace: "knative-serving", Image: traefikImage, Class: knative.TraefikClass, Timeout: 120, HostNetwork: true})},
 		{Name: "zot-pvc", Chart: registry.ChartZot, Release: registry.ZotRelease, Namespace: registry.Namespace,
 			Values: registry.ZotValues(registry.Params{Mode: store.RegistryInternal, StorageType: "pvc", StorageClass: "standard", Size: "10Gi"})},
 		{Name: "zot-s3", Chart: registry.ChartZot, Release: registry.ZotRelease, Namespace: registry.Namespace,

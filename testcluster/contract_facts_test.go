@@ -46,7 +46,10 @@ var contractFacts = []fact{
 			}
 			// Subtrees the charts render as they are (toYaml into the pod spec or a config file).
 			verbatim := map[string][]string{
-				"traefik":                 {"securityContext", "podSecurityContext", "resources", "nodeSelector", "tolerations"},
+				// Traefik's: also the entry point of Knative's cluster-local addresses (the chart
+				// makes an entry point of every key of ports) and the Services of
+				// service.additionalServices (each rendered as the default Service is).
+				"traefik":                 {"securityContext", "podSecurityContext", "resources", "nodeSelector", "tolerations", "ports.local", "service.additionalServices"},
 				"zot":                     {"configFiles", "env", "resources", "nodeSelector", "tolerations", "securityContext", "podSecurityContext"},
 				"opentelemetry-collector": {"config", "resources"},
 				"kube-prometheus-stack":   {"prometheus.prometheusSpec.resources", "prometheus.prometheusSpec.storageSpec", "alertmanager.alertmanagerSpec.storage"},
@@ -128,13 +131,13 @@ var contractFacts = []fact{
 			return hasLabels(kind+" traefik pods", pt.Labels, map[string]string{"app.kubernetes.io/name": "traefik", "app.kubernetes.io/instance": "traefik-" + r.vc.Namespace})
 		}},
 	{id: "traefik-knative-switch", chart: "traefik", upstream: upTraefik, source: "traefik/templates/requirements.yaml, _podtemplate.tpl, values.yaml",
-		text: "Traefik's Knative provider is switched on by providers.knative.enabled with experimental.knative (the chart then adds --providers.knative and its RBAC); --providers.knative in additionalArguments starts it without the RBAC",
+		text: "Traefik's Knative provider is switched on by providers.knative.enabled with experimental.knative (the chart then adds --providers.knative and its RBAC); --providers.knative in additionalArguments starts it without the RBAC. The chart has values for its namespaces and labelSelector only: its entry points and Services (--providers.knative.publicEntrypoints, privateEntrypoints, privateService.name/namespace) go in additionalArguments",
 		check: func(r *rendering) error {
 			on, _ := dig(r.values, "providers", "knative", "enabled").(bool)
 			exp, _ := dig(r.values, "experimental", "knative").(bool)
 			var viaArgs []string
 			for _, a := range toStrings(dig(r.values, "additionalArguments")) {
-				if strings.HasPrefix(a, "--providers.knative") || strings.HasPrefix(a, "--experimental.knative") {
+				if a == "--providers.knative" || strings.HasPrefix(a, "--providers.knative=") || strings.HasPrefix(a, "--experimental.knative") {
 					viaArgs = append(viaArgs, a)
 				}
 			}
@@ -182,6 +185,40 @@ var contractFacts = []fact{
 			}
 			if ports[80] != "web" || ports[443] != "websecure" {
 				return fmt.Errorf("ports %v, want 80→web and 443→websecure", ports)
+			}
+			return nil
+		}},
+	{id: "traefik-additional-services", chart: "traefik", upstream: upTraefik, source: "traefik/templates/service.yaml, _service.tpl, EXAMPLES.md (Add custom (internal) services)",
+		text: "Each service.additionalServices.<key> adds Service traefik-<key> (service.spec of its own) carrying the ports whose expose.<key> is true; the default Service carries only those with expose.default; a Service without ports is refused",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			ports, _ := dig(r.values, "ports").(map[string]any)
+			for _, key := range append([]string{"default"}, slices.Sorted(maps.Keys(mapOf(dig(r.values, "service", "additionalServices"))))...) {
+				name := "traefik"
+				if key != "default" {
+					name += "-" + key
+				}
+				var svc corev1.Service
+				if err := m.typed("Service", name, &svc); err != nil {
+					return err
+				}
+				var got, want []string
+				for _, p := range svc.Spec.Ports {
+					got = append(got, p.TargetPort.String())
+				}
+				for port, p := range ports {
+					if dig(mapOf(p), "expose", key) == true {
+						want = append(want, port)
+					}
+				}
+				slices.Sort(got)
+				slices.Sort(want)
+				if !slices.Equal(got, want) {
+					return fmt.Errorf("Service %s carries %v, want %v", name, got, want)
+				}
 			}
 			return nil
 		}},
@@ -1076,4 +1113,10 @@ var contractFacts = []fact{
 			}
 			return nil
 		}},
+}
+
+// mapOf is v as a map (nil when it is none).
+func mapOf(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
 }

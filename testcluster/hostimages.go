@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
@@ -33,10 +34,19 @@ type HostImageSpec struct {
 	Programs   []HostProgram
 	Entrypoint []string
 	Cmd        []string
+	// Trees are folders of this machine copied whole (a language's standard library), with
+	// the libraries their shared objects load.
+	Trees []HostTree
 	// Scripts are shell scripts written into the image, by path.
 	Scripts map[string]string
 	// Packages are the Debian packages the programs come from (for the error when missing).
 	Packages []string
+}
+
+// HostTree is a folder of this machine copied into an image, but for the entries named in Skip.
+type HostTree struct {
+	Path string
+	Skip []string // patterns (filepath.Match) of names of files or folders left out wherever they are
 }
 
 // CurlImage is the image the console's registry checks run (curl, with a shell).
@@ -93,6 +103,11 @@ func HostImage(spec HostImageSpec) (v1.Image, error) {
 			}
 		}
 	}
+	for _, tree := range spec.Trees {
+		if err := addHostTree(files, tree); err != nil {
+			return nil, err
+		}
+	}
 	for path, script := range spec.Scripts {
 		as := strings.TrimPrefix(path, "/")
 		files[as] = images.File{Path: as, Data: []byte(script), Mode: 0o755}
@@ -107,6 +122,59 @@ func HostImage(spec HostImageSpec) (v1.Image, error) {
 	}
 	return images.Image([]v1.Layer{layer}, images.Config{Entrypoint: spec.Entrypoint, Cmd: spec.Cmd,
 		Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin"}})
+}
+
+// addHostTree adds a folder's files (through their symbolic links; broken ones left out)
+// and the libraries its shared objects load.
+func addHostTree(files map[string]images.File, tree HostTree) error {
+	return filepath.WalkDir(tree.Path, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if slices.ContainsFunc(tree.Skip, func(p string) bool { ok, _ := filepath.Match(p, d.Name()); return ok }) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			return nil
+		}
+		if _, err := os.Stat(path); err != nil {
+			return nil // a broken link
+		}
+		if err := addHostFile(files, path, path, 0o644); err != nil {
+			return err
+		}
+		if !strings.HasSuffix(path, ".so") {
+			return nil
+		}
+		libs, err := sharedLibraries(path)
+		if err != nil {
+			return err
+		}
+		for _, lib := range libs {
+			if err := addHostFile(files, lib, lib, 0o755); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// PythonImage is the image the demo projects' Python programs run in (the console's
+// RUNR_DEMO_IMAGE, python:3.13-alpine upstream) as Debian's python3 gives it: the
+// interpreter at /usr/bin/python3 and its standard library (without the parts for
+// building, packaging, documentation and Tk). Its version is Debian bookworm's (3.11).
+func PythonImage() (HostImageSpec, error) {
+	bin, err := filepath.EvalSymlinks("/usr/bin/python3")
+	if err != nil {
+		return HostImageSpec{}, fmt.Errorf("testcluster: the Python image needs /usr/bin/python3 (apt-get install python3): %w", err)
+	}
+	return HostImageSpec{Ref: "ghcr.io/brf-tech/runr/reqs/python:3.13-alpine", Entrypoint: []string{"/usr/bin/python3"},
+		Programs: []HostProgram{{Path: bin, As: "/usr/bin/python3"}},
+		Trees:    []HostTree{{Path: "/usr/lib/" + filepath.Base(bin), Skip: []string{"config-*", "lib2to3", "pydoc_data", "distutils", "ensurepip", "idlelib", "tkinter", "turtledemo", "test", "tests", "site-packages", "dist-packages"}}},
+		Packages: []string{"python3"}}, nil
 }
 
 // addHostFile reads a file of this machine (through its symbolic links) into the layer at as.

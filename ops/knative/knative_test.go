@@ -1,6 +1,7 @@
 package knative
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -30,9 +31,14 @@ func TestKnativeCompatNewestFirst(t *testing.T) {
 }
 
 func TestTraefikValues(t *testing.T) {
-	lb := TraefikValues(TraefikOptions{Image: "ghcr.io/brf-tech/runr/reqs/traefik:v3.7.4", Class: TraefikClass, Timeout: 130})
-	if _, ok := lb["additionalArguments"]; ok {
-		t.Error("the Knative provider is switched on through additionalArguments, which grants no RBAC")
+	lb := TraefikValues(TraefikOptions{Namespace: "knative-serving", Image: "ghcr.io/brf-tech/runr/reqs/traefik:v3.7.4", Class: TraefikClass, Timeout: 130})
+	// The provider is switched on by the chart's values (which grant its RBAC), never by an
+	// argument; the arguments give its entry points and the private Service.
+	args := fmt.Sprint(lb["additionalArguments"])
+	if strings.Contains(args, "--providers.knative ") || strings.Contains(args, "--providers.knative]") || strings.Contains(args, "--experimental") ||
+		!strings.Contains(args, "--providers.knative.privateService.name=traefik-internal") || !strings.Contains(args, "--providers.knative.privateService.namespace=knative-serving") ||
+		!strings.Contains(args, "--providers.knative.privateEntrypoints=local") {
+		t.Errorf("additionalArguments = %s", args)
 	}
 	providers := lb["providers"].(map[string]any)
 	if providers["knative"].(map[string]any)["enabled"] != true || lb["experimental"].(map[string]any)["knative"] != true {

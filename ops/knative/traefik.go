@@ -97,8 +97,8 @@ const (
 )
 
 // RegionTraefikValues are the region Traefik's Helm values for the cluster's regions.
-func (s *Service) RegionTraefikValues(class, mode string, regions []store.Region) map[string]any {
-	return TraefikValues(TraefikOptions{Image: s.Cfg.TraefikImage, Class: class, Timeout: TraefikTimeout(regions),
+func (s *Service) RegionTraefikValues(ns, class, mode string, regions []store.Region) map[string]any {
+	return TraefikValues(TraefikOptions{Namespace: ns, Image: s.Cfg.TraefikImage, Class: class, Timeout: TraefikTimeout(regions),
 		TrustedIPs: TrustedIPs(regions), HostNetwork: mode == IngressHostNetwork})
 }
 
@@ -141,7 +141,7 @@ func (s *Service) installTraefik(ctx context.Context, jc *engine.JobContext, c *
 	if _, err := kit.EnsureNamespace(ctx, jc, c, ns, nil); err != nil {
 		return "", err
 	}
-	rel, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: ns, Name: kit.TraefikRelease, Chart: ChartTraefik, Values: s.RegionTraefikValues(class, mode, regions)})
+	rel, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: ns, Name: kit.TraefikRelease, Chart: ChartTraefik, Values: s.RegionTraefikValues(ns, class, mode, regions)})
 	if err != nil {
 		return "", err
 	}
@@ -240,7 +240,7 @@ func (s *Service) UpdateTraefikTimeouts(ctx context.Context, jc *engine.JobConte
 		return err
 	}
 	nr, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: r.ServingNamespace, Name: kit.TraefikRelease, Chart: ChartTraefik,
-		Values: s.RegionTraefikValues(class, ReleaseIngressMode(rel), regions)})
+		Values: s.RegionTraefikValues(r.ServingNamespace, class, ReleaseIngressMode(rel), regions)})
 	if err != nil {
 		return err
 	}

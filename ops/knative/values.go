@@ -1,9 +1,15 @@
 package knative
 
-import "fmt"
+import (
+	"fmt"
+
+	"runr.dev/console/ops/kit"
+)
 
 // TraefikOptions are what the region Traefik's values depend on.
 type TraefikOptions struct {
+	// Namespace is the release's (Knative's cluster-local addresses lead to a Service there).
+	Namespace  string
 	Image      string
 	Class      string
 	Timeout    int
@@ -38,7 +44,15 @@ func TraefikValues(o TraefikOptions) map[string]any {
 			p["proxyProtocol"] = map[string]any{"trustedIPs": ips}
 		}
 	}
-	ports := map[string]any{"web": web, "websecure": websecure}
+	// Knative's cluster-local addresses (<service>.<namespace>.svc.cluster.local, how one
+	// function calls another) lead to the internal Service's port 80 and the entry point
+	// "local", which no LoadBalancer exposes: without a private Service in the Knative
+	// provider's settings, Knative makes no Service for those names and they do not
+	// resolve (seen on the real node, the demo frontend calling its backend).
+	local := map[string]any{"port": traefikLocalPort, "exposedPort": 80, "protocol": "TCP",
+		"expose": map[string]any{"default": false, traefikInternalService: true}, "transport": rt}
+	ports := map[string]any{"web": web, "websecure": websecure, "local": local}
+	internal := map[string]any{traefikInternalService: map[string]any{"spec": map[string]any{"type": "ClusterIP"}}}
 	deployment := map[string]any{"terminationGracePeriodSeconds": traefikAcceptGrace + o.Timeout + 5}
 	vals := map[string]any{
 		"deployment":   deployment,
@@ -53,10 +67,16 @@ func TraefikValues(o TraefikOptions) map[string]any {
 			"knative": map[string]any{"enabled": true},
 		},
 		"experimental": map[string]any{"knative": true},
+		"additionalArguments": []any{
+			"--providers.knative.publicEntrypoints=web,websecure",
+			"--providers.knative.privateEntrypoints=local",
+			"--providers.knative.privateService.name=" + TraefikInternalService,
+			"--providers.knative.privateService.namespace=" + o.Namespace,
+		},
 	}
 	if !o.HostNetwork {
 		// The chart's Service type lives under service.spec (a service.type is ignored).
-		vals["service"] = map[string]any{"spec": map[string]any{"type": "LoadBalancer"}}
+		vals["service"] = map[string]any{"spec": map[string]any{"type": "LoadBalancer"}, "additionalServices": internal}
 		return vals
 	}
 	// Traefik listens on the nodes' ports 80 and 443 itself; its other ports move off the
@@ -66,7 +86,7 @@ func TraefikValues(o TraefikOptions) map[string]any {
 	ports["metrics"] = map[string]any{"port": 9101}
 	deployment["kind"] = "DaemonSet"
 	vals["hostNetwork"] = true
-	vals["service"] = map[string]any{"spec": map[string]any{"type": "ClusterIP"}}
+	vals["service"] = map[string]any{"spec": map[string]any{"type": "ClusterIP"}, "additionalServices": internal}
 	// Binding ports below 1024 needs NET_BIND_SERVICE in effect: as root, with every other
 	// capability dropped.
 	vals["securityContext"] = map[string]any{"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true,
@@ -80,6 +100,17 @@ func TraefikValues(o TraefikOptions) map[string]any {
 
 // OperatorValues are the Knative Operator chart's values (its defaults).
 func OperatorValues() map[string]any { return map[string]any{} }
+
+// TraefikInternalService is the Service of Traefik's entry point for Knative's
+// cluster-local addresses (the chart's <release>-<name> of service.additionalServices).
+const TraefikInternalService = kit.TraefikRelease + "-" + traefikInternalService
+
+// traefikInternalService names the internal Service in the chart's values; traefikLocalPort
+// is the port its entry point listens on (off the ports node agents take, for host network).
+const (
+	traefikInternalService = "internal"
+	traefikLocalPort       = 9082
+)
 
 // traefikAcceptGrace is how long a stopping Traefik keeps accepting requests (seconds).
 const traefikAcceptGrace = 10

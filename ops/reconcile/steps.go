@@ -117,12 +117,22 @@ func (s *Service) traefikSettingsDrift(ctx context.Context, c *kube.Cluster, t *
 	if err != nil {
 		return finding{}, nil, err
 	}
-	want := s.Knative.RegionTraefikValues(class, knative.ReleaseIngressMode(rel), t.Regions)["ports"]
-	if sameJSON(rel.Config["ports"], want) {
+	want := s.Knative.RegionTraefikValues(t.Region.ServingNamespace, class, knative.ReleaseIngressMode(rel), t.Regions)
+	vals, what := rel.Config, []string{}
+	for _, k := range []struct{ key, what string }{
+		{"ports", fmt.Sprintf("Traefik's entry points: timeouts %d s and the trusted addresses of the cluster's regions", knative.TraefikTimeout(t.Regions))},
+		{"service", "Traefik's internal Service " + knative.TraefikInternalService + " (Knative's cluster-local addresses)"},
+		{"additionalArguments", "the Knative provider's public and private entry points"},
+	} {
+		if !sameJSON(rel.Config[k.key], want[k.key]) {
+			vals = withKey(vals, k.key, want[k.key])
+			what = append(what, k.what)
+		}
+	}
+	if len(what) == 0 {
 		return finding{}, nil, nil
 	}
-	return finding{Change: true, What: fmt.Sprintf("Traefik's entry points: timeouts %d s and the trusted addresses of the cluster's regions", knative.TraefikTimeout(t.Regions))},
-		withKey(rel.Config, "ports", want), nil
+	return finding{Change: true, What: strings.Join(what, "; ")}, vals, nil
 }
 
 // knativeTimeoutDrift: the KnativeServing's max-revision-timeout-seconds is raised to the

@@ -4,7 +4,8 @@
 //	sandbox build [--data-path]
 //	                build the binaries (and the tests' SeaweedFS) into the user cache dir;
 //	                --data-path also builds what a function's request passes through on a
-//	                real node (Traefik, the Knative Operator and Serving: make test-real)
+//	                real node (Traefik, the Knative Operator and Serving, and the demo's
+//	                Mailpit: make test-real)
 //	sandbox start [--real-node]
 //	                start the sandbox in the background and write .data/sandbox/{kubeconfig,env};
 //	                --real-node adds a real node (realnode.md) that runs the console's images
@@ -86,7 +87,11 @@ func build(dataPath bool) error {
 	if err := testcluster.BuildKnative(os.Stderr); err != nil {
 		return err
 	}
-	fmt.Fprintln(os.Stderr, "Traefik "+testcluster.TraefikVersion+" and Knative "+testcluster.KnativeRelease+" ready")
+	// The demo's SMTP catcher (about a minute).
+	if _, err := testcluster.BuildMailpit(os.Stderr); err != nil {
+		return err
+	}
+	fmt.Fprintln(os.Stderr, "Traefik "+testcluster.TraefikVersion+", Knative "+testcluster.KnativeRelease+" and Mailpit "+testcluster.MailpitVersion+" ready")
 	return nil
 }
 
