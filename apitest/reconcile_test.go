@@ -3,6 +3,7 @@ package apitest
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"os"
 	"strings"
 	"testing"
@@ -15,6 +16,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/dynamic"
 
+	"runr.dev/console/helm"
+	"runr.dev/console/kube"
+	"runr.dev/console/ops/knative"
 	"runr.dev/console/ops/reconcile"
 	"runr.dev/console/ops/statusblock"
 	"runr.dev/console/store/storetest"
@@ -90,6 +94,8 @@ func TestReconcile(t *testing.T) {
 	if _, err := c.Client.PolicyV1().PodDisruptionBudgets("observability").Create(ctx, legacy, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	// An earlier console's Traefik: no internal Service for Knative's cluster-local addresses.
+	earlierTraefik(t, c)
 	revisions := func() [3]int {
 		return [3]int{helmRevisions(t, c, "knative-serving", "traefik"), helmRevisions(t, c, "observability", "tempo"), helmRevisions(t, c, "observability", "otel-collector")}
 	}
@@ -168,6 +174,37 @@ func TestReconcile(t *testing.T) {
 	}
 }
 
+// earlierTraefik upgrades the region's Traefik release to the values an earlier console
+// gave it: without the internal Service, its entry point and the Knative provider's
+// private Service.
+func earlierTraefik(t *testing.T, tc *testcluster.Cluster) {
+	t.Helper()
+	kc, err := kube.ParseKubeconfig(tc.Kubeconfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc.AllowLoopback = true
+	c, err := kube.NewCluster(kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := helm.Status(c, "knative-serving", "traefik")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals := maps.Clone(rel.Config)
+	delete(vals, "additionalArguments")
+	vals["ports"] = maps.Clone(vals["ports"].(map[string]any))
+	delete(vals["ports"].(map[string]any), "local")
+	vals["service"] = map[string]any{"spec": vals["service"].(map[string]any)["spec"]}
+	if _, err := helm.Apply(context.Background(), c, helm.Release{Namespace: "knative-serving", Name: "traefik", Chart: rel.Chart, Values: vals}, helm.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tc.Client.CoreV1().Services("knative-serving").Get(context.Background(), knative.TraefikInternalService, metav1.GetOptions{}); err == nil {
+		t.Fatal("the earlier Traefik still has its internal Service")
+	}
+}
+
 // checkReconciled checks what the reconcile changed on the cluster.
 func checkReconciled(t *testing.T, c *testcluster.Cluster, traefikImage, agentImage string) {
 	t.Helper()
@@ -176,8 +213,13 @@ func checkReconciled(t *testing.T, c *testcluster.Cluster, traefikImage, agentIm
 	if err != nil {
 		t.Fatal(err)
 	}
-	if args := strings.Join(tr.Spec.Template.Spec.Containers[0].Args, " "); !strings.Contains(args, "readTimeout=910s") {
-		t.Errorf("traefik timeouts: %s", args)
+	if args := strings.Join(tr.Spec.Template.Spec.Containers[0].Args, " "); !strings.Contains(args, "readTimeout=910s") ||
+		!strings.Contains(args, "--providers.knative.privateService.name="+knative.TraefikInternalService) {
+		t.Errorf("traefik timeouts and Knative's private Service: %s", args)
+	}
+	if svc, err := c.Client.CoreV1().Services("knative-serving").Get(ctx, knative.TraefikInternalService, metav1.GetOptions{}); err != nil ||
+		len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 80 || svc.Spec.Ports[0].TargetPort.String() != "local" {
+		t.Errorf("Traefik's internal Service: %v %+v", err, svc)
 	}
 	if img := tr.Spec.Template.Spec.Containers[0].Image; img != traefikImage {
 		t.Errorf("traefik image %s", img)
