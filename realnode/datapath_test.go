@@ -604,7 +604,6 @@ func podChanges(before, after map[string]string) string {
 	return b.String()
 }
 
-
 // setRequestTimeout saves the region's request_timeout and waits for its job (Traefik's
 // timeouts, Knative's maximum).
 func (d *dataPath) setRequestTimeout(t *testing.T, seconds int) {
