@@ -287,8 +287,8 @@ func openStore(t *testing.T, dbURL, key string) *store.Store {
 
 // checkRan checks what the release's programs did: the migration Job migrated the database
 // (no migration pending), the bootstrap Job made the first owner once and printed its
-// password in the log of container first-admin, and ran reconcile, and both console pods
-// run this release's image on the real node.
+// password in the log of container first-admin, found nothing to encrypt, and ran
+// reconcile, and both console pods run this release's image on the real node.
 func checkRan(t *testing.T, c *testcluster.Cluster, st *store.Store) {
 	t.Helper()
 	ctx := context.Background()
@@ -302,6 +302,9 @@ func checkRan(t *testing.T, c *testcluster.Cluster, st *store.Store) {
 	migrate := jobLogs(t, c, "runr-migrate", "migrate")
 	if !strings.Contains(strings.ToLower(migrate), "migrat") {
 		t.Fatalf("the migration Job's log: %q", migrate)
+	}
+	if enc := jobLogs(t, c, "runr-bootstrap", "encrypt-secrets"); !strings.Contains(enc, "Encrypted 0 plaintext value(s)") {
+		t.Fatalf("the bootstrap Job's secrets encrypt log: %q", enc)
 	}
 	if boot := jobLogs(t, c, "runr-bootstrap", "reconcile"); !strings.Contains(strings.ToLower(boot), "reconcile") {
 		t.Fatalf("the bootstrap Job's reconcile log: %q", boot)
@@ -542,7 +545,7 @@ func checkInstalled(t *testing.T, c *testcluster.Cluster, rel *release.Release) 
 		t.Fatal("the migration Job must run before the Deployment exists")
 	}
 	boot, err := c.Client.BatchV1().Jobs(ns).Get(ctx, "runr-bootstrap", metav1.GetOptions{})
-	if err != nil || boot.Status.Succeeded != 1 || boot.Spec.Template.Spec.InitContainers[0].Args[0] != "user" || boot.Spec.Template.Spec.Containers[0].Args[0] != "reconcile" {
+	if err != nil || boot.Status.Succeeded != 1 || boot.Spec.Template.Spec.InitContainers[0].Args[0] != "secrets" || boot.Spec.Template.Spec.InitContainers[1].Args[0] != "user" || boot.Spec.Template.Spec.Containers[0].Args[0] != "reconcile" {
 		t.Fatalf("bootstrap job: %v", err)
 	}
 	checkHookOrder(t, rel, "pre-install", "post-install")

@@ -168,6 +168,16 @@ func TestProjectUseCases(t *testing.T) {
 	}
 	_, err = s.Projects.UpdateProject(ctx, actor, p, projects.ProjectInput{SecretEnvVars: &map[string]string{"PORT": "x"}})
 	invalidOn(t, err, "secret_env_vars")
+	if got, _ := s.Store.ProjectByID(ctx, p.ID); got.EnvVars.V["PORT"] != "8080" || len(got.Secrets) != 0 {
+		t.Fatalf("a refused update changed the project: %v %v", got.EnvVars.V, got.Secrets)
+	}
+	// One request moves a variable from plain to secret (PUT {"config": {"env_vars", "secret_env_vars"}}).
+	if _, err := s.Projects.UpdateProject(ctx, actor, p, projects.ProjectInput{EnvVars: &map[string]string{}, SecretEnvVars: &map[string]string{"PORT": "9090"}}); err != nil {
+		t.Fatalf("move PORT to secret: %v", err)
+	}
+	if got, _ := s.Store.ProjectByID(ctx, p.ID); len(got.EnvVars.V) != 0 || got.Secrets["PORT"] != "9090" {
+		t.Fatalf("after the move: %v %v", got.EnvVars.V, got.Secrets)
+	}
 	if j, err := s.Projects.UpdateProject(ctx, actor, p, projects.ProjectInput{RegionID: store.Ptr("")}); err != nil || j != nil {
 		t.Fatalf("leaving the region: %v %+v", err, j)
 	}

@@ -18,7 +18,10 @@ type Project struct {
 	Slug          string                  `db:"slug" json:"slug"`
 	RegionID      *string                 `db:"region_id" json:"region_id"`
 	Image         string                  `db:"image" json:"image"`
+	// EnvVars are the plain env vars, decrypted from EnvVarsSealed (or read as an earlier
+	// version left them in the env_vars column, until `runr secrets encrypt` seals them).
 	EnvVars       JSON[map[string]string] `db:"env_vars" json:"env_vars"`
+	EnvVarsSealed string                  `db:"env_vars_sealed" json:"-"`
 	SecretEnvVars string                  `db:"secret_env_vars" json:"-"`
 	CPUm          int                     `db:"cpu_m" json:"cpu_m"`
 	MemoryMi      int                     `db:"memory_mi" json:"memory_mi"`
@@ -76,18 +79,36 @@ func Slugify(name string) string {
 	return strings.TrimRight(s, "-")
 }
 
+// decryptProject opens a project's sealed env vars and secret env vars. Plain values in
+// env_vars win over sealed ones: only an earlier version writes them, and after the seal.
 func (s *Store) decryptProject(p *Project) error {
 	p.Secrets = map[string]string{}
+	if len(p.EnvVars.V) == 0 && p.EnvVarsSealed != "" {
+		if err := s.openSealed(p, p.EnvVarsSealed, &p.EnvVars.V); err != nil {
+			return err
+		}
+	}
+	if p.EnvVars.V == nil {
+		p.EnvVars.V = map[string]string{}
+	}
 	if p.SecretEnvVars == "" {
 		return nil
 	}
-	plain, err := s.Cipher.Decrypt(p.SecretEnvVars)
+	return s.openSealed(p, p.SecretEnvVars, &p.Secrets)
+}
+
+// openSealed decrypts a sealed map of a project into m; a value no key opens marks the
+// project (SecretError) instead of failing: the others and the lists go on.
+func (s *Store) openSealed(p *Project, sealed string, m *map[string]string) error {
+	plain, err := s.Cipher.Decrypt(sealed)
 	if err != nil {
-		// That one project says so; the others and the lists go on.
 		p.SecretError = SecretErrorText
 		return nil
 	}
-	return json.Unmarshal([]byte(plain), &p.Secrets)
+	if err := json.Unmarshal([]byte(plain), m); err != nil {
+		return fmt.Errorf("store: project %s: sealed values: %w", p.ID, err)
+	}
+	return nil
 }
 
 func (s *Store) sealSecrets(m map[string]string) (string, error) {
@@ -117,6 +138,10 @@ func (s *Store) CreateProject(ctx context.Context, p *Project) error {
 	if err != nil {
 		return wrap("create project", err)
 	}
+	sealedEnv, err := s.sealSecrets(p.EnvVars.V)
+	if err != nil {
+		return wrap("create project", err)
+	}
 	base := Slugify(p.Name)
 	if strings.HasPrefix(base, "runr-") {
 		// runr-* names the console's own objects in the project namespace (runr-redis, …).
@@ -130,10 +155,10 @@ func (s *Store) CreateProject(ctx context.Context, p *Project) error {
 		// A fresh row each try: sqlx allocates the pointer fields of its destination
 		// before it knows there is no row, which turned a nil region into '' on the retry.
 		var row Project
-		err = s.db(ctx).GetContext(ctx, &row, `INSERT INTO projects (id, name, slug, region_id, image, env_vars, secret_env_vars, cpu_m, memory_mi, always_on, gpu,
+		err = s.db(ctx).GetContext(ctx, &row, `INSERT INTO projects (id, name, slug, region_id, image, env_vars, env_vars_sealed, secret_env_vars, cpu_m, memory_mi, always_on, gpu,
 			kind, schedule, queue_stream, command, demo)
-			VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16) ON CONFLICT (slug) DO NOTHING RETURNING *`,
-			p.ID, p.Name, p.Slug, p.RegionID, p.Image, p.EnvVars, sealed, p.CPUm, p.MemoryMi, p.AlwaysOn, p.GPU,
+			VALUES ($1,$2,$3,$4,$5,'{}',$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16) ON CONFLICT (slug) DO NOTHING RETURNING *`,
+			p.ID, p.Name, p.Slug, p.RegionID, p.Image, sealedEnv, sealed, p.CPUm, p.MemoryMi, p.AlwaysOn, p.GPU,
 			p.Kind, p.Schedule, p.QueueStream, p.Command, p.Demo)
 		if err == nil {
 			*p = row
@@ -184,9 +209,13 @@ func (s *Store) UpdateProject(ctx context.Context, p *Project) error {
 	if err != nil {
 		return wrap("update project", err)
 	}
-	res, err := s.db(ctx).ExecContext(ctx, `UPDATE projects SET name = $2, region_id = $3, image = $4, env_vars = $5, secret_env_vars = $6,
+	sealedEnv, err := s.sealSecrets(p.EnvVars.V)
+	if err != nil {
+		return wrap("update project", err)
+	}
+	res, err := s.db(ctx).ExecContext(ctx, `UPDATE projects SET name = $2, region_id = $3, image = $4, env_vars = '{}', env_vars_sealed = $5, secret_env_vars = $6,
 		cpu_m = $7, memory_mi = $8, always_on = $9, gpu = $10, schedule = $11, queue_stream = $12, command = $13, updated_at = now() WHERE id = $1`,
-		p.ID, p.Name, p.RegionID, p.Image, p.EnvVars, sealed, p.CPUm, p.MemoryMi, p.AlwaysOn, p.GPU, p.Schedule, p.QueueStream, p.Command)
+		p.ID, p.Name, p.RegionID, p.Image, sealedEnv, sealed, p.CPUm, p.MemoryMi, p.AlwaysOn, p.GPU, p.Schedule, p.QueueStream, p.Command)
 	return affected("update project "+p.ID, res, err)
 }
 

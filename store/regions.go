@@ -13,6 +13,7 @@ import (
 
 func init() {
 	registerSecretColumn("projects", "id", "secret_env_vars")
+	registerSecretColumn("projects", "id", "env_vars_sealed")
 }
 
 // RegionSettings are the General settings of a region.

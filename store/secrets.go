@@ -46,6 +46,28 @@ func (s *Store) EncryptPlaintext(ctx context.Context) (int, error) {
 			total += int(n)
 		}
 	}
+	n, err := s.sealPlainEnvVars(ctx)
+	return total + n, err
+}
+
+// sealPlainEnvVars moves the plain env vars an earlier version left in projects.env_vars
+// into env_vars_sealed, encrypted, and returns how many projects it sealed. A row changed
+// meanwhile is left for the next run.
+func (s *Store) sealPlainEnvVars(ctx context.Context) (int, error) {
+	var rows []struct{ ID, Env string }
+	if err := s.db(ctx).SelectContext(ctx, &rows, `SELECT id, env_vars::text AS env FROM projects WHERE env_vars <> '{}'::jsonb`); err != nil {
+		return 0, wrap("encrypt plaintext projects.env_vars", err)
+	}
+	total := 0
+	for _, r := range rows {
+		res, err := s.db(ctx).ExecContext(ctx, `UPDATE projects SET env_vars_sealed = $1, env_vars = '{}' WHERE id = $2 AND env_vars = $3::jsonb`,
+			s.Cipher.Encrypt(r.Env), r.ID, r.Env)
+		if err != nil {
+			return total, wrap("encrypt plaintext projects.env_vars", err)
+		}
+		n, _ := res.RowsAffected()
+		total += int(n)
+	}
 	return total, nil
 }
 

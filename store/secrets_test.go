@@ -187,3 +187,55 @@ func TestUndecryptableRegion(t *testing.T) {
 		}
 	}
 }
+
+// TestEnvVarsAreSealed: a project's plain env vars are stored encrypted (no value in any
+// row); env vars an earlier version wrote in plain text stay readable, win over sealed
+// ones (only an earlier version writes them, after the seal), and `runr secrets encrypt`
+// (EncryptPlaintext) seals them once.
+func TestEnvVarsAreSealed(t *testing.T) {
+	ctx := context.Background()
+	st := storetest.New(t)
+	p := &store.Project{Name: "orders", Image: "example/orders:1"}
+	p.EnvVars.V = map[string]string{"GREETING": "ENV-VALUE-1"}
+	if err := st.CreateProject(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if p.EnvVars.V["GREETING"] != "ENV-VALUE-1" {
+		t.Fatalf("created project's env: %v", p.EnvVars.V)
+	}
+	p.EnvVars.V["MODE"] = "ENV-VALUE-2"
+	if err := st.UpdateProject(ctx, p); err != nil {
+		t.Fatal(err)
+	}
+	if dump := dumpAll(t, st); strings.Contains(dump, "ENV-VALUE") {
+		t.Fatal("an env var's value is stored in plain text")
+	}
+	got, err := st.ProjectByID(ctx, p.ID)
+	if err != nil || got.EnvVars.V["GREETING"] != "ENV-VALUE-1" || got.EnvVars.V["MODE"] != "ENV-VALUE-2" {
+		t.Fatalf("read back: %v %v", err, got.EnvVars.V)
+	}
+	if n, err := st.EncryptPlaintext(ctx); err != nil || n != 0 {
+		t.Fatalf("nothing is plain yet: %d %v", n, err)
+	}
+
+	// The previous version, during an upgrade, writes env_vars as it always did.
+	if _, err := st.DB.Exec(`UPDATE projects SET env_vars = '{"GREETING": "ENV-VALUE-3"}' WHERE id = $1`, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	list, err := st.ListProjects(ctx, "")
+	if err != nil || len(list) != 1 || list[0].EnvVars.V["GREETING"] != "ENV-VALUE-3" || len(list[0].EnvVars.V) != 1 {
+		t.Fatalf("the plain env vars do not win: %v %+v", err, list)
+	}
+	if n, err := st.EncryptPlaintext(ctx); err != nil || n != 1 {
+		t.Fatalf("secrets encrypt sealed %d (%v), want 1", n, err)
+	}
+	if n, err := st.EncryptPlaintext(ctx); err != nil || n != 0 {
+		t.Fatalf("a second run sealed %d (%v)", n, err)
+	}
+	if dump := dumpAll(t, st); strings.Contains(dump, "ENV-VALUE") {
+		t.Fatal("secrets encrypt left an env var in plain text")
+	}
+	if got, err = st.ProjectByID(ctx, p.ID); err != nil || got.EnvVars.V["GREETING"] != "ENV-VALUE-3" || len(got.EnvVars.V) != 1 {
+		t.Fatalf("after the seal: %v %v", err, got.EnvVars.V)
+	}
+}
