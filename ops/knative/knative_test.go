@@ -1,7 +1,6 @@
 package knative
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
@@ -34,11 +33,18 @@ func TestTraefikValues(t *testing.T) {
 	lb := TraefikValues(TraefikOptions{Namespace: "knative-serving", Image: "ghcr.io/brf-tech/runr/reqs/traefik:v3.7.4", Class: TraefikClass, Timeout: 130})
 	// The provider is switched on by the chart's values (which grant its RBAC), never by an
 	// argument; the arguments give its entry points and the private Service.
-	args := fmt.Sprint(lb["additionalArguments"])
-	if strings.Contains(args, "--providers.knative ") || strings.Contains(args, "--providers.knative]") || strings.Contains(args, "--experimental") ||
-		!strings.Contains(args, "--providers.knative.privateService.name=traefik-internal") || !strings.Contains(args, "--providers.knative.privateService.namespace=knative-serving") ||
-		!strings.Contains(args, "--providers.knative.privateEntrypoints=local") {
-		t.Errorf("additionalArguments = %s", args)
+	args := map[string]bool{}
+	for _, a := range lb["additionalArguments"].([]any) {
+		args[a.(string)] = true
+	}
+	for _, want := range []string{"--providers.knative.privateService.name=traefik-internal", "--providers.knative.privateService.namespace=knative-serving",
+		"--providers.knative.privateEntrypoints=local"} {
+		if !args[want] {
+			t.Errorf("additionalArguments %v lack %s", args, want)
+		}
+	}
+	if args["--providers.knative"] || args["--experimental.knative"] || args["--experimental.knative=true"] {
+		t.Errorf("additionalArguments %v switch the provider on (without its RBAC)", args)
 	}
 	providers := lb["providers"].(map[string]any)
 	if providers["knative"].(map[string]any)["enabled"] != true || lb["experimental"].(map[string]any)["knative"] != true {
