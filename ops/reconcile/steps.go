@@ -103,8 +103,9 @@ func (s *Service) checkSettings(ctx context.Context, c *kube.Cluster, t *reconci
 	return joinFindings(tf, kf), nil
 }
 
-// traefikSettingsDrift compares the Traefik release's ports (timeouts, trusted addresses)
-// with the cluster's regions; it returns the values to apply when they differ.
+// traefikSettingsDrift compares the Traefik release's ports (timeouts, trusted addresses),
+// its internal Service and the Knative provider's arguments with what this release gives
+// the cluster's regions; it returns the values to apply when they differ.
 func (s *Service) traefikSettingsDrift(ctx context.Context, c *kube.Cluster, t *reconcileTarget) (finding, map[string]any, error) {
 	rel, err := traefikRelease(c, t)
 	if err != nil || rel == nil {
