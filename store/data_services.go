@@ -51,10 +51,7 @@ type DataService struct {
 
 // State is the service's status, not_installed when it has none yet.
 func (d DataService) State() ComponentStatus {
-	if d.Status == "" {
-		return ComponentNotInstalled
-	}
-	return d.Status
+	return d.Status.orNotInstalled()
 }
 
 // External reports an object store on an external S3 endpoint.
@@ -92,10 +89,7 @@ type SkupperSite struct {
 
 // State is the site's status, not_installed until it has one.
 func (s SkupperSite) State() ComponentStatus {
-	if s.Status == "" {
-		return ComponentNotInstalled
-	}
-	return s.Status
+	return s.Status.orNotInstalled()
 }
 
 // SetRegionDataService records one data service of a region (the others stay as they
@@ -187,9 +181,7 @@ func (s *Store) openBinding(b *Binding) {
 // the same project and service is ErrConflict.
 func (s *Store) CreateBinding(ctx context.Context, b *Binding) error {
 	b.ID = NewID()
-	if b.Status == "" {
-		b.Status = ComponentInstalling
-	}
+	orDefault(&b.Status, ComponentInstalling)
 	sealed, err := s.sealSecrets(b.Credentials)
 	if err != nil {
 		return wrap("create binding", err)

@@ -29,10 +29,7 @@ type RegionGPU struct {
 
 // State is the GPU support's status, not_installed until it has one.
 func (g RegionGPU) State() ComponentStatus {
-	if g.Status == "" {
-		return ComponentNotInstalled
-	}
-	return g.Status
+	return g.Status.orNotInstalled()
 }
 
 // ModelStorage is the volume of model weights in a region's project namespace.

@@ -45,10 +45,7 @@ type SandboxRuntime struct {
 
 // State is the runtime's status, not_installed when it has none yet.
 func (r SandboxRuntime) State() ComponentStatus {
-	if r.Status == "" {
-		return ComponentNotInstalled
-	}
-	return r.Status
+	return r.Status.orNotInstalled()
 }
 
 // Ready reports an installed runtime.

@@ -92,9 +92,7 @@ const maxMessage = 2000
 
 // CreateJob inserts a queued job with its steps and announces it.
 func (s *Store) CreateJob(ctx context.Context, j *Job, steps []JobStep, secret string) error {
-	if j.ID == "" {
-		j.ID = NewID()
-	}
+	orDefault(&j.ID, NewID())
 	if len(j.Params) == 0 {
 		j.Params = json.RawMessage(`{}`)
 	}
@@ -333,9 +331,7 @@ var eventLocks [64]sync.Mutex
 // "WITH " or ", " and whose extra arguments start at $8); the insert happens only when
 // prefix's CTE named fin returns a row, if there is one.
 func (s *Store) insertEvent(ctx context.Context, prefix string, extra []any, e *JobEvent) (int64, error) {
-	if e.Level == "" {
-		e.Level = "info"
-	}
+	orDefault(&e.Level, "info")
 	if len(e.Data) == 0 {
 		e.Data = json.RawMessage(`{}`)
 	}

@@ -13,11 +13,11 @@ import (
 
 // Project is a function deployed into one region.
 type Project struct {
-	ID            string                  `db:"id" json:"id"`
-	Name          string                  `db:"name" json:"name"`
-	Slug          string                  `db:"slug" json:"slug"`
-	RegionID      *string                 `db:"region_id" json:"region_id"`
-	Image         string                  `db:"image" json:"image"`
+	ID       string  `db:"id" json:"id"`
+	Name     string  `db:"name" json:"name"`
+	Slug     string  `db:"slug" json:"slug"`
+	RegionID *string `db:"region_id" json:"region_id"`
+	Image    string  `db:"image" json:"image"`
 	// EnvVars are the plain env vars, decrypted from EnvVarsSealed (or read as an earlier
 	// version left them in the env_vars column, until `runr secrets encrypt` seals them).
 	EnvVars       JSON[map[string]string] `db:"env_vars" json:"env_vars"`
@@ -128,9 +128,7 @@ func (s *Store) CreateProject(ctx context.Context, p *Project) error {
 	if p.EnvVars.V == nil {
 		p.EnvVars.V = map[string]string{}
 	}
-	if p.Kind == "" {
-		p.Kind = ProjectHTTP
-	}
+	orDefault(&p.Kind, ProjectHTTP)
 	if p.Command.V == nil {
 		p.Command.V = []string{}
 	}

@@ -30,6 +30,26 @@ func set[T any](c *cols, name string, v *T) {
 	}
 }
 
+// changed collects the columns of an update struct whose pointer fields are set, each
+// named by its field's `col` tag (",json" for a jsonb column).
+func changed(u any) cols {
+	var c cols
+	v := reflect.ValueOf(u)
+	for i := 0; i < v.NumField(); i++ {
+		name, opt, _ := strings.Cut(v.Type().Field(i).Tag.Get("col"), ",")
+		f := v.Field(i)
+		if name == "" || f.Kind() != reflect.Pointer || f.IsNil() {
+			continue
+		}
+		val := f.Elem().Interface()
+		if opt == "json" {
+			val = JSON[any]{V: val}
+		}
+		c = append(c, column{name, val})
+	}
+	return c
+}
+
 // updateRegion writes the columns of one typed update (secret columns encrypted) and
 // announces the change.
 func (s *Store) updateRegion(ctx context.Context, op, id string, c cols) error {
@@ -56,82 +76,59 @@ func (s *Store) updateRegion(ctx context.Context, op, id string, c cols) error {
 
 // OperatorUpdate changes what a region records of its Knative Operator; nil fields stay.
 type OperatorUpdate struct {
-	Status    *ComponentStatus
-	Namespace *string
-	Version   *string
-	Adopted   *bool
+	Status    *ComponentStatus `col:"operator_status"`
+	Namespace *string          `col:"operator_namespace"`
+	Version   *string          `col:"operator_version"`
+	Adopted   *bool            `col:"operator_adopted"`
 	// Message is the region's Knative message (shared with Serving).
-	Message *string
+	Message *string `col:"knative_message"`
 }
 
 // UpdateOperator records the state of the region's Knative Operator.
 func (s *Store) UpdateOperator(ctx context.Context, id string, u OperatorUpdate) error {
-	var c cols
-	set(&c, "operator_status", u.Status)
-	set(&c, "operator_namespace", u.Namespace)
-	set(&c, "operator_version", u.Version)
-	set(&c, "operator_adopted", u.Adopted)
-	set(&c, "knative_message", u.Message)
-	return s.updateRegion(ctx, "update operator", id, c)
+	return s.updateRegion(ctx, "update operator", id, changed(u))
 }
 
 // ServingUpdate changes what a region records of its Knative Serving and how it is
 // reached; nil fields stay.
 type ServingUpdate struct {
-	Status      *ComponentStatus
-	Namespace   *string
-	Version     *string
-	Adopted     *bool
-	Message     *string
-	ExternalIP  *string
-	DNSResolved *bool
+	Status      *ComponentStatus `col:"serving_status"`
+	Namespace   *string          `col:"serving_namespace"`
+	Version     *string          `col:"knative_version"`
+	Adopted     *bool            `col:"serving_adopted"`
+	Message     *string          `col:"knative_message"`
+	ExternalIP  *string          `col:"external_ip"`
+	DNSResolved *bool            `col:"dns_resolved"`
 }
 
 // UpdateServing records the state of the region's Knative Serving.
 func (s *Store) UpdateServing(ctx context.Context, id string, u ServingUpdate) error {
-	var c cols
-	set(&c, "serving_status", u.Status)
-	set(&c, "serving_namespace", u.Namespace)
-	set(&c, "knative_version", u.Version)
-	set(&c, "serving_adopted", u.Adopted)
-	set(&c, "knative_message", u.Message)
-	set(&c, "external_ip", u.ExternalIP)
-	set(&c, "dns_resolved", u.DNSResolved)
-	return s.updateRegion(ctx, "update serving", id, c)
+	return s.updateRegion(ctx, "update serving", id, changed(u))
 }
 
 // RegistryUpdate changes a region's registry; nil fields stay.
 type RegistryUpdate struct {
-	Mode    *RegistryMode
-	Status  *ComponentStatus
-	Message *string
-	Address *string
-	Config  *RegistryConfig
+	Mode    *RegistryMode    `col:"registry_mode"`
+	Status  *ComponentStatus `col:"registry_status"`
+	Message *string          `col:"registry_status_message"`
+	Address *string          `col:"registry_address"`
+	Config  *RegistryConfig  `col:"registry_config,json"`
 	// Secret is the registry's secret value (S3 secret key or external password).
-	Secret *string
+	Secret *string `col:"registry_secret"`
 }
 
 // UpdateRegistry records the region's registry.
 func (s *Store) UpdateRegistry(ctx context.Context, id string, u RegistryUpdate) error {
-	var c cols
-	set(&c, "registry_mode", u.Mode)
-	set(&c, "registry_status", u.Status)
-	set(&c, "registry_status_message", u.Message)
-	set(&c, "registry_address", u.Address)
-	if u.Config != nil {
-		c = append(c, column{"registry_config", JSON[RegistryConfig]{V: *u.Config}})
-	}
-	set(&c, "registry_secret", u.Secret)
-	return s.updateRegion(ctx, "update registry", id, c)
+	return s.updateRegion(ctx, "update registry", id, changed(u))
 }
 
 // RedisUpdate changes a region's Redis; nil fields stay.
 type RedisUpdate struct {
-	Mode     *RedisMode
-	Status   *ComponentStatus
-	Message  *string
-	Address  *string
-	Password *string
+	Mode     *RedisMode       `col:"redis_mode"`
+	Status   *ComponentStatus `col:"redis_status"`
+	Message  *string          `col:"redis_message"`
+	Address  *string          `col:"redis_address"`
+	Password *string          `col:"redis_password"`
 }
 
 // SetTracingMode records a region's tracing mode.
@@ -142,41 +139,33 @@ func (s *Store) SetTracingMode(ctx context.Context, id string, m TracingMode) er
 
 // UpdateRedis records the region's Redis.
 func (s *Store) UpdateRedis(ctx context.Context, id string, u RedisUpdate) error {
-	var c cols
-	set(&c, "redis_mode", u.Mode)
-	set(&c, "redis_status", u.Status)
-	set(&c, "redis_message", u.Message)
-	set(&c, "redis_address", u.Address)
-	set(&c, "redis_password", u.Password)
-	return s.updateRegion(ctx, "update redis", id, c)
+	return s.updateRegion(ctx, "update redis", id, changed(u))
 }
 
 // MoveUpdate changes a region's move to another cluster; nil fields stay.
 type MoveUpdate struct {
-	Status *MigrationStatus
-	Detail *MigrationDetail
+	Status *MigrationStatus `col:"migration_status"`
+	Detail *MigrationDetail `col:"migration_detail,json"`
 	// DNSCheckAt sets migration_dns_check_at; ClearDNSCheckAt clears it.
-	DNSCheckAt      *time.Time
+	DNSCheckAt      *time.Time `col:"migration_dns_check_at"`
 	ClearDNSCheckAt bool
 	// OldKubeconfig and OldExternalIP keep the old cluster until the move completes.
-	OldKubeconfig *string
-	OldExternalIP *string
+	OldKubeconfig *string `col:"old_kubeconfig"`
+	OldExternalIP *string `col:"old_external_ip"`
+}
+
+// columns are the columns the move update sets.
+func (u MoveUpdate) columns() cols {
+	c := changed(u)
+	if u.ClearDNSCheckAt {
+		c = append(c, column{"migration_dns_check_at", nil})
+	}
+	return c
 }
 
 // UpdateMove records the state of a region's move.
 func (s *Store) UpdateMove(ctx context.Context, id string, u MoveUpdate) error {
-	var c cols
-	set(&c, "migration_status", u.Status)
-	if u.Detail != nil {
-		c = append(c, column{"migration_detail", JSON[MigrationDetail]{V: *u.Detail}})
-	}
-	set(&c, "migration_dns_check_at", u.DNSCheckAt)
-	if u.ClearDNSCheckAt {
-		c = append(c, column{"migration_dns_check_at", nil})
-	}
-	set(&c, "old_kubeconfig", u.OldKubeconfig)
-	set(&c, "old_external_ip", u.OldExternalIP)
-	return s.updateRegion(ctx, "update move", id, c)
+	return s.updateRegion(ctx, "update move", id, u.columns())
 }
 
 // MarkMovePending records that a move's job is queued (status pending, the job in the
@@ -207,17 +196,7 @@ type ClusterSwitch struct {
 func (s *Store) SwitchCluster(ctx context.Context, id string, sw ClusterSwitch) error {
 	c := cols{{"kubeconfig", sw.Kubeconfig}, {"cluster_server", sw.ClusterServer}, {"cluster_key", sw.ClusterKey}, {"external_ip", sw.ExternalIP}}
 	set(&c, "k8s_version", sw.K8sVersion)
-	set(&c, "operator_status", sw.Operator.Status)
-	set(&c, "operator_adopted", sw.Operator.Adopted)
-	set(&c, "serving_status", sw.Serving.Status)
-	set(&c, "serving_adopted", sw.Serving.Adopted)
-	set(&c, "dns_resolved", sw.Serving.DNSResolved)
-	set(&c, "migration_status", sw.Move.Status)
-	if sw.Move.Detail != nil {
-		c = append(c, column{"migration_detail", JSON[MigrationDetail]{V: *sw.Move.Detail}})
-	}
-	set(&c, "old_kubeconfig", sw.Move.OldKubeconfig)
-	set(&c, "old_external_ip", sw.Move.OldExternalIP)
+	c = append(append(append(c, changed(sw.Operator)...), changed(sw.Serving)...), sw.Move.columns()...)
 	return s.updateRegion(ctx, "switch cluster", id, c)
 }
 
@@ -245,30 +224,20 @@ func (s *Store) SetRegionSettings(ctx context.Context, id string, v RegionSettin
 
 // RegionSettingsUpdate changes some of a region's settings; nil fields stay as they are.
 type RegionSettingsUpdate struct {
-	RequestTimeout    *int
-	AgentWSURL        *string
-	IngressTrustedIPs *[]string
-	ImageMirror       *string
+	RequestTimeout    *int      `json:"request_timeout,omitempty"`
+	AgentWSURL        *string   `json:"agent_ws_url,omitempty"`
+	IngressTrustedIPs *[]string `json:"ingress_trusted_ips,omitempty"`
+	ImageMirror       *string   `json:"image_mirror,omitempty"`
 }
 
 // UpdateRegionSettings writes only the settings u names (a jsonb merge), so that two edits
 // of different settings, each made from its own read of the region, both land.
 func (s *Store) UpdateRegionSettings(ctx context.Context, id string, u RegionSettingsUpdate) error {
-	patch := map[string]any{}
-	for key, v := range map[string]any{"request_timeout": u.RequestTimeout, "agent_ws_url": u.AgentWSURL,
-		"ingress_trusted_ips": u.IngressTrustedIPs, "image_mirror": u.ImageMirror} {
-		if !reflect.ValueOf(v).IsNil() {
-			patch[key] = v
-		}
-	}
-	if len(patch) == 0 {
-		return nil
-	}
-	raw, err := json.Marshal(patch)
-	if err != nil {
+	patch, err := json.Marshal(u)
+	if err != nil || string(patch) == "{}" {
 		return wrap("update settings "+id, err)
 	}
-	res, err := s.db(ctx).ExecContext(ctx, `UPDATE regions SET settings = settings || $2::jsonb, updated_at = now() WHERE id = $1`, id, raw)
+	res, err := s.db(ctx).ExecContext(ctx, `UPDATE regions SET settings = settings || $2::jsonb, updated_at = now() WHERE id = $1`, id, patch)
 	if err := affected("update settings "+id, res, err); err != nil {
 		return err
 	}

@@ -226,26 +226,16 @@ const regionSummaryColumns = `r.id, r.name, r.region_status, r.registry_status, 
 
 // CreateRegion inserts a region; secret fields are encrypted.
 func (s *Store) CreateRegion(ctx context.Context, r *Region) error {
-	if r.ID == "" {
-		r.ID = NewID()
-	}
-	if r.Status == "" {
-		r.Status = RegionActive
-	}
-	if r.RegistryMode == "" {
-		r.RegistryMode = RegistryNone
-	}
-	if r.RedisMode == "" {
-		r.RedisMode = RedisManaged
-	}
+	orDefault(&r.ID, NewID())
+	orDefault(&r.Status, RegionActive)
+	orDefault(&r.RegistryMode, RegistryNone)
+	orDefault(&r.RedisMode, RedisManaged)
+	orDefault(&r.Mode, RegionManaged)
 	if r.Components.V == nil {
 		r.Components.V = map[string]ComponentState{}
 	}
 	if r.Nodes == nil {
 		r.Nodes = pq.StringArray{}
-	}
-	if r.Mode == "" {
-		r.Mode = RegionManaged
 	}
 	// A region created in a tenant's walls is the tenant's (the column's default).
 	err := s.db(ctx).GetContext(ctx, &r.TenantID, `INSERT INTO regions (id, name, kubeconfig, cluster_server, cluster_key, k8s_version,
@@ -262,18 +252,19 @@ func (s *Store) CreateRegion(ctx context.Context, r *Region) error {
 
 // RegionByID returns one region with its secrets decrypted.
 func (s *Store) RegionByID(ctx context.Context, id string) (*Region, error) {
-	r := &Region{}
-	if err := s.db(ctx).GetContext(ctx, r, regionSelect+` WHERE r.id = $1`, id); err != nil {
-		return nil, wrap("region "+id, err)
-	}
-	return r, s.decryptRegion(r)
+	return s.regionWhere(ctx, "r.id", id)
 }
 
 // RegionByName returns one region by name.
 func (s *Store) RegionByName(ctx context.Context, name string) (*Region, error) {
+	return s.regionWhere(ctx, "r.name", name)
+}
+
+// regionWhere reads the region whose column is v, secrets decrypted.
+func (s *Store) regionWhere(ctx context.Context, column, v string) (*Region, error) {
 	r := &Region{}
-	if err := s.db(ctx).GetContext(ctx, r, regionSelect+` WHERE r.name = $1`, name); err != nil {
-		return nil, wrap("region "+name, err)
+	if err := s.db(ctx).GetContext(ctx, r, regionSelect+` WHERE `+column+` = $1`, v); err != nil {
+		return nil, wrap("region "+v, err)
 	}
 	return r, s.decryptRegion(r)
 }

@@ -14,6 +14,14 @@ const (
 // Serving, the registry, Redis, and those in the components map.
 type ComponentStatus string
 
+// orNotInstalled is the status, not_installed when there is none yet.
+func (s ComponentStatus) orNotInstalled() ComponentStatus {
+	if s == "" {
+		return ComponentNotInstalled
+	}
+	return s
+}
+
 // Component statuses.
 const (
 	ComponentNotInstalled ComponentStatus = "not_installed"

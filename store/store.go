@@ -105,6 +105,14 @@ func (s *Store) PendingMigrations(ctx context.Context) (int, error) {
 // NewID returns a new sortable unique id (a ULID).
 func NewID() string { return ulid.MustNew(ulid.Timestamp(time.Now()), rand.Reader).String() }
 
+// orDefault sets *v to d when it is the zero value.
+func orDefault[T comparable](v *T, d T) {
+	var zero T
+	if *v == zero {
+		*v = d
+	}
+}
+
 // wrap wraps an error with the operation, mapping sql.ErrNoRows to ErrNotFound, a taken
 // unique value to ErrConflict and an unreachable database to ErrUnavailable.
 func wrap(op string, err error) error {

@@ -52,10 +52,7 @@ type AdmissionState struct {
 
 // Current is the policy's status, not_installed when it has none yet.
 func (a AdmissionState) Current() ComponentStatus {
-	if a.Status == "" {
-		return ComponentNotInstalled
-	}
-	return a.Status
+	return a.Status.orNotInstalled()
 }
 
 // GateOn reports whether the deploy gate checks images on the region: it has keys.
