@@ -74,12 +74,13 @@ type RegionSummaryJSON struct {
 	RegionMode   string           `json:"region_mode"`
 	ProjectCount int              `json:"project_count"`
 	Quota        tenancy.QuotaUse `json:"quota"`
+	GPU          GPUSummaryJSON   `json:"gpu"`
 }
 
 // regionSummaryJSON reads the summary of an assigned platform region for the user's tenant.
 func (h *Handlers) regionSummaryJSON(c *fiber.Ctx, r *store.Region) (RegionSummaryJSON, error) {
 	u, err := h.Ops.Tenancy.TenantQuotaUse(ctx(c), r, Who(c).User.Tenant())
-	return RegionSummaryJSON{ID: r.ID, Name: r.Name, Owner: "platform", RegionMode: string(r.Mode), ProjectCount: r.ProjectCount, Quota: u}, err
+	return RegionSummaryJSON{ID: r.ID, Name: r.Name, Owner: "platform", RegionMode: string(r.Mode), ProjectCount: r.ProjectCount, Quota: u, GPU: gpuSummary(r)}, err
 }
 
 // RegionJSON is a region for the API: its summary for a tenant's user when it is a

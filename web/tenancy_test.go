@@ -377,6 +377,10 @@ func TestTenantLists(t *testing.T) {
 	if quota["cpu"].(float64) != 2 || quota["memory_gib"].(float64) != 4 {
 		t.Fatalf("quota in the summary: %v", quota)
 	}
+	// The GPU summary is part of it (the spec: name, mode, own project count, GPU summary).
+	if gpu, ok := sum["gpu"].(map[string]any); !ok || gpu["status"] != "not_installed" || gpu["total"].(float64) != 0 {
+		t.Fatalf("the GPU summary of the assigned region: %v", sum["gpu"])
+	}
 	if seen["acme-own"]["owner"] != "tenant" || seen["acme-own"]["serving_status"] == nil {
 		t.Fatalf("own region: %v", seen["acme-own"])
 	}
