@@ -362,6 +362,7 @@ func TestFunctionThroughTheRegionsIngress(t *testing.T) {
 		return resp.StatusCode == http.StatusOK
 	})
 	d.figures.ServingToFirstAnswer = time.Since(d.servingPost)
+	d.captureBaseline(t, host)
 	var echo struct {
 		Host, Path string
 		Headers    map[string][]string
