@@ -10,9 +10,11 @@ import (
 	"github.com/PuerkitoBio/goquery"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"runr.dev/console/config"
 	"runr.dev/console/ops/domains"
+	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/redis"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
@@ -128,6 +130,11 @@ func TestRegionMove(t *testing.T) {
 			time.Sleep(200 * time.Millisecond)
 		}
 	}()
+	// Dedicated workers: the one the new cluster has is labelled and tainted there, the one
+	// it lacks leaves the selection.
+	if err := e.Store.SetRegionNodes(ctx, r.ID, []string{"worker-2", "gone-9"}); err != nil {
+		t.Fatal(err)
+	}
 	j := migrate(t, e, tok, r.ID, b.Kubeconfig(), map[string]any{"data_location": "eu-central"})
 	<-tlsStoreWatch
 	mustSucceed(t, j)
@@ -137,6 +144,17 @@ func TestRegionMove(t *testing.T) {
 	}
 	if r.Settings.V.KnativeDomain != "mv.example.test" || r.Name != "mv" {
 		t.Fatal("the move keeps the name and the function domain")
+	}
+	ksB, err := b.DynamicGet(ctx, ksGVR, "knative-serving", "knative-serving")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dom, _, _ := unstructured.NestedMap(ksB.Object, "spec", "config", "domain"); dom["mv.example.test"] == nil {
+		t.Fatalf("the new cluster's Knative domain configuration lacks the function domain: %v", dom)
+	}
+	if w, _ := b.Client.CoreV1().Nodes().Get(ctx, "worker-2", metav1.GetOptions{}); len(r.Nodes) != 1 || r.Nodes[0] != "worker-2" ||
+		w.Labels[nodes.DedicatedKey] != nodes.DedicatedValue || len(w.Spec.Taints) == 0 {
+		t.Fatalf("the workers on the new cluster: selection %v, worker-2 %v %v", r.Nodes, w.Labels, w.Spec.Taints)
 	}
 	failed := false
 	for _, s := range r.MigrationDetail.V.Steps {
@@ -188,8 +206,15 @@ func TestRegionMove(t *testing.T) {
 		t.Fatalf("complete outside dns_check: %d", st)
 	}
 
-	// Back to A, then a rollback: the region uses B again, its projects run there.
+	// Back to A, whose nodes the selection does not name: it is cleared. Then a rollback:
+	// the region uses B again, its projects run there.
+	if err := e.Store.SetRegionNodes(ctx, r.ID, []string{"gone-9"}); err != nil {
+		t.Fatal(err)
+	}
 	mustSucceed(t, migrate(t, e, tok, r.ID, a.Kubeconfig(), map[string]any{"data_location": "eu-central"}))
+	if r, _ = e.Store.RegionByID(ctx, r.ID); len(r.Nodes) != 0 {
+		t.Fatalf("a selection of nodes the new cluster lacks must be cleared: %v", r.Nodes)
+	}
 	var rb struct {
 		JobID string `json:"job_id"`
 	}
@@ -202,13 +227,39 @@ func TestRegionMove(t *testing.T) {
 		t.Fatalf("rollback: %s server %s ip %s", r.MigrationStatus, r.ClusterServer, r.ExternalIP)
 	}
 
-	// And once more, completed by hand.
+	// In maintenance, once more to A: the status block comes along, and 48 hours in
+	// dns_check complete the move without the DNS record.
+	var st struct {
+		JobID string `json:"job_id"`
+	}
+	if code := e.JSON("PUT", "/api/knative-regions/"+r.ID, tok, map[string]any{"region_status": "maintenance"}, &st); code != 200 {
+		t.Fatalf("maintenance: %d", code)
+	}
+	mustSucceed(t, e.WaitJob(st.JobID, time.Minute))
 	mustSucceed(t, migrate(t, e, tok, r.ID, a.Kubeconfig(), map[string]any{"data_location": "eu-central"}))
+	ir := schema.GroupVersionResource{Group: "traefik.io", Version: "v1alpha1", Resource: "ingressroutes"}
+	if _, err := a.DynamicGet(ctx, ir, "knative-serving", "runr-region-block-mv"); err != nil {
+		t.Fatalf("the status block of a region in maintenance must come with its move: %v", err)
+	}
+	e.Kube.Status.Periodic(ctx)
+	if r, _ = e.Store.RegionByID(ctx, r.ID); r.MigrationStatus != store.MigrationDNSCheck {
+		t.Fatalf("without the DNS record and before 48 hours the move waits: %s", r.MigrationStatus)
+	}
+	if _, err := e.Store.DB.Exec(`UPDATE regions SET migration_dns_check_at = now() - interval '49 hours' WHERE id = $1`, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.Kube.Status.Periodic(ctx)
+	if r, _ = e.Store.RegionByID(ctx, r.ID); r.MigrationStatus != store.MigrationCompleted || r.OldKubeconfig != "" {
+		t.Fatalf("48 hours in dns_check must complete the move: %s", r.MigrationStatus)
+	}
+
+	// And once more, completed by hand.
+	mustSucceed(t, migrate(t, e, tok, r.ID, b.Kubeconfig(), map[string]any{"data_location": "eu-central"}))
 	if st := e.JSON("POST", "/api/knative-regions/"+r.ID+"/complete-migration", tok, nil, nil); st != 200 {
 		t.Fatalf("complete by hand: %d", st)
 	}
 	r, _ = e.Store.RegionByID(ctx, r.ID)
-	if r.MigrationStatus != store.MigrationCompleted || r.ClusterServer != a.Server {
+	if r.MigrationStatus != store.MigrationCompleted || r.ClusterServer != b.Server {
 		t.Fatalf("completion by hand: %s", r.MigrationStatus)
 	}
 	_ = p1
