@@ -10,9 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"runr.dev/console/ops/domains"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 )
@@ -116,5 +119,129 @@ func TestCLIRegionOnCluster(t *testing.T) {
 	}
 	if out := u.must("jobs", "list", "--region", "eu-2"); strings.Count(out, "succeeded") < 4 {
 		t.Fatalf("jobs:\n%s", out)
+	}
+}
+
+// TestCLIRegionSubcommands runs the `runr regions …` subcommands the spec names that
+// TestCLIRegionOnCluster does not (create --inactive, registry test|set|rm, redis
+// set|test|rm, function-tls set|rm, migration start|status|rollback with --data-location,
+// demo rm, rm), each against the console's API, and checks what each changed.
+func TestCLIRegionSubcommands(t *testing.T) {
+	a := testcluster.New(t, testcluster.Options{})
+	b := testcluster.New(t, testcluster.Options{})
+	e := console(t, nil)
+	_, tok := e.User("owner")
+	ctx := context.Background()
+	if err := e.Store.SetSetting(ctx, "base_domain", "example.test"); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	file := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	kcA, kcB := file("a.yaml", a.Kubeconfig()), file("b.yaml", b.Kubeconfig())
+	u := newCLIUser(t, e.Listen(), tok)
+	region := func() *store.Region {
+		t.Helper()
+		r, err := e.Store.RegionByName(ctx, "lab")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	// fails runs a command that must exit 1 and returns what it wrote to stderr.
+	fails := func(args ...string) string {
+		t.Helper()
+		out, errOut, code := u.run(args...)
+		if code != 1 {
+			t.Fatalf("runr %s: exit %d, want 1\n%s%s", strings.Join(args, " "), code, out, errOut)
+		}
+		return errOut
+	}
+
+	u.must("regions", "create", "lab", "--kubeconfig", kcA, "--registry", "none", "--redis", "none", "--inactive", "--wait")
+	if r := region(); r.Status != store.RegionInactive {
+		t.Fatalf("create --inactive: status %s", r.Status)
+	}
+
+	// registry test (installs nothing), set, rm.
+	storage := []string{"--registry", "internal", "--storage-class", "standard", "--storage-size", "5Gi"}
+	if out := u.must(append([]string{"regions", "registry", "test", "lab"}, storage...)...); !strings.Contains(out, "succeeded") {
+		t.Fatalf("registry test:\n%s", out)
+	}
+	if r := region(); r.RegistryMode != store.RegistryNone {
+		t.Fatalf("registry test changed the registry: %s", r.RegistryMode)
+	}
+	u.must(append([]string{"regions", "registry", "set", "lab", "--wait"}, storage...)...)
+	if r := region(); r.RegistryMode != store.RegistryInternal || r.RegistryStatus != store.ComponentReady {
+		t.Fatalf("registry set: %s %s", r.RegistryMode, r.RegistryStatus)
+	}
+	u.must("regions", "registry", "rm", "lab", "--wait")
+	if r := region(); r.RegistryMode != store.RegistryNone {
+		t.Fatalf("registry rm: %s", r.RegistryMode)
+	}
+
+	// redis test without a Redis is refused; set an external one, test it, remove it.
+	if errOut := fails("regions", "redis", "test", "lab"); !strings.Contains(errOut, "no Redis to test") {
+		t.Fatalf("redis test without a Redis: %s", errOut)
+	}
+	u.must("regions", "redis", "set", "lab", "--mode", "external", "--address", "redis.example.test:6379", "--wait")
+	if r := region(); r.RedisMode != store.RedisExternal || r.RedisAddress != "redis.example.test:6379" {
+		t.Fatalf("redis set: %s %s", r.RedisMode, r.RedisAddress)
+	}
+	if out := u.must("regions", "redis", "test", "lab"); !strings.Contains(out, "Test the Redis of lab") {
+		t.Fatalf("redis test:\n%s", out)
+	}
+	u.must("regions", "redis", "rm", "lab", "--wait")
+	if r := region(); r.RedisAddress != "" {
+		t.Fatalf("redis rm: %s %q", r.RedisMode, r.RedisAddress)
+	}
+
+	// function-tls set and rm, on the region's Traefik.
+	u.must("regions", "knative", "install", "lab", "--wait")
+	now := time.Now()
+	cert, key := selfSigned(t, []string{"*.lab.example.test"}, now.Add(-time.Hour), now.Add(30*24*time.Hour))
+	u.must("regions", "function-tls", "set", "lab", "--cert", file("tls.crt", []byte(cert)), "--key", file("tls.key", []byte(key)), "--wait")
+	if r := region(); r.FunctionTLSCert == "" {
+		t.Fatal("function-tls set stored no certificate")
+	}
+	if _, err := a.Client.CoreV1().Secrets("knative-serving").Get(ctx, domains.FunctionTLSSecret, metav1.GetOptions{}); err != nil {
+		t.Fatalf("function-tls set: the Secret on the cluster: %v", err)
+	}
+	u.must("regions", "function-tls", "rm", "lab", "--wait")
+	if r := region(); r.FunctionTLSCert != "" {
+		t.Fatal("function-tls rm kept the certificate")
+	}
+
+	// migration start (refused outside the region's data location), status, rollback.
+	if _, err := e.Store.DB.Exec(`UPDATE regions SET data_location = 'eu-central' WHERE name = 'lab'`); err != nil {
+		t.Fatal(err)
+	}
+	if errOut := fails("regions", "migration", "start", "lab", "--kubeconfig", kcB, "--data-location", "us-east"); !strings.Contains(errOut, "data_location") {
+		t.Fatalf("a move out of the data location: %s", errOut)
+	}
+	if r := region(); r.ClusterServer != a.Server || r.MigrationStatus != store.MigrationNone {
+		t.Fatalf("the refused move changed the region: %s %s", r.ClusterServer, r.MigrationStatus)
+	}
+	u.must("regions", "migration", "start", "lab", "--kubeconfig", kcB, "--data-location", "eu-central", "--wait")
+	if out := u.must("regions", "migration", "status", "lab"); !strings.Contains(out, "dns_check") {
+		t.Fatalf("migration status:\n%s", out)
+	}
+	u.must("regions", "migration", "rollback", "lab", "--wait")
+	if r := region(); r.MigrationStatus != store.MigrationRolledBack || r.ClusterServer != a.Server {
+		t.Fatalf("migration rollback: %s %s", r.MigrationStatus, r.ClusterServer)
+	}
+
+	// demo rm with no demo removes nothing and succeeds; rm removes the record.
+	u.must("regions", "demo", "rm", "lab", "--wait")
+	if out := u.must("regions", "rm", "lab"); !strings.Contains(out, "Region lab removed") {
+		t.Fatalf("rm:\n%s", out)
+	}
+	if _, err := e.Store.RegionByName(ctx, "lab"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("after rm: %v", err)
 	}
 }
