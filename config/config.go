@@ -37,6 +37,11 @@ type Config struct {
 	AgentWSURL string
 	// GatewayURL is the in-cluster gateway, used when a region is the console's own cluster.
 	GatewayURL string
+	// ReplayIngestURL (RUNR_REPLAY_INGEST_URL, chart observability.replay.ingestUrl) and
+	// WorkflowsPublicAPIURL (WORKFLOWS_PUBLIC_API_URL) are addresses RunR hands out whose
+	// hosts the internal API also answers for.
+	ReplayIngestURL       string
+	WorkflowsPublicAPIURL string
 
 	// MinK8sMinor is the oldest Kubernetes minor accepted (RUNR_MIN_K8S_MINOR, default 30).
 	MinK8sMinor int
@@ -176,24 +181,26 @@ func parsePrefixes(name string, values []string) ([]netip.Prefix, error) {
 // FromEnv reads the configuration from the environment, with defaults.
 func FromEnv() (*Config, error) {
 	c := &Config{
-		DatabaseURL:      os.Getenv("DATABASE_URL"),
-		AppKey:           os.Getenv("RUNR_APP_KEY"),
-		Addr:             env("RUNR_ADDR", ":8080"),
-		AppURL:           env("RUNR_APP_URL", os.Getenv("APP_URL")),
-		AgentWSURL:       os.Getenv("RUNR_AGENT_WS_URL"),
-		GatewayURL:       os.Getenv("RUNR_GATEWAY_URL"),
-		ChartMirror:      strings.TrimRight(os.Getenv("RUNR_CHART_MIRROR"), "/"),
-		ServingCRDsURL:   os.Getenv("RUNR_SERVING_CRDS_URL"),
-		LocalClusterHost: os.Getenv("RUNR_LOCAL_CLUSTER_HOST"),
-		TraefikImage:     env("RUNR_TRAEFIK_IMAGE", "ghcr.io/brf-tech/runr/reqs/traefik:v3.7.4"),
-		AgentImage:       env("RUNR_AGENT_IMAGE", OwnImage("agent", Version)),
-		RedisImage:       env("RUNR_REDIS_IMAGE", "ghcr.io/brf-tech/runr/reqs/redis:7.4"),
-		DemoImage:        env("RUNR_DEMO_IMAGE", "ghcr.io/brf-tech/runr/reqs/python:3.13-alpine"),
-		DemoSMTPImage:    env("RUNR_DEMO_SMTP_IMAGE", "ghcr.io/brf-tech/runr/reqs/mailpit:v1.21"),
-		DNSResolver:      os.Getenv("RUNR_DNS_RESOLVER"),
-		SecureCookies:    os.Getenv("RUNR_SECURE_COOKIES") == "1",
-		LogLevel:         env("RUNR_LOG_LEVEL", "info"),
-		MetricsAddr:      os.Getenv("RUNR_METRICS_ADDR"),
+		DatabaseURL:           os.Getenv("DATABASE_URL"),
+		AppKey:                os.Getenv("RUNR_APP_KEY"),
+		Addr:                  env("RUNR_ADDR", ":8080"),
+		AppURL:                env("RUNR_APP_URL", os.Getenv("APP_URL")),
+		AgentWSURL:            os.Getenv("RUNR_AGENT_WS_URL"),
+		GatewayURL:            os.Getenv("RUNR_GATEWAY_URL"),
+		ReplayIngestURL:       os.Getenv("RUNR_REPLAY_INGEST_URL"),
+		WorkflowsPublicAPIURL: os.Getenv("WORKFLOWS_PUBLIC_API_URL"),
+		ChartMirror:           strings.TrimRight(os.Getenv("RUNR_CHART_MIRROR"), "/"),
+		ServingCRDsURL:        os.Getenv("RUNR_SERVING_CRDS_URL"),
+		LocalClusterHost:      os.Getenv("RUNR_LOCAL_CLUSTER_HOST"),
+		TraefikImage:          env("RUNR_TRAEFIK_IMAGE", "ghcr.io/brf-tech/runr/reqs/traefik:v3.7.4"),
+		AgentImage:            env("RUNR_AGENT_IMAGE", OwnImage("agent", Version)),
+		RedisImage:            env("RUNR_REDIS_IMAGE", "ghcr.io/brf-tech/runr/reqs/redis:7.4"),
+		DemoImage:             env("RUNR_DEMO_IMAGE", "ghcr.io/brf-tech/runr/reqs/python:3.13-alpine"),
+		DemoSMTPImage:         env("RUNR_DEMO_SMTP_IMAGE", "ghcr.io/brf-tech/runr/reqs/mailpit:v1.21"),
+		DNSResolver:           os.Getenv("RUNR_DNS_RESOLVER"),
+		SecureCookies:         os.Getenv("RUNR_SECURE_COOKIES") == "1",
+		LogLevel:              env("RUNR_LOG_LEVEL", "info"),
+		MetricsAddr:           os.Getenv("RUNR_METRICS_ADDR"),
 	}
 	c.ResponderImage = env("RUNR_RESPONDER_IMAGE", c.AgentImage)
 	// The function wrapper is RunR's, released with the console at the same version; the

@@ -630,13 +630,14 @@ func TestChartRendering(t *testing.T) {
 }
 
 // TestChartSpecValues: the values the spec names (knative.minK8sMinor, knative.traefikImage,
-// quota.cpu, quota.memoryGiB, observability.tracing.*) reach the console's container as the
+// quota.cpu, quota.memoryGiB, observability.tracing.*, observability.replay.ingestUrl) reach the console's container as the
 // environment it reads, and the console reads them as those settings.
 func TestChartSpecValues(t *testing.T) {
 	vals := map[string]any{"database": map[string]any{"url": "postgres://x"},
 		"knative": map[string]any{"minK8sMinor": 31, "traefikImage": "registry.example.com/traefik:v3.7.4"},
 		"quota":   map[string]any{"cpu": 24, "memoryGiB": 96.5},
-		"observability": map[string]any{"tracing": map[string]any{"installWithServing": false, "tempoRetentionHours": 24}}}
+		"observability": map[string]any{"tracing": map[string]any{"installWithServing": false, "tempoRetentionHours": 24},
+			"replay": map[string]any{"ingestUrl": "https://replay.example.test/ingest"}}}
 	out, err := render(t, vals)
 	if err != nil {
 		t.Fatal(err)
@@ -659,7 +660,7 @@ func TestChartSpecValues(t *testing.T) {
 		t.Fatalf("the console reads the chart's environment: %v", err)
 	}
 	if cfg.MinK8sMinor != 31 || cfg.TraefikImage != "registry.example.com/traefik:v3.7.4" || cfg.QuotaCPU != 24 || cfg.QuotaMemoryGiB != 96.5 ||
-		!cfg.TracingOff || cfg.TracingRetentionHours != 24 {
+		!cfg.TracingOff || cfg.TracingRetentionHours != 24 || cfg.ReplayIngestURL != "https://replay.example.test/ingest" {
 		t.Fatalf("settings from the chart's values: %+v (env %v)", cfg, env)
 	}
 	// The defaults set nothing the console would not choose itself.
@@ -667,7 +668,7 @@ func TestChartSpecValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"RUNR_MIN_K8S_MINOR", "RUNR_TRAEFIK_IMAGE", "RUNR_QUOTA_CPU", "RUNR_QUOTA_MEMORY_GIB", "RUNR_TRACING_DEFAULT_MODE"} {
+	for _, name := range []string{"RUNR_MIN_K8S_MINOR", "RUNR_TRAEFIK_IMAGE", "RUNR_QUOTA_CPU", "RUNR_QUOTA_MEMORY_GIB", "RUNR_TRACING_DEFAULT_MODE", "RUNR_REPLAY_INGEST_URL"} {
 		if strings.Contains(out, "name: "+name+"\n") {
 			t.Errorf("the default values set %s", name)
 		}

@@ -14,8 +14,9 @@ import (
 )
 
 // internalHosts decides which hosts /api/internal/* answers for: the console's own, and
-// the hosts of every address RunR hands out (the gateway, RUNR_AGENT_WS_URL, every
-// region's agent_ws_url, refreshed within a minute). Any other host gets 400.
+// the hosts of every address RunR hands out (the gateway, RUNR_AGENT_WS_URL, the replay
+// ingest URL, WORKFLOWS_PUBLIC_API_URL, every region's agent_ws_url, refreshed within a
+// minute). Any other host gets 400.
 type internalHosts struct {
 	s       *Server
 	mu      sync.Mutex
@@ -37,7 +38,7 @@ func (ih *internalHosts) allowed(ctx context.Context, host string) bool {
 	if ih.hosts == nil || time.Since(ih.fetched) > time.Minute {
 		cfg := ih.s.Cfg
 		hosts := map[string]bool{}
-		for _, u := range []string{cfg.AppURL, cfg.AgentWSURL, cfg.GatewayURL} {
+		for _, u := range []string{cfg.AppURL, cfg.AgentWSURL, cfg.GatewayURL, cfg.ReplayIngestURL, cfg.WorkflowsPublicAPIURL} {
 			if h := hostOf(u); h != "" {
 				hosts[h] = true
 			}
@@ -58,15 +59,34 @@ func (ih *internalHosts) allowed(ctx context.Context, host string) bool {
 	return ih.hosts[strings.ToLower(host)]
 }
 
-func (s *Server) internalOnly(c *fiber.Ctx) error {
+// requestHost is the request's host name, without port or brackets, in lower case.
+func requestHost(c *fiber.Ctx) string {
 	host := c.Hostname()
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		host = h
 	}
-	if !s.internal.allowed(c.UserContext(), strings.Trim(host, "[]")) {
+	return strings.ToLower(strings.Trim(host, "[]"))
+}
+
+func (s *Server) internalOnly(c *fiber.Ctx) error {
+	if !s.internal.allowed(c.UserContext(), requestHost(c)) {
 		return handlers.JSONError(c, fiber.StatusBadRequest, "This address does not answer the internal API.")
 	}
 	return c.Next()
+}
+
+// consoleHostOnly lets the API (but /api/internal/) answer only for the console's host,
+// RUNR_APP_URL's, and for loopback (a port-forward, the pod itself); without
+// RUNR_APP_URL it answers for any host. Any other host gets 400.
+func (s *Server) consoleHostOnly(c *fiber.Ctx) error {
+	if strings.HasPrefix(c.Path(), "/api/internal/") || s.Cfg.AppURL == "" {
+		return c.Next()
+	}
+	host := requestHost(c)
+	if ip := net.ParseIP(host); host == hostOf(s.Cfg.AppURL) || host == "localhost" || (ip != nil && ip.IsLoopback()) {
+		return c.Next()
+	}
+	return handlers.JSONError(c, fiber.StatusBadRequest, "The API answers at "+s.Cfg.AppURL+", not at this address.")
 }
 
 // agentAuth checks the agent's token: the regions of its cluster, or 401 once no region

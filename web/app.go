@@ -150,6 +150,7 @@ func New(st *store.Store, cfg *config.Config, svc *ops.Service, log *slog.Logger
 	s.App.Use(s.cleanInput)
 	s.App.Use(s.listChanges)
 	s.App.Use("/api/internal", s.internalOnly)
+	s.App.Use("/api", s.consoleHostOnly)
 	for _, r := range s.Routes() {
 		if r.Public {
 			s.App.Add(r.Method, r.Path, r.Handler)

@@ -561,3 +561,39 @@ func TestForwardedHeadersFromTrustedProxiesOnly(t *testing.T) {
 		t.Error("X-Forwarded-Proto from a trusted proxy: no HSTS")
 	}
 }
+
+// TestAPIAnswersOnlyForTheConsolesHost: with RUNR_APP_URL the API answers for its host (and
+// loopback: a port-forward, the pod itself), 400 for any other; /api/internal/ answers for
+// the hosts of the addresses RunR hands out, the replay ingest URL and
+// WORKFLOWS_PUBLIC_API_URL among them, and 400 for any other.
+func TestAPIAnswersOnlyForTheConsolesHost(t *testing.T) {
+	e := webtest.New(t, func(c *config.Config) {
+		c.AppURL = "https://console.example.test"
+		c.ReplayIngestURL = "https://replay.example.test/ingest"
+		c.WorkflowsPublicAPIURL = "https://workflows.example.test/api"
+	})
+	_, tok := e.User("owner")
+	status := func(path, host string) int {
+		req := webtest.Req("GET", path, tok, "")
+		req.Host = host
+		return e.Do(req).StatusCode
+	}
+	for host, want := range map[string]int{"console.example.test": 200, "CONSOLE.example.test:443": 200, "127.0.0.1:8080": 200, "localhost": 200, "[::1]:8080": 200,
+		"attacker.example.test": 400, "replay.example.test": 400} {
+		if got := status("/api/knative-regions", host); got != want {
+			t.Errorf("the API for host %s: %d, want %d", host, got, want)
+		}
+	}
+	// Past the host check the internal API wants an agent's token (401).
+	for host, want := range map[string]int{"console.example.test": 401, "replay.example.test": 401, "workflows.example.test": 401, "attacker.example.test": 400} {
+		if got := status("/api/internal/agent/ws", host); got != want {
+			t.Errorf("the internal API for host %s: %d, want %d", host, got, want)
+		}
+	}
+	// Pages are not the API: the sign-in page answers whatever the host.
+	req := webtest.Req("GET", "/login", "", "")
+	req.Host = "attacker.example.test"
+	if got := e.Do(req).StatusCode; got != 200 {
+		t.Errorf("the sign-in page for another host: %d", got)
+	}
+}

@@ -102,6 +102,10 @@ valueFrom:
   value: {{ . | toString | quote }}
 {{- end }}
 {{- end }}
+{{- with ((.Values.observability).replay).ingestUrl }}
+- name: RUNR_REPLAY_INGEST_URL
+  value: {{ . | quote }}
+{{- end }}
 {{- range $k, $v := .Values.env }}
 - name: {{ $k }}
   value: {{ $v | toString | quote }}
