@@ -83,6 +83,11 @@ func newDataPath(t *testing.T) *dataPath {
 	t.Cleanup(func() { krepo.Close() })
 	// One simulated node beside the real one takes what has no image here (Zot's pods).
 	c := realCluster(t, testcluster.Options{InsideLoadBalancer: true, Nodes: []testcluster.NodeSpec{{Name: "sim-1", CPU: "4", Memory: "8Gi"}}})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the registry's pods:\n%s", c.PodReport(registry.Namespace, ""))
+		}
+	})
 	if err := c.PushTraefik(ctx, os.Stderr); err != nil {
 		t.Fatal(err)
 	}
