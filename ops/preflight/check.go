@@ -305,7 +305,7 @@ func (s *Service) checkStorage(ctx context.Context, c *kube.Cluster, res *Result
 	case len(scs.Items) == 0:
 		res.add("storage", "StorageClasses", kit.CheckWarn, "none: an internal registry needs S3 then, or create a StorageClass")
 	case def == "":
-		res.add("storage", "StorageClasses", kit.CheckWarn, "no default StorageClass: name a class for every volume (registry, Prometheus, Loki)", names...)
+		res.add("storage", "StorageClasses", kit.CheckWarn, "no default StorageClass: name a class for every volume RunR requests (the internal registry's, the data services', the GPU model storage's)", names...)
 	default:
 		res.add("storage", "StorageClasses", kit.CheckPass, fmt.Sprintf("%d, default %s", len(scs.Items), def), names...)
 	}
