@@ -6,6 +6,10 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"runr.dev/console/config"
 	"runr.dev/console/helm"
 	"runr.dev/console/ops/observability"
 	"runr.dev/console/store"
@@ -119,4 +123,82 @@ func jobLogOf(t *testing.T, e *webtest.Env, id string) string {
 		b.WriteString(ev.Message + "\n")
 	}
 	return b.String()
+}
+
+// TestTracingStatusUntilThePodsRun: turning tracing on shows the region's tracing as
+// installing until the backend's pods run; when they never do (no node takes them), the
+// job fails and the status says why; once the cluster can run them, the same request
+// completes it.
+func TestTracingStatusUntilThePodsRun(t *testing.T) {
+	c := testcluster.New(t, testcluster.Options{})
+	e := console(t, func(cfg *config.Config) { cfg.TracingOff, cfg.InstallTimeout = true, 15*time.Second })
+	_, tok := e.User("owner")
+	ctx := context.Background()
+	r := newRegion(t, e, tok, c, "tr", nil)
+	mustSucceed(t, action(t, e, tok, r.ID, "install-knative", nil))
+	state := func() store.ComponentState {
+		t.Helper()
+		x, err := e.Store.RegionByID(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return x.Component("tracing")
+	}
+	if st := state(); st.Status != store.ComponentNotInstalled {
+		t.Fatalf("tracing off by default, yet %s", st.Status)
+	}
+	// No node takes new pods.
+	full := corev1.Taint{Key: "runr.test/full", Effect: corev1.TaintEffectNoSchedule}
+	taint := func(on bool) {
+		t.Helper()
+		nodes, err := c.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range nodes.Items {
+			var ts []corev1.Taint
+			for _, x := range n.Spec.Taints {
+				if x.Key != full.Key {
+					ts = append(ts, x)
+				}
+			}
+			if on {
+				ts = append(ts, full)
+			}
+			n.Spec.Taints = ts
+			if _, err := c.Client.CoreV1().Nodes().Update(ctx, &n, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	taint(true)
+	turnOn := func() string {
+		t.Helper()
+		var ans struct {
+			JobID string `json:"job_id"`
+		}
+		if st := e.JSON("PUT", "/api/observability/regions/"+r.ID+"/tracing", tok, map[string]any{"mode": "on"}, &ans); st != 202 {
+			t.Fatalf("tracing on: %d", st)
+		}
+		return ans.JobID
+	}
+	id := turnOn()
+	deadline := time.Now().Add(10 * time.Second)
+	for state().Status != store.ComponentInstalling {
+		if time.Now().After(deadline) {
+			t.Fatalf("while the backend's pods wait, the tracing status is %s", state().Status)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if j := e.WaitJob(id, time.Minute); j.Status != store.JobFailed {
+		t.Fatalf("the install whose pods never run: %s", j.Status)
+	}
+	if st := state(); st.Status != store.ComponentError || st.Message == "" {
+		t.Fatalf("after the failed install the tracing status is %s %q", st.Status, st.Message)
+	}
+	taint(false)
+	mustSucceed(t, e.WaitJob(turnOn(), 2*time.Minute))
+	if st := state(); st.Status != store.ComponentReady {
+		t.Fatalf("after the retry the tracing status is %s %q", st.Status, st.Message)
+	}
 }

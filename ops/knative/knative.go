@@ -682,8 +682,12 @@ func (s *Service) servingRecord(p ServingParams) func(ctx context.Context, jc *e
 	}
 }
 
-// Component runs a component's install and records its state.
+// Component runs a component's install and records its state: installing while it runs, then
+// ready, external (skipped for an instance of the region's own) or the error.
 func (s *Service) Component(ctx context.Context, jc *engine.JobContext, r *store.Region, name string, install func() error) error {
+	if err := s.Store.SetComponent(ctx, r.ID, name, store.ComponentState{Status: store.ComponentInstalling}); err != nil {
+		return err
+	}
 	err := install()
 	state := store.ComponentState{Status: store.ComponentReady}
 	switch {

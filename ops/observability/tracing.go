@@ -91,7 +91,13 @@ func (s *Service) applyTracingMode(ctx context.Context, jc *engine.JobContext) e
 	}
 	switch {
 	case len(users) > 0:
+		// The regions show "installing" until the backend's pods run, and the error if
+		// they never do (a retry of the job completes it).
+		if err := s.recordTracing(ctx, served, store.ComponentState{Status: store.ComponentInstalling}); err != nil {
+			return err
+		}
 		if err := s.InstallTracing(ctx, jc, c); err != nil {
+			s.Record(s.recordTracing(ctx, served, store.ComponentState{Status: store.ComponentError, Message: err.Error()}))
 			return err
 		}
 		if !s.TracingEnabled(r) {
