@@ -146,7 +146,7 @@ func TestChartInstallAndUpgrade(t *testing.T) {
 	in.ReleaseName, in.Namespace, in.CreateNamespace, in.Wait, in.Timeout = "runr", ns, true, true, 4*time.Minute
 	env := functionEnv(chartMirror)
 	env["RUNR_AGENT_IMAGE"] = ownRegistry + "/agent:" + installVersion
-	vals := map[string]any{"appURL": "https://runr.example.test",
+	vals := map[string]any{"appURL": "https://" + consoleHost,
 		"image":    map[string]any{"repository": ownRegistry + "/console", "tag": installVersion},
 		"database": map[string]any{"url": podDB},
 		"env":      env}
@@ -345,20 +345,29 @@ func jobLogs(t *testing.T, c *testcluster.Cluster, job, container string) string
 	return b.String()
 }
 
-// consoleURL is the console's Service as the cluster reaches it.
-func consoleURL(t *testing.T, c *testcluster.Cluster) string {
+// consoleHost is the host of the chart's appURL: the API answers only for it.
+const consoleHost = "runr.example.test"
+
+// consoleRequest is a request to the console's Service as the cluster reaches it, for
+// the console's host.
+func consoleRequest(t *testing.T, c *testcluster.Cluster, method, path string, body io.Reader) *http.Request {
 	t.Helper()
 	svc, err := c.Client.CoreV1().Services(ns).Get(context.Background(), "runr", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return "http://" + svc.Spec.ClusterIP
+	req, err := http.NewRequest(method, "http://"+svc.Spec.ClusterIP+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Host = consoleHost
+	return req
 }
 
 // consoleVersion asks the console through its Service for its version.
 func consoleVersion(t *testing.T, c *testcluster.Cluster) string {
 	t.Helper()
-	resp, err := c.InClusterHTTP().Get(consoleURL(t, c) + "/api/version")
+	resp, err := c.InClusterHTTP().Do(consoleRequest(t, c, "GET", "/api/version", nil))
 	if err != nil {
 		t.Fatalf("the console through its Service: %v", err)
 	}
@@ -389,7 +398,6 @@ type probe struct {
 func startProber(t *testing.T, c *testcluster.Cluster, token string) *prober {
 	t.Helper()
 	p := &prober{done: make(chan struct{})}
-	u := consoleURL(t, c) + "/api/me"
 	client := c.InClusterHTTP()
 	client.Timeout = 2 * time.Second
 	ctx := context.Background()
@@ -413,7 +421,7 @@ func startProber(t *testing.T, c *testcluster.Cluster, token string) *prober {
 			case <-tick.C:
 			}
 			at := time.Now()
-			req, _ := http.NewRequest("GET", u, nil)
+			req := consoleRequest(t, c, "GET", "/api/me", nil)
 			req.Header.Set("Authorization", "Bearer "+token)
 			pr := probe{at: at}
 			if resp, err := client.Do(req); err != nil {

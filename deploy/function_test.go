@@ -40,7 +40,7 @@ func consoleAPI(t *testing.T, c *testcluster.Cluster, token, method, path string
 		raw, _ := json.Marshal(body)
 		rd = bytes.NewReader(raw)
 	}
-	req, _ := http.NewRequest(method, consoleURL(t, c)+path, rd)
+	req := consoleRequest(t, c, method, path, rd)
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	client := c.InClusterHTTP()
