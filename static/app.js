@@ -85,6 +85,14 @@
   document.addEventListener("htmx:beforeSwap", function (e) {
     var d = e.detail;
     var elt = d.requestConfig && d.requestConfig.elt;
+    // A tab fetched again when its job ended, answered after the user opened another tab:
+    // the tab shown now stays.
+    var forTab = elt && elt.getAttribute && elt.getAttribute("data-for-tab");
+    var shown = document.querySelector('#region-tabs [aria-selected="true"]');
+    if (forTab && shown && shown.id !== "tab-" + forTab) {
+      d.shouldSwap = false;
+      return;
+    }
     if (!d.shouldSwap || !elt || !elt.hasAttribute || !elt.hasAttribute("data-keep-edited") ||
         typeof d.serverResponse !== "string" || !d.target) return;
     var forms = d.target.querySelectorAll("form[data-edited][action]");
