@@ -2,6 +2,7 @@ package apitest
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -108,6 +109,42 @@ func TestTracingModePerRegion(t *testing.T) {
 	}
 	if r, _ := e.Store.RegionByID(ctx, first.ID); r.TracingMode != store.TracingOn || r.Component("tracing").Status != store.ComponentReady {
 		t.Fatalf("the first region after tracing on: %q %s", r.TracingMode, r.Component("tracing").Status)
+	}
+
+	// Retention: the cluster's first region with tracing on decides the backend's.
+	retention := func() string {
+		t.Helper()
+		rel, err := helm.Status(cl, observability.ObservabilityNamespace, observability.TempoRelease)
+		if err != nil || rel == nil {
+			t.Fatalf("tempo release: %v", err)
+		}
+		tempo, _ := rel.Config["tempo"].(map[string]any)
+		return fmt.Sprint(tempo["retention"])
+	}
+	set("PUT", second.ID, map[string]any{"mode": "on", "retention_hours": 200})
+	if got := retention(); got != "72h" {
+		t.Fatalf("the second region's retention decided the backend's (%s): the first region with tracing on decides", got)
+	}
+	set("PUT", first.ID, map[string]any{"retention_hours": 120})
+	if got := retention(); got != "120h" {
+		t.Fatalf("Tempo's retention after the deciding region's 120 h: %s", got)
+	}
+	if r, _ := e.Store.RegionByID(ctx, first.ID); r.TracingMode != store.TracingOn || r.TracingRetentionHours != 120 {
+		t.Fatalf("a retention alone changed the mode or was not kept: %q %d", r.TracingMode, r.TracingRetentionHours)
+	}
+	if st := e.JSON("PUT", "/api/observability/regions/"+first.ID+"/tracing", tok, map[string]any{"retention_hours": 9000}, &refused); st != 422 || refused.Fields["retention_hours"] == "" {
+		t.Fatalf("a retention over a year: %d %+v", st, refused)
+	}
+	if r, _ := e.Store.RegionByID(ctx, first.ID); r.TracingRetentionHours != 120 {
+		t.Fatalf("the refused retention changed the region's: %d", r.TracingRetentionHours)
+	}
+	// Reconcile keeps the deciding region's retention.
+	if st := e.JSON("POST", "/api/reconcile", tok, map[string]any{"step": "tracing"}, &rec); st != 202 {
+		t.Fatalf("reconcile: %d", st)
+	}
+	mustSucceed(t, e.WaitJob(rec.JobID, 2*time.Minute))
+	if got := retention(); got != "120h" {
+		t.Fatalf("reconcile changed Tempo's retention to %s", got)
 	}
 }
 

@@ -351,10 +351,22 @@ func tracingCmd() *cobra.Command {
 		}
 	}
 	var mode string
+	var retention int
 	var wait bool
-	set := regionCommand("set REGION --mode on|off|default", "Set a region's tracing mode (default: the console's)", 0,
-		send(http.MethodPut, func() any { return map[string]any{"mode": mode} }))
+	var set *cobra.Command
+	set = regionCommand("set REGION [--mode on|off|default] [--retention-hours N]", "Set a region's tracing mode (default: the console's) or its own retention", 0,
+		send(http.MethodPut, func() any {
+			body := map[string]any{}
+			if set.Flags().Changed("retention-hours") {
+				body["retention_hours"] = retention
+			}
+			if set.Flags().Changed("mode") || len(body) == 0 {
+				body["mode"] = mode
+			}
+			return body
+		}))
 	set.Flags().StringVar(&mode, "mode", "on", "on, off or default")
+	set.Flags().IntVar(&retention, "retention-hours", 0, "the region's own Tempo retention in hours (0: the console's); the cluster's first region with tracing on decides")
 	_ = set.RegisterFlagCompletionFunc("mode", cobra.FixedCompletions([]string{"on", "off", "default"}, cobra.ShellCompDirectiveNoFileComp))
 	rm := regionCommand("rm REGION", "Turn a region's tracing off (the backend goes once no region of the cluster uses it)", 0,
 		send(http.MethodDelete, func() any { return nil }))

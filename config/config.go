@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/Masterminds/semver/v3"
+	"github.com/google/go-containerregistry/pkg/name"
 )
 
 // Version is the console's version: main sets it from its build stamp before reading the
@@ -99,6 +102,14 @@ type Config struct {
 	// observability.tracing.defaultMode): a Serving install and reconcile leave the tracing
 	// backend out (default on).
 	TracingOff bool
+	// TracingCollectorImage and TracingTempoImage replace the tracing backend's images
+	// (observability.tracing.collectorImage / tempoImage, e.g. the same versions in a
+	// registry of your own; empty: this release's).
+	TracingCollectorImage, TracingTempoImage string
+	// TracingCollectorChartVersion and TracingTempoChartVersion pin the backend's charts
+	// (observability.tracing.collectorChartVersion / tempoChartVersion; empty: this
+	// release's).
+	TracingCollectorChartVersion, TracingTempoChartVersion string
 
 	// DNSResolver is the host:port of the DNS server the status check asks ("" = system).
 	DNSResolver string
@@ -265,6 +276,9 @@ func FromEnv() (*Config, error) {
 	default:
 		return nil, fmt.Errorf("config: RUNR_TRACING_DEFAULT_MODE=%q is not on or off", m)
 	}
+	if err := c.loadTracingBackend(); err != nil {
+		return nil, err
+	}
 	if c.Tenancy, err = onOff("RUNR_TENANCY"); err != nil {
 		return nil, err
 	}
@@ -362,4 +376,37 @@ func durEnv(k string, def time.Duration) (time.Duration, error) {
 		return 0, fmt.Errorf("config: %s=%q is not a duration (e.g. 60s)", k, v)
 	}
 	return d, nil
+}
+
+// chartVersionsOfEarlierReleases are the tracing chart versions the charts of 0.5.0 and
+// 0.5.1 set, which helm upgrade --reuse-values keeps: they count as empty (upgrading.md).
+var chartVersionsOfEarlierReleases = map[string]string{
+	"RUNR_TRACING_COLLECTOR_CHART_VERSION": "0.175.1",
+	"RUNR_TRACING_TEMPO_CHART_VERSION":     "3.1.0",
+}
+
+// loadTracingBackend reads the tracing backend's image and chart-version settings.
+func (c *Config) loadTracingBackend() error {
+	for env, dst := range map[string]*string{"RUNR_TRACING_COLLECTOR_IMAGE": &c.TracingCollectorImage, "RUNR_TRACING_TEMPO_IMAGE": &c.TracingTempoImage} {
+		v := strings.TrimSpace(os.Getenv(env))
+		if v != "" {
+			if _, err := name.NewTag(v, name.StrictValidation); err != nil {
+				return fmt.Errorf("config: %s=%q is not an image with its registry and tag, e.g. registry.example.com/mirror/tempo:3.1.0 (%v)", env, v, err)
+			}
+		}
+		*dst = v
+	}
+	for env, dst := range map[string]*string{"RUNR_TRACING_COLLECTOR_CHART_VERSION": &c.TracingCollectorChartVersion, "RUNR_TRACING_TEMPO_CHART_VERSION": &c.TracingTempoChartVersion} {
+		v := strings.TrimPrefix(strings.TrimSpace(os.Getenv(env)), "v")
+		if v == chartVersionsOfEarlierReleases[env] {
+			v = ""
+		}
+		if v != "" {
+			if _, err := semver.StrictNewVersion(v); err != nil {
+				return fmt.Errorf("config: %s=%q is not a chart version such as 1.2.3 (%v)", env, v, err)
+			}
+		}
+		*dst = v
+	}
+	return nil
 }

@@ -57,6 +57,34 @@ func TestTracingDefaultMode(t *testing.T) {
 	}
 }
 
+// TestTracingBackendSettings: the backend's images need their registry and tag; a chart
+// version is a version, and the ones the charts of 0.5.0 and 0.5.1 set count as empty.
+func TestTracingBackendSettings(t *testing.T) {
+	for env, tc := range map[string]struct{ good, bad, want string }{
+		"RUNR_TRACING_TEMPO_IMAGE":             {"registry.example.com:5000/mirror/tempo:3.1.0", "tempo", "registry.example.com:5000/mirror/tempo:3.1.0"},
+		"RUNR_TRACING_COLLECTOR_IMAGE":         {"registry.example.com/otel:0.162.0", "registry.example.com/otel", "registry.example.com/otel:0.162.0"},
+		"RUNR_TRACING_TEMPO_CHART_VERSION":     {"3.1.0", "latest", ""},
+		"RUNR_TRACING_COLLECTOR_CHART_VERSION": {"v0.180.0", "0.180", "0.180.0"},
+	} {
+		t.Run(env, func(t *testing.T) {
+			t.Setenv(env, tc.bad)
+			if _, err := FromEnv(); err == nil {
+				t.Errorf("%s=%s is accepted", env, tc.bad)
+			}
+			t.Setenv(env, tc.good)
+			c, err := FromEnv()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{"RUNR_TRACING_TEMPO_IMAGE": c.TracingTempoImage, "RUNR_TRACING_COLLECTOR_IMAGE": c.TracingCollectorImage,
+				"RUNR_TRACING_TEMPO_CHART_VERSION": c.TracingTempoChartVersion, "RUNR_TRACING_COLLECTOR_CHART_VERSION": c.TracingCollectorChartVersion}[env]
+			if got != tc.want {
+				t.Errorf("%s=%s reads as %q, want %q", env, tc.good, got, tc.want)
+			}
+		})
+	}
+}
+
 // TestOwnImagesAtTheConsolesVersion: every image of the console's own is referenced at the
 // console's version, never :latest.
 func TestOwnImagesAtTheConsolesVersion(t *testing.T) {

@@ -638,13 +638,17 @@ func TestChartRendering(t *testing.T) {
 }
 
 // TestChartSpecValues: the values the spec names (knative.minK8sMinor, knative.traefikImage,
-// quota.cpu, quota.memoryGiB, observability.tracing.*, observability.replay.ingestUrl) reach the console's container as the
+// quota.cpu, quota.memoryGiB, observability.tracing.* with the backend's images and chart
+// versions, observability.replay.ingestUrl) reach the console's container as the
 // environment it reads, and the console reads them as those settings.
 func TestChartSpecValues(t *testing.T) {
 	vals := map[string]any{"database": map[string]any{"url": "postgres://x"},
 		"knative": map[string]any{"minK8sMinor": 31, "traefikImage": "registry.example.com/traefik:v3.7.4"},
 		"quota":   map[string]any{"cpu": 24, "memoryGiB": 96.5},
-		"observability": map[string]any{"tracing": map[string]any{"installWithServing": false, "tempoRetentionHours": 24},
+		"observability": map[string]any{"tracing": map[string]any{"installWithServing": false, "tempoRetentionHours": 24,
+			"collectorImage": "registry.example.com/mirror/opentelemetry-collector-contrib:0.162.0", "tempoImage": "registry.example.com/mirror/tempo:3.1.0",
+			// 0.175.1, the chart of 0.5.0's, counts as empty; 3.3.0 pins Tempo's.
+			"collectorChartVersion": "0.175.1", "tempoChartVersion": "3.3.0"},
 			"replay": map[string]any{"ingestUrl": "https://replay.example.test/ingest"}}}
 	out, err := render(t, vals)
 	if err != nil {
@@ -668,7 +672,9 @@ func TestChartSpecValues(t *testing.T) {
 		t.Fatalf("the console reads the chart's environment: %v", err)
 	}
 	if cfg.MinK8sMinor != 31 || cfg.TraefikImage != "registry.example.com/traefik:v3.7.4" || cfg.QuotaCPU != 24 || cfg.QuotaMemoryGiB != 96.5 ||
-		!cfg.TracingOff || cfg.TracingRetentionHours != 24 || cfg.ReplayIngestURL != "https://replay.example.test/ingest" {
+		!cfg.TracingOff || cfg.TracingRetentionHours != 24 || cfg.ReplayIngestURL != "https://replay.example.test/ingest" ||
+		cfg.TracingCollectorImage != "registry.example.com/mirror/opentelemetry-collector-contrib:0.162.0" || cfg.TracingTempoImage != "registry.example.com/mirror/tempo:3.1.0" ||
+		cfg.TracingCollectorChartVersion != "" || cfg.TracingTempoChartVersion != "3.3.0" {
 		t.Fatalf("settings from the chart's values: %+v (env %v)", cfg, env)
 	}
 	// The defaults set nothing the console would not choose itself.
@@ -676,7 +682,8 @@ func TestChartSpecValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"RUNR_MIN_K8S_MINOR", "RUNR_TRAEFIK_IMAGE", "RUNR_QUOTA_CPU", "RUNR_QUOTA_MEMORY_GIB", "RUNR_TRACING_DEFAULT_MODE", "RUNR_REPLAY_INGEST_URL"} {
+	for _, name := range []string{"RUNR_MIN_K8S_MINOR", "RUNR_TRAEFIK_IMAGE", "RUNR_QUOTA_CPU", "RUNR_QUOTA_MEMORY_GIB", "RUNR_TRACING_DEFAULT_MODE", "RUNR_REPLAY_INGEST_URL",
+		"RUNR_TRACING_COLLECTOR_IMAGE", "RUNR_TRACING_TEMPO_IMAGE", "RUNR_TRACING_COLLECTOR_CHART_VERSION", "RUNR_TRACING_TEMPO_CHART_VERSION"} {
 		if strings.Contains(out, "name: "+name+"\n") {
 			t.Errorf("the default values set %s", name)
 		}

@@ -21,6 +21,7 @@ import (
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/knative"
 	"runr.dev/console/ops/nodes"
+	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/projects"
 	"runr.dev/console/ops/redis"
 	"runr.dev/console/ops/registry"
@@ -44,6 +45,7 @@ var TabKinds = map[string][]string{
 	"data":      data.DataKinds,
 	// The Supply chain tab.
 	"supply-chain": admission.AdmissionKinds,
+	"tracing":      {observability.KindTracing},
 }
 
 // IsRegionTab reports whether t names a tab of the region page.

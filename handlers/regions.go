@@ -50,12 +50,14 @@ type RegionJSON struct {
 	RedisAddress          string                          `json:"redis_address"`
 	Components            map[string]store.ComponentState `json:"components"`
 	// TracingMode is the region's tracing mode: on, off, or default (the console's).
-	TracingMode    string       `json:"tracing_mode"`
-	KnativeDomain  string       `json:"knative_domain"`
-	ExternalIP     string       `json:"external_ip"`
-	DNSResolved    bool         `json:"dns_resolved"`
-	DNSInstruction string       `json:"dns_instruction"`
-	Health         store.Health `json:"health"`
+	TracingMode string `json:"tracing_mode"`
+	// TracingRetentionHours is the region's own Tempo retention (0: the console's).
+	TracingRetentionHours int          `json:"tracing_retention_hours"`
+	KnativeDomain         string       `json:"knative_domain"`
+	ExternalIP            string       `json:"external_ip"`
+	DNSResolved           bool         `json:"dns_resolved"`
+	DNSInstruction        string       `json:"dns_instruction"`
+	Health                store.Health `json:"health"`
 	// Glance is the health at a glance: the worst layer's state and reason.
 	Glance                HealthGlanceJSON      `json:"health_at_a_glance"`
 	CheckedAt             *time.Time            `json:"checked_at"`
@@ -110,7 +112,7 @@ func ToRegionJSON(r *store.Region, baseDomain string) RegionJSON {
 		OperatorStatus: r.OperatorStatus, OperatorNamespace: r.OperatorNamespace,
 		ServingStatus: r.ServingStatus, ServingNamespace: r.ServingNamespace, KnativeVersion: r.KnativeVersion, KnativeMessage: r.KnativeMessage,
 		RedisMode: r.RedisMode, RedisStatus: r.RedisStatus, RedisAddress: r.RedisAddress,
-		Components: r.Components.V, TracingMode: string(kit.OrDefault(r.TracingMode, "default")), KnativeDomain: domain, ExternalIP: r.ExternalIP, DNSResolved: r.DNSResolved,
+		Components: r.Components.V, TracingMode: string(kit.OrDefault(r.TracingMode, "default")), TracingRetentionHours: r.TracingRetentionHours, KnativeDomain: domain, ExternalIP: r.ExternalIP, DNSResolved: r.DNSResolved,
 		DNSInstruction: DNSInstruction(domain, r.ExternalIP), Health: r.Health.V, Glance: glanceJSON(r.Health.V.Glance()), CheckedAt: r.CheckedAt,
 		AgentLastSeenAt: r.AgentLastSeenAt, FunctionTLSExpiresAt: r.FunctionTLSExpiresAt,
 		FaaSCPUOvercommit: r.FaaSCPUOvercommit, FaaSMemoryOvercommit: r.FaaSMemoryOvercommit,

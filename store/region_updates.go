@@ -131,10 +131,15 @@ type RedisUpdate struct {
 	Password *string          `col:"redis_password"`
 }
 
-// SetTracingMode records a region's tracing mode.
-func (s *Store) SetTracingMode(ctx context.Context, id string, m TracingMode) error {
-	res, err := s.db(ctx).ExecContext(ctx, `UPDATE regions SET tracing_mode = $2, updated_at = now() WHERE id = $1`, id, m)
-	return affected("set the tracing mode of region "+id, res, err)
+// TracingUpdate changes a region's tracing; nil fields stay.
+type TracingUpdate struct {
+	Mode           *TracingMode `col:"tracing_mode"`
+	RetentionHours *int         `col:"tracing_retention_hours"`
+}
+
+// SetTracing records a region's tracing mode and retention.
+func (s *Store) SetTracing(ctx context.Context, id string, u TracingUpdate) error {
+	return s.updateRegion(ctx, "set the tracing", id, changed(u))
 }
 
 // UpdateRedis records the region's Redis.

@@ -209,6 +209,8 @@ func (s *Server) regionAPIRoutes() []Route {
 		{Method: post, Path: "/api/knative-regions/:id/test-redis", Perm: perm.RegionsManage, Handler: s.Lifecycle.APITestRedis},
 		{Method: put, Path: "/api/observability/regions/:id/tracing", Perm: perm.RegionsManage, Handler: s.Lifecycle.APISetTracing},
 		{Method: del, Path: "/api/observability/regions/:id/tracing", Perm: perm.RegionsManage, Handler: s.Lifecycle.APIRemoveTracing},
+		{Method: post, Path: "/regions/:id/tracing", Perm: perm.RegionsManage, Handler: s.Lifecycle.TracingForm},
+		{Method: post, Path: "/regions/:id/tracing/remove", Perm: perm.RegionsManage, Handler: s.Lifecycle.TracingRemoveForm},
 		{Method: get, Path: "/api/knative-regions", Perm: perm.RegionsView, Handler: h.APIListRegions},
 		{Method: get, Path: "/api/knative-regions/:id", Perm: perm.RegionsView, Handler: s.Regions.APIGetRegion},
 		{Method: put, Path: "/api/knative-regions/:id", Perm: perm.RegionsManage, Handler: s.Regions.APIUpdateRegion},

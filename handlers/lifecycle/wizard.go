@@ -307,5 +307,6 @@ type Handlers struct{ *handlers.Handlers }
 func New(h *handlers.Handlers) *Handlers {
 	l := &Handlers{Handlers: h}
 	h.AddTab("migration", l.migrationTab)
+	h.AddTab("tracing", l.tracingTab)
 	return l
 }

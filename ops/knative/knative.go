@@ -656,7 +656,11 @@ func (s *Service) servingTracing(ctx context.Context, jc *engine.JobContext, r *
 		jc.Logf("Tracing is off for %s (%s): the tracing backend is not installed", r.Name, why)
 		return nil
 	}
-	return s.Component(ctx, jc, r, "tracing", func() error { return s.Observability.InstallTracing(ctx, jc, c) })
+	users, err := s.Observability.TracingUsers(ctx, r)
+	if err != nil {
+		return err
+	}
+	return s.Component(ctx, jc, r, "tracing", func() error { return s.Observability.InstallTracing(ctx, jc, c, s.Observability.Backend(users)) })
 }
 
 // servingRecord is the step "record" (Record the region) of servingSteps.

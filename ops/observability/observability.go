@@ -114,28 +114,39 @@ func (s *Service) InstallLoki(ctx context.Context, jc *engine.JobContext, c *kub
 	return nil
 }
 
+// TracingReleases are the tracing backend's releases, Tempo first: this release's charts
+// and RunR's mirrors of the images unless the settings pin others.
+func (s *Service) TracingReleases(b TracingBackend) []kit.Release {
+	tempo, otel := ChartTempo, ChartOtelCollector
+	if v := s.Cfg.TracingTempoChartVersion; v != "" {
+		tempo.Version = v
+	}
+	if v := s.Cfg.TracingCollectorChartVersion; v != "" {
+		otel.Version = v
+	}
+	return []kit.Release{
+		{Namespace: ObservabilityNamespace, Name: TempoRelease, Chart: tempo, Values: TempoValues(b.RetentionHours, s.Cfg.TracingTempoImage)},
+		{Namespace: ObservabilityNamespace, Name: OtelRelease, Chart: otel, Values: OtelValues(s.Cfg.TracingCollectorImage)},
+	}
+}
+
 // InstallTracing installs the tracing backend: the OpenTelemetry Collector and Tempo,
-// with the retention setting.
-func (s *Service) InstallTracing(ctx context.Context, jc *engine.JobContext, c *kube.Cluster) error {
+// with the retention the backend's deciding region asks for.
+func (s *Service) InstallTracing(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, b TracingBackend) error {
 	if _, err := kit.EnsureNamespace(ctx, jc, c, ObservabilityNamespace, nil); err != nil {
 		return err
 	}
-	tempo := TempoValues(s.Cfg.TracingRetentionHours)
-	rel, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: ObservabilityNamespace, Name: TempoRelease, Chart: ChartTempo, Values: tempo})
-	if err != nil {
-		return err
+	rels := s.TracingReleases(b)
+	for _, want := range rels {
+		rel, err := s.HelmApply(ctx, jc, c, want)
+		if err != nil {
+			return err
+		}
+		if err := kit.WaitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {
+			return err
+		}
 	}
-	if err := kit.WaitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {
-		return err
-	}
-	otel := OtelValues()
-	rel, err = s.HelmApply(ctx, jc, c, kit.Release{Namespace: ObservabilityNamespace, Name: OtelRelease, Chart: ChartOtelCollector, Values: otel})
-	if err != nil {
-		return err
-	}
-	if err := kit.WaitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {
-		return err
-	}
-	jc.Note("Tracing: OpenTelemetry Collector %s and Tempo %s, traces kept %d h", ChartOtelCollector.Version, ChartTempo.Version, s.Cfg.TracingRetentionHours)
+	jc.Note("Tracing: Tempo %s and OpenTelemetry Collector %s, traces kept %d h (decided by %s, the cluster's first region with tracing on)",
+		rels[0].Chart.Version, rels[1].Chart.Version, b.RetentionHours, b.DecidedBy)
 	return nil
 }

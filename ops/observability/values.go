@@ -1,6 +1,10 @@
 package observability
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/google/go-containerregistry/pkg/name"
+)
 
 // RunR's mirrors of the tracing images (ghcr.io/brf-tech/runr, regions.md "Images and
 // Helm charts"), at the tag each chart defaults to (its appVersion).
@@ -43,21 +47,29 @@ func LokiValues() map[string]any {
 	}
 }
 
-// TempoValues are Tempo's values, with traces kept retentionHours. The chart composes its
-// image as tempo.registry/tempo.repository:tag, registry defaulting to docker.io.
-func TempoValues(retentionHours int) map[string]any {
-	return map[string]any{
-		"tempo":       map[string]any{"registry": tracingRegistry, "repository": tempoRepository, "retention": fmt.Sprintf("%dh", retentionHours)},
-		"persistence": map[string]any{"enabled": false},
+// TempoValues are Tempo's values, with traces kept retentionHours and image, when set,
+// instead of RunR's mirror (a tagged reference with its registry, config checks it). The
+// chart composes its image as tempo.registry/tempo.repository:tag, registry defaulting to
+// docker.io.
+func TempoValues(retentionHours int, image string) map[string]any {
+	tempo := map[string]any{"registry": tracingRegistry, "repository": tempoRepository, "retention": fmt.Sprintf("%dh", retentionHours)}
+	if ref, err := name.NewTag(image, name.StrictValidation); err == nil {
+		tempo["registry"], tempo["repository"], tempo["tag"] = ref.RegistryStr(), ref.RepositoryStr(), ref.TagStr()
 	}
+	return map[string]any{"tempo": tempo, "persistence": map[string]any{"enabled": false}}
 }
 
-// OtelValues are the OpenTelemetry Collector's values: OTLP in, Tempo out.
-func OtelValues() map[string]any {
+// OtelValues are the OpenTelemetry Collector's values: OTLP in, Tempo out, with image,
+// when set, instead of RunR's mirror.
+func OtelValues(image string) map[string]any {
+	img := map[string]any{"repository": collectorImageRef}
+	if ref, err := name.NewTag(image, name.StrictValidation); err == nil {
+		img["repository"], img["tag"] = ref.Context().Name(), ref.TagStr()
+	}
 	return map[string]any{
 		"mode": "deployment",
 		// The chart composes the image from the repository alone (registry included).
-		"image": map[string]any{"repository": collectorImageRef},
+		"image": img,
 		"config": map[string]any{
 			"receivers": map[string]any{"otlp": map[string]any{"protocols": map[string]any{"grpc": map[string]any{}, "http": map[string]any{}}}},
 			"exporters": map[string]any{"otlp/tempo": map[string]any{"endpoint": TempoRelease + "." + ObservabilityNamespace + ".svc:4317", "tls": map[string]any{"insecure": true}}},

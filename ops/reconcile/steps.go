@@ -236,27 +236,16 @@ func (s *Service) applyStatusBlock(ctx context.Context, jc *engine.JobContext, c
 	return s.StatusBlock.ApplyBlock(ctx, jc, c, &t.Region)
 }
 
-// tracingReleases are the tracing backend's releases with this release's charts and values.
-func (s *Service) tracingReleases() []kit.Release {
-	return []kit.Release{
-		{Namespace: observability.ObservabilityNamespace, Name: observability.TempoRelease, Chart: observability.ChartTempo, Values: observability.TempoValues(s.Cfg.TracingRetentionHours)},
-		{Namespace: observability.ObservabilityNamespace, Name: observability.OtelRelease, Chart: observability.ChartOtelCollector, Values: observability.OtelValues()},
-	}
-}
-
 // checkTracing: where a region of the cluster with Serving ready has tracing on (its
 // mode, or the console's default), Tempo and the OpenTelemetry Collector run this
 // release's charts and values (their images are in the values); elsewhere nothing.
 func (s *Service) checkTracing(_ context.Context, c *kube.Cluster, t *reconcileTarget) (finding, error) {
-	wanted := false
-	for i := range t.Regions {
-		wanted = wanted || (t.Regions[i].ServingStatus == store.ComponentReady && s.Observability.TracingEnabled(&t.Regions[i]))
-	}
-	if !wanted {
+	users := s.tracingUsers(t)
+	if len(users) == 0 {
 		return finding{What: "tracing is off for every region of the cluster: nothing to install"}, nil
 	}
 	var fs []finding
-	for _, want := range s.tracingReleases() {
+	for _, want := range s.Observability.TracingReleases(s.Observability.Backend(users)) {
 		rel, err := helm.Status(c, want.Namespace, want.Name)
 		if err != nil {
 			return finding{}, err
@@ -270,10 +259,21 @@ func (s *Service) checkTracing(_ context.Context, c *kube.Cluster, t *reconcileT
 
 // applyTracing installs or updates the tracing backend and records it on the cluster's regions.
 func (s *Service) applyTracing(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, t *reconcileTarget) error {
-	if err := s.Observability.InstallTracing(ctx, jc, c); err != nil {
+	if err := s.Observability.InstallTracing(ctx, jc, c, s.Observability.Backend(s.tracingUsers(t))); err != nil {
 		return err
 	}
 	return s.recordComponent(ctx, t, "tracing", store.ComponentState{Status: store.ComponentReady, Version: observability.ChartTempo.Version})
+}
+
+// tracingUsers are the target cluster's regions with Serving ready and tracing on.
+func (s *Service) tracingUsers(t *reconcileTarget) []store.Region {
+	var users []store.Region
+	for _, r := range t.Regions {
+		if r.ServingStatus == store.ComponentReady && s.Observability.TracingEnabled(&r) {
+			users = append(users, r)
+		}
+	}
+	return users
 }
 
 // recordComponent records a component's state on every region of the target's cluster

@@ -101,6 +101,22 @@ valueFrom:
 - name: RUNR_TRACING_RETENTION_HOURS
   value: {{ . | toString | quote }}
 {{- end }}
+{{- with .collectorImage }}
+- name: RUNR_TRACING_COLLECTOR_IMAGE
+  value: {{ . | quote }}
+{{- end }}
+{{- with .tempoImage }}
+- name: RUNR_TRACING_TEMPO_IMAGE
+  value: {{ . | quote }}
+{{- end }}
+{{- with .collectorChartVersion }}
+- name: RUNR_TRACING_COLLECTOR_CHART_VERSION
+  value: {{ . | toString | quote }}
+{{- end }}
+{{- with .tempoChartVersion }}
+- name: RUNR_TRACING_TEMPO_CHART_VERSION
+  value: {{ . | toString | quote }}
+{{- end }}
 {{- end }}
 {{- with ((.Values.observability).replay).ingestUrl }}
 - name: RUNR_REPLAY_INGEST_URL
