@@ -3,13 +3,18 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"runr.dev/console/ops"
+	"runr.dev/console/ops/admission"
 	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/store"
+	"runr.dev/console/supplychain/sigtest"
+	"runr.dev/console/testcluster"
 	"runr.dev/console/web/webtest"
 )
 
@@ -69,5 +74,97 @@ func TestCLIRuntimes(t *testing.T) {
 	}
 	if p := queued(mustCLI(t, "regions", "rm", "eu-3", "--teardown"), ops.KindTeardown); p["parts"] != nil {
 		t.Fatalf("a region with nothing installed has parts to remove: %v", p)
+	}
+}
+
+// TestCLISettingsCommands: the settings of the Isolation, GPU and Supply chain tabs and
+// the Sandbox API's have CLI commands (issue 35): set sends only the flags given and shows
+// what was kept, show prints the settings, and a refusal comes back as the API's sentence
+// with nothing changed.
+func TestCLISettingsCommands(t *testing.T) {
+	e := webtest.New(t, nil)
+	base := e.Listen()
+	_, owner := e.User("owner")
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Setenv("RUNR_URL", base)
+	t.Setenv("RUNR_TOKEN", owner)
+	ctx := context.Background()
+	cl := testcluster.New(t, testcluster.Options{})
+	r := &store.Region{Name: "eu-4", Kubeconfig: string(cl.Kubeconfig()), RedisMode: store.RedisNone}
+	if err := e.Store.CreateRegion(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	region := func() *store.Region {
+		t.Helper()
+		got, err := e.Store.RegionByID(ctx, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+
+	// The Sandbox API's settings.
+	before := isolation.SandboxSettingsOf(region())
+	mustCLI(t, "sandbox", "regions", "set", "eu-4", "--max-ttl-seconds", "3600", "--allow-runc")
+	after := isolation.SandboxSettingsOf(region())
+	if after.MaxTTLSeconds != 3600 || !after.AllowRunc || after.Enabled != before.Enabled || after.DefaultTTLSeconds != before.DefaultTTLSeconds {
+		t.Fatalf("sandbox settings after set: %+v (before %+v)", after, before)
+	}
+	if _, _, err := cli(t, "", "sandbox", "regions", "set", "eu-4", "--max-cpu-m", "10"); err == nil || !strings.Contains(err.Error(), "max_cpu_m") {
+		t.Fatalf("a CPU ceiling under 50m: %v", err)
+	}
+	if got := isolation.SandboxSettingsOf(region()); got.MaxCPUm != after.MaxCPUm {
+		t.Fatalf("the refused ceiling changed the settings: %d", got.MaxCPUm)
+	}
+	if _, _, err := cli(t, "", "sandbox", "regions", "set", "eu-4"); err == nil || !strings.Contains(err.Error(), "nothing to change") {
+		t.Fatalf("set without a setting: %v", err)
+	}
+	var shown map[string]any
+	if err := json.Unmarshal([]byte(mustCLI(t, "sandbox", "regions", "show", "eu-4", "-o", "json")), &shown); err != nil || shown["max_ttl_seconds"] != float64(3600) {
+		t.Fatalf("sandbox regions show: %v %v", err, shown)
+	}
+
+	// The Supply chain tab's settings, a key from a file.
+	key := sigtest.NewKey(t)
+	keyFile := filepath.Join(t.TempDir(), "cosign.pub")
+	if err := os.WriteFile(keyFile, []byte(key.PublicPEM), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mustCLI(t, "regions", "supply-chain", "set", "eu-4", "--data-location", "eu-central", "--fail-severity", "high", "--public-key-file", keyFile)
+	sc := admission.SupplyChainOf(region())
+	if region().DataLocation != "eu-central" || sc.FailSeverity != "high" || len(sc.PublicKeys) != 1 || sc.RequireSBOM {
+		t.Fatalf("supply chain after set: %q %+v", region().DataLocation, sc)
+	}
+	if _, _, err := cli(t, "not a key", "regions", "supply-chain", "set", "eu-4", "--public-key-file", "-", "--fail-severity", "low"); err == nil || !strings.Contains(err.Error(), "public_keys") {
+		t.Fatalf("a key that is not one, from standard input: %v", err)
+	}
+	if got := admission.SupplyChainOf(region()); got.FailSeverity != "high" || len(got.PublicKeys) != 1 {
+		t.Fatalf("the refused change changed the supply chain: %+v", got)
+	}
+	if out := mustCLI(t, "regions", "supply-chain", "show", "eu-4"); !strings.Contains(out, "eu-central") {
+		t.Fatalf("supply-chain show: %s", out)
+	}
+
+	// The GPU tab's model storage and the Isolation tab's classes.
+	if _, _, err := cli(t, "", "regions", "gpu", "storage", "eu-4", "--size-gi", "0"); err == nil || !strings.Contains(err.Error(), "size_gi") {
+		t.Fatalf("a volume of 0 GiB: %v", err)
+	}
+	if _, _, err := cli(t, "", "regions", "gpu", "storage", "eu-4", "--size-gi", "100", "--storage-class", "shared"); err == nil || !strings.Contains(err.Error(), "no StorageClass shared") {
+		t.Fatalf("a StorageClass the cluster lacks: %v", err)
+	}
+	out := mustCLI(t, "regions", "gpu", "storage", "eu-4", "--size-gi", "100", "--storage-class", "standard")
+	j, err := e.Store.JobByID(ctx, strings.Fields(out[strings.Index(out, "job ")+4:])[0])
+	var ms gpu.ModelStorageParams
+	if err != nil || j.Kind != gpu.KindModelStorage || json.Unmarshal(j.Params, &ms) != nil || ms.SizeGi != 100 || ms.StorageClass != "standard" {
+		t.Fatalf("gpu storage: %v %+v %+v", err, j, ms)
+	}
+	if _, _, err := cli(t, "", "regions", "isolation", "classes", "eu-4", "functions=gvisor"); err == nil || !strings.Contains(err.Error(), "not installed on this region") {
+		t.Fatalf("a class that is not installed: %v", err)
+	}
+	if _, _, err := cli(t, "", "regions", "isolation", "classes", "eu-4", "functions"); err == nil || !strings.Contains(err.Error(), "KIND=CLASS") {
+		t.Fatalf("an argument without a class: %v", err)
+	}
+	if out := mustCLI(t, "regions", "isolation", "classes", "eu-4", "functions=runc"); !strings.Contains(out, "runtime_classes") {
+		t.Fatalf("isolation classes: %s", out)
 	}
 }

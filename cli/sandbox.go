@@ -24,14 +24,14 @@ import (
 	"runr.dev/console/agent/sandbox"
 )
 
-// sandboxCmd holds the sandbox runtimes' node installers, which the console's DaemonSets
-// in runr-sandbox run on the nodes: the KVM probe and gVisor's installer.
+// sandboxCmd holds `runr sandbox regions show|set` (a region's Sandbox API settings) and,
+// hidden, the sandbox runtimes' node installers, which the console's DaemonSets in
+// runr-sandbox run on the nodes: the KVM probe and gVisor's installer.
 func sandboxCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "sandbox", Short: "Node installers of the sandbox runtimes (run by the region's DaemonSets)", Hidden: true}
+	cmd := &cobra.Command{Use: "sandbox", Short: "The Sandbox API's settings of the regions"}
 	var root string
-	cmd.PersistentFlags().StringVar(&root, "root", "/host", "where the host's filesystem is mounted")
-	cmd.AddCommand(&cobra.Command{
-		Use: "probe-kvm", Short: "Label this node runr.dev/kvm with whether /dev/kvm exists, then wait", Args: cobra.NoArgs,
+	probe := &cobra.Command{
+		Use: "probe-kvm", Short: "Label this node runr.dev/kvm with whether /dev/kvm exists, then wait", Args: cobra.NoArgs, Hidden: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ok, why := sandbox.ProbeKVM(root)
 			fmt.Fprintln(cmd.OutOrStdout(), why)
@@ -40,7 +40,13 @@ func sandboxCmd() *cobra.Command {
 			}
 			return waitForSignal(cmd.Context())
 		},
-	}, gvisorInstallCmd(&root))
+	}
+	gvisor := gvisorInstallCmd(&root)
+	gvisor.Hidden = true
+	for _, installer := range []*cobra.Command{probe, gvisor} {
+		installer.Flags().StringVar(&root, "root", "/host", "where the host's filesystem is mounted")
+	}
+	cmd.AddCommand(probe, gvisor, sandboxRegionsCmd())
 	return cmd
 }
 
