@@ -37,6 +37,18 @@ func cli(t *testing.T, stdin string, args ...string) (string, string, error) {
 	return out.String(), errOut.String(), err
 }
 
+// consoleForCLI starts a console and points the CLI at it with an owner's token.
+func consoleForCLI(t *testing.T) *webtest.Env {
+	t.Helper()
+	e := webtest.New(t, nil)
+	base := e.Listen()
+	_, owner := e.User("owner")
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Setenv("RUNR_URL", base)
+	t.Setenv("RUNR_TOKEN", owner)
+	return e
+}
+
 // mustCLI runs `runr args…` and fails the test when it fails.
 func mustCLI(t *testing.T, args ...string) string {
 	t.Helper()
@@ -164,12 +176,7 @@ func TestCLILoginAndOutput(t *testing.T) {
 // TestCLIJobs: --wait follows a job to its end and exits non-zero when it fails; jobs
 // show, logs, retry and cancel work on it.
 func TestCLIJobs(t *testing.T) {
-	e := webtest.New(t, nil)
-	base := e.Listen()
-	_, owner := e.User("owner")
-	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
-	t.Setenv("RUNR_URL", base)
-	t.Setenv("RUNR_TOKEN", owner)
+	e := consoleForCLI(t)
 	ctx := context.Background()
 	r := &store.Region{Name: "eu-2", Kubeconfig: "not a kubeconfig", RedisMode: store.RedisNone}
 	if err := e.Store.CreateRegion(ctx, r); err != nil {
@@ -268,12 +275,7 @@ func TestCLIJobs(t *testing.T) {
 
 // TestCLICompletion: Cobra's shell completion, with the region names from the console.
 func TestCLICompletion(t *testing.T) {
-	e := webtest.New(t, nil)
-	base := e.Listen()
-	_, owner := e.User("owner")
-	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
-	t.Setenv("RUNR_URL", base)
-	t.Setenv("RUNR_TOKEN", owner)
+	e := consoleForCLI(t)
 	if err := e.Store.CreateRegion(context.Background(), &store.Region{Name: "eu-2", Kubeconfig: "x", RedisMode: store.RedisNone}); err != nil {
 		t.Fatal(err)
 	}

@@ -15,19 +15,13 @@ import (
 	"runr.dev/console/store"
 	"runr.dev/console/supplychain/sigtest"
 	"runr.dev/console/testcluster"
-	"runr.dev/console/web/webtest"
 )
 
 // TestCLIRuntimes: the Isolation, GPU and Supply chain tabs have CLI commands (issue 34):
 // each queues the tab's job with the flags as its parameters, and a refusal comes back
 // as the API's sentence.
 func TestCLIRuntimes(t *testing.T) {
-	e := webtest.New(t, nil)
-	base := e.Listen()
-	_, owner := e.User("owner")
-	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
-	t.Setenv("RUNR_URL", base)
-	t.Setenv("RUNR_TOKEN", owner)
+	e := consoleForCLI(t)
 	ctx := context.Background()
 	r := &store.Region{Name: "eu-2", Kubeconfig: "not a kubeconfig", RedisMode: store.RedisNone}
 	if err := e.Store.CreateRegion(ctx, r); err != nil {
@@ -82,12 +76,7 @@ func TestCLIRuntimes(t *testing.T) {
 // what was kept, show prints the settings, and a refusal comes back as the API's sentence
 // with nothing changed.
 func TestCLISettingsCommands(t *testing.T) {
-	e := webtest.New(t, nil)
-	base := e.Listen()
-	_, owner := e.User("owner")
-	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
-	t.Setenv("RUNR_URL", base)
-	t.Setenv("RUNR_TOKEN", owner)
+	e := consoleForCLI(t)
 	ctx := context.Background()
 	cl := testcluster.New(t, testcluster.Options{})
 	r := &store.Region{Name: "eu-4", Kubeconfig: string(cl.Kubeconfig()), RedisMode: store.RedisNone}
