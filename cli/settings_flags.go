@@ -1,14 +1,13 @@
 package cli
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -122,20 +121,14 @@ func indented(w io.Writer, raw json.RawMessage) error {
 func readFiles(cmd *cobra.Command, names []string) ([]string, error) {
 	out := make([]string, 0, len(names))
 	for _, n := range names {
-		var b []byte
-		var err error
-		if n == "-" {
-			b, err = io.ReadAll(cmd.InOrStdin())
-		} else {
-			b, err = os.ReadFile(n)
-		}
+		text, err := readSecret(cmd, n, "")
 		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", n, err)
+			return nil, err
 		}
-		if len(bytes.TrimSpace(b)) == 0 {
+		if strings.TrimSpace(text) == "" {
 			return nil, fmt.Errorf("%s is empty", n)
 		}
-		out = append(out, string(b))
+		out = append(out, text)
 	}
 	return out, nil
 }
