@@ -14,9 +14,12 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
 	"runr.dev/console/ops"
 	"runr.dev/console/ops/domains"
@@ -218,15 +221,83 @@ func TestMaintenanceBlockAndRemoval(t *testing.T) {
 		}
 		mustSucceed(t, e.WaitJob(ans.JobID, time.Minute))
 	}
-	setStatus("maintenance")
-	route, err := c.DynamicGet(ctx, ir, "knative-serving", "runr-region-block-blk")
+	// The region's hosts outside its function domain: a Knative Service whose URL is under
+	// another domain (a tenant's own base domain) and a project's custom domain
+	// (DomainMapping); one under the function domain needs no rule of its own.
+	dyn, err := dynamic.NewForConfig(c.REST)
 	if err != nil {
-		t.Fatalf("IngressRoute: %v", err)
+		t.Fatal(err)
 	}
-	routes, _, _ := unstructured.NestedSlice(route.Object, "spec", "routes")
-	match := routes[0].(map[string]any)["match"].(string)
-	if !strings.Contains(match, `blk\.example\.test`) || routes[0].(map[string]any)["priority"] == nil {
-		t.Fatalf("route %v", routes[0])
+	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "blk"}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	ksvc := schema.GroupVersionResource{Group: "serving.knative.dev", Version: "v1", Resource: "services"}
+	for name, u := range map[string]string{"shop": "http://shop.acme.test", "api": "http://api.blk.example.test"} {
+		o := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "serving.knative.dev/v1", "kind": "Service",
+			"metadata": map[string]any{"name": name, "namespace": "blk", "labels": map[string]any{"runr.dev/region": "blk"}},
+			"spec":     map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"image": "example.test/shop:1"}}}}}}}
+		if _, err := dyn.Resource(ksvc).Namespace("blk").Create(ctx, o, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// Once the simulated Serving reported the revision, Knative's URL under the
+		// Service's domain.
+		deadline := time.Now().Add(time.Minute)
+		for {
+			got, err := dyn.Resource(ksvc).Namespace("blk").Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok, _ := unstructured.NestedInt64(got.Object, "status", "observedGeneration"); ok {
+				_ = unstructured.SetNestedField(got.Object, u, "status", "url")
+				if _, err := dyn.Resource(ksvc).Namespace("blk").UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("Knative Service %s has no status", name)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	mapping := func(host string) {
+		dm := schema.GroupVersionResource{Group: "serving.knative.dev", Version: "v1beta1", Resource: "domainmappings"}
+		o := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "serving.knative.dev/v1beta1", "kind": "DomainMapping",
+			"metadata": map[string]any{"name": host, "namespace": "blk"},
+			"spec":     map[string]any{"ref": map[string]any{"name": "shop", "kind": "Service", "apiVersion": "serving.knative.dev/v1"}}}}
+		if _, err := dyn.Resource(dm).Namespace("blk").Create(ctx, o, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mapping("shop.example.org")
+	blockMatch := func() string {
+		route, err := c.DynamicGet(ctx, ir, "knative-serving", "runr-region-block-blk")
+		if err != nil {
+			t.Fatalf("IngressRoute: %v", err)
+		}
+		routes, _, _ := unstructured.NestedSlice(route.Object, "spec", "routes")
+		if routes[0].(map[string]any)["priority"] == nil {
+			t.Fatalf("route %v", routes[0])
+		}
+		return routes[0].(map[string]any)["match"].(string)
+	}
+	setStatus("maintenance")
+	match := blockMatch()
+	if !strings.Contains(match, `blk\.example\.test`) || !strings.Contains(match, "Host(`shop.acme.test`)") || !strings.Contains(match, "Host(`shop.example.org`)") ||
+		strings.Contains(match, "api.blk") {
+		t.Fatalf("the block matches %s", match)
+	}
+	// A custom domain added later: the status check applies the block again.
+	mapping("www.example.org")
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(blockMatch(), "Host(`www.example.org`)") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the block was not applied again with the new host: %s", blockMatch())
+		}
+		if err := e.Kube.Status.CheckNow(ctx, r.ID); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
 	}
 	m, err := c.DynamicGet(ctx, mw, "knative-serving", "runr-region-block-blk")
 	if err != nil {

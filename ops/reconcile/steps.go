@@ -199,8 +199,11 @@ func (s *Service) checkBlock(ctx context.Context, c *kube.Cluster, t *reconcileT
 		}
 		return finding{}, nil
 	}
-	hosts := statusblock.BlockHosts(r)
-	if len(hosts) == 0 {
+	hosts, err := statusblock.RegionHosts(ctx, c, r)
+	if err != nil {
+		return finding{}, err
+	}
+	if hosts.Empty() {
 		return finding{What: "no function domain yet: nothing to block"}, nil
 	}
 	if !found {
@@ -208,7 +211,7 @@ func (s *Service) checkBlock(ctx context.Context, c *kube.Cluster, t *reconcileT
 	}
 	routes, _, _ := unstructured.NestedSlice(route.Object, "spec", "routes")
 	if len(routes) == 0 || routes[0].(map[string]any)["match"] != statusblock.BlockRule(hosts) {
-		return finding{Change: true, What: "the status block's hosts: " + strings.Join(hosts, ", ")}, nil
+		return finding{Change: true, What: "the status block's hosts: " + statusblock.BlockRule(hosts)}, nil
 	}
 	mw, found, err := c.Get(ctx, kube.GVKMiddleware, ns, name)
 	if err != nil {

@@ -28,6 +28,7 @@ import (
 	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/redis"
 	"runr.dev/console/ops/registry"
+	"runr.dev/console/ops/statusblock"
 	"runr.dev/console/store"
 )
 
@@ -680,6 +681,7 @@ func (s *Service) checkCluster(ctx context.Context, k string, rs []*store.Region
 	if st.err == nil {
 		for _, r := range rs {
 			s.followBaseDomain(store.WithTenant(ctx, r.Tenant()), r, base)
+			s.followBlockHosts(store.WithTenant(ctx, r.Tenant()), r)
 		}
 	}
 }
@@ -732,6 +734,36 @@ func (s *Service) followBaseDomain(ctx context.Context, r *store.Region, base st
 	if _, err := s.Enqueue(ctx, engine.Request{Kind: domains.KindSetDomain, Title: "Function domain of " + r.Name, Subject: r.ID,
 		Params: domains.DomainParams{Domain: r.Name + "." + base}, CreatedBy: "status check"}); err != nil {
 		s.Log.Warn("status: queue the function domain", "region", r.Name, "err", err)
+	}
+}
+
+// followBlockHosts applies the status block of a region that is not active again when
+// the hosts it answers on changed (a Knative Service or DomainMapping came or went).
+func (s *Service) followBlockHosts(ctx context.Context, r *store.Region) {
+	if r.Status == store.RegionActive || r.ServingStatus != store.ComponentReady {
+		return
+	}
+	c, err := s.RegionCluster(r)
+	if err != nil {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.Cfg.StatusTimeout)
+	defer cancel()
+	hosts, err := statusblock.RegionHosts(cctx, c, r)
+	if err != nil || hosts.Empty() {
+		return
+	}
+	applied, err := statusblock.AppliedRule(cctx, c, r)
+	if err != nil || applied == "" || applied == statusblock.BlockRule(hosts) {
+		// No block yet: the status change's own job, or reconcile, applies it.
+		return
+	}
+	if _, err := s.Store.ActiveJob(ctx, r.ID, statusblock.KindRegionStatus); err == nil {
+		return
+	}
+	if _, err := s.Enqueue(ctx, engine.Request{Kind: statusblock.KindRegionStatus, Title: "Status block of " + r.Name + ": its hosts changed", Subject: r.ID,
+		CreatedBy: "status check"}); err != nil {
+		s.Log.Warn("status: queue the status block", "region", r.Name, "err", err)
 	}
 }
 

@@ -3,11 +3,14 @@ package statusblock
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"regexp"
+	"sort"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"runr.dev/console/engine"
@@ -28,26 +31,116 @@ const (
 // BlockName is the IngressRoute (and Middleware) of a region's status block.
 func BlockName(region string) string { return "runr-region-block-" + region }
 
-// BlockHosts are the host patterns a region answers on: its function domain and, during
-// a base-domain migration, the domain it moves to.
-func BlockHosts(r *store.Region) []string {
-	var hosts []string
+// BlockDomains are the domains a region answers under: its function domain and, during a
+// base-domain migration, the domain it moves to.
+func BlockDomains(r *store.Region) []string {
+	var domains []string
 	if d := r.Settings.V.KnativeDomain; d != "" {
-		hosts = append(hosts, d)
+		domains = append(domains, d)
 	}
 	if t := r.DomainMigrationTarget; t != "" && r.DomainMigrationStatus != "" {
-		hosts = append(hosts, t)
+		domains = append(domains, t)
 	}
-	return hosts
+	return domains
 }
 
-// BlockRule is the Traefik rule that matches every host under the given domains.
-func BlockRule(domains []string) string {
+// Hosts are what a region's block matches: every host under its domains, and the exact
+// hosts of its Knative Services and DomainMappings outside them (a tenant's own base
+// domain, a project's custom domain).
+type Hosts struct {
+	Domains []string
+	Exact   []string
+}
+
+// Empty says the region answers on no host yet.
+func (h Hosts) Empty() bool { return len(h.Domains) == 0 && len(h.Exact) == 0 }
+
+// all lists the domains and hosts for a note.
+func (h Hosts) all() string { return strings.Join(append(append([]string{}, h.Domains...), h.Exact...), ", ") }
+
+// covered says whether a host is under one of the domains.
+func (h Hosts) covered(host string) bool {
+	for _, d := range h.Domains {
+		if host == d || strings.HasSuffix(host, "."+d) {
+			return true
+		}
+	}
+	return false
+}
+
+var gvrKService = schema.GroupVersionResource{Group: "serving.knative.dev", Version: "v1", Resource: "services"}
+
+var gvrDomainMapping = schema.GroupVersionResource{Group: "serving.knative.dev", Version: "v1beta1", Resource: "domainmappings"}
+
+// RegionHosts reads from the cluster the hosts a region answers on: its domains, the
+// hosts of the Knative Services labelled with the region (their status.url, as Knative
+// Serving reports it) and the DomainMappings beside them or labelled with the region.
+func RegionHosts(ctx context.Context, c *kube.Cluster, r *store.Region) (Hosts, error) {
+	h := Hosts{Domains: BlockDomains(r)}
+	selector := metav1.ListOptions{LabelSelector: "runr.dev/region=" + r.Name}
+	services, err := c.Dynamic.Resource(gvrKService).Namespace("").List(ctx, selector)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return h, fmt.Errorf("list the Knative Services of region %s: %w", r.Name, err)
+	}
+	found := map[string]bool{}
+	namespaces := map[string]bool{r.Name: true}
+	add := func(host string) {
+		host = strings.ToLower(strings.TrimSuffix(host, "."))
+		if host != "" && !found[host] && !h.covered(host) {
+			found[host] = true
+			h.Exact = append(h.Exact, host)
+		}
+	}
+	if services != nil {
+		for _, ks := range services.Items {
+			namespaces[ks.GetNamespace()] = true
+			raw, _, _ := unstructured.NestedString(ks.Object, "status", "url")
+			if u, err := url.Parse(raw); err == nil {
+				add(u.Hostname())
+			}
+		}
+	}
+	mappings, err := c.Dynamic.Resource(gvrDomainMapping).Namespace("").List(ctx, metav1.ListOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return h, fmt.Errorf("list the DomainMappings of region %s: %w", r.Name, err)
+	}
+	if mappings != nil {
+		for _, m := range mappings.Items {
+			if namespaces[m.GetNamespace()] || m.GetLabels()["runr.dev/region"] == r.Name {
+				add(m.GetName())
+			}
+		}
+	}
+	sort.Strings(h.Exact)
+	return h, nil
+}
+
+// BlockRule is the Traefik rule that matches every host under the domains and each
+// exact host.
+func BlockRule(h Hosts) string {
 	var parts []string
-	for _, d := range domains {
+	for _, d := range h.Domains {
 		parts = append(parts, fmt.Sprintf("HostRegexp(`^(.+\\.)?%s$`)", regexp.QuoteMeta(d)))
 	}
+	for _, host := range h.Exact {
+		parts = append(parts, fmt.Sprintf("Host(`%s`)", host))
+	}
 	return strings.Join(parts, " || ")
+}
+
+// AppliedRule is the rule of a region's block on the cluster ("" when it has none).
+func AppliedRule(ctx context.Context, c *kube.Cluster, r *store.Region) (string, error) {
+	o, found, err := c.Get(ctx, kube.GVKIngressRoute, r.ServingNamespace, BlockName(r.Name))
+	if err != nil || !found {
+		return "", err
+	}
+	routes, _, _ := unstructured.NestedSlice(o.Object, "spec", "routes")
+	if len(routes) == 0 {
+		return "", nil
+	}
+	m, _ := routes[0].(map[string]any)
+	match, _ := m["match"].(string)
+	return match, nil
 }
 
 // ApplyBlock puts the status responder in front of a region that is not active: the
@@ -55,8 +148,11 @@ func BlockRule(domains []string) string {
 // the status and the IngressRoutes at the highest priority for HTTP and HTTPS.
 func (s *Service) ApplyBlock(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
 	ns := r.ServingNamespace
-	hosts := BlockHosts(r)
-	if len(hosts) == 0 {
+	hosts, err := RegionHosts(ctx, c, r)
+	if err != nil {
+		return err
+	}
+	if hosts.Empty() {
 		jc.Note("Region %s has no function domain yet: nothing to block", r.Name)
 		return nil
 	}
@@ -89,7 +185,7 @@ func (s *Service) ApplyBlock(ctx context.Context, jc *engine.JobContext, c *kube
 			return err
 		}
 	}
-	jc.Note("Region %s has status %s: requests to %s get the status responder's answer", r.Name, r.Status, strings.Join(hosts, ", "))
+	jc.Note("Region %s has status %s: requests to %s get the status responder's answer", r.Name, r.Status, hosts.all())
 	return nil
 }
 
