@@ -56,7 +56,9 @@ type Hosts struct {
 func (h Hosts) Empty() bool { return len(h.Domains) == 0 && len(h.Exact) == 0 }
 
 // all lists the domains and hosts for a note.
-func (h Hosts) all() string { return strings.Join(append(append([]string{}, h.Domains...), h.Exact...), ", ") }
+func (h Hosts) all() string {
+	return strings.Join(append(append([]string{}, h.Domains...), h.Exact...), ", ")
+}
 
 // covered says whether a host is under one of the domains.
 func (h Hosts) covered(host string) bool {
