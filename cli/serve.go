@@ -58,6 +58,9 @@ func serve(parent context.Context, migrate bool) error {
 	if err := ensureMigrated(ctx, st, migrate, log); err != nil {
 		return err
 	}
+	for _, w := range cfg.Branding.Warnings() {
+		log.Warn("branding", "warning", w)
+	}
 	svc := ops.NewService(st, cfg, log)
 	srv := web.New(st, cfg, svc, log, config.Version)
 	stopBackground := runInBackground(srv.Hub.Run, func(ctx context.Context) { svc.RunWorkers(ctx, cfg.Workers) }, svc.Status.RunBackground)

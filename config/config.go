@@ -96,6 +96,8 @@ type Config struct {
 	// regions, assignments with quotas, region modes). Off, the console has one organisation.
 	Tenancy bool
 
+	// Branding is the white-label look (RUNR_BRANDING_*).
+	Branding Branding
 	// TracingRetentionHours is Tempo's retention (default 72).
 	TracingRetentionHours int
 	// TracingOff is RUNR_TRACING_DEFAULT_MODE=off (the chart's
@@ -277,6 +279,9 @@ func FromEnv() (*Config, error) {
 		return nil, fmt.Errorf("config: RUNR_TRACING_DEFAULT_MODE=%q is not on or off", m)
 	}
 	if err := c.loadTracingBackend(); err != nil {
+		return nil, err
+	}
+	if c.Branding, err = loadBranding(); err != nil {
 		return nil, err
 	}
 	if c.Tenancy, err = onOff("RUNR_TENANCY"); err != nil {

@@ -689,3 +689,93 @@ func TestChartSpecValues(t *testing.T) {
 		}
 	}
 }
+
+// TestChartBranding: branding.* values reach the console's pods (names, a logo from a
+// Secret key mounted as a file, a favicon data: URI, the 300–900 scale, the login texts),
+// the console reads them back, and contradicting values stop the rendering.
+func TestChartBranding(t *testing.T) {
+	svg := `<svg xmlns="http://www.w3.org/2000/svg" width="8" height="8"><rect width="8" height="8" fill="#0f766e"/></svg>`
+	favicon := "data:image/svg+xml;base64," + base64.StdEncoding.EncodeToString([]byte(svg))
+	palette := map[string]any{"300": "#5eead4", "400": "#2dd4bf", "500": "#14b8a6", "600": "#0d9488", "700": "#0f766e", "800": "#115e59", "900": "#134e4a"}
+	vals := map[string]any{"database": map[string]any{"url": "postgres://x"},
+		"branding": map[string]any{"productName": "Acme Cloud", "companyName": "Acme Inc.",
+			"logo":    map[string]any{"secretKeyRef": map[string]any{"name": "acme-brand", "key": "logo.svg"}},
+			"favicon": map[string]any{"url": favicon},
+			"palette": palette,
+			"login":   map[string]any{"title": "Welcome to Acme Cloud", "text": "Use your Acme account."}}}
+	out, err := render(t, vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pod corev1.PodSpec
+	for _, doc := range strings.Split(out, "\n---") {
+		var d appsv1.Deployment
+		if yaml.Unmarshal([]byte(doc), &d) == nil && d.Kind == "Deployment" {
+			pod = d.Spec.Template.Spec
+		}
+		var j struct {
+			Kind string `json:"kind"`
+		}
+		if yaml.Unmarshal([]byte(doc), &j) == nil && j.Kind == "Job" && strings.Contains(doc, "RUNR_BRANDING_") {
+			t.Errorf("a Job gets the branding settings (it renders no page, and has no logo mounted):\n%s", doc)
+		}
+	}
+	var mount *corev1.VolumeMount
+	for i, m := range pod.Containers[0].VolumeMounts {
+		if m.Name == "branding-logo" {
+			mount = &pod.Containers[0].VolumeMounts[i]
+		}
+	}
+	var vol *corev1.Volume
+	for i, v := range pod.Volumes {
+		if v.Name == "branding-logo" {
+			vol = &pod.Volumes[i]
+		}
+	}
+	if mount == nil || vol == nil || vol.Secret == nil || vol.Secret.SecretName != "acme-brand" || len(vol.Secret.Items) != 1 ||
+		vol.Secret.Items[0].Key != "logo.svg" || mount.MountPath != "/etc/runr/branding/logo" {
+		t.Fatalf("the logo's Secret key is mounted: mount %+v volume %+v", mount, vol)
+	}
+	// The console in the pod reads the mounted key: the same file under a test directory.
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "logo"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "logo", vol.Secret.Items[0].Path), []byte(svg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range pod.Containers[0].Env {
+		if e.ValueFrom == nil {
+			t.Setenv(e.Name, strings.Replace(e.Value, "file:/etc/runr/branding", "file:"+dir, 1))
+		}
+	}
+	t.Setenv("RUNR_APP_KEY", base64.StdEncoding.EncodeToString(make([]byte, 32)))
+	cfg, err := config.FromEnv()
+	if err != nil {
+		t.Fatalf("the console reads the chart's branding: %v", err)
+	}
+	b := cfg.Branding
+	if b.ProductName != "Acme Cloud" || b.CompanyName != "Acme Inc." || b.LoginTitle != "Welcome to Acme Cloud" || b.LoginText != "Use your Acme account." ||
+		string(b.Logo.Data) != svg || b.Logo.ContentType != "image/svg+xml" || string(b.Favicon.Data) != svg || b.Palette == nil {
+		t.Fatalf("branding from the chart: %+v", b)
+	}
+	for i, shade := range config.Shades {
+		if want, ok := palette[fmt.Sprint(shade)]; ok && b.Palette[i].Hex() != want {
+			t.Errorf("shade %d: %s, want %s", shade, b.Palette[i].Hex(), want)
+		}
+	}
+	// One base colour or the scale, not both; a referenced logo needs its key.
+	vals["branding"].(map[string]any)["primaryColor"] = "#0d9488"
+	if _, err := render(t, vals); err == nil || !strings.Contains(err.Error(), "primaryColor or palette") {
+		t.Fatalf("primaryColor and palette both set: %v", err)
+	}
+	if _, err := render(t, map[string]any{"database": map[string]any{"url": "postgres://x"},
+		"branding": map[string]any{"logo": map[string]any{"configMapKeyRef": map[string]any{"name": "brand"}}}}); err == nil || !strings.Contains(err.Error(), "branding.logo.configMapKeyRef.key") {
+		t.Fatalf("a ConfigMap reference without a key: %v", err)
+	}
+	// The defaults set none of it.
+	out, err = render(t, map[string]any{"database": map[string]any{"url": "postgres://x"}})
+	if err != nil || strings.Contains(out, "RUNR_BRANDING_") || strings.Contains(out, "branding-") {
+		t.Fatalf("the default values brand the console: %v", err)
+	}
+}

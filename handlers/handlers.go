@@ -66,6 +66,9 @@ type Handlers struct {
 	// regionPages keeps the data of region pages (General tab) until a change.
 	regionPages changecache.Cache
 
+	// pageBrand is the white-label look of every page, built at the first.
+	pageBrand pageBrandOnce
+
 	// extraTabs render the region tabs of later features (workers, migration).
 	extraTabs map[string]func(c *fiber.Ctx, r *store.Region) (templ.Component, error)
 }
@@ -129,7 +132,7 @@ func (h *Handlers) Page(c *fiber.Ctx, title, active string) views.Page {
 	} else if tok, ok := c.Locals("csrf").(string); ok {
 		p.CSRF = tok
 	}
-	p.Title, p.Active = title, active
+	p.Title, p.Active, p.Brand = title, active, h.brand()
 	if HasSession(c) {
 		p.Flash = h.Sessions.PopString(ctx(c), "flash")
 	}
@@ -332,7 +335,7 @@ func (h *Handlers) DatabaseUnavailable(c *fiber.Ctx, err error) error {
 	if IsAPI(c) || isHTMX(c) || c.Get(fiber.HeaderAccept) == fiber.MIMEApplicationJSON {
 		return JSONError(c, fiber.StatusServiceUnavailable, msg)
 	}
-	return Render(c, fiber.StatusServiceUnavailable, views.ErrorPage(views.Page{Title: "Unavailable"}, 503, msg))
+	return Render(c, fiber.StatusServiceUnavailable, views.ErrorPage(views.Page{Title: "Unavailable", Brand: h.brand()}, 503, msg))
 }
 
 // Cause is what a user is told about an error of a cluster or a repository: a short

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"time"
 
@@ -27,6 +28,46 @@ type Page struct {
 	Banners []MigrationBanner
 	// Tenant is the name of the user's tenant ("" for a platform user; Tenancy module).
 	Tenant string
+	// Brand is the white-label look (the console's own when empty).
+	Brand Brand
+}
+
+// Brand is the white-label look a page shows.
+type Brand struct {
+	ProductName string
+	CompanyName string
+	// LogoURL and FaviconURL are the images' addresses ("" for none).
+	LogoURL, FaviconURL   string
+	LoginTitle, LoginText string
+	// Colors are the CSS custom properties of the primary scale (--brand-600: "r g b").
+	Colors map[string]string
+}
+
+// Product is the product's name: the brand's, or the console's own.
+func (b Brand) Product() string {
+	if b.ProductName == "" {
+		return "runr regions"
+	}
+	return b.ProductName
+}
+
+// colorStyle is the page's :root rule with the brand's colour scale ("" without one).
+func (b Brand) colorStyle() string {
+	if len(b.Colors) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(b.Colors))
+	for k := range b.Colors {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var sb strings.Builder
+	sb.WriteString(":root{")
+	for _, k := range keys {
+		fmt.Fprintf(&sb, "%s:%s;", k, b.Colors[k])
+	}
+	sb.WriteString("}")
+	return sb.String()
 }
 
 // Permissions are the permissions the pages ask about, one field each; handlers fill

@@ -224,7 +224,7 @@ func wizardNavItem(s WizardStep, oob bool) templ.Component {
 				// On a phone only the open step shows (with "step N of 7"): the others take
 				// four rows before any content.
 				templ.KV("flex", onPhone(s)), templ.KV("hidden sm:flex", !onPhone(s)),
-				templ.KV("border-indigo-500 bg-indigo-50 dark:bg-indigo-950", s.State == WizardCurrent),
+				templ.KV("border-brand-500 bg-brand-50 dark:bg-brand-950", s.State == WizardCurrent),
 				templ.KV("border-rose-400 bg-rose-50 dark:border-rose-700 dark:bg-rose-950", s.State == WizardFailed),
 				templ.KV("border-slate-200 dark:border-slate-800", s.State != WizardCurrent && s.State != WizardFailed)}
 			templ_7745c5c3_Err = templ.RenderCSSItems(ctx, templ_7745c5c3_ElementWriter, templ_7745c5c3_Var4...)

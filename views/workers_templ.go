@@ -469,7 +469,7 @@ func nodeRow(p Page, d WorkersData, n NodeView) templ.Component {
 			}
 		}
 		if n.Dedicated {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 20, "<span class=\"inline-flex items-center rounded-full bg-indigo-100 px-2 py-0.5 text-xs font-medium text-indigo-800 dark:bg-indigo-900/60 dark:text-indigo-200\" data-testid=\"node-dedicated\">dedicated worker</span> ")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 20, "<span class=\"inline-flex items-center rounded-full bg-brand-100 px-2 py-0.5 text-xs font-medium text-brand-800 dark:bg-brand-900/60 dark:text-brand-200\" data-testid=\"node-dedicated\">dedicated worker</span> ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -2086,7 +2086,7 @@ func budgetBar(label string, l BudgetLine, unit, reservedLabel string) templ.Com
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			var templ_7745c5c3_Var102 = []any{"h-3", templ.KV("bg-indigo-500", l.Free >= 0), templ.KV("bg-rose-500", l.Free < 0)}
+			var templ_7745c5c3_Var102 = []any{"h-3", templ.KV("bg-brand-500", l.Free >= 0), templ.KV("bg-rose-500", l.Free < 0)}
 			templ_7745c5c3_Err = templ.RenderCSSItems(ctx, templ_7745c5c3_ElementWriter, templ_7745c5c3_Var102...)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -2107,7 +2107,7 @@ func budgetBar(label string, l BudgetLine, unit, reservedLabel string) templ.Com
 			var templ_7745c5c3_Var104 string
 			templ_7745c5c3_Var104, templ_7745c5c3_Err = templruntime.SanitizeStyleAttributeValues(fmt.Sprintf("width: %d%%", pct(min(l.Used, l.Budget), l.Gross)))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `workers.templ`, Line: 443, Col: 172}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `workers.templ`, Line: 443, Col: 171}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var104))
 			if templ_7745c5c3_Err != nil {
@@ -2127,14 +2127,14 @@ func budgetBar(label string, l BudgetLine, unit, reservedLabel string) templ.Com
 			}
 			templ.ReleaseBuffer(templ_7745c5c3_Buffer)
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 156, "></div></div><div class=\"mt-1 flex flex-wrap gap-3 text-xs text-muted\"><span><span class=\"inline-block h-2 w-2 rounded-full bg-indigo-500\"></span> used ")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 156, "></div></div><div class=\"mt-1 flex flex-wrap gap-3 text-xs text-muted\"><span><span class=\"inline-block h-2 w-2 rounded-full bg-brand-500\"></span> used ")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var105 string
 		templ_7745c5c3_Var105, templ_7745c5c3_Err = templ.JoinStringErrs(fmt.Sprint(l.Used))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `workers.templ`, Line: 446, Col: 104}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `workers.templ`, Line: 446, Col: 103}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var105))
 		if templ_7745c5c3_Err != nil {
@@ -2143,7 +2143,7 @@ func budgetBar(label string, l BudgetLine, unit, reservedLabel string) templ.Com
 		var templ_7745c5c3_Var106 string
 		templ_7745c5c3_Var106, templ_7745c5c3_Err = templ.JoinStringErrs(unit)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `workers.templ`, Line: 446, Col: 112}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `workers.templ`, Line: 446, Col: 111}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var106))
 		if templ_7745c5c3_Err != nil {

@@ -142,3 +142,82 @@ capabilities:
 seccompProfile:
   type: RuntimeDefault
 {{- end -}}
+
+{{/* The console's branding settings (only its pods render pages; the logos' files are
+mounted by runr.brandingVolumes). */}}
+{{- define "runr.brandingEnv" -}}
+{{- with .Values.branding }}
+{{- with .productName }}
+- name: RUNR_BRANDING_PRODUCT_NAME
+  value: {{ . | quote }}
+{{- end }}
+{{- with .companyName }}
+- name: RUNR_BRANDING_COMPANY_NAME
+  value: {{ . | quote }}
+{{- end }}
+{{- range $name := list "logo" "favicon" }}
+{{- with (get $.Values.branding $name) }}
+{{- if or .configMapKeyRef .secretKeyRef }}
+- name: RUNR_BRANDING_{{ upper $name }}
+  value: "file:/etc/runr/branding/{{ $name }}/{{ $name }}"
+{{- else if .url }}
+- name: RUNR_BRANDING_{{ upper $name }}
+  value: {{ .url | quote }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- if and .primaryColor .palette }}
+{{- fail "branding: set primaryColor or palette, not both" }}
+{{- end }}
+{{- with .primaryColor }}
+- name: RUNR_BRANDING_PRIMARY_COLOR
+  value: {{ . | quote }}
+{{- end }}
+{{- with .palette }}
+{{- $shades := list }}
+{{- range $shade, $colour := . }}
+{{- $shades = append $shades (printf "%v=%v" $shade $colour) }}
+{{- end }}
+- name: RUNR_BRANDING_PALETTE
+  value: {{ join "," $shades | quote }}
+{{- end }}
+{{- with (.login).title }}
+- name: RUNR_BRANDING_LOGIN_TITLE
+  value: {{ . | quote }}
+{{- end }}
+{{- with (.login).text }}
+- name: RUNR_BRANDING_LOGIN_TEXT
+  value: {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* The logos taken from a ConfigMap or Secret: volumeMounts ("mounts") or volumes. */}}
+{{- define "runr.brandingVolumes" -}}
+{{- $root := index . 0 }}{{- $part := index . 1 }}
+{{- range $name := list "logo" "favicon" }}
+{{- with (get ($root.Values.branding | default dict) $name) }}
+{{- if or .configMapKeyRef .secretKeyRef }}
+{{- if eq $part "mounts" }}
+- name: branding-{{ $name }}
+  mountPath: /etc/runr/branding/{{ $name }}
+  readOnly: true
+{{- else if .configMapKeyRef }}
+- name: branding-{{ $name }}
+  configMap:
+    name: {{ required (printf "branding.%s.configMapKeyRef.name" $name) .configMapKeyRef.name }}
+    items:
+      - key: {{ required (printf "branding.%s.configMapKeyRef.key" $name) .configMapKeyRef.key }}
+        path: {{ $name }}
+{{- else }}
+- name: branding-{{ $name }}
+  secret:
+    secretName: {{ required (printf "branding.%s.secretKeyRef.name" $name) .secretKeyRef.name }}
+    items:
+      - key: {{ required (printf "branding.%s.secretKeyRef.key" $name) .secretKeyRef.key }}
+        path: {{ $name }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end -}}
