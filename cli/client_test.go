@@ -13,6 +13,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"runr.dev/console/config"
 	"runr.dev/console/apiclient"
 	"runr.dev/console/ops/domains"
 	"runr.dev/console/ops/observability"
@@ -38,9 +39,13 @@ func cli(t *testing.T, stdin string, args ...string) (string, string, error) {
 }
 
 // consoleForCLI starts a console and points the CLI at it with an owner's token.
-func consoleForCLI(t *testing.T) *webtest.Env {
+func consoleForCLI(t *testing.T, tweaks ...func(*config.Config)) *webtest.Env {
 	t.Helper()
-	e := webtest.New(t, nil)
+	e := webtest.New(t, func(c *config.Config) {
+		for _, tw := range tweaks {
+			tw(c)
+		}
+	})
 	base := e.Listen()
 	_, owner := e.User("owner")
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())

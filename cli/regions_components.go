@@ -5,10 +5,12 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"runr.dev/console/apiclient"
+	"runr.dev/console/ops/data"
 )
 
 // jobCommand is a region command whose request queues one job: body builds the request
@@ -374,4 +376,32 @@ func tracingCmd() *cobra.Command {
 	addWaitFlag(rm, &wait)
 	tr.AddCommand(set, rm)
 	return tr
+}
+
+// skupperCmd holds `runr regions skupper show|site`: the region's Skupper v2 site (the
+// Data services tab). Skupper itself is installed by the cluster's operators, not RunR.
+func skupperCmd() *cobra.Command {
+	sk := &cobra.Command{Use: "skupper", Short: "A region's Skupper site (Skupper v2 runs in the cluster; RunR creates the region's site)"}
+	show := regionCommand("show REGION", "Show whether the cluster runs Skupper v2 and the state of the region's site", 0,
+		func(cmd *cobra.Command, c *apiclient.Client, r *apiclient.Region, _ []string) error {
+			var rep data.SkupperReport
+			if err := c.Do(cmd.Context(), http.MethodGet, apiclient.RegionPath(r.ID, "skupper"), nil, &rep); err != nil {
+				return err
+			}
+			return printed(cmd, rep, func(w io.Writer) error {
+				state := "not installed"
+				if rep.Installed {
+					state = "installed " + rep.Version + " (controller in " + rep.ControllerNamespace + ")"
+				}
+				fmt.Fprintf(w, "skupper\t%s\n", state)
+				if len(rep.Missing) > 0 {
+					fmt.Fprintf(w, "missing\t%s\n", strings.Join(rep.Missing, ", "))
+				}
+				fmt.Fprintf(w, "site\t%s\t%s\n", rep.Site.State(), rep.Site.Message)
+				return nil
+			})
+		})
+	site := jobCommand("site REGION", "Create the region's Skupper site (refused when the cluster runs no Skupper v2)", http.MethodPost, "skupper/site", 0, false, nil)
+	sk.AddCommand(show, site)
+	return sk
 }
