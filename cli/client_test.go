@@ -13,8 +13,8 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"runr.dev/console/config"
 	"runr.dev/console/apiclient"
+	"runr.dev/console/config"
 	"runr.dev/console/ops/domains"
 	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/redis"
