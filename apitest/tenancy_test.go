@@ -7,7 +7,12 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
 	"runr.dev/console/config"
+	"runr.dev/console/ops/reconcile"
 	"runr.dev/console/ops/preflight"
 	"runr.dev/console/ops/tenancy"
 	"runr.dev/console/store"
@@ -286,6 +291,63 @@ func TestTenancyQuotasAndAdmission(t *testing.T) {
 		if err != nil || got.CheckedAt == nil || got.Health.V.API.State != store.HealthOK {
 			t.Fatalf("the sweep of a tenant's region %s: %v %+v", id, err, got.Health.V.API)
 		}
+	}
+	reconcileTenantRegion(t, e, tok, tokA, mine, cA)
+}
+
+// reconcileTenantRegion: a platform reconcile reaches a tenant's own region (in its
+// tenant's walls): the dry run lists it, and the status block its tenant's maintenance
+// put up, deleted from the cluster since, is applied again; a tenant's user may not
+// run the reconcile.
+func reconcileTenantRegion(t *testing.T, e *webtest.Env, platformTok, tenantTok string, r *store.Region, c *testcluster.Cluster) {
+	t.Helper()
+	ctx := context.Background()
+	mustSucceed(t, action(t, e, tenantTok, r.ID, "install-knative", nil))
+	var ans struct {
+		JobID string `json:"job_id"`
+	}
+	if st := e.JSON("PUT", "/api/knative-regions/"+r.ID, tenantTok, map[string]any{"region_status": "maintenance"}, &ans); st != 200 || ans.JobID == "" {
+		t.Fatalf("the tenant puts its region in maintenance: %d", st)
+	}
+	mustSucceed(t, e.WaitJob(ans.JobID, time.Minute))
+	ir := schema.GroupVersionResource{Group: "traefik.io", Version: "v1alpha1", Resource: "ingressroutes"}
+	block := "runr-region-block-" + r.Name
+	if _, err := c.DynamicGet(ctx, ir, "knative-serving", block); err != nil {
+		t.Fatalf("the tenant region's block after its maintenance: %v", err)
+	}
+	dyn, err := dynamic.NewForConfig(c.REST)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dyn.Resource(ir).Namespace("knative-serving").Delete(ctx, block, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	if st := e.JSON("POST", "/api/reconcile", tenantTok, map[string]any{"step": reconcile.StepStatusBlock}, nil); st != 403 {
+		t.Fatalf("a tenant's user runs a reconcile: %d", st)
+	}
+	var plan struct{ Data []reconcile.Change }
+	if st := e.JSON("GET", "/api/reconcile?step="+reconcile.StepStatusBlock, platformTok, nil, &plan); st != 200 {
+		t.Fatalf("the dry run: %d", st)
+	}
+	found := false
+	for _, ch := range plan.Data {
+		if ch.Region == r.Name {
+			found = true
+			if ch.Result != reconcile.ResultChange {
+				t.Fatalf("the tenant region's block in the dry run: %+v", ch)
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("the dry run leaves out the tenant's region: %+v", plan.Data)
+	}
+	if st := e.JSON("POST", "/api/reconcile", platformTok, map[string]any{"step": reconcile.StepStatusBlock}, &ans); st != 202 {
+		t.Fatalf("reconcile: %d", st)
+	}
+	mustSucceed(t, e.WaitJob(ans.JobID, 2*time.Minute))
+	if _, err := c.DynamicGet(ctx, ir, "knative-serving", block); err != nil {
+		t.Fatalf("the reconcile did not apply the tenant region's block again: %v", err)
 	}
 }
 
