@@ -12,8 +12,8 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"runr.dev/console/config"
-	"runr.dev/console/ops/reconcile"
 	"runr.dev/console/ops/preflight"
+	"runr.dev/console/ops/reconcile"
 	"runr.dev/console/ops/tenancy"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
