@@ -329,6 +329,19 @@ func TestBaseDomainChanges(t *testing.T) {
 	if _, err := c.Client.AppsV1().Deployments("bd").Get(ctx, domains.AliasName, metav1.GetOptions{}); err == nil {
 		t.Fatal("the alias must go when the migration ends")
 	}
+	// An uploaded certificate of the old and the new domain.
+	cert, key := selfSigned(t, []string{"*.bd.old.test", "*.bd.new.test"}, time.Now().Add(-time.Hour), time.Now().Add(90*24*time.Hour))
+	var tlsAns struct {
+		JobID string `json:"job_id"`
+	}
+	if st := e.JSON("PUT", "/api/knative-regions/"+r.ID+"/function-tls", tok, map[string]any{"certificate": cert, "private_key": key}, &tlsAns); st != 202 {
+		t.Fatalf("function TLS: %d", st)
+	}
+	mustSucceed(t, e.WaitJob(tlsAns.JobID, time.Minute))
+	tlsSecret := func() bool {
+		_, err := c.Client.CoreV1().Secrets("knative-serving").Get(ctx, domains.FunctionTLSSecret, metav1.GetOptions{})
+		return err == nil
+	}
 	// Through to completion: DNS of the new domain reaches the region.
 	patch("new.test")
 	z.Set("dns-check.bd.new.test", c.LBAddress)
@@ -337,6 +350,10 @@ func TestBaseDomainChanges(t *testing.T) {
 	r, _ = e.Store.RegionByID(ctx, r.ID)
 	if r.Settings.V.KnativeDomain != "bd.new.test" || r.DomainMigrationStatus != "" {
 		t.Fatalf("completion: %q %q", r.Settings.V.KnativeDomain, r.DomainMigrationStatus)
+	}
+	// The certificate of both domains keeps serving.
+	if r.FunctionTLSCert != cert || !tlsSecret() {
+		t.Fatal("the completion removed a certificate that covers the new domain")
 	}
 	dc := domainConfig()
 	if dc["bd.new.test"] == nil || dc["bd.old.test"] != nil {
@@ -372,6 +389,14 @@ func TestBaseDomainChanges(t *testing.T) {
 	}
 	if tab(owner).Length() != 0 {
 		t.Fatal("the Migration tab shows a domain migration after its completion")
+	}
+	// The certificate of bd.old.test and bd.new.test does not cover bd.fourth.test: the
+	// completion replaced it with Traefik's default, and its job says so.
+	if r.FunctionTLSCert != "" || r.FunctionTLSExpiresAt != nil || tlsSecret() {
+		t.Fatal("a certificate that does not cover the new domain was kept after the completion")
+	}
+	if js, _ := e.Store.ListJobs(ctx, r.ID, 1); len(js) == 0 || !strings.Contains(jobLogOf(t, e, js[0].ID), "does not cover *.bd.fourth.test: it is removed") {
+		t.Fatal("the completion's job does not say why the certificate went")
 	}
 	if st := e.JSON("POST", "/api/knative-regions/"+r.ID+"/complete-domain-migration", tok, nil, nil); st != 422 && st != 409 {
 		t.Fatalf("completing a domain migration that is not under way: %d", st)

@@ -249,8 +249,15 @@ func (s *Service) domainMoveDomain(p DomainMigrationParams) func(ctx context.Con
 			}
 		}
 		if r.FunctionTLSCert != "" {
+			// A certificate of both domains keeps serving; one of the old domain only is
+			// replaced: Traefik's default certificate answers until one of the new is uploaded.
 			if _, errs := kit.CheckCertificate(r.FunctionTLSCert, r.FunctionTLSKey, p.Target, time.Now()); errs != nil {
-				jc.Warnf("The region's certificate does not cover *.%s: upload one that does (General → Function-domain TLS)", p.Target)
+				jc.Warnf("The region's certificate does not cover *.%s: it is removed, and Traefik answers HTTPS with its default certificate until you upload one that does (General → Function-domain TLS)", p.Target)
+				if err := s.RemoveFunctionTLS(ctx, jc, c, r); err != nil {
+					return fmt.Errorf("remove the certificate of the old domain: %w", err)
+				}
+			} else {
+				jc.Logf("The region's certificate covers *.%s too: it keeps serving", p.Target)
 			}
 		}
 		jc.Note("Knative serves %s; %s is no longer served", p.Target, r.Settings.V.KnativeDomain)
