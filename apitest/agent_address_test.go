@@ -9,7 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"runr.dev/console/config"
+	"runr.dev/console/kube"
 	"runr.dev/console/ops/observability"
+	"runr.dev/console/ops/reconcile"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 )
@@ -65,5 +67,56 @@ func TestAgentNeedsAnAddress(t *testing.T) {
 	b2.Login(u2.Email, "password-of-owner")
 	if _, page := b2.Get("/regions/new"); strings.Contains(page, `data-testid="no-agent-address"`) {
 		t.Error("step 1 warns although the console has an agent address")
+	}
+}
+
+// TestAgentOnTheConsolesOwnCluster: the console recognises the cluster it runs in by its
+// kube-system namespace UID; a region there gets an agent that connects to the in-cluster
+// gateway, which reconcile keeps (no change found); on any other cluster the agent keeps
+// the console's public address.
+func TestAgentOnTheConsolesOwnCluster(t *testing.T) {
+	own, other := testcluster.New(t, testcluster.Options{}), testcluster.New(t, testcluster.Options{})
+	ctx := context.Background()
+	uid, err := kube.ClusterUID(ctx, own.Client)
+	if err != nil || uid == "" {
+		t.Fatalf("the cluster's identity: %q %v", uid, err)
+	}
+	const gateway = "http://runr.runr.svc:80"
+	e := console(t, func(c *config.Config) { c.OwnClusterUID, c.GatewayURL = uid, gateway })
+	_, tok := e.User("owner")
+	r := newRegion(t, e, tok, own, "home", nil)
+	mustSucceed(t, action(t, e, tok, r.ID, "install-knative", nil))
+	d, err := own.Client.AppsV1().Deployments(observability.ObservabilityNamespace).Get(ctx, observability.AgentName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	address := ""
+	for _, env := range d.Spec.Template.Spec.Containers[0].Env {
+		if env.Name == "RUNR_AGENT_URL" {
+			address = env.Value
+		}
+	}
+	if address != "ws://runr.runr.svc:80"+observability.AgentPath {
+		t.Fatalf("the agent on the console's own cluster connects to %q, want the gateway", address)
+	}
+	var plan struct{ Data []reconcile.Change }
+	if st := e.JSON("GET", "/api/reconcile?step="+reconcile.StepAgent+"&region=home", tok, nil, &plan); st != 200 || len(plan.Data) != 1 || plan.Data[0].Result != reconcile.ResultUpToDate {
+		t.Fatalf("reconcile's agent check on the own cluster: %d %+v", st, plan.Data)
+	}
+
+	// Another cluster is not the console's: its regions' agents use the public address.
+	kc, err := kube.ParseKubeconfig(other.Kubeconfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc.AllowLoopback = true
+	oc, err := kube.NewCluster(kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	away := &store.Region{Name: "away"}
+	if e.Kube.Observability.OwnCluster(ctx, oc) || e.Kube.Observability.AgentAddress(ctx, oc, away) != e.Kube.Observability.AgentWSURL(away, false) ||
+		strings.Contains(e.Kube.Observability.AgentAddress(ctx, oc, away), "runr.runr.svc") {
+		t.Fatalf("another cluster is taken for the console's own: %q", e.Kube.Observability.AgentAddress(ctx, oc, away))
 	}
 }

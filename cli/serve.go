@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"runr.dev/console/config"
+	"runr.dev/console/kube"
 	"runr.dev/console/ops"
 	"runr.dev/console/store"
 	"runr.dev/console/web"
@@ -57,6 +58,17 @@ func serve(parent context.Context, migrate bool) error {
 	log := newLogger(cfg.LogLevel)
 	if err := ensureMigrated(ctx, st, migrate, log); err != nil {
 		return err
+	}
+	if cfg.OwnClusterUID == "" {
+		// The cluster the console runs in: its regions' agents use the in-cluster gateway.
+		uid, err := kube.InClusterUID(ctx)
+		if err != nil {
+			log.Warn("the console cannot tell which cluster it runs in: regions on it are treated as other clusters", "err", err)
+		}
+		cfg.OwnClusterUID = uid
+	}
+	if cfg.OwnClusterUID != "" {
+		log.Info("the console runs in a cluster", "kube_system_uid", cfg.OwnClusterUID, "gateway", cfg.GatewayURL)
 	}
 	for _, w := range cfg.Branding.Warnings() {
 		log.Warn("branding", "warning", w)

@@ -40,6 +40,10 @@ type Config struct {
 	AgentWSURL string
 	// GatewayURL is the in-cluster gateway, used when a region is the console's own cluster.
 	GatewayURL string
+	// OwnClusterUID is the kube-system namespace UID of the cluster the console runs in
+	// (RUNR_CLUSTER_UID, else read at the start through the pod's service account; "" when
+	// it runs outside a cluster).
+	OwnClusterUID string
 	// ReplayIngestURL (RUNR_REPLAY_INGEST_URL, chart observability.replay.ingestUrl) and
 	// WorkflowsPublicAPIURL (WORKFLOWS_PUBLIC_API_URL) are addresses RunR hands out whose
 	// hosts the internal API also answers for.
@@ -200,6 +204,7 @@ func FromEnv() (*Config, error) {
 		AppURL:                env("RUNR_APP_URL", os.Getenv("APP_URL")),
 		AgentWSURL:            os.Getenv("RUNR_AGENT_WS_URL"),
 		GatewayURL:            os.Getenv("RUNR_GATEWAY_URL"),
+		OwnClusterUID:         strings.TrimSpace(os.Getenv("RUNR_CLUSTER_UID")),
 		ReplayIngestURL:       os.Getenv("RUNR_REPLAY_INGEST_URL"),
 		WorkflowsPublicAPIURL: os.Getenv("WORKFLOWS_PUBLIC_API_URL"),
 		ChartMirror:           strings.TrimRight(os.Getenv("RUNR_CHART_MIRROR"), "/"),

@@ -779,3 +779,36 @@ func TestChartBranding(t *testing.T) {
 		t.Fatalf("the default values brand the console: %v", err)
 	}
 }
+
+// TestChartGateway: the console's pods name its Service as the in-cluster gateway (the
+// agents of regions on its own cluster connect there) unless env sets another; without
+// cluster access (helm template) the cluster's identity is left to the console.
+func TestChartGateway(t *testing.T) {
+	gateway := func(vals map[string]any) string {
+		t.Helper()
+		out, err := render(t, vals)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out, "RUNR_CLUSTER_UID") {
+			t.Fatal("a rendering without a cluster names a cluster identity")
+		}
+		for _, doc := range strings.Split(out, "\n---") {
+			var d appsv1.Deployment
+			if yaml.Unmarshal([]byte(doc), &d) == nil && d.Kind == "Deployment" {
+				for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+					if e.Name == "RUNR_GATEWAY_URL" {
+						return e.Value
+					}
+				}
+			}
+		}
+		return ""
+	}
+	if got := gateway(map[string]any{"database": map[string]any{"url": "postgres://x"}}); got != "http://runr.runr.svc:80" {
+		t.Fatalf("the default gateway: %q", got)
+	}
+	if got := gateway(map[string]any{"database": map[string]any{"url": "postgres://x"}, "env": map[string]any{"RUNR_GATEWAY_URL": "http://gw.internal:8080"}}); got != "http://gw.internal:8080" {
+		t.Fatalf("a gateway of one's own: %q", got)
+	}
+}

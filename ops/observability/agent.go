@@ -49,6 +49,26 @@ func (s *Service) AgentWSURL(r *store.Region, ownCluster bool) string {
 	return base
 }
 
+// OwnCluster reports whether c is the cluster the console runs in (the same kube-system
+// namespace UID). A cluster whose identity cannot be read counts as another one.
+func (s *Service) OwnCluster(ctx context.Context, c *kube.Cluster) bool {
+	if s.Cfg.OwnClusterUID == "" {
+		return false
+	}
+	uid, err := kube.ClusterUID(ctx, c.Clientset)
+	if err != nil {
+		s.Log.Debug("cluster identity", "err", err)
+		return false
+	}
+	return uid == s.Cfg.OwnClusterUID
+}
+
+// AgentAddress is where the agent of a region on cluster c connects (AgentWSURL, with the
+// in-cluster gateway on the console's own cluster).
+func (s *Service) AgentAddress(ctx context.Context, c *kube.Cluster, r *store.Region) string {
+	return s.AgentWSURL(r, s.OwnCluster(ctx, c))
+}
+
 // clusterAgentToken returns the token of the cluster's one runr-agent and gives it to the
 // region: the token the cluster's other regions share when they have one (the running
 // agent keeps it), else the region's own, unless the region still shares it with the
@@ -104,7 +124,7 @@ func (s *Service) InstallAgent(ctx context.Context, jc *engine.JobContext, c *ku
 	if _, err := kit.EnsureNamespace(ctx, jc, c, ObservabilityNamespace, nil); err != nil {
 		return err
 	}
-	url := s.AgentWSURL(r, false)
+	url := s.AgentAddress(ctx, c, r)
 	if url == "" {
 		return ErrNoAgentAddress
 	}

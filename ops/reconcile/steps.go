@@ -370,7 +370,7 @@ func (s *Service) checkAgent(ctx context.Context, c *kube.Cluster, t *reconcileT
 			url = e.Value
 		}
 	}
-	want := s.Observability.AgentWSURL(&t.Region, false)
+	want := s.Observability.AgentAddress(ctx, c, &t.Region)
 	if want == "" {
 		return finding{}, observability.ErrNoAgentAddress
 	}

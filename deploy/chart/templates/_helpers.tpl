@@ -118,6 +118,17 @@ valueFrom:
   value: {{ . | toString | quote }}
 {{- end }}
 {{- end }}
+{{- if not (hasKey .Values.env "RUNR_GATEWAY_URL") }}
+# The in-cluster gateway: agents of regions on this cluster reach the console's Service.
+- name: RUNR_GATEWAY_URL
+  value: "http://{{ include "runr.fullname" . }}.{{ .Release.Namespace }}.svc:{{ .Values.service.port }}"
+{{- end }}
+{{- with (lookup "v1" "Namespace" "" "kube-system") }}
+# This cluster's identity (read by Helm at install and upgrade): a region on it is the
+# console's own cluster.
+- name: RUNR_CLUSTER_UID
+  value: {{ .metadata.uid | quote }}
+{{- end }}
 {{- with ((.Values.observability).replay).ingestUrl }}
 - name: RUNR_REPLAY_INGEST_URL
   value: {{ . | quote }}
