@@ -169,6 +169,7 @@ func startConsole(t *testing.T, extra ...string) *console {
 	// binds it, so a console that exits while starting is started again on another port.
 	for attempt := 1; ; attempt++ {
 		if c.serve(t) {
+			c.waitFirstSweep(t)
 			return c
 		}
 		if attempt == 3 || !strings.Contains(c.log.String(), "address already in use") {
@@ -179,6 +180,22 @@ func startConsole(t *testing.T, extra ...string) *console {
 		c.URL = "http://" + addr
 		c.env = append(c.env, "RUNR_ADDR="+addr, "RUNR_APP_URL="+c.URL)
 	}
+}
+
+// waitFirstSweep waits until the console's status loop finished its first round (it
+// records the fleet task "periodic" after the sweep), so that the sweep at the start
+// never checks the regions a test creates afterwards with a health of its own.
+func (c *console) waitFirstSweep(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		var n int
+		if err := c.Store.DB.QueryRowContext(context.Background(), `SELECT count(*) FROM fleet_tasks WHERE name = 'periodic'`).Scan(&n); err == nil && n > 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("the console's first status sweep did not finish: %s", tail(c.log.String(), 20))
 }
 
 // serve starts `runr serve` and waits for its /healthz; false when the process ended first.
