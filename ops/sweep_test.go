@@ -84,8 +84,10 @@ func TestSweepFleetSharesTheShards(t *testing.T) {
 	var wg sync.WaitGroup
 	for i, s := range []*ops.Service{a, b} {
 		wg.Go(func() {
-			// b starts a moment after a: long enough for a process that claimed every shard up front.
-			time.Sleep(time.Duration(i) * 100 * time.Millisecond)
+			// b starts a moment after a: long enough for a process that claimed every shard up
+			// front, and for a's first checks to have found their clusters down (b then reads
+			// regions a has checked: it must still divide them as a did, by the round's list).
+			time.Sleep(time.Duration(i) * 300 * time.Millisecond)
 			if err := s.Status.SweepFleet(ctx, time.Hour); err != nil {
 				t.Error(err)
 			}

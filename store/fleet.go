@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"time"
+
+	"github.com/lib/pq"
 )
 
 // ClaimFleetTask claims a fleet task for this interval: it answers true to exactly one
@@ -20,4 +22,20 @@ func (s *Store) ClaimFleetTask(ctx context.Context, name, owner string, every ti
 		return false, nil
 	}
 	return ok, wrap("claim fleet task "+name, err)
+}
+
+// ClaimSweepRound claims the status sweep's round for this interval with the cluster keys
+// found failing by this process, or, when another process has claimed it, returns the keys
+// that process recorded: every process sweeping in one round divides the fleet alike.
+func (s *Store) ClaimSweepRound(ctx context.Context, owner string, every time.Duration, failing []string) ([]string, error) {
+	var keys pq.StringArray
+	err := s.DB.QueryRowContext(ctx, `INSERT INTO fleet_tasks (name, owner, started_at, data) VALUES ('sweep', $1, now(), coalesce($2::text[], '{}'))
+		ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, started_at = now(), data = EXCLUDED.data
+		WHERE fleet_tasks.started_at <= now() - make_interval(secs => $3)
+		RETURNING data`, owner, pq.StringArray(failing), every.Seconds()).Scan(&keys)
+	if errors.Is(err, sql.ErrNoRows) {
+		// Claimed by another process (committed: a separate statement sees it).
+		err = s.DB.QueryRowContext(ctx, `SELECT data FROM fleet_tasks WHERE name = 'sweep'`).Scan(&keys)
+	}
+	return keys, wrap("claim the sweep's round", err)
 }

@@ -413,16 +413,45 @@ func (s *Service) checkRegion(ctx context.Context, r *store.Region, st *clusterL
 // one look per cluster, and a circuit breaker that backs off from clusters that do not
 // answer so that they never delay the others.
 func (s *Service) Sweep(ctx context.Context) error {
-	return s.sweep(ctx, func(context.Context, string) bool { return true })
+	return s.sweep(ctx, nil, func(context.Context, string) bool { return true })
 }
 
 // SweepFleet checks the regions (whatever their status) of the shards of the sweep this process claims for
 // this interval (every): console processes sweeping at once share the shards, and each
 // region is checked once per interval whatever their number.
 func (s *Service) SweepFleet(ctx context.Context, every time.Duration) error {
-	return s.sweep(ctx, func(ctx context.Context, part string) bool {
+	round := func(ctx context.Context, targets []store.SweepTarget) error {
+		return s.sweepRound(ctx, targets, every)
+	}
+	return s.sweep(ctx, round, func(ctx context.Context, part string) bool {
 		return s.claimTask(ctx, "sweep/"+part, every)
 	})
+}
+
+// sweepRound sets the targets' failing flags to those of the round: the clusters failing
+// when the round's first process read the regions. A process that reads them after another
+// checked some would otherwise divide them differently and check a region twice.
+func (s *Service) sweepRound(ctx context.Context, targets []store.SweepTarget, every time.Duration) error {
+	var failing []string
+	seen := map[string]bool{}
+	for _, t := range targets {
+		if t.Failing && !seen[t.ClusterKey] {
+			seen[t.ClusterKey] = true
+			failing = append(failing, t.ClusterKey)
+		}
+	}
+	keys, err := s.Store.ClaimSweepRound(ctx, s.Owner(), every, failing)
+	if err != nil {
+		return err
+	}
+	inRound := map[string]bool{}
+	for _, k := range keys {
+		inRound[k] = true
+	}
+	for i := range targets {
+		targets[i].Failing = inRound[targets[i].ClusterKey]
+	}
+	return nil
 }
 
 // claimTask claims a fleet task for this interval (false: another process has it).
@@ -449,11 +478,17 @@ func shardOf(clusterKey string) int {
 // shard is claimed only when a checker is free for its first cluster, so that processes
 // sweeping together share the shards by how fast each gets through them (a process that
 // claimed every shard up front would leave the others nothing). The looks at clusters
-// that failed last time go first (feedSweep).
-func (s *Service) sweep(ctx context.Context, take func(ctx context.Context, part string) bool) error {
+// that failed last time go first (feedSweep); round, if any, settles which those are.
+func (s *Service) sweep(ctx context.Context, round func(context.Context, []store.SweepTarget) error,
+	take func(ctx context.Context, part string) bool) error {
 	targets, err := s.Store.SweepTargets(ctx)
 	if err != nil {
 		return err
+	}
+	if round != nil {
+		if err := round(ctx, targets); err != nil {
+			return err
+		}
 	}
 	base, err := s.Store.BaseDomain(ctx)
 	if err != nil {
