@@ -230,21 +230,28 @@ func functionTLSCmd() *cobra.Command {
 
 // monitoringCmd holds `runr regions monitoring set`.
 func monitoringCmd() *cobra.Command {
-	mon := &cobra.Command{Use: "monitoring", Short: "Existing Prometheus and Loki of a region"}
+	mon := &cobra.Command{Use: "monitoring", Short: "A region's Prometheus and Loki: existing ones, or RunR's own with their volumes and retention"}
 	var wait bool
-	flags := []string{"prometheus-url", "loki-url", "loki-org-id"}
-	set := regionCommand("set REGION [--prometheus-url URL] [--loki-url URL] [--loki-org-id ID]",
-		"Use an existing Prometheus or Loki (in-cluster Service URLs); an empty value goes back to RunR's own", 0,
+	// Flag → body key; the numbers go as numbers (0: RunR's default).
+	text := map[string]string{"prometheus-url": "prometheus_url", "loki-url": "loki_url", "loki-org-id": "loki_org_id", "storage-class": "storage_class"}
+	numbers := map[string]string{"prometheus-size-gi": "prometheus_size_gi", "loki-size-gi": "loki_size_gi", "tempo-size-gi": "tempo_size_gi",
+		"prometheus-retention-days": "prometheus_retention_days", "loki-retention-days": "loki_retention_days"}
+	set := regionCommand("set REGION [--prometheus-url URL] [--loki-url URL] [--loki-org-id ID] [--storage-class NAME] [--prometheus-size-gi N] …",
+		"Use an existing Prometheus or Loki (in-cluster Service URLs; an empty value goes back to RunR's own), or set the volumes and retention of RunR's own", 0,
 		func(cmd *cobra.Command, c *apiclient.Client, r *apiclient.Region, _ []string) error {
 			body := map[string]any{}
-			for _, f := range flags {
+			for f, key := range text {
 				if cmd.Flags().Changed(f) {
-					v, _ := cmd.Flags().GetString(f)
-					body[map[string]string{"prometheus-url": "prometheus_url", "loki-url": "loki_url", "loki-org-id": "loki_org_id"}[f]] = v
+					body[key], _ = cmd.Flags().GetString(f)
+				}
+			}
+			for f, key := range numbers {
+				if cmd.Flags().Changed(f) {
+					body[key], _ = cmd.Flags().GetInt(f)
 				}
 			}
 			if len(body) == 0 {
-				return fmt.Errorf("nothing to change: give --prometheus-url, --loki-url or --loki-org-id")
+				return fmt.Errorf("nothing to change: give --prometheus-url, --loki-url, --loki-org-id, --storage-class or a size or retention")
 			}
 			var ans struct {
 				JobID string `json:"job_id"`
@@ -258,12 +265,15 @@ func monitoringCmd() *cobra.Command {
 			}
 			return changed(cmd, c, r, ids, wait)
 		})
-	for _, f := range flags {
-		set.Flags().String(f, "", "")
-	}
-	set.Flags().Lookup("prometheus-url").Usage = "an existing Prometheus (http(s)://<service>.<namespace>.svc[:port]); \"\" for RunR's own"
-	set.Flags().Lookup("loki-url").Usage = "an existing Loki (http(s)://<service>.<namespace>.svc[:port]); \"\" for RunR's own"
-	set.Flags().Lookup("loki-org-id").Usage = "the existing Loki's tenant ID"
+	set.Flags().String("prometheus-url", "", "an existing Prometheus (http(s)://<service>.<namespace>.svc[:port]); \"\" for RunR's own")
+	set.Flags().String("loki-url", "", "an existing Loki (http(s)://<service>.<namespace>.svc[:port]); \"\" for RunR's own")
+	set.Flags().String("loki-org-id", "", "the existing Loki's tenant ID")
+	set.Flags().String("storage-class", "", "the StorageClass of RunR's Prometheus, Loki and Tempo volumes; \"\" for the cluster's default")
+	set.Flags().Int("prometheus-size-gi", 0, "Prometheus's volume in GiB (0: RunR's default, 20)")
+	set.Flags().Int("loki-size-gi", 0, "Loki's volume in GiB (0: RunR's default, 10)")
+	set.Flags().Int("tempo-size-gi", 0, "Tempo's volume in GiB (0: RunR's default, 10)")
+	set.Flags().Int("prometheus-retention-days", 0, "how long Prometheus keeps metrics (0: RunR's default, 10 days)")
+	set.Flags().Int("loki-retention-days", 0, "how long Loki keeps logs (0: RunR's default, 7 days)")
 	addWaitFlag(set, &wait)
 	mon.AddCommand(set)
 	return mon

@@ -134,6 +134,22 @@ func TestCLISettingsCommands(t *testing.T) {
 		t.Fatalf("supply-chain show: %s", out)
 	}
 
+	// The volumes and retention of RunR's own Prometheus, Loki and Tempo (Serving is not
+	// ready: saved, installed with Serving).
+	if _, _, err := cli(t, "", "regions", "monitoring", "set", "eu-4", "--storage-class", "gold"); err == nil || !strings.Contains(err.Error(), "no StorageClass gold") {
+		t.Fatalf("a StorageClass the cluster lacks: %v", err)
+	}
+	mustCLI(t, "regions", "monitoring", "set", "eu-4", "--storage-class", "fast-ssd", "--loki-retention-days", "30", "--prometheus-size-gi", "50")
+	if m := region().Monitoring.V; m.StorageClass != "fast-ssd" || m.LokiRetentionDays != 30 || m.PrometheusSizeGi != 50 || m.LokiSizeGi != 0 {
+		t.Fatalf("monitoring after set: %+v", m)
+	}
+	if _, _, err := cli(t, "", "regions", "monitoring", "set", "eu-4", "--loki-retention-days", "5000"); err == nil || !strings.Contains(err.Error(), "loki_retention_days") {
+		t.Fatalf("a retention of 5000 days: %v", err)
+	}
+	if m := region().Monitoring.V; m.LokiRetentionDays != 30 {
+		t.Fatalf("the refused retention changed the monitoring: %+v", m)
+	}
+
 	// The GPU tab's model storage and the Isolation tab's classes.
 	if _, _, err := cli(t, "", "regions", "gpu", "storage", "eu-4", "--size-gi", "0"); err == nil || !strings.Contains(err.Error(), "size_gi") {
 		t.Fatalf("a volume of 0 GiB: %v", err)

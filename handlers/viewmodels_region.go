@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/knative"
+	"runr.dev/console/ops/observability"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -30,6 +32,7 @@ func RegionView(r *store.Region) views.RegionView {
 		RequestTimeout: r.Settings.V.RequestTimeout, AgentWSURL: r.Settings.V.AgentWSURL, TrustedIPs: strings.Join(r.Settings.V.IngressTrustedIPs, ", "),
 		ImageMirror:   r.Settings.V.ImageMirror,
 		PrometheusURL: r.Monitoring.V.PrometheusURL, LokiURL: r.Monitoring.V.LokiURL, LokiOrgID: r.Monitoring.V.LokiOrgID,
+		MonitoringStorage: monitoringStorageFields(r.Monitoring.V),
 		DNSResolved: r.DNSResolved, ExternalIP: r.ExternalIP, FunctionTLSExpiresAt: r.FunctionTLSExpiresAt, ProjectCount: r.ProjectCount,
 		DedicatedWorkers: r.Nodes, DataLocation: r.DataLocation, FaaSCPUOvercommit: r.FaaSCPUOvercommit, FaaSMemoryOvercommit: r.FaaSMemoryOvercommit,
 
@@ -133,4 +136,24 @@ func CheckItems(items []kit.CheckItem) []views.CheckItem {
 		out[i] = views.CheckItem{Key: it.Key, Title: it.Title, Status: string(it.Status), Evidence: it.Evidence, Details: it.Details}
 	}
 	return out
+}
+
+// monitoringStorageFields are the volume and retention settings of a region's own
+// Prometheus, Loki and Tempo, with RunR's defaults in the hints.
+func monitoringStorageFields(m store.Monitoring) []views.SettingField {
+	num := func(n int) string {
+		if n == 0 {
+			return ""
+		}
+		return strconv.Itoa(n)
+	}
+	def := func(n int, unit string) string { return fmt.Sprintf("RunR's default: %d %s", n, unit) }
+	return []views.SettingField{
+		{Name: "storage_class", Label: "StorageClass", Type: "text", Value: m.StorageClass, Hint: "RunR's default: the cluster's default class"},
+		{Name: "prometheus_size_gi", Label: "Prometheus volume (GiB)", Type: "number", Value: num(m.PrometheusSizeGi), Hint: def(observability.DefaultPrometheusSizeGi, "GiB")},
+		{Name: "prometheus_retention_days", Label: "Prometheus retention (days)", Type: "number", Value: num(m.PrometheusRetentionDays), Hint: def(observability.DefaultPrometheusRetentionDays, "days")},
+		{Name: "loki_size_gi", Label: "Loki volume (GiB)", Type: "number", Value: num(m.LokiSizeGi), Hint: def(observability.DefaultLokiSizeGi, "GiB")},
+		{Name: "loki_retention_days", Label: "Loki retention (days)", Type: "number", Value: num(m.LokiRetentionDays), Hint: def(observability.DefaultLokiRetentionDays, "days")},
+		{Name: "tempo_size_gi", Label: "Tempo volume (GiB)", Type: "number", Value: num(m.TempoSizeGi), Hint: def(observability.DefaultTempoSizeGi, "GiB")},
+	}
 }

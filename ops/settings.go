@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"runr.dev/console/engine"
 	"runr.dev/console/ops/domains"
@@ -62,6 +63,7 @@ func (s *Service) registerSettingsKinds() {
 		return []engine.Step{
 			{Name: "prometheus", Title: "Prometheus", Run: s.settingsPrometheus},
 			{Name: "loki", Title: "Loki", Run: s.settingsLoki},
+			{Name: "tempo", Title: "Tempo (tracing)", Run: s.Observability.RefreshTracing},
 		}, nil
 	}})
 }
@@ -345,6 +347,14 @@ type MonitoringInput struct {
 	PrometheusURL *string
 	LokiURL       *string
 	LokiOrgID     *string
+	// StorageClass ("" the cluster's default), the sizes in GiB and the retentions in
+	// days (0 RunR's defaults) of RunR's own Prometheus, Loki and Tempo.
+	StorageClass            *string
+	PrometheusSizeGi        *int
+	LokiSizeGi              *int
+	TempoSizeGi             *int
+	PrometheusRetentionDays *int
+	LokiRetentionDays       *int
 }
 
 // UpdateMonitoring saves the addresses of the region's Prometheus and Loki; going back
@@ -371,15 +381,67 @@ func (s *Service) UpdateMonitoring(ctx context.Context, actor kit.Actor, r *stor
 	if why := s.Tenancy.SetsExistingMonitoring(actor); why != "" && (m.PrometheusURL != "" || m.LokiURL != "") {
 		return nil, &problem.Forbidden{Reason: why}
 	}
+	storageChanged, err := s.monitoringStorage(ctx, r, in, &m, errs)
+	if err != nil {
+		return nil, err
+	}
 	if err := problem.FromFields(errs); err != nil {
 		return nil, err
 	}
 	if err := s.Store.SetMonitoring(ctx, r.ID, m); err != nil {
 		return nil, fmt.Errorf("monitoring of %s: %w", r.Name, err)
 	}
-	if !backToOwn || r.ServingStatus != store.ComponentReady {
+	if !backToOwn && !storageChanged || r.ServingStatus != store.ComponentReady {
 		return nil, nil
 	}
-	return s.Enqueue(ctx, engine.Request{Kind: KindInstallMonitoring, Title: "Install RunR's Prometheus and Loki on " + r.Name,
+	return s.Enqueue(ctx, engine.Request{Kind: KindInstallMonitoring, Title: "Apply RunR's Prometheus, Loki and Tempo on " + r.Name,
 		Subject: r.ID, CreatedBy: actor.Email})
+}
+
+// monitoringStorage applies the storage fields of in to m, with their field errors in
+// errs; changed says whether RunR's Prometheus, Loki or Tempo must be applied again. A
+// class must be one the cluster has.
+func (s *Service) monitoringStorage(ctx context.Context, r *store.Region, in MonitoringInput, m *store.Monitoring, errs map[string]string) (changed bool, err error) {
+	before := *m
+	for key, f := range map[string]struct {
+		in   *int
+		dst  *int
+		max  int
+		unit string
+	}{
+		"prometheus_size_gi":        {in.PrometheusSizeGi, &m.PrometheusSizeGi, observability.MaxSizeGi, "GiB"},
+		"loki_size_gi":              {in.LokiSizeGi, &m.LokiSizeGi, observability.MaxSizeGi, "GiB"},
+		"tempo_size_gi":             {in.TempoSizeGi, &m.TempoSizeGi, observability.MaxSizeGi, "GiB"},
+		"prometheus_retention_days": {in.PrometheusRetentionDays, &m.PrometheusRetentionDays, observability.MaxRetentionDays, "days"},
+		"loki_retention_days":       {in.LokiRetentionDays, &m.LokiRetentionDays, observability.MaxRetentionDays, "days"},
+	} {
+		if f.in == nil {
+			continue
+		}
+		if *f.in < 0 || *f.in > f.max {
+			errs[key] = fmt.Sprintf("Use 1 to %d %s, or 0 for RunR's default.", f.max, f.unit)
+			continue
+		}
+		*f.dst = *f.in
+	}
+	if in.StorageClass != nil {
+		class := strings.TrimSpace(*in.StorageClass)
+		switch {
+		case class == "":
+		case len(validation.IsDNS1123Subdomain(class)) > 0:
+			errs["storage_class"] = "Use a StorageClass name (lower-case letters, digits, '-' and '.'), or empty for the cluster's default."
+		default:
+			c, err := s.RegionCluster(r)
+			if err != nil {
+				return false, err
+			}
+			if _, err := c.Clientset.StorageV1().StorageClasses().Get(ctx, class, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+				errs["storage_class"] = "The cluster has no StorageClass " + class + "."
+			} else if err != nil {
+				return false, fmt.Errorf("read StorageClass %s: %w", class, err)
+			}
+		}
+		m.StorageClass = class
+	}
+	return *m != before, nil
 }

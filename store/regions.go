@@ -31,6 +31,15 @@ type Monitoring struct {
 	PrometheusURL string `json:"prometheus_url"`
 	LokiURL       string `json:"loki_url"`
 	LokiOrgID     string `json:"loki_org_id"`
+	// StorageClass holds the volumes of RunR's own Prometheus, Loki and Tempo ("" the
+	// cluster's default class); the sizes (GiB) and retentions (days) are 0 for RunR's
+	// defaults (observability.Storage).
+	StorageClass            string `json:"storage_class,omitempty"`
+	PrometheusSizeGi        int    `json:"prometheus_size_gi,omitempty"`
+	LokiSizeGi              int    `json:"loki_size_gi,omitempty"`
+	TempoSizeGi             int    `json:"tempo_size_gi,omitempty"`
+	PrometheusRetentionDays int    `json:"prometheus_retention_days,omitempty"`
+	LokiRetentionDays       int    `json:"loki_retention_days,omitempty"`
 }
 
 // RegistryConfig holds the non-secret registry fields.

@@ -53,6 +53,10 @@ var contractFacts = []fact{
 				"zot":                     {"configFiles", "env", "resources", "nodeSelector", "tolerations", "securityContext", "podSecurityContext"},
 				"opentelemetry-collector": {"config", "resources"},
 				"kube-prometheus-stack":   {"prometheus.prometheusSpec.resources", "prometheus.prometheusSpec.storageSpec", "alertmanager.alertmanagerSpec.storage"},
+				// Loki's config is loki.yaml as it is; the claim's class (and Tempo's) is read by
+				// the StatefulSet template though values.yaml only documents it in a comment.
+				"loki-stack": {"loki.config", "loki.persistence.storageClassName"},
+				"tempo":      {"persistence.storageClassName"},
 				// Read by every shim's templates though values.yaml only documents them in a comment.
 				"kata-deploy": {"nodeSelector", "tolerations", "shims.*.dropIn", "shims.*.runtimeClass"},
 			}
@@ -541,7 +545,7 @@ var contractFacts = []fact{
 			return nil
 		}},
 	{id: "kps-prometheus-spec", chart: "kube-prometheus-stack", upstream: upKPS, source: "templates/prometheus/prometheus.yaml",
-		text: "prometheus.prometheusSpec.priorityClassName, retention and resources reach the Prometheus resource's spec",
+		text: "prometheus.prometheusSpec.priorityClassName, retention, retentionSize and resources reach the Prometheus resource's spec, and storageSpec its spec.storage (the operator's volume claim; none: an emptyDir)",
 		check: func(r *rendering) error {
 			m, err := r.rendered()
 			if err != nil {
@@ -551,11 +555,12 @@ var contractFacts = []fact{
 			if p == nil {
 				return errors.New("no Prometheus resource")
 			}
-			for _, k := range []string{"priorityClassName", "retention", "resources"} {
+			for k, field := range map[string]string{"priorityClassName": "priorityClassName", "retention": "retention", "retentionSize": "retentionSize",
+				"resources": "resources", "storageSpec": "storage"} {
 				want := dig(r.values, "prometheus", "prometheusSpec", k)
-				got, _, _ := unstructured.NestedFieldNoCopy(p.Object, "spec", k)
+				got, _, _ := unstructured.NestedFieldNoCopy(p.Object, "spec", field)
 				if isEmpty(want) != isEmpty(got) || (!isEmpty(want) && fmt.Sprint(normalizeJSON(want)) != fmt.Sprint(normalizeJSON(got))) {
-					return fmt.Errorf("spec.%s %v, values say %v", k, got, want)
+					return fmt.Errorf("spec.%s %v, values say %v", field, got, want)
 				}
 			}
 			return nil
@@ -665,6 +670,46 @@ var contractFacts = []fact{
 			}
 			return nil
 		}},
+	{id: "loki-persistence", chart: "loki-stack", upstream: upLoki, source: "loki 2.16.0 templates/statefulset.yaml (volumeClaimTemplates, volumes), values.yaml (persistence)",
+		text: "loki.persistence.enabled gives Loki's StatefulSet the volumeClaimTemplate storage of persistence.size and persistence.storageClassName (none: the cluster's default class), mounted at /data; without it storage is an emptyDir",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			var sts appsv1.StatefulSet
+			if err := m.typed("StatefulSet", r.vc.Release, &sts); err != nil {
+				return err
+			}
+			return persistenceRendered(&sts, dig(r.values, "loki", "persistence").(map[string]any))
+		}},
+	{id: "loki-retention", chart: "loki-stack", upstream: upLoki, source: "loki 2.16.0 values.yaml (config: compactor, limits_config, table_manager), templates/secret.yaml",
+		text: "loki.config is loki.yaml in Secret <release>, merged key by key with the chart's config: compactor.retention_enabled and limits_config.retention_period keep the chart's compactor (shared_store filesystem, working_directory under /data) and limits",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			var sec corev1.Secret
+			if err := m.typed("Secret", r.vc.Release, &sec); err != nil {
+				return err
+			}
+			var cfg map[string]any
+			if err := yaml.Unmarshal(sec.Data["loki.yaml"], &cfg); err != nil {
+				return fmt.Errorf("loki.yaml: %w", err)
+			}
+			for _, path := range [][]string{{"compactor", "retention_enabled"}, {"limits_config", "retention_period"}, {"compactor", "shared_store"},
+				{"compactor", "working_directory"}, {"limits_config", "reject_old_samples_max_age"}} {
+				want := dig(r.values, append([]string{"loki", "config"}, path...)...)
+				if got := dig(cfg, path...); fmt.Sprint(got) != fmt.Sprint(want) {
+					return fmt.Errorf("loki.yaml %s: %v, values say %v", strings.Join(path, "."), got, want)
+				}
+			}
+			if dig(cfg, "compactor", "shared_store") != "filesystem" {
+				return fmt.Errorf("loki.yaml compactor %v: the chart's shared_store is lost", dig(cfg, "compactor"))
+			}
+			return nil
+		}},
 	{id: "loki-pdb", chart: "loki-stack", upstream: upLoki, source: "loki 2.16.0 templates/_helpers.tpl (loki.podDisruptionBudget.apiVersion), templates/pdb.yaml, values.yaml (podDisruptionBudget: {})",
 		text: "loki.podDisruptionBudget (empty by default: no budget) renders PodDisruptionBudget <release> of policy/v1beta1: the helper asks for \"policy/v1/PodDisruptionBudgets\" (plural; Helm lists kinds in the singular), never true, and Kubernetes removed policy/v1beta1 in 1.25, so the release fails to install; no PodDisruptionBudget the release renders may be of an apiVersion Kubernetes 1.25+ does not serve",
 		check: func(r *rendering) error {
@@ -699,7 +744,7 @@ var contractFacts = []fact{
 
 	// tempo.
 	{id: "tempo-workload", chart: "tempo", upstream: upTempo, source: "charts/tempo/templates/statefulset.yaml, _helpers.tpl",
-		text: "StatefulSet tempo (the release name), pods app.kubernetes.io/name=tempo, app.kubernetes.io/instance=<release>; persistence.enabled adds volumeClaimTemplate storage",
+		text: "StatefulSet tempo (the release name), pods app.kubernetes.io/name=tempo, app.kubernetes.io/instance=<release>; persistence.enabled adds volumeClaimTemplate storage of persistence.size and persistence.storageClassName (none: the cluster's default class)",
 		check: func(r *rendering) error {
 			m, err := r.rendered()
 			if err != nil {
@@ -712,11 +757,11 @@ var contractFacts = []fact{
 			if err := hasLabels("tempo pods", pt.Labels, map[string]string{"app.kubernetes.io/name": "tempo", "app.kubernetes.io/instance": r.vc.Release}); err != nil {
 				return err
 			}
-			vcts, _, _ := unstructured.NestedSlice(m.find("StatefulSet", r.vc.Release).Object, "spec", "volumeClaimTemplates")
-			if on, _ := dig(r.values, "persistence", "enabled").(bool); on != (len(vcts) == 1) {
-				return fmt.Errorf("persistence.enabled %v, volumeClaimTemplates %v", on, vcts)
+			var sts appsv1.StatefulSet
+			if err := m.typed("StatefulSet", r.vc.Release, &sts); err != nil {
+				return err
 			}
-			return nil
+			return persistenceRendered(&sts, dig(r.values, "persistence").(map[string]any))
 		}},
 	{id: "tempo-image", chart: "tempo", upstream: upTempo, source: "charts/tempo/templates/statefulset.yaml (image), values.yaml (tempo.registry: docker.io)",
 		text: "Image <global.imageRegistry or tempo.registry>/<tempo.repository>:<tempo.tag>, tempo.registry defaulting to docker.io: a registry must go in tempo.registry, not in tempo.repository",

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"helm.sh/helm/v3/pkg/chart"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -176,4 +177,34 @@ func nestedSlice(o *unstructured.Unstructured, path ...string) ([]any, bool, err
 		return nil, false, nil
 	}
 	return unstructured.NestedSlice(o.Object, path...)
+}
+
+// persistenceRendered checks a chart's StatefulSet against its persistence values: with
+// enabled, one volumeClaimTemplate storage of the size and class (none: the cluster's
+// default); without, no claim (and no claim-backed volume storage).
+func persistenceRendered(sts *appsv1.StatefulSet, p map[string]any) error {
+	vcts := sts.Spec.VolumeClaimTemplates
+	if on, _ := p["enabled"].(bool); !on {
+		if len(vcts) != 0 {
+			return fmt.Errorf("persistence off, volumeClaimTemplates %v", vcts)
+		}
+		return nil
+	}
+	if len(vcts) != 1 || vcts[0].Name != "storage" {
+		return fmt.Errorf("persistence on, volumeClaimTemplates %v: want one named storage", vcts)
+	}
+	size := vcts[0].Spec.Resources.Requests[corev1.ResourceStorage]
+	if size.String() != fmt.Sprint(p["size"]) {
+		return fmt.Errorf("claim size %s, values say %v", size.String(), p["size"])
+	}
+	want, _ := p["storageClassName"].(string)
+	if got := vcts[0].Spec.StorageClassName; (want == "") != (got == nil || *got == "") || (got != nil && *got != want) {
+		return fmt.Errorf("claim class %v, values say %q", got, want)
+	}
+	for _, v := range sts.Spec.Template.Spec.Volumes {
+		if v.Name == "storage" {
+			return fmt.Errorf("a volume storage (%v) beside the claim of that name", v.VolumeSource)
+		}
+	}
+	return nil
 }

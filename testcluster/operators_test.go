@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"runr.dev/console/ops/observability"
+	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
 )
 
@@ -196,7 +197,7 @@ func TestSimulatedPrometheusOperator(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, ch := s.chart(t, "kube-prometheus-stack", "79.5.0")
-	vals := jsonCopy(t, observability.PrometheusValues())
+	vals := jsonCopy(t, observability.PrometheusValues(observability.StorageOf(store.Monitoring{}, true)))
 	vals["prometheus"].(map[string]any)["podDisruptionBudget"] = map[string]any{"enabled": true}
 	helmInstall(t, c, ch, "knative", "observability", vals)
 

@@ -338,12 +338,25 @@ func (c *Cluster) applyStatefulSet(ctx context.Context, want *appsv1.StatefulSet
 	if err != nil {
 		return nil, fmt.Errorf("get StatefulSet %s/%s: %w", want.Namespace, want.Name, err)
 	}
+	if got.DeletionTimestamp != nil {
+		return nil, fmt.Errorf("StatefulSet %s/%s is being deleted: created again once it is gone", want.Namespace, want.Name)
+	}
 	if got.Annotations[inputHashAnnotation] == want.Annotations[inputHashAnnotation] {
 		return got, nil
 	}
 	got.Labels, got.Annotations, got.OwnerReferences = want.Labels, want.Annotations, want.OwnerReferences
-	got.Spec.Replicas, got.Spec.Template = want.Spec.Replicas, want.Spec.Template
+	got.Spec.Replicas, got.Spec.Template, got.Spec.VolumeClaimTemplates = want.Spec.Replicas, want.Spec.Template, want.Spec.VolumeClaimTemplates
 	updated, err := api.Update(ctx, got, metav1.UpdateOptions{})
+	if apierrors.IsInvalid(err) {
+		// As upstream's operator ("recreating StatefulSet because the update operation
+		// wasn't possible"): a change Kubernetes refuses in place, such as the volume
+		// claims, deletes the StatefulSet in the foreground and a later round creates it.
+		fg := metav1.DeletePropagationForeground
+		if derr := api.Delete(ctx, want.Name, metav1.DeleteOptions{PropagationPolicy: &fg}); derr != nil && !apierrors.IsNotFound(derr) {
+			return nil, fmt.Errorf("delete StatefulSet %s/%s to recreate it: %w", want.Namespace, want.Name, derr)
+		}
+		return nil, fmt.Errorf("StatefulSet %s/%s deleted to be recreated: %w", want.Namespace, want.Name, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("update StatefulSet %s/%s: %w", want.Namespace, want.Name, err)
 	}

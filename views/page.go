@@ -106,6 +106,12 @@ type Option struct {
 	Selected bool
 }
 
+// SettingField is one input of a settings form: its saved value ("" the default the
+// hint names).
+type SettingField struct {
+	Name, Label, Type, Value, Hint string
+}
+
 // MigrationBanner announces a region move in dns_check, counting down its 48 hours.
 type MigrationBanner struct {
 	RegionID   string

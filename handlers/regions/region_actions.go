@@ -106,7 +106,8 @@ func (h *Handlers) APIDeleteRegion(c *fiber.Ctx) error {
 func monitoringInput(raw map[string]json.RawMessage) (ops.MonitoringInput, handlers.FieldErrors) {
 	var in ops.MonitoringInput
 	errs := handlers.FieldErrors{}
-	for key, dst := range map[string]**string{"prometheus_url": &in.PrometheusURL, "loki_url": &in.LokiURL, "loki_org_id": &in.LokiOrgID} {
+	for key, dst := range map[string]**string{"prometheus_url": &in.PrometheusURL, "loki_url": &in.LokiURL, "loki_org_id": &in.LokiOrgID,
+		"storage_class": &in.StorageClass} {
 		v, ok := raw[key]
 		if !ok {
 			continue
@@ -120,6 +121,22 @@ func monitoringInput(raw map[string]json.RawMessage) (ops.MonitoringInput, handl
 			s = new(string)
 		}
 		*dst = s
+	}
+	for key, dst := range map[string]**int{"prometheus_size_gi": &in.PrometheusSizeGi, "loki_size_gi": &in.LokiSizeGi, "tempo_size_gi": &in.TempoSizeGi,
+		"prometheus_retention_days": &in.PrometheusRetentionDays, "loki_retention_days": &in.LokiRetentionDays} {
+		v, ok := raw[key]
+		if !ok {
+			continue
+		}
+		var n *int
+		if err := json.Unmarshal(v, &n); err != nil {
+			errs[key] = "Use a whole number, or null for RunR's default."
+			continue
+		}
+		if n == nil {
+			n = new(int)
+		}
+		*dst = n
 	}
 	if len(errs) > 0 {
 		return in, errs

@@ -9,6 +9,7 @@ import (
 	"runr.dev/console/handlers"
 	"runr.dev/console/ops"
 	"runr.dev/console/ops/knative"
+	"runr.dev/console/ops/problem"
 	"runr.dev/console/ops/redis"
 	"runr.dev/console/ops/registry"
 	"runr.dev/console/store"
@@ -83,10 +84,29 @@ func (h *Handlers) MonitoringForm(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	vals := map[string]string{}
-	for _, k := range []string{"prometheus_url", "loki_url", "loki_org_id"} {
+	for _, k := range []string{"prometheus_url", "loki_url", "loki_org_id", "storage_class"} {
 		vals[k] = strings.TrimSpace(c.FormValue(k))
 	}
-	in := ops.MonitoringInput{PrometheusURL: store.Ptr(vals["prometheus_url"]), LokiURL: store.Ptr(vals["loki_url"]), LokiOrgID: store.Ptr(vals["loki_org_id"])}
+	in := ops.MonitoringInput{PrometheusURL: store.Ptr(vals["prometheus_url"]), LokiURL: store.Ptr(vals["loki_url"]), LokiOrgID: store.Ptr(vals["loki_org_id"]),
+		StorageClass: store.Ptr(vals["storage_class"])}
+	// The sizes and retentions: empty is RunR's default (0).
+	fe := map[string]string{}
+	for key, dst := range map[string]**int{"prometheus_size_gi": &in.PrometheusSizeGi, "loki_size_gi": &in.LokiSizeGi, "tempo_size_gi": &in.TempoSizeGi,
+		"prometheus_retention_days": &in.PrometheusRetentionDays, "loki_retention_days": &in.LokiRetentionDays} {
+		vals[key] = strings.TrimSpace(c.FormValue(key))
+		n, err := 0, error(nil)
+		if vals[key] != "" {
+			n, err = strconv.Atoi(vals[key])
+		}
+		if err != nil {
+			fe[key] = "Use a whole number, or leave it empty for RunR's default."
+			continue
+		}
+		*dst = &n
+	}
+	if err := problem.FromFields(fe); err != nil {
+		return h.FormOutcome(c, r, "general", vals, err, "")
+	}
 	_, err = h.Ops.UpdateMonitoring(c.UserContext(), h.Actor(c), r, in)
 	return h.FormOutcome(c, r, "general", vals, err, "Monitoring saved.")
 }

@@ -59,6 +59,19 @@ func removeLegacyPDB(ctx context.Context, c *kube.Cluster, jc *engine.JobContext
 	return nil
 }
 
+// OwnReleases are the releases of Prometheus and Loki RunR installs for a region (not
+// those it takes from elsewhere), with their data on st.
+func OwnReleases(m store.Monitoring, st Storage) []kit.Release {
+	var out []kit.Release
+	if m.PrometheusURL == "" {
+		out = append(out, kit.Release{Namespace: ObservabilityNamespace, Name: PrometheusRelease, Chart: ChartPrometheus, Values: PrometheusValues(st)})
+	}
+	if m.LokiURL == "" {
+		out = append(out, kit.Release{Namespace: ObservabilityNamespace, Name: LokiRelease, Chart: ChartLoki, Values: LokiValues(st)})
+	}
+	return out
+}
+
 // InstallPrometheus installs kube-prometheus-stack (release knative) unless the region
 // uses an existing Prometheus.
 func (s *Service) InstallPrometheus(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
@@ -66,25 +79,7 @@ func (s *Service) InstallPrometheus(ctx context.Context, jc *engine.JobContext, 
 		jc.Note("The region uses the existing Prometheus at %s: RunR installs none", u)
 		return engine.ErrSkip
 	}
-	if _, err := kit.EnsureNamespace(ctx, jc, c, ObservabilityNamespace, nil); err != nil {
-		return err
-	}
-	if err := ensurePriorityClass(ctx, c); err != nil {
-		return err
-	}
-	if err := removeLegacyPDB(ctx, c, jc, PrometheusRelease); err != nil {
-		return err
-	}
-	vals := PrometheusValues()
-	rel, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: ObservabilityNamespace, Name: PrometheusRelease, Chart: ChartPrometheus, Values: vals})
-	if err != nil {
-		return err
-	}
-	if err := kit.WaitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {
-		return err
-	}
-	jc.Note("Prometheus (%s, release %s) runs in %s", ChartPrometheus, PrometheusRelease, ObservabilityNamespace)
-	return nil
+	return s.installOwn(ctx, jc, c, r, PrometheusRelease)
 }
 
 // InstallLoki installs loki-stack unless the region uses an existing Loki.
@@ -93,30 +88,55 @@ func (s *Service) InstallLoki(ctx context.Context, jc *engine.JobContext, c *kub
 		jc.Note("The region uses the existing Loki at %s: RunR installs none", u)
 		return engine.ErrSkip
 	}
+	return s.installOwn(ctx, jc, c, r, LokiRelease)
+}
+
+// installOwn installs or upgrades RunR's Prometheus or Loki (name) for the region, on
+// volumes where the cluster binds them.
+func (s *Service) installOwn(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region, name string) error {
+	st, warning, err := ClusterStorage(ctx, c, r.Monitoring.V)
+	if err != nil {
+		return err
+	}
+	if warning != "" {
+		jc.Warnf("%s", warning)
+	}
+	var want kit.Release
+	for _, rel := range OwnReleases(r.Monitoring.V, st) {
+		if rel.Name == name {
+			want = rel
+		}
+	}
 	if _, err := kit.EnsureNamespace(ctx, jc, c, ObservabilityNamespace, nil); err != nil {
 		return err
 	}
 	if err := ensurePriorityClass(ctx, c); err != nil {
 		return err
 	}
-	if err := removeLegacyPDB(ctx, c, jc, LokiRelease); err != nil {
+	if err := removeLegacyPDB(ctx, c, jc, name); err != nil {
 		return err
 	}
-	vals := LokiValues()
-	rel, err := s.HelmApply(ctx, jc, c, kit.Release{Namespace: ObservabilityNamespace, Name: LokiRelease, Chart: ChartLoki, Values: vals})
+	// Loki's chart keeps its data in a StatefulSet of its own (Prometheus's operator
+	// replaces its StatefulSet itself).
+	if name == LokiRelease {
+		if err := replaceStatefulSetForVolumes(ctx, jc, c, LokiRelease, chartClaims(st.Persist, st.Class, st.LokiSizeGi)); err != nil {
+			return err
+		}
+	}
+	rel, err := s.HelmApply(ctx, jc, c, want)
 	if err != nil {
 		return err
 	}
 	if err := kit.WaitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {
 		return err
 	}
-	jc.Note("Loki (%s, release %s) runs in %s", ChartLoki, LokiRelease, ObservabilityNamespace)
+	jc.Note("%s (release %s) runs in %s; %s", want.Chart.Name, name, ObservabilityNamespace, st.describe(name))
 	return nil
 }
 
 // TracingReleases are the tracing backend's releases, Tempo first: this release's charts
 // and RunR's mirrors of the images unless the settings pin others.
-func (s *Service) TracingReleases(b TracingBackend) []kit.Release {
+func (s *Service) TracingReleases(b TracingBackend, st Storage) []kit.Release {
 	tempo, otel := ChartTempo, ChartOtelCollector
 	if v := s.Cfg.TracingTempoChartVersion; v != "" {
 		tempo.Version = v
@@ -125,7 +145,7 @@ func (s *Service) TracingReleases(b TracingBackend) []kit.Release {
 		otel.Version = v
 	}
 	return []kit.Release{
-		{Namespace: ObservabilityNamespace, Name: TempoRelease, Chart: tempo, Values: TempoValues(b.RetentionHours, s.Cfg.TracingTempoImage)},
+		{Namespace: ObservabilityNamespace, Name: TempoRelease, Chart: tempo, Values: TempoValues(b.RetentionHours, s.Cfg.TracingTempoImage, st)},
 		{Namespace: ObservabilityNamespace, Name: OtelRelease, Chart: otel, Values: OtelValues(s.Cfg.TracingCollectorImage)},
 	}
 }
@@ -136,7 +156,17 @@ func (s *Service) InstallTracing(ctx context.Context, jc *engine.JobContext, c *
 	if _, err := kit.EnsureNamespace(ctx, jc, c, ObservabilityNamespace, nil); err != nil {
 		return err
 	}
-	rels := s.TracingReleases(b)
+	st, warning, err := ClusterStorage(ctx, c, b.Monitoring)
+	if err != nil {
+		return err
+	}
+	if warning != "" {
+		jc.Warnf("%s", warning)
+	}
+	if err := replaceStatefulSetForVolumes(ctx, jc, c, TempoRelease, chartClaims(st.Persist, st.Class, st.TempoSizeGi)); err != nil {
+		return err
+	}
+	rels := s.TracingReleases(b, st)
 	for _, want := range rels {
 		rel, err := s.HelmApply(ctx, jc, c, want)
 		if err != nil {
@@ -146,7 +176,7 @@ func (s *Service) InstallTracing(ctx context.Context, jc *engine.JobContext, c *
 			return err
 		}
 	}
-	jc.Note("Tracing: Tempo %s and OpenTelemetry Collector %s, traces kept %d h (decided by %s, the cluster's first region with tracing on)",
-		rels[0].Chart.Version, rels[1].Chart.Version, b.RetentionHours, b.DecidedBy)
+	jc.Note("Tracing: Tempo %s and OpenTelemetry Collector %s, traces kept %d h (decided by %s, the cluster's first region with tracing on); %s",
+		rels[0].Chart.Version, rels[1].Chart.Version, b.RetentionHours, b.DecidedBy, st.describe(TempoRelease))
 	return nil
 }

@@ -137,6 +137,8 @@ type TracingBackend struct {
 	RetentionHours int
 	// DecidedBy is the region that decided it ("" when no region has tracing on).
 	DecidedBy string
+	// Monitoring is that region's storage settings (Tempo's volume).
+	Monitoring store.Monitoring
 }
 
 // Backend is the tracing backend of a cluster whose regions with tracing on are users:
@@ -150,7 +152,7 @@ func (s *Service) Backend(users []store.Region) TracingBackend {
 		}
 	}
 	if first != nil {
-		b.DecidedBy = first.Name
+		b.DecidedBy, b.Monitoring = first.Name, first.Monitoring.V
 		if first.TracingRetentionHours > 0 {
 			b.RetentionHours = first.TracingRetentionHours
 		}
@@ -167,17 +169,13 @@ func (s *Service) registerKinds() {
 	})
 }
 
-// applyTracingMode is the step "tracing" of KindTracing.
-func (s *Service) applyTracingMode(ctx context.Context, jc *engine.JobContext) error {
-	r, c, err := s.RegionAndCluster(ctx, jc)
-	if err != nil {
-		return err
-	}
+// tracingRegions are the regions of r's cluster with Serving ready (served), and those of
+// them with tracing on (users).
+func (s *Service) tracingRegions(ctx context.Context, r *store.Region) (users, served []store.Region, err error) {
 	others, err := s.OtherRegionsOnCluster(ctx, r)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	var users, served []store.Region
 	for _, x := range append([]store.Region{*r}, others...) {
 		if x.ServingStatus != store.ComponentReady {
 			continue
@@ -186,6 +184,38 @@ func (s *Service) applyTracingMode(ctx context.Context, jc *engine.JobContext) e
 		if s.TracingEnabled(&x) {
 			users = append(users, x)
 		}
+	}
+	return users, served, nil
+}
+
+// RefreshTracing is a step that applies the tracing backend again where the job's region's
+// cluster runs it (Tempo's volume follows its deciding region's storage settings), and
+// does nothing where it does not.
+func (s *Service) RefreshTracing(ctx context.Context, jc *engine.JobContext) error {
+	r, c, err := s.RegionAndCluster(ctx, jc)
+	if err != nil {
+		return err
+	}
+	users, _, err := s.tracingRegions(ctx, r)
+	if err != nil {
+		return err
+	}
+	if len(users) == 0 {
+		jc.Note("No region of the cluster with Knative Serving ready has tracing on: no Tempo to update")
+		return engine.ErrSkip
+	}
+	return s.InstallTracing(ctx, jc, c, s.Backend(users))
+}
+
+// applyTracingMode is the step "tracing" of KindTracing.
+func (s *Service) applyTracingMode(ctx context.Context, jc *engine.JobContext) error {
+	r, c, err := s.RegionAndCluster(ctx, jc)
+	if err != nil {
+		return err
+	}
+	users, served, err := s.tracingRegions(ctx, r)
+	if err != nil {
+		return err
 	}
 	switch {
 	case len(users) > 0:

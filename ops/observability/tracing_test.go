@@ -13,13 +13,13 @@ import (
 // versions and the images of the settings, and this release's without them.
 func TestTracingReleasesFollowTheSettings(t *testing.T) {
 	s := &Service{Kit: &kit.Kit{Cfg: &config.Config{TracingRetentionHours: 72}}}
-	rels := s.TracingReleases(TracingBackend{RetentionHours: 72})
+	rels := s.TracingReleases(TracingBackend{RetentionHours: 72}, Storage{})
 	if rels[0].Chart != ChartTempo || rels[1].Chart != ChartOtelCollector {
 		t.Fatalf("without settings: %+v %+v", rels[0].Chart, rels[1].Chart)
 	}
 	s.Cfg.TracingTempoChartVersion, s.Cfg.TracingCollectorChartVersion = "3.3.0", "0.180.0"
 	s.Cfg.TracingTempoImage, s.Cfg.TracingCollectorImage = "registry.example.com:5000/mirror/tempo:3.1.0", "registry.example.com:5000/mirror/otel:0.162.0"
-	rels = s.TracingReleases(TracingBackend{RetentionHours: 120})
+	rels = s.TracingReleases(TracingBackend{RetentionHours: 120}, Storage{})
 	tempo := rels[0].Values["tempo"].(map[string]any)
 	img := rels[1].Values["image"].(map[string]any)
 	if rels[0].Chart.Version != "3.3.0" || rels[1].Chart.Version != "0.180.0" || tempo["registry"] != "registry.example.com:5000" ||

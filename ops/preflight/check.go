@@ -286,7 +286,7 @@ func (s *Service) checkStorage(ctx context.Context, c *kube.Cluster, res *Result
 	def := ""
 	var names []string
 	for _, sc := range scs.Items {
-		isDef := sc.Annotations["storageclass.kubernetes.io/is-default-class"] == "true"
+		isDef := kube.IsDefaultStorageClass(&sc)
 		info := StorageClassInfo{Name: sc.Name, Provisioner: sc.Provisioner, Default: isDef}
 		if evErr != nil {
 			info.Provisioning, info.Evidence = ProvisioningUnknown, "could not be told: "+kube.Evidence(evErr)
@@ -305,7 +305,7 @@ func (s *Service) checkStorage(ctx context.Context, c *kube.Cluster, res *Result
 	case len(scs.Items) == 0:
 		res.add("storage", "StorageClasses", kit.CheckWarn, "none: an internal registry needs S3 then, or create a StorageClass")
 	case def == "":
-		res.add("storage", "StorageClasses", kit.CheckWarn, "no default StorageClass: name a class for every volume RunR requests (the internal registry's, the data services', the GPU model storage's)", names...)
+		res.add("storage", "StorageClasses", kit.CheckWarn, "no default StorageClass: name a class for every volume RunR requests (the internal registry's, the data services', the GPU model storage's); Prometheus, Loki and Tempo keep their data in emptyDir volumes, lost when their pods move, unless the region's Monitoring settings name a class", names...)
 	default:
 		res.add("storage", "StorageClasses", kit.CheckPass, fmt.Sprintf("%d, default %s", len(scs.Items), def), names...)
 	}

@@ -242,13 +242,18 @@ func (s *Service) applyStatusBlock(ctx context.Context, jc *engine.JobContext, c
 // checkTracing: where a region of the cluster with Serving ready has tracing on (its
 // mode, or the console's default), Tempo and the OpenTelemetry Collector run this
 // release's charts and values (their images are in the values); elsewhere nothing.
-func (s *Service) checkTracing(_ context.Context, c *kube.Cluster, t *reconcileTarget) (finding, error) {
+func (s *Service) checkTracing(ctx context.Context, c *kube.Cluster, t *reconcileTarget) (finding, error) {
 	users := s.tracingUsers(t)
 	if len(users) == 0 {
 		return finding{What: "tracing is off for every region of the cluster: nothing to install"}, nil
 	}
+	b := s.Observability.Backend(users)
+	st, _, err := observability.ClusterStorage(ctx, c, b.Monitoring)
+	if err != nil {
+		return finding{}, err
+	}
 	var fs []finding
-	for _, want := range s.Observability.TracingReleases(s.Observability.Backend(users)) {
+	for _, want := range s.Observability.TracingReleases(b, st) {
 		rel, err := helm.Status(c, want.Namespace, want.Name)
 		if err != nil {
 			return finding{}, err
@@ -501,8 +506,12 @@ func (h ownHelper) moveImage(ctx context.Context, jc *engine.JobContext, c *kube
 // checkObservability: Prometheus and Loki (unless the region uses its own) run this
 // release's charts and values, and no budget of an earlier console is left.
 func (s *Service) checkObservability(ctx context.Context, c *kube.Cluster, t *reconcileTarget) (finding, error) {
+	st, _, err := observability.ClusterStorage(ctx, c, t.Region.Monitoring.V)
+	if err != nil {
+		return finding{}, err
+	}
 	var fs []finding
-	for _, o := range s.observabilityParts(t) {
+	for _, o := range observability.OwnReleases(t.Region.Monitoring.V, st) {
 		rel, err := helm.Status(c, observability.ObservabilityNamespace, o.Name)
 		if err != nil {
 			return finding{}, err
@@ -521,19 +530,6 @@ func (s *Service) checkObservability(ctx context.Context, c *kube.Cluster, t *re
 	return joinFindings(fs...), nil
 }
 
-// observabilityParts are the releases of Prometheus and Loki RunR installs on the
-// target's cluster (not the ones the region takes from elsewhere).
-func (s *Service) observabilityParts(t *reconcileTarget) []kit.Release {
-	var out []kit.Release
-	if t.Region.Monitoring.V.PrometheusURL == "" {
-		out = append(out, kit.Release{Name: observability.PrometheusRelease, Chart: observability.ChartPrometheus, Values: observability.PrometheusValues()})
-	}
-	if t.Region.Monitoring.V.LokiURL == "" {
-		out = append(out, kit.Release{Name: observability.LokiRelease, Chart: observability.ChartLoki, Values: observability.LokiValues()})
-	}
-	return out
-}
-
 // hasLegacyPDB reports a budget an earlier console made for a release.
 func hasLegacyPDB(ctx context.Context, c *kube.Cluster, rel string) (bool, error) {
 	name := observability.LegacyPDBs[rel]
@@ -550,7 +546,7 @@ func hasLegacyPDB(ctx context.Context, c *kube.Cluster, rel string) (bool, error
 // applyObservability brings Prometheus and Loki to this release (what
 // cluster:patch-observability does) and records them.
 func (s *Service) applyObservability(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, t *reconcileTarget) error {
-	for _, o := range s.observabilityParts(t) {
+	for _, o := range observability.OwnReleases(t.Region.Monitoring.V, observability.Storage{}) {
 		install, component := s.Observability.InstallPrometheus, "prometheus"
 		if o.Name == observability.LokiRelease {
 			install, component = s.Observability.InstallLoki, "loki"

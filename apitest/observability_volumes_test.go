@@ -1,0 +1,154 @@
+package apitest
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/yaml"
+
+	"runr.dev/console/ops/observability"
+	"runr.dev/console/testcluster"
+)
+
+// observedVolumes is what a cluster shows of where RunR's Prometheus, Loki and Tempo keep
+// their data: each StatefulSet's claims as "size/class" ("emptyDir" without), Prometheus's
+// retention and Loki's.
+type observedVolumes struct {
+	prometheus, loki, tempo          string
+	prometheusRetention, lokiRetention string
+	retentionSize                    string
+}
+
+func observeVolumes(t *testing.T, c *testcluster.Cluster) observedVolumes {
+	t.Helper()
+	ctx := context.Background()
+	claims := func(sts string) string {
+		s, err := c.Client.AppsV1().StatefulSets(observability.ObservabilityNamespace).Get(ctx, sts, metav1.GetOptions{})
+		if err != nil {
+			return "missing: " + err.Error()
+		}
+		if len(s.Spec.VolumeClaimTemplates) == 0 {
+			return "emptyDir"
+		}
+		v := s.Spec.VolumeClaimTemplates[0]
+		class := "default"
+		if v.Spec.StorageClassName != nil && *v.Spec.StorageClassName != "" {
+			class = *v.Spec.StorageClassName
+		}
+		size := v.Spec.Resources.Requests[corev1.ResourceStorage]
+		return size.String() + "/" + class
+	}
+	var o observedVolumes
+	o.prometheus, o.loki, o.tempo = claims(ownMonitoring[0]), claims(observability.LokiRelease), claims(observability.TempoRelease)
+	dyn := dynamic.NewForConfigOrDie(c.REST)
+	p, err := dyn.Resource(schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "prometheuses"}).
+		Namespace(observability.ObservabilityNamespace).Get(ctx, "knative-kube-prometheus-st-prometheus", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the Prometheus resource: %v", err)
+	}
+	spec, _ := p.Object["spec"].(map[string]any)
+	o.prometheusRetention, o.retentionSize = fmt.Sprint(spec["retention"]), fmt.Sprint(spec["retentionSize"])
+	sec, err := c.Client.CoreV1().Secrets(observability.ObservabilityNamespace).Get(ctx, observability.LokiRelease, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("Loki's configuration: %v", err)
+	}
+	var cfg struct {
+		Compactor    map[string]any `json:"compactor"`
+		LimitsConfig map[string]any `json:"limits_config"`
+	}
+	if err := yaml.Unmarshal(sec.Data["loki.yaml"], &cfg); err != nil {
+		t.Fatal(err)
+	}
+	o.lokiRetention = fmt.Sprintf("%v/%v", cfg.LimitsConfig["retention_period"], cfg.Compactor["retention_enabled"])
+	return o
+}
+
+// waitVolumes waits until the cluster shows want (the operator replaces Prometheus's
+// StatefulSet a round after its resource changed).
+func waitVolumes(t *testing.T, c *testcluster.Cluster, want observedVolumes) {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		got := observeVolumes(t, c)
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("volumes and retention:\n got %+v\nwant %+v", got, want)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// TestObservabilityKeepsItsData: RunR's Prometheus, Loki and Tempo keep their data on
+// volumes of the cluster's default class with RunR's sizes and retentions; the region's
+// Monitoring settings change class, sizes and retentions (Loki's and Tempo's StatefulSets
+// are replaced, as Kubernetes changes no volume claim in place); a class the cluster lacks
+// is refused and changes nothing; on a cluster without a default class the data lives in
+// emptyDir volumes and the job says so.
+func TestObservabilityKeepsItsData(t *testing.T) {
+	c, e, tok, r := readyRegion(t, "vols")
+	ctx := context.Background()
+	waitVolumes(t, c, observedVolumes{prometheus: "20Gi/default", loki: "10Gi/default", tempo: "10Gi/default",
+		prometheusRetention: "10d", retentionSize: "17408MB", lokiRetention: "168h/true"})
+	claims, err := c.Client.CoreV1().PersistentVolumeClaims(observability.ObservabilityNamespace).Get(ctx, "storage-loki-stack-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("Loki's claim: %v", err)
+	}
+	if claims.Status.Phase != corev1.ClaimBound {
+		t.Fatalf("Loki's claim is %s, want Bound", claims.Status.Phase)
+	}
+
+	var ans struct {
+		JobID  string            `json:"job_id"`
+		Fields map[string]string `json:"fields"`
+	}
+	before, _ := e.Store.RegionByID(ctx, r.ID)
+	for body, field := range map[string]string{`{"storage_class":"gold"}`: "storage_class", `{"loki_size_gi":-1}`: "loki_size_gi",
+		`{"prometheus_retention_days":"long"}`: "prometheus_retention_days", `{"tempo_size_gi":20000}`: "tempo_size_gi"} {
+		st, text := e.Raw("PUT", "/api/knative-regions/"+r.ID+"/monitoring", tok, body)
+		if st != 422 || !strings.Contains(text, field) {
+			t.Fatalf("%s: %d %s, want 422 naming %s", body, st, text, field)
+		}
+	}
+	if after, _ := e.Store.RegionByID(ctx, r.ID); after.Monitoring.V != before.Monitoring.V {
+		t.Fatalf("a refused change changed the monitoring: %+v", after.Monitoring.V)
+	}
+
+	if st := e.JSON("PUT", "/api/knative-regions/"+r.ID+"/monitoring", tok, map[string]any{"storage_class": "fast-ssd", "prometheus_size_gi": 5,
+		"prometheus_retention_days": 30, "loki_size_gi": 3, "loki_retention_days": 14, "tempo_size_gi": 2}, &ans); st != 200 || ans.JobID == "" {
+		t.Fatalf("change the volumes: %d, job %q", st, ans.JobID)
+	}
+	mustSucceed(t, e.WaitJob(ans.JobID, 4*time.Minute))
+	waitVolumes(t, c, observedVolumes{prometheus: "5Gi/fast-ssd", loki: "3Gi/fast-ssd", tempo: "2Gi/fast-ssd",
+		prometheusRetention: "30d", retentionSize: "4352MB", lokiRetention: "336h/true"})
+	if log := jobLogOf(t, e, ans.JobID); !strings.Contains(log, "Deleted StatefulSet observability/loki-stack to change its volumes") {
+		t.Fatalf("the job does not say it replaced Loki's StatefulSet:\n%s", log)
+	}
+
+	// No default class: back to the default class, of which the cluster has none.
+	std, err := c.Client.StorageV1().StorageClasses().Get(ctx, "standard", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(std.Annotations, "storageclass.kubernetes.io/is-default-class")
+	if _, err := c.Client.StorageV1().StorageClasses().Update(ctx, std, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if st := e.JSON("PUT", "/api/knative-regions/"+r.ID+"/monitoring", tok, map[string]any{"storage_class": "", "prometheus_size_gi": nil, "loki_size_gi": nil}, &ans); st != 200 || ans.JobID == "" {
+		t.Fatalf("back to the default class: %d, job %q", st, ans.JobID)
+	}
+	mustSucceed(t, e.WaitJob(ans.JobID, 4*time.Minute))
+	waitVolumes(t, c, observedVolumes{prometheus: "emptyDir", loki: "emptyDir", tempo: "emptyDir",
+		prometheusRetention: "30d", retentionSize: "<nil>", lokiRetention: "336h/true"})
+	if log := jobLogOf(t, e, ans.JobID); !strings.Contains(log, "the cluster has no default StorageClass: Prometheus, Loki and Tempo keep their data in emptyDir volumes") {
+		t.Fatalf("the job does not warn of the emptyDir volumes:\n%s", log)
+	}
+}
