@@ -21,9 +21,9 @@ import (
 // their data: each StatefulSet's claims as "size/class" ("emptyDir" without), Prometheus's
 // retention and Loki's.
 type observedVolumes struct {
-	prometheus, loki, tempo          string
+	prometheus, loki, tempo            string
 	prometheusRetention, lokiRetention string
-	retentionSize                    string
+	retentionSize                      string
 }
 
 func observeVolumes(t *testing.T, c *testcluster.Cluster) observedVolumes {

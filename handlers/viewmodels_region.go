@@ -33,7 +33,7 @@ func RegionView(r *store.Region) views.RegionView {
 		ImageMirror:   r.Settings.V.ImageMirror,
 		PrometheusURL: r.Monitoring.V.PrometheusURL, LokiURL: r.Monitoring.V.LokiURL, LokiOrgID: r.Monitoring.V.LokiOrgID,
 		MonitoringStorage: monitoringStorageFields(r.Monitoring.V),
-		DNSResolved: r.DNSResolved, ExternalIP: r.ExternalIP, FunctionTLSExpiresAt: r.FunctionTLSExpiresAt, ProjectCount: r.ProjectCount,
+		DNSResolved:       r.DNSResolved, ExternalIP: r.ExternalIP, FunctionTLSExpiresAt: r.FunctionTLSExpiresAt, ProjectCount: r.ProjectCount,
 		DedicatedWorkers: r.Nodes, DataLocation: r.DataLocation, FaaSCPUOvercommit: r.FaaSCPUOvercommit, FaaSMemoryOvercommit: r.FaaSMemoryOvercommit,
 
 		RegistryMode: string(r.RegistryMode), RegistryStatus: string(r.RegistryStatus), RegistryAddress: r.RegistryAddress, RegistryMessage: r.RegistryMessage,

@@ -36,7 +36,7 @@ type Storage struct {
 	Persist bool
 	Class   string
 	// Sizes in GiB, retentions in days.
-	PrometheusSizeGi, LokiSizeGi, TempoSizeGi int
+	PrometheusSizeGi, LokiSizeGi, TempoSizeGi  int
 	PrometheusRetentionDays, LokiRetentionDays int
 }
 
