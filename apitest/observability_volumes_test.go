@@ -9,11 +9,14 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
 
 	"runr.dev/console/ops/observability"
+	"runr.dev/console/ops/reconcile"
 	"runr.dev/console/testcluster"
 )
 
@@ -150,5 +153,82 @@ func TestObservabilityKeepsItsData(t *testing.T) {
 		prometheusRetention: "30d", retentionSize: "<nil>", lokiRetention: "336h/true"})
 	if log := jobLogOf(t, e, ans.JobID); !strings.Contains(log, "the cluster has no default StorageClass: Prometheus, Loki and Tempo keep their data in emptyDir volumes") {
 		t.Fatalf("the job does not warn of the emptyDir volumes:\n%s", log)
+	}
+}
+
+// TestCAdvisorBesideRunRsPrometheus: with RunR's Prometheus the Serving install runs
+// cAdvisor on every node (host PID namespace, host paths, privileged; ClusterRole and
+// binding cadvisor-runr) with a PodMonitor that this Prometheus selects and that selects
+// cAdvisor's pods by their port; reconcile puts back a cAdvisor that is gone.
+func TestCAdvisorBesideRunRsPrometheus(t *testing.T) {
+	c, e, tok, r := readyRegion(t, "cadv")
+	ctx := context.Background()
+	ns := observability.ObservabilityNamespace
+	ds, err := c.Client.AppsV1().DaemonSets(ns).Get(ctx, observability.CAdvisorName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("cAdvisor's DaemonSet: %v", err)
+	}
+	pod := ds.Spec.Template.Spec
+	paths := map[string]bool{}
+	for _, v := range pod.Volumes {
+		if v.HostPath != nil {
+			paths[v.HostPath.Path] = true
+		}
+	}
+	ctr := pod.Containers[0]
+	if !pod.HostPID || ctr.SecurityContext == nil || ctr.SecurityContext.Privileged == nil || !*ctr.SecurityContext.Privileged ||
+		!paths["/"] || !paths["/sys"] || !paths["/var/run"] || ctr.Image != observability.CAdvisorImage || pod.ServiceAccountName != observability.CAdvisorName {
+		t.Fatalf("cAdvisor's pods: hostPID %v, security %+v, host paths %v, image %s, account %s", pod.HostPID, ctr.SecurityContext, paths, ctr.Image, pod.ServiceAccountName)
+	}
+	if ds.Status.DesiredNumberScheduled == 0 || ds.Status.NumberReady != ds.Status.DesiredNumberScheduled {
+		t.Fatalf("cAdvisor runs on %d of %d nodes", ds.Status.NumberReady, ds.Status.DesiredNumberScheduled)
+	}
+	crb, err := c.Client.RbacV1().ClusterRoleBindings().Get(ctx, observability.CAdvisorRole, metav1.GetOptions{})
+	if err != nil || crb.RoleRef.Name != observability.CAdvisorRole || len(crb.Subjects) != 1 || crb.Subjects[0].Name != observability.CAdvisorName || crb.Subjects[0].Namespace != ns {
+		t.Fatalf("ClusterRoleBinding cadvisor-runr: %v %+v", err, crb)
+	}
+	if _, err := c.Client.RbacV1().ClusterRoles().Get(ctx, observability.CAdvisorRole, metav1.GetOptions{}); err != nil {
+		t.Fatalf("ClusterRole cadvisor-runr: %v", err)
+	}
+
+	// The PodMonitor: selected by the region's Prometheus, selecting cAdvisor's pods and port.
+	dyn := dynamic.NewForConfigOrDie(c.REST)
+	pm, err := dyn.Resource(schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "podmonitors"}).Namespace(ns).Get(ctx, observability.CAdvisorName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("cAdvisor's PodMonitor: %v", err)
+	}
+	prom, err := dyn.Resource(schema.GroupVersionResource{Group: "monitoring.coreos.com", Version: "v1", Resource: "prometheuses"}).Namespace(ns).Get(ctx, "knative-kube-prometheus-st-prometheus", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _, _ := unstructured.NestedStringMap(prom.Object, "spec", "podMonitorSelector", "matchLabels")
+	if len(want) == 0 || !labels.SelectorFromSet(want).Matches(labels.Set(pm.GetLabels())) {
+		t.Fatalf("the Prometheus selects PodMonitors %v; cAdvisor's is labelled %v", want, pm.GetLabels())
+	}
+	sel, _, _ := unstructured.NestedStringMap(pm.Object, "spec", "selector", "matchLabels")
+	eps, _, _ := unstructured.NestedSlice(pm.Object, "spec", "podMetricsEndpoints")
+	if len(sel) == 0 || !labels.SelectorFromSet(sel).Matches(labels.Set(ds.Spec.Template.Labels)) || len(eps) != 1 ||
+		eps[0].(map[string]any)["port"] != ctr.Ports[0].Name {
+		t.Fatalf("the PodMonitor selects %v on %v; cAdvisor's pods are %v with port %s", sel, eps, ds.Spec.Template.Labels, ctr.Ports[0].Name)
+	}
+
+	// Gone: reconcile's dry run names it, and reconcile puts it back.
+	if err := c.Client.AppsV1().DaemonSets(ns).Delete(ctx, observability.CAdvisorName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var plan struct{ Data []reconcile.Change }
+	if st := e.JSON("GET", "/api/reconcile?step="+reconcile.StepObservability+"&region="+r.Name, tok, nil, &plan); st != 200 || len(plan.Data) != 1 ||
+		plan.Data[0].Result != reconcile.ResultChange || !strings.Contains(plan.Data[0].What, "install cAdvisor") {
+		t.Fatalf("reconcile's dry run without cAdvisor: %d %+v", st, plan.Data)
+	}
+	var ans struct {
+		JobID string `json:"job_id"`
+	}
+	if st := e.JSON("POST", "/api/reconcile", tok, map[string]any{"step": reconcile.StepObservability}, &ans); st != 202 {
+		t.Fatalf("reconcile: %d", st)
+	}
+	mustSucceed(t, e.WaitJob(ans.JobID, 4*time.Minute))
+	if _, err := c.Client.AppsV1().DaemonSets(ns).Get(ctx, observability.CAdvisorName, metav1.GetOptions{}); err != nil {
+		t.Fatalf("reconcile did not put cAdvisor back: %v", err)
 	}
 }

@@ -565,6 +565,24 @@ var contractFacts = []fact{
 			}
 			return nil
 		}},
+	{id: "kps-podmonitor-selector", chart: "kube-prometheus-stack", upstream: upKPS, source: "templates/prometheus/prometheus.yaml (podMonitorSelector, podMonitorNamespaceSelector), values.yaml (podMonitorSelectorNilUsesHelmValues: true)",
+		text: "The Prometheus resource selects the PodMonitors labelled release=<release> in every namespace (cAdvisor's PodMonitor carries that label)",
+		check: func(r *rendering) error {
+			m, err := r.rendered()
+			if err != nil {
+				return err
+			}
+			p := m.find("Prometheus", kpsFullname(r.vc.Release)+"-prometheus")
+			if p == nil {
+				return errors.New("no Prometheus resource")
+			}
+			sel, _, _ := unstructured.NestedStringMap(p.Object, "spec", "podMonitorSelector", "matchLabels")
+			ns, found, _ := unstructured.NestedMap(p.Object, "spec", "podMonitorNamespaceSelector")
+			if len(sel) != 1 || sel["release"] != r.vc.Release || !found || len(ns) != 0 {
+				return fmt.Errorf("podMonitorSelector %v, podMonitorNamespaceSelector %v (found %v): want release=%s in every namespace", sel, ns, found, r.vc.Release)
+			}
+			return nil
+		}},
 	{id: "kps-admission-hooks", chart: "kube-prometheus-stack", upstream: upKPS, source: "templates/prometheus-operator/admission-webhooks/job-patch/job-createSecret.yaml, job-patchWebhook.yaml",
 		text: "The admission-webhook certificate Jobs <fullname>-admission-create (pre-install) and -patch (post-install) are hooks",
 		check: func(r *rendering) error {

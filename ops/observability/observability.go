@@ -130,6 +130,11 @@ func (s *Service) installOwn(ctx context.Context, jc *engine.JobContext, c *kube
 	if err := kit.WaitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {
 		return err
 	}
+	if name == PrometheusRelease {
+		if err := installCAdvisor(ctx, jc, c); err != nil {
+			return err
+		}
+	}
 	jc.Note("%s (release %s) runs in %s; %s", want.Chart.Name, name, ObservabilityNamespace, st.describe(name))
 	return nil
 }

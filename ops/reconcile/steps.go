@@ -526,8 +526,30 @@ func (s *Service) checkObservability(ctx context.Context, c *kube.Cluster, t *re
 		if legacy {
 			fs = append(fs, finding{Change: true, What: "remove the PodDisruptionBudget " + observability.LegacyPDBs[o.Name] + " of an earlier console"})
 		}
+		if o.Name == observability.PrometheusRelease {
+			f, err := checkCAdvisor(ctx, c)
+			if err != nil {
+				return finding{}, err
+			}
+			fs = append(fs, f)
+		}
 	}
 	return joinFindings(fs...), nil
+}
+
+// checkCAdvisor: cAdvisor runs this release's image beside RunR's Prometheus.
+func checkCAdvisor(ctx context.Context, c *kube.Cluster) (finding, error) {
+	ds, err := c.Clientset.AppsV1().DaemonSets(observability.ObservabilityNamespace).Get(ctx, observability.CAdvisorName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return finding{Change: true, What: "install cAdvisor (" + observability.CAdvisorImage + ")"}, nil
+	}
+	if err != nil {
+		return finding{}, fmt.Errorf("read DaemonSet %s/%s: %w", observability.ObservabilityNamespace, observability.CAdvisorName, err)
+	}
+	if img := ds.Spec.Template.Spec.Containers[0].Image; img != observability.CAdvisorImage {
+		return finding{Change: true, What: "cAdvisor runs " + img + ": move it to " + observability.CAdvisorImage}, nil
+	}
+	return finding{}, nil
 }
 
 // hasLegacyPDB reports a budget an earlier console made for a release.
