@@ -821,6 +821,9 @@ func (s *Service) RunBackground(ctx context.Context) {
 		if claim(ctx, "periodic") {
 			s.Periodic(ctx)
 		}
+		if s.claimTask(ctx, "history-retention", 24*time.Hour) {
+			s.PruneHistory(ctx)
+		}
 		select {
 		case <-ctx.Done():
 			s.checks.Wait()
@@ -828,6 +831,20 @@ func (s *Service) RunBackground(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// PruneHistory is the daily retention of the regions' history: the agent's events, pod
+// sessions and metric snapshots older than each active region's retention go.
+func (s *Service) PruneHistory(ctx context.Context) {
+	n, err := s.Store.PruneRegionHistory(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.Log.Warn("history retention", "err", err)
+		}
+		return
+	}
+	s.Log.Info("history retention: deleted the reports past each active region's retention",
+		"events", n.Events, "pod_sessions", n.Sessions, "metric_snapshots", n.Snapshots)
 }
 
 // CheckSoon checks one region in the background, at once (on demand); the background
