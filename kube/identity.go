@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -33,7 +34,7 @@ func InClusterUID(ctx context.Context) (string, error) {
 		return "", nil
 	}
 	cfg, err := rest.InClusterConfig()
-	if err == rest.ErrNotInCluster {
+	if errors.Is(err, rest.ErrNotInCluster) {
 		return "", nil
 	}
 	if err != nil {
