@@ -2,18 +2,23 @@ package apitest
 
 import (
 	"context"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"runr.dev/console/config"
 	"runr.dev/console/kube"
+	"runr.dev/console/ops/domains"
 	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/reconcile"
 	"runr.dev/console/store"
 	"runr.dev/console/testcluster"
+	"runr.dev/console/web/webtest"
 )
 
 // TestAgentNeedsAnAddress: a console without RUNR_APP_URL or RUNR_AGENT_WS_URL (as a bare
@@ -82,8 +87,11 @@ func TestAgentOnTheConsolesOwnCluster(t *testing.T) {
 		t.Fatalf("the cluster's identity: %q %v", uid, err)
 	}
 	const gateway = "http://runr.runr.svc:80"
-	e := console(t, func(c *config.Config) { c.OwnClusterUID, c.GatewayURL = uid, gateway })
-	_, tok := e.User("owner")
+	e := console(t, func(c *config.Config) { c.OwnClusterUID, c.GatewayURL, c.ConsoleTLSSecret = uid, gateway, "runr/runr-tls" })
+	owner, tok := e.User("owner")
+	if err := e.Store.SetSetting(ctx, "base_domain", "example.test"); err != nil {
+		t.Fatal(err)
+	}
 	r := newRegion(t, e, tok, own, "home", nil)
 	mustSucceed(t, action(t, e, tok, r.ID, "install-knative", nil))
 	d, err := own.Client.AppsV1().Deployments(observability.ObservabilityNamespace).Get(ctx, observability.AgentName, metav1.GetOptions{})
@@ -118,5 +126,86 @@ func TestAgentOnTheConsolesOwnCluster(t *testing.T) {
 	if e.Kube.Observability.OwnCluster(ctx, oc) || e.Kube.Observability.AgentAddress(ctx, oc, away) != e.Kube.Observability.AgentWSURL(away, false) ||
 		strings.Contains(e.Kube.Observability.AgentAddress(ctx, oc, away), "runr.runr.svc") {
 		t.Fatalf("another cluster is taken for the console's own: %q", e.Kube.Observability.AgentAddress(ctx, oc, away))
+	}
+	consoleCertificate(t, e, owner.Email, tok, own, other, r)
+}
+
+// consoleCertificate: Function TLS's "use the console's certificate" takes the console's
+// own Secret (RUNR_TLS_SECRET) for a region on its cluster, through the region's kubeconfig,
+// when it covers the function domain; a refusal (no Secret, a certificate of other names, a
+// region on another cluster) says why and changes nothing.
+func consoleCertificate(t *testing.T, e *webtest.Env, email, tok string, own, other *testcluster.Cluster, r *store.Region) {
+	ctx := context.Background()
+	use := func(id string) (int, string) {
+		t.Helper()
+		return e.Raw("PUT", "/api/knative-regions/"+id+"/function-tls", tok, `{"use_console_certificate": true}`)
+	}
+	if st, body := use(r.ID); st != 422 || !strings.Contains(body, "runr/runr-tls") || !strings.Contains(body, "is not on the cluster") {
+		t.Fatalf("without the console's Secret: %d %s", st, body)
+	}
+	if _, err := own.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "runr"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	put := func(names ...string) time.Time {
+		t.Helper()
+		notAfter := time.Now().Add(90 * 24 * time.Hour).Truncate(time.Second)
+		cert, key := selfSigned(t, names, time.Now().Add(-time.Hour), notAfter)
+		sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "runr-tls", Namespace: "runr"}, Type: corev1.SecretTypeTLS,
+			Data: map[string][]byte{"tls.crt": []byte(cert), "tls.key": []byte(key)}}
+		if _, err := own.Client.CoreV1().Secrets("runr").Update(ctx, sec, metav1.UpdateOptions{}); apierrors.IsNotFound(err) {
+			_, err = own.Client.CoreV1().Secrets("runr").Create(ctx, sec, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return notAfter
+	}
+	put("runr.example.com")
+	if st, body := use(r.ID); st != 422 || !strings.Contains(body, "use_console_certificate") || !strings.Contains(body, "cannot serve this region") {
+		t.Fatalf("a console certificate of other names: %d %s", st, body)
+	}
+	if got, _ := e.Store.RegionByID(ctx, r.ID); got.FunctionTLSExpiresAt != nil {
+		t.Fatal("a refused certificate was recorded")
+	}
+	notAfter := put("runr.example.com", "*.home.example.test")
+	var ans struct {
+		JobID string `json:"job_id"`
+	}
+	if st := e.JSON("PUT", "/api/knative-regions/"+r.ID+"/function-tls", tok, map[string]any{"use_console_certificate": true}, &ans); st != 202 || ans.JobID == "" {
+		t.Fatalf("use the console's certificate: %d", st)
+	}
+	mustSucceed(t, e.WaitJob(ans.JobID, 2*time.Minute))
+	// The General tab offers the same, and runs it.
+	b := e.NewBrowser()
+	b.Login(email, "password-of-owner")
+	if _, page := b.Get("/regions/" + r.ID + "?tab=general"); !strings.Contains(page, `data-testid="console-tls-form"`) || !strings.Contains(page, "runr/runr-tls") {
+		t.Fatalf("the General tab does not offer the console's certificate")
+	}
+	if resp, _ := b.PostForm("/regions/"+r.ID+"/function-tls", url.Values{"use_console_certificate": {"1"}}, true); resp.StatusCode != 303 && resp.StatusCode != 302 {
+		t.Fatalf("the form's console certificate: %d", resp.StatusCode)
+	}
+	got, _ := e.Store.RegionByID(ctx, r.ID)
+	if got.FunctionTLSExpiresAt == nil || !got.FunctionTLSExpiresAt.Equal(notAfter) {
+		t.Fatalf("the region's certificate expires %v, want the console's %v", got.FunctionTLSExpiresAt, notAfter)
+	}
+	served, err := own.Client.CoreV1().Secrets(got.ServingNamespace).Get(ctx, domains.FunctionTLSSecret, metav1.GetOptions{})
+	consoles, _ := own.Client.CoreV1().Secrets("runr").Get(ctx, "runr-tls", metav1.GetOptions{})
+	if err != nil || string(served.Data["tls.crt"]) != string(consoles.Data["tls.crt"]) {
+		t.Fatalf("Traefik's function certificate is not the console's: %v", err)
+	}
+
+	// A region on another cluster is refused, whatever its certificate would cover.
+	away := &store.Region{Name: "away-tls", Kubeconfig: string(other.Kubeconfig())}
+	if err := e.Store.CreateRegion(ctx, away); err != nil {
+		t.Fatal(err)
+	}
+	// As if Serving were ready there (the refusal comes before any install).
+	if _, err := e.Store.DB.Exec(`UPDATE regions SET serving_status = 'ready' WHERE id = $1`, away.ID); err != nil {
+		t.Fatal(err)
+	}
+	if st, body := use(away.ID); st != 422 || !strings.Contains(body, "not on the cluster the console runs in") {
+		t.Fatalf("a region on another cluster: %d %s", st, body)
 	}
 }

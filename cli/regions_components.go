@@ -210,9 +210,15 @@ func redisCmd() *cobra.Command {
 func functionTLSCmd() *cobra.Command {
 	tls := &cobra.Command{Use: "function-tls", Short: "The certificate the region's Traefik serves the function domain with"}
 	var certFile, keyFile string
-	var replace bool
-	set := jobCommand("set REGION --cert FILE --key FILE", "Upload a certificate for *.<function domain>", http.MethodPut, "function-tls", 0, false,
+	var replace, useConsole bool
+	set := jobCommand("set REGION (--cert FILE --key FILE | --use-console-certificate)", "Upload a certificate for *.<function domain>, or use the console's own", http.MethodPut, "function-tls", 0, false,
 		func(*cobra.Command, []string) (any, error) {
+			if useConsole {
+				if certFile != "" || keyFile != "" {
+					return nil, fmt.Errorf("give either --use-console-certificate or --cert and --key")
+				}
+				return map[string]any{"use_console_certificate": true, "replace_existing": replace}, nil
+			}
 			cert, err := readFileFlag("cert", certFile)
 			if err != nil {
 				return nil, err
@@ -223,6 +229,7 @@ func functionTLSCmd() *cobra.Command {
 	set.Flags().StringVar(&certFile, "cert", "", "the certificate (PEM, with its chain)")
 	set.Flags().StringVar(&keyFile, "key", "", "its private key (PEM)")
 	set.Flags().BoolVar(&replace, "replace-existing", false, "replace a default TLSStore RunR did not create")
+	set.Flags().BoolVar(&useConsole, "use-console-certificate", false, "the console's own certificate (a region on the cluster the console runs in)")
 	rm := jobCommand("rm REGION", "Switch function TLS off (Traefik's own default certificate again)", http.MethodDelete, "function-tls", 0, false, nil)
 	tls.AddCommand(set, rm)
 	return tls

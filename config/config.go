@@ -44,6 +44,10 @@ type Config struct {
 	// (RUNR_CLUSTER_UID, else read at the start through the pod's service account; "" when
 	// it runs outside a cluster).
 	OwnClusterUID string
+	// ConsoleTLSSecret is the console's own certificate, namespace/name of a TLS Secret on
+	// its cluster (RUNR_TLS_SECRET; the chart sets it from ingress.tls): Function TLS offers
+	// it to the regions on that cluster.
+	ConsoleTLSSecret string
 	// ReplayIngestURL (RUNR_REPLAY_INGEST_URL, chart observability.replay.ingestUrl) and
 	// WorkflowsPublicAPIURL (WORKFLOWS_PUBLIC_API_URL) are addresses RunR hands out whose
 	// hosts the internal API also answers for.
@@ -205,6 +209,7 @@ func FromEnv() (*Config, error) {
 		AgentWSURL:            os.Getenv("RUNR_AGENT_WS_URL"),
 		GatewayURL:            os.Getenv("RUNR_GATEWAY_URL"),
 		OwnClusterUID:         strings.TrimSpace(os.Getenv("RUNR_CLUSTER_UID")),
+		ConsoleTLSSecret:      strings.TrimSpace(os.Getenv("RUNR_TLS_SECRET")),
 		ReplayIngestURL:       os.Getenv("RUNR_REPLAY_INGEST_URL"),
 		WorkflowsPublicAPIURL: os.Getenv("WORKFLOWS_PUBLIC_API_URL"),
 		ChartMirror:           strings.TrimRight(os.Getenv("RUNR_CHART_MIRROR"), "/"),

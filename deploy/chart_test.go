@@ -812,3 +812,38 @@ func TestChartGateway(t *testing.T) {
 		t.Fatalf("a gateway of one's own: %q", got)
 	}
 }
+
+// TestChartConsoleCertificate: with an Ingress with TLS the console learns its own
+// certificate's Secret (RUNR_TLS_SECRET, namespace/name), which Function TLS offers to the
+// regions on its cluster; without TLS it has none.
+func TestChartConsoleCertificate(t *testing.T) {
+	secret := func(vals map[string]any) string {
+		t.Helper()
+		out, err := render(t, vals)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, doc := range strings.Split(out, "\n---") {
+			var d appsv1.Deployment
+			if yaml.Unmarshal([]byte(doc), &d) == nil && d.Kind == "Deployment" {
+				for _, e := range d.Spec.Template.Spec.Containers[0].Env {
+					if e.Name == "RUNR_TLS_SECRET" {
+						return e.Value
+					}
+				}
+			}
+		}
+		return ""
+	}
+	db := map[string]any{"url": "postgres://x"}
+	if got := secret(map[string]any{"database": db}); got != "" {
+		t.Fatalf("without an Ingress: %q", got)
+	}
+	tls := map[string]any{"enabled": true, "host": "runr.example.com", "tls": []any{map[string]any{"secretName": "runr-tls", "hosts": []any{"runr.example.com"}}}}
+	if got := secret(map[string]any{"database": db, "ingress": tls}); got != "runr/runr-tls" {
+		t.Fatalf("with the Ingress's TLS: %q, want runr/runr-tls", got)
+	}
+	if got := secret(map[string]any{"database": db, "ingress": map[string]any{"enabled": true, "host": "runr.example.com"}}); got != "" {
+		t.Fatalf("an Ingress without TLS: %q", got)
+	}
+}

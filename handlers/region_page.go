@@ -115,6 +115,7 @@ func (h *Handlers) RegionPageData(c *fiber.Ctx, r *store.Region, tab string, f v
 		if d.ConsoleImageMirror, err = h.Ops.ConsoleImageMirror(ctx(c)); err != nil {
 			return d, err
 		}
+		d.ConsoleCertificate = h.Cfg.ConsoleTLSSecret
 	}
 	if ex, ok := h.extraTabs[tab]; ok {
 		comp, err := ex(c, r)

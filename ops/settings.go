@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -305,6 +306,44 @@ type TLSInput struct {
 	Certificate     string `json:"certificate"`
 	PrivateKey      string `json:"private_key"`
 	ReplaceExisting bool   `json:"replace_existing"`
+	// UseConsoleCertificate takes the console's own certificate (RUNR_TLS_SECRET) instead of
+	// an upload: only for a region on the cluster the console runs in.
+	UseConsoleCertificate bool `json:"use_console_certificate"`
+}
+
+// consoleCertificate reads the console's own certificate and key for a region on the
+// cluster the console runs in, through the region's kubeconfig (the console's service
+// account reads only kube-system); a certificate that does not cover domain is a field
+// error of use_console_certificate.
+func (s *Service) consoleCertificate(ctx context.Context, r *store.Region, domain string) (cert, key string, err error) {
+	ns, name, ok := strings.Cut(s.Cfg.ConsoleTLSSecret, "/")
+	if !ok || ns == "" || name == "" {
+		return "", "", &problem.Refused{Field: "use_console_certificate", Reason: "The console has no certificate of its own to hand out (RUNR_TLS_SECRET, namespace/name of a TLS Secret; the chart sets it from ingress.tls): upload one for the region instead."}
+	}
+	c, err := s.RegionCluster(r)
+	if err != nil {
+		return "", "", err
+	}
+	if !s.Observability.OwnCluster(ctx, c) {
+		return "", "", &problem.Refused{Field: "use_console_certificate", Reason: "Region " + r.Name + " is not on the cluster the console runs in: the console's certificate stays on its own cluster; upload one for the region instead."}
+	}
+	sec, err := c.Clientset.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return "", "", &problem.Refused{Field: "use_console_certificate", Reason: "The console's certificate (Secret " + s.Cfg.ConsoleTLSSecret + ") is not on the cluster: check RUNR_TLS_SECRET, or upload one for the region."}
+	}
+	if err != nil {
+		return "", "", fmt.Errorf("read the console's certificate %s: %w", s.Cfg.ConsoleTLSSecret, err)
+	}
+	cert, key = string(sec.Data["tls.crt"]), string(sec.Data["tls.key"])
+	if _, errs := kit.CheckCertificate(cert, key, domain, time.Now()); errs != nil {
+		msgs := make([]string, 0, len(errs))
+		for _, m := range errs {
+			msgs = append(msgs, m)
+		}
+		sort.Strings(msgs)
+		return "", "", &problem.Invalid{Fields: map[string]string{"use_console_certificate": "The console's certificate cannot serve this region: " + strings.Join(msgs, " ")}}
+	}
+	return cert, key, nil
 }
 
 // SetFunctionTLS checks a certificate for the region's function domain and queues its
@@ -317,6 +356,12 @@ func (s *Service) SetFunctionTLS(ctx context.Context, actor kit.Actor, r *store.
 	if err != nil {
 		return nil, fmt.Errorf("function TLS of %s: %w", r.Name, err)
 	}
+	domain := domains.FunctionDomain(r, base)
+	if in.UseConsoleCertificate {
+		if in.Certificate, in.PrivateKey, err = s.consoleCertificate(ctx, r, domain); err != nil {
+			return nil, err
+		}
+	}
 	errs := map[string]string{}
 	if strings.TrimSpace(in.Certificate) == "" {
 		errs["certificate"] = "Paste the certificate (PEM)."
@@ -327,10 +372,14 @@ func (s *Service) SetFunctionTLS(ctx context.Context, actor kit.Actor, r *store.
 	if err := problem.FromFields(errs); err != nil {
 		return nil, err
 	}
-	if _, errs := kit.CheckCertificate(in.Certificate, in.PrivateKey, domains.FunctionDomain(r, base), time.Now()); errs != nil {
+	if _, errs := kit.CheckCertificate(in.Certificate, in.PrivateKey, domain, time.Now()); errs != nil {
 		return nil, &problem.Invalid{Fields: errs}
 	}
-	return s.Enqueue(ctx, engine.Request{Kind: KindFunctionTLS, Title: "Function-domain certificate of " + r.Name,
+	title := "Function-domain certificate of " + r.Name
+	if in.UseConsoleCertificate {
+		title += " (the console's, " + s.Cfg.ConsoleTLSSecret + ")"
+	}
+	return s.Enqueue(ctx, engine.Request{Kind: KindFunctionTLS, Title: title,
 		Subject: r.ID, Params: TLSParams{Certificate: in.Certificate, ReplaceExisting: in.ReplaceExisting},
 		Secret: in.PrivateKey, CreatedBy: actor.Email})
 }

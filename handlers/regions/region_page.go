@@ -67,9 +67,14 @@ func (h *Handlers) FunctionTLSForm(c *fiber.Ctx) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	in := ops.TLSInput{Certificate: c.FormValue("certificate"), PrivateKey: c.FormValue("private_key"), ReplaceExisting: c.FormValue("replace_existing") == "1"}
+	in := ops.TLSInput{Certificate: c.FormValue("certificate"), PrivateKey: c.FormValue("private_key"), ReplaceExisting: c.FormValue("replace_existing") == "1",
+		UseConsoleCertificate: c.FormValue("use_console_certificate") == "1"}
+	vals, flash := map[string]string{"certificate": in.Certificate}, "Certificate uploaded; it is being installed."
+	if in.UseConsoleCertificate {
+		vals, flash = nil, "The console's certificate is being installed."
+	}
 	_, err = h.Ops.SetFunctionTLS(c.UserContext(), h.Actor(c), r, in)
-	return h.FormOutcome(c, r, "general", map[string]string{"certificate": in.Certificate}, err, "Certificate uploaded; it is being installed.")
+	return h.FormOutcome(c, r, "general", vals, err, flash)
 }
 
 // DeleteFunctionTLSForm removes the certificate.

@@ -129,6 +129,13 @@ valueFrom:
 - name: RUNR_CLUSTER_UID
   value: {{ .metadata.uid | quote }}
 {{- end }}
+{{- if and .Values.ingress.enabled .Values.ingress.tls (not (hasKey .Values.env "RUNR_TLS_SECRET")) }}
+{{- with (first .Values.ingress.tls).secretName }}
+# The console's own certificate, offered to the regions on this cluster (Function TLS).
+- name: RUNR_TLS_SECRET
+  value: "{{ $.Release.Namespace }}/{{ . }}"
+{{- end }}
+{{- end }}
 {{- with ((.Values.observability).replay).ingestUrl }}
 - name: RUNR_REPLAY_INGEST_URL
   value: {{ . | quote }}
