@@ -87,7 +87,9 @@ func TestAgentOnTheConsolesOwnCluster(t *testing.T) {
 		t.Fatalf("the cluster's identity: %q %v", uid, err)
 	}
 	const gateway = "http://runr.runr.svc:80"
-	e := console(t, func(c *config.Config) { c.OwnClusterUID, c.GatewayURL, c.ConsoleTLSSecret = uid, gateway, "runr/runr-tls" })
+	e := console(t, func(c *config.Config) {
+		c.OwnClusterUID, c.GatewayURL, c.ConsoleTLSSecret = uid, gateway, "runr/runr-tls"
+	})
 	owner, tok := e.User("owner")
 	if err := e.Store.SetSetting(ctx, "base_domain", "example.test"); err != nil {
 		t.Fatal(err)
