@@ -27,6 +27,8 @@ type observedVolumes struct {
 	prometheus, loki, tempo            string
 	prometheusRetention, lokiRetention string
 	retentionSize                      string
+	// claims are the claims the three StatefulSets' pods use, as "size/class" ("none").
+	claims string
 }
 
 func observeVolumes(t *testing.T, c *testcluster.Cluster) observedVolumes {
@@ -70,6 +72,21 @@ func observeVolumes(t *testing.T, c *testcluster.Cluster) observedVolumes {
 		t.Fatal(err)
 	}
 	o.lokiRetention = fmt.Sprintf("%v/%v", cfg.LimitsConfig["retention_period"], cfg.Compactor["retention_enabled"])
+	var used []string
+	for _, name := range []string{observability.PrometheusStatefulSet + "-db-" + observability.PrometheusStatefulSet + "-0", "storage-loki-stack-0", "storage-tempo-0"} {
+		pvc, err := c.Client.CoreV1().PersistentVolumeClaims(observability.ObservabilityNamespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			used = append(used, "none")
+			continue
+		}
+		size := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+		class := "?"
+		if pvc.Spec.StorageClassName != nil {
+			class = *pvc.Spec.StorageClassName
+		}
+		used = append(used, size.String()+"/"+class)
+	}
+	o.claims = strings.Join(used, " ")
 	return o
 }
 
@@ -100,7 +117,7 @@ func TestObservabilityKeepsItsData(t *testing.T) {
 	c, e, tok, r := readyRegion(t, "vols")
 	ctx := context.Background()
 	waitVolumes(t, c, observedVolumes{prometheus: "20Gi/default", loki: "10Gi/default", tempo: "10Gi/default",
-		prometheusRetention: "10d", retentionSize: "17408MB", lokiRetention: "168h/true"})
+		prometheusRetention: "10d", retentionSize: "17408MB", lokiRetention: "168h/true", claims: "20Gi/standard 10Gi/standard 10Gi/standard"})
 	claims, err := c.Client.CoreV1().PersistentVolumeClaims(observability.ObservabilityNamespace).Get(ctx, "storage-loki-stack-0", metav1.GetOptions{})
 	if err != nil {
 		t.Fatalf("Loki's claim: %v", err)
@@ -131,7 +148,7 @@ func TestObservabilityKeepsItsData(t *testing.T) {
 	}
 	mustSucceed(t, e.WaitJob(ans.JobID, 4*time.Minute))
 	waitVolumes(t, c, observedVolumes{prometheus: "5Gi/fast-ssd", loki: "3Gi/fast-ssd", tempo: "2Gi/fast-ssd",
-		prometheusRetention: "30d", retentionSize: "4352MB", lokiRetention: "336h/true"})
+		prometheusRetention: "30d", retentionSize: "4352MB", lokiRetention: "336h/true", claims: "5Gi/fast-ssd 3Gi/fast-ssd 2Gi/fast-ssd"})
 	if log := jobLogOf(t, e, ans.JobID); !strings.Contains(log, "Deleted StatefulSet observability/loki-stack to change its volumes") {
 		t.Fatalf("the job does not say it replaced Loki's StatefulSet:\n%s", log)
 	}
@@ -150,7 +167,7 @@ func TestObservabilityKeepsItsData(t *testing.T) {
 	}
 	mustSucceed(t, e.WaitJob(ans.JobID, 4*time.Minute))
 	waitVolumes(t, c, observedVolumes{prometheus: "emptyDir", loki: "emptyDir", tempo: "emptyDir",
-		prometheusRetention: "30d", retentionSize: "<nil>", lokiRetention: "336h/true"})
+		prometheusRetention: "30d", retentionSize: "<nil>", lokiRetention: "336h/true", claims: "none none none"})
 	if log := jobLogOf(t, e, ans.JobID); !strings.Contains(log, "the cluster has no default StorageClass: Prometheus, Loki and Tempo keep their data in emptyDir volumes") {
 		t.Fatalf("the job does not warn of the emptyDir volumes:\n%s", log)
 	}

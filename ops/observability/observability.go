@@ -116,15 +116,23 @@ func (s *Service) installOwn(ctx context.Context, jc *engine.JobContext, c *kube
 	if err := removeLegacyPDB(ctx, c, jc, name); err != nil {
 		return err
 	}
-	// Loki's chart keeps its data in a StatefulSet of its own (Prometheus's operator
-	// replaces its StatefulSet itself).
-	if name == LokiRelease {
-		if err := replaceStatefulSetForVolumes(ctx, jc, c, LokiRelease, chartClaims(st.Persist, st.Class, st.LokiSizeGi)); err != nil {
-			return err
-		}
+	// A volume of another size or class: Loki's chart keeps its data in a StatefulSet of
+	// its own, Prometheus's operator makes its StatefulSet from the Prometheus resource.
+	restore := func(context.Context) error { return nil }
+	switch name {
+	case LokiRelease:
+		err = replaceStatefulSetForVolumes(ctx, jc, c, LokiRelease, chartClaims(st.Persist, st.Class, st.LokiSizeGi))
+	case PrometheusRelease:
+		restore, err = dropPrometheusVolume(ctx, jc, c, st)
+	}
+	if err != nil {
+		return err
 	}
 	rel, err := s.HelmApply(ctx, jc, c, want)
 	if err != nil {
+		return err
+	}
+	if err := restore(ctx); err != nil {
 		return err
 	}
 	if err := kit.WaitRelease(ctx, jc, c, rel, engine.WaitOpts{}); err != nil {

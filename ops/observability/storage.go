@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
@@ -106,9 +109,10 @@ func ClusterStorage(ctx context.Context, c *kube.Cluster, m store.Monitoring) (s
 }
 
 // replaceStatefulSetForVolumes deletes a chart's StatefulSet whose volume claims differ
-// from those the chart will render (Kubernetes refuses to change volumeClaimTemplates, so
-// Helm's upgrade would fail); the upgrade then creates it again. Claims made before stay,
-// and a StatefulSet of the same claim name and size binds them again.
+// from those the chart will render, with the claims it made: Kubernetes refuses to change
+// volumeClaimTemplates (Helm's upgrade would fail), and a StatefulSet made again would
+// take the old claims of its name as they are, at the old size and class. The data on
+// them is lost, and the job says so; the upgrade then creates the StatefulSet anew.
 func replaceStatefulSetForVolumes(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, name string, want []corev1.PersistentVolumeClaim) error {
 	api := c.Clientset.AppsV1().StatefulSets(ObservabilityNamespace)
 	sts, err := api.Get(ctx, name, metav1.GetOptions{})
@@ -121,7 +125,10 @@ func replaceStatefulSetForVolumes(ctx context.Context, jc *engine.JobContext, c 
 	if sameClaims(sts.Spec.VolumeClaimTemplates, want) {
 		return nil
 	}
-	if err := api.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+	// In the foreground: the StatefulSet is gone once its pods are, and with them the
+	// claims' last users.
+	fg := metav1.DeletePropagationForeground
+	if err := api.Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: &fg}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("delete StatefulSet %s/%s: %w", ObservabilityNamespace, name, err)
 	}
 	gone := func(ctx context.Context) (bool, string, error) {
@@ -129,14 +136,113 @@ func replaceStatefulSetForVolumes(ctx context.Context, jc *engine.JobContext, c 
 		if apierrors.IsNotFound(err) {
 			return true, "", nil
 		}
-		return false, "still there", err
+		return false, "its pods are stopping", err
 	}
 	if err := jc.Wait(ctx, "StatefulSet "+ObservabilityNamespace+"/"+name+" to be deleted", engine.WaitOpts{}, gone); err != nil {
+		return err
+	}
+	if err := deleteClaims(ctx, jc, c, name, sts.Spec.VolumeClaimTemplates); err != nil {
 		return err
 	}
 	jc.Logf("Deleted StatefulSet %s/%s to change its volumes (%s → %s): Kubernetes does not change a StatefulSet's volume claims in place; the upgrade creates it again",
 		ObservabilityNamespace, name, claimsText(sts.Spec.VolumeClaimTemplates), claimsText(want))
 	return nil
+}
+
+// deleteClaims deletes the claims a StatefulSet made from its templates
+// (<template>-<statefulset>-<ordinal>) and waits until they are gone.
+func deleteClaims(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, sts string, templates []corev1.PersistentVolumeClaim) error {
+	api := c.Clientset.CoreV1().PersistentVolumeClaims(ObservabilityNamespace)
+	list, err := api.List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list PersistentVolumeClaims of %s: %w", ObservabilityNamespace, err)
+	}
+	var names []string
+	for _, pvc := range list.Items {
+		for _, t := range templates {
+			ordinal, ok := strings.CutPrefix(pvc.Name, t.Name+"-"+sts+"-")
+			if _, err := strconv.Atoi(ordinal); ok && err == nil {
+				names = append(names, pvc.Name)
+			}
+		}
+	}
+	for _, n := range names {
+		if err := api.Delete(ctx, n, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete PersistentVolumeClaim %s/%s: %w", ObservabilityNamespace, n, err)
+		}
+		gone := func(ctx context.Context) (bool, string, error) {
+			_, err := api.Get(ctx, n, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				return true, "", nil
+			}
+			return false, "still in use", err
+		}
+		if err := jc.Wait(ctx, "PersistentVolumeClaim "+ObservabilityNamespace+"/"+n+" to be deleted", engine.WaitOpts{}, gone); err != nil {
+			return err
+		}
+		jc.Warnf("Deleted PersistentVolumeClaim %s/%s with the data on it: the new volumes start empty (Kubernetes moves no data between volumes)", ObservabilityNamespace, n)
+	}
+	return nil
+}
+
+// PrometheusStatefulSet is the StatefulSet the Prometheus operator makes for RunR's
+// Prometheus (prometheus-<resource name>), and PrometheusClaim its claim template's name
+// (the operator's default, <statefulset>-db).
+const (
+	PrometheusStatefulSet = "prometheus-" + PrometheusRelease + "-kube-prometheus-st-prometheus"
+	prometheusClaim       = PrometheusStatefulSet + "-db"
+)
+
+// dropPrometheusVolume makes way for a Prometheus volume of another size or class: the
+// operator would make its StatefulSet again with the old claim. It scales the Prometheus
+// to none (its resource's replicas) and deletes the claim once no pod uses it; restore
+// sets the replicas back after the upgrade (Helm's patch of a custom resource leaves a
+// field its chart did not change alone), and the operator then makes the new claim.
+// Nothing to do (restore does nothing) when the volume stays or there was none.
+func dropPrometheusVolume(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, st Storage) (restore func(context.Context) error, err error) {
+	restore = func(context.Context) error { return nil }
+	sts, err := c.Clientset.AppsV1().StatefulSets(ObservabilityNamespace).Get(ctx, PrometheusStatefulSet, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return restore, nil
+	}
+	if err != nil {
+		return restore, fmt.Errorf("read StatefulSet %s/%s: %w", ObservabilityNamespace, PrometheusStatefulSet, err)
+	}
+	want := chartClaims(st.Persist, st.Class, st.PrometheusSizeGi)
+	if len(want) == 1 {
+		want[0].Name = prometheusClaim
+	}
+	if len(sts.Spec.VolumeClaimTemplates) == 0 || sameClaims(sts.Spec.VolumeClaimTemplates, want) {
+		return restore, nil
+	}
+	name := PrometheusRelease + "-kube-prometheus-st-prometheus"
+	scale := func(ctx context.Context, n int64) error {
+		_, err := c.Apply(ctx, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "monitoring.coreos.com/v1", "kind": "Prometheus",
+			"metadata": map[string]any{"name": name, "namespace": ObservabilityNamespace}, "spec": map[string]any{"replicas": n}}})
+		if err != nil {
+			return fmt.Errorf("scale Prometheus %s/%s to %d: %w", ObservabilityNamespace, name, n, err)
+		}
+		return nil
+	}
+	replicas := int64(1)
+	if sts.Spec.Replicas != nil && *sts.Spec.Replicas > 0 {
+		replicas = int64(*sts.Spec.Replicas)
+	}
+	if err := scale(ctx, 0); err != nil {
+		return restore, err
+	}
+	restore = func(ctx context.Context) error { return scale(ctx, replicas) }
+	stopped := func(ctx context.Context) (bool, string, error) {
+		pods, err := c.Clientset.CoreV1().Pods(ObservabilityNamespace).List(ctx, metav1.ListOptions{LabelSelector: "operator.prometheus.io/name=" + name})
+		if err != nil {
+			return false, "", err
+		}
+		return len(pods.Items) == 0, fmt.Sprintf("%d pod(s) left", len(pods.Items)), nil
+	}
+	if err := jc.Wait(ctx, "Prometheus's pods to stop (its volume changes)", engine.WaitOpts{}, stopped); err != nil {
+		return restore, err
+	}
+	return restore, deleteClaims(ctx, jc, c, PrometheusStatefulSet, sts.Spec.VolumeClaimTemplates)
 }
 
 // sameClaims compares volume claims by name, size and class.
