@@ -2587,7 +2587,7 @@ func generalTab(p Page, d RegionPageData) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 186, "<fieldset class=\"space-y-3\" data-testid=\"monitoring-storage\"><legend class=\"text-sm font-medium\">Volumes and retention of RunR's own Prometheus, Loki and Tempo</legend><div class=\"grid gap-3 sm:grid-cols-2\">")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 186, "<fieldset class=\"space-y-3\" data-testid=\"monitoring-storage\"><legend class=\"text-sm font-medium\">Volumes and retention of RunR's own Prometheus, Loki and Tempo</legend><p class=\"text-xs text-muted\">A new class or size starts on new volumes: the metrics, logs and traces on the old ones are deleted.</p><div class=\"grid gap-3 sm:grid-cols-2\">")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -2657,7 +2657,7 @@ func generalTab(p Page, d RegionPageData) templ.Component {
 			var templ_7745c5c3_Var113 string
 			templ_7745c5c3_Var113, templ_7745c5c3_Err = templ.JoinStringErrs(orV(r.PrometheusURL, "RunR's own"))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 533, Col: 67}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 534, Col: 67}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var113))
 			if templ_7745c5c3_Err != nil {
@@ -2678,7 +2678,7 @@ func generalTab(p Page, d RegionPageData) templ.Component {
 			var templ_7745c5c3_Var114 string
 			templ_7745c5c3_Var114, templ_7745c5c3_Err = templ.JoinStringErrs(orV(r.LokiURL, "RunR's own"))
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 534, Col: 55}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 535, Col: 55}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var114))
 			if templ_7745c5c3_Err != nil {
@@ -2704,7 +2704,7 @@ func generalTab(p Page, d RegionPageData) templ.Component {
 				var templ_7745c5c3_Var115 string
 				templ_7745c5c3_Var115, templ_7745c5c3_Err = templ.JoinStringErrs(orV(f.Value, f.Hint))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 536, Col: 49}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 537, Col: 49}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var115))
 				if templ_7745c5c3_Err != nil {
@@ -2786,7 +2786,7 @@ func generalTab(p Page, d RegionPageData) templ.Component {
 				var templ_7745c5c3_Var118 string
 				templ_7745c5c3_Var118, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL("/regions/" + r.ID + "/remove")).ResolveURL(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 549, Col: 59}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 550, Col: 59}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var118)
 				if templ_7745c5c3_Err != nil {
@@ -2907,7 +2907,7 @@ func demoSection(p Page, d RegionPageData) templ.Component {
 				var templ_7745c5c3_Var124 string
 				templ_7745c5c3_Var124, templ_7745c5c3_Err = templ.JoinStringErrs(row.Name)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 565, Col: 72}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 566, Col: 72}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var124))
 				if templ_7745c5c3_Err != nil {
@@ -2920,7 +2920,7 @@ func demoSection(p Page, d RegionPageData) templ.Component {
 				var templ_7745c5c3_Var125 string
 				templ_7745c5c3_Var125, templ_7745c5c3_Err = templ.JoinStringErrs(row.Slug)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 565, Col: 111}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 566, Col: 111}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var125))
 				if templ_7745c5c3_Err != nil {
@@ -2933,7 +2933,7 @@ func demoSection(p Page, d RegionPageData) templ.Component {
 				var templ_7745c5c3_Var126 string
 				templ_7745c5c3_Var126, templ_7745c5c3_Err = templ.JoinStringErrs(row.Kind)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 566, Col: 21}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 567, Col: 21}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var126))
 				if templ_7745c5c3_Err != nil {
@@ -2955,7 +2955,7 @@ func demoSection(p Page, d RegionPageData) templ.Component {
 					var templ_7745c5c3_Var127 string
 					templ_7745c5c3_Var127, templ_7745c5c3_Err = templ.JoinStringErrs(row.Message)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 569, Col: 83}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 570, Col: 83}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var127))
 					if templ_7745c5c3_Err != nil {
@@ -2985,7 +2985,7 @@ func demoSection(p Page, d RegionPageData) templ.Component {
 				var templ_7745c5c3_Var128 string
 				templ_7745c5c3_Var128, templ_7745c5c3_Err = templ.JoinStringErrs(d.Demos.Missing)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 579, Col: 102}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 580, Col: 102}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var128))
 				if templ_7745c5c3_Err != nil {
@@ -3093,7 +3093,7 @@ func tenancySection(p Page, d RegionPageData) templ.Component {
 		var templ_7745c5c3_Var132 string
 		templ_7745c5c3_Var132, templ_7745c5c3_Err = templ.JoinStringErrs(d.Tenancy.Owner)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 596, Col: 68}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 597, Col: 68}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var132))
 		if templ_7745c5c3_Err != nil {
@@ -3127,7 +3127,7 @@ func tenancySection(p Page, d RegionPageData) templ.Component {
 			var templ_7745c5c3_Var133 string
 			templ_7745c5c3_Var133, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL("/regions/" + d.Region.ID + "/mode")).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 601, Col: 82}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 602, Col: 82}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var133)
 			if templ_7745c5c3_Err != nil {
@@ -3153,7 +3153,7 @@ func tenancySection(p Page, d RegionPageData) templ.Component {
 				var templ_7745c5c3_Var134 string
 				templ_7745c5c3_Var134, templ_7745c5c3_Err = templruntime.NewAttributeExpression(o.Value).Resolve(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 606, Col: 107}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 607, Col: 107}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var134)
 				if templ_7745c5c3_Err != nil {
@@ -3176,7 +3176,7 @@ func tenancySection(p Page, d RegionPageData) templ.Component {
 				var templ_7745c5c3_Var135 string
 				templ_7745c5c3_Var135, templ_7745c5c3_Err = templ.JoinStringErrs(o.Label)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 606, Col: 145}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 607, Col: 145}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var135))
 				if templ_7745c5c3_Err != nil {
@@ -3317,7 +3317,7 @@ func registryTab(p Page, d RegionPageData) templ.Component {
 		var templ_7745c5c3_Var141 string
 		templ_7745c5c3_Var141, templ_7745c5c3_Err = templ.JoinStringErrs(r.RegistryMode)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 621, Col: 39}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 622, Col: 39}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var141))
 		if templ_7745c5c3_Err != nil {
@@ -3354,7 +3354,7 @@ func registryTab(p Page, d RegionPageData) templ.Component {
 		var templ_7745c5c3_Var142 string
 		templ_7745c5c3_Var142, templ_7745c5c3_Err = templ.JoinStringErrs(orV(r.RegistryAddress, "—"))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 623, Col: 83}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 624, Col: 83}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var142))
 		if templ_7745c5c3_Err != nil {
@@ -3372,7 +3372,7 @@ func registryTab(p Page, d RegionPageData) templ.Component {
 			var templ_7745c5c3_Var143 string
 			templ_7745c5c3_Var143, templ_7745c5c3_Err = templ.JoinStringErrs(r.RegistryMessage)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 626, Col: 74}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 627, Col: 74}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var143))
 			if templ_7745c5c3_Err != nil {
@@ -3411,7 +3411,7 @@ func registryTab(p Page, d RegionPageData) templ.Component {
 			var templ_7745c5c3_Var144 string
 			templ_7745c5c3_Var144, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL("/regions/" + r.ID + "/registry")).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 638, Col: 79}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 639, Col: 79}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var144)
 			if templ_7745c5c3_Err != nil {
@@ -3750,7 +3750,7 @@ func operatorTab(p Page, d RegionPageData) templ.Component {
 		var templ_7745c5c3_Var158 string
 		templ_7745c5c3_Var158, templ_7745c5c3_Err = templ.JoinStringErrs(r.OperatorNamespace)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 674, Col: 49}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 675, Col: 49}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var158))
 		if templ_7745c5c3_Err != nil {
@@ -3771,7 +3771,7 @@ func operatorTab(p Page, d RegionPageData) templ.Component {
 		var templ_7745c5c3_Var159 string
 		templ_7745c5c3_Var159, templ_7745c5c3_Err = templ.JoinStringErrs(orV(r.OperatorVersion, "—"))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 675, Col: 55}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 676, Col: 55}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var159))
 		if templ_7745c5c3_Err != nil {
@@ -3841,7 +3841,7 @@ func installOperatorForm(p Page, d RegionPageData) templ.Component {
 		var templ_7745c5c3_Var161 string
 		templ_7745c5c3_Var161, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL("/regions/" + d.Region.ID + "/knative/install-operator")).ResolveURL(ctx)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 694, Col: 100}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 695, Col: 100}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var161)
 		if templ_7745c5c3_Err != nil {
@@ -3910,7 +3910,7 @@ func installOperatorForm(p Page, d RegionPageData) templ.Component {
 			var templ_7745c5c3_Var164 string
 			templ_7745c5c3_Var164, templ_7745c5c3_Err = templruntime.NewAttributeExpression(orV(d.Form.V("operator_namespace"), "knative-operator")).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 698, Col: 125}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 699, Col: 125}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var164)
 			if templ_7745c5c3_Err != nil {
@@ -4117,7 +4117,7 @@ func versionSelect(d RegionPageData) templ.Component {
 			var templ_7745c5c3_Var174 string
 			templ_7745c5c3_Var174, templ_7745c5c3_Err = templruntime.NewAttributeExpression(v.Value).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 712, Col: 27}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 713, Col: 27}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var174)
 			if templ_7745c5c3_Err != nil {
@@ -4140,7 +4140,7 @@ func versionSelect(d RegionPageData) templ.Component {
 			var templ_7745c5c3_Var175 string
 			templ_7745c5c3_Var175, templ_7745c5c3_Err = templ.JoinStringErrs(v.Label)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 712, Col: 64}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 713, Col: 64}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var175))
 			if templ_7745c5c3_Err != nil {
@@ -4252,7 +4252,7 @@ func servingTab(p Page, d RegionPageData) templ.Component {
 		var templ_7745c5c3_Var179 string
 		templ_7745c5c3_Var179, templ_7745c5c3_Err = templ.JoinStringErrs(orV(r.KnativeVersion, "—"))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 725, Col: 56}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 726, Col: 56}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var179))
 		if templ_7745c5c3_Err != nil {
@@ -4273,7 +4273,7 @@ func servingTab(p Page, d RegionPageData) templ.Component {
 		var templ_7745c5c3_Var180 string
 		templ_7745c5c3_Var180, templ_7745c5c3_Err = templ.JoinStringErrs(r.ServingNamespace)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 726, Col: 48}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 727, Col: 48}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var180))
 		if templ_7745c5c3_Err != nil {
@@ -4294,7 +4294,7 @@ func servingTab(p Page, d RegionPageData) templ.Component {
 		var templ_7745c5c3_Var181 string
 		templ_7745c5c3_Var181, templ_7745c5c3_Err = templ.JoinStringErrs(orV(r.ExternalIP, "—"))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 727, Col: 87}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 728, Col: 87}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var181))
 		if templ_7745c5c3_Err != nil {
@@ -4312,7 +4312,7 @@ func servingTab(p Page, d RegionPageData) templ.Component {
 			var templ_7745c5c3_Var182 string
 			templ_7745c5c3_Var182, templ_7745c5c3_Err = templ.JoinStringErrs(r.KnativeMessage)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 730, Col: 73}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 731, Col: 73}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var182))
 			if templ_7745c5c3_Err != nil {
@@ -4335,7 +4335,7 @@ func servingTab(p Page, d RegionPageData) templ.Component {
 			var templ_7745c5c3_Var183 string
 			templ_7745c5c3_Var183, templ_7745c5c3_Err = templ.JoinStringErrs(c.Name)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 734, Col: 48}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 735, Col: 48}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var183))
 			if templ_7745c5c3_Err != nil {
@@ -4373,7 +4373,7 @@ func servingTab(p Page, d RegionPageData) templ.Component {
 				var templ_7745c5c3_Var184 string
 				templ_7745c5c3_Var184, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL("/regions/" + r.ID + "/knative/install-serving")).ResolveURL(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 742, Col: 96}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 743, Col: 96}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var184)
 				if templ_7745c5c3_Err != nil {
@@ -4442,7 +4442,7 @@ func servingTab(p Page, d RegionPageData) templ.Component {
 					var templ_7745c5c3_Var187 string
 					templ_7745c5c3_Var187, templ_7745c5c3_Err = templruntime.NewAttributeExpression(orV(d.Form.V("namespace"), "knative-serving")).Resolve(ctx)
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 746, Col: 101}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 747, Col: 101}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var187)
 					if templ_7745c5c3_Err != nil {
@@ -4671,7 +4671,7 @@ func servingTab(p Page, d RegionPageData) templ.Component {
 				var templ_7745c5c3_Var196 string
 				templ_7745c5c3_Var196, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL("/regions/" + r.ID + "/knative/uninstall-serving")).ResolveURL(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 768, Col: 99}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 769, Col: 99}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var196)
 				if templ_7745c5c3_Err != nil {
@@ -4808,7 +4808,7 @@ func redisTab(p Page, d RegionPageData) templ.Component {
 		var templ_7745c5c3_Var202 string
 		templ_7745c5c3_Var202, templ_7745c5c3_Err = templ.JoinStringErrs(r.RedisMode)
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 784, Col: 36}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 785, Col: 36}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var202))
 		if templ_7745c5c3_Err != nil {
@@ -4845,7 +4845,7 @@ func redisTab(p Page, d RegionPageData) templ.Component {
 		var templ_7745c5c3_Var203 string
 		templ_7745c5c3_Var203, templ_7745c5c3_Err = templ.JoinStringErrs(orV(r.RedisAddress, "—"))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 786, Col: 80}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 787, Col: 80}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var203))
 		if templ_7745c5c3_Err != nil {
@@ -4863,7 +4863,7 @@ func redisTab(p Page, d RegionPageData) templ.Component {
 			var templ_7745c5c3_Var204 string
 			templ_7745c5c3_Var204, templ_7745c5c3_Err = templ.JoinStringErrs(r.RedisMessage)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 789, Col: 71}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 790, Col: 71}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var204))
 			if templ_7745c5c3_Err != nil {
@@ -4882,7 +4882,7 @@ func redisTab(p Page, d RegionPageData) templ.Component {
 			var templ_7745c5c3_Var205 string
 			templ_7745c5c3_Var205, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL("/regions/" + r.ID + "/redis")).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 792, Col: 76}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 793, Col: 76}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var205)
 			if templ_7745c5c3_Err != nil {
@@ -5189,7 +5189,7 @@ func RemoveRegion(p Page, r RegionView, neighbours []string, f Form) templ.Compo
 			var templ_7745c5c3_Var216 string
 			templ_7745c5c3_Var216, templ_7745c5c3_Err = templ.JoinStringErrs(r.Name)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 853, Col: 59}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 854, Col: 59}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var216))
 			if templ_7745c5c3_Err != nil {
@@ -5207,7 +5207,7 @@ func RemoveRegion(p Page, r RegionView, neighbours []string, f Form) templ.Compo
 				var templ_7745c5c3_Var217 string
 				templ_7745c5c3_Var217, templ_7745c5c3_Err = templ.JoinStringErrs(strings.Join(neighbours, ", "))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 859, Col: 61}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 860, Col: 61}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var217))
 				if templ_7745c5c3_Err != nil {
@@ -5220,7 +5220,7 @@ func RemoveRegion(p Page, r RegionView, neighbours []string, f Form) templ.Compo
 				var templ_7745c5c3_Var218 string
 				templ_7745c5c3_Var218, templ_7745c5c3_Err = templ.JoinStringErrs(pluralThem(len(neighbours)))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 859, Col: 173}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 860, Col: 173}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var218))
 				if templ_7745c5c3_Err != nil {
@@ -5233,7 +5233,7 @@ func RemoveRegion(p Page, r RegionView, neighbours []string, f Form) templ.Compo
 				var templ_7745c5c3_Var219 string
 				templ_7745c5c3_Var219, templ_7745c5c3_Err = templ.JoinStringErrs(r.Name)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 859, Col: 243}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 860, Col: 243}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var219))
 				if templ_7745c5c3_Err != nil {
@@ -5251,7 +5251,7 @@ func RemoveRegion(p Page, r RegionView, neighbours []string, f Form) templ.Compo
 			var templ_7745c5c3_Var220 string
 			templ_7745c5c3_Var220, templ_7745c5c3_Err = templ.JoinStringErrs(r.ID)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 865, Col: 190}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 866, Col: 190}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var220))
 			if templ_7745c5c3_Err != nil {
@@ -5264,7 +5264,7 @@ func RemoveRegion(p Page, r RegionView, neighbours []string, f Form) templ.Compo
 			var templ_7745c5c3_Var221 string
 			templ_7745c5c3_Var221, templ_7745c5c3_Err = templ.JoinStringErrs(r.ID)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 866, Col: 126}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 867, Col: 126}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var221))
 			if templ_7745c5c3_Err != nil {
@@ -5277,7 +5277,7 @@ func RemoveRegion(p Page, r RegionView, neighbours []string, f Form) templ.Compo
 			var templ_7745c5c3_Var222 string
 			templ_7745c5c3_Var222, templ_7745c5c3_Err = templ.JoinStringErrs(r.ID)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 867, Col: 111}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 868, Col: 111}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var222))
 			if templ_7745c5c3_Err != nil {
@@ -5290,7 +5290,7 @@ func RemoveRegion(p Page, r RegionView, neighbours []string, f Form) templ.Compo
 			var templ_7745c5c3_Var223 string
 			templ_7745c5c3_Var223, templ_7745c5c3_Err = templ.JoinStringErrs(r.ID)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 868, Col: 190}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 869, Col: 190}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var223))
 			if templ_7745c5c3_Err != nil {
@@ -5303,7 +5303,7 @@ func RemoveRegion(p Page, r RegionView, neighbours []string, f Form) templ.Compo
 			var templ_7745c5c3_Var224 string
 			templ_7745c5c3_Var224, templ_7745c5c3_Err = templ.JoinStringErrs(r.ID)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 869, Col: 120}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 870, Col: 120}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var224))
 			if templ_7745c5c3_Err != nil {
@@ -5316,7 +5316,7 @@ func RemoveRegion(p Page, r RegionView, neighbours []string, f Form) templ.Compo
 			var templ_7745c5c3_Var225 string
 			templ_7745c5c3_Var225, templ_7745c5c3_Err = templ.JoinStringErrs("{id}")
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 870, Col: 119}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 871, Col: 119}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var225))
 			if templ_7745c5c3_Err != nil {
@@ -5329,7 +5329,7 @@ func RemoveRegion(p Page, r RegionView, neighbours []string, f Form) templ.Compo
 			var templ_7745c5c3_Var226 string
 			templ_7745c5c3_Var226, templ_7745c5c3_Err = templ.JoinStringErrs("{service}")
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 870, Col: 144}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 871, Col: 144}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var226))
 			if templ_7745c5c3_Err != nil {
@@ -5342,7 +5342,7 @@ func RemoveRegion(p Page, r RegionView, neighbours []string, f Form) templ.Compo
 			var templ_7745c5c3_Var227 string
 			templ_7745c5c3_Var227, templ_7745c5c3_Err = templ.JoinStringErrs(r.ID)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 870, Col: 257}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 871, Col: 257}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var227))
 			if templ_7745c5c3_Err != nil {
@@ -5355,7 +5355,7 @@ func RemoveRegion(p Page, r RegionView, neighbours []string, f Form) templ.Compo
 			var templ_7745c5c3_Var228 string
 			templ_7745c5c3_Var228, templ_7745c5c3_Err = templ.JoinStringErrs("{service}")
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 870, Col: 287}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 871, Col: 287}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var228))
 			if templ_7745c5c3_Err != nil {
@@ -5368,7 +5368,7 @@ func RemoveRegion(p Page, r RegionView, neighbours []string, f Form) templ.Compo
 			var templ_7745c5c3_Var229 string
 			templ_7745c5c3_Var229, templ_7745c5c3_Err = templ.JoinStringErrs(r.ID)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 871, Col: 119}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 872, Col: 119}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var229))
 			if templ_7745c5c3_Err != nil {
@@ -5381,7 +5381,7 @@ func RemoveRegion(p Page, r RegionView, neighbours []string, f Form) templ.Compo
 			var templ_7745c5c3_Var230 string
 			templ_7745c5c3_Var230, templ_7745c5c3_Err = templ.JoinStringErrs(r.ID)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 872, Col: 138}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 873, Col: 138}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var230))
 			if templ_7745c5c3_Err != nil {
@@ -5394,7 +5394,7 @@ func RemoveRegion(p Page, r RegionView, neighbours []string, f Form) templ.Compo
 			var templ_7745c5c3_Var231 string
 			templ_7745c5c3_Var231, templ_7745c5c3_Err = templ.JoinStringErrs(r.ID)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 872, Col: 207}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 873, Col: 207}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var231))
 			if templ_7745c5c3_Err != nil {
@@ -5407,7 +5407,7 @@ func RemoveRegion(p Page, r RegionView, neighbours []string, f Form) templ.Compo
 			var templ_7745c5c3_Var232 string
 			templ_7745c5c3_Var232, templ_7745c5c3_Err = templ.JoinStringErrs(r.ID)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 873, Col: 182}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 874, Col: 182}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var232))
 			if templ_7745c5c3_Err != nil {
@@ -5420,7 +5420,7 @@ func RemoveRegion(p Page, r RegionView, neighbours []string, f Form) templ.Compo
 			var templ_7745c5c3_Var233 string
 			templ_7745c5c3_Var233, templ_7745c5c3_Err = templ.JoinStringErrs(r.Name)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 876, Col: 284}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 877, Col: 284}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var233))
 			if templ_7745c5c3_Err != nil {
@@ -5433,7 +5433,7 @@ func RemoveRegion(p Page, r RegionView, neighbours []string, f Form) templ.Compo
 			var templ_7745c5c3_Var234 string
 			templ_7745c5c3_Var234, templ_7745c5c3_Err = templ.JoinStringErrs(r.Name)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 876, Col: 1019}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 877, Col: 1019}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var234))
 			if templ_7745c5c3_Err != nil {
@@ -5446,7 +5446,7 @@ func RemoveRegion(p Page, r RegionView, neighbours []string, f Form) templ.Compo
 			var templ_7745c5c3_Var235 string
 			templ_7745c5c3_Var235, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL("/regions/" + r.ID + "/delete")).ResolveURL(ctx)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 877, Col: 77}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 878, Col: 77}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var235)
 			if templ_7745c5c3_Err != nil {
@@ -5539,7 +5539,7 @@ func RemoveRegion(p Page, r RegionView, neighbours []string, f Form) templ.Compo
 			var templ_7745c5c3_Var238 string
 			templ_7745c5c3_Var238, templ_7745c5c3_Err = templ.JoinStringErrs(r.Name)
 			if templ_7745c5c3_Err != nil {
-				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 893, Col: 98}
+				return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 894, Col: 98}
 			}
 			_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var238))
 			if templ_7745c5c3_Err != nil {
@@ -5560,7 +5560,7 @@ func RemoveRegion(p Page, r RegionView, neighbours []string, f Form) templ.Compo
 				var templ_7745c5c3_Var239 string
 				templ_7745c5c3_Var239, templ_7745c5c3_Err = templruntime.NewAttributeExpression(templ.SafeURL("/regions/" + r.ID)).ResolveURL(ctx)
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 894, Col: 48}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `region.templ`, Line: 895, Col: 48}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ_7745c5c3_Var239)
 				if templ_7745c5c3_Err != nil {
