@@ -437,7 +437,7 @@ func (s *Service) UpdateMonitoring(ctx context.Context, actor kit.Actor, r *stor
 	if err := problem.FromFields(errs); err != nil {
 		return nil, err
 	}
-	if err := s.Store.SetMonitoring(ctx, r.ID, m); err != nil {
+	if err := s.Store.UpdateMonitoring(ctx, r.ID, monitoringUpdate(in, m)); err != nil {
 		return nil, fmt.Errorf("monitoring of %s: %w", r.Name, err)
 	}
 	if !backToOwn && !storageChanged || r.ServingStatus != store.ComponentReady {
@@ -445,6 +445,29 @@ func (s *Service) UpdateMonitoring(ctx context.Context, actor kit.Actor, r *stor
 	}
 	return s.Enqueue(ctx, engine.Request{Kind: KindInstallMonitoring, Title: "Apply RunR's Prometheus, Loki and Tempo on " + r.Name,
 		Subject: r.ID, CreatedBy: actor.Email})
+}
+
+// monitoringUpdate is the part of m that in changed (what UpdateMonitoring writes).
+func monitoringUpdate(in MonitoringInput, m store.Monitoring) store.MonitoringUpdate {
+	var u store.MonitoringUpdate
+	pick := func(sent bool, v *string) *string {
+		if sent {
+			return v
+		}
+		return nil
+	}
+	pickN := func(sent bool, v *int) *int {
+		if sent {
+			return v
+		}
+		return nil
+	}
+	u.PrometheusURL, u.LokiURL, u.LokiOrgID = pick(in.PrometheusURL != nil, &m.PrometheusURL), pick(in.LokiURL != nil, &m.LokiURL), pick(in.LokiOrgID != nil, &m.LokiOrgID)
+	u.StorageClass = pick(in.StorageClass != nil, &m.StorageClass)
+	u.PrometheusSizeGi, u.LokiSizeGi, u.TempoSizeGi = pickN(in.PrometheusSizeGi != nil, &m.PrometheusSizeGi), pickN(in.LokiSizeGi != nil, &m.LokiSizeGi), pickN(in.TempoSizeGi != nil, &m.TempoSizeGi)
+	u.PrometheusRetentionDays = pickN(in.PrometheusRetentionDays != nil, &m.PrometheusRetentionDays)
+	u.LokiRetentionDays = pickN(in.LokiRetentionDays != nil, &m.LokiRetentionDays)
+	return u
 }
 
 // monitoringStorage applies the storage fields of in to m, with their field errors in

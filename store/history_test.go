@@ -57,3 +57,32 @@ func TestPruneRegionHistory(t *testing.T) {
 		}
 	}
 }
+
+// Two edits of different monitoring settings, each from its own read of the region, both
+// land (a merge of the keys sent, not a write of the whole).
+func TestUpdateMonitoringMerges(t *testing.T) {
+	st := storetest.New(t)
+	ctx := context.Background()
+	r := &store.Region{Name: "mon", Kubeconfig: "kc"}
+	if err := st.CreateRegion(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	class, days := "fast-ssd", 30
+	if err := st.UpdateMonitoring(ctx, r.ID, store.MonitoringUpdate{StorageClass: &class}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.UpdateMonitoring(ctx, r.ID, store.MonitoringUpdate{LokiRetentionDays: &days}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.RegionByID(ctx, r.ID)
+	if err != nil || got.Monitoring.V != (store.Monitoring{StorageClass: "fast-ssd", LokiRetentionDays: 30}) {
+		t.Fatalf("monitoring after two edits: %+v %v", got.Monitoring.V, err)
+	}
+	empty, zero := "", 0
+	if err := st.UpdateMonitoring(ctx, r.ID, store.MonitoringUpdate{StorageClass: &empty, LokiRetentionDays: &zero}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := st.RegionByID(ctx, r.ID); got.Monitoring.V != (store.Monitoring{}) {
+		t.Fatalf("back to the defaults: %+v", got.Monitoring.V)
+	}
+}

@@ -249,9 +249,31 @@ func (s *Store) UpdateRegionSettings(ctx context.Context, id string, u RegionSet
 	return s.NotifyRegion(ctx, id)
 }
 
-// SetMonitoring records the region's choice of Prometheus and Loki.
-func (s *Store) SetMonitoring(ctx context.Context, id string, v Monitoring) error {
-	return s.updateRegion(ctx, "set monitoring", id, cols{{"monitoring", JSON[Monitoring]{V: v}}})
+// MonitoringUpdate changes some of a region's monitoring settings; nil fields stay.
+type MonitoringUpdate struct {
+	PrometheusURL           *string `json:"prometheus_url,omitempty"`
+	LokiURL                 *string `json:"loki_url,omitempty"`
+	LokiOrgID               *string `json:"loki_org_id,omitempty"`
+	StorageClass            *string `json:"storage_class,omitempty"`
+	PrometheusSizeGi        *int    `json:"prometheus_size_gi,omitempty"`
+	LokiSizeGi              *int    `json:"loki_size_gi,omitempty"`
+	TempoSizeGi             *int    `json:"tempo_size_gi,omitempty"`
+	PrometheusRetentionDays *int    `json:"prometheus_retention_days,omitempty"`
+	LokiRetentionDays       *int    `json:"loki_retention_days,omitempty"`
+}
+
+// UpdateMonitoring writes only the monitoring settings u names (a jsonb merge), so that
+// two edits of different settings both land.
+func (s *Store) UpdateMonitoring(ctx context.Context, id string, u MonitoringUpdate) error {
+	patch, err := json.Marshal(u)
+	if err != nil || string(patch) == "{}" {
+		return wrap("update monitoring "+id, err)
+	}
+	res, err := s.db(ctx).ExecContext(ctx, `UPDATE regions SET monitoring = monitoring || $2::jsonb, updated_at = now() WHERE id = $1`, id, patch)
+	if err := affected("update monitoring "+id, res, err); err != nil {
+		return err
+	}
+	return s.NotifyRegion(ctx, id)
 }
 
 // SetRegionStatus records the region's status.
