@@ -20,10 +20,10 @@ const (
 	cadvisorPort  = 8080
 )
 
-// cadvisorObjects are cAdvisor's objects: its identity, the DaemonSet, and the PodMonitor
-// by which the Prometheus of release PrometheusRelease scrapes it (that Prometheus selects
-// PodMonitors labelled release=<its release>).
-func cadvisorObjects() []map[string]any {
+// cadvisorObjects are cAdvisor's objects, running image: its identity, the DaemonSet, and
+// the PodMonitor by which the Prometheus of release PrometheusRelease scrapes it (that
+// Prometheus selects PodMonitors labelled release=<its release>).
+func cadvisorObjects(image string) []map[string]any {
 	labels := kit.ToAnyMap(kit.ManagedLabels(map[string]string{"app.kubernetes.io/name": CAdvisorName}))
 	selector := map[string]any{"app.kubernetes.io/name": CAdvisorName}
 	meta := func(name string, extra map[string]any) map[string]any {
@@ -58,7 +58,7 @@ func cadvisorObjects() []map[string]any {
 						// Also on the nodes dedicated to projects, where the functions run.
 						"tolerations": []any{map[string]any{"key": "runr.dev/dedicated", "operator": "Exists"}},
 						"containers": []any{map[string]any{
-							"name": CAdvisorName, "image": CAdvisorImage,
+							"name": CAdvisorName, "image": image,
 							"args": []any{"--housekeeping_interval=15s", "--docker_only=false", "--store_container_labels=false",
 								"--whitelisted_container_labels=io.kubernetes.container.name,io.kubernetes.pod.name,io.kubernetes.pod.namespace",
 								"--disable_metrics=percpu,sched,tcp,udp,process,hugetlb,referenced_memory,cpu_topology,resctrl"},
@@ -84,9 +84,14 @@ func cadvisorObjects() []map[string]any {
 }
 
 // installCAdvisor applies cAdvisor (after Prometheus: its PodMonitor needs the operator's
-// CRDs) and waits for it on every node it runs on.
-func installCAdvisor(ctx context.Context, jc *engine.JobContext, c *kube.Cluster) error {
-	for _, o := range cadvisorObjects() {
+// CRDs), its image through the region's image mirror, and waits for it on every node it
+// runs on.
+func (s *Service) installCAdvisor(ctx context.Context, jc *engine.JobContext, c *kube.Cluster) error {
+	image, err := s.JobImage(ctx, jc, CAdvisorImage)
+	if err != nil {
+		return err
+	}
+	for _, o := range cadvisorObjects(image) {
 		if _, err := c.ApplyObject(ctx, o); err != nil {
 			return err
 		}
@@ -95,6 +100,6 @@ func installCAdvisor(ctx context.Context, jc *engine.JobContext, c *kube.Cluster
 		c.DaemonSetReady(ObservabilityNamespace, CAdvisorName)); err != nil {
 		return err
 	}
-	jc.Logf("cAdvisor (%s) runs on every node, scraped by Prometheus through PodMonitor %s/%s", CAdvisorImage, ObservabilityNamespace, CAdvisorName)
+	jc.Logf("cAdvisor (%s) runs on every node, scraped by Prometheus through PodMonitor %s/%s", image, ObservabilityNamespace, CAdvisorName)
 	return nil
 }

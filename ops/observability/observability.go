@@ -139,7 +139,7 @@ func (s *Service) installOwn(ctx context.Context, jc *engine.JobContext, c *kube
 		return err
 	}
 	if name == PrometheusRelease {
-		if err := installCAdvisor(ctx, jc, c); err != nil {
+		if err := s.installCAdvisor(ctx, jc, c); err != nil {
 			return err
 		}
 	}

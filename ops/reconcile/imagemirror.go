@@ -150,6 +150,11 @@ func (s *Service) readMirrorDrift(ctx context.Context, c *kube.Cluster, t *recon
 		return nil, err
 	}
 	d.helpers = append(d.helpers, redis...)
+	cadvisor, _, err := cadvisorDrift(ctx, c, m)
+	if err != nil {
+		return nil, err
+	}
+	d.helpers = append(d.helpers, cadvisor...)
 	agent, err := c.Clientset.AppsV1().Deployments(observability.ObservabilityNamespace).Get(ctx, observability.AgentName, metav1.GetOptions{})
 	if err == nil && len(agent.Spec.Template.Spec.Containers) > 0 {
 		d.agent = agent.Spec.Template.Spec.Containers[0].Image != imagemirror.Map(m, s.Cfg.AgentImage)

@@ -527,7 +527,7 @@ func (s *Service) checkObservability(ctx context.Context, c *kube.Cluster, t *re
 			fs = append(fs, finding{Change: true, What: "remove the PodDisruptionBudget " + observability.LegacyPDBs[o.Name] + " of an earlier console"})
 		}
 		if o.Name == observability.PrometheusRelease {
-			f, err := checkCAdvisor(ctx, c)
+			f, err := s.checkCAdvisor(ctx, c, t)
 			if err != nil {
 				return finding{}, err
 			}
@@ -537,19 +537,41 @@ func (s *Service) checkObservability(ctx context.Context, c *kube.Cluster, t *re
 	return joinFindings(fs...), nil
 }
 
-// checkCAdvisor: cAdvisor runs this release's image beside RunR's Prometheus.
-func checkCAdvisor(ctx context.Context, c *kube.Cluster) (finding, error) {
+// checkCAdvisor: cAdvisor runs this release's image (through the region's mirror) beside
+// RunR's Prometheus.
+func (s *Service) checkCAdvisor(ctx context.Context, c *kube.Cluster, t *reconcileTarget) (finding, error) {
+	m, err := s.ImageMirror(ctx, &t.Region)
+	if err != nil {
+		return finding{}, err
+	}
+	drift, found, err := cadvisorDrift(ctx, c, m)
+	if err != nil {
+		return finding{}, err
+	}
+	if !found {
+		return finding{Change: true, What: "install cAdvisor (" + imagemirror.Map(m, observability.CAdvisorImage) + ")"}, nil
+	}
+	return joinFindings(helperFindings(drift)...), nil
+}
+
+// cadvisorDrift is cAdvisor's DaemonSet when it does not run its image through mirror m
+// (found: it exists).
+func cadvisorDrift(ctx context.Context, c *kube.Cluster, m string) (drift []ownHelper, found bool, err error) {
 	ds, err := c.Clientset.AppsV1().DaemonSets(observability.ObservabilityNamespace).Get(ctx, observability.CAdvisorName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return finding{Change: true, What: "install cAdvisor (" + observability.CAdvisorImage + ")"}, nil
+		return nil, false, nil
 	}
 	if err != nil {
-		return finding{}, fmt.Errorf("read DaemonSet %s/%s: %w", observability.ObservabilityNamespace, observability.CAdvisorName, err)
+		return nil, false, fmt.Errorf("read DaemonSet %s/%s: %w", observability.ObservabilityNamespace, observability.CAdvisorName, err)
 	}
-	if img := ds.Spec.Template.Spec.Containers[0].Image; img != observability.CAdvisorImage {
-		return finding{Change: true, What: "cAdvisor runs " + img + ": move it to " + observability.CAdvisorImage}, nil
+	want := imagemirror.Map(m, observability.CAdvisorImage)
+	for _, ct := range ds.Spec.Template.Spec.Containers {
+		if ct.Name == observability.CAdvisorName && ct.Image != want {
+			drift = append(drift, ownHelper{kind: "DaemonSet", namespace: observability.ObservabilityNamespace, name: observability.CAdvisorName,
+				container: observability.CAdvisorName, image: want, current: ct.Image})
+		}
 	}
-	return finding{}, nil
+	return drift, true, nil
 }
 
 // hasLegacyPDB reports a budget an earlier console made for a release.
