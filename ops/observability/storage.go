@@ -186,7 +186,7 @@ func deleteClaims(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, s
 }
 
 // PrometheusStatefulSet is the StatefulSet the Prometheus operator makes for RunR's
-// Prometheus (prometheus-<resource name>), and PrometheusClaim its claim template's name
+// Prometheus (prometheus-<resource name>), and prometheusClaim its claim template's name
 // (the operator's default, <statefulset>-db).
 const (
 	PrometheusStatefulSet = "prometheus-" + PrometheusRelease + "-kube-prometheus-st-prometheus"
