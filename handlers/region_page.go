@@ -292,7 +292,17 @@ func (h *Handlers) TabJob(c *fiber.Ctx, r *store.Region, tab string, kinds []str
 	}
 	jd := h.jobDataOf(ctx(c), Who(c), j, steps, events)
 	jd.Tab = tab
-	return jd.Panel(), nil
+	v := jd.Panel()
+	if j.Done() {
+		// The job may have ended between the read of the region the tab shows and the
+		// read of the job (a job of no time, such as a rollback): the tab would show the
+		// region as before it, and the panel a job already over. When the region changed
+		// since, the socket counts the end as seen and the tab is fetched again.
+		if now, err := h.Store.RegionByID(ctx(c), r.ID); err == nil && !now.UpdatedAt.Equal(r.UpdatedAt) {
+			v.EndedUnseen = true
+		}
+	}
+	return v, nil
 }
 
 // RegionFormAction answers a region tab's form that runs one use case on the route's
