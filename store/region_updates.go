@@ -238,12 +238,18 @@ type RegionSettingsUpdate struct {
 // UpdateRegionSettings writes only the settings u names (a jsonb merge), so that two edits
 // of different settings, each made from its own read of the region, both land.
 func (s *Store) UpdateRegionSettings(ctx context.Context, id string, u RegionSettingsUpdate) error {
+	return s.mergeRegionJSON(ctx, "update settings", id, "settings", u)
+}
+
+// mergeRegionJSON merges the keys u names (its JSON, nil fields left out) into a jsonb
+// column of the region; nothing named, nothing written.
+func (s *Store) mergeRegionJSON(ctx context.Context, op, id, column string, u any) error {
 	patch, err := json.Marshal(u)
 	if err != nil || string(patch) == "{}" {
-		return wrap("update settings "+id, err)
+		return wrap(op+" "+id, err)
 	}
-	res, err := s.db(ctx).ExecContext(ctx, `UPDATE regions SET settings = settings || $2::jsonb, updated_at = now() WHERE id = $1`, id, patch)
-	if err := affected("update settings "+id, res, err); err != nil {
+	res, err := s.db(ctx).ExecContext(ctx, `UPDATE regions SET `+column+` = `+column+` || $2::jsonb, updated_at = now() WHERE id = $1`, id, patch)
+	if err := affected(op+" "+id, res, err); err != nil {
 		return err
 	}
 	return s.NotifyRegion(ctx, id)
@@ -265,15 +271,7 @@ type MonitoringUpdate struct {
 // UpdateMonitoring writes only the monitoring settings u names (a jsonb merge), so that
 // two edits of different settings both land.
 func (s *Store) UpdateMonitoring(ctx context.Context, id string, u MonitoringUpdate) error {
-	patch, err := json.Marshal(u)
-	if err != nil || string(patch) == "{}" {
-		return wrap("update monitoring "+id, err)
-	}
-	res, err := s.db(ctx).ExecContext(ctx, `UPDATE regions SET monitoring = monitoring || $2::jsonb, updated_at = now() WHERE id = $1`, id, patch)
-	if err := affected("update monitoring "+id, res, err); err != nil {
-		return err
-	}
-	return s.NotifyRegion(ctx, id)
+	return s.mergeRegionJSON(ctx, "update monitoring", id, "monitoring", u)
 }
 
 // SetRegionStatus records the region's status.
