@@ -79,13 +79,10 @@ func (h *Handlers) APIBranding(c *fiber.Ctx) error {
 	})
 }
 
-// BrandLogo answers GET /api/branding/logo with the logo's bytes (404 when the brand has
-// none, or names an address of its own).
-func (h *Handlers) BrandLogo(c *fiber.Ctx) error { return serveAsset(c, h.Cfg.Branding.Logo) }
-
-// BrandFavicon answers GET /api/branding/favicon like BrandLogo.
-func (h *Handlers) BrandFavicon(c *fiber.Ctx) error {
-	return serveAsset(c, h.Cfg.Branding.Favicon)
+// BrandAsset answers GET /api/branding/logo and /api/branding/favicon with the image's
+// bytes (404 when the brand has none, or names an address of its own).
+func BrandAsset(a config.Asset) fiber.Handler {
+	return func(c *fiber.Ctx) error { return serveAsset(c, a) }
 }
 
 // serveAsset sends an image the console holds; an SVG opened on its own runs no script.

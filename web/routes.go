@@ -2,6 +2,7 @@ package web
 
 import (
 	"github.com/gofiber/fiber/v2"
+	"runr.dev/console/handlers"
 
 	"runr.dev/console/ops/knative"
 	"runr.dev/console/perm"
@@ -58,8 +59,8 @@ func (s *Server) publicRoutes() []Route {
 		{Method: get, Path: "/readyz", Handler: h.Readyz, Public: true},
 		{Method: get, Path: "/api/version", Handler: h.APIVersion, Public: true},
 		{Method: get, Path: "/api/branding", Handler: h.APIBranding, Public: true},
-		{Method: get, Path: "/api/branding/logo", Handler: h.BrandLogo, Public: true},
-		{Method: get, Path: "/api/branding/favicon", Handler: h.BrandFavicon, Public: true},
+		{Method: get, Path: "/api/branding/logo", Handler: handlers.BrandAsset(h.Cfg.Branding.Logo), Public: true},
+		{Method: get, Path: "/api/branding/favicon", Handler: handlers.BrandAsset(h.Cfg.Branding.Favicon), Public: true},
 		{Method: get, Path: "/api/internal/agent/ws", Handler: h.AgentSocket(), Agent: true, WebSocket: true},
 		{Method: get, Path: "/login", Perm: Anonymous, Handler: h.LoginPage},
 		{Method: post, Path: "/login", Perm: Anonymous, Handler: h.Login},
