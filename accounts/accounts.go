@@ -1,7 +1,7 @@
 // Package accounts holds the use cases of console users and their API tokens: create a
 // user, change a role, delete a user, create a token. They are Fiber-free: handlers and
 // the CLI call them alike. A wrong field is an *problem.Invalid, as in the regions' use
-// cases; the role rules refuse with *store.UserRuleError.
+// cases; the role rules refuse with *problem.Forbidden or *problem.Invalid.
 package accounts
 
 import (
@@ -12,7 +12,7 @@ import (
 	"strings"
 
 	"runr.dev/console/crypt"
-	"runr.dev/console/ops/problem"
+	"runr.dev/console/problem"
 	"runr.dev/console/store"
 )
 

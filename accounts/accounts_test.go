@@ -10,9 +10,8 @@ import (
 	"time"
 
 	"runr.dev/console/accounts"
-	"runr.dev/console/ops/problem"
 	"runr.dev/console/perm"
-	"runr.dev/console/store"
+	"runr.dev/console/problem"
 	"runr.dev/console/store/storetest"
 )
 
@@ -78,11 +77,11 @@ func TestAccountRules(t *testing.T) {
 	if err != nil || pw != "" {
 		t.Fatalf("an owner creates an admin: %v %q", err, pw)
 	}
-	var rule *store.UserRuleError
-	if _, _, err := accounts.CreateUser(ctx, st, admin, accounts.UserInput{Email: "o2@example.com", Role: "owner"}); !errors.As(err, &rule) || !rule.Forbidden {
+	var forbidden *problem.Forbidden
+	if _, _, err := accounts.CreateUser(ctx, st, admin, accounts.UserInput{Email: "o2@example.com", Role: "owner"}); !errors.As(err, &forbidden) {
 		t.Fatalf("an admin makes an owner: %v", err)
 	}
-	if err := accounts.SetRole(ctx, st, nil, owner.ID, "admin"); !errors.As(err, &rule) {
+	if err := accounts.SetRole(ctx, st, nil, owner.ID, "admin"); !errors.As(err, &inv) || inv.Fields["role"] == "" {
 		t.Fatalf("the last owner is demoted: %v", err)
 	}
 	viewer := accounts.Grantor{User: admin, Perms: perm.Effective("viewer", nil), Star: false}

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"runr.dev/console/ops/problem"
+	"runr.dev/console/problem"
 	"runr.dev/console/store"
 )
 

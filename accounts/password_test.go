@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"runr.dev/console/accounts"
-	"runr.dev/console/ops/problem"
+	"runr.dev/console/problem"
 	"runr.dev/console/store/storetest"
 )
 

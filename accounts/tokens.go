@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"runr.dev/console/ops/problem"
 	"runr.dev/console/perm"
+	"runr.dev/console/problem"
 	"runr.dev/console/store"
 )
 

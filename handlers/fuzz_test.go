@@ -11,6 +11,7 @@ import (
 	"runr.dev/console/ops"
 	"runr.dev/console/ops/projects"
 	"runr.dev/console/ops/registry"
+	"runr.dev/console/problem"
 )
 
 // FuzzBodyDecoders sends any body to the JSON decoders of the API's inputs: the answer
@@ -20,7 +21,7 @@ func FuzzBodyDecoders(f *testing.F) {
 	decode := func(v func() any) fiber.Handler {
 		return func(c *fiber.Ctx) error {
 			if err := BodyMap(c, v()); err != nil {
-				return Invalid(c, err.(FieldErrors))
+				return Invalid(c, FieldErrors(err.(*problem.Invalid).Fields))
 			}
 			return c.SendStatus(200)
 		}

@@ -26,14 +26,11 @@ import (
 
 	"runr.dev/console/changecache"
 	"runr.dev/console/config"
-	"runr.dev/console/crypt"
 	"runr.dev/console/hub"
-	"runr.dev/console/kube"
 	"runr.dev/console/ops"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/nodes"
-	"runr.dev/console/ops/problem"
-	"runr.dev/console/ops/tenancy"
+	"runr.dev/console/problem"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -161,32 +158,6 @@ func Render(c *fiber.Ctx, status int, comp templ.Component) error {
 	return comp.Render(ctx(c), c.Response().BodyWriter())
 }
 
-// JSONError writes {"error": msg} with a status.
-func JSONError(c *fiber.Ctx, status int, msg string) error {
-	return c.Status(status).JSON(fiber.Map{"error": msg})
-}
-
-// FieldErrors is a validation failure: field name → message.
-type FieldErrors map[string]string
-
-func (f FieldErrors) Error() string {
-	parts := make([]string, 0, len(f))
-	for k, v := range f {
-		parts = append(parts, k+": "+v)
-	}
-	return "invalid input: " + strings.Join(parts, "; ")
-}
-
-// Invalid writes a 422 with field errors.
-func Invalid(c *fiber.Ctx, errs FieldErrors) error {
-	return c.Status(fiber.StatusUnprocessableEntity).JSON(fiber.Map{"error": "The request has invalid fields.", "fields": errs})
-}
-
-// Unprocessable writes a 422 with a reason (a refusal that is not about one field).
-func Unprocessable(c *fiber.Ctx, msg string) error {
-	return JSONError(c, fiber.StatusUnprocessableEntity, msg)
-}
-
 // Actor is who makes the request, for the use cases.
 func (h *Handlers) Actor(c *fiber.Ctx) kit.Actor { return ActorOf(Who(c)) }
 
@@ -202,147 +173,6 @@ func (h *Handlers) Accepted(c *fiber.Ctx, j *store.Job, err error) error {
 		return h.Fail(c, err)
 	}
 	return c.Status(fiber.StatusAccepted).JSON(fiber.Map{"job_id": j.ID})
-}
-
-// Refusal splits a use case's refusal into what a form shows: the messages beside the
-// fields (*problem.Invalid, or *problem.Refused about a field) or one message (*problem.Refused,
-// *problem.Missing, *problem.Unreachable). ok is false for any other error.
-func (h *Handlers) Refusal(c *fiber.Ctx, err error) (fe FieldErrors, msg string, ok bool) {
-	var inv *problem.Invalid
-	var rf *problem.Refused
-	var ms *problem.Missing
-	var un *problem.Unreachable
-	switch {
-	case errors.As(err, &inv):
-		return FieldErrors(inv.Fields), "", true
-	case errors.As(err, &rf):
-		msg = rf.Reason
-		if rf.Err != nil {
-			msg = h.Cause(c, rf.Reason, rf.Err)
-		}
-		if rf.Field != "" {
-			return FieldErrors{rf.Field: msg}, "", true
-		}
-		return nil, msg, true
-	case errors.As(err, &ms):
-		return nil, ms.Reason, true
-	case errors.As(err, &un):
-		return nil, h.Cause(c, "The cluster did not answer", un.Err), true
-	}
-	return nil, "", false
-}
-
-// failUseCase answers a use case's refusal to a JSON client: a node or the like that
-// does not exist is a 404 with its sentence, a cluster that did not answer a 502, a
-// refusal a 422 with its field errors or its reason. ok is false for any other error.
-func (h *Handlers) failUseCase(c *fiber.Ctx, err error) (error, bool) {
-	var ms *problem.Missing
-	var un *problem.Unreachable
-	var fb *problem.Forbidden
-	var qe *tenancy.QuotaError
-	switch {
-	case errors.As(err, &fb):
-		return JSONError(c, fiber.StatusForbidden, fb.Reason), true
-	case errors.As(err, &qe):
-		return c.Status(fiber.StatusUnprocessableEntity).JSON(fiber.Map{"error": "The quotas do not fit the region.",
-			"fields": FieldErrors(qe.Fields), "free": qe.Free}), true
-	case errors.As(err, &ms):
-		return JSONError(c, fiber.StatusNotFound, ms.Reason), true
-	case errors.As(err, &un):
-		return JSONError(c, fiber.StatusBadGateway, h.Cause(c, "The cluster of region "+un.Region+" did not answer", un.Err)), true
-	}
-	fe, msg, ok := h.Refusal(c, err)
-	switch {
-	case !ok:
-		return nil, false
-	case fe != nil:
-		return Invalid(c, fe), true
-	}
-	return Unprocessable(c, msg), true
-}
-
-// Fail answers an error the handler did not expect: store.ErrNotFound is a 404, a
-// FieldErrors a 422, a use case's refusal a 422 (JSON: see failUseCase; a page: an
-// error page), anything else is logged and answered 500 without its detail.
-func (h *Handlers) Fail(c *fiber.Ctx, err error) error {
-	if errors.Is(err, store.ErrUnavailable) {
-		return h.DatabaseUnavailable(c, err)
-	}
-	var fb *problem.Forbidden
-	if IsAPI(c) {
-		if rerr, ok := h.failUseCase(c, err); ok {
-			return rerr
-		}
-	} else if errors.As(err, &fb) {
-		if isHTMX(c) {
-			return JSONError(c, fiber.StatusForbidden, fb.Reason)
-		}
-		return Render(c, fiber.StatusForbidden, views.ErrorPage(h.Page(c, "Not allowed", ""), 403, fb.Reason))
-	} else if fe, msg, ok := h.Refusal(c, err); ok {
-		if msg == "" {
-			msg = fe.Error()
-		}
-		return Render(c, fiber.StatusUnprocessableEntity, views.ErrorPage(h.Page(c, "Invalid input", ""), 422, msg))
-	}
-	var fe FieldErrors
-	var ure *store.UserRuleError
-	switch {
-	case errors.Is(err, crypt.ErrUndecryptable):
-		h.Log.Error("secrets cannot be decrypted", "path", c.Path(), "request_id", requestID(c), "err", err)
-		msg := "This cannot be saved now: " + store.SecretErrorText + " (request id " + requestID(c) + ")"
-		if IsAPI(c) || isHTMX(c) {
-			return JSONError(c, fiber.StatusConflict, msg)
-		}
-		return Render(c, fiber.StatusConflict, views.ErrorPage(h.Page(c, "Secrets unreadable", ""), 409, msg))
-	case errors.As(err, &ure) && ure.Forbidden:
-		if IsAPI(c) || isHTMX(c) {
-			return JSONError(c, fiber.StatusForbidden, ure.Msg)
-		}
-		return Render(c, fiber.StatusForbidden, views.ErrorPage(h.Page(c, "Not allowed", ""), 403, ure.Msg))
-	case errors.As(err, &ure):
-		fe = FieldErrors{ure.Field: ure.Msg}
-		if IsAPI(c) {
-			return Invalid(c, fe)
-		}
-		return Render(c, fiber.StatusUnprocessableEntity, views.ErrorPage(h.Page(c, "Invalid input", ""), 422, ure.Msg))
-	case errors.Is(err, store.ErrNotFound):
-		if IsAPI(c) {
-			return JSONError(c, fiber.StatusNotFound, "Not found.")
-		}
-		return Render(c, fiber.StatusNotFound, views.ErrorPage(h.Page(c, "Not found", ""), 404, "This page does not exist, or what it showed was removed."))
-	case errors.As(err, &fe):
-		if IsAPI(c) {
-			return Invalid(c, fe)
-		}
-		return Render(c, fiber.StatusUnprocessableEntity, views.ErrorPage(h.Page(c, "Invalid input", ""), 422, fe.Error()))
-	}
-	h.Log.Error("request failed", "path", c.Path(), "method", c.Method(), "request_id", c.Locals("requestid"), "err", err)
-	if IsAPI(c) {
-		return JSONError(c, fiber.StatusInternalServerError, "Something went wrong on our side; the error is logged with request id "+requestID(c)+".")
-	}
-	return Render(c, fiber.StatusInternalServerError, views.ErrorPage(h.Page(c, "Error", ""), 500, "Something went wrong on our side; the error is logged with request id "+requestID(c)+"."))
-}
-
-// databaseRetryAfter is the Retry-After of an answer given while the database is away.
-const databaseRetryAfter = "5"
-
-// DatabaseUnavailable answers a request the console cannot serve while its database is
-// unreachable: 503 with Retry-After, in JSON or as a page that needs no database.
-func (h *Handlers) DatabaseUnavailable(c *fiber.Ctx, err error) error {
-	h.Log.Warn("database unavailable", "path", c.Path(), "method", c.Method(), "request_id", requestID(c), "err", err)
-	c.Set(fiber.HeaderRetryAfter, databaseRetryAfter)
-	msg := "The console's database cannot be reached: try again in a few seconds (request id " + requestID(c) + ")."
-	if IsAPI(c) || isHTMX(c) || c.Get(fiber.HeaderAccept) == fiber.MIMEApplicationJSON {
-		return JSONError(c, fiber.StatusServiceUnavailable, msg)
-	}
-	return Render(c, fiber.StatusServiceUnavailable, views.ErrorPage(views.Page{Title: "Unavailable", Brand: h.brand()}, 503, msg))
-}
-
-// Cause is what a user is told about an error of a cluster or a repository: a short
-// cause and the request id; the full error (addresses, library messages) goes to the log.
-func (h *Handlers) Cause(c *fiber.Ctx, what string, err error) string {
-	h.Log.Warn(what, "path", c.Path(), "request_id", requestID(c), "err", err)
-	return what + ": " + kube.Classify(err).Short() + " (request id " + requestID(c) + ")."
 }
 
 // requestID returns the request id the log carries too.
@@ -377,10 +207,10 @@ func Pages(total, size int) int {
 // BodyMap decodes a JSON object body; a malformed body is a 422 field error.
 func BodyMap(c *fiber.Ctx, v any) error {
 	if len(c.Body()) == 0 {
-		return FieldErrors{"body": "Send a JSON object."}
+		return &problem.Invalid{Fields: map[string]string{"body": "Send a JSON object."}}
 	}
 	if err := c.BodyParser(v); err != nil {
-		return FieldErrors{"body": "The body is not valid JSON for this request: " + jsonCause(err)}
+		return &problem.Invalid{Fields: map[string]string{"body": "The body is not valid JSON for this request: " + jsonCause(err)}}
 	}
 	return nil
 }

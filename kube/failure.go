@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"net"
 	"syscall"
 
@@ -87,4 +88,27 @@ func (f Failure) Short() string {
 		return "not found"
 	}
 	return "it failed"
+}
+
+// ExplainConnect says why a cluster's API did not answer and what to check, by the kind
+// of failure (Classify), with the evidence.
+func ExplainConnect(server string, err error) string {
+	msg := Evidence(err)
+	switch Classify(err) {
+	case FailureAddressRefused:
+		return fmt.Sprintf("%s was not contacted: %s", server, msg)
+	case FailureTimeout:
+		return fmt.Sprintf("%s did not answer within 10 s: check the address and that the console can reach it (%s)", server, msg)
+	case FailureConnectionRefused:
+		return fmt.Sprintf("%s refused the connection: is the API server running on that address and port? (%s)", server, msg)
+	case FailureNoSuchHost:
+		return fmt.Sprintf("the host name of %s does not resolve: check the server address (%s)", server, msg)
+	case FailureTLS:
+		return fmt.Sprintf("the TLS certificate of %s was not accepted: check certificate-authority-data (%s)", server, msg)
+	case FailureUnauthorized:
+		return "the cluster refused the credentials (401): the token or client certificate is wrong or expired"
+	case FailureForbidden:
+		return "the cluster refused access (403): the kubeconfig's user may not read /version"
+	}
+	return fmt.Sprintf("%s could not be reached: %s", server, msg)
 }

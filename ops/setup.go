@@ -15,10 +15,10 @@ import (
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/preflight"
-	"runr.dev/console/ops/problem"
 	"runr.dev/console/ops/redis"
 	"runr.dev/console/ops/registry"
 	"runr.dev/console/perm"
+	"runr.dev/console/problem"
 	"runr.dev/console/store"
 )
 
@@ -311,57 +311,18 @@ func (s *Service) nameTaken(ctx context.Context, name string, job *store.Job) (b
 const KindRegionInit = "region-init"
 
 func (s *Service) registerRegionKinds() {
-	workersStep := func(p nodes.WorkersParams) engine.Step {
-		return engine.Step{Name: "workers", Title: "Dedicated workers", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			r, c, err := s.RegionAndCluster(ctx, jc)
-			if err != nil {
-				return err
-			}
-			exist, err := nodes.ApplyWorkers(ctx, c, p.Nodes, r.Nodes)
-			if err != nil {
-				return err
-			}
-			if len(p.Nodes) == 0 {
-				jc.Note("No dedicated workers: projects run on every schedulable node")
-			} else {
-				jc.Note("Dedicated workers: %v (label and taint %s=%s:NoSchedule)", exist, nodes.DedicatedKey, nodes.DedicatedValue)
-			}
-			return s.Store.SetRegionNodes(ctx, r.ID, exist)
-		}}
-	}
-	s.Engine.Register(&engine.Kind{
-		Name: KindRegionInit,
-		Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
-			var p nodes.WorkersParams
-			if err := jc.Params(&p); err != nil {
-				return nil, err
-			}
-			return []engine.Step{
-				{Name: "namespace", Title: "Create the project namespace", Run: func(ctx context.Context, jc *engine.JobContext) error {
-					r, c, err := s.RegionAndCluster(ctx, jc)
-					if err != nil {
-						return err
-					}
-					if _, err := kit.EnsureNamespace(ctx, jc, c, r.Name, map[string]string{"runr.dev/region": r.Name}); err != nil {
-						return err
-					}
-					jc.Note("Namespace %s is ready for the region's projects", r.Name)
-					return nil
-				}},
-				workersStep(p),
-			}, nil
-		},
-	})
-	s.Engine.Register(&engine.Kind{
-		Name: nodes.KindApplyWorkers,
-		Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
-			var p nodes.WorkersParams
-			if err := jc.Params(&p); err != nil {
-				return nil, err
-			}
-			return []engine.Step{workersStep(p)}, nil
-		},
-	})
+	s.Engine.Register(&engine.Kind{Name: KindRegionInit, Plan: engine.PlanWith(func(p nodes.WorkersParams) []engine.Step {
+		return []engine.Step{
+			s.RegionStep("namespace", "Create the project namespace", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+				if _, err := kit.EnsureNamespace(ctx, jc, c, r.Name, map[string]string{"runr.dev/region": r.Name}); err != nil {
+					return err
+				}
+				jc.Note("Namespace %s is ready for the region's projects", r.Name)
+				return nil
+			}),
+			s.Nodes.WorkersStep(p),
+		}
+	})})
 }
 
 // RegionFields are the fields of a new region that a setup and a direct creation share.

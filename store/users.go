@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"runr.dev/console/problem"
 	"strings"
 	"sync"
 	"time"
@@ -206,23 +207,19 @@ func (s *Store) ClearLoginFailures(ctx context.Context, key string) error {
 	return wrap("clear login failures", err)
 }
 
-// UserRuleError is a change of users that the role rules refuse. Forbidden marks a
-// refusal for lack of rights (403); the others are about the input (422).
-type UserRuleError struct {
-	Field     string
-	Msg       string
-	Forbidden bool
-}
+// The role rules refuse a change of users with a *problem.Forbidden for lack of rights
+// (403) and a *problem.Invalid about the input (422).
 
-func (e *UserRuleError) Error() string { return e.Msg }
+func forbidden(msg string) error { return &problem.Forbidden{Reason: msg} }
 
-func forbidden(msg string) error { return &UserRuleError{Field: "role", Msg: msg, Forbidden: true} }
+// invalid refuses a change of users about one field.
+func invalid(field, msg string) error { return &problem.Invalid{Fields: map[string]string{field: msg}} }
 
 // CheckGrant enforces who may hand out a role: only an owner may create an owner.
 // actor nil is the operator's CLI, which holds the database and may do it.
 func CheckGrant(actor *User, role string) error {
 	if !ValidRole(role) {
-		return &UserRuleError{Field: "role", Msg: "Choose owner, admin, member or viewer."}
+		return invalid("role", "Choose owner, admin, member or viewer.")
 	}
 	if role == "owner" && actor != nil && actor.Role != "owner" {
 		return forbidden("Only an owner may make someone an owner.")
@@ -266,7 +263,7 @@ func (s *Store) ChangeUserRole(ctx context.Context, actor *User, id, role string
 // owner deletes an owner, and the last owner stays. actor nil is the operator's CLI.
 func (s *Store) RemoveUser(ctx context.Context, actor *User, id string) error {
 	if actor != nil && actor.ID == id {
-		return &UserRuleError{Field: "id", Msg: "You cannot delete yourself.", Forbidden: true}
+		return forbidden("You cannot delete yourself.")
 	}
 	return s.inOwnerLock(ctx, func(tx *sqlx.Tx) error {
 		u := &User{}
@@ -275,7 +272,7 @@ func (s *Store) RemoveUser(ctx context.Context, actor *User, id string) error {
 		}
 		if u.Role == "owner" {
 			if actor != nil && actor.Role != "owner" {
-				return &UserRuleError{Field: "id", Msg: "Only an owner may delete an owner.", Forbidden: true}
+				return forbidden("Only an owner may delete an owner.")
 			}
 			if err := lastOwner(ctx, tx, "id", "This is the last owner: make someone else owner first."); err != nil {
 				return err
@@ -308,7 +305,7 @@ func lastOwner(ctx context.Context, tx *sqlx.Tx, field, msg string) error {
 		return wrap("count owners", err)
 	}
 	if n <= 1 {
-		return &UserRuleError{Field: field, Msg: msg}
+		return invalid(field, msg)
 	}
 	return nil
 }

@@ -234,23 +234,16 @@ func (s *Server) authorize(r Route) fiber.Handler {
 }
 
 func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
-	if errors.Is(err, store.ErrUnavailable) {
-		return s.H.DatabaseUnavailable(c, err)
-	}
-	code := fiber.StatusInternalServerError
-	rid, _ := c.Locals("requestid").(string)
-	msg := "Something went wrong on our side; the error is logged with request id " + rid + "."
 	var fe *fiber.Error
-	if errors.As(err, &fe) {
-		code, msg = fe.Code, fe.Message
-		if code == fiber.StatusNotFound {
-			msg = "This page does not exist."
-		}
-		if code == fiber.StatusRequestEntityTooLarge {
-			msg = "The request body is too large (at most 2 MiB)."
-		}
-	} else {
-		s.Log.Error("unhandled error", "path", c.Path(), "request_id", c.Locals("requestid"), "err", err)
+	if !errors.As(err, &fe) {
+		return s.H.Fail(c, err)
+	}
+	code, msg := fe.Code, fe.Message
+	switch code {
+	case fiber.StatusNotFound:
+		msg = "This page does not exist."
+	case fiber.StatusRequestEntityTooLarge:
+		msg = "The request body is too large (at most 2 MiB)."
 	}
 	if handlers.IsAPI(c) || c.Get("Accept") == "application/json" {
 		return handlers.JSONError(c, code, msg)

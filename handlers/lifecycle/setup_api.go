@@ -1,13 +1,11 @@
 package lifecycle
 
 import (
-	"errors"
-
 	"github.com/gofiber/fiber/v2"
 
 	"runr.dev/console/handlers"
 	"runr.dev/console/ops"
-	"runr.dev/console/ops/problem"
+	"runr.dev/console/problem"
 	"runr.dev/console/store"
 )
 
@@ -149,18 +147,12 @@ func (h *Handlers) APIKubeconfig(c *fiber.Ctx) error {
 	}
 	if r.SecretError != "" {
 		// An empty file would look like a kubeconfig that lost its contents.
-		return handlers.JSONError(c, fiber.StatusConflict, "The kubeconfig of "+r.Name+" cannot be read: "+r.SecretError)
+		return h.Fail(c, &problem.Conflict{Reason: "The kubeconfig of " + r.Name + " cannot be read: " + r.SecretError})
 	}
 	h.Log.Info("kubeconfig downloaded", "region", r.Name, "user", handlers.Who(c).User.Email)
 	c.Set(fiber.HeaderContentDisposition, `attachment; filename="`+r.Name+`.kubeconfig.yaml"`)
 	c.Type("yaml")
 	return c.SendString(r.Kubeconfig)
-}
-
-// refused reports whether err is a use case's refusal (*problem.Refused).
-func refused(err error) bool {
-	var rf *problem.Refused
-	return errors.As(err, &rf)
 }
 
 // APIRollingRestart is POST /api/knative-regions/{id}/registry/rolling-restart: containerd
@@ -171,9 +163,6 @@ func (h *Handlers) APIRollingRestart(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	j, err := h.Ops.Registry.StartRollingRestart(c.UserContext(), h.Actor(c), r)
-	if err != nil && !refused(err) {
-		return handlers.JSONError(c, fiber.StatusBadGateway, "The cluster's nodes could not be listed: "+err.Error())
-	}
 	return h.Accepted(c, j, err)
 }
 
@@ -184,8 +173,5 @@ func (h *Handlers) RollingRestartForm(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	_, err = h.Ops.Registry.StartRollingRestart(c.UserContext(), h.Actor(c), r)
-	if err != nil && !refused(err) {
-		return h.FormInvalid(c, r, "registry", nil, nil, "The cluster's nodes could not be listed: "+err.Error())
-	}
 	return h.FormOutcome(c, r, "registry", nil, err, "")
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"runr.dev/console/problem"
 	"strings"
 	"time"
 
@@ -157,7 +158,7 @@ func (h *Handlers) WizardCheck(c *fiber.Ctx) error {
 func (h *Handlers) WizardEdit(c *fiber.Ctx) error {
 	s, err := h.unseal(c, c.FormValue("sealed"))
 	if err != nil {
-		return h.Fail(c, handlers.FieldErrors{"sealed": err.Error()})
+		return h.Fail(c, &problem.Invalid{Fields: map[string]string{"sealed": err.Error()}})
 	}
 	f := views.Form{Values: map[string]string{"name": s.Name, "kubeconfig": s.Kubeconfig, "is_active": map[bool]string{true: "1", false: "0"}[s.IsActive]}}
 	return handlers.Render(c, fiber.StatusOK, views.WizardNew(h.Page(c, "Add Region", "regions"),
@@ -201,7 +202,7 @@ func step2Input(c *fiber.Ctx, s SealedStep1) (*ops.SetupInput, views.Form) {
 func (h *Handlers) WizardSetup(c *fiber.Ctx) error {
 	s, err := h.unseal(c, c.FormValue("sealed"))
 	if err != nil {
-		return h.Fail(c, handlers.FieldErrors{"sealed": err.Error()})
+		return h.Fail(c, &problem.Invalid{Fields: map[string]string{"sealed": err.Error()}})
 	}
 	in, f := step2Input(c, s)
 	st, err := h.Ops.StartCheckedSetup(c.UserContext(), h.Actor(c), *in, s.Nodes)

@@ -9,8 +9,8 @@ import (
 
 	"runr.dev/console/accounts"
 	"runr.dev/console/handlers"
-	"runr.dev/console/ops/problem"
 	"runr.dev/console/ops/tenancy"
+	"runr.dev/console/problem"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
@@ -197,10 +197,6 @@ func (h *Handlers) tenantsForm(c *fiber.Ctx, formFor string, values map[string]s
 		return handlers.Redirect(c, "/tenants")
 	}
 	fe, msg, ok := h.Refusal(c, err)
-	var ure *store.UserRuleError
-	if !ok && errors.As(err, &ure) && !ure.Forbidden {
-		fe, ok = handlers.FieldErrors{ure.Field: ure.Msg}, true
-	}
 	if !ok {
 		return h.Fail(c, err)
 	}

@@ -9,9 +9,9 @@ import (
 	"runr.dev/console/handlers"
 	"runr.dev/console/ops"
 	"runr.dev/console/ops/knative"
-	"runr.dev/console/ops/problem"
 	"runr.dev/console/ops/redis"
 	"runr.dev/console/ops/registry"
+	"runr.dev/console/problem"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )

@@ -9,7 +9,7 @@ import (
 
 	"runr.dev/console/handlers"
 	"runr.dev/console/ops/gpu"
-	"runr.dev/console/ops/problem"
+	"runr.dev/console/problem"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )

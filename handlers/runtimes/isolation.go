@@ -11,7 +11,7 @@ import (
 
 	"runr.dev/console/handlers"
 	"runr.dev/console/ops/isolation"
-	"runr.dev/console/ops/problem"
+	"runr.dev/console/problem"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )

@@ -9,8 +9,8 @@ import (
 
 	"runr.dev/console/handlers"
 	"runr.dev/console/ops/admission"
-	"runr.dev/console/ops/problem"
 	"runr.dev/console/perm"
+	"runr.dev/console/problem"
 	"runr.dev/console/store"
 	"runr.dev/console/supplychain"
 	"runr.dev/console/views"

@@ -281,7 +281,7 @@ func (h *Handlers) UnbindForm(c *fiber.Ctx) error {
 func (h *Handlers) projectFormOutcome(c *fiber.Ctx, p *store.Project, j *store.Job, err error) error {
 	if fe, msg, ok := h.Refusal(c, err); ok {
 		if msg == "" {
-			msg = fe.Error()
+			msg = fe.String()
 		}
 		return h.renderProjects(c, fiber.StatusUnprocessableEntity, views.Form{Error: p.Name + ": " + msg})
 	} else if err != nil {

@@ -2,6 +2,7 @@ package workloads
 
 import (
 	"fmt"
+	"runr.dev/console/problem"
 	"strconv"
 	"strings"
 
@@ -16,7 +17,7 @@ import (
 
 // clusterFailed answers a cluster that did not answer a read: 502 with the reason.
 func (h *Handlers) clusterFailed(c *fiber.Ctx, r *store.Region, err error) error {
-	return handlers.JSONError(c, fiber.StatusBadGateway, h.Cause(c, "The cluster of region "+r.Name+" did not answer", err))
+	return h.Fail(c, &problem.Unreachable{Region: r.Name, Err: err})
 }
 
 // workersTab renders the Workers tab: nodes, cluster shape, preflight, dedicated
@@ -173,7 +174,7 @@ func (h *Handlers) APINodeDeletePreflight(c *fiber.Ctx) error {
 		return h.clusterFailed(c, r, err)
 	}
 	if !found {
-		return handlers.JSONError(c, fiber.StatusNotFound, fmt.Sprintf("The cluster has no node %q.", c.Params("node")))
+		return h.Fail(c, &problem.Missing{Reason: fmt.Sprintf("The cluster has no node %q.", c.Params("node"))})
 	}
 	return c.JSON(fiber.Map{"data": d})
 }

@@ -14,7 +14,7 @@ import (
 	"runr.dev/console/kube"
 	"runr.dev/console/objectstore"
 	"runr.dev/console/ops/kit"
-	"runr.dev/console/ops/problem"
+	"runr.dev/console/problem"
 	"runr.dev/console/store"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"runr.dev/console/ops/kit"
-	"runr.dev/console/ops/problem"
+	"runr.dev/console/problem"
 	"runr.dev/console/store"
 )
 

@@ -20,9 +20,9 @@ import (
 	"runr.dev/console/ops/domains"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/observability"
-	"runr.dev/console/ops/problem"
 	"runr.dev/console/ops/registry"
 	"runr.dev/console/ops/statusblock"
+	"runr.dev/console/problem"
 	"runr.dev/console/store"
 )
 

@@ -19,11 +19,11 @@ import (
 	"runr.dev/console/ops/knative"
 	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/preflight"
-	"runr.dev/console/ops/problem"
 	"runr.dev/console/ops/projects"
 	"runr.dev/console/ops/redis"
 	"runr.dev/console/ops/registry"
 	"runr.dev/console/ops/statusblock"
+	"runr.dev/console/problem"
 	"runr.dev/console/store"
 )
 

@@ -14,5 +14,6 @@ type Service struct {
 func New(k *kit.Kit) *Service {
 	s := &Service{Kit: k}
 	s.registerKinds()
+	s.registerWorkersKind()
 	return s
 }

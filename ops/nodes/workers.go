@@ -14,7 +14,7 @@ import (
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
 	"runr.dev/console/ops/kit"
-	"runr.dev/console/ops/problem"
+	"runr.dev/console/problem"
 	"runr.dev/console/store"
 )
 
@@ -202,3 +202,28 @@ type WorkersParams struct {
 
 // KindApplyWorkers labels and taints a region's dedicated workers.
 const KindApplyWorkers = "apply-workers"
+
+// registerWorkersKind registers KindApplyWorkers.
+func (s *Service) registerWorkersKind() {
+	s.Engine.Register(&engine.Kind{Name: KindApplyWorkers, Plan: engine.PlanWith(func(p WorkersParams) []engine.Step {
+		return []engine.Step{s.WorkersStep(p)}
+	})})
+}
+
+// WorkersStep labels and taints the region's dedicated workers p.Nodes and takes the
+// labels off the nodes that are no longer among them (a step of KindApplyWorkers and of
+// a new region's first job).
+func (s *Service) WorkersStep(p WorkersParams) engine.Step {
+	return s.RegionStep("workers", "Dedicated workers", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+		exist, err := ApplyWorkers(ctx, c, p.Nodes, r.Nodes)
+		if err != nil {
+			return err
+		}
+		if len(p.Nodes) == 0 {
+			jc.Note("No dedicated workers: projects run on every schedulable node")
+		} else {
+			jc.Note("Dedicated workers: %v (label and taint %s=%s:NoSchedule)", exist, DedicatedKey, DedicatedValue)
+		}
+		return s.Store.SetRegionNodes(ctx, r.ID, exist)
+	})
+}

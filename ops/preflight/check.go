@@ -109,7 +109,7 @@ func (s *Service) CheckWith(ctx context.Context, name string, raw []byte, allowN
 		}
 	}
 	if err != nil {
-		res.add("api", "The API answers", kit.CheckFail, explainConnectError(kc.Server, err)+tried)
+		res.add("api", "The API answers", kit.CheckFail, kube.ExplainConnect(kc.Server, err)+tried)
 		return res, nil
 	}
 	res.Kubeconfig = kc.Raw
@@ -167,29 +167,6 @@ func (s *Service) connect(ctx context.Context, kc *kube.Kubeconfig, c *kube.Clus
 		return nil, nil, 0, err
 	}
 	return c, v, time.Since(start), nil
-}
-
-// explainConnectError says why the API did not answer and what to check, by the kind of
-// failure (kube.Classify), with the evidence.
-func explainConnectError(server string, err error) string {
-	msg := kube.Evidence(err)
-	switch kube.Classify(err) {
-	case kube.FailureAddressRefused:
-		return fmt.Sprintf("%s was not contacted: %s", server, msg)
-	case kube.FailureTimeout:
-		return fmt.Sprintf("%s did not answer within 10 s: check the address and that the console can reach it (%s)", server, msg)
-	case kube.FailureConnectionRefused:
-		return fmt.Sprintf("%s refused the connection: is the API server running on that address and port? (%s)", server, msg)
-	case kube.FailureNoSuchHost:
-		return fmt.Sprintf("the host name of %s does not resolve: check the server address (%s)", server, msg)
-	case kube.FailureTLS:
-		return fmt.Sprintf("the TLS certificate of %s was not accepted: check certificate-authority-data (%s)", server, msg)
-	case kube.FailureUnauthorized:
-		return "the cluster refused the credentials (401): the token or client certificate is wrong or expired"
-	case kube.FailureForbidden:
-		return "the cluster refused access (403): the kubeconfig's user may not read /version"
-	}
-	return fmt.Sprintf("%s could not be reached: %s", server, msg)
 }
 
 // checkNeighbours says which regions (other than name) the cluster hosts already and

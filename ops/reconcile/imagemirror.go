@@ -21,9 +21,9 @@ import (
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/knative"
 	"runr.dev/console/ops/observability"
-	"runr.dev/console/ops/problem"
 	"runr.dev/console/ops/redis"
 	"runr.dev/console/ops/registry"
+	"runr.dev/console/problem"
 	"runr.dev/console/store"
 )
 

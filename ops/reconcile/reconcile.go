@@ -15,8 +15,8 @@ import (
 	"runr.dev/console/ops/knative"
 	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/observability"
-	"runr.dev/console/ops/problem"
 	"runr.dev/console/ops/statusblock"
+	"runr.dev/console/problem"
 	"runr.dev/console/store"
 )
 

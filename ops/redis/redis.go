@@ -15,7 +15,7 @@ import (
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
 	"runr.dev/console/ops/kit"
-	"runr.dev/console/ops/problem"
+	"runr.dev/console/problem"
 	"runr.dev/console/store"
 )
 

@@ -13,7 +13,7 @@ import (
 	"runr.dev/console/engine"
 	"runr.dev/console/kube"
 	"runr.dev/console/ops/kit"
-	"runr.dev/console/ops/problem"
+	"runr.dev/console/problem"
 	"runr.dev/console/store"
 )
 
@@ -40,7 +40,7 @@ func (s *Service) StartRollingRestart(ctx context.Context, actor kit.Actor, r *s
 	}
 	nodes, err := c.Clientset.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("list the nodes of %s: %w", r.Name, err)
+		return nil, &problem.Unreachable{Region: r.Name, Err: fmt.Errorf("list the nodes: %w", err)}
 	}
 	var names []string
 	for _, n := range nodes.Items {

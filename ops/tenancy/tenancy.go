@@ -10,8 +10,8 @@ import (
 
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/nodes"
-	"runr.dev/console/ops/problem"
 	"runr.dev/console/perm"
+	"runr.dev/console/problem"
 	"runr.dev/console/store"
 )
 
@@ -188,15 +188,6 @@ type QuotaInput struct {
 	MemoryGiB *float64 `json:"memory_gib"`
 }
 
-// QuotaError refuses quotas that do not fit the region, with what is free.
-type QuotaError struct {
-	problem.Invalid
-	Free Quota
-}
-
-// Unwrap returns the field errors (an *problem.Invalid, as every validation failure).
-func (e *QuotaError) Unwrap() error { return &e.Invalid }
-
 // quotaEpsilon absorbs the rounding of sums of decimal quotas (0.1 + 0.2).
 const quotaEpsilon = 1e-9
 
@@ -218,7 +209,8 @@ func QuotaLimit(capacity nodes.Resources, ceiling Quota) Quota {
 // (its values stay for what the input leaves out; nil: a new assignment). A quota of 0
 // sets no limit and does not count; the quotas with a limit add up to at most limit. A
 // new assignment that leaves a quota out gets the ceiling or what is still free,
-// whichever is smaller. It returns the quotas, or a *QuotaError with what is free.
+// whichever is smaller. It returns the quotas, or a *problem.Invalid whose Details hold what is free
+// ("free": a Quota).
 func FitQuota(limit, ceiling Quota, others []store.Assignment, current *Quota, in QuotaInput) (Quota, error) {
 	var used Quota
 	for _, o := range others {
@@ -256,7 +248,7 @@ func FitQuota(limit, ceiling Quota, others []store.Assignment, current *Quota, i
 	q := Quota{CPU: pick("cpu", "CPU", in.CPU, cur.CPU, free.CPU, ceiling.CPU),
 		MemoryGiB: pick("memory_gib", "GiB of memory", in.MemoryGiB, cur.MemoryGiB, free.MemoryGiB, ceiling.MemoryGiB)}
 	if len(fields) > 0 {
-		return q, &QuotaError{Invalid: problem.Invalid{Fields: fields}, Free: free}
+		return q, &problem.Invalid{Fields: fields, Summary: "The quotas do not fit the region.", Details: map[string]any{"free": free}}
 	}
 	return q, nil
 }

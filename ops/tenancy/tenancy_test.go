@@ -7,7 +7,7 @@ import (
 
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/nodes"
-	"runr.dev/console/ops/problem"
+	"runr.dev/console/problem"
 	"runr.dev/console/store"
 )
 
@@ -48,7 +48,6 @@ func TestFitQuota(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := FitQuota(QuotaLimit(capacity, tc.ceiling), tc.ceiling, tc.others, tc.current, tc.in)
-			var qe *QuotaError
 			if len(tc.refused) == 0 {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -58,23 +57,20 @@ func TestFitQuota(t *testing.T) {
 				}
 				return
 			}
-			if !errors.As(err, &qe) {
-				t.Fatalf("got %+v, %v: want a refusal of %v", got, err, tc.refused)
-			}
 			var inv *problem.Invalid
 			if !errors.As(err, &inv) || len(inv.Fields) != len(tc.refused) {
-				t.Fatalf("fields %v, want %v", qe.Fields, tc.refused)
+				t.Fatalf("got %+v, %v: want a refusal of %v", got, err, tc.refused)
 			}
 			for _, field := range tc.refused {
-				if qe.Fields[field] == "" {
-					t.Errorf("no message on %s: %v", field, qe.Fields)
+				if inv.Fields[field] == "" {
+					t.Errorf("no message on %s: %v", field, inv.Fields)
 				}
 			}
-			if tc.wantFree != (Quota{}) && qe.Free != tc.wantFree {
-				t.Errorf("free %+v, want %+v", qe.Free, tc.wantFree)
+			if free, _ := inv.Details["free"].(Quota); tc.wantFree != (Quota{}) && free != tc.wantFree {
+				t.Errorf("free %+v, want %+v", free, tc.wantFree)
 			}
-			if tc.wantFree.CPU > 0 && !strings.Contains(qe.Fields[tc.refused[0]], num(tc.wantFree.CPU)) && tc.refused[0] == "cpu" {
-				t.Errorf("the message does not say what is free: %q", qe.Fields["cpu"])
+			if tc.wantFree.CPU > 0 && !strings.Contains(inv.Fields[tc.refused[0]], num(tc.wantFree.CPU)) && tc.refused[0] == "cpu" {
+				t.Errorf("the message does not say what is free: %q", inv.Fields["cpu"])
 			}
 		})
 	}

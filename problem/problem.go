@@ -1,6 +1,7 @@
 // Package problem holds the ways a use case turns a request down: fields that are wrong,
-// a state that does not allow it, something missing, a cluster that did not answer.
-// Handlers translate each to one HTTP status and one HTML rendering.
+// a state that does not allow it, something missing, a cluster that did not answer, a
+// right the actor lacks, a conflict with the console's state. Handlers translate each to
+// one HTTP status and one HTML rendering, in one place (handlers.Fail).
 package problem
 
 import (
@@ -12,6 +13,10 @@ import (
 // with field errors for JSON clients, the messages beside the fields in forms).
 type Invalid struct {
 	Fields map[string]string
+	// Summary is the sentence above the fields ("" for the usual one); Details are more
+	// facts for JSON clients, such as what is still free.
+	Summary string
+	Details map[string]any
 }
 
 func (e *Invalid) Error() string {
@@ -84,3 +89,20 @@ type Forbidden struct {
 }
 
 func (e *Forbidden) Error() string { return e.Reason }
+
+// Conflict refuses a request that the console's own state does not allow now (a 409),
+// with the sentence that says why and what to do.
+type Conflict struct {
+	Reason string
+	Err    error
+}
+
+func (e *Conflict) Error() string {
+	if e.Err != nil {
+		return e.Reason + ": " + e.Err.Error()
+	}
+	return e.Reason
+}
+
+// Unwrap returns the cause behind the conflict.
+func (e *Conflict) Unwrap() error { return e.Err }
