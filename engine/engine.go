@@ -64,6 +64,12 @@ func (e *DeadlineError) Error() string {
 	return fmt.Sprintf("Stopped: a job of this kind runs at most %s, and this one ran that long. What it did is kept; Retry goes on from the step it stopped in", limit)
 }
 
+// InParallel is the step marked to run at once with its Parallel neighbours.
+func (s Step) InParallel() Step {
+	s.Parallel = true
+	return s
+}
+
 // PlanWith plans a job's steps from its decoded parameters.
 func PlanWith[P any](steps func(P) []Step) func(jc *JobContext) ([]Step, error) {
 	return func(jc *JobContext) ([]Step, error) {
@@ -73,6 +79,11 @@ func PlanWith[P any](steps func(P) []Step) func(jc *JobContext) ([]Step, error) 
 		}
 		return steps(p), nil
 	}
+}
+
+// Fixed plans the same steps for every job of a kind.
+func Fixed(steps ...Step) func(jc *JobContext) ([]Step, error) {
+	return func(*JobContext) ([]Step, error) { return steps, nil }
 }
 
 // Request asks for a new job.

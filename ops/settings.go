@@ -3,6 +3,7 @@ package ops
 import (
 	"context"
 	"fmt"
+	"runr.dev/console/kube"
 	"sort"
 	"strings"
 	"time"
@@ -45,133 +46,69 @@ type TLSParams struct {
 func (s *Service) registerSettingsKinds() {
 	s.Engine.Register(&engine.Kind{Name: KindApplySettings, Plan: engine.PlanWith(func(p SettingsParams) []engine.Step {
 		return []engine.Step{
-			{Name: "traefik", Title: "Traefik's entry point timeouts", Run: s.settingsTraefik(p)},
-			{Name: "knative", Title: "Knative's max-revision-timeout-seconds", Run: s.settingsKnative(p)},
-			{Name: "agent", Title: "The agent's address", Run: s.settingsAgent(p)},
+			s.RegionStep("traefik", "Traefik's entry point timeouts", kit.SkipUnless(p.Traefik, func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+				return s.Knative.UpdateTraefikTimeouts(ctx, jc, c, r)
+			})),
+			s.RegionStep("knative", "Knative's max-revision-timeout-seconds", kit.SkipUnless(p.Knative, s.settingsKnative)),
+			s.RegionStep("agent", "The agent's address", kit.SkipUnless(p.Agent, s.settingsAgent)),
 		}
 	})})
-	s.Engine.Register(&engine.Kind{Name: KindFunctionTLS, Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
-		var p TLSParams
-		if err := jc.Params(&p); err != nil {
-			return nil, err
-		}
-		return []engine.Step{{Name: "tls", Title: "Function-domain certificate", Run: s.settingsTls(p)}}, nil
-	}})
-	s.Engine.Register(&engine.Kind{Name: KindRemoveFunctionTLS, Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
-		return []engine.Step{{Name: "tls", Title: "Remove the function-domain certificate", Run: s.settingsTlsX}}, nil
-	}})
-	s.Engine.Register(&engine.Kind{Name: KindInstallMonitoring, Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
-		return []engine.Step{
-			{Name: "prometheus", Title: "Prometheus", Run: s.settingsPrometheus},
-			{Name: "loki", Title: "Loki", Run: s.settingsLoki},
-			{Name: "tempo", Title: "Tempo (tracing)", Run: s.Observability.RefreshTracing},
-		}, nil
-	}})
+	s.Engine.Register(&engine.Kind{Name: KindFunctionTLS, Plan: engine.PlanWith(func(p TLSParams) []engine.Step {
+		return []engine.Step{s.RegionStep("tls", "Function-domain certificate", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+			return s.Domains.ApplyFunctionTLS(ctx, jc, c, r, p.Certificate, jc.Secret, p.ReplaceExisting)
+		})}
+	})})
+	s.Engine.Register(&engine.Kind{Name: KindRemoveFunctionTLS, Plan: engine.Fixed(
+		s.RegionStep("tls", "Remove the function-domain certificate", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+			return s.Domains.RemoveFunctionTLS(ctx, jc, c, r)
+		}),
+	)})
+	s.Engine.Register(&engine.Kind{Name: KindInstallMonitoring, Plan: engine.Fixed(
+		s.RegionStep("prometheus", "Prometheus", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+			return s.Knative.Component(ctx, jc, r, "prometheus", func() error { return s.Observability.InstallPrometheus(ctx, jc, c, r) })
+		}),
+		s.RegionStep("loki", "Loki", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+			return s.Knative.Component(ctx, jc, r, "loki", func() error { return s.Observability.InstallLoki(ctx, jc, c, r) })
+		}),
+		s.RegionStep("tempo", "Tempo (tracing)", s.Observability.RefreshTracing),
+	)})
 }
 
-// settingsTraefik is the step "traefik" (Traefik's entry point timeouts) of registerSettingsKinds.
-func (s *Service) settingsTraefik(p SettingsParams) func(ctx context.Context, jc *engine.JobContext) error {
-	return func(ctx context.Context, jc *engine.JobContext) error {
-		if !p.Traefik {
-			return engine.ErrSkip
-		}
-		r, c, err := s.RegionAndCluster(ctx, jc)
-		if err != nil {
-			return err
-		}
-		return s.Knative.UpdateTraefikTimeouts(ctx, jc, c, r)
+// settingsKnative raises Knative's max-revision-timeout-seconds to the longest request
+// timeout of the cluster's regions (step "knative" of an apply-settings job).
+func (s *Service) settingsKnative(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+	if r.ServingStatus != store.ComponentReady {
+		jc.Note("Knative Serving is not ready: the value applies with its install")
+		return engine.ErrSkip
 	}
-}
-
-// settingsKnative is the step "knative" (Knative's max-revision-timeout-seconds) of registerSettingsKinds.
-func (s *Service) settingsKnative(p SettingsParams) func(ctx context.Context, jc *engine.JobContext) error {
-	return func(ctx context.Context, jc *engine.JobContext) error {
-		if !p.Knative {
-			return engine.ErrSkip
-		}
-		r, c, err := s.RegionAndCluster(ctx, jc)
-		if err != nil {
-			return err
-		}
-		if r.ServingStatus != store.ComponentReady {
-			jc.Note("Knative Serving is not ready: the value applies with its install")
-			return engine.ErrSkip
-		}
-		regions, err := s.Store.RegionsOnCluster(ctx, r.ClusterKey)
-		if err != nil {
-			return err
-		}
-		want := knative.LongestTimeout(regions)
-		raised, err := knative.RaiseMaxRevisionTimeout(ctx, c, r.ServingNamespace, want)
-		if err != nil {
-			return err
-		}
-		if !raised {
-			jc.Note("max-revision-timeout-seconds is high enough already (it is never lowered)")
-			return engine.ErrSkip
-		}
-		if err := knative.WaitServingApplied(ctx, jc, c, r.ServingNamespace, fmt.Sprintf("max-revision-timeout-seconds %d", want)); err != nil {
-			return err
-		}
-		jc.Note("Raised Knative's max-revision-timeout-seconds to %d", want)
-		return nil
-	}
-}
-
-// settingsAgent is the step "agent" (The agent's address) of registerSettingsKinds.
-func (s *Service) settingsAgent(p SettingsParams) func(ctx context.Context, jc *engine.JobContext) error {
-	return func(ctx context.Context, jc *engine.JobContext) error {
-		if !p.Agent {
-			return engine.ErrSkip
-		}
-		r, c, err := s.RegionAndCluster(ctx, jc)
-		if err != nil {
-			return err
-		}
-		if _, err := c.Clientset.AppsV1().Deployments(observability.ObservabilityNamespace).Get(ctx, observability.AgentName, metav1.GetOptions{}); apierrors.IsNotFound(err) {
-			jc.Note("No runr-agent yet: it gets the address when Serving is installed")
-			return engine.ErrSkip
-		}
-		return s.Observability.InstallAgent(ctx, jc, c, r)
-	}
-}
-
-// settingsTls is the step "tls" (Function-domain certificate) of registerSettingsKinds.
-func (s *Service) settingsTls(p TLSParams) func(ctx context.Context, jc *engine.JobContext) error {
-	return func(ctx context.Context, jc *engine.JobContext) error {
-		r, c, err := s.RegionAndCluster(ctx, jc)
-		if err != nil {
-			return err
-		}
-		return s.Domains.ApplyFunctionTLS(ctx, jc, c, r, p.Certificate, jc.Secret, p.ReplaceExisting)
-	}
-}
-
-// settingsTlsX is the step "tls" (Remove the function-domain certificate) of registerSettingsKinds.
-func (s *Service) settingsTlsX(ctx context.Context, jc *engine.JobContext) error {
-	r, c, err := s.RegionAndCluster(ctx, jc)
+	regions, err := s.Store.RegionsOnCluster(ctx, r.ClusterKey)
 	if err != nil {
 		return err
 	}
-	return s.Domains.RemoveFunctionTLS(ctx, jc, c, r)
-}
-
-// settingsPrometheus is the step "prometheus" (Prometheus) of registerSettingsKinds.
-func (s *Service) settingsPrometheus(ctx context.Context, jc *engine.JobContext) error {
-	r, c, err := s.RegionAndCluster(ctx, jc)
+	want := knative.LongestTimeout(regions)
+	raised, err := knative.RaiseMaxRevisionTimeout(ctx, c, r.ServingNamespace, want)
 	if err != nil {
 		return err
 	}
-	return s.Knative.Component(ctx, jc, r, "prometheus", func() error { return s.Observability.InstallPrometheus(ctx, jc, c, r) })
-}
-
-// settingsLoki is the step "loki" (Loki) of registerSettingsKinds.
-func (s *Service) settingsLoki(ctx context.Context, jc *engine.JobContext) error {
-	r, c, err := s.RegionAndCluster(ctx, jc)
-	if err != nil {
+	if !raised {
+		jc.Note("max-revision-timeout-seconds is high enough already (it is never lowered)")
+		return engine.ErrSkip
+	}
+	if err := knative.WaitServingApplied(ctx, jc, c, r.ServingNamespace, fmt.Sprintf("max-revision-timeout-seconds %d", want)); err != nil {
 		return err
 	}
-	return s.Knative.Component(ctx, jc, r, "loki", func() error { return s.Observability.InstallLoki(ctx, jc, c, r) })
+	jc.Note("Raised Knative's max-revision-timeout-seconds to %d", want)
+	return nil
+}
+
+// settingsAgent gives the runr-agent the region's agent address (step "agent" of an
+// apply-settings job); before Serving's install there is no agent yet.
+func (s *Service) settingsAgent(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+	if _, err := c.Clientset.AppsV1().Deployments(observability.ObservabilityNamespace).Get(ctx, observability.AgentName, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		jc.Note("No runr-agent yet: it gets the address when Serving is installed")
+		return engine.ErrSkip
+	}
+	return s.Observability.InstallAgent(ctx, jc, c, r)
 }
 
 // SettingsInput is the body of PUT /api/knative-regions/{id}/settings: the General

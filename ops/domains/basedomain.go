@@ -202,20 +202,16 @@ func (s *Service) removeAlias(ctx context.Context, c *kube.Cluster, ns string) e
 func (s *Service) registerBaseDomainKinds() {
 	s.Engine.Register(&engine.Kind{Name: KindDomainMigration, Plan: engine.PlanWith(func(p DomainMigrationParams) []engine.Step {
 		return []engine.Step{
-			{Name: "alias", Title: "Alias of the new domain", Run: s.domainMoveAlias(p)},
-			{Name: "domain", Title: "Knative's domain configuration", Run: s.domainMoveDomain(p)},
-			{Name: "record", Title: "Record", Run: s.domainMoveRecord(p)},
+			s.RegionStep("alias", "Alias of the new domain", s.domainMoveAlias(p)),
+			s.RegionStep("domain", "Knative's domain configuration", s.domainMoveDomain(p)),
+			s.RegionStep("record", "Record", s.domainMoveRecord(p)),
 		}
 	})})
 }
 
 // domainMoveAlias is the step "alias" (Alias of the new domain) of registerBaseDomainKinds.
-func (s *Service) domainMoveAlias(p DomainMigrationParams) func(ctx context.Context, jc *engine.JobContext) error {
-	return func(ctx context.Context, jc *engine.JobContext) error {
-		r, c, err := s.RegionAndCluster(ctx, jc)
-		if err != nil {
-			return err
-		}
+func (s *Service) domainMoveAlias(p DomainMigrationParams) kit.RegionRun {
+	return func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 		switch p.Op {
 		case "start", "move":
 			if r.ServingStatus != store.ComponentReady {
@@ -234,14 +230,10 @@ func (s *Service) domainMoveAlias(p DomainMigrationParams) func(ctx context.Cont
 }
 
 // domainMoveDomain is the step "domain" (Knative's domain configuration) of registerBaseDomainKinds.
-func (s *Service) domainMoveDomain(p DomainMigrationParams) func(ctx context.Context, jc *engine.JobContext) error {
-	return func(ctx context.Context, jc *engine.JobContext) error {
+func (s *Service) domainMoveDomain(p DomainMigrationParams) kit.RegionRun {
+	return func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 		if p.Op != "complete" {
 			return engine.ErrSkip
-		}
-		r, c, err := s.RegionAndCluster(ctx, jc)
-		if err != nil {
-			return err
 		}
 		if r.ServingStatus == store.ComponentReady {
 			if err := SetDomain(ctx, c, r.ServingNamespace, r.Name, p.Target, r.Settings.V.KnativeDomain); err != nil {
@@ -266,12 +258,8 @@ func (s *Service) domainMoveDomain(p DomainMigrationParams) func(ctx context.Con
 }
 
 // domainMoveRecord is the step "record" (Record) of registerBaseDomainKinds.
-func (s *Service) domainMoveRecord(p DomainMigrationParams) func(ctx context.Context, jc *engine.JobContext) error {
-	return func(ctx context.Context, jc *engine.JobContext) error {
-		r, c, err := s.RegionAndCluster(ctx, jc)
-		if err != nil {
-			return err
-		}
+func (s *Service) domainMoveRecord(p DomainMigrationParams) kit.RegionRun {
+	return func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 		status, target := store.MigrationNone, ""
 		switch p.Op {
 		case "start", "move":
@@ -287,12 +275,12 @@ func (s *Service) domainMoveRecord(p DomainMigrationParams) func(ctx context.Con
 			return err
 		}
 		if r.Status != store.RegionActive && r.ServingStatus == store.ComponentReady {
-			r, err = s.Store.RegionByID(ctx, r.ID)
+			now, err := s.Store.RegionByID(ctx, r.ID)
 			if err != nil {
 				return err
 			}
 			// The block covers the hosts the region answers on now.
-			return s.StatusBlock.ApplyBlock(ctx, jc, c, r)
+			return s.StatusBlock.ApplyBlock(ctx, jc, c, now)
 		}
 		jc.Note("Domain migration: %s", map[string]string{"start": "started", "move": "moved on", "end": "ended", "complete": "completed"}[p.Op])
 		return nil

@@ -24,11 +24,7 @@ func (s *Service) registerDomainKinds() {
 		if err := jc.Params(&p); err != nil {
 			return nil, err
 		}
-		return []engine.Step{{Name: "domain", Title: "Function domain in Knative's configuration", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			r, c, err := s.RegionAndCluster(ctx, jc)
-			if err != nil {
-				return err
-			}
+		return []engine.Step{s.RegionStep("domain", "Function domain in Knative's configuration", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 			if r.ServingStatus == store.ComponentReady {
 				if err := SetDomain(ctx, c, r.ServingNamespace, r.Name, p.Domain, p.Old); err != nil {
 					return err
@@ -42,7 +38,7 @@ func (s *Service) registerDomainKinds() {
 				jc.Note("Region %s answers on %s", r.Name, p.Domain)
 			}
 			return s.Store.SetRegionSettings(ctx, r.ID, settings)
-		}}}, nil
+		})}, nil
 	}})
 }
 

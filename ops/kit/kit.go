@@ -93,8 +93,19 @@ func (s *Kit) Record(err error) {
 	}
 }
 
+// RegionRun is what a region step does, with the job's region and its cluster.
+type RegionRun func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error
+
+// SkipUnless runs a region step only when the job asks for it, and skips it otherwise.
+func SkipUnless(asked bool, run RegionRun) RegionRun {
+	if asked {
+		return run
+	}
+	return func(context.Context, *engine.JobContext, *store.Region, *kube.Cluster) error { return engine.ErrSkip }
+}
+
 // RegionStep is a step of a job on a region, run with the job's region and its cluster.
-func (s *Kit) RegionStep(name, title string, run func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error) engine.Step {
+func (s *Kit) RegionStep(name, title string, run RegionRun) engine.Step {
 	return engine.Step{Name: name, Title: title, Run: func(ctx context.Context, jc *engine.JobContext) error {
 		r, c, err := s.RegionAndCluster(ctx, jc)
 		if err != nil {

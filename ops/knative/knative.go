@@ -246,7 +246,7 @@ func (s *Service) ChartFor(ctx context.Context, c *kube.Cluster, version string)
 // OperatorSteps are the steps of a Knative Operator install.
 func (s *Service) OperatorSteps(p OperatorParams) []engine.Step {
 	return []engine.Step{
-		{Name: "adopt", Title: "Adopt a running operator", Run: s.operatorAdopt},
+		s.RegionStep("adopt", "Adopt a running operator", s.operatorAdopt),
 		s.operatorStep("crds", "Knative Serving CRDs", p, func(ctx context.Context, jc *engine.JobContext, _ *store.Region, c *kube.Cluster, kv *Version) error {
 			return s.applyServingCRDs(ctx, jc, c, kv.ServingVersion)
 		}),
@@ -257,11 +257,7 @@ func (s *Service) OperatorSteps(p OperatorParams) []engine.Step {
 }
 
 // operatorAdopt is the step "adopt" (Adopt a running operator) of operatorSteps.
-func (s *Service) operatorAdopt(ctx context.Context, jc *engine.JobContext) error {
-	r, c, err := s.RegionAndCluster(ctx, jc)
-	if err != nil {
-		return err
-	}
+func (s *Service) operatorAdopt(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 	s.Record(s.Store.UpdateOperator(ctx, jc.Job.Region(), store.OperatorUpdate{Status: store.Ptr(store.ComponentInstalling)}))
 	op, err := s.adoptOperator(ctx, jc, c, r)
 	if err != nil {
@@ -506,29 +502,26 @@ func LongestTimeout(regions []store.Region) int {
 
 // ServingSteps are the steps of a Knative Serving install.
 func (s *Service) ServingSteps(p ServingParams) []engine.Step {
-	withRegion := func(f func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error) func(context.Context, *engine.JobContext) error {
-		return func(ctx context.Context, jc *engine.JobContext) error {
-			r, c, err := s.RegionAndCluster(ctx, jc)
-			if err != nil {
-				return err
-			}
+	// The steps see the namespace Serving is installed in before the region records it.
+	inNamespace := func(f kit.RegionRun) kit.RegionRun {
+		return func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 			r.ServingNamespace = p.Namespace
 			return f(ctx, jc, r, c)
 		}
 	}
 	return []engine.Step{
-		{Name: "quota", Title: "Project namespace quota", Run: withRegion(s.servingQuota(p))},
-		{Name: "traefik", Title: "Traefik", Run: withRegion(s.servingTraefik(p))},
-		{Name: "serving", Title: "KnativeServing with Traefik as ingress", Run: withRegion(s.servingServing(p))},
-		{Name: "domain", Title: "Function domain", Run: withRegion(s.servingDomain)},
-		{Name: "address", Title: "External address", Run: withRegion(s.servingAddress)},
+		s.RegionStep("quota", "Project namespace quota", inNamespace(s.servingQuota(p))),
+		s.RegionStep("traefik", "Traefik", inNamespace(s.servingTraefik(p))),
+		s.RegionStep("serving", "KnativeServing with Traefik as ingress", inNamespace(s.servingServing(p))),
+		s.RegionStep("domain", "Function domain", inNamespace(s.servingDomain)),
+		s.RegionStep("address", "External address", inNamespace(s.servingAddress)),
 		// The observability releases and the agent depend on none of each other: they
 		// install at once, each step with its own progress.
-		{Name: "prometheus", Title: "Prometheus", Run: withRegion(s.servingPrometheus), Parallel: true},
-		{Name: "loki", Title: "Loki", Run: withRegion(s.servingLoki), Parallel: true},
-		{Name: "agent", Title: "runr-agent", Run: withRegion(s.servingAgent), Parallel: true},
-		{Name: "tracing", Title: "Tracing backend", Run: withRegion(s.servingTracing), Parallel: true},
-		{Name: "record", Title: "Record the region", Run: withRegion(s.servingRecord(p))},
+		s.RegionStep("prometheus", "Prometheus", inNamespace(s.servingPrometheus)).InParallel(),
+		s.RegionStep("loki", "Loki", inNamespace(s.servingLoki)).InParallel(),
+		s.RegionStep("agent", "runr-agent", inNamespace(s.servingAgent)).InParallel(),
+		s.RegionStep("tracing", "Tracing backend", inNamespace(s.servingTracing)).InParallel(),
+		s.RegionStep("record", "Record the region", inNamespace(s.servingRecord(p))),
 	}
 }
 
@@ -775,19 +768,11 @@ func traefikServesOthers(ctx context.Context, c *kube.Cluster, ns string) (int, 
 
 func (s *Service) uninstallServingSteps(p ServingParams) []engine.Step {
 	return []engine.Step{
-		{Name: "serving", Title: "Delete the KnativeServing", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			r, c, err := s.RegionAndCluster(ctx, jc)
-			if err != nil {
-				return err
-			}
+		s.RegionStep("serving", "Delete the KnativeServing", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 			s.setServingStatus(ctx, r, store.ComponentRemoving)
 			return s.deleteKnativeServing(ctx, jc, c, r.ServingNamespace)
-		}},
-		{Name: "traefik", Title: "Remove Traefik", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			r, c, err := s.RegionAndCluster(ctx, jc)
-			if err != nil {
-				return err
-			}
+		}),
+		s.RegionStep("traefik", "Remove Traefik", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 			n, err := traefikServesOthers(ctx, c, r.ServingNamespace)
 			if err != nil {
 				return err
@@ -797,12 +782,8 @@ func (s *Service) uninstallServingSteps(p ServingParams) []engine.Step {
 				return engine.ErrSkip
 			}
 			return s.HelmUninstall(ctx, jc, c, r.ServingNamespace, kit.TraefikRelease)
-		}},
-		{Name: "namespace", Title: "Remove the Serving namespace", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			r, c, err := s.RegionAndCluster(ctx, jc)
-			if err != nil {
-				return err
-			}
+		}),
+		s.RegionStep("namespace", "Remove the Serving namespace", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 			if rel, err := helm.Status(c, r.ServingNamespace, kit.TraefikRelease); err != nil {
 				return err
 			} else if rel != nil && rel.Info.Status != release.StatusUninstalled {
@@ -825,7 +806,7 @@ func (s *Service) uninstallServingSteps(p ServingParams) []engine.Step {
 			}
 			jc.Note("Deleted namespace %s", r.ServingNamespace)
 			return nil
-		}},
+		}),
 		{Name: "record", Title: "Record", Run: func(ctx context.Context, jc *engine.JobContext) error {
 			r, err := s.JobRegion(ctx, jc)
 			if err != nil {
@@ -859,11 +840,7 @@ func (s *Service) setServingStatus(ctx context.Context, r *store.Region, status 
 
 func (s *Service) uninstallOperatorSteps() []engine.Step {
 	return []engine.Step{
-		{Name: "operator", Title: "Remove the Knative Operator", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			r, c, err := s.RegionAndCluster(ctx, jc)
-			if err != nil {
-				return err
-			}
+		s.RegionStep("operator", "Remove the Knative Operator", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 			if ks, err := knativeServings(ctx, c); err != nil {
 				return err
 			} else if len(ks) > 0 {
@@ -871,12 +848,8 @@ func (s *Service) uninstallOperatorSteps() []engine.Step {
 			}
 			s.Record(s.Store.UpdateOperator(ctx, jc.Job.Region(), store.OperatorUpdate{Status: store.Ptr(store.ComponentRemoving)}))
 			return s.HelmUninstall(ctx, jc, c, r.OperatorNamespace, OperatorRelease)
-		}},
-		{Name: "crds", Title: "Remove the Knative CRDs", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			_, c, err := s.RegionAndCluster(ctx, jc)
-			if err != nil {
-				return err
-			}
+		}),
+		s.RegionStep("crds", "Remove the Knative CRDs", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 			n := 0
 			names := append(append([]string{}, servingCRDNames...), operatorCRDNames...)
 			for _, name := range names {
@@ -901,7 +874,7 @@ func (s *Service) uninstallOperatorSteps() []engine.Step {
 			}
 			jc.Note("Deleted %d Knative CRDs, and with them every Knative Service left on the cluster", n)
 			return nil
-		}},
+		}),
 		{Name: "record", Title: "Record", Run: func(ctx context.Context, jc *engine.JobContext) error {
 			r, err := s.JobRegion(ctx, jc)
 			if err != nil {
@@ -924,20 +897,16 @@ func (s *Service) uninstallOperatorSteps() []engine.Step {
 
 func (s *Service) upgradeSteps(p ServingParams) []engine.Step {
 	return []engine.Step{
-		{Name: "operator", Title: "Move the operator to the version's chart", Run: s.upgradeOperator(p)},
-		{Name: "crds", Title: "Knative Serving CRDs of the version", Run: s.upgradeCrds(p)},
-		{Name: "version", Title: "Set the KnativeServing's version", Run: s.upgradeVersion(p)},
-		{Name: "ready", Title: "Wait for the new version", Run: s.upgradeReady(p)},
+		s.RegionStep("operator", "Move the operator to the version's chart", s.upgradeOperator(p)),
+		s.RegionStep("crds", "Knative Serving CRDs of the version", s.upgradeCrds(p)),
+		s.RegionStep("version", "Set the KnativeServing's version", s.upgradeVersion(p)),
+		s.RegionStep("ready", "Wait for the new version", s.upgradeReady(p)),
 	}
 }
 
 // upgradeOperator is the step "operator" (Move the operator to the version's chart) of upgradeSteps.
-func (s *Service) upgradeOperator(p ServingParams) func(ctx context.Context, jc *engine.JobContext) error {
-	return func(ctx context.Context, jc *engine.JobContext) error {
-		r, c, err := s.RegionAndCluster(ctx, jc)
-		if err != nil {
-			return err
-		}
+func (s *Service) upgradeOperator(p ServingParams) kit.RegionRun {
+	return func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 		s.setServingStatus(ctx, r, store.ComponentInstalling)
 		rel, err := helm.Status(c, r.OperatorNamespace, OperatorRelease)
 		if err != nil {
@@ -970,12 +939,8 @@ func (s *Service) upgradeOperator(p ServingParams) func(ctx context.Context, jc 
 }
 
 // upgradeCrds is the step "crds" (Knative Serving CRDs of the version) of upgradeSteps.
-func (s *Service) upgradeCrds(p ServingParams) func(ctx context.Context, jc *engine.JobContext) error {
-	return func(ctx context.Context, jc *engine.JobContext) error {
-		_, c, err := s.RegionAndCluster(ctx, jc)
-		if err != nil {
-			return err
-		}
+func (s *Service) upgradeCrds(p ServingParams) kit.RegionRun {
+	return func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 		kv, err := s.ChartFor(ctx, c, p.Version)
 		if err != nil {
 			return err
@@ -985,12 +950,8 @@ func (s *Service) upgradeCrds(p ServingParams) func(ctx context.Context, jc *eng
 }
 
 // upgradeVersion is the step "version" (Set the KnativeServing's version) of upgradeSteps.
-func (s *Service) upgradeVersion(p ServingParams) func(ctx context.Context, jc *engine.JobContext) error {
-	return func(ctx context.Context, jc *engine.JobContext) error {
-		r, c, err := s.RegionAndCluster(ctx, jc)
-		if err != nil {
-			return err
-		}
+func (s *Service) upgradeVersion(p ServingParams) kit.RegionRun {
+	return func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 		if err := c.MergePatch(ctx, kube.GVKKnativeServing, r.ServingNamespace, kit.KnativeServingName, map[string]any{"spec": map[string]any{"version": MinorOf(p.Version)}}); err != nil {
 			return err
 		}
@@ -1000,12 +961,8 @@ func (s *Service) upgradeVersion(p ServingParams) func(ctx context.Context, jc *
 }
 
 // upgradeReady is the step "ready" (Wait for the new version) of upgradeSteps.
-func (s *Service) upgradeReady(p ServingParams) func(ctx context.Context, jc *engine.JobContext) error {
-	return func(ctx context.Context, jc *engine.JobContext) error {
-		r, c, err := s.RegionAndCluster(ctx, jc)
-		if err != nil {
-			return err
-		}
+func (s *Service) upgradeReady(p ServingParams) kit.RegionRun {
+	return func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 		if err := jc.Wait(ctx, fmt.Sprintf("KnativeServing %s/%s to be Ready at %s", r.ServingNamespace, kit.KnativeServingName, p.Version), engine.WaitOpts{}, ServingReadyAt(c, r.ServingNamespace, p.Version)); err != nil {
 			return err
 		}

@@ -51,11 +51,7 @@ func DataServicesMoved(r *store.Region) []string {
 // moveData is the step "data" (Data services and the Skupper site) of migrationSteps: the
 // services the region ran, empty, each binding's part of them with its credentials, and
 // the Skupper site. A failure is recorded and the move goes on.
-func (s *Service) moveData(ctx context.Context, jc *engine.JobContext) error {
-	r, c, err := s.RegionAndCluster(ctx, jc)
-	if err != nil {
-		return err
-	}
+func (s *Service) moveData(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 	svcs, _ := r.MigrationDetail.V.Had["data_services"].(map[string]any)
 	site, _ := r.MigrationDetail.V.Had["skupper_site"].(bool)
 	for _, name := range store.DataServiceNames {

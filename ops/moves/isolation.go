@@ -45,11 +45,7 @@ func stringsOf(v any) []string {
 // gVisor are installed where the region had them ready, WebAssembly on the nodes it had
 // that exist on the new cluster (else every node with containerd). A runtime that fails
 // is recorded with its error and the move goes on.
-func (s *Service) moveIsolation(ctx context.Context, jc *engine.JobContext) error {
-	r, c, err := s.RegionAndCluster(ctx, jc)
-	if err != nil {
-		return err
-	}
+func (s *Service) moveIsolation(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 	had := r.MigrationDetail.V.Had
 	var runtimes []isolation.SandboxParams
 	if hv, ok := had["kata"]; ok {

@@ -70,15 +70,15 @@ func (s *Service) tolerate(ctx context.Context, jc *engine.JobContext, r *store.
 func (s *Service) migrationSteps() []engine.Step {
 	return []engine.Step{
 		{Name: "pending", Title: "Check the new cluster and switch to it", Run: s.movePending},
-		{Name: "workers", Title: "Dedicated workers", Run: s.moveWorkers},
+		s.RegionStep("workers", "Dedicated workers", s.moveWorkers),
 		{Name: "knative", Title: "Knative Operator and Serving", Run: s.moveKnative},
-		{Name: "services", Title: "Redis and the registry", Run: s.moveServices},
-		{Name: "isolation", Title: "Sandbox runtimes", Run: s.moveIsolation},
+		s.RegionStep("services", "Redis and the registry", s.moveServices),
+		s.RegionStep("isolation", "Sandbox runtimes", s.moveIsolation),
 		{Name: "gpu", Title: "GPU support", Run: s.moveGPU},
-		{Name: "data", Title: "Data services and the Skupper site", Run: s.moveData},
-		{Name: "extras", Title: "What else the region had", Run: s.moveExtras},
-		{Name: "domain", Title: "Function domain on the new cluster", Run: s.moveDomain},
-		{Name: "redeploy", Title: "Deploy the projects again", Run: s.moveRedeploy},
+		s.RegionStep("data", "Data services and the Skupper site", s.moveData),
+		s.RegionStep("extras", "What else the region had", s.moveExtras),
+		s.RegionStep("domain", "Function domain on the new cluster", s.moveDomain),
+		s.RegionStep("redeploy", "Deploy the projects again", s.moveRedeploy),
 		{Name: "dns_check", Title: "Point DNS at the new cluster", Run: s.moveDNSCheck},
 	}
 }
@@ -131,11 +131,7 @@ func (s *Service) movePending(ctx context.Context, jc *engine.JobContext) error 
 }
 
 // moveWorkers is the step "workers" (Dedicated workers) of migrationSteps.
-func (s *Service) moveWorkers(ctx context.Context, jc *engine.JobContext) error {
-	r, c, err := s.RegionAndCluster(ctx, jc)
-	if err != nil {
-		return err
-	}
+func (s *Service) moveWorkers(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 	if len(r.Nodes) == 0 {
 		jc.Note("No dedicated workers")
 		return engine.ErrSkip
@@ -183,11 +179,7 @@ func (s *Service) moveKnative(ctx context.Context, jc *engine.JobContext) error 
 }
 
 // moveServices is the step "services" (Redis and the registry) of migrationSteps.
-func (s *Service) moveServices(ctx context.Context, jc *engine.JobContext) error {
-	r, c, err := s.RegionAndCluster(ctx, jc)
-	if err != nil {
-		return err
-	}
+func (s *Service) moveServices(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 	if redis, _ := r.MigrationDetail.V.Had["redis"].(bool); redis {
 		s.tolerate(ctx, jc, r, "managed Redis", func() error { return s.Redis.InstallManaged(ctx, jc, c, r) })
 	} else if r.RedisMode == store.RedisExternal {
@@ -217,11 +209,7 @@ func (s *Service) moveServices(ctx context.Context, jc *engine.JobContext) error
 }
 
 // moveExtras is the step "extras" (What else the region had) of migrationSteps.
-func (s *Service) moveExtras(ctx context.Context, jc *engine.JobContext) error {
-	r, c, err := s.RegionAndCluster(ctx, jc)
-	if err != nil {
-		return err
-	}
+func (s *Service) moveExtras(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 	if tls, _ := r.MigrationDetail.V.Had["tls"].(bool); tls && r.FunctionTLSCert != "" {
 		s.tolerate(ctx, jc, r, "function TLS", func() error {
 			return s.Domains.ApplyFunctionTLS(ctx, jc, c, r, r.FunctionTLSCert, r.FunctionTLSKey, false)
@@ -236,11 +224,7 @@ func (s *Service) moveExtras(ctx context.Context, jc *engine.JobContext) error {
 }
 
 // moveDomain is the step "domain" (Function domain on the new cluster) of migrationSteps.
-func (s *Service) moveDomain(ctx context.Context, jc *engine.JobContext) error {
-	r, c, err := s.RegionAndCluster(ctx, jc)
-	if err != nil {
-		return err
-	}
+func (s *Service) moveDomain(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 	if r.Settings.V.KnativeDomain == "" || r.ServingStatus != store.ComponentReady {
 		jc.Note("No function domain to configure")
 		return engine.ErrSkip
@@ -253,11 +237,7 @@ func (s *Service) moveDomain(ctx context.Context, jc *engine.JobContext) error {
 }
 
 // moveRedeploy is the step "redeploy" (Deploy the projects again) of migrationSteps.
-func (s *Service) moveRedeploy(ctx context.Context, jc *engine.JobContext) error {
-	r, c, err := s.RegionAndCluster(ctx, jc)
-	if err != nil {
-		return err
-	}
+func (s *Service) moveRedeploy(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 	return s.redeploy(ctx, jc, c, r)
 }
 
@@ -441,13 +421,9 @@ func (s *Service) registerKinds() {
 				jc.Note("The region uses %s again, at %s; what the move installed on the new cluster stays there", kc.Server, r.OldExternalIP)
 				return nil
 			}},
-			{Name: "redeploy", Title: "Deploy the running projects there again", Run: func(ctx context.Context, jc *engine.JobContext) error {
-				r, c, err := s.RegionAndCluster(ctx, jc)
-				if err != nil {
-					return err
-				}
+			s.RegionStep("redeploy", "Deploy the running projects there again", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 				return s.redeploy(ctx, jc, c, r)
-			}},
+			}),
 			{Name: "record", Title: "Record", Run: func(ctx context.Context, jc *engine.JobContext) error {
 				jc.Note("The move is rolled back")
 				s.Record(s.Store.UpdateMove(ctx, jc.Job.Region(), store.MoveUpdate{Status: store.Ptr(store.MigrationRolledBack), ClearDNSCheckAt: true}))

@@ -411,11 +411,7 @@ func (s *Service) registerKinds() {
 	})})
 	s.Engine.Register(&engine.Kind{Name: KindNodeDelete, Plan: plan(func(p NodeParams) []engine.Step {
 		return []engine.Step{
-			{Name: "check", Title: "Check the cluster's shape", Run: func(ctx context.Context, jc *engine.JobContext) error {
-				_, c, err := s.RegionAndCluster(ctx, jc)
-				if err != nil {
-					return err
-				}
+			s.RegionStep("check", "Check the cluster's shape", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 				nodes, err := c.Clientset.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 				if err != nil {
 					return fmt.Errorf("list nodes: %w", err)
@@ -432,16 +428,12 @@ func (s *Service) registerKinds() {
 				}
 				jc.Note("%s may be deleted", p.Node)
 				return nil
-			}},
+			}),
 			s.cordonStep(p, true),
 			s.evictStep(p),
-			{Name: "delete", Title: "Delete the node", Run: func(ctx context.Context, jc *engine.JobContext) error {
-				r, c, err := s.RegionAndCluster(ctx, jc)
-				if err != nil {
-					return err
-				}
+			s.RegionStep("delete", "Delete the node", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 				return s.deleteNode(ctx, jc, r, c, p.Node)
-			}},
+			}),
 		}
 	})})
 }
@@ -452,11 +444,7 @@ func (s *Service) cordonStep(p NodeParams, on bool) engine.Step {
 	if !on {
 		name, title = "uncordon", "Uncordon "+p.Node
 	}
-	return engine.Step{Name: name, Title: title, Run: func(ctx context.Context, jc *engine.JobContext) error {
-		_, c, err := s.RegionAndCluster(ctx, jc)
-		if err != nil {
-			return err
-		}
+	return s.RegionStep(name, title, func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 		n, err := c.Clientset.CoreV1().Nodes().Get(ctx, p.Node, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			if jc.Job.Kind == KindNodeDelete {
@@ -486,19 +474,15 @@ func (s *Service) cordonStep(p NodeParams, on bool) engine.Step {
 			jc.Note("Uncordoned %s: pods are scheduled on it again", p.Node)
 		}
 		return nil
-	}}
+	})
 }
 
 // evictStep evicts every pod of a node through the Eviction API, which respects
 // PodDisruptionBudgets, and waits until they are gone.
 func (s *Service) evictStep(p NodeParams) engine.Step {
-	return engine.Step{Name: "evict", Title: "Evict the pods of " + p.Node, Run: func(ctx context.Context, jc *engine.JobContext) error {
-		_, c, err := s.RegionAndCluster(ctx, jc)
-		if err != nil {
-			return err
-		}
+	return s.RegionStep("evict", "Evict the pods of "+p.Node, func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 		return s.evictPods(ctx, jc, c, p.Node, p.timeout(s.Cfg.InstallTimeout))
-	}}
+	})
 }
 
 // drainSkip says why a pod stays on a drained node ("" when it is evicted).

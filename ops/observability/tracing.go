@@ -3,6 +3,7 @@ package observability
 import (
 	"context"
 	"fmt"
+	"runr.dev/console/kube"
 	"strings"
 
 	"runr.dev/console/engine"
@@ -164,7 +165,7 @@ func (s *Service) registerKinds() {
 	s.Engine.Register(&engine.Kind{
 		Name: KindTracing,
 		Plan: func(*engine.JobContext) ([]engine.Step, error) {
-			return []engine.Step{{Name: "tracing", Title: "Tracing backend", Run: s.applyTracingMode}}, nil
+			return []engine.Step{s.RegionStep("tracing", "Tracing backend", s.applyTracingMode)}, nil
 		},
 	})
 }
@@ -191,11 +192,7 @@ func (s *Service) tracingRegions(ctx context.Context, r *store.Region) (users, s
 // RefreshTracing is a step that applies the tracing backend again where the job's region's
 // cluster runs it (Tempo's volume follows its deciding region's storage settings), and
 // does nothing where it does not.
-func (s *Service) RefreshTracing(ctx context.Context, jc *engine.JobContext) error {
-	r, c, err := s.RegionAndCluster(ctx, jc)
-	if err != nil {
-		return err
-	}
+func (s *Service) RefreshTracing(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 	users, _, err := s.tracingRegions(ctx, r)
 	if err != nil {
 		return err
@@ -208,11 +205,7 @@ func (s *Service) RefreshTracing(ctx context.Context, jc *engine.JobContext) err
 }
 
 // applyTracingMode is the step "tracing" of KindTracing.
-func (s *Service) applyTracingMode(ctx context.Context, jc *engine.JobContext) error {
-	r, c, err := s.RegionAndCluster(ctx, jc)
-	if err != nil {
-		return err
-	}
+func (s *Service) applyTracingMode(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 	users, served, err := s.tracingRegions(ctx, r)
 	if err != nil {
 		return err

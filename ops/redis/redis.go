@@ -118,68 +118,45 @@ func (s *Service) TestRedis(ctx context.Context, actor kit.Actor, r *store.Regio
 func (s *Service) registerKinds() {
 	s.Engine.Register(&engine.Kind{
 		Name: KindRedisInstall,
-		Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
-			var p Params
-			if err := jc.Params(&p); err != nil {
-				return nil, err
-			}
-			return []engine.Step{
-				{Name: "redis", Title: "Redis", Run: func(ctx context.Context, jc *engine.JobContext) error {
-					r, c, err := s.RegionAndCluster(ctx, jc)
-					if err != nil {
-						return err
-					}
-					if p.Mode.Given() {
-						if err := deleteManagedRedis(ctx, c, r.Name); err != nil {
-							return err
-						}
-						if p.Mode == store.RedisInCluster {
-							jc.Note("The Redis in the cluster at %s", p.Address)
-						} else {
-							jc.Note("External Redis at %s", p.Address)
-						}
-						return s.Store.UpdateRedis(ctx, r.ID, store.RedisUpdate{Mode: store.Ptr(p.Mode), Status: store.Ptr(store.ComponentReady), Address: store.Ptr(p.Address), Password: store.Ptr(jc.Secret), Message: store.Ptr("")})
-					}
+		Plan: engine.PlanWith(func(p Params) []engine.Step {
+			return []engine.Step{s.RegionStep("redis", "Redis", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+				if !p.Mode.Given() {
 					return s.InstallManaged(ctx, jc, c, r)
-				}},
-			}, nil
-		},
+				}
+				if err := deleteManagedRedis(ctx, c, r.Name); err != nil {
+					return err
+				}
+				if p.Mode == store.RedisInCluster {
+					jc.Note("The Redis in the cluster at %s", p.Address)
+				} else {
+					jc.Note("External Redis at %s", p.Address)
+				}
+				return s.Store.UpdateRedis(ctx, r.ID, store.RedisUpdate{Mode: store.Ptr(p.Mode), Status: store.Ptr(store.ComponentReady), Address: store.Ptr(p.Address), Password: store.Ptr(jc.Secret), Message: store.Ptr("")})
+			})}
+		}),
 		Finished: func(ctx context.Context, jc *engine.JobContext, err error) {
 			if err != nil {
 				s.Record(s.Store.UpdateRedis(ctx, jc.Job.Region(), store.RedisUpdate{Status: store.Ptr(store.ComponentError), Message: store.Ptr(err.Error())}))
 			}
 		},
 	})
-	s.Engine.Register(&engine.Kind{
-		Name: KindRedisRemove,
-		Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
-			return []engine.Step{{Name: "remove", Title: "Remove Redis", Run: func(ctx context.Context, jc *engine.JobContext) error {
-				r, c, err := s.RegionAndCluster(ctx, jc)
-				if err != nil {
-					return err
-				}
-				if err := deleteManagedRedis(ctx, c, r.Name); err != nil {
-					return err
-				}
-				jc.Note("Removed the region's Redis and its settings")
-				return s.Store.UpdateRedis(ctx, r.ID, store.RedisUpdate{Mode: store.Ptr(store.RedisNone), Status: store.Ptr(store.ComponentNotInstalled), Address: store.Ptr(""), Password: store.Ptr(""), Message: store.Ptr("")})
-			}}}, nil
-		},
-	})
-	s.Engine.Register(&engine.Kind{
-		Name: KindRedisTest,
-		Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
-			return []engine.Step{{Name: "ping", Title: "PING from a pod in the cluster", Run: func(ctx context.Context, jc *engine.JobContext) error {
-				r, c, err := s.RegionAndCluster(ctx, jc)
-				if err != nil {
-					return err
-				}
-				return s.redisPing(ctx, jc, c, r)
-			}}}, nil
-		},
-	})
+	s.Engine.Register(&engine.Kind{Name: KindRedisRemove, Plan: engine.Fixed(
+		s.RegionStep("remove", "Remove Redis", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+			if err := deleteManagedRedis(ctx, c, r.Name); err != nil {
+				return err
+			}
+			jc.Note("Removed the region's Redis and its settings")
+			return s.Store.UpdateRedis(ctx, r.ID, store.RedisUpdate{Mode: store.Ptr(store.RedisNone), Status: store.Ptr(store.ComponentNotInstalled), Address: store.Ptr(""), Password: store.Ptr(""), Message: store.Ptr("")})
+		}),
+	)})
+	s.Engine.Register(&engine.Kind{Name: KindRedisTest, Plan: engine.Fixed(
+		s.RegionStep("ping", "PING from a pod in the cluster", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+			return s.redisPing(ctx, jc, c, r)
+		}),
+	)})
 }
 
+// InstallManaged installs the region's own Redis in its namespace and records it.
 func (s *Service) InstallManaged(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, r *store.Region) error {
 	s.Record(s.Store.UpdateRedis(ctx, jc.Job.Region(), store.RedisUpdate{Status: store.Ptr(store.ComponentInstalling), Mode: store.Ptr(store.RedisManaged), Message: store.Ptr("")}))
 	ns := r.Name

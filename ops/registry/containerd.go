@@ -55,13 +55,9 @@ func (s *Service) registerContainerdKind() {
 	s.Engine.Register(&engine.Kind{Name: KindContainerdRestart, Plan: engine.PlanWith(func(p RestartParams) []engine.Step {
 		steps := make([]engine.Step, len(p.Nodes))
 		for i, node := range p.Nodes {
-			steps[i] = engine.Step{Name: "node-" + kit.ShortHash(node), Title: "Restart containerd on " + node, Run: func(ctx context.Context, jc *engine.JobContext) error {
-				_, c, err := s.RegionAndCluster(ctx, jc)
-				if err != nil {
-					return err
-				}
+			steps[i] = s.RegionStep("node-"+kit.ShortHash(node), "Restart containerd on "+node, func(ctx context.Context, jc *engine.JobContext, _ *store.Region, c *kube.Cluster) error {
 				return s.restartContainerd(ctx, jc, c, node)
-			}}
+			})
 		}
 		return steps
 	})})

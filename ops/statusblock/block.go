@@ -257,11 +257,7 @@ const KindRegionStatus = "region-status"
 
 func (s *Service) registerKinds() {
 	s.Engine.Register(&engine.Kind{Name: KindRegionStatus, Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
-		return []engine.Step{{Name: "block", Title: "Status block", Run: func(ctx context.Context, jc *engine.JobContext) error {
-			r, c, err := s.RegionAndCluster(ctx, jc)
-			if err != nil {
-				return err
-			}
+		return []engine.Step{s.RegionStep("block", "Status block", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 			if r.ServingStatus != store.ComponentReady {
 				jc.Note("Knative Serving is not ready: the block is applied when it is")
 				return engine.ErrSkip
@@ -270,6 +266,6 @@ func (s *Service) registerKinds() {
 				return s.RemoveBlock(ctx, jc, c, r)
 			}
 			return s.ApplyBlock(ctx, jc, c, r)
-		}}}, nil
+		})}, nil
 	}})
 }
