@@ -60,6 +60,8 @@ type answer struct {
 	// form marks a refusal a form shows beside its fields or above them (the others
 	// answer with an error page).
 	form bool
+	// alarm is the log line of an error the operator must see ("": none; Fail logs it).
+	alarm string
 }
 
 // answerOf is the one table from errors to answers: the problems of the use cases,
@@ -101,8 +103,7 @@ func (h *Handlers) answerOf(c *fiber.Ctx, err error) (a answer, ok bool) {
 	case errors.As(err, &cf):
 		return answer{status: fiber.StatusConflict, title: "Conflict", msg: cf.Reason}, true
 	case errors.Is(err, crypt.ErrUndecryptable):
-		h.Log.Error("secrets cannot be decrypted", "path", c.Path(), "request_id", requestID(c), "err", err)
-		return answer{status: fiber.StatusConflict, title: "Secrets unreadable",
+		return answer{status: fiber.StatusConflict, title: "Secrets unreadable", alarm: "secrets cannot be decrypted",
 			msg: "This cannot be saved now: " + store.SecretErrorText + " (request id " + requestID(c) + ")"}, true
 	case errors.Is(err, store.ErrNotFound):
 		return answer{status: fiber.StatusNotFound, title: "Not found", msg: "Not found: this does not exist, or it was removed."}, true
@@ -134,9 +135,11 @@ func (h *Handlers) Fail(c *fiber.Ctx, err error) error {
 	}
 	a, ok := h.answerOf(c, err)
 	if !ok {
-		h.Log.Error("request failed", "path", c.Path(), "method", c.Method(), "request_id", requestID(c), "err", err)
-		a = answer{status: fiber.StatusInternalServerError, title: "Error",
+		a = answer{status: fiber.StatusInternalServerError, title: "Error", alarm: "request failed",
 			msg: "Something went wrong on our side; the error is logged with request id " + requestID(c) + "."}
+	}
+	if a.alarm != "" {
+		h.Log.Error(a.alarm, "path", c.Path(), "method", c.Method(), "request_id", requestID(c), "err", err)
 	}
 	switch {
 	case IsAPI(c) && a.fields != nil:
