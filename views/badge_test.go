@@ -7,20 +7,33 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/a-h/templ"
 )
+
+// render renders a component and parses it.
+func render(t *testing.T, c templ.Component) *goquery.Document {
+	t.Helper()
+	var b bytes.Buffer
+	if err := c.Render(context.Background(), &b); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := goquery.NewDocumentFromReader(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
 
 // TestBadgesSayStatesInWords: a badge shows a state as a person reads it and keeps the
 // API's value in data-state; no badge text holds an underscore.
 func TestBadgesSayStatesInWords(t *testing.T) {
 	for value, want := range map[string]string{"not_installed": "not installed", "dns_check": "waiting for DNS",
 		"rolled_back": "rolled back", "in_progress": "in progress", "some_new_state": "some new state", "ready": "ready"} {
-		var b bytes.Buffer
-		if err := Badge(value).Render(context.Background(), &b); err != nil {
-			t.Fatal(err)
-		}
-		html := b.String()
-		if !strings.Contains(html, `data-state="`+value+`"`) || !strings.Contains(html, ">"+want+"</span>") {
-			t.Errorf("badge of %s: %s", value, html)
+		badge := render(t, Badge(value)).Find(`[data-state="` + value + `"]`)
+		if badge.Length() != 1 || strings.TrimSpace(badge.Text()) != want {
+			t.Errorf("badge of %s: %d badges saying %q, want %q", value, badge.Length(), badge.Text(), want)
 		}
 	}
 }
@@ -32,13 +45,9 @@ func TestAgentThatNeverReported(t *testing.T) {
 		seen *time.Time
 		want string
 	}{{nil, "no report yet"}, {&now, "last seen 2 min ago"}} {
-		var b bytes.Buffer
 		d := RegionPageData{Region: RegionView{AgentStatus: "ready", AgentLastSeenAt: tc.seen}}
-		if err := usage(d).Render(context.Background(), &b); err != nil {
-			t.Fatal(err)
-		}
-		if html := b.String(); !strings.Contains(html, tc.want) || strings.Contains(html, "never") {
-			t.Errorf("agent seen %v: %s", tc.seen, html)
+		if text := render(t, usage(d)).Text(); !strings.Contains(text, tc.want) || strings.Contains(text, "never") {
+			t.Errorf("agent seen %v: %s", tc.seen, text)
 		}
 	}
 }
@@ -46,12 +55,8 @@ func TestAgentThatNeverReported(t *testing.T) {
 // The remove link of a region draws its bin inline and is labelled; no emoji that a
 // browser without the font shows as an empty box.
 func TestRemoveRegionIconIsDrawnInline(t *testing.T) {
-	var b bytes.Buffer
-	if err := TrashIcon().Render(context.Background(), &b); err != nil {
-		t.Fatal(err)
-	}
-	if html := b.String(); !strings.Contains(html, "<svg") || !strings.Contains(html, `aria-hidden="true"`) {
-		t.Fatalf("the icon: %s", html)
+	if icon := render(t, TrashIcon()).Find(`svg[aria-hidden="true"]`); icon.Length() != 1 {
+		t.Fatalf("the icon is not one hidden inline SVG: %d", icon.Length())
 	}
 	src, err := os.ReadFile("regions.templ")
 	if err != nil {
