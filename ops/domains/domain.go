@@ -19,11 +19,7 @@ type DomainParams struct {
 }
 
 func (s *Service) registerDomainKinds() {
-	s.Engine.Register(&engine.Kind{Name: KindSetDomain, Plan: func(jc *engine.JobContext) ([]engine.Step, error) {
-		var p DomainParams
-		if err := jc.Params(&p); err != nil {
-			return nil, err
-		}
+	s.Engine.Register(&engine.Kind{Name: KindSetDomain, Plan: engine.PlanWith(func(p DomainParams) []engine.Step {
 		return []engine.Step{s.RegionStep("domain", "Function domain in Knative's configuration", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 			if r.ServingStatus == store.ComponentReady {
 				if err := SetDomain(ctx, c, r.ServingNamespace, r.Name, p.Domain, p.Old); err != nil {
@@ -38,8 +34,8 @@ func (s *Service) registerDomainKinds() {
 				jc.Note("Region %s answers on %s", r.Name, p.Domain)
 			}
 			return s.Store.SetRegionSettings(ctx, r.ID, settings)
-		})}, nil
-	}})
+		})}
+	})})
 }
 
 // domainSelector maps a function domain to the region's Knative Services in Knative's
