@@ -20,6 +20,7 @@ import (
 	"runr.dev/console/perm"
 	"runr.dev/console/problem"
 	"runr.dev/console/store"
+	"runr.dev/console/store/pglock"
 )
 
 // KindRegistrySetup is the kind of job that creates a region with its registry.
@@ -549,7 +550,9 @@ func (s *Service) enqueueSetup(ctx context.Context, actor kit.Actor, in SetupInp
 		return nil, fmt.Errorf("start the setup of %s: %w", in.Name, err)
 	}
 	var st *store.RegistrySetup
-	err = s.Store.WithNameLock(ctx, in.Name, func() error {
+	// The name lock, across every console replica, makes the check that a name is free and
+	// the start of its setup one, so a replayed form cannot start two setups of one name.
+	err = pglock.With(ctx, s.Store.DB.DB, "region-name:"+in.Name, func() error {
 		region, setup, err := s.nameUse(ctx, in.Name, "")
 		if err != nil {
 			return err

@@ -73,18 +73,3 @@ func (s *Store) NameTakenBySetup(ctx context.Context, name, exceptJob string) (b
 		AND j.status IN ('queued', 'running', 'failed')`, name, exceptJob)
 	return n > 0, wrap("name taken by setup", err)
 }
-
-// WithNameLock runs f while holding a lock on a region name, across every console
-// replica (a PostgreSQL advisory lock): the check that a name is free and the start
-// of its setup happen as one, so a replayed form cannot start two setups of one name.
-func (s *Store) WithNameLock(ctx context.Context, name string, f func() error) error {
-	conn, err := s.DB.Conn(ctx)
-	if err != nil {
-		return wrap("name lock", err)
-	}
-	defer ReturnLockConn(conn)
-	if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock(hashtext($1))`, "region-name:"+name); err != nil {
-		return wrap("name lock", err)
-	}
-	return f()
-}

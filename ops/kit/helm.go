@@ -10,6 +10,7 @@ import (
 	"runr.dev/console/engine"
 	"runr.dev/console/helm"
 	"runr.dev/console/kube"
+	"runr.dev/console/store/pglock"
 )
 
 // Release is a Helm release the console installs: a chart of its repository (or the
@@ -69,7 +70,7 @@ func (s *Kit) HelmUninstall(ctx context.Context, jc *engine.JobContext, c *kube.
 // runs them, and the lock goes with the connection if the console dies.
 func (s *Kit) lockRelease(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, ns, name string) (func(), error) {
 	key := "helm|" + kube.ClusterKey(c.KC.Server) + "|" + ns + "|" + name
-	lock, err := s.Store.OpenSessionLock(ctx)
+	lock, err := pglock.Open(ctx, s.Store.DB.DB)
 	if err != nil {
 		return nil, fmt.Errorf("lock release: %w", err)
 	}

@@ -1,10 +1,10 @@
-package store_test
+package pglock_test
 
 import (
 	"context"
 	"testing"
 
-	"runr.dev/console/store"
+	"runr.dev/console/store/pglock"
 	"runr.dev/console/store/storetest"
 )
 
@@ -29,7 +29,7 @@ func TestLockConnectionReturnsWithoutLocks(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	store.ReturnLockConn(conn)
+	pglock.Return(conn)
 	var free bool
 	if err := other.QueryRowContext(ctx, `SELECT pg_try_advisory_lock(hashtext('helm|returned'))`).Scan(&free); err != nil {
 		t.Fatal(err)
