@@ -325,15 +325,35 @@ func OptionalBody(c *fiber.Ctx, v any) error {
 	return BodyMap(c, v)
 }
 
-// RegionJobAPI answers a use case that queues a job on the region of the route with the
-// request's JSON body: 202 with the job, or its refusal.
-func RegionJobAPI[T any](h *Handlers, c *fiber.Ctx, run func(context.Context, kit.Actor, *store.Region, T) (*store.Job, error)) error {
-	r, err := h.RegionForm(c)
+// SubjectBody loads the route's subject with load and decodes the request's JSON body
+// into an In.
+func SubjectBody[S, In any](c *fiber.Ctx, load func(*fiber.Ctx) (S, error)) (S, In, error) {
+	var in In
+	s, err := load(c)
+	if err == nil {
+		err = BodyMap(c, &in)
+	}
+	return s, in, err
+}
+
+// RegionBody loads the region of the route and decodes the request's JSON body into an In.
+func RegionBody[In any](h *Handlers, c *fiber.Ctx) (*store.Region, In, error) {
+	return SubjectBody[*store.Region, In](c, h.RegionForm)
+}
+
+// DataAnswer answers {"data": v} with status, or the error that making v met.
+func DataAnswer(h *Handlers, c *fiber.Ctx, status int, v any, err error) error {
 	if err != nil {
 		return h.Fail(c, err)
 	}
-	var in T
-	if err := BodyMap(c, &in); err != nil {
+	return c.Status(status).JSON(fiber.Map{"data": v})
+}
+
+// RegionJobAPI answers a use case that queues a job on the region of the route with the
+// request's JSON body: 202 with the job, or its refusal.
+func RegionJobAPI[T any](h *Handlers, c *fiber.Ctx, run func(context.Context, kit.Actor, *store.Region, T) (*store.Job, error)) error {
+	r, in, err := RegionBody[T](h, c)
+	if err != nil {
 		return h.Fail(c, err)
 	}
 	j, err := run(ctx(c), h.Actor(c), r, in)

@@ -16,10 +16,7 @@ func (h *Handlers) APICheckRegion(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	chk, err := h.Ops.CheckRegion(c.UserContext(), in)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	return c.JSON(fiber.Map{"data": chk})
+	return handlers.DataAnswer(h.Handlers, c, fiber.StatusOK, chk, err)
 }
 
 // APISetupStart is POST /api/registry-setup/start: 202 with the setup token; the

@@ -36,10 +36,7 @@ func (h *Handlers) APICreateTenant(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	t, err := h.Ops.Tenancy.CreateTenant(c.UserContext(), h.Actor(c), in)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	return c.Status(fiber.StatusCreated).JSON(fiber.Map{"data": t})
+	return handlers.DataAnswer(h.Handlers, c, fiber.StatusCreated, t, err)
 }
 
 // APIGetTenant is GET /api/tenants/{id}: the tenant with its assignments.
@@ -60,19 +57,12 @@ func (h *Handlers) APIGetTenant(c *fiber.Ctx) error {
 
 // APIRenameTenant is PUT /api/tenants/{id} {name}.
 func (h *Handlers) APIRenameTenant(c *fiber.Ctx) error {
-	t, err := h.tenantOf(c)
+	t, in, err := handlers.SubjectBody[*store.Tenant, tenancy.TenantInput](c, h.tenantOf)
 	if err != nil {
-		return h.Fail(c, err)
-	}
-	var in tenancy.TenantInput
-	if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
 	t, err = h.Ops.Tenancy.RenameTenant(c.UserContext(), h.Actor(c), t, in)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	return c.JSON(fiber.Map{"data": t})
+	return handlers.DataAnswer(h.Handlers, c, fiber.StatusOK, t, err)
 }
 
 // APIDeleteTenant is DELETE /api/tenants/{id}: refused (422) while the tenant has regions
@@ -101,12 +91,8 @@ func (h *Handlers) APITenantUsers(c *fiber.Ctx) error {
 // APICreateTenantUser is POST /api/tenants/{id}/users {email, role, password?}: 201 with
 // the user, and a generated password once.
 func (h *Handlers) APICreateTenantUser(c *fiber.Ctx) error {
-	t, err := h.tenantOf(c)
+	t, in, err := handlers.SubjectBody[*store.Tenant, accounts.UserInput](c, h.tenantOf)
 	if err != nil {
-		return h.Fail(c, err)
-	}
-	var in accounts.UserInput
-	if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
 	u, generated, err := accounts.CreateTenantUser(c.UserContext(), h.Store, handlers.Who(c).User, t.ID, in)
@@ -129,37 +115,23 @@ func (h *Handlers) APIAssignments(c *fiber.Ctx) error {
 // APIAssign is POST /api/knative-regions/{id}/assignments {tenant_id, cpu, memory_gib}:
 // 201 with the assignment; quotas that do not fit answer 422 with what is free.
 func (h *Handlers) APIAssign(c *fiber.Ctx) error {
-	r, err := h.RegionForm(c)
+	r, in, err := handlers.RegionBody[tenancy.QuotaInput](h.Handlers, c)
 	if err != nil {
-		return h.Fail(c, err)
-	}
-	var in tenancy.QuotaInput
-	if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
 	a, err := h.Ops.Tenancy.AssignRegion(c.UserContext(), h.Actor(c), r, in)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	return c.Status(fiber.StatusCreated).JSON(fiber.Map{"data": a})
+	return handlers.DataAnswer(h.Handlers, c, fiber.StatusCreated, a, err)
 }
 
 // APIChangeAssignment is PUT /api/knative-regions/{id}/assignments/{tenant_id} {cpu,
 // memory_gib}: a quota left out stays.
 func (h *Handlers) APIChangeAssignment(c *fiber.Ctx) error {
-	r, err := h.RegionForm(c)
+	r, in, err := handlers.RegionBody[tenancy.QuotaInput](h.Handlers, c)
 	if err != nil {
-		return h.Fail(c, err)
-	}
-	var in tenancy.QuotaInput
-	if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
 	a, err := h.Ops.Tenancy.ChangeAssignment(c.UserContext(), h.Actor(c), r, c.Params("tenant_id"), in)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	return c.JSON(fiber.Map{"data": a})
+	return handlers.DataAnswer(h.Handlers, c, fiber.StatusOK, a, err)
 }
 
 // APIUnassign is DELETE /api/knative-regions/{id}/assignments/{tenant_id}.

@@ -88,10 +88,7 @@ func (h *Handlers) DeleteTokenForm(c *fiber.Ctx) error {
 // APIListTokens is GET /api/tokens: the caller's tokens, without their values.
 func (h *Handlers) APIListTokens(c *fiber.Ctx) error {
 	ts, err := h.Store.ListAPITokens(c.UserContext(), handlers.Who(c).User.ID)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	return c.JSON(fiber.Map{"data": ts})
+	return handlers.DataAnswer(h.Handlers, c, fiber.StatusOK, ts, err)
 }
 
 // APICreateToken is POST /api/tokens; the token is in the answer once.

@@ -81,10 +81,7 @@ func (h *Handlers) DeleteUserForm(c *fiber.Ctx) error {
 // APIListUsers is GET /api/users.
 func (h *Handlers) APIListUsers(c *fiber.Ctx) error {
 	us, err := h.Store.ListUsers(c.UserContext())
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	return c.JSON(fiber.Map{"data": us})
+	return handlers.DataAnswer(h.Handlers, c, fiber.StatusOK, us, err)
 }
 
 // APICreateUser is POST /api/users; a generated password is returned once.
@@ -114,10 +111,7 @@ func (h *Handlers) APIUpdateUser(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	u, err := h.Store.CircleUserByID(c.UserContext(), c.Params("id"))
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	return c.JSON(fiber.Map{"data": u})
+	return handlers.DataAnswer(h.Handlers, c, fiber.StatusOK, u, err)
 }
 
 // APIDeleteUser is DELETE /api/users/{id}.

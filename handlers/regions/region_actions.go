@@ -11,12 +11,8 @@ import (
 
 // APIUpdateSettings is PUT /api/knative-regions/{id}/settings.
 func (h *Handlers) APIUpdateSettings(c *fiber.Ctx) error {
-	r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
+	r, in, err := handlers.RegionBody[ops.SettingsInput](h.Handlers, c)
 	if err != nil {
-		return h.Fail(c, err)
-	}
-	var in ops.SettingsInput
-	if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
 	j, err := h.Ops.UpdateSettings(c.UserContext(), h.Actor(c), r, in)
@@ -28,12 +24,8 @@ func (h *Handlers) APIUpdateSettings(c *fiber.Ctx) error {
 
 // APIUpdateRegion is PUT /api/knative-regions/{id}: region_status, and the General settings.
 func (h *Handlers) APIUpdateRegion(c *fiber.Ctx) error {
-	r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
+	r, in, err := handlers.RegionBody[ops.RegionUpdate](h.Handlers, c)
 	if err != nil {
-		return h.Fail(c, err)
-	}
-	var in ops.RegionUpdate
-	if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
 	j, err := h.Ops.UpdateRegion(c.UserContext(), h.Actor(c), r, in)

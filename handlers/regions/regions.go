@@ -18,10 +18,7 @@ func (h *Handlers) APIGetRegion(c *fiber.Ctx) error {
 		return h.Fail(c, err)
 	}
 	j, err := h.RegionJSON(c, r, base)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	return c.JSON(fiber.Map{"data": j})
+	return handlers.DataAnswer(h.Handlers, c, fiber.StatusOK, j, err)
 }
 
 // ModeForm sets the region mode from the General tab (platform administrators).

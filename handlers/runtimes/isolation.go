@@ -287,12 +287,8 @@ func (h *Handlers) APIProbeSandbox(c *fiber.Ctx) error {
 
 // APISetRuntimeClasses is PUT /api/knative-regions/{id}/runtime-classes {kind: class}.
 func (h *Handlers) APISetRuntimeClasses(c *fiber.Ctx) error {
-	r, err := h.RegionForm(c)
+	r, in, err := handlers.RegionBody[map[string]string](h.Handlers, c)
 	if err != nil {
-		return h.Fail(c, err)
-	}
-	in := map[string]string{}
-	if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
 	classes, err := h.Ops.Isolation.SetWorkloadClasses(c.UserContext(), h.Actor(c), r, in)
@@ -314,12 +310,8 @@ func (h *Handlers) APIGetSandboxRegion(c *fiber.Ctx) error {
 // APIPutSandboxRegion is PUT /api/sandbox-regions/{id}: changes the Sandbox API's
 // settings (422 with field errors, nothing stored, when one is wrong).
 func (h *Handlers) APIPutSandboxRegion(c *fiber.Ctx) error {
-	r, err := h.RegionForm(c)
+	r, in, err := handlers.RegionBody[isolation.SandboxSettingsInput](h.Handlers, c)
 	if err != nil {
-		return h.Fail(c, err)
-	}
-	var in isolation.SandboxSettingsInput
-	if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
 	v, err := h.Ops.Isolation.SetSandboxSettings(c.UserContext(), h.Actor(c), r, in)

@@ -191,12 +191,8 @@ func (h *Handlers) APISupplyChain(c *fiber.Ctx) error {
 // and nothing stored when a field is wrong; the answer names the job that applies or
 // removes the admission policy when one was queued (job_id).
 func (h *Handlers) APIPutSupplyChain(c *fiber.Ctx) error {
-	r, err := h.RegionForm(c)
+	r, in, err := handlers.RegionBody[admission.SupplyChainInput](h.Handlers, c)
 	if err != nil {
-		return h.Fail(c, err)
-	}
-	var in admission.SupplyChainInput
-	if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
 	ch, err := h.Ops.Admission.SetSupplyChain(c.UserContext(), h.Actor(c), r, in)

@@ -211,25 +211,18 @@ func (h *Handlers) projectBindings(c *fiber.Ctx, projectID string) ([]data.Bindi
 
 // APIProjectBindings is GET /api/projects/{id}/bindings.
 func (h *Handlers) APIProjectBindings(c *fiber.Ctx) error {
-	p, err := h.Store.ProjectByID(c.UserContext(), c.Params("id"))
+	p, err := h.projectOf(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
 	bs, err := h.projectBindings(c, p.ID)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	return c.JSON(fiber.Map{"data": bs})
+	return handlers.DataAnswer(h.Handlers, c, fiber.StatusOK, bs, err)
 }
 
 // APIBind is POST /api/projects/{id}/bindings {"service"}.
 func (h *Handlers) APIBind(c *fiber.Ctx) error {
-	p, err := h.Store.ProjectByID(c.UserContext(), c.Params("id"))
+	p, in, err := handlers.SubjectBody[*store.Project, data.BindInput](c, h.projectOf)
 	if err != nil {
-		return h.Fail(c, err)
-	}
-	var in data.BindInput
-	if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
 	b, j, err := h.Ops.Data.Bind(c.UserContext(), h.Actor(c), p, in)
@@ -242,7 +235,7 @@ func (h *Handlers) APIBind(c *fiber.Ctx) error {
 // APIUnbind is DELETE /api/projects/{id}/bindings/{service}: 202 with the job, or 204
 // when the binding's region is gone (it is forgotten at once).
 func (h *Handlers) APIUnbind(c *fiber.Ctx) error {
-	p, err := h.Store.ProjectByID(c.UserContext(), c.Params("id"))
+	p, err := h.projectOf(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -258,7 +251,7 @@ func (h *Handlers) APIUnbind(c *fiber.Ctx) error {
 
 // BindForm binds a project from the projects page.
 func (h *Handlers) BindForm(c *fiber.Ctx) error {
-	p, err := h.Store.ProjectByID(c.UserContext(), c.Params("id"))
+	p, err := h.projectOf(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -268,7 +261,7 @@ func (h *Handlers) BindForm(c *fiber.Ctx) error {
 
 // UnbindForm unbinds a project from the projects page.
 func (h *Handlers) UnbindForm(c *fiber.Ctx) error {
-	p, err := h.Store.ProjectByID(c.UserContext(), c.Params("id"))
+	p, err := h.projectOf(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}

@@ -21,6 +21,12 @@ type ProjectJSON struct {
 	RegionName    string   `json:"region_name"`
 }
 
+// projectOf is the project of the route.
+func (h *Handlers) projectOf(c *fiber.Ctx) (*store.Project, error) {
+	return h.Store.ProjectByID(c.UserContext(), c.Params("id"))
+}
+
+// projectJSON is a project as the API answers it: its secret env names, never values.
 func (h *Handlers) projectJSON(c *fiber.Ctx, p *store.Project) ProjectJSON {
 	names := make([]string, 0, len(p.Secrets))
 	for k := range p.Secrets {
@@ -54,7 +60,7 @@ func (h *Handlers) APICreateProject(c *fiber.Ctx) error {
 
 // APIGetProject is GET /api/projects/{id}.
 func (h *Handlers) APIGetProject(c *fiber.Ctx) error {
-	p, err := h.Store.ProjectByID(c.UserContext(), c.Params("id"))
+	p, err := h.projectOf(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}
@@ -76,12 +82,8 @@ func (h *Handlers) APIListProjects(c *fiber.Ctx) error {
 
 // APIUpdateProject is PUT /api/projects/{id} (region_id moves it).
 func (h *Handlers) APIUpdateProject(c *fiber.Ctx) error {
-	p, err := h.Store.ProjectByID(c.UserContext(), c.Params("id"))
+	p, in, err := handlers.SubjectBody[*store.Project, projects.ProjectInput](c, h.projectOf)
 	if err != nil {
-		return h.Fail(c, err)
-	}
-	var in projects.ProjectInput
-	if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
 	j, err := h.Ops.Projects.UpdateProject(c.UserContext(), h.Actor(c), p, in)
@@ -98,7 +100,7 @@ func (h *Handlers) APIUpdateProject(c *fiber.Ctx) error {
 // APIProjectAction is POST /api/projects/{id}/deploy|stop|resume.
 func (h *Handlers) APIProjectAction(action string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		p, err := h.Store.ProjectByID(c.UserContext(), c.Params("id"))
+		p, err := h.projectOf(c)
 		if err != nil {
 			return h.Fail(c, err)
 		}
@@ -232,7 +234,7 @@ func (h *Handlers) CreateProjectForm(c *fiber.Ctx) error {
 
 // ProjectActionForm deploys, stops, resumes or deletes a project from the console.
 func (h *Handlers) ProjectActionForm(c *fiber.Ctx) error {
-	p, err := h.Store.ProjectByID(c.UserContext(), c.Params("id"))
+	p, err := h.projectOf(c)
 	if err != nil {
 		return h.Fail(c, err)
 	}

@@ -100,12 +100,8 @@ func (h *Handlers) APIRemoveWorker(c *fiber.Ctx) error {
 
 // APISetOvercommit is PUT /api/knative-regions/{id}/overcommit; 422 outside 1–10.
 func (h *Handlers) APISetOvercommit(c *fiber.Ctx) error {
-	r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
+	r, in, err := handlers.RegionBody[nodes.OvercommitInput](h.Handlers, c)
 	if err != nil {
-		return h.Fail(c, err)
-	}
-	var in nodes.OvercommitInput
-	if err := handlers.BodyMap(c, &in); err != nil {
 		return h.Fail(c, err)
 	}
 	if err := h.Ops.Nodes.SetOvercommit(c.UserContext(), h.Actor(c), r, in); err != nil {
