@@ -12,24 +12,50 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Cond is a wait condition: done, and a detail of the current state.
 type Cond func(ctx context.Context) (bool, string, error)
 
-// DeploymentAvailable waits for every replica of a Deployment to be updated and available.
-func (c *Cluster) DeploymentAvailable(ns, name string) Cond {
+// Judging waits for the object get reads by name: one not created yet is waited for, one
+// found is judged.
+func Judging[T any](get func(context.Context, string, metav1.GetOptions) (T, error), name string, judge func(T) (bool, string, error)) Cond {
 	return func(ctx context.Context) (bool, string, error) {
-		d, err := c.Clientset.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		o, err := get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, "not created yet", nil
 		}
 		if err != nil {
 			return false, "", err
 		}
-		ok, detail := DeploymentReady(d)
+		return judge(o)
+	}
+}
+
+// Infallible is a judgement that cannot fail, as Judging takes it.
+func Infallible[T any](judge func(T) (bool, string)) func(T) (bool, string, error) {
+	return func(o T) (bool, string, error) {
+		ok, detail := judge(o)
 		return ok, detail, nil
 	}
+}
+
+// ResourceJudged waits for a custom resource: one not created yet is waited for, one found
+// is judged.
+func (c *Cluster) ResourceJudged(gvk schema.GroupVersionKind, ns, name string, judge func(*unstructured.Unstructured) (bool, string, error)) Cond {
+	return func(ctx context.Context) (bool, string, error) {
+		o, found, err := c.Get(ctx, gvk, ns, name)
+		if err != nil || !found {
+			return false, "not created yet", err
+		}
+		return judge(o)
+	}
+}
+
+// DeploymentAvailable waits for every replica of a Deployment to be updated and available.
+func (c *Cluster) DeploymentAvailable(ns, name string) Cond {
+	return Judging(c.Clientset.AppsV1().Deployments(ns).Get, name, Infallible(DeploymentReady))
 }
 
 // DeploymentReady judges a Deployment from its status.
@@ -52,17 +78,7 @@ func DeploymentReady(d *appsv1.Deployment) (bool, string) {
 
 // DaemonSetReady waits for a DaemonSet to run ready on every node it targets.
 func (c *Cluster) DaemonSetReady(ns, name string) Cond {
-	return func(ctx context.Context) (bool, string, error) {
-		d, err := c.Clientset.AppsV1().DaemonSets(ns).Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return false, "not created yet", nil
-		}
-		if err != nil {
-			return false, "", err
-		}
-		ok, detail := DaemonSetIsReady(d)
-		return ok, detail, nil
-	}
+	return Judging(c.Clientset.AppsV1().DaemonSets(ns).Get, name, Infallible(DaemonSetIsReady))
 }
 
 // DaemonSetIsReady judges a DaemonSet from its status.
@@ -77,49 +93,25 @@ func DaemonSetIsReady(d *appsv1.DaemonSet) (bool, string) {
 
 // StatefulSetReady waits for a StatefulSet's replicas to be ready.
 func (c *Cluster) StatefulSetReady(ns, name string) Cond {
-	return func(ctx context.Context) (bool, string, error) {
-		s, err := c.Clientset.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return false, "not created yet", nil
-		}
-		if err != nil {
-			return false, "", err
-		}
-		ok, detail := StatefulSetIsReady(s)
-		return ok, detail, nil
-	}
+	return Judging(c.Clientset.AppsV1().StatefulSets(ns).Get, name, Infallible(StatefulSetIsReady))
 }
 
 // PVCBound waits for a PersistentVolumeClaim to bind.
 func (c *Cluster) PVCBound(ns, name string) Cond {
-	return func(ctx context.Context) (bool, string, error) {
-		p, err := c.Clientset.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return false, "not created yet", nil
-		}
-		if err != nil {
-			return false, "", err
-		}
+	return Judging(c.Clientset.CoreV1().PersistentVolumeClaims(ns).Get, name, func(p *corev1.PersistentVolumeClaim) (bool, string, error) {
 		return p.Status.Phase == corev1.ClaimBound, "phase " + string(p.Status.Phase), nil
-	}
+	})
 }
 
 // LoadBalancerAddress waits for a Service to get an external address and stores it in addr.
 func (c *Cluster) LoadBalancerAddress(ns, name string, addr *string) Cond {
-	return func(ctx context.Context) (bool, string, error) {
-		s, err := c.Clientset.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return false, "not created yet", nil
-		}
-		if err != nil {
-			return false, "", err
-		}
+	return Judging(c.Clientset.CoreV1().Services(ns).Get, name, func(s *corev1.Service) (bool, string, error) {
 		if a := ServiceAddress(s); a != "" {
 			*addr = a
 			return true, a, nil
 		}
 		return false, "no address assigned yet: does the cluster have a load-balancer implementation?", nil
-	}
+	})
 }
 
 // NodeAddress is a node's external IP address, else its internal one.
@@ -191,40 +183,26 @@ func ServiceAddress(s *corev1.Service) string {
 
 // JobComplete waits for a Job to succeed; a failed Job is an error with its reason.
 func (c *Cluster) JobComplete(ns, name string) Cond {
-	return func(ctx context.Context) (bool, string, error) {
-		j, err := c.Clientset.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return false, "not created yet", nil
-		}
-		if err != nil {
-			return false, "", err
-		}
+	return Judging(c.Clientset.BatchV1().Jobs(ns).Get, name, func(j *batchv1.Job) (bool, string, error) {
 		for _, cd := range j.Status.Conditions {
 			if cd.Type == batchv1.JobFailed && cd.Status == corev1.ConditionTrue {
 				return false, "", fmt.Errorf("Job %s/%s failed: %s", ns, name, cd.Message)
 			}
 		}
 		return j.Status.Succeeded > 0, fmt.Sprintf("%d active, %d succeeded", j.Status.Active, j.Status.Succeeded), nil
-	}
+	})
 }
 
 // CRDEstablished waits for a CustomResourceDefinition to be established.
 func (c *Cluster) CRDEstablished(name string) Cond {
-	return func(ctx context.Context) (bool, string, error) {
-		crd, err := c.APIExt.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return false, "not registered", nil
-		}
-		if err != nil {
-			return false, "", err
-		}
+	return Judging(c.APIExt.ApiextensionsV1().CustomResourceDefinitions().Get, name, func(crd *apiextv1.CustomResourceDefinition) (bool, string, error) {
 		for _, cd := range crd.Status.Conditions {
 			if cd.Type == apiextv1.Established && cd.Status == apiextv1.ConditionTrue {
 				return true, "established", nil
 			}
 		}
 		return false, "not established yet", nil
-	}
+	})
 }
 
 // CRDsEstablished waits for CustomResourceDefinitions to be established; its detail

@@ -65,14 +65,7 @@ func (c *Cluster) WorkloadReady(w Workload) Cond {
 			return false, "", fmt.Errorf("no readiness check for %s", w)
 		}
 	}
-	return func(ctx context.Context) (bool, string, error) {
-		o, found, err := c.Get(ctx, gvk, w.Namespace, w.Name)
-		if err != nil || !found {
-			return false, "not created yet", err
-		}
-		ok, msg := OperatorResourceAvailable(o)
-		return ok, msg, nil
-	}
+	return c.ResourceJudged(gvk, w.Namespace, w.Name, Infallible(OperatorResourceAvailable))
 }
 
 // OperatorResourceAvailable judges a Prometheus or Alertmanager from the Available

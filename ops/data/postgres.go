@@ -104,17 +104,13 @@ func PostgresBindingObjects(b *store.Binding) (secret, role, db map[string]any) 
 
 // cnpgClusterReady holds once CloudNativePG reports the Cluster ready with every instance.
 func cnpgClusterReady(c *kube.Cluster) kube.Cond {
-	return func(ctx context.Context) (bool, string, error) {
-		o, found, err := c.Get(ctx, gvkCNPGCluster, DataNamespace, PostgresCluster)
-		if err != nil || !found {
-			return false, "not created yet", err
-		}
+	return c.ResourceJudged(gvkCNPGCluster, DataNamespace, PostgresCluster, func(o *unstructured.Unstructured) (bool, string, error) {
 		want, _, _ := unstructured.NestedInt64(o.Object, "spec", "instances")
 		have, _, _ := unstructured.NestedInt64(o.Object, "status", "readyInstances")
 		phase, _, _ := unstructured.NestedString(o.Object, "status", "phase")
 		ready, _ := kube.ReadyCondition(o)
 		return ready && have >= want, fmt.Sprintf("%d/%d instances ready; %s", have, want, kit.OrV(phase, "no phase yet")), nil
-	}
+	})
 }
 
 func (s *Service) postgresRemoveSteps() []engine.Step {
@@ -198,11 +194,7 @@ func (s *Service) postgresBind(ctx context.Context, jc *engine.JobContext, c *ku
 // cnpgApplied holds once CloudNativePG applied the current generation of a Database or
 // DatabaseRole (status.applied, status.observedGeneration); a refusal is its message.
 func cnpgApplied(c *kube.Cluster, gvk schema.GroupVersionKind, name string) kube.Cond {
-	return func(ctx context.Context) (bool, string, error) {
-		o, found, err := c.Get(ctx, gvk, DataNamespace, name)
-		if err != nil || !found {
-			return false, "not created yet", err
-		}
+	return c.ResourceJudged(gvk, DataNamespace, name, func(o *unstructured.Unstructured) (bool, string, error) {
 		applied, set, _ := unstructured.NestedBool(o.Object, "status", "applied")
 		gen, _, _ := unstructured.NestedInt64(o.Object, "status", "observedGeneration")
 		msg, _, _ := unstructured.NestedString(o.Object, "status", "message")
@@ -210,7 +202,7 @@ func cnpgApplied(c *kube.Cluster, gvk schema.GroupVersionKind, name string) kube
 			return false, "refused: " + msg, nil
 		}
 		return applied && gen >= o.GetGeneration(), kit.OrV(msg, "not applied yet"), nil
-	}
+	})
 }
 
 // postgresUnbind drops the binding's database (deleting the Database), then its role,

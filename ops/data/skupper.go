@@ -188,14 +188,10 @@ func (s *Service) SkupperSite(ctx context.Context, jc *engine.JobContext, r *sto
 // skupperSiteReady holds once the Site's status is Ready (Skupper's status.status and
 // its Ready condition).
 func skupperSiteReady(c *kube.Cluster, ns string) kube.Cond {
-	return func(ctx context.Context) (bool, string, error) {
-		o, found, err := c.Get(ctx, gvkSkupperSite, ns, SkupperSiteName)
-		if err != nil || !found {
-			return false, "not created yet", err
-		}
+	return c.ResourceJudged(gvkSkupperSite, ns, SkupperSiteName, func(o *unstructured.Unstructured) (bool, string, error) {
 		st, _, _ := unstructured.NestedString(o.Object, "status", "status")
 		msg, _, _ := unstructured.NestedString(o.Object, "status", "message")
 		ready, cond := kube.ReadyCondition(o)
 		return st == "Ready" && ready, kit.OrV(msg, kit.OrV(st, cond)), nil
-	}
+	})
 }

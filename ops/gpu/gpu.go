@@ -314,14 +314,10 @@ func gpusAdvertised(c *kube.Cluster, nodes []string) kube.Cond {
 
 // clusterPolicyReady holds once the GPU operator reports its ClusterPolicy ready.
 func clusterPolicyReady(c *kube.Cluster) kube.Cond {
-	return func(ctx context.Context) (bool, string, error) {
-		o, found, err := c.Get(ctx, gvkClusterPolicy, "", ClusterPolicyName)
-		if err != nil || !found {
-			return false, "not created yet", err
-		}
+	return c.ResourceJudged(gvkClusterPolicy, "", ClusterPolicyName, func(o *unstructured.Unstructured) (bool, string, error) {
 		state, _, _ := unstructured.NestedString(o.Object, "status", "state")
 		return state == "ready", "state " + kit.OrV(state, "none yet"), nil
-	}
+	})
 }
 
 func (s *Service) gpuUninstallSteps(Params) []engine.Step {

@@ -163,6 +163,21 @@ func ShortHash(s string) string {
 	return hex.EncodeToString(h[:6])
 }
 
+// EachRegionOnCluster runs f for every region on r's cluster (r too), stopping at the
+// first error: what they share (Knative) is recorded on each.
+func (s *Kit) EachRegionOnCluster(ctx context.Context, r *store.Region, f func(x *store.Region) error) error {
+	rs, err := s.Store.RegionsOnCluster(ctx, r.ClusterKey)
+	if err != nil {
+		return fmt.Errorf("regions on the cluster of %s: %w", r.Name, err)
+	}
+	for i := range rs {
+		if err := f(&rs[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // OtherRegionsOnCluster are the regions on r's cluster other than r: what they share with
 // it (Knative, GPU support, sandbox runtimes) or hold once per cluster (the internal
 // registry, the data services) is theirs too.

@@ -159,11 +159,7 @@ func ServingVersion(o *unstructured.Unstructured) string {
 
 // ServingReadyAt waits for the KnativeServing to report Ready at a version.
 func ServingReadyAt(c *kube.Cluster, ns, version string) kube.Cond {
-	return func(ctx context.Context) (bool, string, error) {
-		o, found, err := c.Get(ctx, kube.GVKKnativeServing, ns, kit.KnativeServingName)
-		if err != nil || !found {
-			return false, "not created yet", err
-		}
+	return c.ResourceJudged(kube.GVKKnativeServing, ns, kit.KnativeServingName, func(o *unstructured.Unstructured) (bool, string, error) {
 		ready, msg := kube.ReadyCondition(o)
 		got := ServingVersion(o)
 		if ready && MinorOf(got) == MinorOf(version) {
@@ -173,7 +169,7 @@ func ServingReadyAt(c *kube.Cluster, ns, version string) kube.Cond {
 			return false, fmt.Sprintf("the operator reports %s, not yet %s", got, version), nil
 		}
 		return false, msg, nil
-	}
+	})
 }
 
 // adoptOperator records an operator that already runs on the cluster as the region's
@@ -822,19 +818,18 @@ func (s *Service) uninstallServingSteps(p ServingParams) []engine.Step {
 // setServingStatus sets the Serving status of every region on the region's cluster:
 // they share Knative Serving.
 func (s *Service) setServingStatus(ctx context.Context, r *store.Region, status store.ComponentStatus) {
-	regions, err := s.Store.RegionsOnCluster(ctx, r.ClusterKey)
-	if err != nil {
-		s.Log.Warn("serving status", "err", err)
-		return
-	}
 	u := store.ServingUpdate{Status: &status}
 	if status == store.ComponentNotInstalled {
 		u.Adopted, u.ExternalIP, u.DNSResolved = store.Ptr(false), store.Ptr(""), store.Ptr(false)
 	}
-	for _, x := range regions {
+	err := s.EachRegionOnCluster(ctx, r, func(x *store.Region) error {
 		if err := s.Store.UpdateServing(ctx, x.ID, u); err != nil {
 			s.Log.Warn("serving status", "region", x.Name, "err", err)
 		}
+		return nil
+	})
+	if err != nil {
+		s.Log.Warn("serving status", "err", err)
 	}
 }
 
@@ -880,14 +875,11 @@ func (s *Service) uninstallOperatorSteps() []engine.Step {
 			if err != nil {
 				return err
 			}
-			regions, err := s.Store.RegionsOnCluster(ctx, r.ClusterKey)
+			err = s.EachRegionOnCluster(ctx, r, func(x *store.Region) error {
+				return s.Store.UpdateOperator(ctx, x.ID, store.OperatorUpdate{Status: store.Ptr(store.ComponentNotInstalled), Adopted: store.Ptr(false), Version: store.Ptr("")})
+			})
 			if err != nil {
 				return err
-			}
-			for _, x := range regions {
-				if err := s.Store.UpdateOperator(ctx, x.ID, store.OperatorUpdate{Status: store.Ptr(store.ComponentNotInstalled), Adopted: store.Ptr(false), Version: store.Ptr("")}); err != nil {
-					return err
-				}
 			}
 			jc.Note("The Knative Operator is gone")
 			return nil
@@ -970,14 +962,11 @@ func (s *Service) upgradeReady(p ServingParams) kit.RegionRun {
 		if err != nil {
 			return err
 		}
-		regions, err := s.Store.RegionsOnCluster(ctx, r.ClusterKey)
+		err = s.EachRegionOnCluster(ctx, r, func(x *store.Region) error {
+			return s.Store.UpdateServing(ctx, x.ID, store.ServingUpdate{Status: store.Ptr(store.ComponentReady), Version: store.Ptr(reported), Message: store.Ptr("")})
+		})
 		if err != nil {
 			return err
-		}
-		for _, x := range regions {
-			if err := s.Store.UpdateServing(ctx, x.ID, store.ServingUpdate{Status: store.Ptr(store.ComponentReady), Version: store.Ptr(reported), Message: store.Ptr("")}); err != nil {
-				return err
-			}
 		}
 		jc.Note("Knative Serving %s is Ready on every region of the cluster", reported)
 		return nil

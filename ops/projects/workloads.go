@@ -182,15 +182,11 @@ func (s *Service) applyProjectWorkload(ctx context.Context, jc *engine.JobContex
 	if _, err := c.ApplyObject(ctx, knativeService(r, p, bound)); err != nil {
 		return err
 	}
-	return jc.Wait(ctx, fmt.Sprintf("Knative Service %s/%s to be Ready", ns, p.Slug), engine.WaitOpts{}, func(ctx context.Context) (bool, string, error) {
-		o, found, err := c.Get(ctx, kube.GVKKService, ns, p.Slug)
-		if err != nil || !found {
-			return false, "not created yet", err
-		}
+	return jc.Wait(ctx, fmt.Sprintf("Knative Service %s/%s to be Ready", ns, p.Slug), engine.WaitOpts{}, c.ResourceJudged(kube.GVKKService, ns, p.Slug, func(o *unstructured.Unstructured) (bool, string, error) {
 		gen, _, _ := unstructured.NestedInt64(o.Object, "status", "observedGeneration")
 		ready, msg := kube.ReadyCondition(o)
 		return ready && gen >= o.GetGeneration(), msg, nil
-	})
+	}))
 }
 
 // undeployProject deletes whatever workload a project has on a cluster (of any kind:

@@ -6,33 +6,25 @@ import (
 
 // verdict judges a workload from what one look at the cluster found.
 func (st *clusterLook) verdict(w kube.Workload) (bool, string) {
+	k := key(w.Namespace, w.Name)
 	switch w.Kind {
 	case "Deployment":
-		d, ok := st.deployments[key(w.Namespace, w.Name)]
-		if !ok {
-			return false, w.String() + " is missing"
-		}
-		ready, detail := kube.DeploymentReady(d)
-		return ready, w.String() + ": " + detail
+		return judge(w, st.deployments, k, kube.DeploymentReady)
 	case "StatefulSet":
-		s, ok := st.statefuls[key(w.Namespace, w.Name)]
-		if !ok {
-			return false, w.String() + " is missing"
-		}
-		ready, detail := kube.StatefulSetIsReady(s)
-		return ready, w.String() + ": " + detail
+		return judge(w, st.statefuls, k, kube.StatefulSetIsReady)
 	case "DaemonSet":
-		d, ok := st.daemons[key(w.Namespace, w.Name)]
-		if !ok {
-			return false, w.String() + " is missing"
-		}
-		ready, detail := kube.DaemonSetIsReady(d)
-		return ready, w.String() + ": " + detail
+		return judge(w, st.daemons, k, kube.DaemonSetIsReady)
 	}
-	o, ok := st.resources[w.String()]
+	return judge(w, st.resources, w.String(), kube.OperatorResourceAvailable)
+}
+
+// judge says whether the workload the look found under k is ready, and why; one the look
+// did not find is missing.
+func judge[T any](w kube.Workload, found map[string]T, k string, ready func(T) (bool, string)) (bool, string) {
+	o, ok := found[k]
 	if !ok {
 		return false, w.String() + " is missing"
 	}
-	ready, detail := kube.OperatorResourceAvailable(o)
-	return ready, w.String() + ": " + detail
+	r, detail := ready(o)
+	return r, w.String() + ": " + detail
 }
