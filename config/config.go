@@ -91,6 +91,9 @@ type Config struct {
 	// (RUNR_PREPULL_IMAGES, comma-separated).
 	PrepullImages []string
 	RedisImage    string // RUNR_REDIS_IMAGE
+	// ImageMoves are the earlier prefixes of the console's own images (RUNR_IMAGE_MOVES):
+	// `runr reconcile --step image-registry` moves what still references them.
+	ImageMoves []ImageMove
 	// DemoImage runs the demo projects' Python programs (RUNR_DEMO_IMAGE, a python:3.13-alpine).
 	DemoImage string
 	// DemoSMTPImage is the demo's SMTP catcher (RUNR_DEMO_SMTP_IMAGE, Mailpit).
@@ -289,6 +292,9 @@ func FromEnv() (*Config, error) {
 		return nil, fmt.Errorf("config: RUNR_TRACING_DEFAULT_MODE=%q is not on or off", m)
 	}
 	if err := c.loadTracingBackend(); err != nil {
+		return nil, err
+	}
+	if c.ImageMoves, err = loadImageMoves(); err != nil {
 		return nil, err
 	}
 	if c.Branding, err = loadBranding(); err != nil {

@@ -4,7 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"time"
 )
 
@@ -146,21 +147,12 @@ type Binding struct {
 }
 
 // Region returns the binding's region id ("" once its region was removed).
-func (b *Binding) Region() string {
-	if b.RegionID == nil {
-		return ""
-	}
-	return *b.RegionID
-}
+func (b *Binding) Region() string { return deref(b.RegionID) }
 
 // CredentialNames are the env names of the binding's connection settings, never their
 // values.
 func (b *Binding) CredentialNames() []string {
-	out := make([]string, 0, len(b.Credentials))
-	for k := range b.Credentials {
-		out = append(out, k)
-	}
-	return sortedStrings(out)
+	return append([]string{}, slices.Sorted(maps.Keys(b.Credentials))...)
 }
 
 const bindingSelect = `SELECT b.*, p.slug AS project_slug, p.name AS project_name FROM bindings b JOIN projects p ON p.id = b.project_id`
@@ -277,9 +269,4 @@ func (s *Store) DeleteBinding(ctx context.Context, id string) error {
 		return s.NotifyRegion(ctx, *region)
 	}
 	return nil
-}
-
-func sortedStrings(s []string) []string {
-	sort.Strings(s)
-	return s
 }

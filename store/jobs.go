@@ -36,25 +36,18 @@ type Job struct {
 }
 
 // Region returns the job's region id ("" when none).
-func (j *Job) Region() string {
-	if j.RegionID == nil {
-		return ""
-	}
-	return *j.RegionID
-}
+func (j *Job) Region() string { return deref(j.RegionID) }
 
 // Tenant returns the id of the tenant whose job it is ("" for the platform's).
 func (j *Job) Tenant() string {
-	if j == nil || j.TenantID == nil {
+	if j == nil {
 		return ""
 	}
-	return *j.TenantID
+	return deref(j.TenantID)
 }
 
 // Done reports whether the job has ended.
-func (j *Job) Done() bool {
-	return j.Status == JobSucceeded || j.Status == JobFailed || j.Status == JobCancelled
-}
+func (j *Job) Done() bool { return j.Status.Done() }
 
 // JobStep is one ordered step of a job.
 type JobStep struct {

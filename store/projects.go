@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lib/pq"
 	"runr.dev/console/crypt"
 )
 
@@ -58,12 +59,7 @@ type Project struct {
 }
 
 // Region returns the project's region id ("" when it has none).
-func (p *Project) Region() string {
-	if p.RegionID == nil {
-		return ""
-	}
-	return *p.RegionID
-}
+func (p *Project) Region() string { return deref(p.RegionID) }
 
 var slugRe = regexp.MustCompile(`[^a-z0-9]+`)
 
@@ -234,4 +230,23 @@ func (s *Store) DemoProjects(ctx context.Context, regionID string) ([]Project, e
 func (s *Store) DeleteProject(ctx context.Context, id string) error {
 	res, err := s.db(ctx).ExecContext(ctx, `DELETE FROM projects WHERE id = $1`, id)
 	return affected("delete project "+id, res, err)
+}
+
+// MoveProjectImages moves the image references (image, deployed_image) of the regions'
+// projects that start with from to start with to, and returns the names of the projects
+// it moved; with dryRun it returns those it would move and moves nothing.
+func (s *Store) MoveProjectImages(ctx context.Context, regionIDs []string, from, to string, dryRun bool) ([]string, error) {
+	moved := func(col string) string {
+		return col + ` = CASE WHEN starts_with(` + col + `, $2) THEN $3 || substr(` + col + `, length($2) + 1) ELSE ` + col + ` END`
+	}
+	where := ` WHERE region_id = ANY($1) AND (starts_with(image, $2) OR starts_with(deployed_image, $2))`
+	q := `WITH m AS (UPDATE projects SET ` + moved("image") + `, ` + moved("deployed_image") + `, updated_at = now()` + where + ` RETURNING name)
+		SELECT name FROM m ORDER BY name`
+	args := []any{pq.StringArray(regionIDs), from, to}
+	if dryRun {
+		q, args = `SELECT name FROM projects`+where+` ORDER BY name`, args[:2]
+	}
+	var names []string
+	err := s.db(ctx).SelectContext(ctx, &names, q, args...)
+	return names, wrap("move the project images under "+from, err)
 }

@@ -179,10 +179,10 @@ type Region struct {
 
 // Tenant returns the id of the tenant that owns the region ("" for a platform region).
 func (r *Region) Tenant() string {
-	if r == nil || r.TenantID == nil {
+	if r == nil {
 		return ""
 	}
-	return *r.TenantID
+	return deref(r.TenantID)
 }
 
 // Component returns the state of a named component ("not_installed" when unknown).
@@ -202,7 +202,7 @@ var regionSecretFields = map[string]bool{
 // decryptRegion opens the region's secrets. A secret no configured key opens is left
 // blank and the region carries SecretError: that one region shows the error, and every
 // other region, list and sweep goes on.
-func (s *Store) decryptRegion(r *Region) error {
+func (s *Store) decryptRegion(r *Region) {
 	for _, f := range []*string{&r.Kubeconfig, &r.OldKubeconfig, &r.RegistrySecret, &r.RedisPassword, &r.FunctionTLSKey, &r.AgentToken, &r.ObjectSecretKey} {
 		v, err := s.Cipher.Decrypt(*f)
 		if err != nil {
@@ -212,7 +212,6 @@ func (s *Store) decryptRegion(r *Region) error {
 		}
 		*f = v
 	}
-	return nil
 }
 
 // SecretErrorText is what a region or project whose secrets cannot be read says.
@@ -277,7 +276,8 @@ func (s *Store) regionWhere(ctx context.Context, column, v string) (*Region, err
 	if err := s.db(ctx).GetContext(ctx, r, regionSelect+` WHERE `+column+` = $1`, v); err != nil {
 		return nil, wrap("region "+v, err)
 	}
-	return r, s.decryptRegion(r)
+	s.decryptRegion(r)
+	return r, nil
 }
 
 // RegionRef resolves an id or a name to a region.
@@ -309,9 +309,7 @@ func (s *Store) RegionsByAgentToken(ctx context.Context, token string) ([]Region
 		return nil, ErrNotFound
 	}
 	for i := range rs {
-		if err := s.decryptRegion(&rs[i]); err != nil {
-			return nil, err
-		}
+		s.decryptRegion(&rs[i])
 	}
 	return rs, nil
 }
@@ -402,9 +400,7 @@ func (s *Store) listRegions(ctx context.Context, cols string, f RegionFilter, wi
 	}
 	if withSecrets {
 		for i := range rs {
-			if err := s.decryptRegion(&rs[i]); err != nil {
-				return nil, err
-			}
+			s.decryptRegion(&rs[i])
 		}
 	}
 	return rs, nil
@@ -438,9 +434,7 @@ func (s *Store) RegionsWithSecrets(ctx context.Context, ids []string) ([]Region,
 		return nil, wrap("read regions", err)
 	}
 	for i := range rs {
-		if err := s.decryptRegion(&rs[i]); err != nil {
-			return nil, err
-		}
+		s.decryptRegion(&rs[i])
 	}
 	return rs, nil
 }

@@ -31,10 +31,10 @@ type User struct {
 
 // Tenant returns the user's tenant id ("" for a platform user).
 func (u *User) Tenant() string {
-	if u == nil || u.TenantID == nil {
+	if u == nil {
 		return ""
 	}
-	return *u.TenantID
+	return deref(u.TenantID)
 }
 
 // Roles lists the roles, strongest first.
