@@ -132,6 +132,16 @@ func (c *Cluster) Delete(ctx context.Context, gvk schema.GroupVersionKind, ns, n
 
 // MergePatch applies a JSON merge patch to an object.
 func (c *Cluster) MergePatch(ctx context.Context, gvk schema.GroupVersionKind, ns, name string, patch any) error {
+	return c.patch(ctx, gvk, ns, name, types.MergePatchType, patch)
+}
+
+// JSONPatch applies a JSON patch (RFC 6902) to an object: a "test" operation that fails
+// (the object changed since it was read) fails the whole patch.
+func (c *Cluster) JSONPatch(ctx context.Context, gvk schema.GroupVersionKind, ns, name string, ops []map[string]any) error {
+	return c.patch(ctx, gvk, ns, name, types.JSONPatchType, ops)
+}
+
+func (c *Cluster) patch(ctx context.Context, gvk schema.GroupVersionKind, ns, name string, pt types.PatchType, patch any) error {
 	ri, err := c.resourceFor(gvk, ns)
 	if err != nil {
 		return err
@@ -140,10 +150,27 @@ func (c *Cluster) MergePatch(ctx context.Context, gvk schema.GroupVersionKind, n
 	if err != nil {
 		return err
 	}
-	if _, err := ri.Patch(ctx, name, types.MergePatchType, raw, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
+	if _, err := ri.Patch(ctx, name, pt, raw, metav1.PatchOptions{FieldManager: FieldManager}); err != nil {
 		return fmt.Errorf("patch %s %s: %w", gvk.Kind, objName(ns, name), err)
 	}
 	return nil
+}
+
+// List reads the objects of a kind with a label selector, in one namespace or (ns "") in
+// all; a kind the cluster does not serve has none.
+func (c *Cluster) List(ctx context.Context, gvk schema.GroupVersionKind, ns, selector string) ([]unstructured.Unstructured, error) {
+	ri, err := c.resourceFor(gvk, ns)
+	if err != nil {
+		if meta.IsNoMatchError(errors.Unwrap(err)) || meta.IsNoMatchError(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	l, err := ri.List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", gvk.Kind, err)
+	}
+	return l.Items, nil
 }
 
 func objName(ns, name string) string {
@@ -160,6 +187,8 @@ var (
 	GVKConfigMap      = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 	GVKService        = schema.GroupVersionKind{Version: "v1", Kind: "Service"}
 	GVKDeployment     = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	GVKStatefulSet    = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "StatefulSet"}
+	GVKDaemonSet      = schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "DaemonSet"}
 	GVKCronJob        = schema.GroupVersionKind{Group: "batch", Version: "v1", Kind: "CronJob"}
 	GVKKnativeServing = schema.GroupVersionKind{Group: "operator.knative.dev", Version: "v1beta1", Kind: "KnativeServing"}
 	GVKKService       = schema.GroupVersionKind{Group: "serving.knative.dev", Version: "v1", Kind: "Service"}

@@ -163,8 +163,10 @@ func nodeDaemonSet(name, image string, args []string, nodeSelector map[string]an
 		"apiVersion": "apps/v1", "kind": "DaemonSet",
 		"metadata": map[string]any{"name": name, "namespace": SandboxNamespace, "labels": labels},
 		"spec": map[string]any{
-			"selector": map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": name}},
-			"template": map[string]any{"metadata": map[string]any{"labels": labels}, "spec": spec},
+			// A reconcile's image-registry step may have left OnDelete: an install rolls.
+			"updateStrategy": map[string]any{"type": "RollingUpdate"},
+			"selector":       map[string]any{"matchLabels": map[string]any{"app.kubernetes.io/name": name}},
+			"template":       map[string]any{"metadata": map[string]any{"labels": labels}, "spec": spec},
 		},
 	}
 }

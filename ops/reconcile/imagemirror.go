@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"runr.dev/console/config"
 	"runr.dev/console/engine"
 	"runr.dev/console/helm"
 	"runr.dev/console/imagemirror"
@@ -228,7 +229,8 @@ func (s *Service) redisDrift(ctx context.Context, c *kube.Cluster, t *reconcileT
 			return nil, fmt.Errorf("read Deployment %s/%s: %w", r.Name, redis.RedisName, err)
 		}
 		for _, ct := range dep.Spec.Template.Spec.Containers {
-			if ct.Name == "redis" && ct.Image != want {
+			// One that differs by its image namespace only is image-registry's: it keeps its pod.
+			if moved, _ := config.MoveImage(s.Cfg.ImageMoves, ct.Image); ct.Name == "redis" && moved != want {
 				out = append(out, ownHelper{kind: "Deployment", namespace: r.Name, name: redis.RedisName, container: "redis", image: want, current: ct.Image})
 			}
 		}

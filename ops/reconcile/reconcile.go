@@ -34,7 +34,7 @@ const (
 )
 
 // Steps lists the steps in their order.
-var Steps = []string{StepSettings, StepStatusBlock, StepTracing, StepTraefikImage, StepAgent, StepObservability,
+var Steps = []string{StepSettings, StepStatusBlock, StepImageRegistry, StepTracing, StepTraefikImage, StepAgent, StepObservability,
 	StepImageMirror}
 
 // Input is what to reconcile: every region, or one (by name or id), every step
@@ -103,6 +103,7 @@ func (s *Service) reconcileSteps() []reconcileStep {
 	return []reconcileStep{
 		{Name: StepSettings, Title: "Traefik timeouts and Knative's max revision timeout", check: s.checkSettings, apply: s.applySettings},
 		{Name: StepStatusBlock, Title: "Status blocks of the regions that are not active", PerRegion: true, check: s.checkBlock, apply: s.applyStatusBlock},
+		{Name: StepImageRegistry, Title: "References to earlier namespaces of the console's images", check: s.checkImageRegistry, apply: s.applyImageRegistry},
 		{Name: StepTracing, Title: "Tracing backend", check: s.checkTracing, apply: s.applyTracing},
 		{Name: StepTraefikImage, Title: "Region Traefik image", check: s.checkTraefikImage, apply: s.applyTraefikImage},
 		{Name: StepAgent, Title: "runr-agent and the console's other helpers", check: s.checkAgent, apply: s.applyAgent},

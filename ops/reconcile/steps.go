@@ -13,8 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 
+	"runr.dev/console/config"
 	"runr.dev/console/engine"
 	"runr.dev/console/helm"
 	"runr.dev/console/imagemirror"
@@ -464,7 +464,8 @@ func (s *Service) helperDrift(ctx context.Context, c *kube.Cluster, t *reconcile
 			containers = d.Spec.Template.Spec.Containers
 		}
 		for _, ct := range containers {
-			if ct.Name == h.container && ct.Image != h.image {
+			// An image that differs by its namespace only is image-registry's to move.
+			if moved, _ := config.MoveImage(s.Cfg.ImageMoves, ct.Image); ct.Name == h.container && moved != h.image {
 				h.current = ct.Image
 				out = append(out, h)
 			}
@@ -483,15 +484,17 @@ func helperFindings(hs []ownHelper) []finding {
 
 // moveImage sets the helper's container to its image and waits for the rollout.
 func (h ownHelper) moveImage(ctx context.Context, jc *engine.JobContext, c *kube.Cluster) error {
-	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
-		"containers": []any{map[string]any{"name": h.container, "image": h.image}}}}}})
+	spec := map[string]any{"template": map[string]any{"spec": map[string]any{
+		"containers": []any{map[string]any{"name": h.container, "image": h.image}}}}}
 	var err error
 	cond := c.DeploymentAvailable(h.namespace, h.name)
 	if h.kind == "DaemonSet" {
-		_, err = c.Clientset.AppsV1().DaemonSets(h.namespace).Patch(ctx, h.name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: kube.FieldManager})
+		// A new version rolls on every node, also where image-registry kept the pods.
+		spec["updateStrategy"] = map[string]any{"type": "RollingUpdate"}
+		err = strategicPatch(ctx, c.Clientset.AppsV1().DaemonSets(h.namespace).Patch, h.name, map[string]any{"spec": spec})
 		cond = c.DaemonSetReady(h.namespace, h.name)
 	} else {
-		_, err = c.Clientset.AppsV1().Deployments(h.namespace).Patch(ctx, h.name, types.StrategicMergePatchType, patch, metav1.PatchOptions{FieldManager: kube.FieldManager})
+		err = strategicPatch(ctx, c.Clientset.AppsV1().Deployments(h.namespace).Patch, h.name, map[string]any{"spec": spec})
 	}
 	if err != nil {
 		return fmt.Errorf("set the image of %s %s/%s: %w", h.kind, h.namespace, h.name, err)
