@@ -357,3 +357,67 @@ func TestMaintenanceBlockAndRemoval(t *testing.T) {
 		t.Fatal("removing a region removes nothing from the cluster")
 	}
 }
+
+// TestDeploysWaitForAnActiveRegion: a region that is not active takes no deploy, resume or
+// running project moved in (422 naming its status, nothing queued or changed), while its
+// running projects keep running and can stop; once active again it deploys.
+func TestDeploysWaitForAnActiveRegion(t *testing.T) {
+	c, e, tok, r := readyRegion(t, "dep-1")
+	ctx := context.Background()
+	off := newRegion(t, e, tok, c, "dep-2", map[string]any{"is_active": false})
+	p, _ := kindProject(t, e, tok, map[string]any{"name": "web", "region_id": r.ID, "image": "ghcr.io/acme/web:1"})
+	projectAction(t, e, tok, p, "deploy")
+	setStatus := func(s string) {
+		t.Helper()
+		var ans struct {
+			JobID string `json:"job_id"`
+		}
+		if st := e.JSON("PUT", "/api/knative-regions/"+r.ID, tok, map[string]any{"region_status": s}, &ans); st != 200 {
+			t.Fatalf("status %s: %d", s, st)
+		}
+		if ans.JobID != "" {
+			mustSucceed(t, e.WaitJob(ans.JobID, time.Minute))
+		}
+	}
+	jobs := func() int {
+		js, err := e.Store.ListJobs(ctx, r.ID, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(js)
+	}
+	refused := func(method, path string, body any, field, status string) {
+		t.Helper()
+		before := jobs()
+		var ans struct {
+			Error  string
+			Fields map[string]string
+		}
+		st := e.JSON(method, path, tok, body, &ans)
+		msg := ans.Error
+		if field != "" {
+			msg = ans.Fields[field]
+		}
+		if st != 422 || !strings.Contains(msg, "is "+status) {
+			t.Fatalf("%s %s: %d %+v, want 422 naming %s", method, path, st, ans, status)
+		}
+		if jobs() != before {
+			t.Fatalf("%s %s queued a job", method, path)
+		}
+	}
+
+	setStatus("maintenance")
+	refused("POST", "/api/projects/"+p+"/deploy", nil, "", "maintenance")
+	projectAction(t, e, tok, p, "stop") // what runs may still stop
+	refused("POST", "/api/projects/"+p+"/resume", nil, "", "maintenance")
+	if got, _ := e.Store.ProjectByID(ctx, p); got.State != store.ProjectStopped {
+		t.Fatalf("the refused resume changed the project: %s", got.State)
+	}
+	setStatus("active")
+	projectAction(t, e, tok, p, "resume")
+	// A running project moved into a region that is not active would be deployed there.
+	refused("PUT", "/api/projects/"+p, map[string]any{"region_id": off.ID}, "region_id", "inactive")
+	if got, _ := e.Store.ProjectByID(ctx, p); got.Region() != r.ID || got.State != store.ProjectRunning {
+		t.Fatalf("the refused move changed the project: %s %s", got.Region(), got.State)
+	}
+}

@@ -367,6 +367,9 @@ func (s *Service) UpdateProject(ctx context.Context, actor kit.Actor, p *store.P
 		if err := s.data.BoundElsewhere(ctx, p); err != nil {
 			return nil, err
 		}
+		if err := s.movableTo(ctx, &next); err != nil {
+			return nil, err
+		}
 	}
 	*p = next
 	if err := s.Store.UpdateProject(ctx, p); err != nil {
@@ -379,6 +382,32 @@ func (s *Service) UpdateProject(ctx context.Context, actor kit.Actor, p *store.P
 		return s.enqueueProject(ctx, actor, p, KindMoveProject, "Move", ProjectParams{From: from})
 	}
 	return nil, nil
+}
+
+// notActiveRefusal says why a region takes no deploy ("" when it does): one that is not
+// active keeps running its projects behind its status block, and takes none until it is
+// active again.
+func notActiveRefusal(r *store.Region) string {
+	if r.Status == store.RegionActive {
+		return ""
+	}
+	return "Region " + r.Name + " is " + string(r.Status) + ": it takes no deploy until it is active again (its running projects keep running)."
+}
+
+// movableTo refuses to move a running project into a region that is not active: the move
+// deploys it there.
+func (s *Service) movableTo(ctx context.Context, p *store.Project) error {
+	if p.State != store.ProjectRunning || p.Region() == "" {
+		return nil
+	}
+	r, err := s.Store.RegionByID(ctx, p.Region())
+	if err != nil {
+		return fmt.Errorf("region of project %s: %w", p.Slug, err)
+	}
+	if why := notActiveRefusal(r); why != "" {
+		return &problem.Refused{Field: "region_id", Reason: why}
+	}
+	return nil
 }
 
 // ProjectAction queues deploy, stop, resume or delete (action) of a project, after the
@@ -397,6 +426,9 @@ func (s *Service) ProjectAction(ctx context.Context, actor kit.Actor, p *store.P
 		}
 		if err != nil {
 			return nil, fmt.Errorf("region of project %s: %w", p.Slug, err)
+		}
+		if why := notActiveRefusal(r); why != "" {
+			return nil, &problem.Refused{Reason: why}
 		}
 		if why := isolation.WorkloadClassRefusal(r, ProjectWorkloadKind(p)); why != "" {
 			return nil, &problem.Refused{Reason: why}
