@@ -2,6 +2,7 @@ package web
 
 import (
 	"github.com/gofiber/fiber/v2"
+
 	"runr.dev/console/handlers"
 
 	"runr.dev/console/ops/knative"
@@ -124,12 +125,12 @@ func (s *Server) regionPageRoutes() []Route {
 		{Method: post, Path: "/regions/:id/function-tls", Perm: perm.RegionsManage, Handler: s.Regions.FunctionTLSForm},
 		{Method: post, Path: "/regions/:id/function-tls/delete", Perm: perm.RegionsManage, Handler: s.Regions.DeleteFunctionTLSForm},
 		{Method: post, Path: "/regions/:id/monitoring", Perm: perm.RegionsManage, Handler: s.Regions.MonitoringForm},
-		{Method: post, Path: "/regions/:id/knative/:action", Perm: perm.RegionsManage, Handler: s.Regions.KnativeForm},
-		{Method: post, Path: "/regions/:id/registry", Perm: perm.RegistryManage, Handler: s.Regions.RegistryForm},
-		{Method: post, Path: "/regions/:id/registry/delete", Perm: perm.RegistryManage, Handler: s.Regions.RegistryDeleteForm},
+		{Method: post, Path: "/regions/:id/knative/:action", Perm: perm.RegionsManage, Handler: s.Lifecycle.KnativeForm},
+		{Method: post, Path: "/regions/:id/registry", Perm: perm.RegistryManage, Handler: s.Lifecycle.RegistryForm},
+		{Method: post, Path: "/regions/:id/registry/delete", Perm: perm.RegistryManage, Handler: s.Lifecycle.RegistryDeleteForm},
 		{Method: post, Path: "/regions/:id/registry/rolling-restart", Perm: perm.RegistryManage, Handler: s.Lifecycle.RollingRestartForm},
-		{Method: post, Path: "/regions/:id/redis", Perm: perm.RegionsManage, Handler: s.Regions.RedisForm},
-		{Method: post, Path: "/regions/:id/redis/:action", Perm: perm.RegionsManage, Handler: s.Regions.RedisActionForm},
+		{Method: post, Path: "/regions/:id/redis", Perm: perm.RegionsManage, Handler: s.Lifecycle.RedisForm},
+		{Method: post, Path: "/regions/:id/redis/:action", Perm: perm.RegionsManage, Handler: s.Lifecycle.RedisActionForm},
 		{Method: get, Path: "/regions/:id/remove", Perm: perm.RegionsManage, Handler: s.Regions.RemoveRegionPage},
 		{Method: post, Path: "/regions/:id/delete", Perm: perm.RegionsManage, Handler: s.Regions.RemoveRegionForm},
 		{Method: post, Path: "/regions/:id/migrate", Perm: perm.RegionsManage, Handler: s.Lifecycle.MigrateForm},

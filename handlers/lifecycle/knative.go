@@ -1,10 +1,13 @@
 package lifecycle
 
 import (
+	"strings"
+
 	"github.com/gofiber/fiber/v2"
 
 	"runr.dev/console/handlers"
 	"runr.dev/console/ops/knative"
+	"runr.dev/console/store"
 )
 
 // APICompatibleVersions is GET /api/knative-regions/{id}/compatible-versions.
@@ -39,28 +42,30 @@ func (h *Handlers) KnativeAction(kind string) fiber.Handler {
 	}
 }
 
-// APISetRedis is POST /api/knative-regions/{id}/redis.
-func (h *Handlers) APISetRedis(c *fiber.Ctx) error {
-	return handlers.RegionJobAPI(h.Handlers, c, h.Ops.Redis.SetRedis)
+// KnativeForm runs one of the Knative actions from the Operator and Serving tabs.
+func (h *Handlers) KnativeForm(c *fiber.Ctx) error {
+	r, err := h.RegionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	kind, ok := knativeFormKinds[c.Params("action")]
+	if !ok {
+		return h.Fail(c, store.ErrNotFound)
+	}
+	tab := "serving"
+	if strings.HasSuffix(kind, "operator") {
+		tab = "operator"
+	}
+	version := c.FormValue("version")
+	if version == "" {
+		version = c.Query("version")
+	}
+	in := knative.Input{Version: version, Namespace: c.FormValue("namespace"), OperatorNamespace: c.FormValue("operator_namespace"),
+		RemoveTraefik: c.FormValue("remove_traefik") == "1", IngressMode: c.FormValue("ingress_mode")}
+	_, err = h.Ops.Knative.Start(c.UserContext(), h.Actor(c), r, kind, in)
+	return h.FormOutcome(c, r, tab, map[string]string{"namespace": in.Namespace, "operator_namespace": in.OperatorNamespace, "ingress_mode": in.IngressMode}, err, "")
 }
 
-// APIDeleteRedis is DELETE /api/knative-regions/{id}/redis.
-func (h *Handlers) APIDeleteRedis(c *fiber.Ctx) error {
-	return handlers.RegionActionAPI(h.Handlers, c, h.Ops.Redis.RemoveRedis)
-}
-
-// APISetTracing is PUT /api/observability/regions/{id}/tracing: the region's tracing mode.
-func (h *Handlers) APISetTracing(c *fiber.Ctx) error {
-	return handlers.RegionJobAPI(h.Handlers, c, h.Ops.Observability.SetTracing)
-}
-
-// APIRemoveTracing is DELETE /api/observability/regions/{id}/tracing: tracing off, the
-// backend removed unless another region of the cluster uses it.
-func (h *Handlers) APIRemoveTracing(c *fiber.Ctx) error {
-	return handlers.RegionActionAPI(h.Handlers, c, h.Ops.Observability.RemoveTracing)
-}
-
-// APITestRedis is POST /api/knative-regions/{id}/test-redis: a PING from a pod.
-func (h *Handlers) APITestRedis(c *fiber.Ctx) error {
-	return handlers.RegionActionAPI(h.Handlers, c, h.Ops.Redis.TestRedis)
-}
+// knativeFormKinds are the Knative jobs of the Operator and Serving tabs, by the action in their path.
+var knativeFormKinds = map[string]string{"install-operator": knative.KindInstallOperator, "install-serving": knative.KindInstallServing,
+	"upgrade": knative.KindUpgradeServing, "uninstall-serving": knative.KindUninstallServing, "uninstall-operator": knative.KindUninstallOperator}

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"github.com/gofiber/fiber/v2"
+
 	"runr.dev/console/handlers"
 	"runr.dev/console/ops/reconcile"
 )

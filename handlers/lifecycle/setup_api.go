@@ -119,22 +119,6 @@ func (h *Handlers) APICreateRegion(c *fiber.Ctx) error {
 	return c.Status(fiber.StatusCreated).JSON(fiber.Map{"data": j, "jobs": jobs})
 }
 
-// APISetRegistry is POST /api/knative-regions/{id}/registry: set up (or replace) the registry.
-func (h *Handlers) APISetRegistry(c *fiber.Ctx) error {
-	return handlers.RegionJobAPI(h.Handlers, c, h.Ops.Registry.Set)
-}
-
-// APIDeleteRegistry is DELETE /api/knative-regions/{id}/registry.
-func (h *Handlers) APIDeleteRegistry(c *fiber.Ctx) error {
-	return handlers.RegionActionAPI(h.Handlers, c, h.Ops.Registry.Remove)
-}
-
-// APITestRegistry is POST /api/knative-regions/{id}/test-registry: the storage test or
-// the external registry test, from the cluster, without installing anything.
-func (h *Handlers) APITestRegistry(c *fiber.Ctx) error {
-	return handlers.RegionJobAPI(h.Handlers, c, h.Ops.Registry.Test)
-}
-
 // APIKubeconfig is GET /api/knative-regions/{id}/kubeconfig: the only way the stored
 // kubeconfig leaves the console (its own permission).
 func (h *Handlers) APIKubeconfig(c *fiber.Ctx) error {
@@ -150,25 +134,4 @@ func (h *Handlers) APIKubeconfig(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderContentDisposition, `attachment; filename="`+r.Name+`.kubeconfig.yaml"`)
 	c.Type("yaml")
 	return c.SendString(r.Kubeconfig)
-}
-
-// APIRollingRestart is POST /api/knative-regions/{id}/registry/rolling-restart: containerd
-// restarts node by node (the spec's registry:rolling-restart).
-func (h *Handlers) APIRollingRestart(c *fiber.Ctx) error {
-	r, err := h.Store.RegionByID(c.UserContext(), c.Params("id"))
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	j, err := h.Ops.Registry.StartRollingRestart(c.UserContext(), h.Actor(c), r)
-	return h.Accepted(c, j, err)
-}
-
-// RollingRestartForm is the Registry tab's Restart containerd.
-func (h *Handlers) RollingRestartForm(c *fiber.Ctx) error {
-	r, err := h.RegionForm(c)
-	if err != nil {
-		return h.Fail(c, err)
-	}
-	_, err = h.Ops.Registry.StartRollingRestart(c.UserContext(), h.Actor(c), r)
-	return h.FormOutcome(c, r, "registry", nil, err, "")
 }

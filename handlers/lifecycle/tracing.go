@@ -95,3 +95,14 @@ func (h *Handlers) TracingForm(c *fiber.Ctx) error {
 func (h *Handlers) TracingRemoveForm(c *fiber.Ctx) error {
 	return handlers.RegionFormAction(h.Handlers, c, "tracing", "Tracing is off for this region.", h.Ops.Observability.RemoveTracing)
 }
+
+// APISetTracing is PUT /api/observability/regions/{id}/tracing: the region's tracing mode.
+func (h *Handlers) APISetTracing(c *fiber.Ctx) error {
+	return handlers.RegionJobAPI(h.Handlers, c, h.Ops.Observability.SetTracing)
+}
+
+// APIRemoveTracing is DELETE /api/observability/regions/{id}/tracing: tracing off, the
+// backend removed unless another region of the cluster uses it.
+func (h *Handlers) APIRemoveTracing(c *fiber.Ctx) error {
+	return handlers.RegionActionAPI(h.Handlers, c, h.Ops.Observability.RemoveTracing)
+}

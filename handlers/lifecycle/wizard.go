@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"runr.dev/console/problem"
 	"strings"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/preflight"
 	"runr.dev/console/ops/registry"
+	"runr.dev/console/problem"
 	"runr.dev/console/store"
 	"runr.dev/console/views"
 )
