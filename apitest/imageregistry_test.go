@@ -18,6 +18,7 @@ import (
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/reconcile"
 	"runr.dev/console/ops/redis"
+	"runr.dev/console/store"
 	"runr.dev/console/store/storetest"
 	"runr.dev/console/testcluster"
 	"runr.dev/console/web/webtest"
@@ -54,6 +55,12 @@ func TestReconcileMovesTheImageNamespace(t *testing.T) {
 	worker, workerSlug := kindProject(t, e, tok, map[string]any{"name": "orders", "region_id": r.ID, "image": oldWrapper, "kind": "queue_worker", "queue_stream": "orders"})
 	cron, cronSlug := kindProject(t, e, tok, map[string]any{"name": "nightly", "region_id": r.ID, "image": oldCron, "kind": "scheduled_job", "schedule": "0 3 * * *"})
 	other, _ := kindProject(t, e, tok, map[string]any{"name": "theirs", "region_id": r.ID, "image": otherPackage})
+	// A project whose region was removed (it keeps its record without a region).
+	unplaced := &store.Project{Name: "draft", Image: oldCron}
+	if err := e.Store.CreateProject(ctx, unplaced); err != nil {
+		t.Fatal(err)
+	}
+	draft := unplaced.ID
 	for _, id := range []string{web, worker, cron} {
 		projectAction(t, e, tok, id, "deploy")
 	}
@@ -75,7 +82,7 @@ func TestReconcileMovesTheImageNamespace(t *testing.T) {
 	dry := u.must("reconcile", "--step", reconcile.StepImageRegistry, "--dry-run")
 	t.Logf("dry run:\n%s", dry)
 	for _, want := range []string{
-		"projects nightly: stored images ghcr.io/runrsh/runr- → ghcr.io/brf-tech/runr/",
+		"projects draft, nightly: stored images ghcr.io/runrsh/runr- → ghcr.io/brf-tech/runr/",
 		"projects orders, web: stored images ghcr.io/brf-tech/runr- → ghcr.io/brf-tech/runr/",
 		"Deployment " + ns + "/" + workerSlug + " " + oldWrapper + " → " + newWrapper,
 		"CronJob " + ns + "/" + cronSlug + " " + oldCron + " → " + newCron,
@@ -99,7 +106,7 @@ func TestReconcileMovesTheImageNamespace(t *testing.T) {
 	}
 
 	runImageRegistry(t, e, tok)
-	for id, want := range map[string]string{web: newWrapper, worker: newWrapper, cron: newCron, other: otherPackage} {
+	for id, want := range map[string]string{web: newWrapper, worker: newWrapper, cron: newCron, other: otherPackage, draft: newCron} {
 		if p, _ := e.Store.ProjectByID(ctx, id); p.Image != want || p.DeployedImage != "" && p.DeployedImage != want {
 			t.Errorf("project %s: image %s, deployed %s; want %s", p.Name, p.Image, p.DeployedImage, want)
 		}

@@ -11,7 +11,7 @@ import (
 
 // TestMoveProjectImages: the image and the deployed image of the region's projects under
 // the old prefix move, a dry run lists them and moves nothing, and the projects of other
-// regions and images under other prefixes stay.
+// regions, without a region (unless asked for) and images under other prefixes stay.
 func TestMoveProjectImages(t *testing.T) {
 	st := storetest.New(t)
 	ctx := context.Background()
@@ -28,6 +28,7 @@ func TestMoveProjectImages(t *testing.T) {
 		"api":   {RegionID: &regions[0].ID, Image: old + "wrapper:0.4"},
 		"blog":  {RegionID: &regions[0].ID, Image: "docker.io/library/nginx:1"},
 		"other": {RegionID: &regions[1].ID, Image: old + "wrapper:0.4"},
+		"draft": {Image: old + "wrapper:0.4"}, // no region yet
 	}
 	for name, p := range projects {
 		p.Name = name
@@ -40,14 +41,14 @@ func TestMoveProjectImages(t *testing.T) {
 		t.Fatal(err)
 	}
 	ids := []string{regions[0].ID}
-	dry, err := st.MoveProjectImages(ctx, ids, old, "ghcr.io/brf-tech/runr/", true)
+	dry, err := st.MoveProjectImages(ctx, ids, false, old, "ghcr.io/brf-tech/runr/", true)
 	if err != nil || !slices.Equal(dry, []string{"api", "blog"}) {
 		t.Fatalf("dry run: %v %v", dry, err)
 	}
 	if p, _ := st.ProjectByID(ctx, projects["api"].ID); p.Image != old+"wrapper:0.4" {
 		t.Fatalf("the dry run moved %s", p.Image)
 	}
-	moved, err := st.MoveProjectImages(ctx, ids, old, "ghcr.io/brf-tech/runr/", false)
+	moved, err := st.MoveProjectImages(ctx, ids, false, old, "ghcr.io/brf-tech/runr/", false)
 	if err != nil || !slices.Equal(moved, []string{"api", "blog"}) {
 		t.Fatalf("move: %v %v", moved, err)
 	}
@@ -55,6 +56,7 @@ func TestMoveProjectImages(t *testing.T) {
 		"api":   {"ghcr.io/brf-tech/runr/wrapper:0.4", ""},
 		"blog":  {"docker.io/library/nginx:1", "ghcr.io/brf-tech/runr/wrapper:0.3"},
 		"other": {old + "wrapper:0.4", ""},
+		"draft": {old + "wrapper:0.4", ""},
 	}
 	for name, w := range want {
 		p, err := st.ProjectByID(ctx, projects[name].ID)
@@ -62,7 +64,11 @@ func TestMoveProjectImages(t *testing.T) {
 			t.Errorf("%s: %v %q %q, want %q", name, err, p.Image, p.DeployedImage, w)
 		}
 	}
-	if again, err := st.MoveProjectImages(ctx, ids, old, "ghcr.io/brf-tech/runr/", false); err != nil || len(again) != 0 {
+	if again, err := st.MoveProjectImages(ctx, ids, false, old, "ghcr.io/brf-tech/runr/", false); err != nil || len(again) != 0 {
 		t.Fatalf("a second move found %v %v", again, err)
+	}
+	// The projects without a region move when asked for (with the reconcile's first target).
+	if moved, err := st.MoveProjectImages(ctx, nil, true, old, "ghcr.io/brf-tech/runr/", false); err != nil || !slices.Equal(moved, []string{"draft"}) {
+		t.Fatalf("unplaced: %v %v", moved, err)
 	}
 }

@@ -233,18 +233,19 @@ func (s *Store) DeleteProject(ctx context.Context, id string) error {
 }
 
 // MoveProjectImages moves the image references (image, deployed_image) of the regions'
-// projects that start with from to start with to, and returns the names of the projects
-// it moved; with dryRun it returns those it would move and moves nothing.
-func (s *Store) MoveProjectImages(ctx context.Context, regionIDs []string, from, to string, dryRun bool) ([]string, error) {
+// projects (and, with unplaced, of the projects without a region) that start with from to
+// start with to, and returns the names of the projects it moved; with dryRun it returns
+// those it would move and moves nothing.
+func (s *Store) MoveProjectImages(ctx context.Context, regionIDs []string, unplaced bool, from, to string, dryRun bool) ([]string, error) {
 	moved := func(col string) string {
-		return col + ` = CASE WHEN starts_with(` + col + `, $2) THEN $3 || substr(` + col + `, length($2) + 1) ELSE ` + col + ` END`
+		return col + ` = CASE WHEN starts_with(` + col + `, $2) THEN $4 || substr(` + col + `, length($2) + 1) ELSE ` + col + ` END`
 	}
-	where := ` WHERE region_id = ANY($1) AND (starts_with(image, $2) OR starts_with(deployed_image, $2))`
+	where := ` WHERE (region_id = ANY($1) OR region_id IS NULL AND $3) AND (starts_with(image, $2) OR starts_with(deployed_image, $2))`
 	q := `WITH m AS (UPDATE projects SET ` + moved("image") + `, ` + moved("deployed_image") + `, updated_at = now()` + where + ` RETURNING name)
 		SELECT name FROM m ORDER BY name`
-	args := []any{pq.StringArray(regionIDs), from, to}
+	args := []any{pq.StringArray(regionIDs), from, unplaced, to}
 	if dryRun {
-		q, args = `SELECT name FROM projects`+where+` ORDER BY name`, args[:2]
+		q, args = `SELECT name FROM projects`+where+` ORDER BY name`, args[:3]
 	}
 	var names []string
 	err := s.db(ctx).SelectContext(ctx, &names, q, args...)

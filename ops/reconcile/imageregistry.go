@@ -153,14 +153,15 @@ func (s *Service) readImageNamespaceDrift(ctx context.Context, c *kube.Cluster, 
 }
 
 // moveProjectImages moves (or, in a dry run, lists) the stored images of the target's
-// projects, move by move, and hands each move's projects to found.
+// projects (with the first target, of the projects without a region too), move by move,
+// and hands each move's projects to found.
 func (s *Service) moveProjectImages(ctx context.Context, t *reconcileTarget, dryRun bool, found func(int, []string)) error {
 	ids := make([]string, len(t.Regions))
 	for i, r := range t.Regions {
 		ids[i] = r.ID
 	}
 	for i, m := range s.Cfg.ImageMoves {
-		names, err := s.Store.MoveProjectImages(ctx, ids, m.From, m.To, dryRun)
+		names, err := s.Store.MoveProjectImages(ctx, ids, t.First, m.From, m.To, dryRun)
 		if err != nil {
 			return err
 		}

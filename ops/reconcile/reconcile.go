@@ -78,6 +78,9 @@ type reconcileTarget struct {
 	Regions []store.Region
 	// Shared names the cluster's other regions the step covers too.
 	Shared []string
+	// First is the step's first target: what belongs to no cluster (the projects without
+	// a region) goes with it.
+	First bool
 }
 
 // label names the target in a change: the region, and the regions sharing its cluster.
@@ -181,6 +184,9 @@ func (s *Service) reconcileTargets(ctx context.Context, in Input, st reconcileSt
 			}
 		}
 		targets = append(targets, t)
+	}
+	if len(targets) > 0 {
+		targets[0].First = true
 	}
 	return targets, left, nil
 }
