@@ -34,8 +34,10 @@ func reconcileCmd() *cobra.Command {
 		Use:   "reconcile [--dry-run] [--region NAME] [--step STEP]",
 		Short: "Bring existing regions up to what this release installs (" + strings.Join(reconcile.Steps, ", ") + ")",
 		Long: "Every step is idempotent: settings (Traefik's timeouts, Knative's max revision timeout), status-block\n" +
-			"(applied to every region with Serving ready that is not active, removed from active ones), tracing,\n" +
-			"traefik-image, agent and observability (Prometheus and Loki). A region that is not active is left\n" +
+			"(applied to every region with Serving ready that is not active, removed from active ones),\n" +
+			"image-registry (references to earlier namespaces of the console's images, RUNR_IMAGE_MOVES, moved;\n" +
+			"the queue Redis and the sandbox node installers keep their running pods), tracing, traefik-image,\n" +
+			"agent, observability (Prometheus and Loki) and image-mirror. A region that is not active is left\n" +
 			"out of the cluster steps. --dry-run lists per region and step what would change and changes nothing.\n" +
 			"Reads DATABASE_URL and RUNR_APP_KEY; the job shows in the console's job history.",
 		Args: cobra.NoArgs,
