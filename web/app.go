@@ -56,9 +56,11 @@ type Server struct {
 	Workloads *workloads.Handlers
 	// People are the handlers of users, tokens, accounts and tenants.
 	People *people.Handlers
-	// Lifecycle are the handlers of the wizard, setup, Knative, moves, reconcile and platform settings.
+	// Lifecycle are the handlers of the wizard, setup, a region's components (registry,
+	// Knative, Redis, tracing), moves, reconcile and platform settings.
 	Lifecycle *lifecycle.Handlers
-	// Regions are the handlers of a region's settings, status, components and removal.
+	// Regions are the handlers of a region's General tab (settings, status, function TLS,
+	// monitoring), its status check and its removal.
 	Regions *regions.Handlers
 	// Jobs are the handlers of the jobs list, a job's page and its retry and cancel.
 	Jobs     *jobs.Handlers
