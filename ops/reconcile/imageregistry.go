@@ -96,6 +96,23 @@ func (w movingWorkload) patchOps() []map[string]any {
 	return ops
 }
 
+// moved is a pod template with the workload's images moved.
+func (w movingWorkload) moved(t corev1.PodTemplateSpec) corev1.PodTemplateSpec {
+	t = *t.DeepCopy()
+	for _, ch := range w.changes {
+		cts := t.Spec.Containers
+		if ch.field == "initContainers" {
+			cts = t.Spec.InitContainers
+		}
+		for i := range cts {
+			if cts[i].Name == ch.container {
+				cts[i].Image = ch.to
+			}
+		}
+	}
+	return t
+}
+
 // templatePatch is the strategic merge patch of a pod template that moves the images.
 func (w movingWorkload) templatePatch() map[string]any {
 	spec := map[string]any{}
@@ -292,21 +309,17 @@ func moveDeploymentKeepingPods(ctx context.Context, jc *engine.JobContext, c *ku
 	if err := strategicPatch(ctx, deps.Patch, w.name, pause); err != nil {
 		return err
 	}
-	if err := jc.Wait(ctx, w.String()+" to be seen paused", engine.WaitOpts{}, deploymentObserved(c, w.namespace, w.name)); err != nil {
-		return err
-	}
-	d, err := deps.Get(ctx, w.name, metav1.GetOptions{})
+	rs, err := readyToMove(ctx, jc, c, w)
 	if err != nil {
+		// Nothing moved yet: the Deployment goes on as it was.
+		unpause := map[string]any{"metadata": map[string]any{"annotations": map[string]any{movingAnnotation: nil}}, "spec": map[string]any{"paused": false}}
+		if uerr := strategicPatch(context.WithoutCancel(ctx), deps.Patch, w.name, unpause); uerr != nil {
+			jc.Warnf("%s stays paused: %v", w, uerr)
+		}
 		return err
 	}
-	rs, err := currentReplicaSet(ctx, c, d)
-	if err != nil {
-		return err
-	}
+	// From here on a failure leaves it paused, marked as this step's: the next run goes on.
 	if err := strategicPatch(ctx, c.Clientset.AppsV1().ReplicaSets(w.namespace).Patch, rs.Name, map[string]any{"spec": map[string]any{"template": w.templatePatch()}}); err != nil {
-		return err
-	}
-	if err := dropTwins(ctx, jc, c, d, rs.Name); err != nil {
 		return err
 	}
 	resume := map[string]any{"metadata": map[string]any{"annotations": map[string]any{movingAnnotation: nil}},
@@ -317,7 +330,8 @@ func moveDeploymentKeepingPods(ctx context.Context, jc *engine.JobContext, c *ku
 	if err := jc.Wait(ctx, w.String()+" to adopt its moved ReplicaSet", engine.WaitOpts{}, deploymentObserved(c, w.namespace, w.name)); err != nil {
 		return err
 	}
-	if d, err = deps.Get(ctx, w.name, metav1.GetOptions{}); err != nil {
+	d, err := deps.Get(ctx, w.name, metav1.GetOptions{})
+	if err != nil {
 		return err
 	}
 	now, err := currentReplicaSet(ctx, c, d)
@@ -330,6 +344,23 @@ func moveDeploymentKeepingPods(ctx context.Context, jc *engine.JobContext, c *ku
 	}
 	jc.Note("%s moved without a rollout; its %d running pod(s) keep running until they are replaced", w, rs.Status.Replicas)
 	return nil
+}
+
+// readyToMove waits until the controller has seen the Deployment paused, and returns its
+// current ReplicaSet once no older one of the moved template is left (dropTwins).
+func readyToMove(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, w movingWorkload) (*appsv1.ReplicaSet, error) {
+	if err := jc.Wait(ctx, w.String()+" to be seen paused", engine.WaitOpts{}, deploymentObserved(c, w.namespace, w.name)); err != nil {
+		return nil, err
+	}
+	d, err := c.Clientset.AppsV1().Deployments(w.namespace).Get(ctx, w.name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	rs, err := currentReplicaSet(ctx, c, d)
+	if err != nil {
+		return nil, err
+	}
+	return rs, dropTwins(ctx, jc, c, d, rs.Name, w.moved(rs.Spec.Template))
 }
 
 // strategicPatch applies a strategic merge patch through a typed client's Patch.
@@ -386,19 +417,15 @@ func currentReplicaSet(ctx context.Context, c *kube.Cluster, d *appsv1.Deploymen
 }
 
 // dropTwins deletes the Deployment's old ReplicaSets, scaled to none, whose template is
-// the moved one's (an earlier revision that ran the moved image): the controller takes
-// the oldest ReplicaSet of its template as its new one, and would roll back to it.
-func dropTwins(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, d *appsv1.Deployment, moved string) error {
+// the moved one (an earlier revision that ran the moved image): the controller takes the
+// oldest ReplicaSet of its template as its new one, and would roll back to it.
+func dropTwins(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, d *appsv1.Deployment, current string, moved corev1.PodTemplateSpec) error {
 	rss, err := replicaSetsOf(ctx, c, d)
 	if err != nil {
 		return err
 	}
-	i := slices.IndexFunc(rss, func(rs appsv1.ReplicaSet) bool { return rs.Name == moved })
-	if i < 0 {
-		return fmt.Errorf("ReplicaSet %s/%s is gone", d.Namespace, moved)
-	}
 	for _, rs := range rss {
-		if rs.Name == moved || !sameTemplate(rs.Spec.Template, rss[i].Spec.Template) {
+		if rs.Name == current || !sameTemplate(rs.Spec.Template, moved) {
 			continue
 		}
 		if (rs.Spec.Replicas != nil && *rs.Spec.Replicas > 0) || rs.Status.Replicas > 0 {
