@@ -43,10 +43,22 @@ type Message struct {
 	Message string `json:"message,omitempty"`
 }
 
-// Snapshot is CPU and memory, requested against allocatable, per node and per project namespace.
+// Snapshot is CPU and memory, requested against allocatable, per node and per project
+// namespace, and what each project's running pods request (what the Billing module meters).
 type Snapshot struct {
 	Nodes      []NodeUsage      `json:"nodes"`
 	Namespaces []NamespaceUsage `json:"namespaces"`
+	Projects   []ProjectUsage   `json:"projects,omitempty"`
+}
+
+// ProjectUsage is what the pods of one project (label runr.dev/project) request.
+type ProjectUsage struct {
+	Project      string `json:"project"`
+	Namespace    string `json:"namespace"`
+	CPURequested int64  `json:"cpu_requested_m"`
+	MemRequested int64  `json:"memory_requested"`
+	GPUs         int64  `json:"gpus,omitempty"`
+	Pods         int    `json:"pods"`
 }
 
 // NodeUsage is one node's share of a snapshot.
@@ -314,6 +326,7 @@ func (a *Agent) Snapshot() (*Snapshot, error) {
 		byNode[n.Name] = &NodeUsage{Name: n.Name, CPUAllocatable: n.Status.Allocatable.Cpu().MilliValue(), MemAllocatable: n.Status.Allocatable.Memory().Value()}
 	}
 	byNS := map[string]*NamespaceUsage{}
+	byProject := map[string]*ProjectUsage{}
 	for _, p := range pods {
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
@@ -333,7 +346,21 @@ func (a *Agent) Snapshot() (*Snapshot, error) {
 			nu.CPURequested += cpu
 			nu.MemRequested += mem
 			nu.Pods++
+			if id := p.Labels["runr.dev/project"]; id != "" && p.Status.Phase == corev1.PodRunning {
+				pu := byProject[id]
+				if pu == nil {
+					pu = &ProjectUsage{Project: id, Namespace: p.Namespace}
+					byProject[id] = pu
+				}
+				pu.CPURequested += cpu
+				pu.MemRequested += mem
+				pu.GPUs += podGPUs(p)
+				pu.Pods++
+			}
 		}
+	}
+	for _, pu := range byProject {
+		snap.Projects = append(snap.Projects, *pu)
 	}
 	for _, n := range nodes {
 		snap.Nodes = append(snap.Nodes, *byNode[n.Name])
@@ -346,6 +373,19 @@ func (a *Agent) Snapshot() (*Snapshot, error) {
 		}
 	}
 	return snap, nil
+}
+
+// podGPUs is the GPUs a pod's containers ask for (nvidia.com/gpu, a limit or a request).
+func podGPUs(p *corev1.Pod) int64 {
+	var n int64
+	for _, c := range p.Spec.Containers {
+		q, ok := c.Resources.Limits["nvidia.com/gpu"]
+		if !ok {
+			q = c.Resources.Requests["nvidia.com/gpu"]
+		}
+		n += q.Value()
+	}
+	return n
 }
 
 // PodRequests sums a pod's CPU (millicores) and memory (bytes) requests.

@@ -107,6 +107,14 @@ type Config struct {
 	// regions, assignments with quotas, region modes). Off, the console has one organisation.
 	Tenancy bool
 
+	// Billing is RUNR_BILLING=on: the Billing module (region billing types and prices,
+	// metering, charges, closed bills, the billing API and signed events). Off, no billing
+	// route, field or tab exists.
+	Billing bool
+	// BillingInterval is how often bills of ended periods close and due billing events
+	// are sent (RUNR_BILLING_INTERVAL, default 30s).
+	BillingInterval time.Duration
+
 	// Branding is the white-label look (RUNR_BRANDING_*).
 	Branding Branding
 	// TracingRetentionHours is Tempo's retention (default 72).
@@ -301,6 +309,12 @@ func FromEnv() (*Config, error) {
 		return nil, err
 	}
 	if c.Tenancy, err = onOff("RUNR_TENANCY"); err != nil {
+		return nil, err
+	}
+	if c.Billing, err = onOff("RUNR_BILLING"); err != nil {
+		return nil, err
+	}
+	if c.BillingInterval, err = durEnv("RUNR_BILLING_INTERVAL", 30*time.Second); err != nil {
 		return nil, err
 	}
 	if c.QuotaCPU, err = floatEnv("RUNR_QUOTA_CPU", 0); err != nil {

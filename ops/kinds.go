@@ -2,6 +2,7 @@ package ops
 
 import (
 	"runr.dev/console/ops/admission"
+	"runr.dev/console/ops/billing"
 	"runr.dev/console/ops/data"
 	"runr.dev/console/ops/domains"
 	"runr.dev/console/ops/gpu"
@@ -34,8 +35,10 @@ func (s *Service) registerKinds() {
 	s.Isolation = isolation.New(s.Kit)
 	s.GPU = gpu.New(s.Kit)
 	s.Admission = admission.New(s.Kit)
+	s.Billing = billing.New(s.Kit)
+	s.Observability.Meter = s.Billing.Meter
 	s.Projects = projects.New(s.Kit, projects.Deps{Nodes: s.Nodes, Tenancy: s.Tenancy, Redis: s.Redis, GPU: s.GPU,
-		Admission: s.Admission, EnableKnativeFeatures: knative.EnableFeatures})
+		Admission: s.Admission, Billing: s.Billing, EnableKnativeFeatures: knative.EnableFeatures})
 	s.Data = data.New(s.Kit, s.Projects.Deploy)
 	s.Projects.UseData(s.Data)
 	s.Domains = domains.New(s.Kit, s.StatusBlock)

@@ -1,6 +1,6 @@
 // Package ops is what the console does with regions. Each feature is a package of its
 // own registering its kinds of job (preflight, registry, knative, observability, redis,
-// isolation, gpu, admission, data, nodes, tenancy, projects, domains, statusblock,
+// isolation, gpu, admission, billing, data, nodes, tenancy, projects, domains, statusblock,
 // reconcile, moves, status), all built on ops/kit; ops itself builds them in dependency
 // order and keeps the use cases that span them: creating a region (the wizard's setup),
 // its settings and its removal. Use cases are Fiber-free functions that handlers and the
@@ -13,6 +13,7 @@ import (
 
 	"runr.dev/console/config"
 	"runr.dev/console/ops/admission"
+	"runr.dev/console/ops/billing"
 	"runr.dev/console/ops/data"
 	"runr.dev/console/ops/domains"
 	"runr.dev/console/ops/gpu"
@@ -71,6 +72,8 @@ type Service struct {
 	Domains *domains.Service
 	// Projects is the projects and the demo projects.
 	Projects *projects.Service
+	// Billing is the Billing module (RUNR_BILLING=on).
+	Billing *billing.Service
 }
 
 // NewService builds the cluster side of the console.

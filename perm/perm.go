@@ -82,6 +82,21 @@ var Platform = []string{TenantsView, TenantsManage, SettingsManage}
 // Tenancy exist only while the Tenancy module is on.
 var Tenancy = []string{TenantsView, TenantsManage}
 
+// Billing exist only while the Billing module is on.
+var Billing = []string{BillingView, BillingManage}
+
+// Absent lists the permissions of the modules that are off: they do not exist then.
+func Absent(tenancy, billing bool) []string {
+	var out []string
+	if !tenancy {
+		out = append(out, Tenancy...)
+	}
+	if !billing {
+		out = append(out, Billing...)
+	}
+	return out
+}
+
 // viewPermissions are what every role may read.
 var viewPermissions = []string{RegionsView, BillingView, ProjectsView, SettingsView, UsersView, JobsView, TenantsView}
 

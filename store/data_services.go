@@ -10,7 +10,7 @@ import (
 )
 
 func init() {
-	registerSecretColumn("bindings", "id", "credentials")
+	RegisterSecretColumn("bindings", "id", "credentials")
 }
 
 // Data services of a region, by the name the API uses.

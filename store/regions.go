@@ -12,8 +12,8 @@ import (
 )
 
 func init() {
-	registerSecretColumn("projects", "id", "secret_env_vars")
-	registerSecretColumn("projects", "id", "env_vars_sealed")
+	RegisterSecretColumn("projects", "id", "secret_env_vars")
+	RegisterSecretColumn("projects", "id", "env_vars_sealed")
 }
 
 // RegionSettings are the General settings of a region.

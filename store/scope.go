@@ -33,9 +33,9 @@ func TenantOf(ctx context.Context) string {
 	return t
 }
 
-// querier is what the store's methods run their statements with: the pool, a
-// transaction, or the pool in a tenant's walls.
-type querier interface {
+// Querier is what the store's methods (and its sub-packages') run their statements
+// with: the pool, a transaction, or the pool in a tenant's walls.
+type Querier interface {
 	GetContext(ctx context.Context, dest any, query string, args ...any) error
 	SelectContext(ctx context.Context, dest any, query string, args ...any) error
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
@@ -43,12 +43,15 @@ type querier interface {
 
 // db returns what a statement of ctx runs with: the pool, in the tenant's walls when
 // ctx has a tenant.
-func (s *Store) db(ctx context.Context) querier {
+func (s *Store) db(ctx context.Context) Querier {
 	if t := TenantOf(ctx); t != "" {
 		return walled{s: s, tenant: t}
 	}
 	return s.DB
 }
+
+// In is db for the store's sub-packages.
+func (s *Store) In(ctx context.Context) Querier { return s.db(ctx) }
 
 // begin starts a transaction, in the tenant's walls when ctx has a tenant.
 func (s *Store) begin(ctx context.Context) (*sqlx.Tx, error) {

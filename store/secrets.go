@@ -22,8 +22,8 @@ var secretColumns = []secretColumn{
 	{"jobs", "id", "secret_params"},
 }
 
-// registerSecretColumn adds a column to the list (for tables added by later migrations).
-func registerSecretColumn(table, key, column string) {
+// RegisterSecretColumn adds a column to the list (for tables added by later migrations and sub-packages).
+func RegisterSecretColumn(table, key, column string) {
 	secretColumns = append(secretColumns, secretColumn{table, key, column})
 }
 

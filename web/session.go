@@ -74,14 +74,12 @@ func (s *Server) sessions(c *fiber.Ctx) error {
 // Tenancy module is on (off, the console has one organisation, the platform's).
 func (s *Server) admits(u *store.User) bool { return u.Tenant() == "" || s.Cfg.Tenancy }
 
-// permissions are a user's effective permissions; the Tenancy module's exist only while
-// it is on.
+// permissions are a user's effective permissions; the Tenancy and Billing modules' exist
+// only while they are on.
 func (s *Server) permissions(u *store.User, scopes []string) map[string]bool {
 	perms := perm.OfUser(u, scopes)
-	if !s.Cfg.Tenancy {
-		for _, p := range perm.Tenancy {
-			delete(perms, p)
-		}
+	for _, p := range perm.Absent(s.Cfg.Tenancy, s.Cfg.Billing) {
+		delete(perms, p)
 	}
 	return perms
 }

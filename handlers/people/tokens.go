@@ -30,11 +30,12 @@ func (h *Handlers) renderTokens(c *fiber.Ctx, status int, f views.Form, created 
 		return h.Fail(c, err)
 	}
 	// What a token may be given: the role's permissions the user holds (a tenant's user
-	// not the platform's, and none of the Tenancy module's while it is off).
+	// not the platform's, and none of a module's while it is off).
 	held := perm.OfUser(handlers.Who(c).User, nil)
+	absent := perm.Absent(h.Cfg.Tenancy, h.Cfg.Billing)
 	var perms []views.Option
 	for _, p := range perm.OfRole(handlers.Who(c).User.Role) {
-		if held[p] && (h.Cfg.Tenancy || !slices.Contains(perm.Tenancy, p)) {
+		if held[p] && !slices.Contains(absent, p) {
 			perms = append(perms, views.Option{Value: p, Label: perm.Describe(p)})
 		}
 	}

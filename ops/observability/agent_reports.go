@@ -26,32 +26,42 @@ func (s *Service) RecordAgentReport(ctx context.Context, regionIDs []string, m a
 		}
 	}
 	var errs []error
+	var active []*store.Region
 	for _, id := range regionIDs {
-		errs = append(errs, s.recordReport(ctx, id, m, at, raw))
+		r, err := s.recordReport(ctx, id, m, at, raw)
+		if r != nil {
+			active = append(active, r)
+		}
+		errs = append(errs, err)
+	}
+	if s.Meter != nil && len(active) > 0 {
+		errs = append(errs, s.Meter(ctx, active, at, m.Snapshot.Projects))
 	}
 	return errors.Join(errs...)
 }
 
-func (s *Service) recordReport(ctx context.Context, regionID string, m agent.Message, at time.Time, snapshot []byte) error {
+// recordReport stores a report for one region; it returns the region when the report
+// is a snapshot the region keeps (it is active).
+func (s *Service) recordReport(ctx context.Context, regionID string, m agent.Message, at time.Time, snapshot []byte) (*store.Region, error) {
 	switch m.Type {
 	case "snapshot":
 		if snapshot == nil {
-			return nil
+			return nil, nil
 		}
 		r, err := s.Store.RegionByID(ctx, regionID)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if r.Status != store.RegionActive {
-			return nil // a region that is not active is left out of the snapshots
+			return nil, nil // a region that is not active is left out of the snapshots
 		}
-		return s.Store.AddSnapshot(ctx, regionID, at, snapshot)
+		return r, s.Store.AddSnapshot(ctx, regionID, at, snapshot)
 	case "pod":
-		return s.Store.AddPodSession(ctx, regionID, m.Namespace, m.Pod, m.Event, m.Restarts, at)
+		return nil, s.Store.AddPodSession(ctx, regionID, m.Namespace, m.Pod, m.Event, m.Restarts, at)
 	case "event":
-		return s.Store.AddKubeEvent(ctx, regionID, m.Namespace, m.Object, m.Kind, m.Reason, m.Message, at)
+		return nil, s.Store.AddKubeEvent(ctx, regionID, m.Namespace, m.Object, m.Kind, m.Reason, m.Message, at)
 	}
-	return nil
+	return nil, nil
 }
 
 // AgentSeen records that a cluster's agent reported, for every region of the cluster, and

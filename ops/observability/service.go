@@ -3,11 +3,21 @@
 // reports it sends.
 package observability
 
-import "runr.dev/console/ops/kit"
+import (
+	"context"
+	"time"
+
+	"runr.dev/console/agent"
+	"runr.dev/console/ops/kit"
+	"runr.dev/console/store"
+)
 
 // Service is the observability stack's steps and the agent's reports.
 type Service struct {
 	*kit.Kit
+	// Meter records the projects' use of a snapshot for billing (nil: not metered); it
+	// gets the active regions of the reporting cluster.
+	Meter func(ctx context.Context, regions []*store.Region, at time.Time, usage []agent.ProjectUsage) error
 }
 
 // New is the observability stack on the kit; it registers the tracing job (the Serving

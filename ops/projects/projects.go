@@ -41,8 +41,8 @@ var ErrProjectStopped = errors.New("the project is stopped: resume it to deploy 
 
 // DeployCheck runs the deploy checks: a stopped project is refused (unless resumed),
 // and so is one whose data location or image the region does not allow (supplyChainGate),
-// or that would exceed its region's capacity or, a tenant's project on a platform region,
-// its tenant's quota there.
+// or that would exceed its region's capacity, a fixed region's allocation or, a tenant's
+// project on a platform region, its tenant's quota there.
 func (s *Service) DeployCheck(ctx context.Context, r *store.Region, p *store.Project, resume bool) error {
 	if p.State == store.ProjectStopped && !resume {
 		return ErrProjectStopped
@@ -61,6 +61,9 @@ func (s *Service) DeployCheck(ctx context.Context, r *store.Region, p *store.Pro
 	}
 	req := nodes.AdmitRequest{ProjectID: p.ID, CPUm: int64(p.CPUm), MemoryMi: int64(p.MemoryMi), AlwaysOn: p.AlwaysOn}
 	if err := s.nodes.Admit(ctx, r, req); err != nil {
+		return err
+	}
+	if err := s.billing.Admit(ctx, r, p); err != nil {
 		return err
 	}
 	return s.tenancy.AdmitTenant(ctx, r, p, req)

@@ -9,6 +9,7 @@ import (
 
 	"runr.dev/console/kube"
 	"runr.dev/console/ops/admission"
+	"runr.dev/console/ops/billing"
 	"runr.dev/console/ops/data"
 	"runr.dev/console/ops/gpu"
 	"runr.dev/console/ops/kit"
@@ -24,6 +25,8 @@ type Deps struct {
 	Redis     *redis.Service
 	GPU       *gpu.Service
 	Admission *admission.Service
+	// Billing holds a fixed region's deploys to its allocation.
+	Billing *billing.Service
 	// EnableKnativeFeatures turns on, in a region's KnativeServing, the features projects use.
 	EnableKnativeFeatures func(ctx context.Context, c *kube.Cluster, ns string) error
 }
@@ -36,6 +39,7 @@ type Service struct {
 	redis                 *redis.Service
 	gpu                   *gpu.Service
 	admission             *admission.Service
+	billing               *billing.Service
 	data                  *data.Service
 	enableKnativeFeatures func(ctx context.Context, c *kube.Cluster, ns string) error
 }
@@ -43,7 +47,7 @@ type Service struct {
 // New registers the projects' job kinds with the kit's engine.
 func New(k *kit.Kit, d Deps) *Service {
 	s := &Service{Kit: k, nodes: d.Nodes, tenancy: d.Tenancy, redis: d.Redis, gpu: d.GPU, admission: d.Admission,
-		enableKnativeFeatures: d.EnableKnativeFeatures}
+		billing: d.Billing, enableKnativeFeatures: d.EnableKnativeFeatures}
 	s.registerProjectKinds()
 	s.registerDemoKinds()
 	return s

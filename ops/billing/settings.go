@@ -1,0 +1,289 @@
+package billing
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/nodes"
+	"runr.dev/console/problem"
+	"runr.dev/console/store"
+	"runr.dev/console/store/billingdb"
+)
+
+// SettingsView is the console's billing settings as the API shows them: never the secret,
+// only whether one is set.
+type SettingsView struct {
+	Currency         string   `json:"currency"`
+	Currencies       []string `json:"currencies"`
+	WebhookURL       string   `json:"webhook_url"`
+	WebhookSecretSet bool     `json:"webhook_secret_set"`
+}
+
+// SettingsInput changes the billing settings; a key left out keeps its value, and an
+// empty webhook_secret clears it.
+type SettingsInput struct {
+	Currency      *string `json:"currency"`
+	WebhookURL    *string `json:"webhook_url"`
+	WebhookSecret *string `json:"webhook_secret"`
+}
+
+// Settings reads the billing settings.
+func (s *Service) Settings(ctx context.Context) (*SettingsView, error) {
+	set, err := s.DB.Settings(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &SettingsView{Currency: set.Currency, Currencies: Currencies(), WebhookURL: set.WebhookURL, WebhookSecretSet: set.WebhookSecret != ""}, nil
+}
+
+// SaveSettings checks and saves the billing settings. The currency is fixed once a charge
+// exists (amounts already counted are in it).
+func (s *Service) SaveSettings(ctx context.Context, actor kit.Actor, in SettingsInput) (*SettingsView, error) {
+	set, err := s.DB.Settings(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fields := map[string]string{}
+	cur, hook := set.Currency, set.WebhookURL
+	if in.Currency != nil && *in.Currency != cur {
+		cur = strings.ToUpper(strings.TrimSpace(*in.Currency))
+		if _, ok := Digits(cur); !ok {
+			fields["currency"] = "choose one of " + strings.Join(Currencies(), ", ")
+		} else if cs, err := s.DB.Charges(ctx, billingdb.Filter{Limit: 1}); err != nil {
+			return nil, err
+		} else if len(cs) > 0 {
+			fields["currency"] = "charges are counted in " + set.Currency + " already: the currency cannot change"
+		}
+	}
+	if in.WebhookURL != nil {
+		hook = strings.TrimSpace(*in.WebhookURL)
+		if why := webhookURLProblem(hook); why != "" {
+			fields["webhook_url"] = why
+		}
+	}
+	secret := in.WebhookSecret
+	if secret != nil && *secret != "" && len(*secret) < 16 {
+		fields["webhook_secret"] = "a webhook secret has at least 16 characters"
+	}
+	if hook != "" && set.WebhookSecret == "" && (secret == nil || *secret == "") {
+		fields["webhook_secret"] = "events sent to a webhook are signed: set a secret of at least 16 characters"
+	}
+	if err := problem.FromFields(fields); err != nil {
+		return nil, err
+	}
+	if err := s.DB.SaveSettings(ctx, cur, hook, secret); err != nil {
+		return nil, err
+	}
+	s.Log.Info("billing settings changed", "by", actor.Email, "currency", cur, "webhook_url", hook, "secret_changed", secret != nil)
+	return s.Settings(ctx)
+}
+
+func webhookURLProblem(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return "write a URL such as https://billing.example.com/runr-events"
+	}
+	return ""
+}
+
+// RegionView is a region's billing: its type, prices, allocation and what its projects
+// hold of it, and this period's charges.
+type RegionView struct {
+	RegionID    string            `json:"region_id"`
+	Type        string            `json:"type"`
+	Currency    string            `json:"currency"`
+	Prices      PriceView         `json:"prices"`
+	Allocation  nodes.Resources   `json:"allocation"`
+	AllocGPUs   int               `json:"allocation_gpus"`
+	Held        nodes.Resources   `json:"held"`
+	HeldGPUs    int64             `json:"held_gpus"`
+	PeriodStart time.Time         `json:"period_start"`
+	PeriodEnd   time.Time         `json:"period_end"`
+	Charges     []ChargeView      `json:"charges"`
+	TotalMinor  int64             `json:"total_minor"`
+	Total       string            `json:"total"`
+	UpdatedAt   time.Time         `json:"updated_at"`
+	Micros      map[string]int64  `json:"prices_micros"`
+}
+
+// PriceView is a region's prices as decimals of the currency.
+type PriceView struct {
+	VCPUHour      string `json:"vcpu_hour"`
+	MemoryGiBHour string `json:"memory_gib_hour"`
+	GPUHour       string `json:"gpu_hour"`
+	FixedPeriod   string `json:"fixed_price"`
+}
+
+// RegionInput changes a region's billing; a key left out keeps its value. Prices are
+// decimals of the currency (at most six places); the allocation is in millicores, MiB and
+// GPUs.
+type RegionInput struct {
+	Type          *string `json:"type"`
+	VCPUHour      *string `json:"vcpu_hour"`
+	MemoryGiBHour *string `json:"memory_gib_hour"`
+	GPUHour       *string `json:"gpu_hour"`
+	FixedPrice    *string `json:"fixed_price"`
+	AllocCPUm     *int64  `json:"allocation_cpu_m"`
+	AllocMemoryMi *int64  `json:"allocation_memory_mi"`
+	AllocGPUs     *int    `json:"allocation_gpus"`
+}
+
+// Region reads a region's billing with this period's charges.
+func (s *Service) Region(ctx context.Context, r *store.Region) (*RegionView, error) {
+	b, err := s.DB.RegionBilling(ctx, r.ID)
+	if err != nil {
+		return nil, err
+	}
+	set, err := s.DB.Settings(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cpu, mem, gpus, err := s.DB.Reserved(ctx, r.ID, "")
+	if err != nil {
+		return nil, err
+	}
+	start, end := PeriodOf(s.Now())
+	cs, err := s.DB.Charges(ctx, billingdb.Filter{PeriodStart: &start, RegionID: r.ID, Limit: 500})
+	if err != nil {
+		return nil, err
+	}
+	digits, _ := Digits(set.Currency)
+	v := &RegionView{RegionID: r.ID, Type: b.Type, Currency: set.Currency,
+		Prices: PriceView{FormatMicros(b.VCPUHourMicros), FormatMicros(b.MemoryGiBHourMicros), FormatMicros(b.GPUHourMicros), FormatMicros(b.FixedPeriodMicros)},
+		Micros: map[string]int64{"vcpu_hour": b.VCPUHourMicros, "memory_gib_hour": b.MemoryGiBHourMicros, "gpu_hour": b.GPUHourMicros, "fixed_price": b.FixedPeriodMicros},
+		Allocation: nodes.Resources{CPUm: b.AllocCPUm, MemoryMi: b.AllocMemoryMi}, AllocGPUs: b.AllocGPUs,
+		Held: nodes.Resources{CPUm: cpu, MemoryMi: mem}, HeldGPUs: gpus, PeriodStart: start, PeriodEnd: end, Charges: []ChargeView{}, UpdatedAt: b.UpdatedAt}
+	for i := range cs {
+		cv := s.chargeView(&cs[i], set.Currency)
+		v.Charges = append(v.Charges, cv)
+		v.TotalMinor += cv.AmountMinor
+	}
+	v.Total = FormatMinor(v.TotalMinor, digits)
+	return v, nil
+}
+
+// SaveRegion checks and saves a region's billing. A fixed region needs an allocation of
+// CPU and memory; one smaller than what its projects hold now is refused.
+func (s *Service) SaveRegion(ctx context.Context, actor kit.Actor, r *store.Region, in RegionInput) (*RegionView, error) {
+	b, err := s.DB.RegionBilling(ctx, r.ID)
+	if err != nil {
+		return nil, err
+	}
+	fields := map[string]string{}
+	if in.Type != nil {
+		if *in.Type != billingdb.PayAsYouGo && *in.Type != billingdb.Fixed {
+			fields["type"] = "a billing type is payg (pay as you go) or fixed (fixed resources)"
+		}
+		b.Type = *in.Type
+	}
+	price := func(key string, in *string, dst *int64) {
+		if in == nil {
+			return
+		}
+		v, err := ParseMicros(*in)
+		if err != nil {
+			fields[key] = err.Error()
+		}
+		*dst = v
+	}
+	price("vcpu_hour", in.VCPUHour, &b.VCPUHourMicros)
+	price("memory_gib_hour", in.MemoryGiBHour, &b.MemoryGiBHourMicros)
+	price("gpu_hour", in.GPUHour, &b.GPUHourMicros)
+	price("fixed_price", in.FixedPrice, &b.FixedPeriodMicros)
+	if err := s.checkAllocation(ctx, r, b, in, fields); err != nil {
+		return nil, err
+	}
+	if err := problem.FromFields(fields); err != nil {
+		return nil, err
+	}
+	if err := s.DB.SaveRegionBilling(ctx, b); err != nil {
+		return nil, err
+	}
+	s.Log.Info("region billing changed", "region", r.Name, "by", actor.Email, "type", b.Type)
+	if b.Type == billingdb.Fixed {
+		start, _ := PeriodOf(s.Now())
+		if err := s.openAllocation(ctx, r.ID, r.Name, start); err != nil {
+			return nil, err
+		}
+	}
+	return s.Region(ctx, r)
+}
+
+// checkAllocation applies the allocation of in to b and says what is wrong with it.
+func (s *Service) checkAllocation(ctx context.Context, r *store.Region, b *billingdb.RegionBilling, in RegionInput, fields map[string]string) error {
+	setInt := func(key string, v *int64, dst *int64) {
+		if v == nil {
+			return
+		}
+		if *v < 0 {
+			fields[key] = "an allocation is 0 or more"
+		}
+		*dst = *v
+	}
+	setInt("allocation_cpu_m", in.AllocCPUm, &b.AllocCPUm)
+	setInt("allocation_memory_mi", in.AllocMemoryMi, &b.AllocMemoryMi)
+	if in.AllocGPUs != nil {
+		if *in.AllocGPUs < 0 {
+			fields["allocation_gpus"] = "an allocation is 0 or more"
+		}
+		b.AllocGPUs = *in.AllocGPUs
+	}
+	if b.Type != billingdb.Fixed || len(fields) > 0 {
+		return nil
+	}
+	if b.AllocCPUm == 0 {
+		fields["allocation_cpu_m"] = "a fixed region needs an allocation of CPU (millicores)"
+	}
+	if b.AllocMemoryMi == 0 {
+		fields["allocation_memory_mi"] = "a fixed region needs an allocation of memory (MiB)"
+	}
+	cpu, mem, gpus, err := s.DB.Reserved(ctx, r.ID, "")
+	if err != nil {
+		return err
+	}
+	if b.AllocCPUm > 0 && b.AllocCPUm < cpu {
+		fields["allocation_cpu_m"] = fmt.Sprintf("the region's running projects hold %dm already", cpu)
+	}
+	if b.AllocMemoryMi > 0 && b.AllocMemoryMi < mem {
+		fields["allocation_memory_mi"] = fmt.Sprintf("the region's running projects hold %dMi already", mem)
+	}
+	if int64(b.AllocGPUs) < gpus {
+		fields["allocation_gpus"] = fmt.Sprintf("the region's running projects hold %d GPU(s) already", gpus)
+	}
+	return nil
+}
+
+// Admit refuses a deploy to a fixed region that would exceed its allocation (an
+// *nodes.AdmissionError that says what is free); other regions, and the module off, admit.
+func (s *Service) Admit(ctx context.Context, r *store.Region, p *store.Project) error {
+	if !s.Cfg.Billing {
+		return nil
+	}
+	b, err := s.DB.RegionBilling(ctx, r.ID)
+	if err != nil || b.Type != billingdb.Fixed {
+		return err
+	}
+	cpu, mem, gpus, err := s.DB.Reserved(ctx, r.ID, p.ID)
+	if err != nil {
+		return err
+	}
+	line := func(budget, used int64) nodes.BudgetLine {
+		return nodes.BudgetLine{Budget: budget, Used: used, Free: budget - used}
+	}
+	bud := nodes.Budget{Name: "fixed allocation", CPU: line(b.AllocCPUm, cpu), Memory: line(b.AllocMemoryMi, mem)}
+	req := nodes.AdmitRequest{ProjectID: p.ID, CPUm: int64(p.CPUm), MemoryMi: int64(p.MemoryMi)}
+	if e := nodes.CheckAdmission(r.Name, nodes.Budgets{FaaS: bud, AlwaysOn: bud}, req); e != nil {
+		return e
+	}
+	if ask := int64(p.GPU.V.Count); ask > 0 && ask > int64(b.AllocGPUs)-gpus {
+		return &problem.Refused{Reason: fmt.Sprintf("Region %s is billed as fixed resources: this deploy asks %d GPU(s), the allocation has %d, %d held.", r.Name, ask, b.AllocGPUs, gpus)}
+	}
+	return nil
+}
