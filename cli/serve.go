@@ -75,7 +75,8 @@ func serve(parent context.Context, migrate bool) error {
 	}
 	svc := ops.NewService(st, cfg, log)
 	srv := web.New(st, cfg, svc, log, config.Version)
-	stopBackground := runInBackground(srv.Hub.Run, func(ctx context.Context) { svc.RunWorkers(ctx, cfg.Workers) }, svc.Status.RunBackground)
+	stopBackground := runInBackground(srv.Hub.Run, func(ctx context.Context) { svc.RunWorkers(ctx, cfg.Workers) }, svc.Status.RunBackground,
+		svc.Billing.RunBackground)
 
 	errc := make(chan error, 2)
 	metrics := startMetrics(cfg.MetricsAddr, errc, log)

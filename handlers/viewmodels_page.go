@@ -26,6 +26,8 @@ func permissionsOf(perms map[string]bool) views.Permissions {
 		TenantsView:               perms[perm.TenantsView],
 		TenantsManage:             perms[perm.TenantsManage],
 		RegionsDataServicesManage: perms[perm.DataServicesManage],
+		BillingView:               perms[perm.BillingView],
+		BillingManage:             perms[perm.BillingManage],
 	}
 }
 

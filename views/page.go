@@ -97,6 +97,9 @@ type Permissions struct {
 	// TenantsView opens the Tenants page; TenantsManage changes tenants and assignments.
 	TenantsView   bool
 	TenantsManage bool
+	// BillingView opens the Billing tab and Settings → Billing; BillingManage changes them.
+	BillingView   bool
+	BillingManage bool
 }
 
 // Option is one choice of a select or a radio group.

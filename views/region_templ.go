@@ -28,7 +28,7 @@ var RegionTabs = []RegionTab{
 	{"general", "General", nil}, {"workers", "Workers", nil}, {"registry", "Registry", nil}, {"operator", "Operator", nil}, {"serving", "Serving", nil},
 	{"redis", "Redis", nil}, {"data", "Data services", func(c Permissions) bool { return c.RegionsDataServicesManage }}, {"isolation", "Isolation", func(c Permissions) bool { return c.SandboxManage }},
 	{"gpu", "GPU", func(c Permissions) bool { return c.RegionsGpuManage }}, {"supply-chain", "Supply chain", func(c Permissions) bool { return c.RegionsSupplyChainManage }},
-	{"tracing", "Tracing", nil}, {"migration", "Migration", nil},
+	{"tracing", "Tracing", nil}, {"billing", "Billing", func(c Permissions) bool { return c.BillingView }}, {"migration", "Migration", nil},
 }
 
 // RegionView is a region as its pages show it: statuses are words for their badges,

@@ -27,6 +27,7 @@ import (
 	"runr.dev/console/changecache"
 	"runr.dev/console/config"
 	"runr.dev/console/handlers"
+	"runr.dev/console/handlers/billing"
 	"runr.dev/console/handlers/jobs"
 	"runr.dev/console/handlers/lifecycle"
 	"runr.dev/console/handlers/people"
@@ -54,6 +55,8 @@ type Server struct {
 	Runtimes *runtimes.Handlers
 	// Workloads are the handlers of projects, data services, nodes and workers.
 	Workloads *workloads.Handlers
+	// Billing are the handlers of the Billing module.
+	Billing *billing.Handlers
 	// People are the handlers of users, tokens, accounts and tenants.
 	People *people.Handlers
 	// Lifecycle are the handlers of the wizard, setup, a region's components (registry,
@@ -113,7 +116,7 @@ func New(st *store.Store, cfg *config.Config, svc *ops.Service, log *slog.Logger
 	events.WatchLists(h.ListWatcher())
 	events.WatchRegionPages(h.RegionPagesWatcher())
 	events.WatchLists(creds)
-	s := &Server{Store: st, Cfg: cfg, Sessions: sm, Hub: events, H: h, Runtimes: runtimes.New(h), Workloads: workloads.New(h), People: people.New(h), Lifecycle: lifecycle.New(h), Regions: regions.New(h), Jobs: jobs.New(h), Log: log, creds: creds}
+	s := &Server{Store: st, Cfg: cfg, Sessions: sm, Hub: events, H: h, Runtimes: runtimes.New(h), Workloads: workloads.New(h), People: people.New(h), Lifecycle: lifecycle.New(h), Regions: regions.New(h), Jobs: jobs.New(h), Billing: billing.New(h), Log: log, creds: creds}
 	s.internal = &internalHosts{s: s}
 	s.App = fiber.New(fiber.Config{
 		AppName:               "runr-console",

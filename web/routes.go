@@ -42,7 +42,7 @@ func (s *Server) Routes() []Route {
 	var routes []Route
 	for _, group := range [][]Route{s.publicRoutes(), s.userRoutes(), s.tokenRoutes(), s.regionPageRoutes(), s.projectRoutes(),
 		s.platformRoutes(), s.jobRoutes(), s.regionAPIRoutes(), s.workerRoutes(), s.sandboxRoutes(), s.gpuRoutes(),
-		s.supplyChainRoutes(), s.reconcileRoutes(), s.tenantRoutes(), s.dataRoutes()} {
+		s.supplyChainRoutes(), s.reconcileRoutes(), s.tenantRoutes(), s.dataRoutes(), s.billingRoutes()} {
 		routes = append(routes, group...)
 	}
 	return routes

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,7 +16,6 @@ import (
 	"runr.dev/console/config"
 	"runr.dev/console/ops/billing"
 	"runr.dev/console/ops/kit"
-	"runr.dev/console/ops/nodes"
 	"runr.dev/console/problem"
 	"runr.dev/console/store"
 	"runr.dev/console/store/billingdb"
@@ -175,8 +175,8 @@ func TestFixedRegionsHoldDeploysToTheirAllocation(t *testing.T) {
 	if v.Type != "fixed" || v.Held.CPUm != 600 || len(v.Charges) != 1 || v.Charges[0].Amount != "250.00" || v.Charges[0].ProjectID != "" {
 		t.Fatalf("the fixed region's view: %+v", v)
 	}
-	var ae *nodes.AdmissionError
-	if err := s.Admit(ctx, r, next); !errors.As(err, &ae) || ae.Shortfalls[0].Free != 400 {
+	var rf *problem.Refused
+	if err := s.Admit(ctx, r, next); !errors.As(err, &rf) || !strings.Contains(rf.Reason, "this deploy asks 500m") || !strings.Contains(rf.Reason, "400m free") {
 		t.Fatalf("500m does not fit the 400m left: %v", err)
 	}
 	next.CPUm = 400
@@ -220,7 +220,7 @@ func TestEventsAreSignedRetriedAndDeadLettered(t *testing.T) {
 	}))
 	defer recv.Close()
 
-	if _, err := s.SendTestEvent(ctx); err == nil {
+	if _, err := s.SendTestEvent(ctx, actor); err == nil {
 		t.Fatal("a test event without a webhook URL was sent")
 	}
 	_, err := s.SaveSettings(ctx, actor, billing.SettingsInput{WebhookURL: ptr(recv.URL)})
@@ -234,7 +234,7 @@ func TestEventsAreSignedRetriedAndDeadLettered(t *testing.T) {
 	mu.Lock()
 	fail = false
 	mu.Unlock()
-	ev, err := s.SendTestEvent(ctx)
+	ev, err := s.SendTestEvent(ctx, actor)
 	if err != nil || ev.Status != billingdb.EventDelivered || len(got) != 1 || got[0] != ev.ID {
 		t.Fatalf("the test event was delivered, signed: %+v, %v, received %v", ev, err, got)
 	}
@@ -253,7 +253,7 @@ func TestEventsAreSignedRetriedAndDeadLettered(t *testing.T) {
 		if err := s.DeliverDue(ctx, c.now()); err != nil {
 			t.Fatal(err)
 		}
-		evs, _ := s.Events(ctx, "", "", billing.Query{Limit: 1})
+		evs, _ := s.Events(ctx, "", "", billing.Query{PerPage: 1})
 		wantAttempts := []int{1, 1, 2, 2, 3}[i]
 		if evs[0].Attempts != wantAttempts {
 			t.Fatalf("after %d rounds: %d attempts, want %d (%+v)", i+1, evs[0].Attempts, wantAttempts, evs[0])
@@ -266,7 +266,7 @@ func TestEventsAreSignedRetriedAndDeadLettered(t *testing.T) {
 	mu.Lock()
 	fail = false
 	mu.Unlock()
-	if err := s.Redeliver(ctx, dead[0].ID); err != nil {
+	if err := s.Redeliver(ctx, actor, dead[0].ID); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.DeliverDue(ctx, c.now()); err != nil {
@@ -275,7 +275,7 @@ func TestEventsAreSignedRetriedAndDeadLettered(t *testing.T) {
 	if len(got) != 2 || got[1] != dead[0].ID {
 		t.Fatalf("the redelivered event arrived: %v", got)
 	}
-	if err := s.Redeliver(ctx, dead[0].ID); err == nil {
+	if err := s.Redeliver(ctx, actor, dead[0].ID); err == nil {
 		t.Fatal("a delivered event was put back in the queue")
 	}
 }

@@ -57,20 +57,21 @@ func (s *Service) chargeView(c *billingdb.Charge, currency string) ChargeView {
 }
 
 // Query narrows the billing lists: a period (its month, "2026-11"), an account (a
-// tenant's id, or "platform"), a region; a page of at most Limit (default 50, at most 500).
+// tenant's id, or "platform"), a region; page (from 1) of per_page rows (default 50, at
+// most 500).
 type Query struct {
-	Period string
-	Tenant string
-	Region string
-	Limit  int
-	Offset int
+	Period  string
+	Tenant  string
+	Region  string
+	Page    int
+	PerPage int
 }
 
 // filter checks a query and turns it into the store's filter; a tenant's user is held to
 // its own account whatever it asks for (the walls hold it there too).
 func filter(actor string, q Query) (billingdb.Filter, error) {
 	fields := map[string]string{}
-	f := billingdb.Filter{RegionID: q.Region, Limit: q.Limit, Offset: q.Offset}
+	f := billingdb.Filter{RegionID: q.Region, Limit: q.PerPage}
 	if q.Period != "" {
 		t, err := time.Parse("2006-01", q.Period)
 		if err != nil {
@@ -91,10 +92,14 @@ func filter(actor string, q Query) (billingdb.Filter, error) {
 	case f.Limit == 0:
 		f.Limit = 50
 	case f.Limit < 0 || f.Limit > 500:
-		fields["limit"] = "a page holds 1 to 500 rows"
+		fields["per_page"] = "use a number from 1 to 500"
 	}
-	if f.Offset < 0 {
-		fields["offset"] = "an offset is 0 or more"
+	switch {
+	case q.Page == 0:
+	case q.Page < 0:
+		fields["page"] = "pages count from 1"
+	default:
+		f.Offset = (q.Page - 1) * f.Limit
 	}
 	return f, problem.FromFields(fields)
 }

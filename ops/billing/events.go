@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"time"
 
+	"runr.dev/console/ops/kit"
 	"runr.dev/console/problem"
 	"runr.dev/console/store"
 	"runr.dev/console/store/billingdb"
@@ -86,7 +87,10 @@ func (s *Service) post(ctx context.Context, set *billingdb.Settings, ev *billing
 
 // SendTestEvent sends a test event to the webhook at once and returns it as it ended
 // (delivered, or pending with the reason, retried like any other).
-func (s *Service) SendTestEvent(ctx context.Context) (*billingdb.Event, error) {
+func (s *Service) SendTestEvent(ctx context.Context, actor kit.Actor) (*billingdb.Event, error) {
+	if err := platformOnly(actor); err != nil {
+		return nil, err
+	}
 	set, err := s.DB.Settings(ctx)
 	if err != nil {
 		return nil, err
@@ -126,7 +130,10 @@ func (s *Service) Events(ctx context.Context, tenant, status string, q Query) ([
 }
 
 // Redeliver puts a dead event back in the queue.
-func (s *Service) Redeliver(ctx context.Context, id string) error {
+func (s *Service) Redeliver(ctx context.Context, actor kit.Actor, id string) error {
+	if err := platformOnly(actor); err != nil {
+		return err
+	}
 	err := s.DB.Redeliver(ctx, id, s.Now())
 	if errors.Is(err, store.ErrNotFound) {
 		return &problem.Refused{Reason: "Only a dead event can be sent again, and " + id + " is not one."}

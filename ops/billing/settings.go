@@ -43,6 +43,9 @@ func (s *Service) Settings(ctx context.Context) (*SettingsView, error) {
 // SaveSettings checks and saves the billing settings. The currency is fixed once a charge
 // exists (amounts already counted are in it).
 func (s *Service) SaveSettings(ctx context.Context, actor kit.Actor, in SettingsInput) (*SettingsView, error) {
+	if err := platformOnly(actor); err != nil {
+		return nil, err
+	}
 	set, err := s.DB.Settings(ctx)
 	if err != nil {
 		return nil, err
@@ -80,6 +83,14 @@ func (s *Service) SaveSettings(ctx context.Context, actor kit.Actor, in Settings
 	}
 	s.Log.Info("billing settings changed", "by", actor.Email, "currency", cur, "webhook_url", hook, "secret_changed", secret != nil)
 	return s.Settings(ctx)
+}
+
+// platformOnly refuses a tenant's user: the currency and the webhook are the console's.
+func platformOnly(actor kit.Actor) error {
+	if actor.TenantID != "" {
+		return &problem.Forbidden{Reason: "The billing settings are the platform's: a tenant's user cannot change them."}
+	}
+	return nil
 }
 
 func webhookURLProblem(raw string) string {
@@ -260,8 +271,8 @@ func (s *Service) checkAllocation(ctx context.Context, r *store.Region, b *billi
 	return nil
 }
 
-// Admit refuses a deploy to a fixed region that would exceed its allocation (an
-// *nodes.AdmissionError that says what is free); other regions, and the module off, admit.
+// Admit refuses a deploy to a fixed region that would exceed its allocation (a refusal
+// that says what is free); other regions, and the module off, admit.
 func (s *Service) Admit(ctx context.Context, r *store.Region, p *store.Project) error {
 	if !s.Cfg.Billing {
 		return nil
@@ -280,7 +291,7 @@ func (s *Service) Admit(ctx context.Context, r *store.Region, p *store.Project) 
 	bud := nodes.Budget{Name: "fixed allocation", CPU: line(b.AllocCPUm, cpu), Memory: line(b.AllocMemoryMi, mem)}
 	req := nodes.AdmitRequest{ProjectID: p.ID, CPUm: int64(p.CPUm), MemoryMi: int64(p.MemoryMi)}
 	if e := nodes.CheckAdmission(r.Name, nodes.Budgets{FaaS: bud, AlwaysOn: bud}, req); e != nil {
-		return e
+		return &problem.Refused{Reason: "Region " + r.Name + " is billed as fixed resources and this deploy does not fit its allocation: " + e.Error() + "."}
 	}
 	if ask := int64(p.GPU.V.Count); ask > 0 && ask > int64(b.AllocGPUs)-gpus {
 		return &problem.Refused{Reason: fmt.Sprintf("Region %s is billed as fixed resources: this deploy asks %d GPU(s), the allocation has %d, %d held.", r.Name, ask, b.AllocGPUs, gpus)}

@@ -445,6 +445,9 @@ func (s *Service) ProjectAction(ctx context.Context, actor kit.Actor, p *store.P
 		if why := kindPrerequisites(r, p); why != "" {
 			lacks = &problem.Refused{Reason: why}
 		}
+		if err := s.billing.Admit(ctx, r, p); err != nil {
+			return nil, err
+		}
 	}
 	switch action {
 	case "deploy":

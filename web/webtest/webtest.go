@@ -237,14 +237,15 @@ func (e *Env) Listen() string {
 // periodic work, until the test ends.
 func (e *Env) Run() {
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{}, 3)
+	done := make(chan struct{}, 4)
 	go func() { e.S.Hub.Run(ctx); done <- struct{}{} }()
 	go func() { e.Kube.RunWorkers(ctx, 8); done <- struct{}{} }()
 	go func() { e.Kube.Status.RunBackground(ctx); done <- struct{}{} }()
+	go func() { e.Kube.Billing.RunBackground(ctx); done <- struct{}{} }()
 	<-e.S.Hub.Ready()
 	e.T.Cleanup(func() {
 		cancel()
-		for i := 0; i < 3; i++ {
+		for i := 0; i < 4; i++ {
 			<-done
 		}
 	})

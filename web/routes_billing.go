@@ -1,0 +1,29 @@
+package web
+
+import "runr.dev/console/perm"
+
+// billingRoutes are the Billing module's routes (RUNR_BILLING=on; off, they do not exist).
+func (s *Server) billingRoutes() []Route {
+	if !s.Cfg.Billing {
+		return nil
+	}
+	h := s.Billing
+	return []Route{
+		{Method: get, Path: "/billing", Perm: perm.BillingView, Handler: h.SettingsPage},
+		{Method: post, Path: "/billing/settings", Perm: perm.BillingManage, Handler: h.SettingsForm},
+		{Method: post, Path: "/billing/test-event", Perm: perm.BillingManage, Handler: h.TestEventForm},
+		{Method: post, Path: "/billing/events/:event/redeliver", Perm: perm.BillingManage, Handler: h.RedeliverForm},
+		{Method: post, Path: "/regions/:id/billing", Perm: perm.BillingManage, Handler: h.RegionBillingForm},
+
+		{Method: get, Path: "/api/billing/settings", Perm: perm.BillingView, Handler: h.APISettings},
+		{Method: put, Path: "/api/billing/settings", Perm: perm.BillingManage, Handler: h.APIPutSettings},
+		{Method: post, Path: "/api/billing/test-event", Perm: perm.BillingManage, Handler: h.APITestEvent},
+		{Method: get, Path: "/api/billing/charges", Perm: perm.BillingView, Handler: h.APICharges},
+		{Method: get, Path: "/api/billing/bills", Perm: perm.BillingView, Handler: h.APIBills},
+		{Method: get, Path: "/api/billing/bills/:bill", Perm: perm.BillingView, Handler: h.APIBill},
+		{Method: get, Path: "/api/billing/events", Perm: perm.BillingView, Handler: h.APIEvents},
+		{Method: post, Path: "/api/billing/events/:event/redeliver", Perm: perm.BillingManage, Handler: h.APIRedeliver},
+		{Method: get, Path: "/api/knative-regions/:id/billing", Perm: perm.BillingView, Handler: h.APIRegionBilling},
+		{Method: put, Path: "/api/knative-regions/:id/billing", Perm: perm.BillingManage, Handler: h.APIPutRegionBilling},
+	}
+}
