@@ -65,12 +65,16 @@ func list[T any](h *Handlers, c *fiber.Ctx, run func(tenant string, q billing.Qu
 
 // APICharges is GET /api/billing/charges (?period=2026-11&tenant=&region=&page=&per_page=).
 func (h *Handlers) APICharges(c *fiber.Ctx) error {
-	return list(h, c, func(t string, q billing.Query) ([]billing.ChargeView, error) { return h.svc().Charges(c.UserContext(), t, q) })
+	return list(h, c, func(t string, q billing.Query) ([]billing.ChargeView, error) {
+		return h.svc().Charges(c.UserContext(), t, q)
+	})
 }
 
 // APIBills is GET /api/billing/bills: the closed bills.
 func (h *Handlers) APIBills(c *fiber.Ctx) error {
-	return list(h, c, func(t string, q billing.Query) ([]billing.BillView, error) { return h.svc().Bills(c.UserContext(), t, q) })
+	return list(h, c, func(t string, q billing.Query) ([]billing.BillView, error) {
+		return h.svc().Bills(c.UserContext(), t, q)
+	})
 }
 
 // APIBill is GET /api/billing/bills/{id}.

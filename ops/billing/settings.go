@@ -107,21 +107,21 @@ func webhookURLProblem(raw string) string {
 // RegionView is a region's billing: its type, prices, allocation and what its projects
 // hold of it, and this period's charges.
 type RegionView struct {
-	RegionID    string            `json:"region_id"`
-	Type        string            `json:"type"`
-	Currency    string            `json:"currency"`
-	Prices      PriceView         `json:"prices"`
-	Allocation  nodes.Resources   `json:"allocation"`
-	AllocGPUs   int               `json:"allocation_gpus"`
-	Held        nodes.Resources   `json:"held"`
-	HeldGPUs    int64             `json:"held_gpus"`
-	PeriodStart time.Time         `json:"period_start"`
-	PeriodEnd   time.Time         `json:"period_end"`
-	Charges     []ChargeView      `json:"charges"`
-	TotalMinor  int64             `json:"total_minor"`
-	Total       string            `json:"total"`
-	UpdatedAt   time.Time         `json:"updated_at"`
-	Micros      map[string]int64  `json:"prices_micros"`
+	RegionID    string           `json:"region_id"`
+	Type        string           `json:"type"`
+	Currency    string           `json:"currency"`
+	Prices      PriceView        `json:"prices"`
+	Allocation  nodes.Resources  `json:"allocation"`
+	AllocGPUs   int              `json:"allocation_gpus"`
+	Held        nodes.Resources  `json:"held"`
+	HeldGPUs    int64            `json:"held_gpus"`
+	PeriodStart time.Time        `json:"period_start"`
+	PeriodEnd   time.Time        `json:"period_end"`
+	Charges     []ChargeView     `json:"charges"`
+	TotalMinor  int64            `json:"total_minor"`
+	Total       string           `json:"total"`
+	UpdatedAt   time.Time        `json:"updated_at"`
+	Micros      map[string]int64 `json:"prices_micros"`
 }
 
 // PriceView is a region's prices as decimals of the currency.
@@ -167,8 +167,8 @@ func (s *Service) Region(ctx context.Context, r *store.Region) (*RegionView, err
 	}
 	digits, _ := Digits(set.Currency)
 	v := &RegionView{RegionID: r.ID, Type: b.Type, Currency: set.Currency,
-		Prices: PriceView{FormatMicros(b.VCPUHourMicros), FormatMicros(b.MemoryGiBHourMicros), FormatMicros(b.GPUHourMicros), FormatMicros(b.FixedPeriodMicros)},
-		Micros: map[string]int64{"vcpu_hour": b.VCPUHourMicros, "memory_gib_hour": b.MemoryGiBHourMicros, "gpu_hour": b.GPUHourMicros, "fixed_price": b.FixedPeriodMicros},
+		Prices:     PriceView{FormatMicros(b.VCPUHourMicros), FormatMicros(b.MemoryGiBHourMicros), FormatMicros(b.GPUHourMicros), FormatMicros(b.FixedPeriodMicros)},
+		Micros:     map[string]int64{"vcpu_hour": b.VCPUHourMicros, "memory_gib_hour": b.MemoryGiBHourMicros, "gpu_hour": b.GPUHourMicros, "fixed_price": b.FixedPeriodMicros},
 		Allocation: nodes.Resources{CPUm: b.AllocCPUm, MemoryMi: b.AllocMemoryMi}, AllocGPUs: b.AllocGPUs,
 		Held: nodes.Resources{CPUm: cpu, MemoryMi: mem}, HeldGPUs: gpus, PeriodStart: start, PeriodEnd: end, Charges: []ChargeView{}, UpdatedAt: b.UpdatedAt}
 	for i := range cs {
