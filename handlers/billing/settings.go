@@ -38,11 +38,23 @@ func (h *Handlers) renderSettings(c *fiber.Ctx, status int, f views.Form) error 
 	if err != nil {
 		return h.Fail(c, err)
 	}
+	regions, err := h.svc().Regions(ctx, tenant)
+	if err != nil {
+		return h.Fail(c, err)
+	}
 	if f.Values == nil {
 		f.Values = map[string]string{"webhook_url": set.WebhookURL}
 	}
 	d := views.BillingSettingsData{Currencies: handlers.OptionsOf(set.Currencies, set.Currency), SecretSet: set.WebhookSecretSet,
 		CanManage: who.Perms[perm.BillingManage] && tenant == "", Form: f, Charges: chargeRows(charges), Currency: set.Currency}
+	for _, r := range regions {
+		row := views.RegionPriceRow{ID: r.RegionID, Name: r.Region, Type: "pay as you go",
+			Prices: r.Prices.VCPUHour + " per vCPU-hour, " + r.Prices.MemoryGiBHour + " per GiB-hour, " + r.Prices.GPUHour + " per GPU-hour"}
+		if r.Type == "fixed" {
+			row.Type, row.Prices = "fixed resources", r.Prices.FixedPeriod+" per month"
+		}
+		d.Regions = append(d.Regions, row)
+	}
 	for _, b := range bills {
 		account := "platform"
 		if b.TenantID != nil {

@@ -132,6 +132,32 @@ type PriceView struct {
 	FixedPeriod   string `json:"fixed_price"`
 }
 
+// RegionPrices is one row of Settings → Billing → Regions & prices.
+type RegionPrices struct {
+	RegionID string    `json:"region_id"`
+	Region   string    `json:"region"`
+	Type     string    `json:"type"`
+	Prices   PriceView `json:"prices"`
+}
+
+// Regions lists every region the tenant sees ("" the platform: every one) with its type
+// and prices.
+func (s *Service) Regions(ctx context.Context, tenant string) ([]RegionPrices, error) {
+	rs, err := s.DB.Regions(store.WithTenant(ctx, tenant))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]RegionPrices, len(rs))
+	for i, r := range rs {
+		out[i] = RegionPrices{RegionID: r.RegionID, Region: r.Name, Type: r.Type, Prices: priceView(&r.RegionBilling)}
+	}
+	return out, nil
+}
+
+func priceView(b *billingdb.RegionBilling) PriceView {
+	return PriceView{FormatMicros(b.VCPUHourMicros), FormatMicros(b.MemoryGiBHourMicros), FormatMicros(b.GPUHourMicros), FormatMicros(b.FixedPeriodMicros)}
+}
+
 // RegionInput changes a region's billing; a key left out keeps its value. Prices are
 // decimals of the currency (at most six places); the allocation is in millicores, MiB and
 // GPUs.

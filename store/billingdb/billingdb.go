@@ -96,6 +96,24 @@ func (d *DB) RegionBilling(ctx context.Context, regionID string) (*RegionBilling
 	return &b, wrap("read region billing", err)
 }
 
+// NamedBilling is a region's name with its billing.
+type NamedBilling struct {
+	Name string `db:"name"`
+	RegionBilling
+}
+
+// Regions lists every region (of the context's walls) with its billing, by name.
+func (d *DB) Regions(ctx context.Context) ([]NamedBilling, error) {
+	var out []NamedBilling
+	err := d.st.In(ctx).SelectContext(ctx, &out, `SELECT r.name, r.id AS region_id, COALESCE(rb.type, 'payg') AS type,
+		COALESCE(rb.vcpu_hour_micros, 0) AS vcpu_hour_micros, COALESCE(rb.memory_gib_hour_micros, 0) AS memory_gib_hour_micros,
+		COALESCE(rb.gpu_hour_micros, 0) AS gpu_hour_micros, COALESCE(rb.fixed_period_micros, 0) AS fixed_period_micros,
+		COALESCE(rb.alloc_cpu_m, 0) AS alloc_cpu_m, COALESCE(rb.alloc_memory_mi, 0) AS alloc_memory_mi,
+		COALESCE(rb.alloc_gpus, 0) AS alloc_gpus, COALESCE(rb.updated_at, r.created_at) AS updated_at
+		FROM regions r LEFT JOIN region_billing rb ON rb.region_id = r.id ORDER BY r.name`)
+	return out, wrap("list regions with their billing", err)
+}
+
 // SaveRegionBilling writes a region's billing.
 func (d *DB) SaveRegionBilling(ctx context.Context, b *RegionBilling) error {
 	_, err := d.st.In(ctx).ExecContext(ctx, `INSERT INTO region_billing (region_id, type, vcpu_hour_micros, memory_gib_hour_micros,
