@@ -124,7 +124,9 @@ ALTER TABLE usage_minutes FORCE ROW LEVEL SECURITY;
 CREATE POLICY usage_minutes_walls ON usage_minutes USING (runr_tenant() IS NULL OR tenant_id = runr_tenant());
 ALTER TABLE billing_settings ENABLE ROW LEVEL SECURITY;
 ALTER TABLE billing_settings FORCE ROW LEVEL SECURITY;
-CREATE POLICY billing_settings_walls ON billing_settings USING (runr_tenant() IS NULL);
+-- Every account reads the currency; only the platform changes the settings.
+CREATE POLICY billing_settings_read ON billing_settings FOR SELECT USING (true);
+CREATE POLICY billing_settings_change ON billing_settings FOR UPDATE USING (runr_tenant() IS NULL);
 
 -- +goose Down
 DROP TABLE billing_events, bills, charges, usage_minutes, region_billing, billing_settings;

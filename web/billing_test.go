@@ -201,3 +201,56 @@ func TestBillingEndToEnd(t *testing.T) {
 		t.Error("Settings → Billing shows the secret")
 	}
 }
+
+// TestBillingTenantWalls: each tenant's users read their own account's charges and events
+// only, whatever they ask for; the platform reads every account, one at a time on request.
+func TestBillingTenantWalls(t *testing.T) {
+	w := newTenantWorld(t)
+	e, ctx := w.e, context.Background()
+	now := time.Now().UTC()
+	for _, p := range []*store.Project{w.projectA, w.projectB} {
+		if err := e.Store.SetProjectState(ctx, p.ID, store.ProjectRunning, "", p.Image); err != nil {
+			t.Fatal(err)
+		}
+		region, err := e.Store.RegionByID(ctx, *p.RegionID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap := agent.Message{Type: "snapshot", At: now, Snapshot: &agent.Snapshot{
+			Projects: []agent.ProjectUsage{{Project: p.ID, CPURequested: 100, MemRequested: 128 << 20, Pods: 1}}}}
+		if err := e.Kube.Observability.RecordAgentReport(ctx, []string{region.ID}, snap); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names := func(tok, query string) string {
+		var out struct {
+			Data []billing.ChargeView `json:"data"`
+		}
+		if got := e.JSON("GET", "/api/billing/charges"+query, tok, nil, &out); got != 200 {
+			t.Fatalf("charges%s: %d", query, got)
+		}
+		var ns []string
+		for _, c := range out.Data {
+			ns = append(ns, c.ProjectName)
+		}
+		return strings.Join(ns, ",")
+	}
+	if got := names(w.tokA, ""); got != "acme-shop" {
+		t.Errorf("A's owner reads %q", got)
+	}
+	if got := names(w.tokA, "?tenant="+w.b.ID); got != "acme-shop" {
+		t.Errorf("A's owner asking for B's account reads %q", got)
+	}
+	if got := names(w.tokPlatform, ""); got != "acme-shop,globex-secret-app" {
+		t.Errorf("the platform reads %q", got)
+	}
+	if got := names(w.tokPlatform, "?tenant="+w.b.ID); got != "globex-secret-app" {
+		t.Errorf("the platform asking for B's account reads %q", got)
+	}
+	if _, body := e.Raw("GET", "/api/billing/events", w.tokA, ""); strings.Contains(body, "globex") {
+		t.Errorf("A's owner reads B's events: %.500s", body)
+	}
+	if got := e.JSON("PUT", "/api/billing/settings", w.tokA, map[string]any{"currency": "USD"}, nil); got != http.StatusForbidden {
+		t.Errorf("a tenant's owner changed the console's billing settings: %d", got)
+	}
+}

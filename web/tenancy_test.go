@@ -65,7 +65,8 @@ type tenantWorld struct {
 
 func newTenantWorld(t *testing.T) *tenantWorld {
 	t.Helper()
-	e := webtest.New(t, func(c *config.Config) { c.Tenancy = true })
+	// Billing is on too: its routes are walled like the others.
+	e := webtest.New(t, func(c *config.Config) { c.Tenancy, c.Billing = true, true })
 	ctx := context.Background()
 	w := &tenantWorld{e: e, platformCtx: ctx}
 	must := func(err error) {
