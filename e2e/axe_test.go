@@ -68,8 +68,9 @@ func (b *browser) checkAccessible(page string) {
 }
 
 // pagesCheckedElsewhere are page routes whose accessibility another test checks:
-// signing in (TestLogin) and the tenants page, which needs tenancy on (TestTenants).
-var pagesCheckedElsewhere = map[string]bool{"/login": true, "/tenants": true}
+// signing in (TestLogin), the tenants page, which needs tenancy on (TestTenants), and
+// Settings → Billing, which needs billing on (TestBilling).
+var pagesCheckedElsewhere = map[string]bool{"/login": true, "/tenants": true, "/billing": true}
 
 // everyPage runs the phone's width check (390 px) and the accessibility check, in the
 // light and the dark theme, over every page of the console the owner can open with one

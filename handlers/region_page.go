@@ -67,7 +67,7 @@ func tabFor(c *fiber.Ctx, t string) string {
 		t == "data" && !Who(c).Perms[perm.DataServicesManage] {
 		return "general"
 	}
-	if t == "supply-chain" && !Who(c).Perms[perm.SupplyChainManage] {
+	if t == "supply-chain" && !Who(c).Perms[perm.SupplyChainManage] || t == "billing" && !Who(c).Perms[perm.BillingView] {
 		return "general"
 	}
 	return t

@@ -195,11 +195,11 @@ func StatusLabel(s string) string {
 // StatusColor maps a status word to badge classes.
 func StatusColor(s string) string {
 	switch s {
-	case "ready", "active", "done", "succeeded", "pass", "ok", "running", "connected", "resolved", "completed", "installed", "accepted":
+	case "ready", "active", "done", "succeeded", "pass", "ok", "running", "connected", "resolved", "completed", "installed", "accepted", "delivered":
 		return "bg-emerald-100 text-emerald-800 dark:bg-emerald-900/60 dark:text-emerald-200"
 	case "installing", "pending", "queued", "in_progress", "dns_check", "maintenance", "warn", "degraded", "upgrading", "removing":
 		return "bg-amber-100 text-amber-800 dark:bg-amber-900/60 dark:text-amber-200"
-	case "error", "failed", "fail", "down", "inactive", "no_heartbeat", "unreachable", "cancelled", "refused":
+	case "error", "failed", "fail", "down", "inactive", "no_heartbeat", "unreachable", "cancelled", "refused", "dead":
 		return "bg-rose-100 text-rose-800 dark:bg-rose-900/60 dark:text-rose-200"
 	default:
 		return "bg-slate-100 text-slate-700 dark:bg-slate-800 dark:text-slate-300"

@@ -9,6 +9,7 @@ import (
 	"runr.dev/console/ops/billing"
 	"runr.dev/console/perm"
 	"runr.dev/console/store"
+	"runr.dev/console/store/billingdb"
 	"runr.dev/console/views"
 )
 
@@ -64,7 +65,7 @@ func (h *Handlers) renderSettings(c *fiber.Ctx, status int, f views.Form) error 
 	}
 	for _, e := range events {
 		d.Events = append(d.Events, views.EventRow{ID: e.ID, Type: e.Type, Status: e.Status, Attempts: e.Attempts,
-			When: e.CreatedAt.UTC().Format("2006-01-02 15:04 UTC"), Error: e.LastError})
+			When: e.CreatedAt.UTC().Format("2006-01-02 15:04 UTC"), Error: e.LastError, Dead: e.Status == billingdb.EventDead})
 	}
 	return handlers.Render(c, status, views.BillingSettings(h.Page(c, "Billing", "billing"), d))
 }
@@ -103,7 +104,7 @@ func (h *Handlers) TestEventForm(c *fiber.Ctx) error {
 	flash := ""
 	if err == nil {
 		flash = "Test event " + ev.ID + " delivered."
-		if ev.Status != "delivered" {
+		if ev.Status != billingdb.EventDelivered {
 			flash = "Test event " + ev.ID + " was not delivered (" + ev.LastError + "); it is retried like any other."
 		}
 	}
