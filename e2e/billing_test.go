@@ -66,7 +66,7 @@ func TestBilling(t *testing.T) {
 
 	// Fixed resources: the allocation and this month's fixed charge.
 	b.setValue("#f-type", "fixed")
-	b.setValue("#f-vcpu_hour", "")
+	b.setValue("#f-vcpu_hour", "0.04")
 	b.fill("#f-fixed_price", "250", "#f-allocation_cpu_m", "2000", "#f-allocation_memory_mi", "4096")
 	b.submit("[data-testid=save-billing]")
 	b.visible("[data-testid=billing-allocation]", shortWait)
