@@ -79,6 +79,8 @@ CREATE TABLE bills (
     period_end   TIMESTAMPTZ NOT NULL,
     currency     TEXT NOT NULL,
     total_minor  BIGINT NOT NULL,
+    -- base_total_minor is the total at the platform's prices, before the tenant's markup.
+    base_total_minor BIGINT NOT NULL,
     lines        JSONB NOT NULL,
     closed_at    TIMESTAMPTZ NOT NULL DEFAULT now()
 );
@@ -109,6 +111,23 @@ CREATE TABLE billing_events (
 );
 CREATE INDEX billing_events_due_idx ON billing_events (next_attempt_at) WHERE status = 'pending';
 
+-- An offer of a platform region to a tenant (the Tenancy module's assignment while billing
+-- is on): the region is assigned, with its quotas, once the tenant accepts with its markup.
+CREATE TABLE region_offers (
+    id          TEXT PRIMARY KEY,
+    region_id   TEXT NOT NULL REFERENCES regions (id) ON DELETE CASCADE,
+    tenant_id   TEXT NOT NULL REFERENCES tenants (id) ON DELETE CASCADE,
+    cpu         DOUBLE PRECISION,
+    memory_gib  DOUBLE PRECISION,
+    status      TEXT NOT NULL DEFAULT 'offered' CHECK (status IN ('offered', 'accepted', 'declined')),
+    markup_bp   INT NOT NULL DEFAULT 0 CHECK (markup_bp >= 0),
+    offered_by  TEXT NOT NULL,
+    decided_by  TEXT NOT NULL DEFAULT '',
+    created_at  TIMESTAMPTZ NOT NULL DEFAULT now(),
+    decided_at  TIMESTAMPTZ
+);
+CREATE UNIQUE INDEX region_offers_open ON region_offers (region_id, tenant_id) WHERE status <> 'declined';
+
 -- A tenant's users see their own account only.
 ALTER TABLE charges ENABLE ROW LEVEL SECURITY;
 ALTER TABLE charges FORCE ROW LEVEL SECURITY;
@@ -122,6 +141,9 @@ CREATE POLICY billing_events_walls ON billing_events USING (runr_tenant() IS NUL
 ALTER TABLE usage_minutes ENABLE ROW LEVEL SECURITY;
 ALTER TABLE usage_minutes FORCE ROW LEVEL SECURITY;
 CREATE POLICY usage_minutes_walls ON usage_minutes USING (runr_tenant() IS NULL OR tenant_id = runr_tenant());
+ALTER TABLE region_offers ENABLE ROW LEVEL SECURITY;
+ALTER TABLE region_offers FORCE ROW LEVEL SECURITY;
+CREATE POLICY region_offers_walls ON region_offers USING (runr_tenant() IS NULL OR tenant_id = runr_tenant());
 ALTER TABLE billing_settings ENABLE ROW LEVEL SECURITY;
 ALTER TABLE billing_settings FORCE ROW LEVEL SECURITY;
 -- Every account reads the currency; only the platform changes the settings.
@@ -129,5 +151,5 @@ CREATE POLICY billing_settings_read ON billing_settings FOR SELECT USING (true);
 CREATE POLICY billing_settings_change ON billing_settings FOR UPDATE USING (runr_tenant() IS NULL);
 
 -- +goose Down
-DROP TABLE billing_events, bills, charges, usage_minutes, region_billing, billing_settings;
+DROP TABLE region_offers, billing_events, bills, charges, usage_minutes, region_billing, billing_settings;
 DROP FUNCTION runr_bills_immutable();

@@ -35,7 +35,7 @@ func (s *Service) registerKinds() {
 	s.Isolation = isolation.New(s.Kit)
 	s.GPU = gpu.New(s.Kit)
 	s.Admission = admission.New(s.Kit)
-	s.Billing = billing.New(s.Kit)
+	s.Billing = billing.New(s.Kit, s.Tenancy)
 	s.Observability.Meter = s.Billing.Meter
 	s.Projects = projects.New(s.Kit, projects.Deps{Nodes: s.Nodes, Tenancy: s.Tenancy, Redis: s.Redis, GPU: s.GPU,
 		Admission: s.Admission, Billing: s.Billing, EnableKnativeFeatures: knative.EnableFeatures})

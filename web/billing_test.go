@@ -205,7 +205,7 @@ func TestBillingEndToEnd(t *testing.T) {
 // TestBillingTenantWalls: each tenant's users read their own account's charges and events
 // only, whatever they ask for; the platform reads every account, one at a time on request.
 func TestBillingTenantWalls(t *testing.T) {
-	w := newTenantWorld(t)
+	w := newTenantWorldWith(t, true)
 	e, ctx := w.e, context.Background()
 	now := time.Now().UTC()
 	for _, p := range []*store.Project{w.projectA, w.projectB} {
@@ -252,5 +252,109 @@ func TestBillingTenantWalls(t *testing.T) {
 	}
 	if got := e.JSON("PUT", "/api/billing/settings", w.tokA, map[string]any{"currency": "USD"}, nil); got != http.StatusForbidden {
 		t.Errorf("a tenant's owner changed the console's billing settings: %d", got)
+	}
+}
+
+// TestBillingOffersWithMarkup: with tenants, assigning a platform region is an offer; the
+// region stays out of sight until the tenant accepts with its markup; a declined offer
+// assigns nothing; the tenant's charges are the platform's prices plus its markup.
+func TestBillingOffersWithMarkup(t *testing.T) {
+	w := newTenantWorldWith(t, true)
+	e, ctx := w.e, context.Background()
+	region := w.unassigned
+	regionPath := "/api/knative-regions/" + region.ID
+	if got := e.JSON("PUT", regionPath+"/billing", w.tokPlatform, map[string]any{"vcpu_hour": "0.06"}, nil); got != 200 {
+		t.Fatalf("prices: %d", got)
+	}
+	var offers struct {
+		Data []struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+		} `json:"data"`
+	}
+	offer := func(tenant string) string {
+		var out struct {
+			Data struct{ ID, Status string } `json:"data"`
+		}
+		if got := e.JSON("POST", regionPath+"/assignments", w.tokPlatform, map[string]any{"tenant_id": tenant, "cpu": 1, "memory_gib": 1}, &out); got != http.StatusAccepted || out.Data.Status != "offered" {
+			t.Fatalf("offer to %s: %d %+v", tenant, got, out)
+		}
+		return out.Data.ID
+	}
+	offerA, offerB := offer(w.a.ID), offer(w.b.ID)
+	if got := e.JSON("POST", regionPath+"/assignments", w.tokPlatform, map[string]any{"tenant_id": w.a.ID}, nil); got != 422 {
+		t.Fatalf("a second offer to A: %d, want 422", got)
+	}
+	if got := e.JSON("GET", regionPath, w.tokA, nil, nil); got != 404 {
+		t.Fatalf("A sees the region before accepting: %d", got)
+	}
+	if got := e.JSON("GET", "/api/billing/offers", w.tokA, nil, &offers); got != 200 || len(offers.Data) != 1 || offers.Data[0].ID != offerA {
+		t.Fatalf("A's offers: %d %+v", got, offers)
+	}
+
+	// A refused markup changes nothing; an accepted one assigns the region.
+	var refused struct {
+		Fields map[string]string `json:"fields"`
+	}
+	if got := e.JSON("POST", "/api/billing/offers/"+offerA+"/accept", w.tokA, map[string]any{"markup_percent": "fifteen"}, &refused); got != 422 || refused.Fields["markup_percent"] == "" {
+		t.Fatalf("a markup that is no number: %d %+v", got, refused)
+	}
+	if _, err := e.Store.AssignmentOf(ctx, region.ID, w.a.ID); err == nil {
+		t.Fatal("a refused acceptance assigned the region")
+	}
+	if got := e.JSON("POST", "/api/billing/offers/"+offerA+"/accept", w.tokB, map[string]any{"markup_percent": "15"}, nil); got != 404 {
+		t.Fatalf("B accepted A's offer: %d", got)
+	}
+	// The quotas' fit is checked against the region's cluster when the tenant accepts: a
+	// cluster that does not answer refuses the acceptance, and the offer stays open.
+	if got := e.JSON("POST", "/api/billing/offers/"+offerA+"/accept", w.tokA, map[string]any{"markup_percent": "15"}, nil); got != http.StatusBadGateway {
+		t.Fatalf("A accepts while the region's cluster does not answer: %d, want 502", got)
+	}
+	if _, err := e.Store.AssignmentOf(ctx, region.ID, w.a.ID); err == nil {
+		t.Fatal("a refused acceptance assigned the region")
+	}
+	// A shared region (no quotas enforced) needs no cluster to accept.
+	if _, err := e.Store.DB.Exec(`UPDATE regions SET region_mode = 'shared' WHERE id = $1`, region.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.JSON("POST", "/api/billing/offers/"+offerA+"/accept", w.tokA, map[string]any{"markup_percent": "15"}, nil); got != 200 {
+		t.Fatalf("A accepts: %d", got)
+	}
+	if got := e.JSON("GET", regionPath, w.tokA, nil, nil); got != 200 {
+		t.Fatalf("A does not see the accepted region: %d", got)
+	}
+	if got := e.JSON("POST", "/api/billing/offers/"+offerB+"/decline", w.tokB, nil, nil); got != 200 {
+		t.Fatalf("B declines: %d", got)
+	}
+	if got := e.JSON("POST", "/api/billing/offers/"+offerB+"/accept", w.tokB, map[string]any{"markup_percent": "1"}, nil); got != 422 {
+		t.Fatalf("B accepts a declined offer: %d", got)
+	}
+	if got := e.JSON("GET", regionPath, w.tokB, nil, nil); got != 404 {
+		t.Fatalf("B sees the declined region: %d", got)
+	}
+
+	// A's project there: one vCPU-hour at 0.06 is 0.06 for the platform, 0.069 → 0.07 with 15 %.
+	p := &store.Project{Name: "acme-billed", RegionID: &region.ID, Image: "reg/a:1", CPUm: 100, MemoryMi: 64}
+	if err := e.Store.CreateProject(w.inA, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Store.SetProjectState(ctx, p.ID, store.ProjectRunning, "", p.Image); err != nil {
+		t.Fatal(err)
+	}
+	snap := agent.Message{Type: "snapshot", At: time.Now(), Snapshot: &agent.Snapshot{Projects: []agent.ProjectUsage{{Project: p.ID, CPURequested: 60_000}}}}
+	if err := e.Kube.Observability.RecordAgentReport(ctx, []string{region.ID}, snap); err != nil {
+		t.Fatal(err)
+	}
+	var charges struct {
+		Data []billing.ChargeView `json:"data"`
+	}
+	if got := e.JSON("GET", "/api/billing/charges?region="+region.ID, w.tokA, nil, &charges); got != 200 || len(charges.Data) != 1 {
+		t.Fatalf("A's charges: %d %+v", got, charges)
+	}
+	if c := charges.Data[0]; c.MarkupPercent != "15.00" || c.BaseAmount != "0.06" || c.Amount != "0.07" {
+		t.Fatalf("A's charge: markup %s, base %s, amount %s", c.MarkupPercent, c.BaseAmount, c.Amount)
+	}
+	if _, body := w.e.Raw("GET", "/api/billing/charges", w.tokB, ""); strings.Contains(body, "acme-billed") {
+		t.Fatal("B reads A's charge")
 	}
 }

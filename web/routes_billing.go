@@ -8,7 +8,7 @@ func (s *Server) billingRoutes() []Route {
 		return nil
 	}
 	h := s.Billing
-	return []Route{
+	routes := []Route{
 		{Method: get, Path: "/billing", Perm: perm.BillingView, Handler: h.SettingsPage},
 		{Method: post, Path: "/billing/settings", Perm: perm.BillingManage, Handler: h.SettingsForm},
 		{Method: post, Path: "/billing/test-event", Perm: perm.BillingManage, Handler: h.TestEventForm},
@@ -26,4 +26,17 @@ func (s *Server) billingRoutes() []Route {
 		{Method: get, Path: "/api/knative-regions/:id/billing", Perm: perm.BillingView, Handler: h.APIRegionBilling},
 		{Method: put, Path: "/api/knative-regions/:id/billing", Perm: perm.BillingManage, Handler: h.APIPutRegionBilling},
 	}
+	if !s.Cfg.Tenancy {
+		return routes
+	}
+	// Offers: with tenants, assigning a platform region is an offer the tenant answers.
+	return append(routes,
+		Route{Method: post, Path: "/billing/offers/:offer/accept", Perm: perm.BillingManage, Handler: h.AcceptOfferForm},
+		Route{Method: post, Path: "/billing/offers/:offer/decline", Perm: perm.BillingManage, Handler: h.DeclineOfferForm},
+		Route{Method: post, Path: "/billing/offers/:offer/withdraw", Perm: perm.TenantsManage, Handler: h.WithdrawOfferForm},
+		Route{Method: get, Path: "/api/billing/offers", Perm: perm.BillingView, Handler: h.APIOffers},
+		Route{Method: post, Path: "/api/billing/offers/:offer/accept", Perm: perm.BillingManage, Handler: h.APIAcceptOffer},
+		Route{Method: post, Path: "/api/billing/offers/:offer/decline", Perm: perm.BillingManage, Handler: h.APIDeclineOffer},
+		Route{Method: del, Path: "/api/billing/offers/:offer", Perm: perm.TenantsManage, Handler: h.APIWithdrawOffer},
+	)
 }

@@ -63,10 +63,13 @@ type tenantWorld struct {
 	namesOfB []string
 }
 
-func newTenantWorld(t *testing.T) *tenantWorld {
+func newTenantWorld(t *testing.T) *tenantWorld { return newTenantWorldWith(t, false) }
+
+// newTenantWorldWith is newTenantWorld with the Billing module on or off (on, assigning a
+// platform region is an offer).
+func newTenantWorldWith(t *testing.T, billing bool) *tenantWorld {
 	t.Helper()
-	// Billing is on too: its routes are walled like the others.
-	e := webtest.New(t, func(c *config.Config) { c.Tenancy, c.Billing = true, true })
+	e := webtest.New(t, func(c *config.Config) { c.Tenancy, c.Billing = true, billing })
 	ctx := context.Background()
 	w := &tenantWorld{e: e, platformCtx: ctx}
 	must := func(err error) {
@@ -220,8 +223,12 @@ func walked(s *web.Server) []web.Route {
 // to it (404), and never changes the platform region assigned to it (403: it sees its
 // summary only). Every refusal changes nothing. Platform users change platform regions;
 // tenant-owned regions are their tenant's to change.
-func TestTenantMatrix(t *testing.T) {
-	w := newTenantWorld(t)
+func TestTenantMatrix(t *testing.T) { tenantMatrix(t, newTenantWorld(t)) }
+
+// TestTenantMatrixBilling is the matrix with the Billing module's routes too.
+func TestTenantMatrixBilling(t *testing.T) { tenantMatrix(t, newTenantWorldWith(t, true)) }
+
+func tenantMatrix(t *testing.T, w *tenantWorld) {
 	e := w.e
 	permsA := perm.OfUser(w.ownerA, nil)
 	routes := walked(e.S)

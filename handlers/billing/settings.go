@@ -1,6 +1,7 @@
 package billing
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -48,6 +49,11 @@ func (h *Handlers) renderSettings(c *fiber.Ctx, status int, f views.Form) error 
 	}
 	d := views.BillingSettingsData{Currencies: handlers.OptionsOf(set.Currencies, set.Currency), SecretSet: set.WebhookSecretSet,
 		CanManage: who.Perms[perm.BillingManage] && tenant == "", Form: f, Charges: chargeRows(charges), Currency: set.Currency}
+	if h.Cfg.Tenancy {
+		if err := h.fillOffers(c, &d); err != nil {
+			return h.Fail(c, err)
+		}
+	}
 	for _, r := range regions {
 		row := views.RegionPriceRow{ID: r.RegionID, Name: r.Region, Type: "pay as you go",
 			Prices: r.Prices.VCPUHour + " per vCPU-hour, " + r.Prices.MemoryGiBHour + " per GiB-hour, " + r.Prices.GPUHour + " per GPU-hour"}
@@ -68,6 +74,36 @@ func (h *Handlers) renderSettings(c *fiber.Ctx, status int, f views.Form) error 
 			When: e.CreatedAt.UTC().Format("2006-01-02 15:04 UTC"), Error: e.LastError, Dead: e.Status == billingdb.EventDead})
 	}
 	return handlers.Render(c, status, views.BillingSettings(h.Page(c, "Billing", "billing"), d))
+}
+
+// fillOffers lists the offers the user sees, and what it may do with them.
+func (h *Handlers) fillOffers(c *fiber.Ctx, d *views.BillingSettingsData) error {
+	actor := h.Actor(c)
+	os, err := h.svc().Offers(c.UserContext(), actor)
+	if err != nil {
+		return err
+	}
+	d.ShowOffers, d.CanAnswer, d.CanWithdraw = true, actor.TenantID != "" && actor.Can(perm.BillingManage), actor.TenantID == "" && actor.Can(perm.TenantsManage)
+	for _, o := range os {
+		row := views.OfferRow{ID: o.ID, Region: o.RegionName, Tenant: o.TenantName, Quotas: quotas(o.CPU, o.MemoryGiB), Status: o.Status,
+			Open: o.Status == billingdb.OfferOpen}
+		if o.Status == billingdb.OfferAccepted {
+			row.Markup = billing.FormatMinor(o.MarkupBP, 2)
+		}
+		d.Offers = append(d.Offers, row)
+	}
+	return nil
+}
+
+// quotas says an offer's quotas ("the free capacity" for one left out).
+func quotas(cpu, mem *float64) string {
+	q := func(v *float64, unit string) string {
+		if v == nil {
+			return "what is free of " + unit
+		}
+		return strconv.FormatFloat(*v, 'f', -1, 64) + " " + unit
+	}
+	return q(cpu, "CPU") + ", " + q(mem, "GiB of memory")
 }
 
 // settingsOutcome answers a form of Settings → Billing: back with a flash, or the page

@@ -113,11 +113,17 @@ func (h *Handlers) APIAssignments(c *fiber.Ctx) error {
 }
 
 // APIAssign is POST /api/knative-regions/{id}/assignments {tenant_id, cpu, memory_gib}:
-// 201 with the assignment; quotas that do not fit answer 422 with what is free.
+// 201 with the assignment; quotas that do not fit answer 422 with what is free. With
+// billing on it is an offer (202) that the tenant accepts with its markup.
 func (h *Handlers) APIAssign(c *fiber.Ctx) error {
 	r, in, err := handlers.RegionBody[tenancy.QuotaInput](h.Handlers, c)
 	if err != nil {
 		return h.Fail(c, err)
+	}
+	if h.Cfg.Billing {
+		// With billing, an assignment is an offer the tenant accepts with its markup.
+		o, err := h.Ops.Billing.OfferRegion(c.UserContext(), h.Actor(c), r, in)
+		return handlers.DataAnswer(h.Handlers, c, fiber.StatusAccepted, o, err)
 	}
 	a, err := h.Ops.Tenancy.AssignRegion(c.UserContext(), h.Actor(c), r, in)
 	return handlers.DataAnswer(h.Handlers, c, fiber.StatusCreated, a, err)
@@ -274,6 +280,10 @@ func (h *Handlers) AssignForm(c *fiber.Ctx) error {
 		return h.tenantsForm(c, t.ID, values, &problem.Invalid{Fields: map[string]string{"region_id": "Choose a platform region."}}, "")
 	} else if err != nil {
 		return h.Fail(c, err)
+	}
+	if h.Cfg.Billing {
+		_, err = h.Ops.Billing.OfferRegion(c.UserContext(), h.Actor(c), r, in)
+		return h.tenantsForm(c, t.ID, values, err, "Region "+r.Name+" offered to "+t.Name+": it is assigned once the tenant accepts.")
 	}
 	_, err = h.Ops.Tenancy.AssignRegion(c.UserContext(), h.Actor(c), r, in)
 	return h.tenantsForm(c, t.ID, values, err, "Region "+r.Name+" assigned to "+t.Name+".")

@@ -15,6 +15,7 @@ import (
 
 	"runr.dev/console/agent"
 	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/tenancy"
 	"runr.dev/console/store"
 	"runr.dev/console/store/billingdb"
 )
@@ -22,7 +23,8 @@ import (
 // Service is the Billing module.
 type Service struct {
 	*kit.Kit
-	DB *billingdb.DB
+	DB      *billingdb.DB
+	tenancy *tenancy.Service
 	// Client posts the events to the webhook.
 	Client *http.Client
 	// Backoff is the wait before the first retry of an event; each retry waits twice as
@@ -33,9 +35,9 @@ type Service struct {
 	Now func() time.Time
 }
 
-// New builds the Billing module.
-func New(k *kit.Kit) *Service {
-	return &Service{Kit: k, DB: billingdb.New(k.Store), Client: &http.Client{Timeout: 10 * time.Second},
+// New builds the Billing module on the Tenancy module (its offers assign regions).
+func New(k *kit.Kit, t *tenancy.Service) *Service {
+	return &Service{Kit: k, DB: billingdb.New(k.Store), tenancy: t, Client: &http.Client{Timeout: 10 * time.Second},
 		Backoff: 30 * time.Second, MaxAttempts: 8, Now: time.Now}
 }
 

@@ -16,6 +16,8 @@ import (
 	"runr.dev/console/config"
 	"runr.dev/console/ops/billing"
 	"runr.dev/console/ops/kit"
+	"runr.dev/console/ops/nodes"
+	"runr.dev/console/ops/tenancy"
 	"runr.dev/console/problem"
 	"runr.dev/console/store"
 	"runr.dev/console/store/billingdb"
@@ -38,7 +40,8 @@ func module(t *testing.T) (*billing.Service, *store.Region, *clock) {
 	t.Helper()
 	st := storetest.New(t)
 	cfg := &config.Config{InstallTimeout: time.Minute, Billing: true, BillingInterval: time.Second}
-	s := billing.New(kit.New(st, cfg, slog.New(slog.NewTextHandler(io.Discard, nil))))
+	k := kit.New(st, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	s := billing.New(k, tenancy.New(k, nodes.New(k)))
 	c := &clock{t: time.Date(2026, 11, 20, 10, 0, 0, 0, time.UTC)}
 	s.Now = c.now
 	r := &store.Region{Name: "eu-1", Kubeconfig: "not used", RedisMode: store.RedisNone}

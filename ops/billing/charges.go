@@ -29,7 +29,10 @@ type ChargeView struct {
 	MarkupPercent string `json:"markup_percent"`
 	AmountMinor   int64  `json:"amount_minor"`
 	Amount        string `json:"amount"`
-	Currency      string `json:"currency"`
+	// BaseAmount is the amount at the platform's prices, before the tenant's markup.
+	BaseAmountMinor int64  `json:"base_amount_minor"`
+	BaseAmount      string `json:"base_amount"`
+	Currency        string `json:"currency"`
 	// BillID is the closed bill that holds it (nil while its period is open).
 	BillID *string `json:"bill_id"`
 }
@@ -39,21 +42,24 @@ func chargeUsage(c *billingdb.Charge) (Usage, Prices) {
 		Prices{c.VCPUHourMicros, c.MemoryGiBHourMicros, c.GPUHourMicros, c.FixedPeriodMicros}
 }
 
-// chargeAmount is what a charge amounts to, in minor units of the currency.
-func chargeAmount(c *billingdb.Charge, currency string) int64 {
+// chargeAmount is what a charge amounts to, in minor units of the currency: with the
+// tenant's markup, and at the platform's prices (base).
+func chargeAmount(c *billingdb.Charge, currency string) (amount, base int64) {
 	u, p := chargeUsage(c)
 	digits, _ := Digits(currency)
-	return Amount(u, p, c.Type == billingdb.Fixed && c.ProjectID == "", c.MarkupBP, digits)
+	fixed := c.Type == billingdb.Fixed && c.ProjectID == ""
+	return Amount(u, p, fixed, c.MarkupBP, digits), Amount(u, p, fixed, 0, digits)
 }
 
 func (s *Service) chargeView(c *billingdb.Charge, currency string) ChargeView {
 	u, p := chargeUsage(c)
 	_, end := PeriodOf(c.PeriodStart)
 	digits, _ := Digits(currency)
-	amount := chargeAmount(c, currency)
+	amount, base := chargeAmount(c, currency)
 	return ChargeView{ID: c.ID, TenantID: c.TenantID, PeriodStart: c.PeriodStart, PeriodEnd: end, RegionID: c.RegionID,
 		RegionName: c.RegionName, ProjectID: c.ProjectID, ProjectName: c.ProjectName, Type: c.Type, Usage: u, Prices: p,
-		MarkupPercent: FormatMinor(c.MarkupBP, 2), AmountMinor: amount, Amount: FormatMinor(amount, digits), Currency: currency, BillID: c.BillID}
+		MarkupPercent: FormatMinor(c.MarkupBP, 2), AmountMinor: amount, Amount: FormatMinor(amount, digits),
+		BaseAmountMinor: base, BaseAmount: FormatMinor(base, digits), Currency: currency, BillID: c.BillID}
 }
 
 // Query narrows the billing lists: a period (its month, "2026-11"), an account (a
@@ -196,13 +202,14 @@ func (s *Service) closeBill(ctx context.Context, set *billingdb.Settings, cs []b
 	b := &billingdb.Bill{ID: "bill_" + store.NewID(), TenantID: cs[0].TenantID, PeriodStart: start, PeriodEnd: end, Currency: set.Currency, ClosedAt: now}
 	for i := range cs {
 		c := &cs[i]
-		amount := chargeAmount(c, set.Currency)
+		amount, base := chargeAmount(c, set.Currency)
 		b.TotalMinor += amount
+		b.BaseTotalMinor += base
 		b.Lines.V = append(b.Lines.V, billingdb.BillLine{ChargeID: c.ID, RegionID: c.RegionID, RegionName: c.RegionName,
 			ProjectID: c.ProjectID, ProjectName: c.ProjectName, Type: c.Type, CPUMinutesM: c.CPUMinutesM,
 			MemoryMinutesMi: c.MemoryMinutesMi, GPUMinutes: c.GPUMinutes, VCPUHourMicros: c.VCPUHourMicros,
 			MemoryGiBHourMicros: c.MemoryGiBHourMicros, GPUHourMicros: c.GPUHourMicros, FixedPeriodMicros: c.FixedPeriodMicros,
-			MarkupBP: c.MarkupBP, AmountMinor: amount})
+			MarkupBP: c.MarkupBP, AmountMinor: amount, BaseAmountMinor: base})
 	}
 	ev, err := s.newEvent(set, b.TenantID, "bill.closed", billView(b))
 	if err != nil {

@@ -320,8 +320,10 @@ func (s *Service) fitOn(r *store.Region, limit Quota, others []store.Assignment,
 	return FitQuota(limit, s.ceiling(), others, current, in)
 }
 
-// AssignRegion assigns a platform region to a tenant with its quotas.
-func (s *Service) AssignRegion(ctx context.Context, actor kit.Actor, r *store.Region, in QuotaInput) (*store.Assignment, error) {
+// Assignable checks that the actor may assign a platform region to the tenant of in
+// with its quotas (the quotas' fit is checked when the assignment is saved), and returns
+// the tenant.
+func (s *Service) Assignable(ctx context.Context, actor kit.Actor, r *store.Region, in QuotaInput) (*store.Tenant, error) {
 	if r.Tenant() != "" {
 		return nil, &problem.Refused{Reason: "Region " + r.Name + " belongs to a tenant: a tenant-owned region is never assigned."}
 	}
@@ -344,6 +346,15 @@ func (s *Service) AssignRegion(ctx context.Context, actor kit.Actor, r *store.Re
 	}
 	if _, err := s.Store.AssignmentOf(ctx, r.ID, t.ID); err == nil {
 		return nil, &problem.Refused{Field: "tenant_id", Reason: "Region " + r.Name + " is assigned to " + t.Name + " already: change its quotas instead."}
+	}
+	return t, nil
+}
+
+// AssignRegion assigns a platform region to a tenant with its quotas.
+func (s *Service) AssignRegion(ctx context.Context, actor kit.Actor, r *store.Region, in QuotaInput) (*store.Assignment, error) {
+	t, err := s.Assignable(ctx, actor, r, in)
+	if err != nil {
+		return nil, err
 	}
 	a, err := s.saveQuota(ctx, r, t.ID, nil, in)
 	if err != nil {

@@ -15,14 +15,16 @@ import (
 // Bill is an account's closed bill of one period. Lines are what its charges priced to,
 // with the region's and project's names as they were.
 type Bill struct {
-	ID          string                 `db:"id"`
-	TenantID    *string                `db:"tenant_id"`
-	PeriodStart time.Time              `db:"period_start"`
-	PeriodEnd   time.Time              `db:"period_end"`
-	Currency    string                 `db:"currency"`
-	TotalMinor  int64                  `db:"total_minor"`
-	Lines       store.JSON[[]BillLine] `db:"lines"`
-	ClosedAt    time.Time              `db:"closed_at"`
+	ID          string    `db:"id"`
+	TenantID    *string   `db:"tenant_id"`
+	PeriodStart time.Time `db:"period_start"`
+	PeriodEnd   time.Time `db:"period_end"`
+	Currency    string    `db:"currency"`
+	TotalMinor  int64     `db:"total_minor"`
+	// BaseTotalMinor is the total at the platform's prices, before a tenant's markup.
+	BaseTotalMinor int64                  `db:"base_total_minor"`
+	Lines          store.JSON[[]BillLine] `db:"lines"`
+	ClosedAt       time.Time              `db:"closed_at"`
 }
 
 // BillLine is one charge of a closed bill.
@@ -42,6 +44,7 @@ type BillLine struct {
 	FixedPeriodMicros   int64  `json:"fixed_period_micros"`
 	MarkupBP            int64  `json:"markup_bp"`
 	AmountMinor         int64  `json:"amount_minor"`
+	BaseAmountMinor     int64  `json:"base_amount_minor"`
 }
 
 // CloseBill writes a closed bill for the charges it lists and marks them billed, with
@@ -53,9 +56,9 @@ func (d *DB) CloseBill(ctx context.Context, b *Bill, ev *Event) (closed bool, er
 		return false, wrap("close a bill", err)
 	}
 	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, `INSERT INTO bills (id, tenant_id, period_start, period_end, currency, total_minor, lines)
-		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
-		b.ID, b.TenantID, b.PeriodStart, b.PeriodEnd, b.Currency, b.TotalMinor, b.Lines)
+	res, err := tx.ExecContext(ctx, `INSERT INTO bills (id, tenant_id, period_start, period_end, currency, total_minor, base_total_minor, lines)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`,
+		b.ID, b.TenantID, b.PeriodStart, b.PeriodEnd, b.Currency, b.TotalMinor, b.BaseTotalMinor, b.Lines)
 	if err != nil {
 		return false, wrap("close a bill", err)
 	}

@@ -58,11 +58,12 @@ func (d *DB) Meter(ctx context.Context, regionID, regionName string, p *store.Pr
 		Created bool   `db:"created"`
 	}
 	err = tx.GetContext(ctx, &row, `INSERT INTO charges (id, tenant_id, period_start, region_id, region_name, project_id, project_name, type,
-			cpu_minutes_m, memory_minutes_mi, gpu_minutes, vcpu_hour_micros, memory_gib_hour_micros, gpu_hour_micros)
+			cpu_minutes_m, memory_minutes_mi, gpu_minutes, vcpu_hour_micros, memory_gib_hour_micros, gpu_hour_micros, markup_bp)
 		SELECT $1, $2, $3, $4, $5, $6, $7, COALESCE(rb.type, 'payg'), $8, $9, $10,
 			CASE WHEN rb.type = 'payg' THEN rb.vcpu_hour_micros ELSE 0 END,
 			CASE WHEN rb.type = 'payg' THEN rb.memory_gib_hour_micros ELSE 0 END,
-			CASE WHEN rb.type = 'payg' THEN rb.gpu_hour_micros ELSE 0 END
+			CASE WHEN rb.type = 'payg' THEN rb.gpu_hour_micros ELSE 0 END,
+			COALESCE((SELECT o.markup_bp FROM region_offers o WHERE o.region_id = $4 AND o.tenant_id = $2 AND o.status = 'accepted'), 0)
 		FROM (SELECT 1) one LEFT JOIN region_billing rb ON rb.region_id = $4
 		WHERE NOT EXISTS (SELECT 1 FROM bills b WHERE b.period_start = $3 AND COALESCE(b.tenant_id, '') = COALESCE($2, ''))
 		ON CONFLICT (period_start, (COALESCE(tenant_id, '')), region_id, project_id) DO UPDATE SET
@@ -71,7 +72,7 @@ func (d *DB) Meter(ctx context.Context, regionID, regionName string, p *store.Pr
 			gpu_minutes = charges.gpu_minutes + EXCLUDED.gpu_minutes,
 			type = EXCLUDED.type, vcpu_hour_micros = EXCLUDED.vcpu_hour_micros,
 			memory_gib_hour_micros = EXCLUDED.memory_gib_hour_micros, gpu_hour_micros = EXCLUDED.gpu_hour_micros,
-			region_name = EXCLUDED.region_name, project_name = EXCLUDED.project_name, updated_at = now()
+			markup_bp = EXCLUDED.markup_bp, region_name = EXCLUDED.region_name, project_name = EXCLUDED.project_name, updated_at = now()
 		WHERE charges.bill_id IS NULL
 		RETURNING id, (xmax = 0) AS created`,
 		store.NewID(), p.TenantID, periodStart, regionID, regionName, p.ID, p.Name, m.CPUm, m.MemoryMi, m.GPUs)
