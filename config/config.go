@@ -111,6 +111,11 @@ type Config struct {
 	// metering, charges, closed bills, the billing API and signed events). Off, no billing
 	// route, field or tab exists.
 	Billing bool
+	// BillingWebhookURL and BillingWebhookSecret are the chart's billing.webhookUrl and
+	// billing.webhookSecret (RUNR_BILLING_WEBHOOK_URL, RUNR_BILLING_WEBHOOK_SECRET): set,
+	// they are the webhook and Settings → Billing shows them read-only.
+	BillingWebhookURL    string
+	BillingWebhookSecret string
 	// BillingInterval is how often bills of ended periods close and due billing events
 	// are sent (RUNR_BILLING_INTERVAL, default 30s).
 	BillingInterval time.Duration
@@ -316,6 +321,10 @@ func FromEnv() (*Config, error) {
 	}
 	if c.BillingInterval, err = durEnv("RUNR_BILLING_INTERVAL", 30*time.Second); err != nil {
 		return nil, err
+	}
+	c.BillingWebhookURL, c.BillingWebhookSecret = os.Getenv("RUNR_BILLING_WEBHOOK_URL"), os.Getenv("RUNR_BILLING_WEBHOOK_SECRET")
+	if c.BillingWebhookURL != "" && len(c.BillingWebhookSecret) < 16 {
+		return nil, fmt.Errorf("config: RUNR_BILLING_WEBHOOK_URL is set: RUNR_BILLING_WEBHOOK_SECRET (billing.webhookSecret) signs its events and needs at least 16 characters")
 	}
 	if c.QuotaCPU, err = floatEnv("RUNR_QUOTA_CPU", 0); err != nil {
 		return nil, err

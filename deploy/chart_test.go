@@ -847,3 +847,63 @@ func TestChartConsoleCertificate(t *testing.T) {
 		t.Fatalf("an Ingress without TLS: %q", got)
 	}
 }
+
+// TestChartBilling: billing.enabled, billing.webhookUrl and billing.webhookSecret reach the
+// console as RUNR_BILLING, RUNR_BILLING_WEBHOOK_URL and, through the chart's Secret,
+// RUNR_BILLING_WEBHOOK_SECRET; the console reads them; the defaults set none of them.
+func TestChartBilling(t *testing.T) {
+	const hook, secret = "https://billing.example.test/runr-events", "whsec-chart-0123456789"
+	out, err := render(t, map[string]any{"database": map[string]any{"url": "postgres://x"},
+		"billing": map[string]any{"enabled": true, "webhookUrl": hook, "webhookSecret": secret}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var env []corev1.EnvVar
+	var sealed []byte
+	for _, doc := range strings.Split(out, "\n---") {
+		var d appsv1.Deployment
+		if yaml.Unmarshal([]byte(doc), &d) == nil && d.Kind == "Deployment" && len(d.Spec.Template.Spec.Containers) > 0 {
+			env = d.Spec.Template.Spec.Containers[0].Env
+		}
+		var s corev1.Secret
+		if yaml.Unmarshal([]byte(doc), &s) == nil && s.Kind == "Secret" {
+			sealed = s.Data["BILLING_WEBHOOK_SECRET"]
+		}
+	}
+	if string(sealed) != secret {
+		t.Fatalf("the chart's Secret holds the webhook secret as %q", sealed)
+	}
+	fromSecret := false
+	for _, e := range env {
+		switch {
+		case e.ValueFrom == nil:
+			t.Setenv(e.Name, e.Value)
+		case e.Name == "RUNR_BILLING_WEBHOOK_SECRET" && e.ValueFrom.SecretKeyRef != nil && e.ValueFrom.SecretKeyRef.Key == "BILLING_WEBHOOK_SECRET":
+			fromSecret = true
+			t.Setenv(e.Name, string(sealed))
+		}
+		if strings.Contains(e.Value, secret) {
+			t.Fatalf("the webhook secret is in the Deployment as %s", e.Name)
+		}
+	}
+	if !fromSecret {
+		t.Fatalf("RUNR_BILLING_WEBHOOK_SECRET does not come from the Secret: %v", env)
+	}
+	t.Setenv("RUNR_APP_KEY", base64.StdEncoding.EncodeToString(make([]byte, 32)))
+	cfg, err := config.FromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Billing || cfg.BillingWebhookURL != hook || cfg.BillingWebhookSecret != secret {
+		t.Fatalf("billing settings from the chart: %v %q", cfg.Billing, cfg.BillingWebhookURL)
+	}
+	out, err = render(t, map[string]any{"database": map[string]any{"url": "postgres://x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"RUNR_BILLING", "RUNR_BILLING_WEBHOOK_URL", "RUNR_BILLING_WEBHOOK_SECRET", "BILLING_WEBHOOK_SECRET"} {
+		if strings.Contains(out, name+"\n") || strings.Contains(out, name+":") {
+			t.Errorf("the default values set %s", name)
+		}
+	}
+}

@@ -49,6 +49,9 @@ func (h *Handlers) renderSettings(c *fiber.Ctx, status int, f views.Form) error 
 	}
 	d := views.BillingSettingsData{Currencies: handlers.OptionsOf(set.Currencies, set.Currency), SecretSet: set.WebhookSecretSet,
 		CanManage: who.Perms[perm.BillingManage] && tenant == "", Form: f, Charges: chargeRows(charges), Currency: set.Currency}
+	if set.WebhookFromChart {
+		d.WebhookFromChart = set.WebhookURL
+	}
 	if h.Cfg.Tenancy {
 		if err := h.fillOffers(c, &d); err != nil {
 			return h.Fail(c, err)
@@ -126,7 +129,10 @@ func (h *Handlers) settingsOutcome(c *fiber.Ctx, values map[string]string, err e
 // SettingsForm saves the currency and the webhook (an empty secret keeps the one set).
 func (h *Handlers) SettingsForm(c *fiber.Ctx) error {
 	values := map[string]string{"currency": c.FormValue("currency"), "webhook_url": strings.TrimSpace(c.FormValue("webhook_url"))}
-	in := billing.SettingsInput{Currency: store.Ptr(values["currency"]), WebhookURL: store.Ptr(values["webhook_url"])}
+	in := billing.SettingsInput{Currency: store.Ptr(values["currency"])}
+	if c.Request().PostArgs().Has("webhook_url") { // not on the form while the chart sets the webhook
+		in.WebhookURL = store.Ptr(values["webhook_url"])
+	}
 	if s := c.FormValue("webhook_secret"); s != "" {
 		in.WebhookSecret = &s
 	}

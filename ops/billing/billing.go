@@ -106,7 +106,7 @@ func (s *Service) chargeCreated(ctx context.Context, id string) error {
 	if err != nil || len(cs) == 0 {
 		return err
 	}
-	set, err := s.DB.Settings(ctx)
+	set, err := s.settings(ctx)
 	if err != nil {
 		return err
 	}

@@ -282,3 +282,40 @@ func TestEventsAreSignedRetriedAndDeadLettered(t *testing.T) {
 		t.Fatal("a delivered event was put back in the queue")
 	}
 }
+
+// TestTheChartsWebhook: a webhook the chart sets (billing.webhookUrl) is the one events go
+// to, and Settings cannot change it; the currency stays editable.
+func TestTheChartsWebhook(t *testing.T) {
+	s, _, c := module(t)
+	ctx := context.Background()
+	const secret = "whsec-from-the-chart-01"
+	var got []string
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		if billing.Verify(secret, req.Header.Get(billing.SignatureHeader), body, c.now(), time.Minute) == nil {
+			got = append(got, req.Header.Get("Runr-Event-Type"))
+		}
+	}))
+	defer recv.Close()
+	s.Cfg.BillingWebhookURL, s.Cfg.BillingWebhookSecret = recv.URL, secret
+
+	v, err := s.Settings(ctx)
+	if err != nil || v.WebhookURL != recv.URL || !v.WebhookFromChart || !v.WebhookSecretSet {
+		t.Fatalf("settings: %+v, %v", v, err)
+	}
+	_, err = s.SaveSettings(ctx, actor, billing.SettingsInput{WebhookURL: ptr("https://elsewhere.example.test/hook")})
+	var inv *problem.Invalid
+	if !errors.As(err, &inv) || inv.Fields["webhook_url"] == "" {
+		t.Fatalf("the chart's webhook was changed: %v", err)
+	}
+	if v, err := s.SaveSettings(ctx, actor, billing.SettingsInput{Currency: ptr("usd"), WebhookURL: ptr(recv.URL)}); err != nil || v.Currency != "USD" {
+		t.Fatalf("the currency: %+v, %v", v, err)
+	}
+	if ev, err := s.SendTestEvent(ctx, actor); err != nil || ev.Status != billingdb.EventDelivered || len(got) != 1 {
+		t.Fatalf("the test event went to the chart's webhook: %+v, %v, %v", ev, err, got)
+	}
+	stored, err := s.DB.Settings(ctx)
+	if err != nil || stored.WebhookURL != "" || stored.WebhookSecret != "" {
+		t.Fatalf("the chart's webhook was stored: %+v, %v", stored, err)
+	}
+}

@@ -116,7 +116,7 @@ func (s *Service) Charges(ctx context.Context, tenant string, q Query) ([]Charge
 	if err != nil {
 		return nil, err
 	}
-	set, err := s.DB.Settings(ctx)
+	set, err := s.settings(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +181,7 @@ func (s *Service) CloseEnded(ctx context.Context, now time.Time) error {
 	if err != nil || len(open) == 0 {
 		return err
 	}
-	set, err := s.DB.Settings(ctx)
+	set, err := s.settings(ctx)
 	if err != nil {
 		return err
 	}

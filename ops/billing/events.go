@@ -28,7 +28,7 @@ type envelope struct {
 // a 2xx answer; otherwise tried again after Backoff, doubled each time, and dead after
 // MaxAttempts attempts. Without a webhook URL nothing is sent.
 func (s *Service) DeliverDue(ctx context.Context, now time.Time) error {
-	set, err := s.DB.Settings(ctx)
+	set, err := s.settings(ctx)
 	if err != nil || set.WebhookURL == "" {
 		return err
 	}
@@ -91,7 +91,7 @@ func (s *Service) SendTestEvent(ctx context.Context, actor kit.Actor) (*billingd
 	if err := platformOnly(actor); err != nil {
 		return nil, err
 	}
-	set, err := s.DB.Settings(ctx)
+	set, err := s.settings(ctx)
 	if err != nil {
 		return nil, err
 	}

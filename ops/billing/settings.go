@@ -21,6 +21,18 @@ type SettingsView struct {
 	Currencies       []string `json:"currencies"`
 	WebhookURL       string   `json:"webhook_url"`
 	WebhookSecretSet bool     `json:"webhook_secret_set"`
+	// WebhookFromChart says the webhook is the chart's (billing.webhookUrl): read-only here.
+	WebhookFromChart bool `json:"webhook_from_chart"`
+}
+
+// settings reads the billing settings with the chart's webhook, when it sets one, in
+// place of the stored one.
+func (s *Service) settings(ctx context.Context) (*billingdb.Settings, error) {
+	set, err := s.DB.Settings(ctx)
+	if err == nil && s.Cfg.BillingWebhookURL != "" {
+		set.WebhookURL, set.WebhookSecret = s.Cfg.BillingWebhookURL, s.Cfg.BillingWebhookSecret
+	}
+	return set, err
 }
 
 // SettingsInput changes the billing settings; a key left out keeps its value, and an
@@ -33,42 +45,41 @@ type SettingsInput struct {
 
 // Settings reads the billing settings.
 func (s *Service) Settings(ctx context.Context) (*SettingsView, error) {
-	set, err := s.DB.Settings(ctx)
+	set, err := s.settings(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return &SettingsView{Currency: set.Currency, Currencies: Currencies(), WebhookURL: set.WebhookURL, WebhookSecretSet: set.WebhookSecret != ""}, nil
+	return &SettingsView{Currency: set.Currency, Currencies: Currencies(), WebhookURL: set.WebhookURL, WebhookSecretSet: set.WebhookSecret != "",
+		WebhookFromChart: s.Cfg.BillingWebhookURL != ""}, nil
 }
 
 // SaveSettings checks and saves the billing settings. The currency is fixed once a charge
-// exists (amounts already counted are in it).
+// exists (amounts already counted are in it); the chart's webhook is changed in the chart.
 func (s *Service) SaveSettings(ctx context.Context, actor kit.Actor, in SettingsInput) (*SettingsView, error) {
 	if err := platformOnly(actor); err != nil {
 		return nil, err
 	}
-	set, err := s.DB.Settings(ctx)
+	set, err := s.DB.Settings(ctx) // the stored ones, without the chart's webhook
 	if err != nil {
 		return nil, err
 	}
 	fields := map[string]string{}
-	cur, hook := set.Currency, set.WebhookURL
-	if in.Currency != nil && *in.Currency != cur {
-		cur = strings.ToUpper(strings.TrimSpace(*in.Currency))
-		if _, ok := Digits(cur); !ok {
-			fields["currency"] = "choose one of " + strings.Join(Currencies(), ", ")
-		} else if cs, err := s.DB.Charges(ctx, billingdb.Filter{Limit: 1}); err != nil {
-			return nil, err
-		} else if len(cs) > 0 {
-			fields["currency"] = "charges are counted in " + set.Currency + " already: the currency cannot change"
-		}
+	cur, err := s.currencyChange(ctx, set.Currency, in.Currency, fields)
+	if err != nil {
+		return nil, err
 	}
-	if in.WebhookURL != nil {
+	hook, secret := set.WebhookURL, in.WebhookSecret
+	switch {
+	case s.Cfg.BillingWebhookURL != "":
+		if in.WebhookURL != nil && strings.TrimSpace(*in.WebhookURL) != s.Cfg.BillingWebhookURL || secret != nil {
+			fields["webhook_url"] = "the webhook is set by the chart (billing.webhookUrl, billing.webhookSecret): change it there"
+		}
+	case in.WebhookURL != nil:
 		hook = strings.TrimSpace(*in.WebhookURL)
 		if why := webhookURLProblem(hook); why != "" {
 			fields["webhook_url"] = why
 		}
 	}
-	secret := in.WebhookSecret
 	if secret != nil && *secret != "" && len(*secret) < 16 {
 		fields["webhook_secret"] = "a webhook secret has at least 16 characters"
 	}
@@ -83,6 +94,26 @@ func (s *Service) SaveSettings(ctx context.Context, actor kit.Actor, in Settings
 	}
 	s.Log.Info("billing settings changed", "by", actor.Email, "currency", cur, "webhook_url", hook, "secret_changed", secret != nil)
 	return s.Settings(ctx)
+}
+
+// currencyChange checks a new currency (nil: the current one stays).
+func (s *Service) currencyChange(ctx context.Context, current string, in *string, fields map[string]string) (string, error) {
+	if in == nil || strings.ToUpper(strings.TrimSpace(*in)) == current {
+		return current, nil
+	}
+	cur := strings.ToUpper(strings.TrimSpace(*in))
+	if _, ok := Digits(cur); !ok {
+		fields["currency"] = "choose one of " + strings.Join(Currencies(), ", ")
+		return cur, nil
+	}
+	cs, err := s.DB.Charges(ctx, billingdb.Filter{Limit: 1})
+	if err != nil {
+		return cur, err
+	}
+	if len(cs) > 0 {
+		fields["currency"] = "charges are counted in " + current + " already: the currency cannot change"
+	}
+	return cur, nil
 }
 
 // platformOnly refuses a tenant's user: the currency and the webhook are the console's.
@@ -178,7 +209,7 @@ func (s *Service) Region(ctx context.Context, r *store.Region) (*RegionView, err
 	if err != nil {
 		return nil, err
 	}
-	set, err := s.DB.Settings(ctx)
+	set, err := s.settings(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -92,6 +92,22 @@ valueFrom:
   value: {{ . | toString | quote }}
 {{- end }}
 {{- end }}
+{{- with .Values.billing }}
+{{- if .enabled }}
+- name: RUNR_BILLING
+  value: "on"
+{{- end }}
+{{- with .webhookUrl }}
+- name: RUNR_BILLING_WEBHOOK_URL
+  value: {{ . | quote }}
+- name: RUNR_BILLING_WEBHOOK_SECRET
+  valueFrom:
+    secretKeyRef:
+      name: {{ $.Values.secret.name }}
+      key: BILLING_WEBHOOK_SECRET
+      optional: true
+{{- end }}
+{{- end }}
 {{- with (.Values.observability).tracing }}
 {{- if or (eq (toString .installWithServing) "false") (eq (toString .defaultMode) "off") }}
 - name: RUNR_TRACING_DEFAULT_MODE
