@@ -74,7 +74,7 @@ func TestRegionMove(t *testing.T) {
 	a := testcluster.New(t, testcluster.Options{})
 	b := testcluster.New(t, testcluster.Options{})
 	z := newZone(t)
-	e := console(t, func(c *config.Config) { c.DNSResolver = z.Addr })
+	e := console(t, func(c *config.Config) { c.DNSResolver, c.Billing = z.Addr, true })
 	_, tok := e.User("owner")
 	ctx := context.Background()
 	e.Store.SetSetting(ctx, "base_domain", "example.test")
@@ -86,6 +86,18 @@ func TestRegionMove(t *testing.T) {
 	p3 := createProject(t, e, tok, r.ID, "cron", true)
 	projectAction(t, e, tok, p3, "stop")
 	createProject(t, e, tok, r.ID, "idle", false)
+	// Billing: analytics (400m) runs, then the region becomes fixed with 200m, less than
+	// its three running projects hold (600m). They keep running; the move's redeploy, in
+	// name order, refuses analytics (blog and shop hold the 200m) and deploys the others.
+	var big struct{ Data struct{ ID string } }
+	if st := e.JSON("POST", "/api/projects", tok, map[string]any{"name": "analytics", "region_id": r.ID, "image": "ghcr.io/acme/analytics:1", "cpu_m": 400}, &big); st != 201 {
+		t.Fatalf("create analytics: %d", st)
+	}
+	projectAction(t, e, tok, big.Data.ID, "deploy")
+	if st := e.JSON("PUT", "/api/knative-regions/"+r.ID+"/billing", tok, map[string]any{"type": "fixed", "fixed_price": "99",
+		"allocation_cpu_m": 200, "allocation_memory_mi": 4096}, nil); st != 200 {
+		t.Fatalf("fixed billing: %d", st)
+	}
 
 	// The secret env var is referenced, never inlined.
 	ks, err := a.DynamicGet(ctx, ksvcGVR, "mv", "shop")
@@ -170,10 +182,13 @@ func TestRegionMove(t *testing.T) {
 			t.Fatalf("%s must run on the new cluster: %v", slug, err)
 		}
 	}
-	for _, slug := range []string{"cron", "idle"} {
+	for _, slug := range []string{"cron", "idle", "analytics"} {
 		if _, err := b.DynamicGet(ctx, ksvcGVR, "mv", slug); err == nil {
 			t.Fatalf("%s must not run on the new cluster", slug)
 		}
+	}
+	if p, _ := e.Store.ProjectByID(ctx, big.Data.ID); p.State != store.ProjectNone || !strings.Contains(p.Message, "fixed resources") || !strings.Contains(p.Message, "free") {
+		t.Fatalf("the project beyond the fixed allocation is shut down with the reason: %s %q", p.State, p.Message)
 	}
 	if p, _ := e.Store.ProjectByID(ctx, p3); p.State != store.ProjectStopped {
 		t.Fatalf("a stopped project stays stopped: %s", p.State)

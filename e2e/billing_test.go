@@ -113,3 +113,60 @@ func TestBilling(t *testing.T) {
 		b.checkAccessible("billing settings " + scheme)
 	}
 }
+
+// Offers in the browser (Tenancy and Billing on): the platform's owner assigns a shared
+// platform region to acme on the Tenants page, which offers it; acme's owner does not see
+// the region yet, answers the offer on Settings → Billing (a markup that is no number is
+// refused beside the field), accepts with 15 %, and then finds the region in its list.
+func TestBillingOffers(t *testing.T) {
+	c := startConsole(t, "RUNR_TENANCY=on", "RUNR_BILLING=on")
+	c.run("user", "create", "--tenant", "acme", "--email", "owner@acme.test", "--role", "owner", "--password", "acme owner password")
+	ctx := context.Background()
+	// A shared region: no quotas to fit, so no cluster is needed to accept.
+	r := &store.Region{Name: "shared-eu", Kubeconfig: "not used by this test", RedisMode: store.RedisNone, Mode: store.RegionShared}
+	if err := c.Store.CreateRegion(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+
+	b := newBrowser(t, c.URL)
+	b.login(ownerEmail, ownerPassword)
+	b.open("/tenants", "[data-testid=tenant-card]")
+	form := `[data-tenant=acme] [data-testid=assign-region]`
+	b.setValue(form+" select", r.ID)
+	b.submit(form + ` [data-testid=assign-submit]`)
+	b.visible("[data-testid=flash]", shortWait)
+	if got := b.text("[data-testid=flash]"); !strings.Contains(got, "offered to acme") {
+		b.fatalf("the assignment's flash: %q", got)
+	}
+
+	tb := newBrowser(t, c.URL)
+	tb.login("owner@acme.test", "acme owner password")
+	tb.open("/regions", "main")
+	if tb.count(`[data-testid=assigned-region][data-region=shared-eu]`) != 0 {
+		tb.fatalf("acme sees shared-eu before accepting the offer")
+	}
+	tb.open("/billing", "[data-testid=offer-row]")
+	markup := `[data-testid=offer-row] input[name=markup_percent]`
+	tb.setValue(markup, "a lot")
+	tb.submit("[data-testid=accept-offer]")
+	tb.visible("[data-testid=error-markup_percent]", shortWait)
+	if got := tb.text("[data-testid=offer-row]"); !strings.Contains(got, "offered") {
+		tb.fatalf("a refused markup changed the offer: %q", got)
+	}
+	tb.setValue(markup, "15")
+	tb.submit("[data-testid=accept-offer]")
+	tb.visible("[data-testid=offer-markup]", shortWait)
+	if got := tb.text("[data-testid=offer-row]"); !strings.Contains(got, "accepted") || !strings.Contains(got, "markup 15.00 %") {
+		tb.fatalf("the accepted offer: %q", got)
+	}
+	for _, scheme := range []string{"", "dark"} {
+		tb.colorScheme(scheme)
+		tb.checkAccessible("billing offers " + scheme)
+	}
+	tb.colorScheme("")
+	tb.open("/regions", `[data-testid=assigned-region][data-region=shared-eu]`)
+	b.open("/billing", "[data-testid=offer-row]")
+	if got := b.text("[data-testid=offer-row]"); !strings.Contains(got, "shared-eu to acme") || !strings.Contains(got, "accepted") {
+		b.fatalf("the platform's view of the offer: %q", got)
+	}
+}

