@@ -39,6 +39,8 @@ type SetupParams struct {
 	DataLocation string           `json:"data_location,omitempty"`
 	// RegionMode is the mode a platform administrator chose ("": managed).
 	RegionMode store.RegionMode `json:"region_mode,omitempty"`
+	// BillingType is the region's billing type (Billing module; "": pay as you go).
+	BillingType string `json:"billing_type,omitempty"`
 }
 
 // SetupSecret holds the secret fields of a setup; it is stored encrypted with the job.
@@ -222,6 +224,9 @@ func (s *Service) setupRegion(run *setupRun) func(ctx context.Context, jc *engin
 			if err := s.Store.CreateRegion(ctx, r); err != nil {
 				return err
 			}
+			if err := s.Billing.SetNewRegionType(ctx, r, p.BillingType); err != nil {
+				return err
+			}
 			if p.Registry.Mode != "" && p.Registry.Mode != store.RegistryNone {
 				if err := s.Store.UpdateRegistry(ctx, r.ID, store.RegistryUpdate{Status: store.Ptr(store.ComponentReady), Address: store.Ptr(p.Registry.Address())}); err != nil {
 					return err
@@ -341,6 +346,8 @@ type RegionFields struct {
 	DataLocation  string          `json:"data_location"`
 	// RegionMode is set by platform administrators only (Tenancy module); ignored from others.
 	RegionMode *store.RegionMode `json:"region_mode"`
+	// BillingType is payg or fixed (Billing module, billing.manage; "": pay as you go).
+	BillingType string `json:"billing_type"`
 }
 
 // SetupInput is a region to set up with its registry: the body of POST
@@ -368,7 +375,8 @@ func (in *SetupInput) Params() (SetupParams, SetupSecret) {
 	}
 	return SetupParams{Name: in.Name, Nodes: nodes, Registry: reg,
 			Monitoring: store.Monitoring{PrometheusURL: in.PrometheusURL, LokiURL: in.LokiURL, LokiOrgID: in.LokiOrgID},
-			RedisMode:  redis, RedisAddress: in.RedisAddress, IsActive: active, DataLocation: in.DataLocation, RegionMode: mode},
+			RedisMode:  redis, RedisAddress: in.RedisAddress, IsActive: active, DataLocation: in.DataLocation, RegionMode: mode,
+			BillingType: in.BillingType},
 		SetupSecret{Kubeconfig: in.Kubeconfig, Registry: regSec, RedisPassword: in.RedisPassword}
 }
 
@@ -452,6 +460,7 @@ func (s *Service) actorFields(actor kit.Actor, in *SetupInput) map[string]string
 	errs := map[string]string{}
 	in.RegionMode = s.Tenancy.RegionModeOf(actor, in.RegionMode, errs)
 	s.Tenancy.MonitoringFieldErrors(actor, store.Monitoring{PrometheusURL: in.PrometheusURL, LokiURL: in.LokiURL}, errs)
+	s.Billing.CheckNewRegionType(actor, in.BillingType, errs)
 	return errs
 }
 
@@ -733,6 +742,9 @@ func (s *Service) CreateRegion(ctx context.Context, actor kit.Actor, in RegionIn
 		if errors.Is(err, store.ErrConflict) {
 			return nil, nil, &problem.Invalid{Fields: map[string]string{"name": "A region with this name exists already."}}
 		}
+		return nil, nil, fmt.Errorf("create region %s: %w", r.Name, err)
+	}
+	if err := s.Billing.SetNewRegionType(ctx, r, p.BillingType); err != nil {
 		return nil, nil, fmt.Errorf("create region %s: %w", r.Name, err)
 	}
 	jobs, err := s.prepareRegion(ctx, actor, r, p, reg)

@@ -358,3 +358,25 @@ func TestBillingOffersWithMarkup(t *testing.T) {
 		t.Fatal("B reads A's charge")
 	}
 }
+
+// TestWizardOffersTheBillingType: step 1 offers pay as you go or fixed resources to a user
+// holding billing.manage, refuses a type it does not know beside the field before it checks
+// any cluster, and offers nothing to an admin (no billing.manage) or with the module off.
+func TestWizardOffersTheBillingType(t *testing.T) {
+	e := webtest.New(t, func(c *config.Config) { c.Billing = true })
+	owner := e.SignedIn("owner")
+	if _, body := owner.Get("/regions/new"); !strings.Contains(body, `data-testid="wizard-billing-type"`) || !strings.Contains(body, `value="fixed"`) {
+		t.Fatal("step 1 does not offer the billing type")
+	}
+	resp, body := owner.PostForm("/regions/new/check", url.Values{"name": {"eu-9"}, "kubeconfig": {"not a kubeconfig"}, "billing_type": {"monthly"}}, true)
+	if resp.StatusCode != 422 || !strings.Contains(body, `data-testid="error-billing_type"`) {
+		t.Fatalf("an unknown billing type: %d", resp.StatusCode)
+	}
+	if _, body := e.SignedIn("admin").Get("/regions/new"); strings.Contains(body, "wizard-billing-type") {
+		t.Fatal("step 1 offers the billing type to an admin, who lacks billing.manage")
+	}
+	off := webtest.New(t, nil)
+	if _, body := off.SignedIn("owner").Get("/regions/new"); strings.Contains(body, "wizard-billing-type") {
+		t.Fatal("step 1 offers the billing type with the module off")
+	}
+}

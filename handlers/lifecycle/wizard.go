@@ -15,8 +15,10 @@ import (
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/preflight"
 	"runr.dev/console/ops/registry"
+	"runr.dev/console/perm"
 	"runr.dev/console/problem"
 	"runr.dev/console/store"
+	"runr.dev/console/store/billingdb"
 	"runr.dev/console/views"
 )
 
@@ -33,6 +35,8 @@ type SealedStep1 struct {
 	ExpiresAt      time.Time                    `json:"expires_at"`
 	// RegionMode is a platform administrator's choice (Tenancy module; "": managed).
 	RegionMode store.RegionMode `json:"region_mode,omitempty"`
+	// BillingType is the region's billing type (Billing module; "": pay as you go).
+	BillingType string `json:"billing_type,omitempty"`
 }
 
 // sealedTTL is how long step 1's result may be posted back.
@@ -85,7 +89,7 @@ func (h *Handlers) unseal(c *fiber.Ctx, s string) (SealedStep1, error) {
 // WizardNewPage is step 1 of Add Region.
 func (h *Handlers) WizardNewPage(c *fiber.Ctx) error {
 	f := views.Form{Values: map[string]string{"is_active": "1"}}
-	return handlers.Render(c, fiber.StatusOK, views.WizardNew(h.Page(c, "Add Region", "regions"), views.Step1Data{Form: f, Modes: h.wizardModes(c, ""), NoAgentAddress: h.noAgentAddress()}, nil))
+	return handlers.Render(c, fiber.StatusOK, views.WizardNew(h.Page(c, "Add Region", "regions"), h.step1Data(c, f, "", ""), nil))
 }
 
 // wizardModes offer the region mode in step 1 to a platform administrator (nil for anyone
@@ -98,6 +102,25 @@ func (h *Handlers) wizardModes(c *fiber.Ctx, chosen store.RegionMode) []views.Op
 		chosen = store.RegionManaged
 	}
 	return handlers.OptionsOf(store.RegionModes, chosen)
+}
+
+// wizardBillingTypes offer the billing type in step 1 while the Billing module is on, to
+// a user who holds billing.manage (nil for anyone else).
+func (h *Handlers) wizardBillingTypes(c *fiber.Ctx, chosen string) []views.Option {
+	if !h.Cfg.Billing || !h.Actor(c).Can(perm.BillingManage) {
+		return nil
+	}
+	if chosen == "" {
+		chosen = billingdb.PayAsYouGo
+	}
+	opts := handlers.OptionsOf([]string{billingdb.PayAsYouGo, billingdb.Fixed}, chosen)
+	opts[0].Label, opts[1].Label = "Pay as you go", "Fixed resources"
+	return opts
+}
+
+// step1Data is step 1's page data with the choices the user is offered.
+func (h *Handlers) step1Data(c *fiber.Ctx, f views.Form, mode store.RegionMode, billingType string) views.Step1Data {
+	return views.Step1Data{Form: f, Modes: h.wizardModes(c, mode), BillingTypes: h.wizardBillingTypes(c, billingType), NoAgentAddress: h.noAgentAddress()}
 }
 
 // kubeconfigFromForm reads the pasted kubeconfig, or the uploaded file.
@@ -118,10 +141,11 @@ func kubeconfigFromForm(c *fiber.Ctx) string {
 func (h *Handlers) WizardCheck(c *fiber.Ctx) error {
 	if fe := handlers.InputErrors(c, "kubeconfig", "name"); fe != nil {
 		f := views.Form{Values: map[string]string{"is_active": "1"}, Errors: fe}
-		return handlers.Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(h.Page(c, "Add Region", "regions"), views.Step1Data{Form: f, Modes: h.wizardModes(c, ""), NoAgentAddress: h.noAgentAddress()}, nil))
+		return handlers.Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(h.Page(c, "Add Region", "regions"), h.step1Data(c, f, "", ""), nil))
 	}
 	name := strings.TrimSpace(c.FormValue("name"))
 	mode := store.RegionMode(c.FormValue("region_mode"))
+	billingType := c.FormValue("billing_type")
 	modes := h.wizardModes(c, mode)
 	kc := kubeconfigFromForm(c)
 	active := c.FormValue("is_active") == "1"
@@ -129,16 +153,20 @@ func (h *Handlers) WizardCheck(c *fiber.Ctx) error {
 	page := h.Page(c, "Add Region", "regions")
 	if modes != nil && mode != "" && !mode.Valid() {
 		f.Errors["region_mode"] = "Choose managed or shared."
-		return handlers.Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(page, views.Step1Data{Form: f, Modes: modes, NoAgentAddress: h.noAgentAddress()}, nil))
+	}
+	h.Ops.Billing.CheckNewRegionType(h.Actor(c), billingType, f.Errors)
+	if len(f.Errors) > 0 {
+		return handlers.Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(page, h.step1Data(c, f, mode, billingType), nil))
 	}
 	chk, err := h.Ops.CheckNewRegion(c.UserContext(), ops.CheckInput{Name: name, Kubeconfig: kc})
 	if fe, _, ok := h.Refusal(c, err); ok {
 		f.Errors = fe
-		return handlers.Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(page, views.Step1Data{Form: f, Modes: modes, NoAgentAddress: h.noAgentAddress()}, nil))
+		return handlers.Render(c, fiber.StatusUnprocessableEntity, views.WizardNew(page, h.step1Data(c, f, mode, billingType), nil))
 	} else if err != nil {
 		return h.Fail(c, err)
 	}
-	d := views.Step1Data{Form: f, Check: checkReport(chk), Modes: modes, NoAgentAddress: h.noAgentAddress()}
+	d := h.step1Data(c, f, mode, billingType)
+	d.Check = checkReport(chk)
 	if !chk.OK {
 		f.Error = "The cluster cannot become a region yet: " + chk.FirstFailure()
 		d.Form = f
@@ -146,7 +174,7 @@ func (h *Handlers) WizardCheck(c *fiber.Ctx) error {
 	}
 	d.Form.Values["server"], d.Form.Values["version"] = chk.Server, chk.Version
 	sealed := h.seal(c, SealedStep1{Name: name, Kubeconfig: string(chk.Kubeconfig), IsActive: active, Server: chk.Server,
-		Version: chk.Version, Nodes: chk.Nodes, StorageClasses: chk.StorageClasses, RegionMode: mode})
+		Version: chk.Version, Nodes: chk.Nodes, StorageClasses: chk.StorageClasses, RegionMode: mode, BillingType: billingType})
 	d.Sealed = sealed
 	next := &views.Step2Data{Form: views.Form{Values: map[string]string{}}, Sealed: sealed, Nodes: workerOptions(chk.Nodes),
 		StorageClasses: storageClassOptions(chk.StorageClasses), Action: "/regions/new/setup", Submit: "Save & Next"}
@@ -161,8 +189,7 @@ func (h *Handlers) WizardEdit(c *fiber.Ctx) error {
 		return h.Fail(c, &problem.Invalid{Fields: map[string]string{"sealed": err.Error()}})
 	}
 	f := views.Form{Values: map[string]string{"name": s.Name, "kubeconfig": s.Kubeconfig, "is_active": map[bool]string{true: "1", false: "0"}[s.IsActive]}}
-	return handlers.Render(c, fiber.StatusOK, views.WizardNew(h.Page(c, "Add Region", "regions"),
-		views.Step1Data{Form: f, Modes: h.wizardModes(c, s.RegionMode), NoAgentAddress: h.noAgentAddress()}, nil))
+	return handlers.Render(c, fiber.StatusOK, views.WizardNew(h.Page(c, "Add Region", "regions"), h.step1Data(c, f, s.RegionMode, s.BillingType), nil))
 }
 
 // step2Input reads the step 2 form into a setup.
@@ -179,7 +206,7 @@ func step2Input(c *fiber.Ctx, s SealedStep1) (*ops.SetupInput, views.Form) {
 		RegionFields: ops.RegionFields{Name: s.Name, Kubeconfig: s.Kubeconfig, Nodes: nodes,
 			PrometheusURL: strings.TrimSpace(c.FormValue("prometheus_url")), LokiURL: strings.TrimSpace(c.FormValue("loki_url")),
 			LokiOrgID: c.FormValue("loki_org_id"), RedisMode: store.RedisMode(c.FormValue("redis_mode")), RedisAddress: strings.TrimSpace(c.FormValue("redis_address")),
-			RedisPassword: c.FormValue("redis_password"), IsActive: &s.IsActive, RegionMode: &s.RegionMode},
+			RedisPassword: c.FormValue("redis_password"), IsActive: &s.IsActive, RegionMode: &s.RegionMode, BillingType: s.BillingType},
 		Input: registry.Input{RegistryMode: store.RegistryMode(c.FormValue("registry_mode")),
 			StorageType: c.FormValue("storage_type"), ExternalAddress: c.FormValue("external_address"),
 			ExternalUsername: c.FormValue("external_username"), ExternalPassword: c.FormValue("external_password"),

@@ -9,6 +9,7 @@ import (
 
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/nodes"
+	"runr.dev/console/perm"
 	"runr.dev/console/problem"
 	"runr.dev/console/store"
 	"runr.dev/console/store/billingdb"
@@ -312,6 +313,30 @@ func checkAllocation(b *billingdb.RegionBilling, in RegionInput, fields map[stri
 	if b.AllocMemoryMi == 0 {
 		fields["allocation_memory_mi"] = "a fixed region needs an allocation of memory (MiB)"
 	}
+}
+
+// CheckNewRegionType checks the billing type a new region is created with ("" is pay as
+// you go): only while the module is on, and from a user who holds billing.manage.
+func (s *Service) CheckNewRegionType(actor kit.Actor, typ string, fields map[string]string) {
+	switch {
+	case typ == "":
+	case !s.Cfg.Billing:
+		fields["billing_type"] = "the Billing module is off (RUNR_BILLING=on): a region has no billing type"
+	case actor.Perms != nil && !actor.Can(perm.BillingManage):
+		fields["billing_type"] = "choosing a billing type needs the permission " + perm.BillingManage
+	case typ != billingdb.PayAsYouGo && typ != billingdb.Fixed:
+		fields["billing_type"] = "a billing type is payg (pay as you go) or fixed (fixed resources)"
+	}
+}
+
+// SetNewRegionType records the billing type of a region just created (nothing for "" or
+// pay as you go, the default). A fixed region refuses deploys until its Billing tab gives
+// it an allocation and a price.
+func (s *Service) SetNewRegionType(ctx context.Context, r *store.Region, typ string) error {
+	if !s.Cfg.Billing || typ == "" || typ == billingdb.PayAsYouGo {
+		return nil
+	}
+	return s.DB.SaveRegionBilling(ctx, &billingdb.RegionBilling{RegionID: r.ID, Type: typ})
 }
 
 // Admit refuses a deploy to a fixed region that would exceed its allocation (a refusal
