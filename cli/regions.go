@@ -20,7 +20,7 @@ func regionsCmd() *cobra.Command {
 	addOutputFlag(regions)
 	regions.AddCommand(regionsListCmd(), regionsShowCmd(), regionsCheckCmd(), regionsCreateCmd(), regionsSetCmd(), regionsRmCmd(),
 		knativeCmd(), regionRegistryCmd(), redisCmd(), tracingCmd(), functionTLSCmd(), monitoringCmd(), regionsMigrationCmd(), workersCmd(),
-		demoCmd(), dataServicesCmd(), skupperCmd(), isolationCmd(), gpuCmd(), supplyChainCmd())
+		demoCmd(), dataServicesCmd(), skupperCmd(), isolationCmd(), gpuCmd(), supplyChainCmd(), regionBillingCmd())
 	return regions
 }
 

@@ -23,7 +23,7 @@ func NewRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(serveCmd(), migrateCmd(), userCmd(), tokenCmd(), secretsCmd(), responderCmd(), agentCmd(), domainAliasCmd(), regionsCmd(), tenantsCmd(), jobsCmd(), loginCmd(), logoutCmd(), reconcileCmd(), registryCmd(), sandboxCmd(), prepullCmd(), statusCmd(), versionCmd())
+	root.AddCommand(serveCmd(), migrateCmd(), userCmd(), tokenCmd(), secretsCmd(), responderCmd(), agentCmd(), domainAliasCmd(), regionsCmd(), tenantsCmd(), billingCmd(), jobsCmd(), loginCmd(), logoutCmd(), reconcileCmd(), registryCmd(), sandboxCmd(), prepullCmd(), statusCmd(), versionCmd())
 	// `runr` alone shows the commands (`runr serve` serves): a console started by a stray
 	// invocation would bind the port and read the environment's database.
 	return root
