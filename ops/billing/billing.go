@@ -58,22 +58,26 @@ func (s *Service) Meter(ctx context.Context, regions []*store.Region, at time.Ti
 	}
 	minute := at.UTC().Truncate(time.Minute)
 	period, _ := PeriodOf(minute)
-	var errs []error
+	byProject := map[string]agent.ProjectUsage{}
+	ids, regionIDs := make([]string, 0, len(usage)), make([]string, len(regions))
 	for _, u := range usage {
-		p, err := s.Store.ProjectByID(ctx, u.Project)
-		if errors.Is(err, store.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		r := regionOf(regions, p)
-		if r == nil || p.State != store.ProjectRunning {
-			continue
-		}
+		byProject[u.Project] = u
+		ids = append(ids, u.Project)
+	}
+	names := map[string]string{}
+	for i, r := range regions {
+		regionIDs[i], names[r.ID] = r.ID, r.Name
+	}
+	// One read for the report: the running projects of these regions it names.
+	ps, err := s.DB.MeteredProjects(ctx, ids, regionIDs)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for i := range ps {
+		p, u := &ps[i], byProject[ps[i].ID]
 		m := billingdb.Minute{ProjectID: p.ID, Minute: minute, CPUm: u.CPURequested, MemoryMi: u.MemRequested >> 20, GPUs: u.GPUs}
-		res, err := s.DB.Meter(ctx, r.ID, r.Name, p, m, period)
+		res, err := s.DB.Meter(ctx, *p.RegionID, names[*p.RegionID], p, m, period)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -89,15 +93,6 @@ func (s *Service) Meter(ctx context.Context, regions []*store.Region, at time.Ti
 		}
 	}
 	return errors.Join(errs...)
-}
-
-func regionOf(regions []*store.Region, p *store.Project) *store.Region {
-	for _, r := range regions {
-		if p.RegionID != nil && *p.RegionID == r.ID {
-			return r
-		}
-	}
-	return nil
 }
 
 // chargeCreated records the charge.created event of a new charge.

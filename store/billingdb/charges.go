@@ -7,9 +7,27 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
 	"runr.dev/console/store"
 )
+
+// MeteredProject is what metering reads of a project: its name, region, account and state.
+type MeteredProject struct {
+	ID       string  `db:"id"`
+	Name     string  `db:"name"`
+	RegionID *string `db:"region_id"`
+	TenantID *string `db:"tenant_id"`
+	State    string  `db:"state"`
+}
+
+// MeteredProjects reads the running projects among ids that are in one of the regions.
+func (d *DB) MeteredProjects(ctx context.Context, ids, regionIDs []string) ([]MeteredProject, error) {
+	var out []MeteredProject
+	err := d.st.DB.SelectContext(ctx, &out, `SELECT id, name, region_id, tenant_id, state FROM projects
+		WHERE id = ANY($1) AND region_id = ANY($2) AND state = 'running'`, pq.Array(ids), pq.Array(regionIDs))
+	return out, wrap("read the metered projects", err)
+}
 
 // Minute is one project's use in one minute, as its cluster's agent reported it.
 type Minute struct {
@@ -37,7 +55,7 @@ type Metered struct {
 // account, region, project and period (periodStart), priced at the region's prices. A
 // minute recorded before counts nothing; one of a period whose bill is closed is kept
 // and changes no charge.
-func (d *DB) Meter(ctx context.Context, regionID, regionName string, p *store.Project, m Minute, periodStart time.Time) (Metered, error) {
+func (d *DB) Meter(ctx context.Context, regionID, regionName string, p *MeteredProject, m Minute, periodStart time.Time) (Metered, error) {
 	var out Metered
 	tx, err := d.st.DB.BeginTxx(ctx, nil)
 	if err != nil {
