@@ -371,14 +371,14 @@ func nodesSection(p Page, d WorkersData) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 13, " control-plane</span></div><p class=\"text-xs text-muted\">A node whose heartbeat is older than 30 s shows as no_heartbeat. Preflight checks the floor: at least 2 CPU, 3.5 GiB of memory, Ubuntu 22.04, 24.04 or 26.04 LTS, and a kubelet of at least Kubernetes 1.")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 13, " control-plane</span></div><p class=\"text-xs text-muted\">A node whose heartbeat is older than 30 s shows as no_heartbeat. Preflight checks the floor: at least 2 CPU, 3.5 GB of memory, Ubuntu 22.04, 24.04 or 26.04 LTS, and a kubelet of at least Kubernetes 1.")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var10 string
 		templ_7745c5c3_Var10, templ_7745c5c3_Err = templ.JoinStringErrs(itoa(d.MinK8sMinor))
 		if templ_7745c5c3_Err != nil {
-			return templ.Error{Err: templ_7745c5c3_Err, FileName: `workers.templ`, Line: 206, Col: 254}
+			return templ.Error{Err: templ_7745c5c3_Err, FileName: `workers.templ`, Line: 206, Col: 253}
 		}
 		_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var10))
 		if templ_7745c5c3_Err != nil {

@@ -211,9 +211,11 @@ func TestCapacityNodeChecks(t *testing.T) {
 		node  corev1.Node
 		fails map[string]string // key -> part of the evidence
 	}{
-		{"floor", info("2", "3584Mi", "Ubuntu 22.04.5 LTS", "v1.30.0"), nil},
+		{"floor", info("2", "3500M", "Ubuntu 22.04.5 LTS", "v1.30.0"), nil},
+		// 3.5 GB is decimal, as the spec writes it: 3337 MiB is 3.499 GB.
+		{"just under the floor", info("2", "3337Mi", "Ubuntu 22.04.5 LTS", "v1.30.0"), map[string]string{"memory": "3.499 GB (at least 3.5 GB)"}},
 		{"1 CPU", info("1", "8Gi", "Ubuntu 24.04.2 LTS", "v1.36.3"), map[string]string{"cpu": "1 CPU (at least 2)"}},
-		{"small memory", info("4", "3Gi", "Ubuntu 26.04 LTS", "v1.36.3"), map[string]string{"memory": "3.0 GiB"}},
+		{"small memory", info("4", "3Gi", "Ubuntu 26.04 LTS", "v1.36.3"), map[string]string{"memory": "3.221 GB"}},
 		{"interim", info("4", "8Gi", "Ubuntu 25.04", "v1.36.3"), map[string]string{"os": "interim release"}},
 		{"old LTS", info("4", "8Gi", "Ubuntu 20.04.6 LTS", "v1.36.3"), map[string]string{"os": "not supported"}},
 		{"not ubuntu", info("4", "8Gi", "Debian GNU/Linux 12 (bookworm)", "v1.36.3"), map[string]string{"os": "not Ubuntu"}},
