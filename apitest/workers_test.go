@@ -311,6 +311,13 @@ spec:
 	if log := wkLog(t, e, id); !strings.Contains(log, "cp-3 was a control-plane node") || !strings.Contains(log, "no etcd member") {
 		t.Fatalf("delete log:\n%s", log)
 	}
+	// delete-preflight is the job's first step, visible with its advisory warning.
+	if steps, _ := e.Store.JobSteps(ctx, id); len(steps) == 0 || steps[0].Name != "delete-preflight" || steps[0].Status != store.StepDone {
+		t.Fatalf("the delete's first step: %+v", steps)
+	}
+	if log := wkLog(t, e, id); !strings.Contains(log, "even number of etcd voting members") {
+		t.Fatalf("the delete-preflight step's warning is not in the log:\n%s", log)
+	}
 	if _, err := c.Client.CoreV1().Nodes().Get(ctx, "cp-3", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("cp-3 still exists: %v", err)
 	}

@@ -32,8 +32,40 @@ func workersCmd() *cobra.Command {
 		nodeJobCommand("cordon REGION NODE", "Cordon a node", http.MethodPost, "cordon"),
 		nodeJobCommand("uncordon REGION NODE", "Uncordon a node", http.MethodPost, "uncordon"),
 		nodeJobCommand("drain REGION NODE", "Drain a node (cordon, then evict its pods)", http.MethodPost, "drain"),
-		nodeJobCommand("delete-node REGION NODE", "Delete a node from the cluster (refused for the last control-plane node)", http.MethodDelete, ""))
+		nodeJobCommand("delete-node REGION NODE", "Delete a node from the cluster (refused for the last control-plane node)", http.MethodDelete, ""),
+		deletePreflightCmd())
 	return w
+}
+
+// deletePreflightCmd is `runr regions workers delete-preflight REGION NODE`: what deleting
+// the node would do, without deleting it. An even etcd voting-member count is a warning
+// (advisory: exit 0); only the last control-plane node is refused (exit 1).
+func deletePreflightCmd() *cobra.Command {
+	return regionCommand("delete-preflight REGION NODE", "Say what deleting a node would do (a warning for an even etcd member count is advisory)", 1,
+		func(cmd *cobra.Command, c *apiclient.Client, r *apiclient.Region, args []string) error {
+			var out struct{ Data nodes.NodeDeleteCheck }
+			if err := c.Do(cmd.Context(), http.MethodGet, apiclient.RegionPath(r.ID, "nodes/"+apiclient.PathEscape(args[0])+"/delete-preflight"), nil, &out); err != nil {
+				return err
+			}
+			d := out.Data
+			if err := printed(cmd, d, func(w io.Writer) error {
+				switch {
+				case d.Refused != "":
+					fmt.Fprintf(w, "refused\t%s\n", d.Refused)
+				case d.Warning != "":
+					fmt.Fprintf(w, "warning\t%s\n", d.Warning)
+				default:
+					fmt.Fprintf(w, "ok\t%s may be deleted\n", d.Node)
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+			if d.Refused != "" {
+				return fmt.Errorf("deleting %s is refused", d.Node)
+			}
+			return nil
+		})
 }
 
 // nodeJobCommand is a command on one node of a region that queues a job.

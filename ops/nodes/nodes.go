@@ -410,7 +410,7 @@ func (s *Service) registerKinds() {
 	})})
 	s.Engine.Register(&engine.Kind{Name: KindNodeDelete, Plan: plan(func(p NodeParams) []engine.Step {
 		return []engine.Step{
-			s.RegionStep("check", "Check the cluster's shape", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+			s.RegionStep("delete-preflight", "Delete preflight: the cluster's shape (an even etcd member count is advisory)", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 				nodes, err := c.Clientset.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 				if err != nil {
 					return fmt.Errorf("list nodes: %w", err)
