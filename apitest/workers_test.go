@@ -151,9 +151,27 @@ func TestWorkersNodesPreflightDrainAndDelete(t *testing.T) {
 		t.Fatalf("cp-1 taints %v", v.Taints)
 	}
 
+	// Dedicating a node below the floor asks for a confirmation that names its failed
+	// checks, and queues nothing until it is given; the selection is cleared again after.
+	var jobs, after int
+	e.Store.DB.Get(&jobs, `SELECT count(*) FROM jobs`)
+	var below struct{ Fields map[string]string }
+	workers := "/api/knative-regions/" + r.ID + "/workers"
+	if st := e.JSON("PUT", workers, tok, map[string]any{"nodes": []string{"w-ok", "w-small"}}, &below); st != 422 ||
+		!strings.Contains(below.Fields["confirm_below_floor"], "w-small fails CPU: 1 CPU (at least 2)") || strings.Contains(below.Fields["confirm_below_floor"], "w-ok") {
+		t.Fatalf("a node below the floor without a confirmation: %d %+v", st, below)
+	}
+	if e.Store.DB.Get(&after, `SELECT count(*) FROM jobs`); after != jobs {
+		t.Fatal("the refused selection queued a job")
+	}
+	id, _ := wkStart(t, e, tok, "PUT", workers, map[string]any{"nodes": []string{"w-ok", "w-small"}, "confirm_below_floor": true})
+	mustSucceed(t, e.WaitJob(id, time.Minute))
+	id, _ = wkStart(t, e, tok, "PUT", workers, map[string]any{"nodes": []string{}})
+	mustSucceed(t, e.WaitJob(id, time.Minute))
+
 	// Cordon and uncordon.
 	base := "/api/knative-regions/" + r.ID + "/nodes/"
-	id, _ := wkStart(t, e, tok, "POST", base+"w-small/cordon", nil)
+	id, _ = wkStart(t, e, tok, "POST", base+"w-small/cordon", nil)
 	mustSucceed(t, e.WaitJob(id, time.Minute))
 	if n, _ := c.Client.CoreV1().Nodes().Get(ctx, "w-small", metav1.GetOptions{}); !n.Spec.Unschedulable {
 		t.Fatal("w-small is not cordoned")

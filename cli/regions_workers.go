@@ -17,16 +17,17 @@ import (
 // capacity) through the API.
 func workersCmd() *cobra.Command {
 	w := &cobra.Command{Use: "workers", Short: "A region's nodes, dedicated workers and capacity"}
-	var none bool
+	var none, belowFloor bool
 	set := jobCommand("set REGION NODE...", "Dedicate these nodes to projects (labelled and tainted; the others are cleared)", http.MethodPut, "workers", 0, false,
 		func(_ *cobra.Command, args []string) (any, error) {
 			if len(args) == 0 && !none {
 				return nil, fmt.Errorf("name the nodes to dedicate, or --none to clear the selection")
 			}
-			return map[string]any{"nodes": append([]string{}, args...)}, nil
+			return map[string]any{"nodes": append([]string{}, args...), "confirm_below_floor": belowFloor}, nil
 		})
 	set.Args = cobra.MinimumNArgs(1)
 	set.Flags().BoolVar(&none, "none", false, "clear the selection: projects run on every schedulable node")
+	set.Flags().BoolVar(&belowFloor, "confirm-below-floor", false, "dedicate nodes that fail the preflight floor (refused otherwise, naming the failed checks)")
 	w.AddCommand(workersListCmd(), workersCapacityCmd(), set,
 		nodeJobCommand("rm REGION NODE", "Take a node out of the dedicated workers (label and taint removed)", http.MethodDelete, "workers"),
 		nodeJobCommand("cordon REGION NODE", "Cordon a node", http.MethodPost, "cordon"),

@@ -188,7 +188,8 @@ func (h *Handlers) WorkersForm(c *fiber.Ctx) error {
 	if form, err := c.MultipartForm(); err == nil && len(selected) == 0 {
 		selected = form.Value["nodes"]
 	}
-	_, err = h.Ops.Nodes.SetWorkers(c.UserContext(), h.Actor(c), r, nodes.WorkersInput{Nodes: &selected})
+	confirm := c.FormValue("confirm_below_floor") == "true"
+	_, err = h.Ops.Nodes.SetWorkers(c.UserContext(), h.Actor(c), r, nodes.WorkersInput{Nodes: &selected, ConfirmBelowFloor: confirm})
 	msg := "The dedicated workers are being labelled and tainted."
 	if len(selected) == 0 {
 		msg = "The dedicated workers are being cleared: projects run on every schedulable node."

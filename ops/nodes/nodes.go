@@ -750,6 +750,19 @@ func (s *Service) NodeDeletePreflight(ctx context.Context, r *store.Region, name
 
 // NodeNames lists the names of a region cluster's nodes.
 func (s *Service) NodeNames(ctx context.Context, r *store.Region) ([]string, error) {
+	nodes, err := s.clusterNodes(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(nodes))
+	for i, n := range nodes {
+		names[i] = n.Name
+	}
+	return names, nil
+}
+
+// clusterNodes lists the nodes of a region's cluster.
+func (s *Service) clusterNodes(ctx context.Context, r *store.Region) ([]corev1.Node, error) {
 	c, err := s.RegionCluster(r)
 	if err != nil {
 		return nil, err
@@ -758,11 +771,7 @@ func (s *Service) NodeNames(ctx context.Context, r *store.Region) ([]string, err
 	if err != nil {
 		return nil, fmt.Errorf("region %s: list nodes: %w", r.Name, err)
 	}
-	names := make([]string, len(nodes.Items))
-	for i, n := range nodes.Items {
-		names[i] = n.Name
-	}
-	return names, nil
+	return nodes.Items, nil
 }
 
 // NodeActions are the node actions that run as jobs, by the name in their route, with

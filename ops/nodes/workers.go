@@ -3,6 +3,7 @@ package nodes
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -100,6 +101,27 @@ func setDedicated(ctx context.Context, c *kube.Cluster, name string, on bool) er
 	})
 }
 
+// belowFloor names the selected nodes that fail the preflight floor with their failed
+// checks and evidence ("" when every one passes).
+func belowFloor(cluster []corev1.Node, sel []string, minMinor int) string {
+	var parts []string
+	for i := range cluster {
+		if !slices.Contains(sel, cluster[i].Name) {
+			continue
+		}
+		var failed []string
+		for _, it := range Preflight(&cluster[i], minMinor) {
+			if it.Status == kit.CheckFail {
+				failed = append(failed, it.Title+": "+it.Evidence)
+			}
+		}
+		if len(failed) > 0 {
+			parts = append(parts, cluster[i].Name+" fails "+strings.Join(failed, "; "))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
 func hasTaint(n *corev1.Node, t corev1.Taint) bool {
 	for _, x := range n.Spec.Taints {
 		if x.Key == t.Key && x.Value == t.Value && x.Effect == t.Effect {
@@ -113,9 +135,11 @@ func hasTaint(n *corev1.Node, t corev1.Taint) bool {
 const ClusterReadTimeout = 15 * time.Second
 
 // WorkersInput is the body of PUT /api/knative-regions/{id}/workers: the node names to
-// dedicate ([] clears the selection).
+// dedicate ([] clears the selection). A node that fails the preflight floor is dedicated
+// only with ConfirmBelowFloor.
 type WorkersInput struct {
-	Nodes *[]string `json:"nodes"`
+	Nodes             *[]string `json:"nodes"`
+	ConfirmBelowFloor bool      `json:"confirm_below_floor"`
 }
 
 // SetWorkers checks a selection of dedicated workers against the cluster's nodes and
@@ -135,16 +159,20 @@ func (s *Service) SetWorkers(ctx context.Context, actor kit.Actor, r *store.Regi
 	}
 	cctx, cancel := context.WithTimeout(ctx, ClusterReadTimeout)
 	defer cancel()
-	names, err := s.NodeNames(cctx, r)
+	cluster, err := s.clusterNodes(cctx, r)
 	if err != nil {
 		return nil, &problem.Unreachable{Region: r.Name, Err: err}
 	}
-	nodes := make([]kit.NodeInfo, len(names))
-	for i, n := range names {
-		nodes[i] = kit.NodeInfo{Name: n}
+	nodes := make([]kit.NodeInfo, len(cluster))
+	for i, n := range cluster {
+		nodes[i] = kit.NodeInfo{Name: n.Name}
 	}
 	if m := NodesExist(sel, nodes); m != "" {
 		return nil, &problem.Invalid{Fields: map[string]string{"nodes": m}}
+	}
+	if why := belowFloor(cluster, sel, s.Cfg.MinK8sMinor); why != "" && !in.ConfirmBelowFloor {
+		return nil, &problem.Invalid{Summary: "A node you selected fails the preflight floor.",
+			Fields: map[string]string{"confirm_below_floor": why + ". Confirm to dedicate it anyway."}}
 	}
 	title := "Dedicated workers of " + r.Name
 	if len(sel) == 0 {
