@@ -186,36 +186,31 @@ func (s *Service) CloseEnded(ctx context.Context, now time.Time) error {
 		return err
 	}
 	var errs []error
-	for len(open) > 0 {
-		n := 1
-		for n < len(open) && open[n].PeriodStart.Equal(open[0].PeriodStart) && deref(open[n].TenantID) == deref(open[0].TenantID) {
-			n++
-		}
-		errs = append(errs, s.closeBill(ctx, set, open[:n], now))
-		open = open[n:]
+	for _, a := range open {
+		errs = append(errs, s.closeBill(ctx, set, a.PeriodStart, a.TenantID, now))
 	}
 	return errors.Join(errs...)
 }
 
-func (s *Service) closeBill(ctx context.Context, set *billingdb.Settings, cs []billingdb.Charge, now time.Time) error {
-	start, end := PeriodOf(cs[0].PeriodStart)
-	b := &billingdb.Bill{ID: "bill_" + store.NewID(), TenantID: cs[0].TenantID, PeriodStart: start, PeriodEnd: end, Currency: set.Currency, ClosedAt: now}
-	for i := range cs {
-		c := &cs[i]
-		amount, base := chargeAmount(c, set.Currency)
-		b.TotalMinor += amount
-		b.BaseTotalMinor += base
-		b.Lines.V = append(b.Lines.V, billingdb.BillLine{ChargeID: c.ID, RegionID: c.RegionID, RegionName: c.RegionName,
-			ProjectID: c.ProjectID, ProjectName: c.ProjectName, Type: c.Type, CPUMinutesM: c.CPUMinutesM,
-			MemoryMinutesMi: c.MemoryMinutesMi, GPUMinutes: c.GPUMinutes, VCPUHourMicros: c.VCPUHourMicros,
-			MemoryGiBHourMicros: c.MemoryGiBHourMicros, GPUHourMicros: c.GPUHourMicros, FixedPeriodMicros: c.FixedPeriodMicros,
-			MarkupBP: c.MarkupBP, AmountMinor: amount, BaseAmountMinor: base})
-	}
-	ev, err := s.newEvent(set, b.TenantID, "bill.closed", billView(b))
+// closeBill closes one account's bill of a period.
+func (s *Service) closeBill(ctx context.Context, set *billingdb.Settings, period time.Time, tenantID *string, now time.Time) error {
+	start, end := PeriodOf(period)
+	b := &billingdb.Bill{ID: "bill_" + store.NewID(), TenantID: tenantID, PeriodStart: start, PeriodEnd: end, Currency: set.Currency, ClosedAt: now}
+	_, err := s.DB.CloseBill(ctx, b, func(cs []billingdb.Charge) (*billingdb.Event, error) {
+		for i := range cs {
+			c := &cs[i]
+			amount, base := chargeAmount(c, set.Currency)
+			b.TotalMinor += amount
+			b.BaseTotalMinor += base
+			b.Lines.V = append(b.Lines.V, billingdb.BillLine{ChargeID: c.ID, RegionID: c.RegionID, RegionName: c.RegionName,
+				ProjectID: c.ProjectID, ProjectName: c.ProjectName, Type: c.Type, CPUMinutesM: c.CPUMinutesM,
+				MemoryMinutesMi: c.MemoryMinutesMi, GPUMinutes: c.GPUMinutes, VCPUHourMicros: c.VCPUHourMicros,
+				MemoryGiBHourMicros: c.MemoryGiBHourMicros, GPUHourMicros: c.GPUHourMicros, FixedPeriodMicros: c.FixedPeriodMicros,
+				MarkupBP: c.MarkupBP, AmountMinor: amount, BaseAmountMinor: base})
+		}
+		return s.newEvent(set, b.TenantID, "bill.closed", billView(b))
+	})
 	if err != nil {
-		return err
-	}
-	if _, err := s.DB.CloseBill(ctx, b, ev); err != nil {
 		return fmt.Errorf("billing: close the bill of %s: %w", start.Format("2006-01"), err)
 	}
 	return nil
@@ -242,11 +237,4 @@ func (s *Service) openAllocation(ctx context.Context, regionID, regionName strin
 		return err
 	}
 	return s.chargeCreated(ctx, id)
-}
-
-func deref(p *string) string {
-	if p == nil {
-		return ""
-	}
-	return *p
 }

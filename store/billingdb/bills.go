@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
 
 	"runr.dev/console/store"
 )
@@ -47,15 +46,28 @@ type BillLine struct {
 	BaseAmountMinor     int64  `json:"base_amount_minor"`
 }
 
-// CloseBill writes a closed bill for the charges it lists and marks them billed, with
-// its event, in one transaction. A bill of the same account and period closed meanwhile
-// (another console process) makes it a no-op (closed false).
-func (d *DB) CloseBill(ctx context.Context, b *Bill, ev *Event) (closed bool, err error) {
+// CloseBill closes an account's bill of a period (b's TenantID and PeriodStart) in one
+// transaction: it locks the period's open charges of the account, has build price them into
+// b's lines and totals and return the bill.closed event, writes the bill, marks the
+// charges billed and records the event. A minute metered meanwhile waits for the lock and
+// then finds the charge billed. Nothing open, or a bill of the same account and period
+// closed meanwhile by another console process, makes it a no-op (closed false).
+func (d *DB) CloseBill(ctx context.Context, b *Bill, build func(cs []Charge) (*Event, error)) (closed bool, err error) {
 	tx, err := d.st.DB.BeginTxx(ctx, nil)
 	if err != nil {
 		return false, wrap("close a bill", err)
 	}
 	defer tx.Rollback()
+	const account = `period_start = $1 AND COALESCE(tenant_id, '') = COALESCE($2, '') AND bill_id IS NULL`
+	var cs []Charge
+	if err := tx.SelectContext(ctx, &cs, `SELECT * FROM charges WHERE `+account+` ORDER BY region_name, project_name FOR UPDATE`,
+		b.PeriodStart, b.TenantID); err != nil || len(cs) == 0 {
+		return false, wrap("close a bill", err)
+	}
+	ev, err := build(cs)
+	if err != nil {
+		return false, err
+	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO bills (id, tenant_id, period_start, period_end, currency, total_minor, base_total_minor, lines)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING`,
 		b.ID, b.TenantID, b.PeriodStart, b.PeriodEnd, b.Currency, b.TotalMinor, b.BaseTotalMinor, b.Lines)
@@ -65,16 +77,8 @@ func (d *DB) CloseBill(ctx context.Context, b *Bill, ev *Event) (closed bool, er
 	if n, _ := res.RowsAffected(); n == 0 {
 		return false, nil
 	}
-	ids := make([]string, len(b.Lines.V))
-	for i, l := range b.Lines.V {
-		ids[i] = l.ChargeID
-	}
-	res, err = tx.ExecContext(ctx, `UPDATE charges SET bill_id = $1 WHERE id = ANY($2) AND bill_id IS NULL`, b.ID, pq.Array(ids))
-	if err != nil {
+	if _, err = tx.ExecContext(ctx, `UPDATE charges SET bill_id = $3 WHERE `+account, b.PeriodStart, b.TenantID, b.ID); err != nil {
 		return false, wrap("close a bill", err)
-	}
-	if n, _ := res.RowsAffected(); int(n) != len(ids) {
-		return false, fmt.Errorf("billing: close a bill: %d of its %d charges were open", n, len(ids))
 	}
 	if err := addEvent(ctx, tx, ev); err != nil {
 		return false, err

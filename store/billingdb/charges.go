@@ -202,11 +202,17 @@ func (d *DB) FixedRegions(ctx context.Context) ([]FixedRegion, error) {
 	return out, wrap("list fixed regions", err)
 }
 
-// Unbilled lists the accounts and periods whose charges are open though the period
-// began before the given start (its period has ended).
-func (d *DB) Unbilled(ctx context.Context, before time.Time) ([]Charge, error) {
-	var out []Charge
-	err := d.st.In(ctx).SelectContext(ctx, &out, `SELECT * FROM charges WHERE bill_id IS NULL AND period_start < $1
-		ORDER BY period_start, tenant_id, region_name, project_name`, before)
-	return out, wrap("list unbilled charges", err)
+// Account is an account's period: a tenant's (or the platform's, TenantID nil) month.
+type Account struct {
+	PeriodStart time.Time `db:"period_start"`
+	TenantID    *string   `db:"tenant_id"`
+}
+
+// Unbilled lists the accounts and periods with open charges whose period began before
+// the given start (it has ended).
+func (d *DB) Unbilled(ctx context.Context, before time.Time) ([]Account, error) {
+	var out []Account
+	err := d.st.DB.SelectContext(ctx, &out, `SELECT DISTINCT period_start, tenant_id FROM charges WHERE bill_id IS NULL AND period_start < $1
+		ORDER BY period_start`, before)
+	return out, wrap("list unbilled accounts", err)
 }
