@@ -175,7 +175,10 @@ func TestWizardToReadyServingAndRedis(t *testing.T) {
 	if took := time.Since(started); took > 45*time.Second {
 		t.Fatalf("a 20 s drain took %s", took)
 	}
-	if dj.Status != store.JobSucceeded && (!strings.Contains(dj.Error, "blocked by PodDisruptionBudget knative-serving/") || strings.Contains(dj.Error, "observability/")) {
+	// Knative's own pods may also stay for a reason of the cluster's (an eviction that
+	// outlasts its 10 s under load while the operator rewrites their budgets): the drain
+	// then names them, and what the console installed is not among them.
+	if dj.Status != store.JobSucceeded && (!strings.Contains(dj.Error, "knative-serving/") || strings.Contains(dj.Error, "observability/")) {
 		t.Fatalf("drain of %s: %s: %s", node, dj.Status, dj.Error)
 	}
 	left, _ := c.Client.CoreV1().Pods("observability").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + node})
