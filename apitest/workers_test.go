@@ -326,7 +326,7 @@ spec:
 		_, page := e.Raw("GET", "/regions/"+r.ID+"?tab=workers", tok, "")
 		_ = os.WriteFile(os.Getenv("RUNR_WORKERS_PAGE"), []byte(page), 0o644)
 	}
-	if log := wkLog(t, e, id); !strings.Contains(log, "cp-3 was a control-plane node") || !strings.Contains(log, "no etcd member") {
+	if log := wkLog(t, e, id); !strings.Contains(log, "shows no etcd pod in kube-system") || !strings.Contains(log, "If cp-3 ran an etcd member, remove it") {
 		t.Fatalf("delete log:\n%s", log)
 	}
 	// delete-preflight is the job's first step, visible with its advisory warning.

@@ -26,6 +26,7 @@ const (
 type Binaries struct {
 	Dir               string
 	Etcd              string
+	Etcdctl           string
 	APIServer         string
 	ControllerManager string
 	Scheduler         string
@@ -74,6 +75,7 @@ func build(log io.Writer) (*Binaries, error) {
 	b := &Binaries{
 		Dir:               bin,
 		Etcd:              filepath.Join(bin, "etcd"),
+		Etcdctl:           filepath.Join(bin, "etcdctl"),
 		APIServer:         filepath.Join(bin, "kube-apiserver"),
 		ControllerManager: filepath.Join(bin, "kube-controller-manager"),
 		Scheduler:         filepath.Join(bin, "kube-scheduler"),
@@ -105,7 +107,13 @@ func build(log io.Writer) (*Binaries, error) {
 	}
 	if !exists(b.Etcd) {
 		fmt.Fprintf(log, "testcluster: building etcd %s (about a minute)\n", EtcdVersion)
-		if err := buildEtcd(dir, b.Etcd, log); err != nil {
+		if err := buildEtcd(dir, "go.etcd.io/etcd/server/v3", b.Etcd, log); err != nil {
+			return nil, err
+		}
+	}
+	if !exists(b.Etcdctl) {
+		fmt.Fprintf(log, "testcluster: building etcdctl %s (about a minute)\n", EtcdVersion)
+		if err := buildEtcd(dir, "go.etcd.io/etcd/etcdctl/v3", b.Etcdctl, log); err != nil {
 			return nil, err
 		}
 	}
@@ -180,8 +188,10 @@ func writeK8sWrapper(wrapper string) error {
 	return os.WriteFile(filepath.Join(wrapper, "go.mod"), gomod.Bytes(), 0o644)
 }
 
-func buildEtcd(dir, out string, log io.Writer) error {
-	wrapper := filepath.Join(dir, "wrapper-etcd")
+// buildEtcd builds a main module of etcd at EtcdVersion (its go.mod replaces its sibling
+// modules with local paths, so go install refuses it: a wrapper module requires it).
+func buildEtcd(dir, module, out string, log io.Writer) error {
+	wrapper := filepath.Join(dir, "wrapper-"+filepath.Base(out))
 	if err := os.MkdirAll(wrapper, 0o755); err != nil {
 		return fmt.Errorf("testcluster: %w", err)
 	}
@@ -190,24 +200,25 @@ func buildEtcd(dir, out string, log io.Writer) error {
 
 go 1.26
 
-require go.etcd.io/etcd/server/v3 %[1]s
+require %[2]s %[1]s
 
 replace (
 	go.etcd.io/etcd/api/v3 => go.etcd.io/etcd/api/v3 %[1]s
 	go.etcd.io/etcd/client/pkg/v3 => go.etcd.io/etcd/client/pkg/v3 %[1]s
 	go.etcd.io/etcd/client/v3 => go.etcd.io/etcd/client/v3 %[1]s
 	go.etcd.io/etcd/pkg/v3 => go.etcd.io/etcd/pkg/v3 %[1]s
+	go.etcd.io/etcd/server/v3 => go.etcd.io/etcd/server/v3 %[1]s
 )
-`, v)
+`, v, module)
 	if err := os.WriteFile(filepath.Join(wrapper, "go.mod"), []byte(gomod), 0o644); err != nil {
 		return fmt.Errorf("testcluster: %w", err)
 	}
 	tmp := out + ".tmp"
-	cmd := exec.Command("go", "build", "-mod=mod", "-o", tmp, "-ldflags", "-s -w", "go.etcd.io/etcd/server/v3")
+	cmd := exec.Command("go", "build", "-mod=mod", "-o", tmp, "-ldflags", "-s -w", module)
 	cmd.Dir = wrapper
 	cmd.Env = goEnv()
 	if err := run(cmd, log); err != nil {
-		return fmt.Errorf("testcluster: build etcd: %w", err)
+		return fmt.Errorf("testcluster: build %s: %w", module, err)
 	}
 	return os.Rename(tmp, out)
 }

@@ -52,6 +52,9 @@ type Options struct {
 	// simulated nodes it carries RealNodeTaint; with Nodes set to an empty list it is the
 	// cluster's only node.
 	RealNode bool
+	// EtcdMembers, when above 1, runs etcd as that many TLS members, one per control-plane
+	// node (the first ones of Nodes), each with its pod in kube-system (etcdmembers.go).
+	EtcdMembers int
 	// Log receives progress lines (nil: none).
 	Log func(format string, args ...any)
 	// StateDir, when set, keeps the cluster across restarts (the sandbox's): its etcd
@@ -99,6 +102,8 @@ type Cluster struct {
 	// ports are a kept cluster's (Options.StateDir), and kept says it is one.
 	ports *keptPorts
 	kept  bool
+	// etcd is the multi-member etcd (Options.EtcdMembers), nil with a single one.
+	etcd *etcdCluster
 }
 
 var (
@@ -179,11 +184,23 @@ func (c *Cluster) start(opts Options, bins *Binaries) error {
 	if err := c.writeCredentials(); err != nil {
 		return fmt.Errorf("testcluster: write the credentials: %w", err)
 	}
-	etcdURL, err := c.startEtcd(bins)
-	if err != nil {
-		return err
+	var etcdArgs []string
+	if opts.EtcdMembers > 1 {
+		if err := c.planEtcdMembers(&opts); err != nil {
+			return err
+		}
+		var err error
+		if etcdArgs, err = c.startEtcdMembers(bins); err != nil {
+			return err
+		}
+	} else {
+		etcdURL, err := c.startEtcd(bins)
+		if err != nil {
+			return err
+		}
+		etcdArgs = []string{"--etcd-servers", etcdURL}
 	}
-	if err := c.startAPIServer(bins, etcdURL); err != nil {
+	if err := c.startAPIServer(bins, etcdArgs); err != nil {
 		return err
 	}
 	adminKC, err := c.connectAdmin()
@@ -203,6 +220,11 @@ func (c *Cluster) start(opts Options, bins *Binaries) error {
 	}
 	if err := c.AddNodes(ctx, opts.Nodes...); err != nil {
 		return err
+	}
+	if c.etcd != nil {
+		if err := c.etcdPods(ctx); err != nil {
+			return err
+		}
 	}
 	if opts.RealNode {
 		if err := c.startRealNode(ctx, adminKC, len(opts.Nodes) > 0); err != nil {
@@ -241,7 +263,7 @@ func (c *Cluster) startEtcd(bins *Binaries) (string, error) {
 
 // startAPIServer starts kube-apiserver on etcd, waits until it is ready and records its
 // URL and the CA of its self-signed certificate.
-func (c *Cluster) startAPIServer(bins *Binaries, etcdURL string) error {
+func (c *Cluster) startAPIServer(bins *Binaries, etcdArgs []string) error {
 	apiPort := c.port(func(p *keptPorts) *int { return &p.API })
 	// Simulated: on loopback, with the certificate the API server makes itself. Real node:
 	// on every address of the namespace (the node and its pods reach it at NodeIP), with a
@@ -256,8 +278,7 @@ func (c *Cluster) startAPIServer(bins *Binaries, etcdURL string) error {
 		addrs = []string{"--bind-address", "0.0.0.0", "--advertise-address", NodeIP, "--tls-cert-file", cert, "--tls-private-key-file", key,
 			"--kubelet-preferred-address-types", "InternalIP"}
 	}
-	if err := c.spawn("kube-apiserver", bins.APIServer, append(addrs,
-		"--etcd-servers", etcdURL,
+	if err := c.spawn("kube-apiserver", bins.APIServer, append(append(addrs, etcdArgs...),
 		"--cert-dir", c.certDir(),
 		"--secure-port", fmt.Sprint(apiPort),
 		"--service-account-issuer", "https://kubernetes.default.svc",
@@ -365,14 +386,25 @@ func (c *Cluster) startKwok(ctx context.Context, bins *Binaries, adminKC string)
 		return fmt.Errorf("testcluster: write kwok's configuration: %w", err)
 	}
 	args := []string{"--kubeconfig", adminKC, "-c", emptyCfg}
+	if c.etcd != nil {
+		etcdArgs, err := c.etcdKwokArgs(bins, emptyCfg)
+		if err != nil {
+			return fmt.Errorf("testcluster: kwok for the etcd pods: %w", err)
+		}
+		args = append(args, etcdArgs...)
+	}
 	if c.ns != nil {
 		// Simulated pods get addresses apart from the real pods' and the Services'.
 		args = append(args, "--cidr", "10.246.0.0/16")
 	}
-	return c.spawn("kwok", bins.Kwok, append(args,
+	if c.etcd == nil {
+		args = append(args, "--server-address", fmt.Sprintf("127.0.0.1:%d", freePort()))
+	}
+	// Commands run in pods (kwok's ClusterExec of the etcd pods) find etcdctl on the PATH.
+	path := []string{"PATH=" + bins.Dir + ":" + os.Getenv("PATH")}
+	return c.spawnEnv("kwok", path, bins.Kwok, append(args,
 		"--manage-nodes-with-annotation-selector", "kwok.x-k8s.io/node=fake",
-		"--enable-crds", "Stage",
-		"--server-address", fmt.Sprintf("127.0.0.1:%d", freePort()))...)
+		"--enable-crds", "Stage")...)
 }
 
 // startOperators starts the simulated Knative Serving controller, Knative and Prometheus
@@ -478,6 +510,12 @@ func (c *Cluster) Stop() {
 }
 
 func (c *Cluster) spawn(name, bin string, args ...string) error {
+	return c.spawnEnv(name, nil, bin, args...)
+}
+
+// spawnEnv starts a process of the cluster with variables added to this process's
+// environment.
+func (c *Cluster) spawnEnv(name string, env []string, bin string, args ...string) error {
 	logf, err := os.Create(filepath.Join(c.Dir, name+".log"))
 	if err != nil {
 		return err
@@ -485,6 +523,9 @@ func (c *Cluster) spawn(name, bin string, args ...string) error {
 	cmd := exec.Command(bin, args...)
 	if c.ns != nil {
 		cmd = c.ns.Command(bin, args...)
+	}
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
 	}
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Its own process group (Stop signals the group), killed if this process dies.

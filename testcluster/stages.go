@@ -66,6 +66,9 @@ func (c *Cluster) installStages(ctx context.Context, bins *Binaries) error {
 		}
 		// kwok's volume stages provision the class kwok-volume; here they provision ours.
 		raw = bytes.ReplaceAll(raw, []byte("self.spec.storageClassName == 'kwok-volume'"), []byte("self.spec.storageClassName in "+classes))
+		// The harness writes the nodes' addresses (AddNodes); kwok's initialisation, rendered
+		// from a node as it was before them, would write an empty list over them.
+		raw = bytes.ReplaceAll(raw, []byte("{{ if or (not $hasInternalIP) (not $hasHostname) }}"), []byte("{{ if false }}"))
 		objs, err := decodeYAML(raw)
 		if err != nil {
 			return err

@@ -425,11 +425,19 @@ func (s *Service) registerKinds() {
 				case d.Warning != "":
 					jc.Warnf("%s", d.Warning)
 				}
+				if d.ControlPlane {
+					if err := etcdPreflight(ctx, jc, c, p.Node); err != nil {
+						return err
+					}
+				}
 				jc.Note("%s may be deleted", p.Node)
 				return nil
 			}),
 			s.cordonStep(p, true),
 			s.evictStep(p),
+			s.RegionStep("etcd-member", "Remove the node's etcd member", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
+				return removeEtcdMember(ctx, jc, c, p.Node)
+			}),
 			s.RegionStep("delete", "Delete the node", func(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
 				return s.deleteNode(ctx, jc, r, c, p.Node)
 			}),
@@ -681,22 +689,13 @@ func (s *Service) pdbBlocking(ctx context.Context, c *kube.Cluster, pod *corev1.
 
 // deleteNode deletes the Node object and takes it out of the region's dedicated workers.
 func (s *Service) deleteNode(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster, name string) error {
-	n, err := c.Clientset.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	_, err := c.Clientset.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		jc.Logf("Node %s is gone already", name)
 	case err != nil:
 		return fmt.Errorf("read node %s: %w", name, err)
 	default:
-		if kit.NodeSummary(n).ControlPlane {
-			etcd, _ := c.Clientset.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{
-				LabelSelector: "component=etcd", FieldSelector: "spec.nodeName=" + name})
-			if etcd != nil && len(etcd.Items) > 0 {
-				jc.Warnf("%s was a control-plane node with an etcd member (pod kube-system/%s): the console does not reach etcd; remove the member with etcdctl member remove, or kubeadm reset on the node", name, etcd.Items[0].Name)
-			} else {
-				jc.Logf("%s was a control-plane node; this cluster runs no etcd member on it (no etcd pod in kube-system there), so there is no etcd member to remove", name)
-			}
-		}
 		if err := c.Clientset.CoreV1().Nodes().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete node %s: %w", name, err)
 		}
