@@ -58,6 +58,18 @@ func deletePreflightCmd() *cobra.Command {
 				default:
 					fmt.Fprintf(w, "ok\t%s may be deleted\n", d.Node)
 				}
+				if e := d.Etcd; e != nil {
+					for _, m := range e.Members {
+						state := "healthy"
+						if !m.Healthy {
+							state = "not answering"
+						}
+						fmt.Fprintf(w, "etcd member\t%s\t%s\t%s\n", m.Name, m.ID, state)
+					}
+					if e.Note != "" {
+						fmt.Fprintf(w, "etcd\t%s\n", e.Note)
+					}
+				}
 				return nil
 			}); err != nil {
 				return err

@@ -226,32 +226,70 @@ func (v *etcdView) quorumAfter(m *EtcdMember) string {
 		m.Name, len(voters), len(healthy), need, strings.Join(down, ", "))
 }
 
-// etcdPreflight shows a control-plane node's etcd before its delete, and refuses a delete
-// whose member removal would lose quorum (nothing is changed yet).
-func etcdPreflight(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, node string) error {
+// EtcdDeleteCheck is what deleting a control-plane node does to etcd, as read through an
+// etcd pod; Note says why etcd is not visible, or that no member belongs to the node.
+type EtcdDeleteCheck struct {
+	Via     string           `json:"via,omitempty"`
+	Members []EtcdMemberView `json:"members,omitempty"`
+	Removes string           `json:"removes,omitempty"`
+	Note    string           `json:"note,omitempty"`
+	// Refused is why removing the member would lose quorum.
+	Refused string `json:"refused,omitempty"`
+}
+
+// EtcdMemberView is one etcd member as the delete preflight shows it.
+type EtcdMemberView struct {
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Healthy bool   `json:"healthy"`
+	Learner bool   `json:"learner"`
+}
+
+// checkEtcdDelete reads etcd for the delete of a control-plane node: its members, the
+// member the delete removes, and whether that keeps quorum. It fails only on the node.
+func checkEtcdDelete(ctx context.Context, c *kube.Cluster, node string) (*EtcdDeleteCheck, error) {
 	n, err := c.Clientset.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if err != nil {
-		return fmt.Errorf("read node %s: %w", node, err)
+		return nil, fmt.Errorf("read node %s: %w", node, err)
 	}
 	v, err := readEtcd(ctx, c, node)
 	switch {
 	case errors.Is(err, errNoEtcdPods):
-		jc.Logf("etcd: %s", err)
-		return nil
+		return &EtcdDeleteCheck{Note: err.Error()}, nil
 	case err != nil:
-		jc.Warnf("etcd: %s. If %s runs an etcd member, remove it there with etcdctl member remove", kube.Short(err), node)
-		return nil
+		return &EtcdDeleteCheck{Note: fmt.Sprintf("%s. If %s runs an etcd member, remove it there with etcdctl member remove", kube.Short(err), node)}, nil
 	}
-	jc.Logf("etcd (through pod kube-system/%s): %s", v.via.pod.Name, v)
+	d := &EtcdDeleteCheck{Via: "kube-system/" + v.via.pod.Name}
+	for _, m := range v.members {
+		d.Members = append(d.Members, EtcdMemberView{ID: fmt.Sprintf("%x", m.ID), Name: m.Name, Healthy: m.Healthy, Learner: m.Learner})
+	}
 	m := v.memberOf(n)
 	if m == nil {
-		jc.Logf("No etcd member belongs to %s", node)
-		return nil
+		d.Note = "No etcd member belongs to " + node
+		return d, nil
 	}
-	if why := v.quorumAfter(m); why != "" {
-		return errors.New("Refused: " + why)
+	d.Removes = m.Name
+	d.Refused = v.quorumAfter(m)
+	if d.Refused == "" {
+		d.Note = fmt.Sprintf("The delete removes etcd member %s (%x) before the node; etcd (%s) keeps its quorum", m.Name, m.ID, v)
 	}
-	jc.Logf("The delete removes etcd member %s (%x) before the node", m.Name, m.ID)
+	return d, nil
+}
+
+// etcdPreflight shows a control-plane node's etcd before its delete, and refuses a delete
+// whose member removal would lose quorum (nothing is changed yet).
+func etcdPreflight(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, node string) error {
+	d, err := checkEtcdDelete(ctx, c, node)
+	switch {
+	case err != nil:
+		return err
+	case d.Refused != "":
+		return errors.New("Refused: " + d.Refused)
+	case d.Via == "" && !strings.HasPrefix(d.Note, errNoEtcdPods.Error()):
+		jc.Warnf("etcd: %s", d.Note)
+	default:
+		jc.Logf("etcd: %s", d.Note)
+	}
 	return nil
 }
 

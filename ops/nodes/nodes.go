@@ -263,6 +263,8 @@ type NodeDeleteCheck struct {
 	Refused string `json:"refused,omitempty"`
 	// Warning is advisory: the delete goes ahead.
 	Warning string `json:"warning,omitempty"`
+	// Etcd is what the delete of a control-plane node does to etcd (the API's preflight).
+	Etcd *EtcdDeleteCheck `json:"etcd,omitempty"`
 }
 
 // CheckNodeDelete checks a delete against the cluster's nodes: the last control-plane
@@ -744,6 +746,12 @@ func (s *Service) NodeDeletePreflight(ctx context.Context, r *store.Region, name
 		return NodeDeleteCheck{}, false, fmt.Errorf("region %s: list nodes: %w", r.Name, err)
 	}
 	d, found := CheckNodeDelete(nodes.Items, name)
+	if found && d.ControlPlane && d.Refused == "" {
+		if d.Etcd, err = checkEtcdDelete(ctx, c, name); err != nil {
+			return d, found, fmt.Errorf("region %s: %w", r.Name, err)
+		}
+		d.Refused = d.Etcd.Refused
+	}
 	return d, found, nil
 }
 
