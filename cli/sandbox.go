@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"runr.dev/console/agent/nodemirror"
+	"runr.dev/console/agent/nodeprobe"
 	"runr.dev/console/agent/sandbox"
 )
 
@@ -41,12 +42,26 @@ func sandboxCmd() *cobra.Command {
 			return waitForSignal(cmd.Context())
 		},
 	}
+	nodeProbe := &cobra.Command{
+		Use: "probe-node", Short: "Write this node's preflight measurements on it (annotation " + nodeprobe.Annotation + "), then wait", Args: cobra.NoArgs, Hidden: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			report, err := json.Marshal(nodeprobe.Probe(cmd.Context(), root, nodeprobe.Targets))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), string(report))
+			if err := patchOwnNode(cmd.Context(), "annotations", nodeprobe.Annotation, string(report)); err != nil {
+				return err
+			}
+			return waitForSignal(cmd.Context())
+		},
+	}
 	gvisor := gvisorInstallCmd(&root)
 	gvisor.Hidden = true
-	for _, installer := range []*cobra.Command{probe, gvisor} {
+	for _, installer := range []*cobra.Command{probe, nodeProbe, gvisor} {
 		installer.Flags().StringVar(&root, "root", "/host", "where the host's filesystem is mounted")
 	}
-	cmd.AddCommand(probe, gvisor, sandboxRegionsCmd())
+	cmd.AddCommand(probe, nodeProbe, gvisor, sandboxRegionsCmd())
 	return cmd
 }
 
@@ -110,6 +125,11 @@ func restartRuntime(root, flavor string) error {
 // labelOwnNode sets a label on the node this pod runs on (NODE_NAME, from the downward
 // API), with the pod's service account.
 func labelOwnNode(ctx context.Context, key, value string) error {
+	return patchOwnNode(ctx, "labels", key, value)
+}
+
+// patchOwnNode sets one label or annotation (field) of the pod's own node.
+func patchOwnNode(ctx context.Context, field, key, value string) error {
 	node := os.Getenv("NODE_NAME")
 	if node == "" {
 		return errors.New("NODE_NAME is not set (the DaemonSet passes spec.nodeName)")
@@ -122,9 +142,9 @@ func labelOwnNode(ctx context.Context, key, value string) error {
 	if err != nil {
 		return err
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{key: value}}})
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{field: map[string]string{key: value}}})
 	if _, err := cs.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("label node %s %s=%s: %w", node, key, value, err)
+		return fmt.Errorf("set %s %s of node %s: %w", field, key, node, err)
 	}
 	return nil
 }

@@ -118,9 +118,9 @@ func (s *Service) InstallSteps(p SandboxParams) []engine.Step {
 	}
 }
 
-// ensureSandboxAccess creates the sandbox namespace and the node installers' service
-// account, allowed to read and label nodes.
-func (s *Service) ensureSandboxAccess(ctx context.Context, jc *engine.JobContext, c *kube.Cluster) error {
+// EnsureNodeAccess creates the sandbox namespace and the service account of the console's
+// node programs (installers, probes), allowed to read and label nodes.
+func EnsureNodeAccess(ctx context.Context, jc *engine.JobContext, c *kube.Cluster) error {
 	if _, err := kit.EnsureNamespace(ctx, jc, c, SandboxNamespace, nil); err != nil {
 		return err
 	}
@@ -140,9 +140,9 @@ func (s *Service) ensureSandboxAccess(ctx context.Context, jc *engine.JobContext
 	return nil
 }
 
-// nodeDaemonSet is a privileged DaemonSet of the sandbox namespace running `runr sandbox
+// NodeDaemonSet is a privileged DaemonSet of the sandbox namespace running `runr sandbox
 // <args>` with the host's / at /host and its node's name in NODE_NAME.
-func nodeDaemonSet(name, image string, args []string, nodeSelector map[string]any) map[string]any {
+func NodeDaemonSet(name, image string, args []string, nodeSelector map[string]any) map[string]any {
 	labels := map[string]any{"app.kubernetes.io/name": name, "app.kubernetes.io/managed-by": "runr"}
 	spec := map[string]any{
 		"serviceAccountName": sandboxNodeAccount, "hostPID": true,
@@ -203,7 +203,7 @@ func nodesLabelled(c *kube.Cluster, names []string, label, value string) kube.Co
 // probeKVM runs the short-lived KVM probe on every node: each pod labels its node
 // runr.dev/kvm with whether /dev/kvm is there.
 func (s *Service) probeKVM(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
-	if err := s.ensureSandboxAccess(ctx, jc, c); err != nil {
+	if err := EnsureNodeAccess(ctx, jc, c); err != nil {
 		return err
 	}
 	nodes, err := SandboxNodes(ctx, c)
@@ -218,7 +218,7 @@ func (s *Service) probeKVM(ctx context.Context, jc *engine.JobContext, r *store.
 	if err != nil {
 		return err
 	}
-	if _, err := c.ApplyObject(ctx, nodeDaemonSet(KVMProbe, image, []string{"probe-kvm", "--root", "/host"}, nil)); err != nil {
+	if _, err := c.ApplyObject(ctx, NodeDaemonSet(KVMProbe, image, []string{"probe-kvm", "--root", "/host"}, nil)); err != nil {
 		return err
 	}
 	defer func() {
@@ -373,7 +373,7 @@ func (s *Service) installKata(p SandboxParams) func(ctx context.Context, jc *eng
 // installGVisor runs gVisor's node installer on the nodes with containerd and creates the
 // RuntimeClass gvisor for the nodes it registered runsc on.
 func (s *Service) installGVisor(ctx context.Context, jc *engine.JobContext, r *store.Region, c *kube.Cluster) error {
-	if err := s.ensureSandboxAccess(ctx, jc, c); err != nil {
+	if err := EnsureNodeAccess(ctx, jc, c); err != nil {
 		return err
 	}
 	nodes, err := SandboxNodes(ctx, c)
@@ -400,7 +400,7 @@ func (s *Service) installGVisor(ctx context.Context, jc *engine.JobContext, r *s
 	if err != nil {
 		return err
 	}
-	ds := nodeDaemonSet(GVisorInstaller, image, []string{"install-gvisor", "--root", "/host"}, map[string]any{"runr.dev/gvisor-eligible": "eligible"})
+	ds := NodeDaemonSet(GVisorInstaller, image, []string{"install-gvisor", "--root", "/host"}, map[string]any{"runr.dev/gvisor-eligible": "eligible"})
 	if _, err := c.ApplyObject(ctx, ds); err != nil {
 		return err
 	}

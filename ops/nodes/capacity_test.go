@@ -222,8 +222,9 @@ func TestCapacityNodeChecks(t *testing.T) {
 		{"old kubelet", info("4", "8Gi", "Ubuntu 24.04 LTS", "v1.29.3"), map[string]string{"kubelet": "v1.29.3 (at least 1.30)"}},
 	} {
 		items := Preflight(&tc.node, 30)
-		if len(items) != 4 {
-			t.Fatalf("%s: %d lines", tc.name, len(items))
+		// The four lines read from the Node, and the advisory line of a node not probed yet.
+		if len(items) != 5 || items[4].Key != "probe" || items[4].Status != kit.CheckWarn {
+			t.Fatalf("%s: %d lines: %+v", tc.name, len(items), items)
 		}
 		for _, it := range items {
 			want, fails := tc.fails[it.Key]

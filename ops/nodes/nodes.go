@@ -34,7 +34,7 @@ const (
 )
 
 // NodeKinds are the job kinds of the node actions.
-var NodeKinds = []string{KindNodeCordon, KindNodeUncordon, KindNodeDrain, KindNodeDelete}
+var NodeKinds = []string{KindNodeCordon, KindNodeUncordon, KindNodeDrain, KindNodeDelete, KindNodeProbe}
 
 // The preflight floor of a node (clusters-and-nodes.md, "Add a node").
 const (
@@ -308,7 +308,9 @@ var (
 )
 
 // Preflight checks a node against the floor of clusters-and-nodes.md: CPU, memory, an
-// Ubuntu LTS image and the kubelet's version. Each line is pass or fail with the value found.
+// Ubuntu LTS image and the kubelet's version from the Node, then what the node probe
+// measured there (cgroup v2, free disk, egress). Each line is pass or fail with the value
+// found; a node not probed yet has one advisory line.
 func Preflight(n *corev1.Node, minMinor int) []kit.CheckItem {
 	var items []kit.CheckItem
 	add := func(key, title string, ok bool, evidence string) {
@@ -362,7 +364,7 @@ func Preflight(n *corev1.Node, minMinor int) []kit.CheckItem {
 		minor, _ := strconv.Atoi(m[2])
 		add("kubelet", "Kubelet version", major > 1 || (major == 1 && minor >= minMinor), fmt.Sprintf("%s (at least 1.%d)", kv, minMinor))
 	}
-	return items
+	return append(items, probeItems(n)...)
 }
 
 func milliString(m int64) string {

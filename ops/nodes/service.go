@@ -14,6 +14,7 @@ type Service struct {
 func New(k *kit.Kit) *Service {
 	s := &Service{Kit: k}
 	s.registerKinds()
+	s.registerProbeKind()
 	s.registerWorkersKind()
 	return s
 }
