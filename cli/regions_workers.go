@@ -28,7 +28,8 @@ func workersCmd() *cobra.Command {
 	set.Args = cobra.MinimumNArgs(1)
 	set.Flags().BoolVar(&none, "none", false, "clear the selection: projects run on every schedulable node")
 	set.Flags().BoolVar(&belowFloor, "confirm-below-floor", false, "dedicate nodes that fail the preflight floor (refused otherwise, naming the failed checks)")
-	w.AddCommand(workersListCmd(), workersCapacityCmd(), set,
+	probe := jobCommand("probe REGION", "Measure every node against the preflight floor on the node (cgroup v2, free disk, egress)", http.MethodPost, "nodes-probe", 0, false, nil)
+	w.AddCommand(workersListCmd(), workersCapacityCmd(), set, probe,
 		nodeJobCommand("rm REGION NODE", "Take a node out of the dedicated workers (label and taint removed)", http.MethodDelete, "workers"),
 		nodeJobCommand("cordon REGION NODE", "Cordon a node", http.MethodPost, "cordon"),
 		nodeJobCommand("uncordon REGION NODE", "Uncordon a node", http.MethodPost, "uncordon"),

@@ -156,6 +156,17 @@ func (h *Handlers) APIDeleteNode(c *fiber.Ctx) error {
 	return c.Status(fiber.StatusAccepted).JSON(out)
 }
 
+// APIProbeNodes is POST /api/knative-regions/{id}/nodes-probe: the node probe on every
+// node (202 with the job).
+func (h *Handlers) APIProbeNodes(c *fiber.Ctx) error {
+	return handlers.RegionActionAPI(h.Handlers, c, h.Ops.Nodes.ProbeNodes)
+}
+
+// ProbeNodesForm runs the node probe from the Workers tab.
+func (h *Handlers) ProbeNodesForm(c *fiber.Ctx) error {
+	return handlers.RegionFormAction(h.Handlers, c, "workers", "", h.Ops.Nodes.ProbeNodes)
+}
+
 // APINodeDeletePreflight is GET /api/knative-regions/{id}/nodes/{node}/delete-preflight:
 // what deleting the node would do (refused, or a warning), without deleting it.
 func (h *Handlers) APINodeDeletePreflight(c *fiber.Ctx) error {
