@@ -93,6 +93,7 @@ type Cluster struct {
 	kvm       map[string]bool     // per node: whether /dev/kvm exists (NodeSpec.KVM)
 	gpus      map[string]NodeSpec // per node with GPUs: its spec (NodeSpec.GPUs)
 	kataShims map[string][]string // per node: the shims kata-deploy installed there (KataShims)
+	probed    map[string]NodeSpec // per node: its spec, for what the node probe finds there
 
 	// ns is the private network namespace of a real-node cluster (nil: simulated only).
 	ns   *Netns

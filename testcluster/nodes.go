@@ -41,6 +41,11 @@ type NodeSpec struct {
 	GPUs         int
 	GPUProduct   string
 	GPUMemoryMiB int
+	// What the node probe measures there (sandboxnodes.go): cgroup v1 instead of v2, the
+	// free GiB behind /var/lib/containerd (default 100), no egress to Kubernetes' hosts.
+	CgroupV1          bool
+	ContainerdFreeGiB int
+	NoEgress          bool
 }
 
 // DefaultNodes is one control-plane node (tainted) and two workers.
@@ -146,6 +151,12 @@ func (c *Cluster) AddNodes(ctx context.Context, specs ...NodeSpec) error {
 	addrs := map[string]string{}
 	for _, n := range specs {
 		c.setKVM(n.Name, n.KVM)
+		c.mu.Lock()
+		if c.probed == nil {
+			c.probed = map[string]NodeSpec{}
+		}
+		c.probed[n.Name] = n
+		c.mu.Unlock()
 		c.setGPUs(n)
 		node := n.Node()
 		addrs[n.Name] = n.Address

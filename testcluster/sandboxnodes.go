@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"runr.dev/console/agent/nodeprobe"
+
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -45,6 +47,10 @@ import (
 //     cleanup and leaves the label. kwok deletes a terminating pod at once (so a hook
 //     that could count the pods would not see them wait for their cleanup here); the
 //     harness sees a pod's end up to a period late and plays its cleanup from then on;
+//   - the console's node probe (pods app.kubernetes.io/name=runr-node-probe): writes its
+//     node's report (agent/nodeprobe.Report) in the annotation runr.dev/node-probe, per
+//     the node's NodeSpec (CgroupV1, ContainerdFreeGiB, NoEgress; egress "connects" to
+//     127.0.0.1, as a resolver of the test would answer: nothing leaves the machine);
 //   - the console's gVisor installer (pods app.kubernetes.io/name=runr-gvisor-installer):
 //     labels its node runr.dev/gvisor=true while it runs there, and removes the label when
 //     no such pod is left on the node.
@@ -67,6 +73,8 @@ const (
 	KataDeployPodLabel = "name=kata-deploy"
 	// KataRuntimeLabel is the node label a kata-deploy pod sets to "true" once Kata is installed.
 	KataRuntimeLabel = "katacontainers.io/kata-runtime"
+	// NodeProbeApp is the app.kubernetes.io/name of the console's node probe pods.
+	NodeProbeApp = "runr-node-probe"
 	// GVisorInstallerApp is the app.kubernetes.io/name of the console's gVisor installer pods.
 	GVisorInstallerApp = "runr-gvisor-installer"
 	// GVisorLabel is the node label the gVisor installer sets to "true" once runsc is registered.
@@ -83,6 +91,8 @@ type nodeAgent struct {
 	name     string
 	selector string // its pods
 	label    string
+	// annotation: label names an annotation instead (the node probe's report).
+	annotation bool
 	// completed: a Succeeded pod counts too (a probe run by a Job completes at once).
 	completed bool
 	value     func(c *Cluster, node string) string
@@ -127,6 +137,8 @@ func newNodeAgents() *nodeAgents {
 			value:   func(*Cluster, string) string { return "true" },
 			ran:     (*Cluster).kataInstalled,
 			unlabel: a.kataSIGTERM},
+		{name: "node probe", selector: "app.kubernetes.io/name=" + NodeProbeApp, label: nodeprobe.Annotation, annotation: true,
+			value: (*Cluster).nodeProbeReport},
 		{name: "gVisor installer", selector: "app.kubernetes.io/name=" + GVisorInstallerApp, label: GVisorLabel,
 			value: func(*Cluster, string) string { return "true" }, unlabel: always},
 	}
@@ -173,8 +185,12 @@ func (c *Cluster) reconcileNodeAgent(ctx context.Context, ag nodeAgent, seen map
 			ag.ran(c, p)
 		}
 	}
+	field := "labels"
+	if ag.annotation {
+		field = "annotations"
+	}
 	for uid, sp := range running {
-		if err := c.setNodeLabel(ctx, sp.node, ag.label, ag.value(c, sp.node)); err != nil {
+		if err := c.setNodeMeta(ctx, sp.node, field, ag.label, ag.value(c, sp.node)); err != nil {
 			return err
 		}
 		seen[uid] = sp
@@ -358,6 +374,12 @@ func (c *Cluster) serviceAccountMay(ctx context.Context, ns, sa string, attr aut
 // setNodeLabel sets a node's label to value, or removes it when value is "" (a node that
 // is gone is left alone).
 func (c *Cluster) setNodeLabel(ctx context.Context, node, key, value string) error {
+	return c.setNodeMeta(ctx, node, "labels", key, value)
+}
+
+// setNodeMeta sets one of a node's labels or annotations (field), or removes it when value
+// is "".
+func (c *Cluster) setNodeMeta(ctx context.Context, node, field, key, value string) error {
 	n, err := c.Client.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -365,7 +387,11 @@ func (c *Cluster) setNodeLabel(ctx context.Context, node, key, value string) err
 	if err != nil {
 		return fmt.Errorf("get node %s: %w", node, err)
 	}
-	old, has := n.Labels[key]
+	meta := n.Labels
+	if field == "annotations" {
+		meta = n.Annotations
+	}
+	old, has := meta[key]
 	if (value == "" && !has) || (value != "" && has && old == value) {
 		return nil
 	}
@@ -373,7 +399,7 @@ func (c *Cluster) setNodeLabel(ctx context.Context, node, key, value string) err
 	if value == "" {
 		v = nil
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{key: v}}})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{field: map[string]any{key: v}}})
 	if err != nil {
 		return fmt.Errorf("label node %s: %w", node, err)
 	}
@@ -522,4 +548,29 @@ func (c *Cluster) waitKataHooks(ctx context.Context, hooks []kataHook) []kataHoo
 		}
 	}
 	return left
+}
+
+// nodeProbeReport is what the node probe finds on a node, from its NodeSpec.
+func (c *Cluster) nodeProbeReport(node string) string {
+	c.mu.Lock()
+	spec := c.probed[node]
+	c.mu.Unlock()
+	r := nodeprobe.Report{Cgroup: "v2", Controllers: []string{"cpuset", "cpu", "io", "memory", "hugetlb", "pids", "rdma", "misc"},
+		DiskPath: nodeprobe.ContainerdDir, FreeBytes: uint64(max(spec.ContainerdFreeGiB, 0)) << 30, OSRelease: spec.Node().Status.NodeInfo.OSImage}
+	if spec.ContainerdFreeGiB == 0 {
+		r.FreeBytes = 100 << 30
+	}
+	if spec.CgroupV1 {
+		r.Cgroup, r.Controllers = "v1", nil
+	}
+	for _, t := range nodeprobe.Targets {
+		host, _, _ := strings.Cut(t, ":")
+		e := nodeprobe.Egress{Target: t, OK: true, Detail: "connected to 127.0.0.1"}
+		if spec.NoEgress {
+			e = nodeprobe.Egress{Target: t, Detail: "cannot resolve " + host + ": no such host"}
+		}
+		r.Egress = append(r.Egress, e)
+	}
+	raw, _ := json.Marshal(r)
+	return string(raw)
 }
