@@ -2,6 +2,7 @@ package realnode
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"runr.dev/console/agent/nodeprobe"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -296,6 +299,31 @@ done`
 		n, err := c.Client.CoreV1().Nodes().Get(ctx, testcluster.RealNodeName, metav1.GetOptions{})
 		if err != nil || n.Labels[testcluster.KVMLabel] != want {
 			t.Fatalf("the KVM probe labelled the real node %s=%q, this machine's /dev/kvm says %s", testcluster.KVMLabel, n.Labels[testcluster.KVMLabel], want)
+		}
+	})
+
+	t.Run("NodeProbe", func(t *testing.T) {
+		// The node probe's pod on the real node measures this machine: its cgroup version,
+		// the free space behind /var/lib/containerd, its OS release; egress fails, since the
+		// cluster's namespace reaches no other address.
+		mustSucceed(t, e, action(t, e, tok, r.ID, "nodes-probe", nil))
+		n, err := c.Client.CoreV1().Nodes().Get(ctx, testcluster.RealNodeName, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep nodeprobe.Report
+		if err := json.Unmarshal([]byte(n.Annotations[nodeprobe.Annotation]), &rep); err != nil {
+			t.Fatalf("the node probe's report %q: %v", n.Annotations[nodeprobe.Annotation], err)
+		}
+		here := nodeprobe.Probe(ctx, "/", nil)
+		if rep.Cgroup != here.Cgroup || strings.Join(rep.Controllers, " ") != strings.Join(here.Controllers, " ") || rep.OSRelease != here.OSRelease {
+			t.Fatalf("the probe on the real node found %+v; this machine is %+v", rep, here)
+		}
+		if rep.DiskPath != here.DiskPath || rep.FreeBytes == 0 || float64(rep.FreeBytes) < 0.9*float64(here.FreeBytes) || float64(rep.FreeBytes) > 1.1*float64(here.FreeBytes) {
+			t.Fatalf("free disk on the real node %s %d; this machine %s %d", rep.DiskPath, rep.FreeBytes, here.DiskPath, here.FreeBytes)
+		}
+		if len(rep.Egress) != 2 || rep.Egress[0].OK || rep.Egress[1].OK {
+			t.Fatalf("egress from the cluster's namespace: %+v", rep.Egress)
 		}
 	})
 
