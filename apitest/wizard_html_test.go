@@ -21,7 +21,7 @@ import (
 // field, and the form keeps what was typed.
 func TestWizardRefusals(t *testing.T) {
 	old := testcluster.New(t, testcluster.Options{PresentVersion: "v1.29.4", Nodes: []testcluster.NodeSpec{{Name: "solo", CPU: "4", Memory: "8Gi", ControlPlane: true, Worker: true}}})
-	c := testcluster.New(t, testcluster.Options{})
+	c := testcluster.New(t, testcluster.Options{Nodes: append(testcluster.DefaultNodes(), testcluster.NodeSpec{Name: "w-small", CPU: "1", Memory: "8Gi", Worker: true})})
 	e := console(t, nil)
 	u, _ := e.User("owner")
 	ctx := context.Background()
@@ -77,6 +77,9 @@ func TestWizardRefusals(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(body, `data-testid="step2-form"`) {
 		t.Fatalf("step 1 of a good cluster: %d", resp.StatusCode)
 	}
+	if !strings.Contains(body, `data-node="w-small">below the floor: CPU: 1 CPU (at least 2)`) {
+		t.Fatalf("step 2 must say which nodes are below the floor: %s", between(body, `name="nodes"`, "</fieldset>"))
+	}
 	if !strings.Contains(body, `data-class="standard" data-provisioning="yes"`) || !strings.Contains(body, `data-class="broken" data-provisioning="unknown"`) {
 		t.Fatalf("step 2 must say which StorageClasses provision: %s", between(body, `data-testid="storage-evidence"`, "</ul>"))
 	}
@@ -93,8 +96,19 @@ func TestWizardRefusals(t *testing.T) {
 	if resp, _ = b.PostForm("/regions/new/edit", url.Values{"sealed": {"enc:v1:AAAA"}}, true); resp.StatusCode != 422 {
 		t.Fatalf("change step 1 of a tampered state: %d", resp.StatusCode)
 	}
-	resp, _ = b.PostForm("/regions/new/setup", url.Values{"sealed": {sealed}, "registry_mode": {"external"}, "external_address": {"registry.example.com"},
-		"redis_mode": {"external"}, "redis_address": {"redis.example.com:6379"}, "storage_type": {"pvc"}}, true)
+	// Dedicating a node below the floor asks for the confirmation naming its failed check.
+	step2 := url.Values{"sealed": {sealed}, "registry_mode": {"external"}, "external_address": {"registry.example.com"},
+		"redis_mode": {"external"}, "redis_address": {"redis.example.com:6379"}, "storage_type": {"pvc"}, "nodes": {"w-small"}}
+	resp, body = b.PostForm("/regions/new/setup", step2, true)
+	if resp.StatusCode != 422 || !strings.Contains(body, "w-small fails CPU: 1 CPU (at least 2). Confirm to dedicate it anyway.") ||
+		!strings.Contains(body, `name="confirm_below_floor"`) {
+		t.Fatalf("a node below the floor without the confirmation: %d %s", resp.StatusCode, between(body, `data-testid="error-confirm_below_floor"`, "</p>"))
+	}
+	if _, err := e.Store.RegionByName(ctx, "eu-9"); err == nil {
+		t.Fatal("a refused step 2 created the region")
+	}
+	step2.Set("confirm_below_floor", "true")
+	resp, _ = b.PostForm("/regions/new/setup", step2, true)
 	if resp.StatusCode != 303 || !strings.HasPrefix(resp.Header.Get("Location"), "/regions/setups/") {
 		t.Fatalf("Save & Next: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
@@ -114,6 +128,9 @@ func TestWizardRefusals(t *testing.T) {
 			t.Fatal("the wizard's setup did not create the region")
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	if n, err := c.Client.CoreV1().Nodes().Get(ctx, "w-small", metav1.GetOptions{}); err != nil || n.Labels["runr.dev/dedicated"] == "" {
+		t.Fatalf("the confirmed node below the floor is not dedicated: %v %v", err, n.Labels)
 	}
 }
 

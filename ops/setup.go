@@ -348,6 +348,8 @@ type RegionFields struct {
 	RegionMode *store.RegionMode `json:"region_mode"`
 	// BillingType is payg or fixed (Billing module, billing.manage; "": pay as you go).
 	BillingType string `json:"billing_type"`
+	// ConfirmBelowFloor dedicates selected nodes that fail the preflight floor.
+	ConfirmBelowFloor bool `json:"confirm_below_floor"`
 }
 
 // SetupInput is a region to set up with its registry: the body of POST
@@ -506,6 +508,9 @@ func (s *Service) validateSetup(ctx context.Context, in *SetupInput, exceptJob s
 	if m := nodes.NodesExist(in.Nodes, chk.Nodes); m != "" {
 		return chk, map[string]string{"nodes": m}, nil
 	}
+	if m := belowFloorField(in, chk.Nodes); m != "" {
+		return chk, map[string]string{"confirm_below_floor": m}, nil
+	}
 	in.Kubeconfig = string(chk.Kubeconfig)
 	return chk, nil, nil
 }
@@ -533,6 +538,8 @@ func (s *Service) StartCheckedSetup(ctx context.Context, actor kit.Actor, in Set
 	errs := mergeErrs(in.validate(), s.actorFields(actor, &in))
 	if m := nodes.NodesExist(in.Nodes, found); m != "" {
 		errs["nodes"] = m
+	} else if m := belowFloorField(&in, found); m != "" {
+		errs["confirm_below_floor"] = m
 	}
 	if err := problem.FromFields(errs); err != nil {
 		return nil, err
@@ -821,4 +828,13 @@ func (s *Service) DeleteRegion(ctx context.Context, actor kit.Actor, r *store.Re
 		s.Log.Warn("sandbox runtimes not handed over", "region", r.Name, "err", err)
 	}
 	return nil
+}
+
+// belowFloorField is the refusal of a setup that dedicates nodes below the preflight floor
+// without the confirmation ("" when none is needed).
+func belowFloorField(in *SetupInput, found []kit.NodeInfo) string {
+	if why := nodes.SelectedBelowFloor(in.Nodes, found); why != "" && !in.ConfirmBelowFloor {
+		return why + ". Confirm to dedicate it anyway."
+	}
+	return ""
 }

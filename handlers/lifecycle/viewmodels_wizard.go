@@ -16,7 +16,7 @@ func checkReport(r *preflight.Result) *views.CheckReport {
 func workerOptions(nodes []kit.NodeInfo) []views.WorkerOption {
 	out := make([]views.WorkerOption, len(nodes))
 	for i, n := range nodes {
-		out[i] = views.WorkerOption{Name: n.Name, Roles: n.Roles, CPU: n.CPU, Memory: n.Memory}
+		out[i] = views.WorkerOption{Name: n.Name, Roles: n.Roles, CPU: n.CPU, Memory: n.Memory, BelowFloor: n.BelowFloor}
 	}
 	return out
 }

@@ -35,6 +35,9 @@ type NodeInfo struct {
 	OSImage      string   `json:"os_image"`
 	Schedulable  bool     `json:"schedulable"`
 	ControlPlane bool     `json:"control_plane"`
+	// BelowFloor names the preflight floor's failed checks with their evidence ("" when
+	// the node meets it).
+	BelowFloor string `json:"below_floor,omitempty"`
 }
 
 // NodeSummary reads a node's roles, readiness and allocatable resources.

@@ -109,14 +109,32 @@ func belowFloor(cluster []corev1.Node, sel []string, minMinor int) string {
 		if !slices.Contains(sel, cluster[i].Name) {
 			continue
 		}
-		var failed []string
-		for _, it := range Preflight(&cluster[i], minMinor) {
-			if it.Status == kit.CheckFail {
-				failed = append(failed, it.Title+": "+it.Evidence)
-			}
+		if failed := FloorFailures(&cluster[i], minMinor); failed != "" {
+			parts = append(parts, cluster[i].Name+" fails "+failed)
 		}
-		if len(failed) > 0 {
-			parts = append(parts, cluster[i].Name+" fails "+strings.Join(failed, "; "))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// FloorFailures names a node's failed preflight checks with their evidence ("" when it
+// meets the floor).
+func FloorFailures(n *corev1.Node, minMinor int) string {
+	var failed []string
+	for _, it := range Preflight(n, minMinor) {
+		if it.Status == kit.CheckFail {
+			failed = append(failed, it.Title+": "+it.Evidence)
+		}
+	}
+	return strings.Join(failed, "; ")
+}
+
+// SelectedBelowFloor names the selected nodes of a cluster check that fail the floor,
+// with their failed checks ("" when every one meets it).
+func SelectedBelowFloor(sel []string, found []kit.NodeInfo) string {
+	var parts []string
+	for _, n := range found {
+		if n.BelowFloor != "" && slices.Contains(sel, n.Name) {
+			parts = append(parts, n.Name+" fails "+n.BelowFloor)
 		}
 	}
 	return strings.Join(parts, "; ")

@@ -11,8 +11,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/version"
+
 	"runr.dev/console/kube"
 	"runr.dev/console/ops/kit"
+	opsnodes "runr.dev/console/ops/nodes"
 	"runr.dev/console/store"
 )
 
@@ -231,6 +233,7 @@ func (s *Service) checkNodes(ctx context.Context, c *kube.Cluster, res *Result) 
 	var details []string
 	for _, n := range nodes.Items {
 		ni := kit.NodeSummary(&n)
+		ni.BelowFloor = opsnodes.FloorFailures(&n, s.Cfg.MinK8sMinor)
 		res.Nodes = append(res.Nodes, ni)
 		if ni.Ready {
 			ready++
