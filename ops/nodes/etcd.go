@@ -24,8 +24,8 @@ import (
 // kube-system), with the certificates that pod's own command line names. Embedded etcd
 // (k3s) and an etcd outside the cluster have no such pod: the console says so.
 
-// EtcdMember is one member of a cluster's etcd as etcdctl lists it.
-type EtcdMember struct {
+// etcdMember is one member of a cluster's etcd as etcdctl lists it.
+type etcdMember struct {
 	ID       uint64   `json:"ID"`
 	Name     string   `json:"name"`
 	PeerURLs []string `json:"peerURLs"`
@@ -113,7 +113,7 @@ func (p etcdPod) etcdctl(ctx context.Context, c *kube.Cluster, args ...string) (
 // etcdView is a cluster's etcd as seen through one of its pods.
 type etcdView struct {
 	via     etcdPod
-	members []EtcdMember
+	members []etcdMember
 }
 
 // readEtcd lists the members and their health through the first etcd pod that answers.
@@ -130,7 +130,7 @@ func readEtcd(ctx context.Context, c *kube.Cluster, avoid string) (*etcdView, er
 			continue
 		}
 		var list struct {
-			Members []EtcdMember `json:"members"`
+			Members []etcdMember `json:"members"`
 		}
 		if err := json.Unmarshal([]byte(out), &list); err != nil {
 			return nil, fmt.Errorf("read etcdctl member list: %w", err)
@@ -148,7 +148,7 @@ func readEtcd(ctx context.Context, c *kube.Cluster, avoid string) (*etcdView, er
 				m.Healthy = m.Healthy || ep.Health && slices.Contains(m.ClientURLs, ep.Endpoint)
 			}
 		}
-		slices.SortFunc(list.Members, func(a, b EtcdMember) int { return strings.Compare(a.Name, b.Name) })
+		slices.SortFunc(list.Members, func(a, b etcdMember) int { return strings.Compare(a.Name, b.Name) })
 		return &etcdView{via: p, members: list.Members}, nil
 	}
 	return nil, lastErr
@@ -156,7 +156,7 @@ func readEtcd(ctx context.Context, c *kube.Cluster, avoid string) (*etcdView, er
 
 // memberOf finds the member of a node: named after it (kubeadm), named after it with a
 // suffix (rke2), or with a peer URL on one of its addresses.
-func (v *etcdView) memberOf(n *corev1.Node) *EtcdMember {
+func (v *etcdView) memberOf(n *corev1.Node) *etcdMember {
 	for i := range v.members {
 		if v.members[i].Name == n.Name || strings.HasPrefix(v.members[i].Name, n.Name+"-") {
 			return &v.members[i]
@@ -201,7 +201,7 @@ func (v *etcdView) String() string {
 
 // quorumAfter says why removing m would lose etcd's quorum ("" when it keeps it): the
 // voting members left need a majority of them answering.
-func (v *etcdView) quorumAfter(m *EtcdMember) string {
+func (v *etcdView) quorumAfter(m *etcdMember) string {
 	var voters, healthy []string
 	for _, o := range v.members {
 		if o.ID == m.ID || o.Learner {
@@ -233,6 +233,8 @@ type EtcdDeleteCheck struct {
 	Members []EtcdMemberView `json:"members,omitempty"`
 	Removes string           `json:"removes,omitempty"`
 	Note    string           `json:"note,omitempty"`
+	// Unreadable says that etcd pods exist but etcdctl could not read the members there.
+	Unreadable bool `json:"unreadable,omitempty"`
 	// Refused is why removing the member would lose quorum.
 	Refused string `json:"refused,omitempty"`
 }
@@ -257,7 +259,7 @@ func checkEtcdDelete(ctx context.Context, c *kube.Cluster, node string) (*EtcdDe
 	case errors.Is(err, errNoEtcdPods):
 		return &EtcdDeleteCheck{Note: err.Error()}, nil
 	case err != nil:
-		return &EtcdDeleteCheck{Note: fmt.Sprintf("%s. If %s runs an etcd member, remove it there with etcdctl member remove", kube.Short(err), node)}, nil
+		return &EtcdDeleteCheck{Unreadable: true, Note: fmt.Sprintf("%s. If %s runs an etcd member, remove it there with etcdctl member remove", kube.Short(err), node)}, nil
 	}
 	d := &EtcdDeleteCheck{Via: "kube-system/" + v.via.pod.Name}
 	for _, m := range v.members {
@@ -285,7 +287,7 @@ func etcdPreflight(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, 
 		return err
 	case d.Refused != "":
 		return errors.New("Refused: " + d.Refused)
-	case d.Via == "" && !strings.HasPrefix(d.Note, errNoEtcdPods.Error()):
+	case d.Unreadable:
 		jc.Warnf("etcd: %s", d.Note)
 	default:
 		jc.Logf("etcd: %s", d.Note)
@@ -341,7 +343,7 @@ const etcdRecentWait = 30 * time.Second
 
 // remove removes a member with etcdctl, asking again while etcd refuses because a member
 // came back only seconds ago.
-func (v *etcdView) remove(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, m *EtcdMember) error {
+func (v *etcdView) remove(ctx context.Context, jc *engine.JobContext, c *kube.Cluster, m *etcdMember) error {
 	deadline := time.Now().Add(etcdRecentWait)
 	for {
 		_, err := v.via.etcdctl(ctx, c, "member", "remove", fmt.Sprintf("%x", m.ID))
