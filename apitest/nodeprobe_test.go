@@ -59,9 +59,14 @@ func TestNodeProbe(t *testing.T) {
 			t.Fatalf("%s: %+v", node, v.Preflight)
 		}
 	}
-	// The Workers tab shows the measured lines.
-	if _, page := e.Raw("GET", "/regions/"+r.ID+"?tab=workers", tok, ""); !strings.Contains(page, "cgroup v1: Kubernetes needs cgroup v2") || !strings.Contains(page, `action="/regions/`+r.ID+`/nodes-probe"`) {
-		t.Fatal("the Workers tab lacks the probe's lines or its button")
+	// The Workers tab shows the measured lines, and the cluster's Kubernetes version with
+	// why the console does not upgrade it.
+	if _, page := e.Raw("GET", "/regions/"+r.ID+"?tab=workers", tok, ""); !strings.Contains(page, "cgroup v1: Kubernetes needs cgroup v2") || !strings.Contains(page, `action="/regions/`+r.ID+`/nodes-probe"`) ||
+		!strings.Contains(page, testcluster.KubernetesVersion+`</span> on cp-1, w-closed, w-disk, w-ok, w-v1`) || !strings.Contains(page, "The console does not upgrade Kubernetes yet") {
+		t.Fatal("the Workers tab lacks the probe's lines, its button or the Kubernetes version")
+	}
+	if ns.Upgrades.Distribution != "kubernetes" || len(ns.Upgrades.Versions) != 1 || !strings.Contains(ns.Upgrades.Why, "kubeadm upgrade") {
+		t.Fatalf("upgrades %+v", ns.Upgrades)
 	}
 	// Dedicating a node below the measured floor asks for the confirmation naming it.
 	var below struct{ Fields map[string]string }

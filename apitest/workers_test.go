@@ -29,6 +29,7 @@ type wkNodes struct {
 	Data          []nodes.NodeView     `json:"data"`
 	ControlPlanes int                  `json:"control_planes"`
 	Warnings      []nodes.ShapeWarning `json:"warnings"`
+	Upgrades      nodes.Upgrades       `json:"upgrades"`
 	Error         string
 }
 

@@ -11,7 +11,10 @@ import (
 
 // nodesReport is the cluster's nodes as the Workers tab shows them.
 func nodesReport(r *nodes.Report) *views.NodesReport {
-	out := &views.NodesReport{ControlPlanes: r.ControlPlanes}
+	out := &views.NodesReport{ControlPlanes: r.ControlPlanes, UpgradeWhy: r.Upgrades.Why}
+	for _, v := range r.Upgrades.Versions {
+		out.Versions = append(out.Versions, views.VersionNodes{Version: v.Version, Nodes: v.Nodes})
+	}
 	for _, w := range r.Warnings {
 		out.Warnings = append(out.Warnings, views.ShapeWarning{Key: w.Key, Message: w.Message})
 	}

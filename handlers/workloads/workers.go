@@ -62,7 +62,7 @@ func (h *Handlers) APINodes(c *fiber.Ctx) error {
 		return h.clusterFailed(c, r, err)
 	}
 	return c.JSON(fiber.Map{"data": rep.Nodes, "control_planes": rep.ControlPlanes, "warnings": rep.Warnings,
-		"dedicated_workers": rep.DedicatedWorkers, "checked_at": rep.CheckedAt})
+		"dedicated_workers": rep.DedicatedWorkers, "checked_at": rep.CheckedAt, "upgrades": rep.Upgrades})
 }
 
 // APICapacity is GET /api/knative-regions/{id}/capacity: the region capacity and its

@@ -91,6 +91,8 @@ type Report struct {
 	// DedicatedWorkers is the region's selection (empty: projects run on every schedulable node).
 	DedicatedWorkers []string  `json:"dedicated_workers"`
 	CheckedAt        time.Time `json:"checked_at"`
+	// Upgrades is the cluster's Kubernetes version and why the console does not upgrade it.
+	Upgrades Upgrades `json:"upgrades"`
 }
 
 // clusterState is one read of what the Workers tab and the capacity need.
@@ -213,6 +215,7 @@ func buildNodesReport(st *clusterState, dedicated []string, minMinor int, now ti
 	}
 	rep.ControlPlanes = len(cps)
 	rep.Warnings = ClusterShape(cps)
+	rep.Upgrades = clusterUpgrades(nodes)
 	for i := range rep.Nodes {
 		rep.Nodes[i].Delete = checkNodeDelete(rep.Nodes[i].Name, rep.Nodes[i].ControlPlane, cps)
 	}
