@@ -284,7 +284,7 @@ func (c *Cluster) etcdPods(ctx context.Context) error {
 		}
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "etcd-" + m.node, Namespace: "kube-system",
-				Labels:      map[string]string{"component": "etcd", "tier": "control-plane"},
+				Labels: map[string]string{"component": "etcd", "tier": "control-plane"},
 				// A static pod's mirror, as the kubelet writes it: drains leave it.
 				Annotations: map[string]string{"kubeadm.kubernetes.io/etcd.advertise-client-urls": e.clientURL(m),
 					"kubernetes.io/config.mirror": randHex(16), "kubernetes.io/config.source": "file"}},
