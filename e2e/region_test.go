@@ -626,9 +626,14 @@ func (b *browser) expectDestructiveConfirms(page string) {
 // expectFlash fails unless the page's flash message says msg.
 func (b *browser) expectFlash(msg string) {
 	b.t.Helper()
-	b.visible("[data-testid=flash]", shortWait)
-	if got := b.text("[data-testid=flash]"); !strings.Contains(got, msg) {
-		b.fatalf("flash %q, want %q", got, msg)
+	// The page of the previous action may still show its flash while this one's page
+	// loads: wait for the message (a page being replaced is read again).
+	got := ""
+	for deadline := time.Now().Add(shortWait); !strings.Contains(got, msg); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.fatalf("flash %q, want %q", got, msg)
+		}
+		_ = b.tryEval(`(function(){var e=document.querySelector("[data-testid=flash]");return e?e.innerText.trim():""})()`, &got)
 	}
 }
 
