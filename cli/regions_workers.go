@@ -29,7 +29,13 @@ func workersCmd() *cobra.Command {
 	set.Flags().BoolVar(&none, "none", false, "clear the selection: projects run on every schedulable node")
 	set.Flags().BoolVar(&belowFloor, "confirm-below-floor", false, "dedicate nodes that fail the preflight floor (refused otherwise, naming the failed checks)")
 	probe := jobCommand("probe REGION", "Measure every node against the preflight floor on the node (cgroup v2, free disk, egress)", http.MethodPost, "nodes-probe", 0, false, nil)
-	w.AddCommand(workersListCmd(), workersCapacityCmd(), set, probe,
+	var perNode int
+	upgrade := jobCommand("upgrade REGION VERSION", "Upgrade a k3s or rke2 cluster to a release, node by node (cordon, drain, upgrade, uncordon)", http.MethodPost, "kubernetes-upgrade", 1, false,
+		func(_ *cobra.Command, args []string) (any, error) {
+			return nodes.UpgradeInput{Version: args[0], TimeoutSeconds: perNode}, nil
+		})
+	upgrade.Flags().IntVar(&perNode, "timeout-per-node", 0, "seconds each node may take (default 900)")
+	w.AddCommand(workersListCmd(), workersCapacityCmd(), set, probe, upgrade,
 		nodeJobCommand("rm REGION NODE", "Take a node out of the dedicated workers (label and taint removed)", http.MethodDelete, "workers"),
 		nodeJobCommand("cordon REGION NODE", "Cordon a node", http.MethodPost, "cordon"),
 		nodeJobCommand("uncordon REGION NODE", "Uncordon a node", http.MethodPost, "uncordon"),

@@ -8,6 +8,7 @@ import (
 	"runr.dev/console/ops/isolation"
 	"runr.dev/console/ops/kit"
 	"runr.dev/console/ops/knative"
+	"runr.dev/console/ops/nodes"
 	"runr.dev/console/ops/observability"
 	"runr.dev/console/ops/registry"
 	"runr.dev/console/store"
@@ -62,6 +63,7 @@ func ValuesCases() []ValuesCase {
 		{Name: "cloudnative-pg", Chart: data.ChartCloudNativePG, Release: data.CNPGRelease, Namespace: data.CNPGNamespace, Values: data.CNPGValues()},
 		{Name: "seaweedfs", Chart: data.ChartSeaweedFS, Release: data.SeaweedFSRelease, Namespace: data.DataNamespace, Values: data.SeaweedFSValues("", data.DefaultSizeGi)},
 		{Name: "seaweedfs-storage-class", Chart: data.ChartSeaweedFS, Release: data.SeaweedFSRelease, Namespace: data.DataNamespace, Values: data.SeaweedFSValues("standard", 50)},
+		{Name: "system-upgrade-controller", Chart: nodes.ChartSystemUpgradeController, Release: nodes.SUCRelease, Namespace: nodes.SUCNamespace, Values: nodes.SUCValues()},
 		{Name: "policy-controller", Chart: admission.ChartPolicyController, Release: admission.PolicyControllerRelease, Namespace: admission.CosignNamespace, Values: admission.PolicyControllerValues()},
 	}
 }

@@ -38,7 +38,8 @@ func TestChartRepo(t *testing.T) {
 	want := map[string][]string{"traefik": {"40.3.0"}, "zot": {"0.1.125"}, "kube-prometheus-stack": {"79.5.0"}, "loki-stack": {"2.10.2"},
 		"tempo": {"3.2.0"}, "opentelemetry-collector": {"0.176.0"}, "knative-operator": operator,
 		"kata-deploy": {"3.32.0"}, "runtime-class-manager": {"0.2.0"},
-		"policy-controller": {"0.10.6"}, "gpu-operator": {"v26.7.0"}, "nvidia-device-plugin": {"0.20.0"}, "cloudnative-pg": {"0.29.0"}, "seaweedfs": {"4.44.0"}}
+		"policy-controller": {"0.10.6"}, "gpu-operator": {"v26.7.0"}, "nvidia-device-plugin": {"0.20.0"}, "cloudnative-pg": {"0.29.0"}, "seaweedfs": {"4.44.0"},
+		"system-upgrade-controller": {"105.0.0"}}
 	if fmt.Sprint(versions) != fmt.Sprint(want) {
 		t.Errorf("index.yaml versions\n  got  %v\n  want %v", versions, want)
 	}

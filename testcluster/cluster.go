@@ -409,10 +409,10 @@ func (c *Cluster) startKwok(ctx context.Context, bins *Binaries, adminKC string)
 }
 
 // startOperators starts the simulated Knative Serving controller, Knative and Prometheus
-// operators, the sandbox runtimes' node agents, runtime-class-manager, NVIDIA's agents, CloudNativePG's operator and Skupper's controller; Stop
+// operators, the sandbox runtimes' node agents, runtime-class-manager, NVIDIA's agents, CloudNativePG's operator, Skupper's controller and Rancher's system-upgrade-controller; Stop
 // waits for them.
 func (c *Cluster) startOperators() {
-	c.wg.Add(9)
+	c.wg.Add(10)
 	go c.runOperator("Knative Serving controller", c.reconcileKnativeServices)
 	go c.runKataCleanupHooks()
 	go c.runOperator("Knative Operator", c.reconcileKnative(&knativeOperator{applied: map[string]bool{}}))
@@ -422,6 +422,7 @@ func (c *Cluster) startOperators() {
 	go c.runOperator("NVIDIA GPU agents", c.reconcileGPUs)
 	go c.runOperator("CloudNativePG operator", c.reconcileCNPG)
 	go c.runOperator("Skupper controller", c.reconcileSkupper)
+	go c.runOperator("system-upgrade-controller", c.reconcileSUC(newSUCOperator()))
 }
 
 // Kubeconfig returns a kubeconfig of a cluster-admin user (token auth, embedded CA).

@@ -80,6 +80,13 @@ func (c *Cluster) installStages(ctx context.Context, bins *Binaries) error {
 				exprs = append(exprs, map[string]any{"key": `.metadata.annotations["` + HeartbeatStopped + `"]`, "operator": "DoesNotExist"})
 				_ = unstructured.SetNestedSlice(o.Object, exprs, "spec", "selector", "matchExpressions")
 			}
+			if o.GetName() == "pod-complete" {
+				// The system-upgrade-controller's pods run until their upgrade is played
+				// (sucop.go), which then ends them.
+				exprs, _, _ := unstructured.NestedSlice(o.Object, "spec", "selector", "matchExpressions")
+				exprs = append(exprs, map[string]any{"key": `.metadata.labels["` + sucLabelCtl + `"]`, "operator": "DoesNotExist"})
+				_ = unstructured.SetNestedSlice(o.Object, exprs, "spec", "selector", "matchExpressions")
+			}
 			if o.GetName() == "node-heartbeat" {
 				// A heartbeat every 5 s (kwok's default is 20-45 s), so that a node whose
 				// heartbeat is older than 30 s really lost it.

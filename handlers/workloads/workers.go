@@ -263,3 +263,20 @@ func (h *Handlers) NodeActionForm(c *fiber.Ctx) error {
 	_, err = h.Ops.Nodes.NodeAction(c.UserContext(), h.Actor(c), r, action, node, 0)
 	return h.FormOutcome(c, r, "workers", nil, err, a.Verb+" of "+node+" started.")
 }
+
+// APIUpgradeKubernetes is POST /api/knative-regions/{id}/kubernetes-upgrade: a k3s or rke2
+// cluster upgraded node by node (202 with the job; 422 naming why the version is refused).
+func (h *Handlers) APIUpgradeKubernetes(c *fiber.Ctx) error {
+	return handlers.RegionJobAPI(h.Handlers, c, h.Ops.Nodes.UpgradeKubernetes)
+}
+
+// UpgradeKubernetesForm starts the node-by-node upgrade from the Workers tab.
+func (h *Handlers) UpgradeKubernetesForm(c *fiber.Ctx) error {
+	r, err := h.RegionForm(c)
+	if err != nil {
+		return h.Fail(c, err)
+	}
+	vals := map[string]string{"version": strings.TrimSpace(c.FormValue("version"))}
+	_, err = h.Ops.Nodes.UpgradeKubernetes(c.UserContext(), h.Actor(c), r, nodes.UpgradeInput{Version: vals["version"]})
+	return h.FormOutcome(c, r, "workers", vals, err, "The upgrade to "+vals["version"]+" started: the nodes are upgraded one at a time.")
+}

@@ -34,7 +34,7 @@ const (
 )
 
 // NodeKinds are the job kinds of the node actions.
-var NodeKinds = []string{KindNodeCordon, KindNodeUncordon, KindNodeDrain, KindNodeDelete, KindNodeProbe}
+var NodeKinds = []string{KindNodeCordon, KindNodeUncordon, KindNodeDrain, KindNodeDelete, KindNodeProbe, KindKubernetesUpgrade}
 
 // The preflight floor of a node (clusters-and-nodes.md, "Add a node").
 const (
@@ -140,7 +140,13 @@ func (s *Service) Nodes(ctx context.Context, r *store.Region) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("region %s: %w", r.Name, err)
 	}
-	return buildNodesReport(st, r.Nodes, s.Cfg.MinK8sMinor, time.Now()), nil
+	rep := buildNodesReport(st, r.Nodes, s.Cfg.MinK8sMinor, time.Now())
+	if rep.Upgrades.Upgradable {
+		if rep.Upgrades.Progress, err = upgradeProgress(ctx, c); err != nil {
+			return nil, fmt.Errorf("region %s: %w", r.Name, err)
+		}
+	}
+	return rep, nil
 }
 
 // buildNodesReport builds the Workers tab's view from the cluster's nodes, the pods that

@@ -16,5 +16,6 @@ func New(k *kit.Kit) *Service {
 	s.registerKinds()
 	s.registerProbeKind()
 	s.registerWorkersKind()
+	s.registerUpgradeKind()
 	return s
 }

@@ -1,0 +1,3 @@
+{{- define "suc.registry" -}}
+{{- with .Values.global.cattle.systemDefaultRegistry }}{{ . }}/{{ end -}}
+{{- end -}}
