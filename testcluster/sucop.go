@@ -332,7 +332,7 @@ func sucJob(p *sucPlan, n corev1.Node, version, hash, kubectl string) *batchv1.J
 				ServiceAccountName: p.Spec.ServiceAccountName,
 				Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
 					NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: sucLabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{n.Labels[sucLabelHostname]}}}}}}}},
-				Tolerations: append([]corev1.Toleration{{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}, p.Spec.Tolerations...),
+				Tolerations:    append([]corev1.Toleration{{Key: corev1.TaintNodeUnschedulable, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}, p.Spec.Tolerations...),
 				InitContainers: init,
 				Containers: []corev1.Container{{Name: "upgrade", Image: image, Command: p.Spec.Upgrade.Command, Args: p.Spec.Upgrade.Args, Env: env,
 					SecurityContext: &corev1.SecurityContext{Privileged: &privileged}}},
