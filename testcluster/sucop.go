@@ -64,7 +64,6 @@ var gvrPlan = schema.GroupVersionResource{Group: "upgrade.cattle.io", Version: "
 // Names the system-upgrade-controller uses.
 const (
 	sucName          = "system-upgrade-controller"
-	sucSelector      = "upgrade.cattle.io/controller=" + sucName
 	sucLabelCtl      = "upgrade.cattle.io/controller"
 	sucLabelNode     = "upgrade.cattle.io/node"
 	sucLabelPlan     = "upgrade.cattle.io/plan"
@@ -85,7 +84,7 @@ func newSUCOperator() *sucOperator { return &sucOperator{stage: map[types.UID]in
 
 func (c *Cluster) reconcileSUC(op *sucOperator) func(ctx context.Context, dyn dynamic.Interface) error {
 	return func(ctx context.Context, dyn dynamic.Interface) error {
-		d, err := c.availableDeployment(ctx, sucSelector, sucName)
+		d, err := c.availableDeployment(ctx, "", sucName) // the chart labels its pods only
 		if err != nil || d == nil {
 			return err
 		}
@@ -454,8 +453,11 @@ func (c *Cluster) drainRound(ctx context.Context, node string, force, ignoreDaem
 		if p.DeletionTimestamp != nil {
 			continue
 		}
-		ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
-		if err := c.Client.PolicyV1().Evictions(p.Namespace).Evict(ctx, ev); err != nil && !apierrors.IsTooManyRequests(err) && !apierrors.IsNotFound(err) {
+		// kubectl drain asks again every 5 s; the client's own retries of a 429 would hold
+		// the round.
+		ev := &policyv1.Eviction{TypeMeta: metav1.TypeMeta{APIVersion: "policy/v1", Kind: "Eviction"}, ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
+		err := c.Client.CoreV1().RESTClient().Post().MaxRetries(0).Namespace(p.Namespace).Resource("pods").Name(p.Name).SubResource("eviction").Body(ev).Do(ctx).Error()
+		if err != nil && !apierrors.IsTooManyRequests(err) && !apierrors.IsNotFound(err) {
 			return 0, fmt.Errorf("evict %s/%s: %w", p.Namespace, p.Name, err)
 		}
 	}

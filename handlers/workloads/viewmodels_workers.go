@@ -11,7 +11,12 @@ import (
 
 // nodesReport is the cluster's nodes as the Workers tab shows them.
 func nodesReport(r *nodes.Report) *views.NodesReport {
-	out := &views.NodesReport{ControlPlanes: r.ControlPlanes, UpgradeWhy: r.Upgrades.Why}
+	out := &views.NodesReport{ControlPlanes: r.ControlPlanes, UpgradeWhy: r.Upgrades.Why, Upgradable: r.Upgrades.Upgradable}
+	for _, p := range r.Upgrades.Progress {
+		for _, n := range p.Nodes {
+			out.UpgradeNodes = append(out.UpgradeNodes, views.UpgradeNode{Node: n.Node, Stage: n.Stage, Detail: n.Detail, Version: p.Version})
+		}
+	}
 	for _, v := range r.Upgrades.Versions {
 		out.Versions = append(out.Versions, views.VersionNodes{Version: v.Version, Nodes: v.Nodes})
 	}
