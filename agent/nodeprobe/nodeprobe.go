@@ -48,8 +48,14 @@ type Egress struct {
 	Detail string `json:"detail"`
 }
 
-// Probe measures the node whose root filesystem is mounted at root.
+// Probe measures the node whose root filesystem is mounted at root, resolving the targets
+// with the node's resolver.
 func Probe(ctx context.Context, root string, targets []string) Report {
+	return ProbeWith(ctx, root, targets, net.DefaultResolver)
+}
+
+// ProbeWith is Probe with the resolver of the targets' names.
+func ProbeWith(ctx context.Context, root string, targets []string, resolver *net.Resolver) Report {
 	var r Report
 	var errs []error
 	if raw, err := os.ReadFile(filepath.Join(root, "sys/fs/cgroup/cgroup.controllers")); err == nil {
@@ -74,7 +80,7 @@ func Probe(ctx context.Context, root string, targets []string) Report {
 	}
 	r.OSRelease = prettyName(filepath.Join(root, "etc/os-release"))
 	for _, t := range targets {
-		r.Egress = append(r.Egress, reach(ctx, t))
+		r.Egress = append(r.Egress, reach(ctx, resolver, t))
 	}
 	if err := errors.Join(errs...); err != nil {
 		r.Error = err.Error()
@@ -99,14 +105,14 @@ func prettyName(path string) string {
 }
 
 // reach resolves a host:port target and opens a TCP connection to it.
-func reach(ctx context.Context, target string) Egress {
+func reach(ctx context.Context, resolver *net.Resolver, target string) Egress {
 	host, port, err := net.SplitHostPort(target)
 	if err != nil {
 		return Egress{Target: target, Detail: err.Error()}
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	addrs, err := net.DefaultResolver.LookupHost(ctx, host)
+	addrs, err := resolver.LookupHost(ctx, host)
 	if err != nil || len(addrs) == 0 {
 		return Egress{Target: target, Detail: "cannot resolve " + host + ": " + errString(err)}
 	}
