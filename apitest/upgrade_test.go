@@ -146,6 +146,18 @@ spec:
 		t.Fatal("the Workers tab does not show the held drain")
 	}
 
+	// Node actions wait for the upgrade, which cordons and uncordons the nodes itself, and
+	// a second upgrade is refused.
+	for _, try := range []struct{ method, path string }{
+		{"POST", "/api/knative-regions/" + r.ID + "/nodes/" + other + "/drain"},
+		{"DELETE", "/api/knative-regions/" + r.ID + "/nodes/" + other},
+		{"POST", path},
+	} {
+		var ans struct{ Error string }
+		if st := e.JSON(try.method, try.path, tok, map[string]any{"version": to}, &ans); st != 409 || !strings.Contains(ans.Error, "An upgrade of this cluster is under way") {
+			t.Fatalf("%s %s during the upgrade: %d %+v", try.method, try.path, st, ans)
+		}
+	}
 	// The budget allows the eviction: the upgrade goes on to the end.
 	pdb, _ := c.Client.PolicyV1().PodDisruptionBudgets("shop").Get(ctx, "web", metav1.GetOptions{})
 	pdb.Spec.MinAvailable.IntVal = 0

@@ -810,6 +810,9 @@ func (s *Service) NodeAction(ctx context.Context, actor kit.Actor, r *store.Regi
 	if timeoutSeconds < 0 || timeoutSeconds > 24*3600 {
 		return nil, &problem.Invalid{Fields: map[string]string{"timeout_seconds": "Use 1 to 86400 seconds, or leave it out."}}
 	}
+	if err := s.notUpgrading(ctx, r); err != nil {
+		return nil, err
+	}
 	cctx, cancel := context.WithTimeout(ctx, ClusterReadTimeout)
 	defer cancel()
 	n, err := s.NodeExists(cctx, r, node)
@@ -832,6 +835,9 @@ func (s *Service) NodeAction(ctx context.Context, actor kit.Actor, r *store.Regi
 // control-plane node is refused, and the check's warning (an even number of
 // control-plane nodes left) comes back with the job.
 func (s *Service) DeleteNode(ctx context.Context, actor kit.Actor, r *store.Region, node string) (*store.Job, NodeDeleteCheck, error) {
+	if err := s.notUpgrading(ctx, r); err != nil {
+		return nil, NodeDeleteCheck{}, err
+	}
 	cctx, cancel := context.WithTimeout(ctx, ClusterReadTimeout)
 	defer cancel()
 	d, found, err := s.NodeDeletePreflight(cctx, r, node)

@@ -154,11 +154,14 @@ func (s *Service) UpgradeKubernetes(ctx context.Context, actor kit.Actor, r *sto
 	if why := CheckUpgradeTarget(u, in.Version); why != "" {
 		return nil, &problem.Invalid{Fields: map[string]string{"version": why}}
 	}
-	if busy, err := s.Busy(ctx, r.ID, KindKubernetesUpgrade); err != nil || busy {
+	if err := s.notUpgrading(ctx, r); err != nil {
+		return nil, err
+	}
+	if busy, err := s.Busy(ctx, r.ID, KindNodeDrain, KindNodeDelete); err != nil || busy {
 		if err != nil {
 			return nil, err
 		}
-		return nil, &problem.Conflict{Reason: "An upgrade of this cluster is under way: follow it in the region's jobs."}
+		return nil, &problem.Conflict{Reason: "A node of this cluster is being drained or deleted: upgrade once that job ends."}
 	}
 	j, err := s.Enqueue(ctx, engine.Request{Kind: KindKubernetesUpgrade, Title: "Upgrade the cluster of " + r.Name + " to " + in.Version + ", node by node",
 		Subject: r.ID, Params: upgradeParams{Version: in.Version, Distribution: u.Distribution, TimeoutSeconds: in.TimeoutSeconds}, CreatedBy: actor.Email})
@@ -167,6 +170,19 @@ func (s *Service) UpgradeKubernetes(ctx context.Context, actor kit.Actor, r *sto
 	}
 	s.Log.Info("kubernetes upgrade", "region", r.Name, "version", in.Version, "user", actor.Email)
 	return j, nil
+}
+
+// notUpgrading refuses a node action while an upgrade of the cluster runs: the upgrade
+// cordons, drains and uncordons the nodes itself.
+func (s *Service) notUpgrading(ctx context.Context, r *store.Region) error {
+	busy, err := s.Busy(ctx, r.ID, KindKubernetesUpgrade)
+	if err != nil {
+		return err
+	}
+	if busy {
+		return &problem.Conflict{Reason: "An upgrade of this cluster is under way: it cordons, drains and uncordons each node in turn. Follow it on the Workers tab, and act on the nodes once it ends."}
+	}
+	return nil
 }
 
 // upgradePlan is one Plan of an upgrade: its name, what it upgrades, and its nodes.
