@@ -146,6 +146,10 @@ spec:
 		t.Fatal("the Workers tab does not show the held drain")
 	}
 
+	if out := newCLIUser(t, e.Listen(), tok).must("regions", "workers", "list", "k3s"); !strings.Contains(out, "upgrade to "+to+":") ||
+		!strings.Contains(out, webNode+"\tdraining") {
+		t.Fatalf("runr regions workers list during the upgrade:\n%s", out)
+	}
 	// Node actions wait for the upgrade, which cordons and uncordons the nodes itself, and
 	// a second upgrade is refused.
 	for _, try := range []struct{ method, path string }{

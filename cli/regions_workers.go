@@ -124,6 +124,7 @@ func workersListCmd() *cobra.Command {
 			var rep struct {
 				Data     []nodes.NodeView     `json:"data"`
 				Warnings []nodes.ShapeWarning `json:"warnings"`
+				Upgrades nodes.Upgrades       `json:"upgrades"`
 			}
 			if err := json.Unmarshal(raw, &rep); err != nil {
 				return fmt.Errorf("read the nodes: %w", err)
@@ -137,6 +138,11 @@ func workersListCmd() *cobra.Command {
 				}
 				for _, wn := range rep.Warnings {
 					fmt.Fprintf(w, "warning:\t%s\n", wn.Message)
+				}
+				for _, p := range rep.Upgrades.Progress {
+					for _, n := range p.Nodes {
+						fmt.Fprintf(w, "upgrade to %s:\t%s\t%s%s\n", p.Version, n.Node, n.Stage, n.Detail)
+					}
 				}
 				return nil
 			})
