@@ -60,10 +60,10 @@ func TestNodeProbe(t *testing.T) {
 		}
 	}
 	// The Workers tab shows the measured lines, and the cluster's Kubernetes version with
-	// why the console does not upgrade it.
+	// why the console does not upgrade it (kubeadm) and no upgrade form.
 	if _, page := e.Raw("GET", "/regions/"+r.ID+"?tab=workers", tok, ""); !strings.Contains(page, "cgroup v1: Kubernetes needs cgroup v2") || !strings.Contains(page, `action="/regions/`+r.ID+`/nodes-probe"`) ||
-		!strings.Contains(page, testcluster.KubernetesVersion+`</span> on cp-1, w-closed, w-disk, w-ok, w-v1`) || !strings.Contains(page, "The console does not upgrade Kubernetes yet") {
-		t.Fatal("the Workers tab lacks the probe's lines, its button or the Kubernetes version")
+		!strings.Contains(page, testcluster.KubernetesVersion+`</span> on cp-1, w-closed, w-disk, w-ok, w-v1`) || !strings.Contains(page, "The console upgrades k3s and rke2 clusters only") || strings.Contains(page, "/kubernetes-upgrade\"") {
+		t.Fatal("the Workers tab lacks the probe's lines, its button or the Kubernetes version (without an upgrade form on a kubeadm cluster)")
 	}
 	if ns.Upgrades.Distribution != "kubernetes" || len(ns.Upgrades.Versions) != 1 || !strings.Contains(ns.Upgrades.Why, "kubeadm upgrade") {
 		t.Fatalf("upgrades %+v", ns.Upgrades)

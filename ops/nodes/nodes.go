@@ -91,7 +91,7 @@ type Report struct {
 	// DedicatedWorkers is the region's selection (empty: projects run on every schedulable node).
 	DedicatedWorkers []string  `json:"dedicated_workers"`
 	CheckedAt        time.Time `json:"checked_at"`
-	// Upgrades is the cluster's Kubernetes version and why the console does not upgrade it.
+	// Upgrades is the cluster's Kubernetes version, whether the console upgrades it, and its progress.
 	Upgrades Upgrades `json:"upgrades"`
 }
 
