@@ -148,7 +148,7 @@ spec:
 	}
 
 	if out := newCLIUser(t, e.Listen(), tok).must("regions", "workers", "list", "k3s"); !strings.Contains(out, "upgrade to "+to+":") ||
-		!regexp.MustCompile(webNode + ` +draining, 1 pod\(s\) left: blocked by PodDisruptionBudget shop/web`).MatchString(out) {
+		!regexp.MustCompile(webNode+` +draining, 1 pod\(s\) left: blocked by PodDisruptionBudget shop/web`).MatchString(out) {
 		t.Fatalf("runr regions workers list during the upgrade:\n%s", out)
 	}
 	// Node actions wait for the upgrade, which cordons and uncordons the nodes itself, and
