@@ -102,3 +102,39 @@ func TestEtcdMemberRemovedWithItsNode(t *testing.T) {
 		t.Fatalf("the API after the member's removal: %v", err)
 	}
 }
+
+// rke2's etcd pods name only their configuration file: the console uses the certificates
+// rke2 keeps beside it and the node's address, and removes the member named <node>-<hex>.
+func TestEtcdMemberRemovedOnRKE2(t *testing.T) {
+	ctx := context.Background()
+	cp := func(name string) testcluster.NodeSpec {
+		return testcluster.NodeSpec{Name: name, CPU: "4", Memory: "8Gi", ControlPlane: true, KubeletVersion: "v1.34.1+rke2r1", Taints: []corev1.Taint{wkCPTaint}}
+	}
+	c := testcluster.New(t, testcluster.Options{EtcdMembers: 3, EtcdRKE2: true, Nodes: []testcluster.NodeSpec{cp("cp-1"), cp("cp-2"), cp("cp-3"),
+		{Name: "worker-1", CPU: "8", Memory: "16Gi", Worker: true, KubeletVersion: "v1.34.1+rke2r1"}}})
+	pod, err := c.Client.CoreV1().Pods("kube-system").Get(ctx, "etcd-cp-3", metav1.GetOptions{})
+	if err != nil || len(pod.Spec.Containers[0].Command) != 2 || !strings.HasSuffix(pod.Spec.Containers[0].Command[1], "/server/db/etcd/config") {
+		t.Fatalf("rke2's etcd pod: %v %v", err, pod.Spec.Containers)
+	}
+	e := console(t, nil)
+	_, tok := e.User("owner")
+	r := newRegion(t, e, tok, c, "rke2", nil)
+	base := "/api/knative-regions/" + r.ID + "/nodes/"
+	var pre struct{ Data nodes.NodeDeleteCheck }
+	if st := e.JSON("GET", base+"cp-3/delete-preflight", tok, nil, &pre); st != 200 || pre.Data.Etcd == nil || len(pre.Data.Etcd.Members) != 3 ||
+		!strings.HasPrefix(pre.Data.Etcd.Removes, "cp-3-") || pre.Data.Refused != "" {
+		t.Fatalf("delete-preflight: %d %+v %+v", st, pre.Data, pre.Data.Etcd)
+	}
+	id, _ := wkStart(t, e, tok, "DELETE", base+"cp-3", nil)
+	mustSucceed(t, e.WaitJob(id, 2*time.Minute))
+	if log := wkLog(t, e, id); !strings.Contains(log, "Removed etcd member cp-3-") || !strings.Contains(log, "etcd after: 2 member(s)") {
+		t.Fatalf("the delete's log:\n%s", log)
+	}
+	members, err := c.EtcdMemberNames(ctx)
+	if err != nil || len(members) != 2 || slices.ContainsFunc(members, func(m string) bool { return strings.HasPrefix(m, "cp-3-") }) {
+		t.Fatalf("etcd members after the delete: %v %v", members, err)
+	}
+	if _, err := c.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "after-rke2-removal"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("the API after the member's removal: %v", err)
+	}
+}

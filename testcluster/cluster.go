@@ -55,6 +55,10 @@ type Options struct {
 	// EtcdMembers, when above 1, runs etcd as that many TLS members, one per control-plane
 	// node (the first ones of Nodes), each with its pod in kube-system (etcdmembers.go).
 	EtcdMembers int
+	// EtcdRKE2 runs those members as rke2 does: named <node>-<8 hex digits>, each pod's
+	// command `etcd --config-file=<data-dir>/server/db/etcd/config` with the certificates
+	// under <data-dir>/server/tls/etcd/ (etcdmembers.go).
+	EtcdRKE2 bool
 	// Log receives progress lines (nil: none).
 	Log func(format string, args ...any)
 	// StateDir, when set, keeps the cluster across restarts (the sandbox's): its etcd

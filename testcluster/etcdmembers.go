@@ -34,9 +34,15 @@ import (
 // etcdctl is on the PATH and the pod's certificate paths are real files. kwok's kubelet
 // API answers on every such node's address, as a kubelet does on its node.
 
+// With Options.EtcdRKE2 the members are named and their pods shaped as rke2's: the member
+// <node>-<8 hex digits>, and the pod's command only `etcd --config-file=<data-dir>/server/
+// db/etcd/config`, with server-ca.crt, server-client.crt and server-client.key in
+// <data-dir>/server/tls/etcd/ (k3s's pkg/daemons/control/deps: the layout rke2 inherits).
+
 // etcdMember is one member of a cluster's multi-member etcd.
 type etcdMember struct {
 	node, addr string
+	name       string // the member's name: its node's, or rke2's <node>-<hex>
 	args       []string
 	cmd        *exec.Cmd
 }
@@ -46,7 +52,11 @@ type etcdCluster struct {
 	mu      sync.Mutex
 	dir     string // pki/etcd
 	members []*etcdMember
+	rke2    bool
 }
+
+// rke2Dir is a member's rke2 data directory (its config and certificates).
+func (e *etcdCluster) rke2Dir(m *etcdMember) string { return filepath.Join(e.dir, "rke2-"+m.node) }
 
 func (e *etcdCluster) caFile() string                 { return filepath.Join(e.dir, "ca.crt") }
 func (e *etcdCluster) certFile(name string) string    { return filepath.Join(e.dir, name+".crt") }
@@ -64,7 +74,7 @@ func (c *Cluster) planEtcdMembers(opts *Options) error {
 	if opts.StateDir != "" || opts.RealNode {
 		return errors.New("testcluster: EtcdMembers is for plain simulated clusters (not kept, not with a real node)")
 	}
-	e := &etcdCluster{dir: filepath.Join(c.certDir(), "etcd")}
+	e := &etcdCluster{dir: filepath.Join(c.certDir(), "etcd"), rke2: opts.EtcdRKE2}
 	for i := range opts.Nodes {
 		n := &opts.Nodes[i]
 		if !n.ControlPlane || len(e.members) == opts.EtcdMembers {
@@ -73,7 +83,11 @@ func (c *Cluster) planEtcdMembers(opts *Options) error {
 		if n.Address == "" {
 			n.Address = c.nextNodeAddress()
 		}
-		e.members = append(e.members, &etcdMember{node: n.Name, addr: n.Address})
+		m := &etcdMember{node: n.Name, addr: n.Address, name: n.Name}
+		if opts.EtcdRKE2 {
+			m.name = n.Name + "-" + randHex(4)
+		}
+		e.members = append(e.members, m)
 	}
 	if len(e.members) < opts.EtcdMembers {
 		return fmt.Errorf("testcluster: %d etcd members need as many control-plane nodes (%d given)", opts.EtcdMembers, len(e.members))
@@ -149,12 +163,12 @@ func (c *Cluster) startEtcdMembers(bins *Binaries) ([]string, error) {
 	e := c.etcd
 	var initial, clients []string
 	for _, m := range e.members {
-		initial = append(initial, m.node+"="+e.peerURL(m))
+		initial = append(initial, m.name+"="+e.peerURL(m))
 		clients = append(clients, e.clientURL(m))
 	}
 	for _, m := range e.members {
 		m.args = []string{
-			"--name", m.node, "--data-dir", e.memberDir(m),
+			"--name", m.name, "--data-dir", e.memberDir(m),
 			"--listen-client-urls", e.clientURL(m), "--advertise-client-urls", e.clientURL(m),
 			"--listen-peer-urls", e.peerURL(m), "--initial-advertise-peer-urls", e.peerURL(m),
 			"--listen-metrics-urls", "http://" + m.addr + ":2381",
@@ -272,31 +286,69 @@ func (c *Cluster) EtcdMemberNames(ctx context.Context) ([]string, error) {
 func (c *Cluster) etcdPods(ctx context.Context) error {
 	e := c.etcd
 	for _, m := range e.members {
-		cmd := []string{"etcd",
-			"--name=" + m.node, "--data-dir=" + e.memberDir(m),
-			"--advertise-client-urls=" + e.clientURL(m), "--listen-client-urls=" + e.clientURL(m),
-			"--initial-advertise-peer-urls=" + e.peerURL(m), "--listen-peer-urls=" + e.peerURL(m),
-			"--listen-metrics-urls=http://" + m.addr + ":2381",
-			"--client-cert-auth=true", "--trusted-ca-file=" + e.caFile(),
-			"--cert-file=" + e.certFile(m.node), "--key-file=" + e.keyFile(m.node),
-			"--peer-client-cert-auth=true", "--peer-trusted-ca-file=" + e.caFile(),
-			"--peer-cert-file=" + e.certFile(m.node), "--peer-key-file=" + e.keyFile(m.node),
+		cmd, err := e.podCommand(m)
+		if err != nil {
+			return err
 		}
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: "etcd-" + m.node, Namespace: "kube-system",
 				Labels: map[string]string{"component": "etcd", "tier": "control-plane"},
 				// A static pod's mirror, as the kubelet writes it: drains leave it.
-				Annotations: map[string]string{"kubeadm.kubernetes.io/etcd.advertise-client-urls": e.clientURL(m),
-					"kubernetes.io/config.mirror": randHex(16), "kubernetes.io/config.source": "file"}},
+				Annotations: map[string]string{"kubernetes.io/config.mirror": randHex(16), "kubernetes.io/config.source": "file"}},
 			Spec: corev1.PodSpec{NodeName: m.node, HostNetwork: true, PriorityClassName: "system-node-critical",
 				Tolerations: []corev1.Toleration{{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}},
 				Containers:  []corev1.Container{{Name: "etcd", Image: "registry.k8s.io/etcd:" + strings.TrimPrefix(EtcdVersion, "v") + "-0", Command: cmd}}},
+		}
+		if !e.rke2 {
+			pod.Annotations["kubeadm.kubernetes.io/etcd.advertise-client-urls"] = e.clientURL(m)
 		}
 		if _, err := c.Client.CoreV1().Pods("kube-system").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("testcluster: etcd pod on %s: %w", m.node, err)
 		}
 	}
 	return nil
+}
+
+// podCommand is the command line of a member's pod: kubeadm's flags, or rke2's config file
+// (written here with the certificates it names, as rke2 lays them out).
+func (e *etcdCluster) podCommand(m *etcdMember) ([]string, error) {
+	if e.rke2 {
+		server := filepath.Join(e.rke2Dir(m), "server")
+		tls := filepath.Join(server, "tls", "etcd")
+		cfg := filepath.Join(server, "db", "etcd", "config")
+		for _, d := range []string{tls, filepath.Dir(cfg)} {
+			if err := os.MkdirAll(d, 0o700); err != nil {
+				return nil, err
+			}
+		}
+		for from, to := range map[string]string{e.caFile(): "server-ca.crt", e.certFile(m.node): "server-client.crt", e.keyFile(m.node): "server-client.key"} {
+			raw, err := os.ReadFile(from)
+			if err != nil {
+				return nil, err
+			}
+			if err := os.WriteFile(filepath.Join(tls, to), raw, 0o600); err != nil {
+				return nil, err
+			}
+		}
+		conf := fmt.Sprintf("name: %s\ndata-dir: %s\nlisten-client-urls: https://127.0.0.1:2379,%s\nadvertise-client-urls: %s\n"+
+			"client-transport-security:\n  cert-file: %s\n  key-file: %s\n  trusted-ca-file: %s\n  client-cert-auth: true\n",
+			m.name, e.memberDir(m), e.clientURL(m), e.clientURL(m),
+			filepath.Join(tls, "server-client.crt"), filepath.Join(tls, "server-client.key"), filepath.Join(tls, "server-ca.crt"))
+		if err := os.WriteFile(cfg, []byte(conf), 0o600); err != nil {
+			return nil, err
+		}
+		return []string{"etcd", "--config-file=" + cfg}, nil
+	}
+	return []string{"etcd",
+		"--name=" + m.name, "--data-dir=" + e.memberDir(m),
+		"--advertise-client-urls=" + e.clientURL(m), "--listen-client-urls=" + e.clientURL(m),
+		"--initial-advertise-peer-urls=" + e.peerURL(m), "--listen-peer-urls=" + e.peerURL(m),
+		"--listen-metrics-urls=http://" + m.addr + ":2381",
+		"--client-cert-auth=true", "--trusted-ca-file=" + e.caFile(),
+		"--cert-file=" + e.certFile(m.node), "--key-file=" + e.keyFile(m.node),
+		"--peer-client-cert-auth=true", "--peer-trusted-ca-file=" + e.caFile(),
+		"--peer-cert-file=" + e.certFile(m.node), "--peer-key-file=" + e.keyFile(m.node),
+	}, nil
 }
 
 // etcdKwokArgs are kwok's flags and configuration for the etcd pods: its kubelet API over

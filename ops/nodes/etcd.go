@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"slices"
 	"strings"
@@ -21,8 +22,9 @@ import (
 
 // The console reaches a cluster's etcd the way an administrator would: etcdctl in one of
 // the cluster's etcd pods (kubeadm's and rke2's static pods, label component=etcd in
-// kube-system), with the certificates that pod's own command line names. Embedded etcd
-// (k3s) and an etcd outside the cluster have no such pod: the console says so.
+// kube-system), with the certificates that pod's own command line names (kubeadm) or that
+// rke2 keeps beside the configuration file its command names. Embedded etcd (k3s) and an
+// etcd outside the cluster have no such pod: the console says so.
 
 // etcdMember is one member of a cluster's etcd as etcdctl lists it.
 type etcdMember struct {
@@ -62,18 +64,41 @@ func etcdPods(ctx context.Context, c *kube.Cluster, avoid string) ([]etcdPod, er
 		}
 		f := commandFlags(append(slices.Clone(p.Spec.Containers[0].Command), p.Spec.Containers[0].Args...))
 		ep := strings.Split(f["advertise-client-urls"], ",")[0]
-		if ep == "" || f["trusted-ca-file"] == "" || f["cert-file"] == "" || f["key-file"] == "" {
-			continue
+		if ep != "" && f["trusted-ca-file"] != "" && f["cert-file"] != "" && f["key-file"] != "" {
+			pods = append(pods, etcdPod{pod: p, endpoint: ep, ca: f["trusted-ca-file"], cert: f["cert-file"], key: f["key-file"]})
+		} else if rp, ok := rke2EtcdPod(ctx, c, p, f["config-file"]); ok {
+			pods = append(pods, rp)
 		}
-		pods = append(pods, etcdPod{pod: p, endpoint: ep, ca: f["trusted-ca-file"], cert: f["cert-file"], key: f["key-file"]})
 	}
 	if len(pods) == 0 {
-		return nil, fmt.Errorf("none of the %d etcd pod(s) runs with its endpoint and certificates on its command line (rke2 keeps them in a configuration file): the console cannot run etcdctl there", len(list.Items))
+		return nil, fmt.Errorf("none of the %d etcd pod(s) runs with its endpoint and certificates on its command line, or with rke2's configuration file: the console cannot run etcdctl there", len(list.Items))
 	}
 	slices.SortStableFunc(pods, func(a, b etcdPod) int {
 		return boolInt(a.pod.Spec.NodeName == avoid) - boolInt(b.pod.Spec.NodeName == avoid)
 	})
 	return pods, nil
+}
+
+// rke2EtcdPod reads an etcd pod of rke2, whose flags are in <data-dir>/server/db/etcd/config:
+// the certificates rke2 keeps for its own etcdctl under <data-dir>/server/tls/etcd/, and
+// the endpoint on its node's address, where rke2's etcd listens besides 127.0.0.1.
+func rke2EtcdPod(ctx context.Context, c *kube.Cluster, p *corev1.Pod, config string) (etcdPod, bool) {
+	server, ok := strings.CutSuffix(config, "/db/etcd/config")
+	if !ok || p.Spec.NodeName == "" {
+		return etcdPod{}, false
+	}
+	n, err := c.Clientset.CoreV1().Nodes().Get(ctx, p.Spec.NodeName, metav1.GetOptions{})
+	if err != nil {
+		return etcdPod{}, false
+	}
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			tls := server + "/tls/etcd/"
+			return etcdPod{pod: p, endpoint: "https://" + net.JoinHostPort(a.Address, "2379"),
+				ca: tls + "server-ca.crt", cert: tls + "server-client.crt", key: tls + "server-client.key"}, true
+		}
+	}
+	return etcdPod{}, false
 }
 
 func boolInt(b bool) int {
