@@ -251,7 +251,18 @@ func TestRegionMove(t *testing.T) {
 		t.Fatalf("maintenance: %d", code)
 	}
 	mustSucceed(t, e.WaitJob(st.JobID, time.Minute))
-	mustSucceed(t, migrate(t, e, tok, r.ID, a.Kubeconfig(), map[string]any{"data_location": "eu-central"}))
+	mj := migrate(t, e, tok, r.ID, a.Kubeconfig(), map[string]any{"data_location": "eu-central"})
+	mustSucceed(t, mj)
+	// The deploy checks apply to the move's redeploy: a region in maintenance deploys
+	// nothing, and the projects it ran are shut down with the reason.
+	for _, id := range []string{p1, p2} {
+		if p, _ := e.Store.ProjectByID(ctx, id); p.State != store.ProjectNone || !strings.Contains(p.Message, "is maintenance") {
+			t.Fatalf("%s in a region in maintenance that moves: %s %q", p.Slug, p.State, p.Message)
+		}
+	}
+	if !strings.Contains(jobLogOf(t, e, mj.ID), "shop is refused: Region mv is maintenance") {
+		t.Fatal("the move's log must say why shop is not deployed")
+	}
 	ir := schema.GroupVersionResource{Group: "traefik.io", Version: "v1alpha1", Resource: "ingressroutes"}
 	if _, err := a.DynamicGet(ctx, ir, "knative-serving", "runr-region-block-mv"); err != nil {
 		t.Fatalf("the status block of a region in maintenance must come with its move: %v", err)
@@ -277,8 +288,6 @@ func TestRegionMove(t *testing.T) {
 	if r.MigrationStatus != store.MigrationCompleted || r.ClusterServer != b.Server {
 		t.Fatalf("completion by hand: %s", r.MigrationStatus)
 	}
-	_ = p1
-	_ = p2
 }
 
 func TestBaseDomainChanges(t *testing.T) {

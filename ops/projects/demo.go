@@ -121,6 +121,9 @@ func (s *Service) InstallDemos(ctx context.Context, actor kit.Actor, r *store.Re
 	if why := DemoPrerequisites(r); why != "" {
 		return nil, &problem.Refused{Reason: why}
 	}
+	if why := notActiveRefusal(r); why != "" {
+		return nil, &problem.Refused{Reason: why}
+	}
 	if b, err := s.Busy(ctx, r.ID, KindDemoInstall, KindDemoRemove); err != nil || b {
 		if err == nil {
 			err = &problem.Refused{Reason: "A demo projects job of this region runs already; wait for it to finish."}

@@ -40,7 +40,7 @@ type ProjectParams struct {
 var ErrProjectStopped = errors.New("the project is stopped: resume it to deploy it")
 
 // DeployCheck runs the deploy checks: a stopped project is refused (unless resumed),
-// and so is one whose data location or image the region does not allow (supplyChainGate),
+// and so is one in a region that is not active (also in a move's redeploy), one whose data location or image the region does not allow (supplyChainGate),
 // or that would exceed its region's capacity, a fixed region's allocation or, a tenant's
 // project on a platform region, its tenant's quota there.
 func (s *Service) DeployCheck(ctx context.Context, r *store.Region, p *store.Project, resume bool) error {
@@ -49,6 +49,9 @@ func (s *Service) DeployCheck(ctx context.Context, r *store.Region, p *store.Pro
 	}
 	if p.Image == "" {
 		return errors.New("the project has no image to deploy")
+	}
+	if why := notActiveRefusal(r); why != "" {
+		return &problem.Refused{Reason: why}
 	}
 	if why := isolation.WorkloadClassRefusal(r, ProjectWorkloadKind(p)); why != "" {
 		return &problem.Refused{Reason: why}
