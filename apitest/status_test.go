@@ -89,7 +89,7 @@ func TestSweepUnreachableRegionDoesNotDelayOthers(t *testing.T) {
 		}
 	}
 	d, _ := e.Store.RegionByID(ctx, dead.ID)
-	if d.Health.V.API.State != store.HealthDown || !strings.Contains(d.Health.V.API.Reason, "no answer within 2s") || d.Health.V.Failures != 1 {
+	if d.Health.V.API.State != store.HealthDown || !strings.Contains(d.Health.V.API.Reason, "no connection within 2s") || d.Health.V.Failures != 1 {
 		t.Fatalf("dead region: %+v failures %d", d.Health.V.API, d.Health.V.Failures)
 	}
 	// The circuit breaker: the next sweep does not wait for the dead cluster again.

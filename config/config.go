@@ -146,6 +146,10 @@ type Config struct {
 	StatusConcurrency int
 	// StatusTimeout is the per-region deadline of a check (default 10 s).
 	StatusTimeout time.Duration
+	// StatusConnectTimeout is how long a check waits for the API server's connection and
+	// TLS handshake (default 2 s) before it calls the cluster unreachable; the questions
+	// after it have the rest of StatusTimeout.
+	StatusConnectTimeout time.Duration
 
 	// ShutdownDelay is how long a stopping console keeps serving with /readyz failing
 	// (RUNR_SHUTDOWN_DELAY, default 0; the chart sets 5 s): a Service or load balancer
@@ -276,6 +280,9 @@ func FromEnv() (*Config, error) {
 		return nil, err
 	}
 	if c.StatusTimeout, err = durEnv("RUNR_STATUS_TIMEOUT", 10*time.Second); err != nil {
+		return nil, err
+	}
+	if c.StatusConnectTimeout, err = durEnv("RUNR_STATUS_CONNECT_TIMEOUT", 2*time.Second); err != nil {
 		return nil, err
 	}
 	// Checks wait on the network, not on the CPU: many run at once.

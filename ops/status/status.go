@@ -69,15 +69,22 @@ func (s *Service) observe(ctx context.Context, r *store.Region) *clusterLook {
 		return st
 	}
 	start := time.Now()
-	// The first question has half the deadline: a cluster that accepts connections but
-	// never answers is known as such sooner.
-	vctx, cancel := context.WithTimeout(ctx, s.Cfg.StatusTimeout/2)
-	v, err := c.ServerVersion(vctx)
+	// The connection and its TLS handshake have a short deadline of their own: a cluster
+	// that is not there, or accepts connections and never speaks, is known as such sooner
+	// (it holds a checker meanwhile); one that is there has the rest of the look to answer.
+	connect := s.connectTimeout()
+	rctx, cancel := context.WithTimeout(ctx, connect)
+	err = c.Reach(rctx)
 	cancel()
 	if err != nil {
-		if vctx.Err() != nil {
-			err = fmt.Errorf("no answer within %s", s.Cfg.StatusTimeout/2)
+		if rctx.Err() != nil && ctx.Err() == nil {
+			err = fmt.Errorf("no connection within %s", connect)
 		}
+		st.err = err
+		return st
+	}
+	v, err := c.ServerVersion(ctx)
+	if err != nil {
 		st.err = err
 		return st
 	}
@@ -118,6 +125,16 @@ func (s *Service) observe(ctx context.Context, r *store.Region) *clusterLook {
 		}
 	}
 	return st
+}
+
+// connectTimeout is the deadline of a look's connection: RUNR_STATUS_CONNECT_TIMEOUT
+// (2 s when unset), never longer than the look's.
+func (s *Service) connectTimeout() time.Duration {
+	d := s.Cfg.StatusConnectTimeout
+	if d <= 0 {
+		d = 2 * time.Second
+	}
+	return min(d, s.Cfg.StatusTimeout)
 }
 
 // observeNamespace reads a namespace's Deployments, StatefulSets, DaemonSets and the
@@ -499,11 +516,12 @@ func (s *Service) sweep(ctx context.Context, round func(context.Context, []store
 	// A free checker is a slot: a look is handed out with one.
 	checkers := max(1, s.Cfg.StatusConcurrency)
 	slots := semaphore.NewWeighted(int64(checkers))
+	looks := newSweepLooks()
 	var wg sync.WaitGroup
 	for range checkers {
 		wg.Go(func() {
 			for w := range work {
-				s.checkCluster(ctx, w.key, w.regions, base)
+				s.checkCluster(ctx, looks, w.key, w.regions, base)
 				slots.Release(1)
 			}
 		})
@@ -673,13 +691,14 @@ func regionsByCluster(regions []store.Region) []clusterCheck {
 	return out
 }
 
-// checkCluster checks the regions of one cluster with one look at it.
-func (s *Service) checkCluster(ctx context.Context, k string, rs []*store.Region, base string) {
+// checkCluster checks the regions of one cluster with one look at it (the sweep's, when
+// another part of the sweep looked at the cluster already).
+func (s *Service) checkCluster(ctx context.Context, looks *sweepLooks, k string, rs []*store.Region, base string) {
 	if !s.breaker.allow(k) {
 		return
 	}
 	cctx, cancel := context.WithTimeout(ctx, s.Cfg.StatusTimeout)
-	st := s.observe(cctx, rs[0])
+	st := looks.look(cctx, rs[0], func() *clusterLook { return s.observe(cctx, rs[0]) })
 	if st.err != nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
 		st.err = fmt.Errorf("no answer within %s", s.Cfg.StatusTimeout)
 	}
@@ -753,7 +772,7 @@ func (s *Service) CheckNow(ctx context.Context, id string) error {
 	}
 	k := r.ClusterKey + "|" + kit.ShortHash(r.Kubeconfig)
 	s.breaker.ok(k)
-	s.checkCluster(ctx, k, []*store.Region{r}, base)
+	s.checkCluster(ctx, nil, k, []*store.Region{r}, base)
 	return nil
 }
 
