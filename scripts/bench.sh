@@ -12,6 +12,13 @@ cd "$(dirname "$0")/.."
 step() { printf '\n== %s\n' "$*"; }
 pgdir=.data/bench-pg
 
+step "Debian's chromium (benchmark 7 loads a page in it)"
+if ! command -v chromium >/dev/null 2>&1; then
+  sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+fi
+
 step "build bin/runr, bin/bench and the simulated cluster binaries (cached after the first time)"
 go build -ldflags "-X main.version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)" -o bin/runr .
 go build -o bin/bench ./bench
