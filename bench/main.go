@@ -38,6 +38,9 @@ type Options struct {
 	SweepRegions int
 	FleetRegions int
 	LCPRuns      int
+	Agents       int
+	// AgentInterval is how often each agent reports a snapshot (benchmark 8).
+	AgentInterval time.Duration
 	// ScaleRegions are the counts of regions of benchmark 1b.
 	ScaleRegions string
 	DeadFraction float64
@@ -52,12 +55,12 @@ type Options struct {
 	ProfileDir   string
 }
 
-var benches = []string{"pages", "pages-scale", "lcp", "fanout", "install", "concurrent", "sweep", "realpath"}
+var benches = []string{"pages", "pages-scale", "lcp", "fanout", "agents", "install", "concurrent", "sweep", "realpath"}
 
 // benchCmd is the command that reruns one benchmark alone.
 func benchCmd(o *Options, name string) string {
-	return fmt.Sprintf("# make bench → scripts/bench.sh → (PostgreSQL: PG_FAST=1 scripts/pg.sh start .data/bench-pg postgres)\n# this benchmark alone: scripts/bench.sh -only %s\nbin/bench -pg $PG -runr %s -only %s -duration %s -warmup %s -rounds %d -conns %d -regions %d -subscribers %d -events %d -paced-rate %d -sweep-regions %d -fleet-regions %d -lcp-runs %d -dead-fraction %g -installs %d -baseline-runs %d -install-runs %d -poll %s -pg-dir $PWD/.data/bench-pg",
-		name, o.Runr, name, o.Duration, o.Warmup, o.Rounds, o.Conns, o.Regions, o.Subscribers, o.Events, o.PacedRate, o.SweepRegions, o.FleetRegions, o.LCPRuns, o.DeadFraction, o.Installs, o.BaselineRuns, o.InstallRuns, o.Poll)
+	return fmt.Sprintf("# make bench → scripts/bench.sh → (PostgreSQL: PG_FAST=1 scripts/pg.sh start .data/bench-pg postgres)\n# this benchmark alone: scripts/bench.sh -only %s\nbin/bench -pg $PG -runr %s -only %s -duration %s -warmup %s -rounds %d -conns %d -regions %d -subscribers %d -events %d -paced-rate %d -sweep-regions %d -fleet-regions %d -lcp-runs %d -agents %d -agent-interval %s -dead-fraction %g -installs %d -baseline-runs %d -install-runs %d -poll %s -pg-dir $PWD/.data/bench-pg",
+		name, o.Runr, name, o.Duration, o.Warmup, o.Rounds, o.Conns, o.Regions, o.Subscribers, o.Events, o.PacedRate, o.SweepRegions, o.FleetRegions, o.LCPRuns, o.Agents, o.AgentInterval, o.DeadFraction, o.Installs, o.BaselineRuns, o.InstallRuns, o.Poll)
 }
 
 func main() {
@@ -76,6 +79,8 @@ func main() {
 	flag.IntVar(&o.SweepRegions, "sweep-regions", 1000, "regions of the status sweep (benchmark 4)")
 	flag.StringVar(&o.ScaleRegions, "scale-regions", "100,1000,10000", "counts of regions whose pages benchmark 1b compares")
 	flag.IntVar(&o.LCPRuns, "lcp-runs", 5, "cold loads of a region page in Chromium, whose median is reported (benchmark 7)")
+	flag.IntVar(&o.Agents, "agents", 10000, "agents connected at once, half to each of two consoles (benchmark 8)")
+	flag.DurationVar(&o.AgentInterval, "agent-interval", 15*time.Second, "how often each agent reports a snapshot (benchmark 8)")
 	flag.IntVar(&o.FleetRegions, "fleet-regions", 10000, "regions of the sweep by one and by two processes (benchmark 4b; 0 skips it)")
 	flag.Float64Var(&o.DeadFraction, "dead-fraction", 0.1, "share of the sweep's regions whose cluster never answers (benchmark 4)")
 	flag.IntVar(&o.Installs, "installs", 10, "concurrent installs into 2 clusters (benchmark 5)")
@@ -150,6 +155,7 @@ func run(o *Options) error {
 	b.step("1", "Console pages under load", "pages", func() error { return benchPages(env, rep, o) })
 	b.step("1b", "Pages with more regions", "pages-scale", func() error { return benchPageScaling(env, rep, o) })
 	b.step("7", "Region page paint in Chromium", "lcp", func() error { return benchLCP(env, rep, o) })
+	b.step("8", "Connected agents", "agents", func() error { return benchAgents(env, rep, o) })
 	b.step("2", "Progress fan-out", "fanout", func() error { return benchFanout(env, rep, o) })
 	// Benchmark 3 has its cluster to itself; 5 uses three fresh ones, which 4 then reuses
 	// (with what 5 installed on them).
