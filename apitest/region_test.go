@@ -349,7 +349,7 @@ func TestMaintenanceBlockAndRemoval(t *testing.T) {
 	if st := e.JSON("GET", "/api/projects/p1", tok, nil, &kept); st != 200 || kept.Data.Slug != "shop" || kept.Data.RegionID != nil {
 		t.Fatalf("the removed region's project must stay, without a region: %d %+v", st, kept.Data)
 	}
-	if _, err := e.Store.RegionByAgentToken(ctx, r.AgentToken); err == nil {
+	if _, err := e.Store.RegionsByAgentToken(ctx, r.AgentToken); err == nil {
 		t.Fatal("the removed region's agent token must be turned away")
 	}
 	// Nothing was removed from the cluster.

@@ -446,7 +446,7 @@ func (h *Handlers) BannerSocket() fiber.Handler {
 // AgentRegionsKey is the Locals key of the regions an authenticated agent reports for;
 // AgentTokenKey of its token (the socket reads its cluster's regions again with it).
 const (
-	AgentRegionsKey = "agent_region_ids"
+	AgentRegionsKey = "agent_regions"
 	AgentTokenKey   = "agent_token"
 )
 
@@ -455,22 +455,18 @@ const (
 // keeps the agent's last-seen time and its connection state.
 func (h *Handlers) AgentSocket() fiber.Handler {
 	return h.socket(func(conn *websocket.Conn) {
-		ids, _ := conn.Locals(AgentRegionsKey).([]string)
+		regions, _ := conn.Locals(AgentRegionsKey).([]store.AgentRegion)
 		token, _ := conn.Locals(AgentTokenKey).(string)
-		names, _ := conn.Locals("region_names").(string)
-		log := h.Log.With("regions", names)
+		log := h.Log.With("regions", agentRegionNames(regions))
 		ctx := context.Background()
-		seen := func(status store.ComponentStatus, at time.Time) {
-			if err := h.Ops.Observability.AgentSeen(ctx, ids, status, at); err != nil {
-				log.Warn("agent: last seen", "err", err)
-			}
-		}
 		// Microseconds, as PostgreSQL keeps them: AgentGone compares with what was stored.
 		connectedAt := time.Now().UTC().Truncate(time.Microsecond)
-		seen(store.ComponentConnected, connectedAt)
+		if err := h.Ops.Observability.AgentSeen(ctx, agentRegionIDs(regions), store.ComponentConnected, connectedAt); err != nil {
+			log.Warn("agent: connected", "err", err)
+		}
 		log.Info("agent connected")
 		defer func() {
-			if err := h.Ops.Observability.AgentGone(ctx, ids, connectedAt); err != nil {
+			if err := h.Ops.Observability.AgentGone(ctx, agentRegionIDs(regions), connectedAt); err != nil {
 				log.Warn("agent: disconnected", "err", err)
 			}
 			log.Info("agent disconnected")
@@ -493,20 +489,39 @@ func (h *Handlers) AgentSocket() fiber.Handler {
 				log.Warn("agent: bad message", "err", err)
 				continue
 			}
-			if err := h.Ops.Observability.RecordAgentReport(ctx, ids, m); err != nil {
+			refresh := time.Since(last) > 10*time.Second
+			if refresh || m.Type == "snapshot" {
+				// Regions added to the cluster since the agent connected count too, and a
+				// snapshot is kept for the regions that are active now.
+				if rs, err := h.Store.RegionsByAgentToken(ctx, token); err == nil {
+					regions = rs
+				}
+			}
+			if err := h.Ops.Observability.RecordAgentReport(ctx, regions, m); err != nil {
 				log.Warn("agent: store", "type", m.Type, "err", err)
 			}
-			if time.Since(last) > 10*time.Second {
-				// Regions added to the cluster since the agent connected count too.
-				if rs, err := h.Store.RegionsByAgentToken(ctx, token); err == nil {
-					ids = ids[:0]
-					for _, r := range rs {
-						ids = append(ids, r.ID)
-					}
-				}
-				seen("", time.Now().UTC())
+			if refresh {
+				h.Ops.Observability.MarkSeen(agentRegionIDs(regions))
 				last = time.Now()
 			}
 		}
 	})
+}
+
+// agentRegionIDs are the ids of an agent's regions.
+func agentRegionIDs(rs []store.AgentRegion) []string {
+	ids := make([]string, len(rs))
+	for i, r := range rs {
+		ids[i] = r.ID
+	}
+	return ids
+}
+
+// agentRegionNames names an agent's regions for the log.
+func agentRegionNames(rs []store.AgentRegion) string {
+	names := make([]string, len(rs))
+	for i, r := range rs {
+		names[i] = r.Name
+	}
+	return strings.Join(names, ",")
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lib/pq"
+
 	"runr.dev/console/crypt"
 )
 
@@ -303,9 +304,11 @@ func (s *Store) SetAgentToken(ctx context.Context, id, token string) error {
 	return s.updateRegion(ctx, "set agent token", id, cols{{"agent_token", token}, {"agent_token_hash", crypt.HashToken(token)}})
 }
 
-// SetAgentSeen records when the region's agent last reported.
-func (s *Store) SetAgentSeen(ctx context.Context, id string, at time.Time) error {
-	return s.updateRegion(ctx, "set agent seen", id, cols{{"agent_last_seen_at", at}})
+// SetAgentsSeen records when the agent of each region last reported, in one statement (a
+// console writes its connected agents' marks together); a newer time is never replaced.
+func (s *Store) SetAgentsSeen(ctx context.Context, ids []string, at time.Time) error {
+	_, err := s.db(ctx).ExecContext(ctx, `UPDATE regions SET agent_last_seen_at = $2 WHERE id = ANY($1) AND (agent_last_seen_at IS NULL OR agent_last_seen_at < $2)`, pq.Array(ids), at)
+	return wrap("set agents seen", err)
 }
 
 // SetDomainMigration records a base-domain migration of the region: its status and the

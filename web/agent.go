@@ -101,12 +101,7 @@ func (s *Server) agentAuth(c *fiber.Ctx) error {
 		s.Log.Warn("agent refused: unknown token", "ip", handlers.ClientIP(c, s.Cfg))
 		return unauthorized(c, "The agent's token belongs to no region (were its cluster's regions removed?).")
 	}
-	ids, names := make([]string, len(rs)), make([]string, len(rs))
-	for i, r := range rs {
-		ids[i], names[i] = r.ID, r.Name
-	}
-	c.Locals(handlers.AgentRegionsKey, ids)
+	c.Locals(handlers.AgentRegionsKey, rs)
 	c.Locals(handlers.AgentTokenKey, tok)
-	c.Locals("region_names", strings.Join(names, ","))
 	return c.Next()
 }

@@ -93,7 +93,7 @@ func TestBillingEndToEnd(t *testing.T) {
 	snap := agent.Message{Type: "snapshot", At: at, Snapshot: &agent.Snapshot{Nodes: []agent.NodeUsage{}, Namespaces: []agent.NamespaceUsage{},
 		Projects: []agent.ProjectUsage{{Project: web.ID, Namespace: "eu-1", CPURequested: 500, MemRequested: 512 << 20, Pods: 1}}}}
 	for range 2 {
-		if err := e.Kube.Observability.RecordAgentReport(ctx, []string{r.ID}, snap); err != nil {
+		if err := e.Kube.Observability.RecordAgentReport(ctx, reporting(t, e, r.ID), snap); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -218,7 +218,7 @@ func TestBillingTenantWalls(t *testing.T) {
 		}
 		snap := agent.Message{Type: "snapshot", At: now, Snapshot: &agent.Snapshot{
 			Projects: []agent.ProjectUsage{{Project: p.ID, CPURequested: 100, MemRequested: 128 << 20, Pods: 1}}}}
-		if err := e.Kube.Observability.RecordAgentReport(ctx, []string{region.ID}, snap); err != nil {
+		if err := e.Kube.Observability.RecordAgentReport(ctx, reporting(t, e, region.ID), snap); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -342,7 +342,7 @@ func TestBillingOffersWithMarkup(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap := agent.Message{Type: "snapshot", At: time.Now(), Snapshot: &agent.Snapshot{Projects: []agent.ProjectUsage{{Project: p.ID, CPURequested: 60_000}}}}
-	if err := e.Kube.Observability.RecordAgentReport(ctx, []string{region.ID}, snap); err != nil {
+	if err := e.Kube.Observability.RecordAgentReport(ctx, reporting(t, e, region.ID), snap); err != nil {
 		t.Fatal(err)
 	}
 	var charges struct {
@@ -379,4 +379,18 @@ func TestWizardOffersTheBillingType(t *testing.T) {
 	if _, body := off.SignedIn("owner").Get("/regions/new"); strings.Contains(body, "wizard-billing-type") {
 		t.Fatal("step 1 offers the billing type with the module off")
 	}
+}
+
+// reporting is the regions an agent reports for, as its connection reads them.
+func reporting(t *testing.T, e *webtest.Env, ids ...string) []store.AgentRegion {
+	t.Helper()
+	var out []store.AgentRegion
+	for _, id := range ids {
+		r, err := e.Store.RegionByID(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, store.AgentRegion{ID: r.ID, Name: r.Name, ClusterKey: r.ClusterKey, Status: r.Status})
+	}
+	return out
 }

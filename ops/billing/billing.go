@@ -52,7 +52,7 @@ func PeriodOf(t time.Time) (start, end time.Time) {
 // its cluster: one minute per running project of those regions, added to its charge. A
 // project that is stopped or runs nothing, or is in none of the regions, is not metered;
 // the caller leaves out regions that are not active. Off, it does nothing.
-func (s *Service) Meter(ctx context.Context, regions []*store.Region, at time.Time, usage []agent.ProjectUsage) error {
+func (s *Service) Meter(ctx context.Context, regions []store.AgentRegion, at time.Time, usage []agent.ProjectUsage) error {
 	if !s.Cfg.Billing || len(usage) == 0 {
 		return nil
 	}

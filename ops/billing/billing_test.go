@@ -89,11 +89,11 @@ func TestMeteringCountsEveryMinuteOnceAndClosedBillsNeverChange(t *testing.T) {
 	// The same minute twice (a repeated report), a later second of it, an earlier minute
 	// that arrives late, and a report for a region the project is not in.
 	for _, when := range []time.Time{at, at, at.Add(30 * time.Second), at.Add(-5 * time.Minute)} {
-		if err := s.Meter(ctx, []*store.Region{r}, when, report); err != nil {
+		if err := s.Meter(ctx, []store.AgentRegion{{ID: r.ID, Name: r.Name}}, when, report); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Meter(ctx, []*store.Region{other}, at.Add(time.Minute), report); err != nil {
+	if err := s.Meter(ctx, []store.AgentRegion{{ID: other.ID, Name: other.Name}}, at.Add(time.Minute), report); err != nil {
 		t.Fatal(err)
 	}
 	cs, err := s.Charges(ctx, "", billing.Query{})
@@ -123,7 +123,7 @@ func TestMeteringCountsEveryMinuteOnceAndClosedBillsNeverChange(t *testing.T) {
 		t.Fatalf("bill %+v", b)
 	}
 	// A late minute of November changes nothing billed; a second close does nothing.
-	if err := s.Meter(ctx, []*store.Region{r}, at.Add(time.Hour), report); err != nil {
+	if err := s.Meter(ctx, []store.AgentRegion{{ID: r.ID, Name: r.Name}}, at.Add(time.Hour), report); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Tick(ctx); err != nil {
@@ -248,7 +248,7 @@ func TestEventsAreSignedRetriedAndDeadLettered(t *testing.T) {
 	mu.Unlock()
 	s.MaxAttempts = 3
 	web := project(t, s.Store, r, "web", store.ProjectRunning, 100, 128)
-	if err := s.Meter(ctx, []*store.Region{r}, c.now(), []agent.ProjectUsage{usage(web, 100, 128)}); err != nil {
+	if err := s.Meter(ctx, []store.AgentRegion{{ID: r.ID, Name: r.Name}}, c.now(), []agent.ProjectUsage{usage(web, 100, 128)}); err != nil {
 		t.Fatal(err)
 	}
 	for i, wait := range []time.Duration{0, 29 * time.Second, time.Second, 59 * time.Second, time.Second} {

@@ -17,7 +17,9 @@ type Service struct {
 	*kit.Kit
 	// Meter records the projects' use of a snapshot for billing (nil: not metered); it
 	// gets the active regions of the reporting cluster.
-	Meter func(ctx context.Context, regions []*store.Region, at time.Time, usage []agent.ProjectUsage) error
+	Meter func(ctx context.Context, regions []store.AgentRegion, at time.Time, usage []agent.ProjectUsage) error
+
+	seen seenMarks // the agents' last-seen marks not written yet
 }
 
 // New is the observability stack on the kit; it registers the tracing job (the Serving
