@@ -112,15 +112,31 @@ func connectedSince(ctx context.Context, st *store.Store, t time.Time) (int, err
 }
 
 // waitConnected polls until n agents connected since t (or the deadline); it returns how
-// long that took and how many it counted last.
-func waitConnected(ctx context.Context, st *store.Store, n int, t time.Time, deadline time.Duration) (time.Duration, int, error) {
+// long that took, how many it counted last, and when a half, nine tenths and all but one
+// in a hundred had connected.
+func waitConnected(ctx context.Context, st *store.Store, n int, t time.Time, deadline time.Duration) (time.Duration, int, string, error) {
+	marks := []struct {
+		share float64
+		at    time.Duration
+	}{{0.5, 0}, {0.9, 0}, {0.99, 0}}
 	for {
 		got, err := connectedSince(ctx, st, t)
 		if err != nil {
-			return 0, 0, fmt.Errorf("count the connected agents: %w", err)
+			return 0, 0, "", fmt.Errorf("count the connected agents: %w", err)
+		}
+		for i := range marks {
+			if marks[i].at == 0 && float64(got) >= marks[i].share*float64(n) {
+				marks[i].at = time.Since(t)
+			}
 		}
 		if got >= n || time.Since(t) > deadline {
-			return time.Since(t), got, nil
+			var parts []string
+			for _, m := range marks {
+				if m.at > 0 {
+					parts = append(parts, fmt.Sprintf("%.0f %% by %s", m.share*100, secs(m.at)))
+				}
+			}
+			return time.Since(t), got, strings.Join(parts, ", "), nil
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
@@ -225,11 +241,12 @@ func benchAgents(env *Env, rep *Report, o *Options) error {
 	evCtx, stopEvents := context.WithCancel(ctx)
 	defer stopEvents()
 	go fleet.events(evCtx, o.AgentInterval)
-	took, got, err := waitConnected(ctx, st, o.Agents, started, 3*time.Minute)
+	took, got, marks, err := waitConnected(ctx, st, o.Agents, started, 3*time.Minute)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%d of %d agents connected in %s\n", got, o.Agents, took.Round(100*time.Millisecond))
+	fmt.Printf("%d of %d agents connected in %s (%s)\n", got, o.Agents, took.Round(100*time.Millisecond), marks)
+	sec.note("From the agents' start (each first syncs its informers on its fake cluster, in this process): %s.", marks)
 	id := sec.cmd("C8", fmt.Sprintf("%s\n# two consoles on one database:\n%s %s serve\n%s %s serve\n# %d agents in the bench process: agent.New(agent.Config{URL: ws://<console>/api/internal/agent/ws (alternately), Token: the region's, Interval: %s}).Run, each on a k8s.io/client-go/kubernetes/fake clientset of 5 nodes, 30 pods and a project namespace; one event per cluster per interval",
 		benchCmd(o, "agents"), cons[0].EnvFor(), env.Runr, cons[1].EnvFor(), env.Runr, o.Agents, o.AgentInterval))
 	rep.check("8", fmt.Sprintf("agents connected at once to two console processes (one per cluster, reporting every %s)", o.AgentInterval),
@@ -269,21 +286,25 @@ func benchAgents(env *Env, rep *Report, o *Options) error {
 
 	// Both consoles restart; every agent connects again.
 	fmt.Println("restarting both consoles")
-	restart := time.Now()
+	stopping := time.Now()
 	for _, c := range cons {
 		c.Stop()
 	}
+	down := time.Since(stopping)
+	restarting := time.Now()
 	for _, c := range cons {
 		if err := c.Start(); err != nil {
 			return err
 		}
 	}
-	took, got, err = waitConnected(ctx, st, o.Agents, restart, 3*time.Minute)
+	up := time.Since(restarting)
+	took, got, marks, err = waitConnected(ctx, st, o.Agents, restarting, 3*time.Minute)
 	if err != nil {
 		return err
 	}
+	sec.note("The restart: both consoles stopped (SIGTERM, one after the other) in %s; from their new start (both answered /healthz %s later): %s.", secs(down), secs(up), marks)
 	refusedPG := cons[0].LogGrep("too many clients") + cons[1].LogGrep("too many clients")
-	rep.check("8", "all agents connected again after both consoles restart", fmt.Sprintf("%d of %d in %s; PostgreSQL refused %d connection(s)", got, o.Agents, secs(took), refusedPG),
+	rep.check("8", "all agents connected again after both consoles restart (from their start)", fmt.Sprintf("%d of %d in %s; PostgreSQL refused %d connection(s)", got, o.Agents, secs(took), refusedPG),
 		"all in < 60 s, none refused", got == o.Agents && took < time.Minute && refusedPG == 0, id)
 	sec.note("The agents reconnect with the agent's own back-off: from 1 s, doubling up to 30 s, each wait drawn at random between half and one and a half of it (agent.Run).")
 	return nil
