@@ -31,18 +31,62 @@ type agentFleet struct {
 	clusters []*fake.Clientset
 	ids      []string
 	// drops counts the agents' lost or refused connections (their "reconnecting" warnings).
-	drops atomic.Int64
-	stop  context.CancelFunc
-	wg    sync.WaitGroup
+	drops  atomic.Int64
+	causes causeCount
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
 }
 
-// countingHandler counts an agent's warnings (a connection that failed or broke).
-type countingHandler struct{ n *atomic.Int64 }
+// countingHandler counts the agents' warnings (a connection that failed or broke) and
+// their causes.
+type countingHandler struct {
+	n      *atomic.Int64
+	causes *causeCount
+}
+
+// causeCount counts the agents' failed connections by cause.
+type causeCount struct {
+	mu sync.Mutex
+	by map[string]int
+}
+
+// take returns the counts so far, most frequent first, and starts again.
+func (c *causeCount) take() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var parts []string
+	for k, v := range c.by {
+		parts = append(parts, fmt.Sprintf("%d× %s", v, k))
+	}
+	slices.SortFunc(parts, func(a, b string) int {
+		na, _ := strconv.Atoi(strings.SplitN(a, "×", 2)[0])
+		nb, _ := strconv.Atoi(strings.SplitN(b, "×", 2)[0])
+		return nb - na
+	})
+	clear(c.by)
+	return strings.Join(parts[:min(5, len(parts))], "; ")
+}
 
 func (h countingHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }
-func (h countingHandler) Handle(context.Context, slog.Record) error    { h.n.Add(1); return nil }
-func (h countingHandler) WithAttrs([]slog.Attr) slog.Handler           { return h }
-func (h countingHandler) WithGroup(string) slog.Handler                { return h }
+func (h countingHandler) Handle(_ context.Context, r slog.Record) error {
+	h.n.Add(1)
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "err" {
+			cause := a.Value.String()
+			// Addresses and ports vary; the cause is what follows the last colon.
+			if i := strings.LastIndex(cause, ": "); i >= 0 {
+				cause = cause[i+2:]
+			}
+			h.causes.mu.Lock()
+			h.causes.by[cause]++
+			h.causes.mu.Unlock()
+		}
+		return true
+	})
+	return nil
+}
+func (h countingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h countingHandler) WithGroup(string) slog.Handler      { return h }
 
 // fakeCluster is a five-node cluster: per node, six pods of a project namespace with
 // requests, and an event.
@@ -66,8 +110,8 @@ func fakeCluster(i int) *fake.Clientset {
 // snapshotting every interval.
 func startAgents(regions []*store.Region, urls []string, interval time.Duration) *agentFleet {
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &agentFleet{stop: cancel}
-	log := slog.New(countingHandler{&f.drops})
+	f := &agentFleet{stop: cancel, causes: causeCount{by: map[string]int{}}}
+	log := slog.New(countingHandler{&f.drops, &f.causes})
 	for i, r := range regions {
 		cs := fakeCluster(i)
 		a := agent.New(agent.Config{URL: urls[i%len(urls)], Token: r.AgentToken, Region: r.Name, Version: "bench",
@@ -285,6 +329,9 @@ func benchAgents(env *Env, rep *Report, o *Options) error {
 		p99 < 2*time.Second && lost == 0 && len(lat) > 0, id)
 
 	// Both consoles restart; every agent connects again.
+	if c := fleet.causes.take(); c != "" {
+		sec.note("The agents' failed connections before the restart, by cause: %s.", c)
+	}
 	fmt.Println("restarting both consoles")
 	stopping := time.Now()
 	for _, c := range cons {
@@ -302,6 +349,9 @@ func benchAgents(env *Env, rep *Report, o *Options) error {
 	if err != nil {
 		return err
 	}
+	causes := fleet.causes.take()
+	fmt.Printf("after the restart: %s; the agents' failed connections by cause: %s\n", marks, causes)
+	sec.note("The agents' failed connections from the restart on, by cause: %s.", causes)
 	sec.note("The restart: both consoles stopped (SIGTERM, one after the other) in %s; from their new start (both answered /healthz %s later): %s.", secs(down), secs(up), marks)
 	refusedPG := cons[0].LogGrep("too many clients") + cons[1].LogGrep("too many clients")
 	rep.check("8", "all agents connected again after both consoles restart (from their start)", fmt.Sprintf("%d of %d in %s; PostgreSQL refused %d connection(s)", got, o.Agents, secs(took), refusedPG),
