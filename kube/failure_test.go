@@ -58,20 +58,7 @@ func TestClassifyFromTypes(t *testing.T) {
 	closedURL := "https://" + closed.Addr().String()
 	closed.Close()
 
-	silent, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { silent.Close() })
-	go func() {
-		for {
-			conn, err := silent.Accept()
-			if err != nil {
-				return
-			}
-			t.Cleanup(func() { conn.Close() })
-		}
-	}()
+	silent := silentListener(t)
 
 	otherCA := httptest.NewUnstartedServer(http.NotFoundHandler())
 	otherCA.Config.ErrorLog = log.New(io.Discard, "", 0) // the client's "bad certificate" alert
@@ -99,4 +86,24 @@ func TestClassifyFromTypes(t *testing.T) {
 			t.Errorf("%s: %v classified %q, want %q", tc.name, tc.err, got.Short(), tc.want.Short())
 		}
 	}
+}
+
+// silentListener accepts connections on loopback and never speaks: a server that hangs.
+func silentListener(t *testing.T) net.Listener {
+	t.Helper()
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { silent.Close() })
+	go func() {
+		for {
+			conn, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { conn.Close() })
+		}
+	}()
+	return silent
 }

@@ -47,20 +47,7 @@ func TestReach(t *testing.T) {
 		t.Fatalf("a TLS server with the kubeconfig's CA: %v", err)
 	}
 
-	silent, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { silent.Close() })
-	go func() {
-		for {
-			conn, err := silent.Accept()
-			if err != nil {
-				return
-			}
-			t.Cleanup(func() { conn.Close() })
-		}
-	}()
+	silent := silentListener(t)
 	err, took := reach(t, "https://"+silent.Addr().String(), withCA, true, 300*time.Millisecond)
 	if !errors.Is(err, context.DeadlineExceeded) || took > 2*time.Second {
 		t.Fatalf("a server that never speaks: %v after %s", err, took)
