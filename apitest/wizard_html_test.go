@@ -129,8 +129,16 @@ func TestWizardRefusals(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if n, err := c.Client.CoreV1().Nodes().Get(ctx, "w-small", metav1.GetOptions{}); err != nil || n.Labels["runr.dev/dedicated"] == "" {
-		t.Fatalf("the confirmed node below the floor is not dedicated: %v %v", err, n.Labels)
+	// The setup's "workers" step comes after the one that creates the region.
+	for {
+		n, err := c.Client.CoreV1().Nodes().Get(ctx, "w-small", metav1.GetOptions{})
+		if err == nil && n.Labels["runr.dev/dedicated"] != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the confirmed node below the floor is not dedicated: %v %v", err, n.Labels)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 

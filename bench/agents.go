@@ -245,27 +245,38 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	return s[min(max(i, 0), len(s)-1)]
 }
 
+// agentsRun is benchmark 8's world: the two consoles, their database and the agents.
+type agentsRun struct {
+	rep   *Report
+	sec   *Section
+	o     *Options
+	st    *store.Store
+	cons  []*Console
+	fleet *agentFleet
+	id    string // the command's anchor
+}
+
 // benchAgents measures o.Agents agents connected at once to two console processes
 // (issue #38): how many connect, each console's memory and CPU while they report every
 // o.AgentInterval, how soon a report is readable, and how long all take to connect again
 // after both consoles restart.
 func benchAgents(env *Env, rep *Report, o *Options) error {
-	sec := rep.section("8", "Connected agents")
+	a := &agentsRun{rep: rep, sec: rep.section("8", "Connected agents"), o: o, cons: make([]*Console, 2)}
 	ctx := context.Background()
 	dbURL, st, drop, err := env.NewStore("agents")
 	if err != nil {
 		return err
 	}
 	defer drop()
-	cons := make([]*Console, 2)
+	a.st = st
 	for i, name := range []string{"agents-a", "agents-b"} {
-		if cons[i], err = env.NewConsole(name, dbURL, i == 0); err != nil {
+		if a.cons[i], err = env.NewConsole(name, dbURL, i == 0); err != nil {
 			return err
 		}
-		if err := cons[i].Start(); err != nil {
+		if err := a.cons[i].Start(); err != nil {
 			return err
 		}
-		defer cons[i].Stop()
+		defer a.cons[i].Stop()
 	}
 	fmt.Printf("seeding %d regions, each with its agent token\n", o.Agents)
 	regions := make([]*store.Region, o.Agents)
@@ -277,46 +288,62 @@ func benchAgents(env *Env, rep *Report, o *Options) error {
 	}); err != nil {
 		return fmt.Errorf("seed regions: %w", err)
 	}
-	urls := []string{"ws://" + cons[0].Addr + "/api/internal/agent/ws", "ws://" + cons[1].Addr + "/api/internal/agent/ws"}
-	fmt.Printf("starting %d agents (real agent code, fake clusters of 5 nodes and 30 pods), half on each console\n", o.Agents)
-	started := time.Now()
-	fleet := startAgents(regions, urls, o.AgentInterval)
-	defer fleet.close()
+	a.id = a.sec.cmd("C8", fmt.Sprintf("%s\n# two consoles on one database:\n%s %s serve\n%s %s serve\n# %d agents in the bench process: agent.New(agent.Config{URL: ws://<console>/api/internal/agent/ws (alternately), Token: the region's, Interval: %s}).Run, each on a k8s.io/client-go/kubernetes/fake clientset of 5 nodes, 30 pods and a project namespace; one event per cluster per interval",
+		benchCmd(o, "agents"), a.cons[0].EnvFor(), env.Runr, a.cons[1].EnvFor(), env.Runr, o.Agents, o.AgentInterval))
+	if err := a.connect(ctx, regions); err != nil {
+		return err
+	}
+	defer a.fleet.close()
 	evCtx, stopEvents := context.WithCancel(ctx)
 	defer stopEvents()
-	go fleet.events(evCtx, o.AgentInterval)
-	took, got, marks, err := waitConnected(ctx, st, o.Agents, started, 3*time.Minute)
+	go a.fleet.events(evCtx, o.AgentInterval)
+	if err := a.steady(ctx); err != nil {
+		return err
+	}
+	return a.restart(ctx)
+}
+
+// connect starts the agents, half on each console, and checks that all connect.
+func (a *agentsRun) connect(ctx context.Context, regions []*store.Region) error {
+	urls := []string{"ws://" + a.cons[0].Addr + "/api/internal/agent/ws", "ws://" + a.cons[1].Addr + "/api/internal/agent/ws"}
+	fmt.Printf("starting %d agents (real agent code, fake clusters of 5 nodes and 30 pods), half on each console\n", a.o.Agents)
+	started := time.Now()
+	a.fleet = startAgents(regions, urls, a.o.AgentInterval)
+	took, got, marks, err := waitConnected(ctx, a.st, a.o.Agents, started, 3*time.Minute)
 	if err != nil {
 		return err
 	}
-	fmt.Printf("%d of %d agents connected in %s (%s)\n", got, o.Agents, took.Round(100*time.Millisecond), marks)
-	sec.note("From the agents' start (each first syncs its informers on its fake cluster, in this process): %s.", marks)
-	id := sec.cmd("C8", fmt.Sprintf("%s\n# two consoles on one database:\n%s %s serve\n%s %s serve\n# %d agents in the bench process: agent.New(agent.Config{URL: ws://<console>/api/internal/agent/ws (alternately), Token: the region's, Interval: %s}).Run, each on a k8s.io/client-go/kubernetes/fake clientset of 5 nodes, 30 pods and a project namespace; one event per cluster per interval",
-		benchCmd(o, "agents"), cons[0].EnvFor(), env.Runr, cons[1].EnvFor(), env.Runr, o.Agents, o.AgentInterval))
-	rep.check("8", fmt.Sprintf("agents connected at once to two console processes (one per cluster, reporting every %s)", o.AgentInterval),
-		fmt.Sprintf("%d of %d in %s, %d connection(s) failed or refused", got, o.Agents, secs(took), fleet.drops.Load()), fmt.Sprintf("%d, none refused", o.Agents),
-		got == o.Agents && fleet.drops.Load() == 0, id)
+	fmt.Printf("%d of %d agents connected in %s (%s)\n", got, a.o.Agents, took.Round(100*time.Millisecond), marks)
+	a.sec.note("From the agents' start (each first syncs its informers on its fake cluster, in this process): %s.", marks)
+	drops := a.fleet.drops.Load()
+	a.rep.check("8", fmt.Sprintf("agents connected at once to two console processes (one per cluster, reporting every %s)", a.o.AgentInterval),
+		fmt.Sprintf("%d of %d in %s, %d connection(s) failed or refused", got, a.o.Agents, secs(took), drops), fmt.Sprintf("%d, none refused", a.o.Agents),
+		got == a.o.Agents && drops == 0, a.id)
+	return nil
+}
 
-	// Steady state: the consoles' CPU and memory, and the reports' latency on a sample.
-	window := max(2*o.AgentInterval, 30*time.Second)
-	cpu0 := []float64{procCPU(cons[0].Pid()), procCPU(cons[1].Pid())}
+// steady measures the consoles' CPU and memory while the agents report, and the
+// reports' latency on a sample of regions.
+func (a *agentsRun) steady(ctx context.Context) error {
+	window := max(2*a.o.AgentInterval, 30*time.Second)
+	cpu0 := []float64{procCPU(a.cons[0].Pid()), procCPU(a.cons[1].Pid())}
 	t0 := time.Now()
-	sample := fleet.ids[:min(100, len(fleet.ids))]
-	lat, counts, err := reportLatency(ctx, st, sample, window)
+	sample := a.fleet.ids[:min(100, len(a.fleet.ids))]
+	lat, counts, err := reportLatency(ctx, a.st, sample, window)
 	if err != nil {
 		return err
 	}
 	wall := time.Since(t0).Seconds()
-	var worst string
+	var each string
 	ok := true
-	for i, c := range cons {
+	for i, c := range a.cons {
 		rss := procStatus(c.Pid())["VmRSS"] * 1024
 		cpu := (procCPU(c.Pid()) - cpu0[i]) / wall
 		ok = ok && rss < 1e9 && cpu < 0.8
-		worst += fmt.Sprintf("%s %.0f MiB / %.2f CPU; ", c.Name, float64(rss)/(1<<20), cpu)
+		each += fmt.Sprintf("%s %.0f MiB / %.2f CPU; ", c.Name, float64(rss)/(1<<20), cpu)
 	}
-	rep.check("8", "per console process while they report: resident memory / average CPU", strings.TrimSuffix(worst, "; "), "< 1 GB / < 0.8 CPU", ok, id)
-	expected := int(window / o.AgentInterval)
+	a.rep.check("8", "per console process while they report: resident memory / average CPU", strings.TrimSuffix(each, "; "), "< 1 GB / < 0.8 CPU", ok, a.id)
+	expected := int(window / a.o.AgentInterval)
 	lost := 0
 	for _, id := range sample {
 		if counts[id] < expected-1 {
@@ -324,38 +351,41 @@ func benchAgents(env *Env, rep *Report, o *Options) error {
 		}
 	}
 	p99 := percentile(lat, 99)
-	rep.check("8", fmt.Sprintf("from an agent's snapshot to its row being readable (p99 of %d on %d sample regions over %s)", len(lat), len(sample), secs(window)),
+	a.rep.check("8", fmt.Sprintf("from an agent's snapshot to its row being readable (p99 of %d on %d sample regions over %s)", len(lat), len(sample), secs(window)),
 		fmt.Sprintf("%s (p50 %s); %d sample region(s) with fewer than %d", secs(p99), secs(percentile(lat, 50)), lost, expected-1), "p99 < 2 s, no report lost",
-		p99 < 2*time.Second && lost == 0 && len(lat) > 0, id)
+		p99 < 2*time.Second && lost == 0 && len(lat) > 0, a.id)
+	return nil
+}
 
-	// Both consoles restart; every agent connects again.
-	if c := fleet.causes.take(); c != "" {
-		sec.note("The agents' failed connections before the restart, by cause: %s.", c)
+// restart stops both consoles, starts them again and waits for every agent to connect.
+func (a *agentsRun) restart(ctx context.Context) error {
+	if c := a.fleet.causes.take(); c != "" {
+		a.sec.note("The agents' failed connections before the restart, by cause: %s.", c)
 	}
 	fmt.Println("restarting both consoles")
 	stopping := time.Now()
-	for _, c := range cons {
+	for _, c := range a.cons {
 		c.Stop()
 	}
 	down := time.Since(stopping)
 	restarting := time.Now()
-	for _, c := range cons {
+	for _, c := range a.cons {
 		if err := c.Start(); err != nil {
 			return err
 		}
 	}
 	up := time.Since(restarting)
-	took, got, marks, err = waitConnected(ctx, st, o.Agents, restarting, 3*time.Minute)
+	took, got, marks, err := waitConnected(ctx, a.st, a.o.Agents, restarting, 3*time.Minute)
 	if err != nil {
 		return err
 	}
-	causes := fleet.causes.take()
+	causes := a.fleet.causes.take()
 	fmt.Printf("after the restart: %s; the agents' failed connections by cause: %s\n", marks, causes)
-	sec.note("The agents' failed connections from the restart on, by cause: %s.", causes)
-	sec.note("The restart: both consoles stopped (SIGTERM, one after the other) in %s; from their new start (both answered /healthz %s later): %s.", secs(down), secs(up), marks)
-	refusedPG := cons[0].LogGrep("too many clients") + cons[1].LogGrep("too many clients")
-	rep.check("8", "all agents connected again after both consoles restart (from their start)", fmt.Sprintf("%d of %d in %s; PostgreSQL refused %d connection(s)", got, o.Agents, secs(took), refusedPG),
-		"all in < 60 s, none refused", got == o.Agents && took < time.Minute && refusedPG == 0, id)
-	sec.note("The agents reconnect with the agent's own back-off: from 1 s, doubling up to 30 s, each wait drawn at random between half and one and a half of it (agent.Run).")
+	a.sec.note("The agents' failed connections from the restart on, by cause: %s.", causes)
+	a.sec.note("The restart: both consoles stopped (SIGTERM, one after the other) in %s; from their new start (both answered /healthz %s later): %s.", secs(down), secs(up), marks)
+	refusedPG := a.cons[0].LogGrep("too many clients") + a.cons[1].LogGrep("too many clients")
+	a.rep.check("8", "all agents connected again after both consoles restart (from their start)", fmt.Sprintf("%d of %d in %s; PostgreSQL refused %d connection(s)", got, a.o.Agents, secs(took), refusedPG),
+		"all in < 60 s, none refused", got == a.o.Agents && took < time.Minute && refusedPG == 0, a.id)
+	a.sec.note("The agents reconnect with the agent's own back-off: from 1 s, doubling up to 30 s, each wait drawn at random between half and one and a half of it (agent.Run).")
 	return nil
 }

@@ -68,28 +68,9 @@ func (s *Service) observe(ctx context.Context, r *store.Region) *clusterLook {
 		st.err = err
 		return st
 	}
-	start := time.Now()
-	// The connection and its TLS handshake have a short deadline of their own: a cluster
-	// that is not there, or accepts connections and never speaks, is known as such sooner
-	// (it holds a checker meanwhile); one that is there has the rest of the look to answer.
-	connect := s.connectTimeout()
-	rctx, cancel := context.WithTimeout(ctx, connect)
-	err = c.Reach(rctx)
-	cancel()
-	if err != nil {
-		if rctx.Err() != nil && ctx.Err() == nil {
-			err = fmt.Errorf("no connection within %s", connect)
-		}
-		st.err = err
+	if st.version, st.took, st.err = s.version(ctx, c); st.err != nil {
 		return st
 	}
-	v, err := c.ServerVersion(ctx)
-	if err != nil {
-		st.err = err
-		return st
-	}
-	st.took = time.Since(start)
-	st.version = v.GitVersion
 	namespaces := []string{r.OperatorNamespace, r.ServingNamespace, observability.ObservabilityNamespace, registry.Namespace}
 	if o := r.DataServices.V.Object; o.Ready() && !o.External() {
 		namespaces = append(namespaces, data.DataNamespace)
@@ -125,6 +106,29 @@ func (s *Service) observe(ctx context.Context, r *store.Region) *clusterLook {
 		}
 	}
 	return st
+}
+
+// version asks a cluster for its version, and how long it took. The connection and its
+// TLS handshake have a short deadline of their own: a cluster that is not there, or
+// accepts connections and never speaks, is known as such sooner (it holds a checker
+// meanwhile); one that is there has the rest of the look to answer.
+func (s *Service) version(ctx context.Context, c *kube.Cluster) (string, time.Duration, error) {
+	start := time.Now()
+	connect := s.connectTimeout()
+	rctx, cancel := context.WithTimeout(ctx, connect)
+	err := c.Reach(rctx)
+	cancel()
+	if err != nil {
+		if rctx.Err() != nil && ctx.Err() == nil {
+			err = fmt.Errorf("no connection within %s", connect)
+		}
+		return "", 0, err
+	}
+	v, err := c.ServerVersion(ctx)
+	if err != nil {
+		return "", 0, err
+	}
+	return v.GitVersion, time.Since(start), nil
 }
 
 // connectTimeout is the deadline of a look's connection: RUNR_STATUS_CONNECT_TIMEOUT
