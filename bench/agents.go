@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -54,17 +55,13 @@ type causeCount struct {
 func (c *causeCount) take() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	causes := slices.SortedFunc(maps.Keys(c.by), func(a, b string) int { return c.by[b] - c.by[a] })
 	var parts []string
-	for k, v := range c.by {
-		parts = append(parts, fmt.Sprintf("%d× %s", v, k))
+	for _, k := range causes[:min(5, len(causes))] {
+		parts = append(parts, fmt.Sprintf("%d× %s", c.by[k], k))
 	}
-	slices.SortFunc(parts, func(a, b string) int {
-		na, _ := strconv.Atoi(strings.SplitN(a, "×", 2)[0])
-		nb, _ := strconv.Atoi(strings.SplitN(b, "×", 2)[0])
-		return nb - na
-	})
 	clear(c.by)
-	return strings.Join(parts[:min(5, len(parts))], "; ")
+	return strings.Join(parts, "; ")
 }
 
 func (h countingHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelWarn }

@@ -17,6 +17,21 @@ import (
 // none) for its version through the console's clients, and returns the error.
 func versionOf(t *testing.T, server, extra string, loopback bool) error {
 	t.Helper()
+	c := testCluster(t, server, extra, loopback)
+	c.REST.Timeout = 2 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	_, err := c.ServerVersion(ctx)
+	if err == nil {
+		t.Fatalf("%s answered", server)
+	}
+	return err
+}
+
+// testCluster is the console's access to server with a token (and the extra cluster
+// fields), loopback allowed or not.
+func testCluster(t *testing.T, server, extra string, loopback bool) *Cluster {
+	t.Helper()
 	kc, err := ParseKubeconfig(kubeconfigFor(server, extra))
 	if err != nil {
 		t.Fatal(err)
@@ -26,14 +41,7 @@ func versionOf(t *testing.T, server, extra string, loopback bool) error {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c.REST.Timeout = 2 * time.Second
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	_, err = c.ServerVersion(ctx)
-	if err == nil {
-		t.Fatalf("%s answered", server)
-	}
-	return err
+	return c
 }
 
 // statusServer answers every request with an API status of the given code.

@@ -18,19 +18,11 @@ import (
 // reach runs Cluster.Reach against server (with the extra cluster fields) within d.
 func reach(t *testing.T, server, extra string, loopback bool, d time.Duration) (error, time.Duration) {
 	t.Helper()
-	kc, err := ParseKubeconfig(kubeconfigFor(server, extra))
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc.AllowLoopback = loopback
-	c, err := NewCluster(kc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testCluster(t, server, extra, loopback)
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	start := time.Now()
-	err = c.Reach(ctx)
+	err := c.Reach(ctx)
 	return err, time.Since(start)
 }
 
