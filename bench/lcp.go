@@ -8,7 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/performance"
 	"github.com/chromedp/chromedp"
 )
 
@@ -25,8 +27,39 @@ type paint struct {
 	FCP     float64 `json:"fcp"` // First Contentful Paint
 	LCP     float64 `json:"lcp"` // Largest Contentful Paint
 	Tag     string  `json:"tag"` // the element of the LCP
+	// Bytes is the HTML's decoded size, Elements the page's element count at the end.
+	Bytes    int `json:"bytes"`
+	Elements int `json:"elements"`
+	// Main is the renderer's main-thread time over the page's load (ms): scripts, style,
+	// layout and all its tasks (the DevTools Performance domain's counters).
+	Main mainThread `json:"-"`
 	// Loads are the page's resources: path, start and end (ms).
 	Loads []resourceLoad `json:"loads"`
+}
+
+// mainThread is a renderer's main-thread time by kind (ms).
+type mainThread struct{ Script, Style, Layout, Tasks float64 }
+
+// rendererTime reads the renderer's main-thread counters (cumulative, in seconds).
+func rendererTime(ctx context.Context) (mainThread, error) {
+	res, err := chromedp.Call(ctx, performance.GetMetrics, cdp.Empty{})
+	if err != nil {
+		return mainThread{}, err
+	}
+	var m mainThread
+	for _, x := range res.Metrics {
+		switch x.Name {
+		case "ScriptDuration":
+			m.Script = x.Value * 1000
+		case "RecalcStyleDuration":
+			m.Style = x.Value * 1000
+		case "LayoutDuration":
+			m.Layout = x.Value * 1000
+		case "TaskDuration":
+			m.Tasks = x.Value * 1000
+		}
+	}
+	return m, nil
 }
 
 // resourceLoad is one resource of the page as Resource Timing saw it.
@@ -44,6 +77,7 @@ const paintJS = `new Promise(done => {
     const es = list.getEntries(), e = es[es.length - 1];
     done({ttfb: nav.responseStart, parsed: nav.domInteractive, scripts: nav.domContentLoadedEventStart,
           fcp: fcp ? fcp.startTime : 0, lcp: e.startTime,
+          bytes: nav.decodedBodySize, elements: document.getElementsByTagName('*').length,
           tag: e.element ? e.element.tagName.toLowerCase() + (e.element.id ? '#' + e.element.id : '') : '',
           loads: performance.getEntriesByType('resource').map(r => ({path: new URL(r.name).pathname, start: r.startTime, end: r.responseEnd}))});
   }).observe({type: 'largest-contentful-paint', buffered: true});
@@ -117,13 +151,29 @@ func coldPaint(page, host, cookieName, cookieValue string) (paint, error) {
 	// console's site: the page is measured with a cold cache, not a cold browser.
 	// Late candidates (fragments loaded after the load event) are in the buffer too.
 	warm := "http://" + host + "/healthz"
-	if err := chromedp.Do(ctx, setCookie, chromedp.Navigate(warm), chromedp.Navigate(page), chromedp.Sleep(time.Second)); err != nil {
+	if err := chromedp.Do(ctx, setCookie, chromedp.Navigate(warm)); err != nil {
+		return paint{}, err
+	}
+	if _, err := chromedp.Call(ctx, performance.Enable, performance.EnableParams{}); err != nil {
+		return paint{}, err
+	}
+	before, err := rendererTime(ctx)
+	if err != nil {
+		return paint{}, err
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(page), chromedp.Sleep(time.Second)); err != nil {
 		return paint{}, err
 	}
 	m, err := chromedp.Run(ctx, chromedp.Evaluate[paint](paintJS, chromedp.EvalAwaitPromise))
 	if err != nil {
 		return paint{}, err
 	}
+	after, err := rendererTime(ctx)
+	if err != nil {
+		return paint{}, err
+	}
+	m.Main = mainThread{Script: after.Script - before.Script, Style: after.Style - before.Style,
+		Layout: after.Layout - before.Layout, Tasks: after.Tasks - before.Tasks}
 	if m.LCP <= 0 {
 		return m, fmt.Errorf("the browser reported no Largest Contentful Paint for %s", page)
 	}
@@ -148,9 +198,12 @@ func reportLCP(rep *Report, sec *Section, o *Options, runs []paint, id string) {
 		for _, l := range r.Loads {
 			loads = append(loads, fmt.Sprintf("%s %.0f–%.0f", l.Path, l.Start, l.End))
 		}
-		each = append(each, fmt.Sprintf("run %d: first byte %.0f ms, parsed %.0f ms (%s), deferred scripts run by %.0f ms, FCP %.0f ms, LCP %.0f ms (%s)",
-			i+1, r.TTFB, r.Parsed, strings.Join(loads, ", "), r.Scripts, r.FCP, r.LCP, r.Tag))
+		each = append(each, fmt.Sprintf("run %d: first byte %.0f ms, parsed %.0f ms (%s), deferred scripts run by %.0f ms, FCP %.0f ms, LCP %.0f ms (%s); main thread %.0f ms (scripts %.0f, style %.0f, layout %.0f)",
+			i+1, r.TTFB, r.Parsed, strings.Join(loads, ", "), r.Scripts, r.FCP, r.LCP, r.Tag, r.Main.Tasks, r.Main.Script, r.Main.Style, r.Main.Layout))
 	}
 	sec.note("Each run is a new headless Chromium with an empty profile, so nothing of the page (HTML, CSS, scripts) is cached; it opens /healthz first, so that the renderer of the console's site runs (a browser's own start is not the page's cost) and the connection may be reused. The timings are the browser's own (Navigation Timing, Paint Timing, Largest Contentful Paint), from the page's navigation start. %s.", strings.Join(each, "; "))
+	if len(runs) > 0 {
+		sec.note("The page: %d bytes of HTML, %d elements once loaded.", runs[0].Bytes, runs[0].Elements)
+	}
 	sec.note("The console and the browser share this machine's 2 CPUs; the console was seeded as in benchmark 1 (%d regions, each with a finished job and an agent snapshot).", o.Regions)
 }

@@ -12,12 +12,8 @@ cd "$(dirname "$0")/.."
 step() { printf '\n== %s\n' "$*"; }
 pgdir=.data/bench-pg
 
-step "Debian's chromium (benchmark 7 loads a page in it)"
-if ! command -v chromium >/dev/null 2>&1; then
-  sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
-fi
+step "Debian packages: Chromium (benchmark 7 loads a page in it) and what the cluster binaries' build checks for (scripts/packages.sh)"
+scripts/packages.sh
 
 step "build bin/runr, bin/bench and the simulated cluster binaries (cached after the first time)"
 go build -ldflags "-X main.version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)" -o bin/runr .

@@ -17,15 +17,7 @@ export RUNR_TEST_DATABASE_URL
 trap 'scripts/pg.sh stop .data/test-pg' EXIT
 
 step "Debian packages: Chromium (browser tests), bzip2 (gVisor's release archives), a real node's containerd, runc, CNI plugins and iptables (realnode.md), curl and redis-tools for the images of the in-cluster scripts, python3 for the demo projects' image"
-packages="chromium bzip2 containerd runc containernetworking-plugins iptables util-linux curl redis-tools python3"
-if ! command -v chromium >/dev/null 2>&1 || ! command -v bzip2 >/dev/null 2>&1 || ! command -v containerd >/dev/null 2>&1 \
-  || ! command -v runc >/dev/null 2>&1 || [ ! -x /usr/lib/cni/bridge ] || ! command -v iptables >/dev/null 2>&1 \
-  || ! command -v nsenter >/dev/null 2>&1 || ! command -v curl >/dev/null 2>&1 || ! command -v redis-cli >/dev/null 2>&1 || [ ! -x /usr/bin/python3 ]; then
-  sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  # shellcheck disable=SC2086
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $packages
-fi
+scripts/packages.sh
 chromium --version
 
 step "cluster binaries (simulated and real nodes) and SeaweedFS (about 30 minutes the first time, cached afterwards); make test-real: Traefik and Knative too"
