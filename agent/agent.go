@@ -132,6 +132,10 @@ func (a *Agent) send(m Message) {
 	}
 }
 
+// maxBackoff is the longest the agent waits between two tries (drawn between half and one
+// and a half of it): a console back from a restart has all its agents within that.
+const maxBackoff = 15 * time.Second
+
 // Run watches the cluster and reports until ctx ends, reconnecting with backoff and jitter.
 func (a *Agent) Run(ctx context.Context) error {
 	if err := a.watch(ctx); err != nil {
@@ -156,7 +160,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			return nil
 		case <-time.After(wait):
 		}
-		backoff = min(backoff*2, 30*time.Second)
+		backoff = min(backoff*2, maxBackoff)
 	}
 	return nil
 }

@@ -383,6 +383,6 @@ func (a *agentsRun) restart(ctx context.Context) error {
 	refusedPG := a.cons[0].LogGrep("too many clients") + a.cons[1].LogGrep("too many clients")
 	a.rep.check("8", "all agents connected again after both consoles restart (from their start)", fmt.Sprintf("%d of %d in %s; PostgreSQL refused %d connection(s)", got, a.o.Agents, secs(took), refusedPG),
 		"all in < 60 s, none refused", got == a.o.Agents && took < time.Minute && refusedPG == 0, a.id)
-	a.sec.note("The agents reconnect with the agent's own back-off: from 1 s, doubling up to 30 s, each wait drawn at random between half and one and a half of it (agent.Run).")
+	a.sec.note("The agents reconnect with the agent's own back-off: from 1 s, doubling up to 15 s, each wait drawn at random between half and one and a half of it (agent.Run).")
 	return nil
 }

@@ -95,6 +95,11 @@ func serve(parent context.Context, migrate bool) error {
 	}
 	err = shutdownListeners(srv, metrics, err)
 	stopBackground()
+	// What the agents' sockets recorded last (connections that ended as the listener
+	// closed) is written before the console exits.
+	flushCtx, cancelFlush := context.WithTimeout(parent, 5*time.Second)
+	svc.Observability.FlushAgentWrites(flushCtx, true)
+	cancelFlush()
 	if errors.Is(err, context.Canceled) {
 		return nil
 	}

@@ -461,14 +461,10 @@ func (h *Handlers) AgentSocket() fiber.Handler {
 		ctx := context.Background()
 		// Microseconds, as PostgreSQL keeps them: AgentGone compares with what was stored.
 		connectedAt := time.Now().UTC().Truncate(time.Microsecond)
-		if err := h.Ops.Observability.AgentSeen(ctx, agentRegionIDs(regions), store.ComponentConnected, connectedAt); err != nil {
-			log.Warn("agent: connected", "err", err)
-		}
+		h.Ops.Observability.AgentConnected(agentRegionIDs(regions), connectedAt)
 		log.Info("agent connected")
 		defer func() {
-			if err := h.Ops.Observability.AgentGone(ctx, agentRegionIDs(regions), connectedAt); err != nil {
-				log.Warn("agent: disconnected", "err", err)
-			}
+			h.Ops.Observability.AgentGone(agentRegionIDs(regions), connectedAt)
 			log.Info("agent disconnected")
 		}()
 		conn.SetReadLimit(AgentReadLimit)

@@ -304,13 +304,6 @@ func (s *Store) SetAgentToken(ctx context.Context, id, token string) error {
 	return s.updateRegion(ctx, "set agent token", id, cols{{"agent_token", token}, {"agent_token_hash", crypt.HashToken(token)}})
 }
 
-// SetAgentsSeen records when the agent of each region last reported, in one statement (a
-// console writes its connected agents' marks together); a newer time is never replaced.
-func (s *Store) SetAgentsSeen(ctx context.Context, ids []string, at time.Time) error {
-	_, err := s.db(ctx).ExecContext(ctx, `UPDATE regions SET agent_last_seen_at = $2 WHERE id = ANY($1) AND (agent_last_seen_at IS NULL OR agent_last_seen_at < $2)`, pq.Array(ids), at)
-	return wrap("set agents seen", err)
-}
-
 // SetDomainMigration records a base-domain migration of the region: its status and the
 // domain the region also answers on ("" and MigrationNone: none).
 func (s *Store) SetDomainMigration(ctx context.Context, id string, status MigrationStatus, target string) error {

@@ -479,18 +479,6 @@ func (s *Store) SetComponent(ctx context.Context, id, name string, c ComponentSt
 	return wrap("set component "+name, err)
 }
 
-// SetAgentDisconnected records a region's runr-agent as disconnected when its connection
-// that was recorded as connected at connectedAt ends, unless a later connection was
-// recorded since: a new agent (a rolling update, a replacement) connects before the old
-// one's connection is seen to end, here or at another console.
-func (s *Store) SetAgentDisconnected(ctx context.Context, id string, connectedAt time.Time) error {
-	val := JSON[ComponentState]{V: ComponentState{Status: ComponentDisconnected, UpdatedAt: time.Now().UTC()}}
-	_, err := s.db(ctx).ExecContext(ctx, `UPDATE regions SET components = jsonb_set(components, '{agent}', $2::jsonb), updated_at = now()
-		WHERE id = $1 AND NOT (components->'agent'->>'status' = 'connected' AND (components->'agent'->>'updated_at')::timestamptz > $3)`,
-		id, val, connectedAt)
-	return wrap("set the agent disconnected", err)
-}
-
 // DeleteRegion removes a region's record. Its projects and bindings stay, without a region
 // (ON DELETE SET NULL); metric snapshots, sessions, events and log settings go with it
 // (ON DELETE CASCADE); its agent token goes with the row.

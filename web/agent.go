@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/url"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"runr.dev/console/handlers"
+	"runr.dev/console/store"
 )
 
 // internalHosts decides which hosts /api/internal/* answers for: the console's own, and
@@ -97,6 +99,12 @@ func (s *Server) agentAuth(c *fiber.Ctx) error {
 		return unauthorized(c, "The agent must send its cluster's token.")
 	}
 	rs, err := s.Store.RegionsByAgentToken(c.UserContext(), tok)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		// The agent tries again later: a busy or unreachable database is no wrong token.
+		s.Log.Warn("agent: the token could not be checked", "ip", handlers.ClientIP(c, s.Cfg), "err", err)
+		c.Set(fiber.HeaderRetryAfter, "5")
+		return handlers.JSONError(c, fiber.StatusServiceUnavailable, "The console cannot check the agent's token now; try again shortly.")
+	}
 	if err != nil {
 		s.Log.Warn("agent refused: unknown token", "ip", handlers.ClientIP(c, s.Cfg))
 		return unauthorized(c, "The agent's token belongs to no region (were its cluster's regions removed?).")

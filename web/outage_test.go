@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"runr.dev/console/config"
+	"runr.dev/console/ops/observability"
 	"runr.dev/console/store"
 	"runr.dev/console/store/storetest"
 	"runr.dev/console/web/webtest"
@@ -117,7 +119,23 @@ func TestDatabaseOutage(t *testing.T) {
 		t.Fatalf("before the outage: %d %s", got, body)
 	}
 
+	agentWS := func() *http.Response {
+		t.Helper()
+		req := webtest.Req("GET", observability.AgentPath, "some-agent-token", "")
+		req.Host = "127.0.0.1" // the internal API answers on the console's own addresses
+		resp := e.Do(req)
+		resp.Body.Close()
+		return resp
+	}
+	if resp := agentWS(); resp.StatusCode != 401 {
+		t.Fatalf("an unknown agent token before the outage: %d, want 401", resp.StatusCode)
+	}
+
 	line.cut()
+	// An agent is told to come back, not that its token is unknown.
+	if resp := agentWS(); resp.StatusCode != 503 || resp.Header.Get("Retry-After") == "" {
+		t.Errorf("an agent during the outage: %d (Retry-After %q), want 503 with Retry-After", resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
 	for _, tok := range []string{fresh, used} {
 		resp := e.Do(webtest.Req("GET", "/api/knative-regions", tok, ""))
 		body, _ := io.ReadAll(resp.Body)

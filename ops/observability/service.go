@@ -19,7 +19,7 @@ type Service struct {
 	// gets the active regions of the reporting cluster.
 	Meter func(ctx context.Context, regions []store.AgentRegion, at time.Time, usage []agent.ProjectUsage) error
 
-	seen seenMarks // the agents' last-seen marks not written yet
+	agentWrites agentWrites // the agents' connections and last-seen marks not written yet
 }
 
 // New is the observability stack on the kit; it registers the tracing job (the Serving
