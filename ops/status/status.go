@@ -521,11 +521,12 @@ func (s *Service) sweep(ctx context.Context, round func(context.Context, []store
 	checkers := max(1, s.Cfg.StatusConcurrency)
 	slots := semaphore.NewWeighted(int64(checkers))
 	looks := newSweepLooks()
+	saver := s.newCheckSaver(ctx)
 	var wg sync.WaitGroup
 	for range checkers {
 		wg.Go(func() {
 			for w := range work {
-				s.checkCluster(ctx, looks, w.key, w.regions, base)
+				s.checkCluster(ctx, looks, saver.save, w.key, w.regions, base)
 				slots.Release(1)
 			}
 		})
@@ -533,6 +534,7 @@ func (s *Service) sweep(ctx context.Context, round func(context.Context, []store
 	err = s.feedSweep(ctx, p, take, slots, work)
 	close(work)
 	wg.Wait()
+	saver.close()
 	if err != nil {
 		return err
 	}
@@ -697,7 +699,7 @@ func regionsByCluster(regions []store.Region) []clusterCheck {
 
 // checkCluster checks the regions of one cluster with one look at it (the sweep's, when
 // another part of the sweep looked at the cluster already).
-func (s *Service) checkCluster(ctx context.Context, looks *sweepLooks, k string, rs []*store.Region, base string) {
+func (s *Service) checkCluster(ctx context.Context, looks *sweepLooks, save func([]tenantCheck), k string, rs []*store.Region, base string) {
 	if !s.breaker.allow(k) {
 		return
 	}
@@ -715,7 +717,7 @@ func (s *Service) checkCluster(ctx context.Context, looks *sweepLooks, k string,
 	} else {
 		s.breaker.ok(k)
 	}
-	checks := make([]store.RegionCheck, len(rs))
+	checks := make([]tenantCheck, len(rs))
 	// The regions of a look are checked side by side (each asks DNS), then saved together.
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, regionChecksAtOnce)
@@ -731,11 +733,11 @@ func (s *Service) checkCluster(ctx context.Context, looks *sweepLooks, k string,
 				u.Health.Failures, u.Health.NextCheck = failures, next
 				u.Health.API.Reason += fmt.Sprintf(" (%d failed check(s) in a row; next check at %s)", failures, next.Format("15:04:05"))
 			}
-			checks[i] = store.RegionCheck{ID: r.ID, CheckUpdate: u}
+			checks[i] = tenantCheck{tenant: r.Tenant(), check: store.RegionCheck{ID: r.ID, CheckUpdate: u}}
 		})
 	}
 	wg.Wait()
-	s.saveChecks(ctx, rs, checks)
+	save(checks)
 	if st.err == nil {
 		for _, r := range rs {
 			s.followBaseDomain(store.WithTenant(ctx, r.Tenant()), r, base)
@@ -747,11 +749,17 @@ func (s *Service) checkCluster(ctx context.Context, looks *sweepLooks, k string,
 // regionChecksAtOnce is how many regions of one cluster look are checked at once.
 const regionChecksAtOnce = 8
 
-// saveChecks saves a look's checks, one statement per tenant (each in its tenant's walls).
-func (s *Service) saveChecks(ctx context.Context, rs []*store.Region, checks []store.RegionCheck) {
+// tenantCheck is a region's check and the tenant whose walls it is saved in.
+type tenantCheck struct {
+	tenant string
+	check  store.RegionCheck
+}
+
+// saveChecks saves checks, one statement per tenant (each in its tenant's walls).
+func (s *Service) saveChecks(ctx context.Context, checks []tenantCheck) {
 	byTenant := map[string][]store.RegionCheck{}
-	for i, r := range rs {
-		byTenant[r.Tenant()] = append(byTenant[r.Tenant()], checks[i])
+	for _, c := range checks {
+		byTenant[c.tenant] = append(byTenant[c.tenant], c.check)
 	}
 	for tenant, cs := range byTenant {
 		wctx, cancel := context.WithTimeout(store.WithTenant(context.WithoutCancel(ctx), tenant), 5*time.Second)
@@ -776,7 +784,7 @@ func (s *Service) CheckNow(ctx context.Context, id string) error {
 	}
 	k := r.ClusterKey + "|" + kit.ShortHash(r.Kubeconfig)
 	s.breaker.ok(k)
-	s.checkCluster(ctx, nil, k, []*store.Region{r}, base)
+	s.checkCluster(ctx, nil, func(cs []tenantCheck) { s.saveChecks(ctx, cs) }, k, []*store.Region{r}, base)
 	return nil
 }
 
