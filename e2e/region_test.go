@@ -652,6 +652,10 @@ func (b *browser) expectJobSucceeds(title string) {
 	if !b.marked() {
 		b.fatalf("the job %s must finish live, without a reload", title)
 	}
+	// Its tab (or wizard step) is fetched again once the job ended: a form filled before
+	// that answer is in would be replaced by it (the keeping of edited forms follows the
+	// input events a person's typing fires, not values set by the test).
+	b.waitJS("the page after the job "+title, `!document.querySelector("[data-keep-edited][hx-trigger=load]")`, shortWait)
 }
 
 // selfSigned returns a PEM certificate and its key for name, valid for 90 days.
